@@ -1,0 +1,94 @@
+"""Limits, defaults and settings. Every constant names its unit.
+
+The limits are SPEC §1 ("Validation rules" and "Limits"); defaults that the SPEC leaves
+open are chosen here and documented once.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+__all__ = [
+    "DEFAULT_API_HOST",
+    "DEFAULT_API_PORT",
+    "DEFAULT_CACHE_SIZE_BYTES",
+    "DEFAULT_MEMORY_LIMIT",
+    "DEFAULT_PAGE_LIMIT",
+    "DEFAULT_VERSION_RETENTION_S",
+    "MAX_CONTENT_BYTES",
+    "MAX_FULL_VIEW_PAGE_LIMIT",
+    "MAX_INSTRUCTIONS_CHARS",
+    "MAX_METADATA_KEYS",
+    "MAX_METADATA_KEY_CHARS",
+    "MAX_METADATA_VALUE_CHARS",
+    "MAX_PAGE_LIMIT",
+    "MAX_PATH_BYTES",
+    "MAX_PATH_SEGMENTS",
+    "MAX_SEGMENT_BYTES",
+    "MAX_STORES_PER_SESSION",
+    "MAX_STORE_DESCRIPTION_CHARS",
+    "MAX_STORE_NAME_CHARS",
+    "database_url",
+    "memfs_home",
+]
+
+# SPEC §1 validation rules.
+MAX_PATH_BYTES = 1024
+MAX_SEGMENT_BYTES = 255  # Linux NAME_MAX
+MAX_PATH_SEGMENTS = 20
+MAX_CONTENT_BYTES = 102_400
+MAX_METADATA_KEYS = 16
+MAX_METADATA_KEY_CHARS = 64
+MAX_METADATA_VALUE_CHARS = 512
+MAX_STORE_NAME_CHARS = 255
+MAX_STORE_DESCRIPTION_CHARS = 1024
+MAX_INSTRUCTIONS_CHARS = 4096
+MAX_STORES_PER_SESSION = 8
+
+# SPEC §1 limits: memories per store, configurable with MEMFS_MEMORY_LIMIT.
+DEFAULT_MEMORY_LIMIT = 10_000
+
+# SPEC §2: versions are kept at least 30 days after writing.
+DEFAULT_VERSION_RETENTION_S = 30 * 24 * 3600
+
+# api-contract §3 pagination.
+DEFAULT_PAGE_LIMIT = 20
+MAX_PAGE_LIMIT = 100
+MAX_FULL_VIEW_PAGE_LIMIT = 20
+
+# `memfs serve` defaults (issue 3).
+DEFAULT_API_HOST = "127.0.0.1"
+DEFAULT_API_PORT = 8765
+
+# Local content cache of a remote mount (SPEC §4).
+DEFAULT_CACHE_SIZE_BYTES = 256 * 1024 * 1024
+
+
+def memfs_home() -> Path:
+    """The data directory: ``$MEMFS_HOME``, else ``~/.local/share/memfs`` (SPEC §5)."""
+    env = os.environ.get("MEMFS_HOME")
+    if env:
+        return Path(env).expanduser()
+    return Path.home() / ".local" / "share" / "memfs"
+
+
+def database_url(explicit: str | None = None) -> str:
+    """The SQLAlchemy URL of the store database.
+
+    Args:
+        explicit: a ``postgresql://…`` URL, a ``sqlite:///…`` URL, or a file path; None
+            means ``$MEMFS_DATABASE`` if set, else ``$MEMFS_HOME/memfs.db``.
+
+    Returns:
+        A URL for :func:`memfs.store.open_engine`. ``postgresql://`` is rewritten to the
+        psycopg 3 driver (``postgresql+psycopg://``).
+    """
+    value = explicit or os.environ.get("MEMFS_DATABASE")
+    if not value:
+        return f"sqlite:///{memfs_home() / 'memfs.db'}"
+    if value.startswith("postgresql://") or value.startswith("postgres://"):
+        return "postgresql+psycopg://" + value.split("://", 1)[1]
+    if "://" in value:
+        return value
+    return f"sqlite:///{Path(value).expanduser().resolve()}"

@@ -1,0 +1,220 @@
+"""The domain exception tree of memfs.
+
+Every layer below the edges (model, rules, store engine) raises only these
+classes. Each edge translates them in exactly one table: the FUSE layer to an
+errno (``memfs/fuse/errno_table.py``), the HTTP API to a status and an
+``error.type`` (``memfs/api/errors.py``), the CLI to one printed line and an
+exit status.
+
+::
+
+    MemfsError
+    ├── InvalidInput                    bad input; nothing changed
+    │   ├── InvalidPath                 SPEC §1 path rules
+    │   │   └── PathTooLong             path > 1,024 bytes or a segment > 255 bytes
+    │   ├── InvalidContent              not UTF-8 text, or forbidden control chars
+    │   │   └── ContentTooLarge         content > 102,400 bytes
+    │   ├── InvalidMetadata             SPEC §1 metadata rules (names every problem)
+    │   ├── InvalidStoreField           store name / description rules
+    │   └── InvalidCursor               a pagination cursor we did not issue
+    ├── NotFound                        unknown id, deleted memory, other store's id
+    ├── Conflict                        state conflicts (HTTP 409)
+    │   ├── PathConflict                path (or a prefix/descendant) is occupied
+    │   ├── PreconditionFailed          content_sha256 precondition mismatch
+    │   ├── HeadVersionRedaction        head version of a live memory can't be redacted
+    │   └── NotRestorable               restore of a memory that is not soft-deleted
+    ├── StoreArchived                   write to an archived store
+    ├── StoreFull                       the per-store memory limit is reached
+    ├── PermissionDenied                credential lacks a scope / read-only attachment
+    ├── AuthenticationFailed            missing or invalid credential
+    └── CorruptedStore                  an invariant fsck checks was found broken
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationFailed",
+    "Conflict",
+    "ContentTooLarge",
+    "CorruptedStore",
+    "HeadVersionRedaction",
+    "InvalidContent",
+    "InvalidCursor",
+    "InvalidInput",
+    "InvalidMetadata",
+    "InvalidPath",
+    "InvalidStoreField",
+    "MemfsError",
+    "NotFound",
+    "NotRestorable",
+    "PathConflict",
+    "PathTooLong",
+    "PermissionDenied",
+    "PreconditionFailed",
+    "StoreArchived",
+    "StoreFull",
+]
+
+
+class MemfsError(Exception):
+    """Base of every error memfs raises on purpose.
+
+    Attributes:
+        message: one human-readable line naming the problem.
+        code: a stable machine-readable code (``details.error_code`` on the wire).
+    """
+
+    code: str = "memfs_error"
+
+    def __init__(self, message: str, *, code: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class InvalidInput(MemfsError):
+    """Raised when a request is malformed or breaks a SPEC §1 rule; nothing changed."""
+
+    code = "invalid_input"
+
+
+class InvalidPath(InvalidInput):
+    """Raised when a memory path breaks a SPEC §1 path rule (the message names which)."""
+
+    code = "invalid_path"
+
+
+class PathTooLong(InvalidPath):
+    """Raised when a path exceeds 1,024 UTF-8 bytes or a segment exceeds 255 (NAME_MAX)."""
+
+    code = "path_too_long"
+
+
+class InvalidContent(InvalidInput):
+    """Raised when content is not UTF-8 text or holds a control character other than
+    ``\\n``, ``\\r``, ``\\t`` (SPEC §1 content rules)."""
+
+    code = "invalid_content"
+
+
+class ContentTooLarge(InvalidContent):
+    """Raised when content exceeds 102,400 bytes (SPEC §1)."""
+
+    code = "content_too_large"
+
+
+class InvalidMetadata(InvalidInput):
+    """Raised when metadata breaks a SPEC §1 metadata rule.
+
+    Attributes:
+        problems: one line per problem found, all of them, not just the first.
+    """
+
+    code = "invalid_metadata"
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid metadata: " + "; ".join(problems))
+        self.problems = problems
+
+
+class InvalidStoreField(InvalidInput):
+    """Raised when a store name or description breaks a SPEC §1 rule."""
+
+    code = "invalid_store_field"
+
+
+class InvalidCursor(InvalidInput):
+    """Raised when a pagination cursor is malformed or was issued for another query."""
+
+    code = "invalid_cursor"
+
+
+class NotFound(MemfsError):
+    """Raised when an id is unknown, deleted, or belongs to another store."""
+
+    code = "not_found"
+
+
+class Conflict(MemfsError):
+    """Base of state conflicts (HTTP 409)."""
+
+    code = "conflict"
+
+
+class PathConflict(Conflict):
+    """Raised when a path is occupied by a live memory, or by a memory above or below it
+    (``/a`` and ``/a/b`` can't coexist, SPEC §1).
+
+    Attributes:
+        conflicting_memory_id: the ``mem_…`` id of the memory in the way.
+        conflicting_path: that memory's path.
+    """
+
+    code = "memory_path_conflict"
+
+    def __init__(self, message: str, *, conflicting_memory_id: str, conflicting_path: str) -> None:
+        super().__init__(message)
+        self.conflicting_memory_id = conflicting_memory_id
+        self.conflicting_path = conflicting_path
+
+
+class PreconditionFailed(Conflict):
+    """Raised when ``content_sha256`` does not match the head (SPEC §2 optimistic
+    concurrency).
+
+    Attributes:
+        actual_sha256: the head's digest at the time of the check.
+    """
+
+    code = "memory_precondition_failed"
+
+    def __init__(self, message: str, *, actual_sha256: str) -> None:
+        super().__init__(message)
+        self.actual_sha256 = actual_sha256
+
+
+class HeadVersionRedaction(Conflict):
+    """Raised when redacting the head version of a live memory (SPEC §2 redaction)."""
+
+    code = "head_version_redaction"
+
+
+class NotRestorable(Conflict):
+    """Raised when restoring a memory that is live, redacted, or whose path is taken."""
+
+    code = "not_restorable"
+
+
+class StoreArchived(MemfsError):
+    """Raised on a write the archive rule forbids (SPEC §2 archive)."""
+
+    code = "store_archived"
+
+
+class StoreFull(MemfsError):
+    """Raised when a create would exceed the per-store memory limit (SPEC §1 limits)."""
+
+    code = "store_full"
+
+
+class PermissionDenied(MemfsError):
+    """Raised when the caller's credential lacks the scope, store or access mode needed."""
+
+    code = "permission_denied"
+
+
+class AuthenticationFailed(MemfsError):
+    """Raised when a credential is missing, unknown or revoked."""
+
+    code = "authentication_failed"
+
+
+class CorruptedStore(MemfsError):
+    """Raised when the engine meets a broken invariant (e.g. a blob whose bytes no longer
+    hash to its key). ``memfs fsck`` reports the same conditions without raising."""
+
+    code = "corrupted_store"

@@ -1,0 +1,298 @@
+"""Values the engine returns: stores, memories, versions, actors, sessions, keys.
+
+These are immutable pydantic models with no I/O. Field names follow the wire format of
+api-contract §4 where one exists, so the API layer serializes them with little code;
+fields beyond the wire (``entry_count``, ``metadata`` on memories, …) are the
+extensions SPEC §1 allows.
+"""
+
+from __future__ import annotations
+
+import enum
+from datetime import UTC, datetime
+from typing import Any, Generic, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict
+
+__all__ = [
+    "Access",
+    "Actor",
+    "ActorType",
+    "ApiKey",
+    "Change",
+    "ChangeKind",
+    "DeleteMode",
+    "Memory",
+    "MemoryPrefix",
+    "MemoryStore",
+    "MemoryVersion",
+    "Operation",
+    "Page",
+    "Scope",
+    "Session",
+    "SessionResource",
+    "format_timestamp",
+    "utcnow",
+]
+
+
+def utcnow() -> datetime:
+    """The current time, timezone-aware UTC, microsecond precision."""
+    return datetime.now(UTC)
+
+
+def format_timestamp(value: datetime) -> str:
+    """RFC 3339 UTC with microseconds and ``Z``, e.g. ``2026-01-02T03:04:05.123456Z``."""
+    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class ActorType(enum.StrEnum):
+    """Who wrote a version (api-contract §4.7)."""
+
+    SESSION = "session_actor"
+    API = "api_actor"
+    USER = "user_actor"
+    SERVICE_ACCOUNT = "service_account_actor"
+
+
+# The id field each actor type carries on the wire (api-contract §4.7).
+_ACTOR_ID_FIELD = {
+    ActorType.SESSION: "session_id",
+    ActorType.API: "api_key_id",
+    ActorType.USER: "user_id",
+    ActorType.SERVICE_ACCOUNT: "service_account_id",
+}
+
+
+class Actor(_Frozen):
+    """The author of a change: a type and the id of the session, key, user or account.
+
+    ``Actor(type=ActorType.SESSION, id="sesn_…")`` is ``{"type": "session_actor",
+    "session_id": "sesn_…"}`` on the wire (:meth:`to_wire`).
+    """
+
+    type: ActorType
+    id: str
+
+    def to_wire(self) -> dict[str, str]:
+        """The api-contract §4.7 object."""
+        return {"type": self.type.value, _ACTOR_ID_FIELD[self.type]: self.id}
+
+    @classmethod
+    def session(cls, session_id: str) -> Actor:
+        return cls(type=ActorType.SESSION, id=session_id)
+
+    @classmethod
+    def api_key(cls, api_key_id: str) -> Actor:
+        return cls(type=ActorType.API, id=api_key_id)
+
+    @classmethod
+    def user(cls, user_id: str) -> Actor:
+        return cls(type=ActorType.USER, id=user_id)
+
+    def __str__(self) -> str:
+        return f"{self.type.value}:{self.id}"
+
+
+class Operation(enum.StrEnum):
+    """The kind of change a version records (api-contract §6)."""
+
+    CREATED = "created"
+    MODIFIED = "modified"
+    DELETED = "deleted"
+
+
+class DeleteMode(enum.StrEnum):
+    """Deletion modes of SPEC §2."""
+
+    SOFT_DELETE = "soft_delete"
+    REDACT = "redact"
+    HARD_DELETE = "hard_delete"
+
+
+class Access(enum.StrEnum):
+    """Access mode of a store attached to a session (api-contract §7.1)."""
+
+    READ_WRITE = "read_write"
+    READ_ONLY = "read_only"
+
+
+class Scope(enum.StrEnum):
+    """API key scopes (SPEC §3)."""
+
+    READ = "memory:read"
+    WRITE = "memory:write"
+    DELETE = "memory:delete"
+    HARD_DELETE = "memory:hard_delete"
+    ADMIN = "admin"
+
+
+class MemoryStore(_Frozen):
+    """A memory store (api-contract §4.1) with its counters.
+
+    ``entry_count`` and ``total_size_bytes`` count live (not soft-deleted) memories and
+    their content bytes; fsck checks them against the rows.
+    """
+
+    id: str
+    name: str
+    description: str
+    metadata: dict[str, str]
+    created_at: datetime
+    updated_at: datetime
+    archived_at: datetime | None
+    entry_count: int
+    total_size_bytes: int
+
+    @property
+    def archived(self) -> bool:
+        return self.archived_at is not None
+
+
+class Memory(_Frozen):
+    """A live memory (api-contract §4.3).
+
+    ``content`` is None unless the caller asked for it (``view=full``). ``blob_key`` is
+    the content-addressed key of its bytes (xxh3-128 hex), internal to memfs.
+    ``deleted_at`` is set only on soft-deleted memories returned by restore listings.
+    """
+
+    id: str
+    memory_store_id: str
+    path: str
+    content: str | None
+    content_sha256: str
+    content_size_bytes: int
+    memory_version_id: str
+    metadata: dict[str, str]
+    created_at: datetime
+    updated_at: datetime
+    blob_key: str
+    deleted_at: datetime | None = None
+
+
+class MemoryPrefix(_Frozen):
+    """A directory marker in a depth-limited listing (api-contract §4.4); ends with ``/``."""
+
+    path: str
+
+
+class MemoryVersion(_Frozen):
+    """An immutable version (api-contract §4.6).
+
+    ``content``, ``content_sha256``, ``content_size_bytes`` are None for ``deleted``
+    versions and after redaction; ``path`` is None only after redaction. ``reason`` is
+    the audited reason of a deletion, if one was given (SPEC §2 deletion modes).
+    """
+
+    id: str
+    memory_id: str
+    memory_store_id: str
+    operation: Operation
+    created_at: datetime
+    content: str | None
+    content_sha256: str | None
+    content_size_bytes: int | None
+    path: str | None
+    created_by: Actor | None
+    redacted_at: datetime | None
+    redacted_by: Actor | None
+    reason: str | None = None
+
+
+class ChangeKind(enum.StrEnum):
+    """What a change-feed entry records (issue 4 change feed)."""
+
+    MEMORY_WRITTEN = "memory_written"  # created, modified, restored or renamed
+    MEMORY_DELETED = "memory_deleted"
+    VERSION_REDACTED = "version_redacted"
+    STORE_UPDATED = "store_updated"
+    STORE_ARCHIVED = "store_archived"
+    STORE_DELETED = "store_deleted"
+
+
+class Change(_Frozen):
+    """One entry of a store's change feed.
+
+    ``seq`` increases by one per mutation of the store, with no gaps. ``old_path`` is
+    set on renames; ``blob_key`` names the bytes a redaction purged (so caches drop them).
+    """
+
+    seq: int
+    memory_store_id: str
+    kind: ChangeKind
+    memory_id: str | None
+    path: str | None
+    old_path: str | None
+    blob_key: str | None
+    created_at: datetime
+
+
+T = TypeVar("T")
+
+
+class Page(_Frozen, Generic[T]):
+    """One page of a keyset-paginated listing; ``next_cursor`` is None on the last page."""
+
+    items: list[T]
+    next_cursor: str | None
+
+
+class SessionResource(_Frozen):
+    """A store attached to a session (api-contract §7.2), snapshotted at attach time."""
+
+    memory_store_id: str
+    access: Access
+    instructions: str | None
+    name: str
+    description: str
+    mount_path: str
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "type": "memory_store",
+            "memory_store_id": self.memory_store_id,
+            "access": self.access.value,
+            "instructions": self.instructions,
+            "name": self.name,
+            "description": self.description,
+            "mount_path": self.mount_path,
+        }
+
+
+class Session(_Frozen):
+    """An attachment of up to 8 stores to one agent sandbox (SPEC §1, §3)."""
+
+    id: str
+    created_at: datetime
+    resources: list[SessionResource]
+    title: str | None = None
+
+
+class ApiKey(_Frozen):
+    """An API key's public record; the secret is never stored or returned after creation.
+
+    ``store_ids`` empty means every store.
+    """
+
+    id: str
+    name: str
+    scopes: list[Scope]
+    store_ids: list[str]
+    created_at: datetime
+    revoked_at: datetime | None
+
+    def allows(self, scope: Scope, store_id: str | None = None) -> bool:
+        """True when this key has ``scope`` (``admin`` implies all) on ``store_id``."""
+        if self.revoked_at is not None:
+            return False
+        if Scope.ADMIN not in self.scopes and scope not in self.scopes:
+            return False
+        return not (store_id is not None and self.store_ids and store_id not in self.store_ids)
+
+
+ViewName = Literal["basic", "full"]

@@ -1,0 +1,357 @@
+"""Pure validation of paths, content, metadata and store fields, and the slug rule.
+
+Every rule here comes from SPEC §1 ("Validation rules, strictest union of the
+sources") unless its docstring names another source. Functions raise the typed
+errors of :mod:`memfs.errors` and never touch I/O.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+import unicodedata
+from collections.abc import Mapping
+
+from memfs.config import (
+    MAX_CONTENT_BYTES,
+    MAX_INSTRUCTIONS_CHARS,
+    MAX_METADATA_KEY_CHARS,
+    MAX_METADATA_KEYS,
+    MAX_METADATA_VALUE_CHARS,
+    MAX_PATH_BYTES,
+    MAX_PATH_SEGMENTS,
+    MAX_SEGMENT_BYTES,
+    MAX_STORE_DESCRIPTION_CHARS,
+    MAX_STORE_NAME_CHARS,
+)
+from memfs.errors import (
+    ContentTooLarge,
+    InvalidContent,
+    InvalidInput,
+    InvalidMetadata,
+    InvalidPath,
+    InvalidStoreField,
+    PathTooLong,
+)
+
+__all__ = [
+    "is_scratch_name",
+    "slugify",
+    "unique_slugs",
+    "validate_content",
+    "validate_content_bytes",
+    "validate_instructions",
+    "validate_metadata",
+    "validate_path",
+    "validate_path_prefix",
+    "validate_segment",
+    "validate_store_description",
+    "validate_store_name",
+]
+
+_LINE_SEPARATORS = frozenset("\u2028\u2029")
+# Content may hold these control characters and no other in U+0000–U+001F, U+007F.
+_ALLOWED_CONTENT_CONTROLS = frozenset("\n\r\t")
+_FORBIDDEN_CONTENT_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def _segment_problem(segment: str) -> str | None:
+    """Returns why ``segment`` is not a valid path segment, or None (SPEC §1 path rules).
+
+    Length is checked separately because it maps to another errno (ENAMETOOLONG).
+    """
+    if segment == "":
+        return "empty segment"
+    if segment in (".", ".."):
+        return f"segment {segment!r} is not allowed"
+    if segment != segment.strip():
+        return f"segment {segment!r} has leading or trailing whitespace"
+    if "\\" in segment:
+        return f"segment {segment!r} contains a backslash"
+    for ch in segment:
+        category = unicodedata.category(ch)
+        if category in ("Cc", "Cf") or ch in _LINE_SEPARATORS:
+            return f"segment {segment!r} contains the forbidden character U+{ord(ch):04X}"
+    if not unicodedata.is_normalized("NFC", segment):
+        return f"segment {segment!r} is not in Unicode NFC"
+    return None
+
+
+def validate_segment(segment: str) -> str:
+    """Checks one path segment (a file or directory name) against SPEC §1.
+
+    Args:
+        segment: one name, without ``/``.
+
+    Returns:
+        ``segment`` unchanged.
+
+    Raises:
+        PathTooLong: the segment is over 255 UTF-8 bytes (Linux NAME_MAX).
+        InvalidPath: empty, ``.``/``..``, edge whitespace, ``\\``, NUL, a Cc/Cf
+            character, U+2028/U+2029, not NFC, or contains ``/``.
+    """
+    if len(segment.encode("utf-8", "surrogatepass")) > MAX_SEGMENT_BYTES:
+        raise PathTooLong(f"path segment is longer than {MAX_SEGMENT_BYTES} bytes")
+    if "/" in segment:
+        raise InvalidPath(f"segment {segment!r} contains '/'")
+    problem = _segment_problem(segment)
+    if problem is not None:
+        raise InvalidPath(f"invalid path: {problem}")
+    return segment
+
+
+def validate_path(path: object) -> str:
+    """Checks a memory path against SPEC §1 and returns it unchanged (never normalized).
+
+    Args:
+        path: the candidate, e.g. ``"/projects/foo/notes.md"``.
+
+    Returns:
+        The same string.
+
+    Raises:
+        InvalidPath: not a string, no leading ``/``, a trailing ``/``, more than 20
+            segments, or a segment breaking a rule (see :func:`validate_segment`).
+        PathTooLong: over 1,024 UTF-8 bytes, or a segment over 255 bytes.
+    """
+    if not isinstance(path, str):
+        raise InvalidPath("path must be a string")
+    if not path.startswith("/"):
+        raise InvalidPath(f"path {path!r} must start with '/'")
+    try:
+        size = len(path.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidPath(f"path {path!r} is not valid UTF-8") from exc
+    if size > MAX_PATH_BYTES:
+        raise PathTooLong(f"path is {size} bytes; the limit is {MAX_PATH_BYTES}")
+    segments = path[1:].split("/")
+    if len(segments) > MAX_PATH_SEGMENTS:
+        raise InvalidPath(f"path has {len(segments)} segments; the limit is {MAX_PATH_SEGMENTS}")
+    if path.endswith("/"):
+        raise InvalidPath(f"path {path!r} must not end with '/'")
+    for segment in segments:
+        validate_segment(segment)
+    return path
+
+
+def validate_path_prefix(prefix: object) -> str:
+    """Checks a listing prefix: ``/`` or a valid path followed by ``/`` (SPEC §2 listing).
+
+    Raises:
+        InvalidPath: the prefix does not start and end with ``/`` or its segments are invalid.
+    """
+    if not isinstance(prefix, str) or not prefix.startswith("/") or not prefix.endswith("/"):
+        raise InvalidPath(f"path_prefix {prefix!r} must start and end with '/'")
+    if prefix != "/":
+        validate_path(prefix[:-1])
+    return prefix
+
+
+def validate_content_bytes(data: bytes) -> str:
+    """Decodes and checks bytes written through a mount (SPEC §1 content rules, §4 EILSEQ).
+
+    Args:
+        data: the whole file content.
+
+    Returns:
+        The decoded text.
+
+    Raises:
+        ContentTooLarge: more than 102,400 bytes.
+        InvalidContent: not valid UTF-8, or a forbidden control character.
+    """
+    if len(data) > MAX_CONTENT_BYTES:
+        raise ContentTooLarge(
+            f"content is {len(data)} bytes; the limit is {MAX_CONTENT_BYTES} bytes"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidContent(
+            f"content is not valid UTF-8 text (byte offset {exc.start})"
+        ) from exc
+    _check_controls(text)
+    return text
+
+
+def validate_content(content: object) -> str:
+    """Checks memory content given as text (SPEC §1 content rules).
+
+    Returns:
+        ``content`` unchanged.
+
+    Raises:
+        InvalidContent: not a string, a lone surrogate, or a forbidden control character.
+        ContentTooLarge: more than 102,400 bytes once encoded as UTF-8.
+    """
+    if not isinstance(content, str):
+        raise InvalidContent("content must be a string")
+    try:
+        size = len(content.encode("utf-8"))
+    except UnicodeEncodeError as exc:
+        raise InvalidContent("content is not valid Unicode (lone surrogate)") from exc
+    if size > MAX_CONTENT_BYTES:
+        raise ContentTooLarge(f"content is {size} bytes; the limit is {MAX_CONTENT_BYTES} bytes")
+    _check_controls(content)
+    return content
+
+
+def _check_controls(text: str) -> None:
+    match = _FORBIDDEN_CONTENT_RE.search(text)
+    if match is not None:
+        raise InvalidContent(
+            f"content contains the control character U+{ord(match.group()):04X} "
+            f"at character offset {match.start()}; only \\n, \\r and \\t are allowed"
+        )
+
+
+def validate_metadata(metadata: object, *, allow_null_values: bool = False) -> dict[str, str | None]:
+    """Checks a metadata mapping and names every problem at once (SPEC §1 metadata).
+
+    Args:
+        metadata: the candidate mapping.
+        allow_null_values: True for a patch, where ``None`` removes a key.
+
+    Returns:
+        A plain dict copy.
+
+    Raises:
+        InvalidMetadata: with one entry per problem (too many keys, key length, value
+            type or length).
+    """
+    if not isinstance(metadata, Mapping):
+        raise InvalidMetadata(["metadata must be an object of string keys and string values"])
+    problems: list[str] = []
+    if len(metadata) > MAX_METADATA_KEYS:
+        problems.append(f"{len(metadata)} keys; at most {MAX_METADATA_KEYS} are allowed")
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not 1 <= len(key) <= MAX_METADATA_KEY_CHARS:
+            problems.append(f"key {key!r} must be 1 to {MAX_METADATA_KEY_CHARS} characters")
+        if value is None and allow_null_values:
+            continue
+        if not isinstance(value, str):
+            problems.append(f"value of {key!r} must be a string")
+        elif len(value) > MAX_METADATA_VALUE_CHARS:
+            problems.append(
+                f"value of {key!r} is {len(value)} characters; "
+                f"at most {MAX_METADATA_VALUE_CHARS} are allowed"
+            )
+    if problems:
+        raise InvalidMetadata(problems)
+    return dict(metadata)
+
+
+def _has_control(text: str) -> bool:
+    return any(unicodedata.category(ch) == "Cc" for ch in text)
+
+
+def validate_store_name(name: object) -> str:
+    """Checks a store name: 1–255 characters, no control characters (SPEC §1 objects).
+
+    Raises:
+        InvalidStoreField: the rule broken, named.
+    """
+    if not isinstance(name, str):
+        raise InvalidStoreField("name must be a string")
+    if not 1 <= len(name) <= MAX_STORE_NAME_CHARS:
+        raise InvalidStoreField(f"name must be 1 to {MAX_STORE_NAME_CHARS} characters")
+    if _has_control(name):
+        raise InvalidStoreField("name must not contain control characters")
+    return name
+
+
+def validate_store_description(description: object) -> str:
+    """Checks a store description: a string of at most 1,024 characters (SPEC §1 objects).
+
+    Raises:
+        InvalidStoreField: not a string or too long.
+    """
+    if not isinstance(description, str):
+        raise InvalidStoreField("description must be a string")
+    if len(description) > MAX_STORE_DESCRIPTION_CHARS:
+        raise InvalidStoreField(
+            f"description is {len(description)} characters; "
+            f"at most {MAX_STORE_DESCRIPTION_CHARS} are allowed"
+        )
+    return description
+
+
+def validate_instructions(instructions: object) -> str | None:
+    """Checks per-attachment instructions: None or at most 4,096 characters (SPEC §1 limits).
+
+    Raises:
+        InvalidInput: not a string or too long.
+    """
+    if instructions is None:
+        return None
+    if not isinstance(instructions, str):
+        raise InvalidInput("instructions must be a string")
+    if len(instructions) > MAX_INSTRUCTIONS_CHARS:
+        raise InvalidInput(
+            f"instructions are {len(instructions)} characters; "
+            f"at most {MAX_INSTRUCTIONS_CHARS} are allowed"
+        )
+    return instructions
+
+
+_SLUG_RUN_RE = re.compile(r"[^a-z0-9]+")
+
+
+def slugify(name: str) -> str:
+    """The mount directory name of a store (SPEC §4 layouts, api-contract §5.1).
+
+    The name is lowercased and every run of characters other than ASCII letters and
+    digits becomes one ``-``; ``-`` at either end is dropped ("User Preferences" →
+    ``user-preferences``). A name with no ASCII letter or digit gives ``store``.
+    """
+    slug = _SLUG_RUN_RE.sub("-", name.lower()).strip("-")
+    return slug or "store"
+
+
+def unique_slugs(names_in_order: list[tuple[str, str]]) -> dict[str, str]:
+    """Slugs for several stores, with a stable suffix on collisions (SPEC §4 layouts).
+
+    Args:
+        names_in_order: ``(store_id, name)`` pairs in attachment order.
+
+    Returns:
+        ``{store_id: slug}``; the first store keeps the bare slug, later ones get
+        ``-2``, ``-3``, … in attachment order, so the result depends only on the input.
+    """
+    taken: set[str] = set()
+    result: dict[str, str] = {}
+    for store_id, name in names_in_order:
+        base = slugify(name)
+        slug, n = base, 1
+        while slug in taken:
+            n += 1
+            slug = f"{base}-{n}"
+        taken.add(slug)
+        result[store_id] = slug
+    return result
+
+
+# SPEC §4 "Atomic save": names editors and tools use for scratch files. They live only
+# in the mount and never reach the store unless renamed to a real name.
+_SCRATCH_PATTERNS = (
+    "4913",  # vim's probe file
+    "*~",  # backup files
+    ".#*",  # emacs lock files
+    "#*#",  # emacs auto-save files
+    ".*.sw?",  # vim swap files (.x.swp, .x.swo, …)
+    ".*.sw??",
+    "*.swp",
+    "sed??????",  # GNU sed -i
+    ".*.??????",  # rsync's .name.XXXXXX
+    "*.tmp",
+)
+
+
+def is_scratch_name(name: str) -> bool:
+    """True when ``name`` (one path segment) is an editor/tool scratch name (SPEC §4).
+
+    Scratch files are held by the mount and never become memories unless renamed to a
+    name for which this returns False.
+    """
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in _SCRATCH_PATTERNS)

@@ -1,0 +1,299 @@
+"""The canonical schema of the store database (SQLAlchemy Core; SQLite and PostgreSQL).
+
+Every table and column is commented with its meaning, sentinel values and invariants;
+``memfs/store/fsck.py`` has one check per invariant stated here. A fresh database is
+built from this metadata and stamped at the Alembic head; every later change to it
+comes with a migration under ``memfs/store/migrations/versions/`` and a test.
+
+Timestamps are stored as ISO-8601 UTC text with microseconds (``2026-01-02T03:04:05.123456Z``)
+on both dialects, so that they compare as strings and round-trip exactly.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy import (
+    BigInteger,
+    Column,
+    ForeignKey,
+    Index,
+    Integer,
+    LargeBinary,
+    MetaData,
+    String,
+    Table,
+    Text,
+    UniqueConstraint,
+    text,
+)
+
+__all__ = [
+    "api_keys",
+    "audit_log",
+    "blobs",
+    "changes",
+    "memories",
+    "metadata",
+    "session_resources",
+    "sessions",
+    "stores",
+    "versions",
+]
+
+metadata = MetaData()
+
+# Paths compare byte-wise (memcmp) on both dialects: SQLite's default BINARY collation
+# does that for UTF-8 text; PostgreSQL needs COLLATE "C". Prefix range scans
+# (``path >= '/a/' AND path < '/a0'``) depend on it.
+PathText = Text().with_variant(Text(collation="C"), "postgresql")
+# Big autoincrement keys: INTEGER on SQLite (so it is the rowid), BIGINT on PostgreSQL.
+SeqInteger = BigInteger().with_variant(Integer(), "sqlite")
+
+stores = Table(
+    "stores",
+    metadata,
+    Column("id", String(40), primary_key=True, comment="memstore_… id, time-sortable"),
+    Column("name", Text, nullable=False, comment="1–255 chars, no control chars"),
+    Column("description", Text, nullable=False, comment="≤1,024 chars; '' when unset"),
+    Column("metadata_json", Text, nullable=False, comment="JSON object str→str, ≤16 keys"),
+    Column("created_at", String(32), nullable=False),
+    Column("updated_at", String(32), nullable=False, comment="bumped by store edits only"),
+    Column("archived_at", String(32), nullable=True, comment="NULL = not archived; one-way"),
+    Column(
+        "entry_count",
+        Integer,
+        nullable=False,
+        comment="number of live memories (deleted_at IS NULL); fsck recounts it",
+    ),
+    Column(
+        "total_size_bytes",
+        BigInteger,
+        nullable=False,
+        comment="sum of size_bytes of live memories; fsck recounts it",
+    ),
+    Column(
+        "last_change_seq",
+        BigInteger,
+        nullable=False,
+        comment="seq of the newest row in changes for this store; 0 = none yet",
+    ),
+)
+
+blobs = Table(
+    "blobs",
+    metadata,
+    Column(
+        "key",
+        String(32),
+        primary_key=True,
+        comment="content address: xxh3-128 of the bytes, 32 lowercase hex",
+    ),
+    Column("sha256", String(64), nullable=False, comment="lowercase hex SHA-256 of data"),
+    Column("size_bytes", Integer, nullable=False, comment="len(data), ≤102,400"),
+    Column("data", LargeBinary, nullable=False, comment="the UTF-8 content, exact bytes"),
+    comment=(
+        "Content-addressed, deduplicated bytes. Invariant: a row exists iff some "
+        "memories.blob_key or versions.blob_key references it (no orphans, no dangling "
+        "references); it is written in the same transaction as the reference."
+    ),
+)
+
+memories = Table(
+    "memories",
+    metadata,
+    Column("id", String(40), primary_key=True, comment="mem_… id; stable across renames"),
+    Column(
+        "store_id",
+        String(40),
+        ForeignKey("stores.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("path", PathText, nullable=False, comment="SPEC §1 path; current path"),
+    Column(
+        "blob_key",
+        String(32),
+        ForeignKey("blobs.key"),
+        nullable=False,
+        comment="current content (for a redacted tombstone: the replacement text)",
+    ),
+    Column("content_sha256", String(64), nullable=False, comment="= blobs.sha256 of blob_key"),
+    Column("size_bytes", Integer, nullable=False, comment="= blobs.size_bytes of blob_key"),
+    Column(
+        "head_version_id",
+        String(40),
+        nullable=False,
+        comment="versions.id of the newest version of this memory (the head version)",
+    ),
+    Column("metadata_json", Text, nullable=False, comment="JSON object str→str (extension)"),
+    Column("created_at", String(32), nullable=False),
+    Column("updated_at", String(32), nullable=False),
+    Column(
+        "deleted_at",
+        String(32),
+        nullable=True,
+        comment="NULL = live; set = tombstone (soft-deleted or redacted)",
+    ),
+    Column(
+        "delete_mode",
+        String(16),
+        nullable=True,
+        comment="NULL when live; 'soft_delete' (restorable) or 'redact' (not restorable)",
+    ),
+    comment="One row per memory, live or tombstoned. Hard delete removes the row.",
+)
+# Unique live path per store: SPEC §1 "unique per store". Tombstones may share paths.
+Index(
+    "ix_memories_live_path",
+    memories.c.store_id,
+    memories.c.path,
+    unique=True,
+    sqlite_where=text("deleted_at IS NULL"),
+    postgresql_where=text("deleted_at IS NULL"),
+)
+Index("ix_memories_blob", memories.c.blob_key)
+
+versions = Table(
+    "versions",
+    metadata,
+    Column(
+        "seq",
+        SeqInteger,
+        primary_key=True,
+        autoincrement=True,
+        comment="global write order; newest-first listings sort by it",
+    ),
+    Column("id", String(40), nullable=False, unique=True, comment="memver_… id"),
+    Column(
+        "store_id",
+        String(40),
+        ForeignKey("stores.id", ondelete="CASCADE"),
+        nullable=False,
+    ),
+    Column("memory_id", String(40), nullable=False, comment="survives the memory's deletion"),
+    Column("operation", String(16), nullable=False, comment="created | modified | deleted"),
+    Column(
+        "path",
+        PathText,
+        nullable=True,
+        comment="path at the time of the write; NULL iff redacted_at is set",
+    ),
+    Column(
+        "blob_key",
+        String(32),
+        ForeignKey("blobs.key"),
+        nullable=True,
+        comment="content; NULL for 'deleted' versions and after redaction",
+    ),
+    Column("content_sha256", String(64), nullable=True, comment="NULL iff blob_key is NULL"),
+    Column("size_bytes", Integer, nullable=True, comment="NULL iff blob_key is NULL"),
+    Column("created_at", String(32), nullable=False),
+    Column(
+        "actor_type",
+        String(32),
+        nullable=True,
+        comment="session_actor | api_actor | user_actor | service_account_actor; NULL = unknown",
+    ),
+    Column("actor_id", String(64), nullable=True, comment="sesn_…, apikey_…, user_…, svac_…"),
+    Column("reason", Text, nullable=True, comment="audited reason of a deletion, if given"),
+    Column("redacted_at", String(32), nullable=True, comment="NULL = not redacted"),
+    Column("redacted_by_type", String(32), nullable=True),
+    Column("redacted_by_id", String(64), nullable=True),
+    comment="Immutable snapshots; only redaction (and retention pruning) changes them.",
+)
+Index("ix_versions_store_seq", versions.c.store_id, versions.c.seq)
+Index("ix_versions_memory_seq", versions.c.memory_id, versions.c.seq)
+Index("ix_versions_blob", versions.c.blob_key)
+
+changes = Table(
+    "changes",
+    metadata,
+    Column("store_id", String(40), primary_key=True, comment="no FK: survives store deletion"),
+    Column(
+        "seq",
+        BigInteger,
+        primary_key=True,
+        comment="1, 2, 3 … per store with no gaps; = stores.last_change_seq of the newest",
+    ),
+    Column(
+        "kind",
+        String(24),
+        nullable=False,
+        comment="memory_written | memory_deleted | version_redacted | store_*",
+    ),
+    Column("memory_id", String(40), nullable=True),
+    Column("path", PathText, nullable=True, comment="path after the change"),
+    Column("old_path", PathText, nullable=True, comment="path before a rename"),
+    Column("blob_key", String(32), nullable=True, comment="bytes a redaction purged"),
+    Column("created_at", String(32), nullable=False),
+    comment="The change feed mounts follow to invalidate exactly what changed.",
+)
+
+audit_log = Table(
+    "audit_log",
+    metadata,
+    Column("seq", SeqInteger, primary_key=True, autoincrement=True),
+    Column("store_id", String(40), nullable=False, comment="no FK: outlives hard deletes"),
+    Column("memory_id", String(40), nullable=True),
+    Column(
+        "action",
+        String(32),
+        nullable=False,
+        comment="soft_delete | redact | hard_delete | restore | redact_version | store_*",
+    ),
+    Column("reason", Text, nullable=True),
+    Column("actor_type", String(32), nullable=True),
+    Column("actor_id", String(64), nullable=True),
+    Column("created_at", String(32), nullable=False),
+    comment="Who deleted, redacted or restored what, and why (SPEC §2 'audited').",
+)
+
+sessions = Table(
+    "sessions",
+    metadata,
+    Column("id", String(40), primary_key=True, comment="sesn_… id"),
+    Column("title", Text, nullable=True),
+    Column(
+        "token_hash",
+        String(64),
+        nullable=True,
+        unique=True,
+        comment="SHA-256 hex of the session token; NULL for embedded mounts (no token)",
+    ),
+    Column("created_at", String(32), nullable=False),
+)
+
+session_resources = Table(
+    "session_resources",
+    metadata,
+    Column(
+        "session_id",
+        String(40),
+        ForeignKey("sessions.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    Column("position", Integer, primary_key=True, comment="attachment order, 0-based"),
+    Column("store_id", String(40), nullable=False, comment="no FK: snapshot survives deletion"),
+    Column("access", String(16), nullable=False, comment="read_write | read_only"),
+    Column("instructions", Text, nullable=True, comment="≤4,096 chars"),
+    Column("name", Text, nullable=False, comment="store name snapshotted at attach time"),
+    Column("description", Text, nullable=False, comment="snapshotted at attach time"),
+    Column("mount_path", Text, nullable=False, comment="e.g. /mnt/memory/user-preferences"),
+    UniqueConstraint("session_id", "store_id", name="uq_session_store"),
+)
+
+api_keys = Table(
+    "api_keys",
+    metadata,
+    Column("id", String(40), primary_key=True, comment="apikey_… id (recorded as api_actor)"),
+    Column("name", Text, nullable=False),
+    Column(
+        "secret_hash",
+        String(64),
+        nullable=False,
+        unique=True,
+        comment="SHA-256 hex of the secret; the secret itself is never stored",
+    ),
+    Column("scopes_json", Text, nullable=False, comment="JSON list of scope strings"),
+    Column("store_ids_json", Text, nullable=False, comment="JSON list; [] = all stores"),
+    Column("created_at", String(32), nullable=False),
+    Column("revoked_at", String(32), nullable=True, comment="NULL = active"),
+)
