@@ -51,7 +51,8 @@ class Engine:
     Args:
         url: a SQLAlchemy URL (see :func:`memfs.config.database_url`); SQLite files and
             their directory are created on first use, schema included.
-        memory_limit: live memories allowed per store (SPEC §1 limits).
+        memory_limit: live memories allowed per store (SPEC §1 limits); None reads
+            ``$MEMFS_MEMORY_LIMIT``, else 10,000.
         synchronous_full: SQLite only; True makes every commit fsync the WAL, so a
             committed version survives power loss, not only a process crash.
     """
@@ -159,11 +160,15 @@ class Engine:
         path: str | None = None,
         expected_sha256: str | None = None,
         metadata: dict[str, str] | None = None,
+        replace: bool = False,
     ) -> Memory:
         """Changes content and/or path (rename keeps the id); returns it with content.
 
         The precondition is checked first; an update that changes nothing writes no
-        version and returns the memory unchanged (SPEC §2).
+        version and returns the memory unchanged (SPEC §2). ``metadata`` replaces the
+        memory's metadata wholesale. With ``replace=True`` a live memory already at the
+        new path is soft-deleted in the same transaction (rename(2) semantics, used by
+        the FUSE layer); otherwise an occupied destination raises PathConflict.
 
         Raises:
             NotFound, StoreArchived, PreconditionFailed, PathConflict, and the
@@ -275,6 +280,15 @@ class Engine:
 
         Raises:
             NotFound, HeadVersionRedaction (head version of a live memory).
+        """
+        raise NotImplementedError
+
+    def audit_events(self, store_id: str, *, memory_id: str | None = None) -> list[dict[str, str | None]]:
+        """Audit trail of deletions, redactions and restores, newest first.
+
+        Returns:
+            dicts with keys ``action``, ``memory_id``, ``reason``, ``actor_type``,
+            ``actor_id``, ``created_at`` (RFC 3339 text).
         """
         raise NotImplementedError
 

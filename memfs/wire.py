@@ -1,0 +1,115 @@
+"""Model → wire objects of api-contract §4 (plain dicts, JSON-ready).
+
+Used by the HTTP API and by the CLI's ``--json`` output, so both print the same
+objects. Every field of §4 is always emitted (optional ones as ``null``); the
+extensions SPEC §1 allows are added after them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from memfs.model import (
+    Memory,
+    MemoryPrefix,
+    MemoryStore,
+    MemoryVersion,
+    Session,
+    format_timestamp,
+)
+
+__all__ = [
+    "memory_deleted_to_wire",
+    "memory_to_wire",
+    "prefix_to_wire",
+    "session_to_wire",
+    "store_deleted_to_wire",
+    "store_to_wire",
+    "version_to_wire",
+]
+
+
+def _ts(value: Any) -> str | None:
+    return None if value is None else format_timestamp(value)
+
+
+def store_to_wire(store: MemoryStore) -> dict[str, Any]:
+    """api-contract §4.1 ``memory_store``, plus ``entry_count`` and ``total_size``."""
+    return {
+        "id": store.id,
+        "type": "memory_store",
+        "name": store.name,
+        "description": store.description,
+        "metadata": dict(store.metadata),
+        "created_at": _ts(store.created_at),
+        "updated_at": _ts(store.updated_at),
+        "archived_at": _ts(store.archived_at),
+        "entry_count": store.entry_count,
+        "total_size": store.total_size_bytes,
+    }
+
+
+def store_deleted_to_wire(store_id: str) -> dict[str, Any]:
+    """api-contract §4.2."""
+    return {"id": store_id, "type": "memory_store_deleted"}
+
+
+def memory_to_wire(memory: Memory, *, full: bool) -> dict[str, Any]:
+    """api-contract §4.3 ``memory``; ``content`` is null unless ``full``. Adds ``metadata``."""
+    return {
+        "id": memory.id,
+        "type": "memory",
+        "memory_store_id": memory.memory_store_id,
+        "memory_version_id": memory.memory_version_id,
+        "path": memory.path,
+        "content": memory.content if full else None,
+        "content_sha256": memory.content_sha256,
+        "content_size_bytes": memory.content_size_bytes,
+        "created_at": _ts(memory.created_at),
+        "updated_at": _ts(memory.updated_at),
+        "metadata": dict(memory.metadata),
+    }
+
+
+def prefix_to_wire(prefix: MemoryPrefix) -> dict[str, Any]:
+    """api-contract §4.4 ``memory_prefix``."""
+    return {"type": "memory_prefix", "path": prefix.path}
+
+
+def memory_deleted_to_wire(memory_id: str) -> dict[str, Any]:
+    """api-contract §4.5."""
+    return {"id": memory_id, "type": "memory_deleted"}
+
+
+def version_to_wire(version: MemoryVersion, *, full: bool) -> dict[str, Any]:
+    """api-contract §4.6 ``memory_version``; ``content`` is null unless ``full``.
+
+    Adds ``reason`` (the audited reason of a deletion) as an extension.
+    """
+    return {
+        "id": version.id,
+        "type": "memory_version",
+        "memory_id": version.memory_id,
+        "memory_store_id": version.memory_store_id,
+        "operation": version.operation.value,
+        "created_at": _ts(version.created_at),
+        "content": version.content if full else None,
+        "content_sha256": version.content_sha256,
+        "content_size_bytes": version.content_size_bytes,
+        "path": version.path,
+        "created_by": version.created_by.to_wire() if version.created_by else None,
+        "redacted_at": _ts(version.redacted_at),
+        "redacted_by": version.redacted_by.to_wire() if version.redacted_by else None,
+        "reason": version.reason,
+    }
+
+
+def session_to_wire(session: Session) -> dict[str, Any]:
+    """A session with its memory_store resources (api-contract §7.2)."""
+    return {
+        "id": session.id,
+        "type": "session",
+        "title": session.title,
+        "created_at": _ts(session.created_at),
+        "resources": [resource.to_wire() for resource in session.resources],
+    }
