@@ -213,13 +213,15 @@ class ChangeKind(enum.StrEnum):
     STORE_UPDATED = "store_updated"
     STORE_ARCHIVED = "store_archived"
     STORE_DELETED = "store_deleted"
+    BLOB_PURGED = "blob_purged"  # bytes erased by redaction or hard delete: drop from caches
 
 
 class Change(_Frozen):
     """One entry of a store's change feed.
 
     ``seq`` increases by one per mutation of the store, with no gaps. ``old_path`` is
-    set on renames; ``blob_key`` names the bytes a redaction purged (so caches drop them).
+    set on renames; ``blob_key`` names the bytes a ``blob_purged`` entry erased, so every
+    mount drops them from its cache (SPEC §2 redaction).
     """
 
     seq: int

@@ -168,9 +168,7 @@ def validate_content_bytes(data: bytes) -> str:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InvalidContent(
-            f"content is not valid UTF-8 text (byte offset {exc.start})"
-        ) from exc
+        raise InvalidContent(f"content is not valid UTF-8 text (byte offset {exc.start})") from exc
     _check_controls(text)
     return text
 
@@ -206,7 +204,9 @@ def _check_controls(text: str) -> None:
         )
 
 
-def validate_metadata(metadata: object, *, allow_null_values: bool = False) -> dict[str, str | None]:
+def validate_metadata(
+    metadata: object, *, allow_null_values: bool = False
+) -> dict[str, str | None]:
     """Checks a metadata mapping and names every problem at once (SPEC §1 metadata).
 
     Args:

@@ -112,11 +112,20 @@ memories = Table(
         "blob_key",
         String(32),
         ForeignKey("blobs.key"),
-        nullable=False,
-        comment="current content (for a redacted tombstone: the replacement text)",
+        nullable=True,
+        comment=(
+            "current content. Live: NOT NULL. Soft-deleted tombstone: NULL (restore takes the "
+            "content of the newest content version, so redacting that version also makes "
+            "the memory unrestorable). Redacted tombstone: the replacement text"
+        ),
     ),
-    Column("content_sha256", String(64), nullable=False, comment="= blobs.sha256 of blob_key"),
-    Column("size_bytes", Integer, nullable=False, comment="= blobs.size_bytes of blob_key"),
+    Column(
+        "content_sha256",
+        String(64),
+        nullable=False,
+        comment="= blobs.sha256 of blob_key when blob_key is set; last known digest otherwise",
+    ),
+    Column("size_bytes", Integer, nullable=False, comment="= blobs.size_bytes likewise"),
     Column(
         "head_version_id",
         String(40),

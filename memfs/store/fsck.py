@@ -1,0 +1,272 @@
+"""One check per storage invariant stated in ``schema.py``; the oracle of the tests.
+
+Each ``check_*`` function takes a connection inside one read transaction and yields one
+line per finding; :func:`run_checks` runs them all. ``memfs fsck`` prints the findings
+and exits non-zero if there is any.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterator
+
+import xxhash
+from sqlalchemy import Connection, and_, func, select
+
+from memfs import rules
+from memfs.errors import InvalidInput
+from memfs.store.schema import blobs, changes, memories, stores, versions
+
+__all__ = ["CHECKS", "run_checks"]
+
+
+def check_blob_integrity(conn: Connection) -> Iterator[str]:
+    """Every blob's bytes hash to its key (xxh3-128) and to its sha256, and match its size."""
+    for key, sha, size, data in conn.execute(
+        select(blobs.c.key, blobs.c.sha256, blobs.c.size_bytes, blobs.c.data)
+    ):
+        data = bytes(data)
+        if xxhash.xxh3_128_hexdigest(data) != key:
+            yield f"blob {key}: bytes do not hash to the key"
+        if hashlib.sha256(data).hexdigest() != sha:
+            yield f"blob {key}: bytes do not match the recorded sha256"
+        if len(data) != size:
+            yield f"blob {key}: size_bytes {size} but {len(data)} bytes stored"
+
+
+def check_no_orphan_blobs(conn: Connection) -> Iterator[str]:
+    """Every blob is referenced by a memory or a version."""
+    referenced = (
+        select(memories.c.blob_key)
+        .where(memories.c.blob_key.is_not(None))
+        .union(select(versions.c.blob_key).where(versions.c.blob_key.is_not(None)))
+    )
+    for (key,) in conn.execute(select(blobs.c.key).where(blobs.c.key.not_in(referenced))):
+        yield f"blob {key}: orphan (no memory or version references it)"
+
+
+def check_no_dangling_blob_refs(conn: Connection) -> Iterator[str]:
+    """Every blob_key of a memory or a version exists in blobs."""
+    for table, label in ((memories, "memory"), (versions, "version")):
+        id_column = table.c.id
+        rows = conn.execute(
+            select(id_column, table.c.blob_key).where(
+                table.c.blob_key.is_not(None), table.c.blob_key.not_in(select(blobs.c.key))
+            )
+        )
+        for row_id, key in rows:
+            yield f"{label} {row_id}: references missing blob {key}"
+
+
+def check_memory_digests(conn: Connection) -> Iterator[str]:
+    """A memory's content_sha256 and size_bytes equal those of its blob."""
+    rows = conn.execute(
+        select(
+            memories.c.id,
+            memories.c.content_sha256,
+            memories.c.size_bytes,
+            blobs.c.sha256,
+            blobs.c.size_bytes.label("blob_size"),
+        ).join(blobs, blobs.c.key == memories.c.blob_key)
+    )
+    for memory_id, sha, size, blob_sha, blob_size in rows:
+        if sha != blob_sha or size != blob_size:
+            yield f"memory {memory_id}: content_sha256/size differ from its blob"
+
+
+def check_memory_states(conn: Connection) -> Iterator[str]:
+    """Live memories have content; soft-deleted tombstones have none; redacted ones have
+    their replacement; delete_mode is set exactly when deleted_at is."""
+    for memory_id, blob_key, deleted_at, mode in conn.execute(
+        select(memories.c.id, memories.c.blob_key, memories.c.deleted_at, memories.c.delete_mode)
+    ):
+        if (deleted_at is None) != (mode is None):
+            yield f"memory {memory_id}: deleted_at and delete_mode disagree"
+        elif deleted_at is None and blob_key is None:
+            yield f"memory {memory_id}: live but has no content"
+        elif mode == "soft_delete" and blob_key is not None:
+            yield f"memory {memory_id}: soft-deleted tombstone still references content"
+        elif mode == "redact" and blob_key is None:
+            yield f"memory {memory_id}: redacted tombstone has no replacement content"
+        elif mode not in (None, "soft_delete", "redact"):
+            yield f"memory {memory_id}: unknown delete_mode {mode!r}"
+
+
+def check_heads(conn: Connection) -> Iterator[str]:
+    """Every memory's head version exists, belongs to it, is its newest version, and for
+    a live memory records its current path and content."""
+    newest = (
+        select(versions.c.memory_id, func.max(versions.c.seq).label("seq"))
+        .group_by(versions.c.memory_id)
+        .subquery()
+    )
+    rows = conn.execute(
+        select(
+            memories.c.id,
+            memories.c.head_version_id,
+            memories.c.path,
+            memories.c.blob_key,
+            memories.c.deleted_at,
+            versions.c.memory_id.label("version_memory"),
+            versions.c.seq,
+            versions.c.path.label("version_path"),
+            versions.c.blob_key.label("version_blob"),
+            newest.c.seq.label("newest_seq"),
+        )
+        .select_from(memories)
+        .outerjoin(versions, versions.c.id == memories.c.head_version_id)
+        .outerjoin(newest, newest.c.memory_id == memories.c.id)
+    )
+    for r in rows:
+        if r.seq is None:
+            yield f"memory {r.id}: head version {r.head_version_id} does not exist"
+            continue
+        if r.version_memory != r.id:
+            yield f"memory {r.id}: head version {r.head_version_id} belongs to {r.version_memory}"
+        if r.seq != r.newest_seq:
+            yield f"memory {r.id}: head version {r.head_version_id} is not its newest version"
+        if r.deleted_at is None and (r.version_path != r.path or r.version_blob != r.blob_key):
+            yield f"memory {r.id}: head version does not record its current path and content"
+
+
+def check_version_shapes(conn: Connection) -> Iterator[str]:
+    """Version columns obey the nullability rules of api-contract §4.6."""
+    for r in conn.execute(select(versions)):
+        has_content = r.blob_key is not None
+        if (r.content_sha256 is not None) != has_content or (
+            r.size_bytes is not None
+        ) != has_content:
+            yield f"version {r.id}: blob_key, content_sha256 and size_bytes disagree on nullness"
+        if r.operation not in ("created", "modified", "deleted"):
+            yield f"version {r.id}: unknown operation {r.operation!r}"
+        if r.redacted_at is not None and (r.path is not None or has_content):
+            yield f"version {r.id}: redacted but still holds its path or content"
+        if r.redacted_at is None and r.path is None:
+            yield f"version {r.id}: not redacted but has no path"
+        if r.operation == "deleted" and has_content:
+            yield f"version {r.id}: a deleted version holds content"
+        if r.operation != "deleted" and r.redacted_at is None and not has_content:
+            yield f"version {r.id}: a {r.operation} version holds no content"
+
+
+def check_owners(conn: Connection) -> Iterator[str]:
+    """Memories and versions belong to existing stores; versions to existing memories
+    unless they were hard-deleted together (then neither exists)."""
+    for table, label in ((memories, "memory"), (versions, "version")):
+        for row_id, store_id in conn.execute(
+            select(table.c.id, table.c.store_id).where(table.c.store_id.not_in(select(stores.c.id)))
+        ):
+            yield f"{label} {row_id}: its store {store_id} does not exist"
+    for version_id, memory_id in conn.execute(
+        select(versions.c.id, versions.c.memory_id).where(
+            versions.c.memory_id.not_in(select(memories.c.id))
+        )
+    ):
+        yield f"version {version_id}: its memory {memory_id} does not exist"
+
+
+def check_counters(conn: Connection) -> Iterator[str]:
+    """stores.entry_count and total_size_bytes equal the live memories' count and sum."""
+    actual = (
+        select(
+            memories.c.store_id,
+            func.count().label("n"),
+            func.coalesce(func.sum(memories.c.size_bytes), 0).label("size"),
+        )
+        .where(memories.c.deleted_at.is_(None))
+        .group_by(memories.c.store_id)
+        .subquery()
+    )
+    rows = conn.execute(
+        select(
+            stores.c.id, stores.c.entry_count, stores.c.total_size_bytes, actual.c.n, actual.c.size
+        )
+        .select_from(stores)
+        .outerjoin(actual, actual.c.store_id == stores.c.id)
+    )
+    for store_id, count, size, n, real_size in rows:
+        if count != (n or 0):
+            yield f"store {store_id}: entry_count {count} but {n or 0} live memories"
+        if size != (real_size or 0):
+            yield f"store {store_id}: total_size_bytes {size} but live content is {real_size or 0}"
+
+
+def check_paths(conn: Connection) -> Iterator[str]:
+    """Live paths are valid (SPEC §1), unique per store, and never both a memory and a
+    directory prefix of another live memory."""
+    previous: tuple[str, str] | None = None
+    rows = conn.execute(
+        select(memories.c.store_id, memories.c.id, memories.c.path)
+        .where(memories.c.deleted_at.is_(None))
+        .order_by(memories.c.store_id, memories.c.path)
+    )
+    live_by_store: dict[str, set[str]] = {}
+    for store_id, memory_id, path in rows:
+        try:
+            rules.validate_path(path)
+        except InvalidInput as exc:
+            yield f"memory {memory_id}: invalid path {path!r}: {exc}"
+        if previous == (store_id, path):
+            yield f"store {store_id}: several live memories at {path!r}"
+        previous = (store_id, path)
+        live_by_store.setdefault(store_id, set()).add(path)
+    for store_id, paths in live_by_store.items():
+        for path in paths:
+            parts = path.split("/")[1:-1]
+            for i in range(len(parts)):
+                ancestor = "/" + "/".join(parts[: i + 1])
+                if ancestor in paths:
+                    yield f"store {store_id}: {ancestor!r} is both a memory and a directory"
+
+
+def check_change_feed(conn: Connection) -> Iterator[str]:
+    """Each store's change seqs run 1..last_change_seq with no gap or excess."""
+    rows = conn.execute(
+        select(
+            stores.c.id,
+            stores.c.last_change_seq,
+            func.count(changes.c.seq),
+            func.coalesce(func.max(changes.c.seq), 0),
+        )
+        .select_from(stores)
+        .outerjoin(changes, and_(changes.c.store_id == stores.c.id))
+        .group_by(stores.c.id, stores.c.last_change_seq)
+    )
+    for store_id, last, count, highest in rows:
+        if highest != last:
+            yield f"store {store_id}: last_change_seq {last} but newest change is {highest}"
+        if count != highest:
+            yield f"store {store_id}: change feed has gaps ({count} entries up to seq {highest})"
+
+
+def check_metadata_json(conn: Connection) -> Iterator[str]:
+    """Stored metadata is a JSON object that passes SPEC §1 metadata rules."""
+    for table, label in ((stores, "store"), (memories, "memory")):
+        for row_id, raw in conn.execute(select(table.c.id, table.c.metadata_json)):
+            try:
+                rules.validate_metadata(json.loads(raw))
+            except (ValueError, InvalidInput) as exc:
+                yield f"{label} {row_id}: invalid metadata: {exc}"
+
+
+CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
+    check_blob_integrity,
+    check_no_orphan_blobs,
+    check_no_dangling_blob_refs,
+    check_memory_digests,
+    check_memory_states,
+    check_heads,
+    check_version_shapes,
+    check_owners,
+    check_counters,
+    check_paths,
+    check_change_feed,
+    check_metadata_json,
+)
+
+
+def run_checks(conn: Connection) -> Iterator[str]:
+    """Every finding of every check, in the order of :data:`CHECKS`."""
+    for check in CHECKS:
+        yield from check(conn)
