@@ -1336,7 +1336,7 @@ class Engine:
                 conn.execute(
                     update(memories)
                     .where(memories.c.id == row.id)
-                    .values(path="\x00moving/" + row.id)
+                    .values(path="\x01moving/" + row.id)
                 )
             for row, target in targets:
                 version_id = self._insert_version(

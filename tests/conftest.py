@@ -1,0 +1,81 @@
+"""Fixtures shared by every layer's tests.
+
+- ``memfs_home``: a fresh ``$MEMFS_HOME`` (and no ``$MEMFS_DATABASE``) for the test.
+- ``pg_database_url``: factory of fresh, empty PostgreSQL databases on the server named by
+  ``$MEMFS_TEST_PG_URL`` (``scripts/test`` starts one); each is dropped at teardown.
+- ``engine``: an :class:`memfs.store.Engine`, once on SQLite and once on PostgreSQL.
+  At teardown it asserts that ``fsck`` finds nothing, unless the test is marked
+  ``corrupts_store`` (tests that damage a database on purpose).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from memfs.config import database_url
+from memfs.store import Engine
+
+PG_URL_ENV = "MEMFS_TEST_PG_URL"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "corrupts_store: damages the database; skip the fsck check")
+
+
+@pytest.fixture
+def memfs_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "memfs-home"
+    home.mkdir()
+    monkeypatch.setenv("MEMFS_HOME", str(home))
+    monkeypatch.delenv("MEMFS_DATABASE", raising=False)
+    monkeypatch.delenv("MEMFS_MEMORY_LIMIT", raising=False)
+    return home
+
+
+@pytest.fixture
+def pg_database_url() -> Iterator[Callable[[], str]]:
+    base = os.environ.get(PG_URL_ENV)
+    if not base:
+        pytest.skip(f"${PG_URL_ENV} is not set; scripts/test starts a PostgreSQL server and sets it")
+    admin = create_engine(database_url(base), isolation_level="AUTOCOMMIT")
+    created: list[str] = []
+
+    def make() -> str:
+        name = f"memfs_t_{uuid.uuid4().hex[:12]}"
+        with admin.connect() as conn:
+            conn.execute(text(f'CREATE DATABASE "{name}"'))
+        created.append(name)
+        return base.rsplit("/", 1)[0] + "/" + name
+
+    yield make
+    with admin.connect() as conn:
+        for name in created:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    admin.dispose()
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A SQLAlchemy URL of a fresh, empty database of each dialect."""
+    if request.param == "sqlite":
+        return database_url(str(tmp_path / "store.db"))
+    make = request.getfixturevalue("pg_database_url")
+    return database_url(make())
+
+
+@pytest.fixture
+def engine(database: str, request: pytest.FixtureRequest) -> Iterator[Engine]:
+    eng = Engine(database)
+    try:
+        yield eng
+        if request.node.get_closest_marker("corrupts_store") is None:
+            findings = list(eng.iter_fsck_findings())
+            assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)
+    finally:
+        eng.close()
