@@ -1,0 +1,157 @@
+"""The note that tells an agent where its memory is mounted (SPEC §4, last bullet of Layouts).
+
+A note describes each attached store: its name, mount path, access mode, description
+and per-attachment instructions (api-contract §7.1 ``instructions``: "Rendered into the
+memory section of the system prompt"). It is appended to the agent's system prompt by
+whoever starts the agent; ``memfs prompt`` prints it, and the API can use it for a
+session.
+
+Everything here is pure: no I/O, no engine. Callers resolve stores first and pass
+:class:`memfs.model.SessionResource` values (a session already holds them; for a local
+mount, :func:`plan_resources` computes them the way ``memfs mount`` lays stores out).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memfs.config import MAX_CONTENT_BYTES
+from memfs.model import Access, MemoryStore, SessionResource
+from memfs.rules import unique_slugs, validate_instructions
+
+__all__ = [
+    "DEFAULT_MOUNT_ROOT",
+    "plan_resources",
+    "render_prompt",
+]
+
+DEFAULT_MOUNT_ROOT = "/mnt/memory"
+"""Where sessions mount stores (api-contract §5.1 mount path rule)."""
+
+_INTRO = (
+    "## Memory\n"
+    "\n"
+    "You have persistent memory, mounted as ordinary files. Use your usual file tools on it "
+    "(ls, cat, grep, sed -i, an editor, Python open()). Memory outlives this conversation: "
+    "check it before you start a task, and save what a future session should know. "
+    "Every saved change is kept as a new version, so nothing you overwrite is lost.\n"
+    "\n"
+    "Rules of the memory filesystem:\n"
+    f"- Files are UTF-8 text of at most {MAX_CONTENT_BYTES:,} bytes each; binary files, "
+    "symbolic links and special files are refused.\n"
+    "- A change is saved when you close the file; a file renamed over another "
+    "(an editor's atomic save) counts as one change.\n"
+    '- Writing to a read-only store fails with "Read-only file system" (EROFS); '
+    "so does creating anything directly in the mount root.\n"
+    "- A file written by someone else while you were editing it is not overwritten: your "
+    "version is saved beside it as NAME.conflict-TIMESTAMP-SESSION.EXT.\n"
+)
+
+
+def _quote_block(text: str) -> str:
+    """Indents a multi-line field under its bullet so it cannot break the list."""
+    return "\n".join(("    " + line) if line else "" for line in text.strip().splitlines())
+
+
+def render_prompt(resources: Sequence[SessionResource]) -> str:
+    """Renders the memory section of a system prompt for the given attached stores.
+
+    Args:
+        resources: the attached stores in attachment order, each with its name, mount
+            path, access mode, description and instructions (the fields of
+            api-contract §7.2). Stores sharing one mount path are rendered as one merged
+            (flat layout, SPEC §4) directory.
+
+    Returns:
+        Markdown text ending with a newline; empty when ``resources`` is empty.
+    """
+    if not resources:
+        return ""
+    lines = [_INTRO, "Mounted stores:", ""]
+    for resource in resources:
+        access = "read-write" if resource.access is Access.READ_WRITE else "read-only"
+        lines.append(f'- "{resource.name}" at {resource.mount_path}/ ({access})')
+        if resource.description.strip():
+            lines.append("  Description:")
+            lines.append(_quote_block(resource.description))
+        if resource.instructions and resource.instructions.strip():
+            lines.append("  Instructions:")
+            lines.append(_quote_block(resource.instructions))
+    lines.extend(_merged_notes(resources))
+    return "\n".join(lines) + "\n"
+
+
+def _merged_notes(resources: Sequence[SessionResource]) -> list[str]:
+    """Explains the overlay rules for every mount path shared by several stores (flat)."""
+    by_path: dict[str, list[SessionResource]] = {}
+    for resource in resources:
+        by_path.setdefault(resource.mount_path, []).append(resource)
+    notes: list[str] = []
+    for mount_path, group in by_path.items():
+        if len(group) < 2:
+            continue
+        writable = [r for r in group if r.access is Access.READ_WRITE]
+        names = ", ".join(f'"{r.name}"' for r in group)
+        notes.append("")
+        if writable:
+            notes.append(
+                f"{mount_path}/ merges {names} into one directory. New and changed files are "
+                f'saved in "{writable[0].name}"; changing a file that comes from a read-only '
+                "store saves your copy there, and deleting such a file is refused."
+            )
+        else:
+            notes.append(f"{mount_path}/ merges {names} into one read-only directory.")
+    return notes
+
+
+def plan_resources(
+    attachments: Sequence[tuple[MemoryStore, Access, str | None]],
+    *,
+    mount_root: str = DEFAULT_MOUNT_ROOT,
+    flat: bool = False,
+) -> list[SessionResource]:
+    """Computes the mount path of each store the way ``memfs mount`` lays them out.
+
+    Args:
+        attachments: ``(store, access, instructions)`` in attachment order.
+        mount_root: the mount point, e.g. ``/mnt/memory`` (a trailing ``/`` is dropped).
+        flat: True for the flat layout (every store at ``mount_root``); False for the
+            per-store layout, ``<mount_root>/<slug>`` with collision suffixes (SPEC §4).
+
+    Returns:
+        One :class:`SessionResource` per attachment, in the same order, snapshotting
+        the store's name and description. In the flat layout only the first
+        read-write store stays read-write (the writable default, SPEC §4); the others
+        are read-only. Archived stores are always read-only (SPEC §2 archive).
+
+    Raises:
+        InvalidInput: instructions longer than 4,096 characters (SPEC §1 limits).
+    """
+    root = mount_root.rstrip("/") or "/"
+    slugs = unique_slugs([(store.id, store.name) for store, _, _ in attachments])
+    resources: list[SessionResource] = []
+    default_taken = False
+    for store, access, instructions in attachments:
+        if instructions is not None:
+            validate_instructions(instructions)
+        if store.archived:
+            access = Access.READ_ONLY  # SPEC §2 archive: mounts of it turn read-only
+        if flat:
+            mount_path = root
+            if access is Access.READ_WRITE and not default_taken:
+                default_taken = True
+            else:
+                access = Access.READ_ONLY
+        else:
+            mount_path = f"{root.rstrip('/')}/{slugs[store.id]}"
+        resources.append(
+            SessionResource(
+                memory_store_id=store.id,
+                access=access,
+                instructions=instructions,
+                name=store.name,
+                description=store.description,
+                mount_path=mount_path,
+            )
+        )
+    return resources

@@ -1,0 +1,513 @@
+"""Bulk import of a folder (or a JSON Lines file) into a store, and export back out.
+
+Used by ``memfs import`` and ``memfs export``. There is no SQL here: every write is one
+call into :class:`memfs.store.Engine`, which enforces the SPEC §1 rules again; the checks
+made here first only exist to name the problem of each refused file precisely and to
+avoid reading files that cannot be stored.
+
+Import mapping: ``DIR/a/b.txt`` becomes the memory ``<prefix>a/b.txt`` (prefix ``/`` by
+default). A file is **refused**, with a reason, when it
+
+- is not a regular file (or a symbolic link to one): directories behind symbolic links
+  are not followed, special files are skipped;
+- is hidden (a name starting with ``.``) unless ``include_hidden``; or is a scratch
+  file of an editor or tool (``*~``, ``*.swp``, ``*.tmp`` …; SPEC §4 atomic save), which
+  a mount would never store either;
+- has a name that is not a valid memory path (SPEC §1 path rules: NFC, no control or
+  format characters, no edge whitespace, segment ≤255 bytes, path ≤1,024 bytes, ≤20
+  segments, valid UTF-8);
+- is larger than 102,400 bytes, is not UTF-8 text or holds a forbidden control
+  character (SPEC §1 content rules);
+- collides with a memory already in the store at a parent or child path (SPEC §1:
+  ``/a`` and ``/a/b`` can't coexist), or cannot be read.
+
+A memory that already exists at the same path is updated only when its bytes differ
+(SPEC §2: an update that changes nothing writes no version), with a ``content_sha256``
+precondition so that a concurrent writer is never overwritten silently.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import json
+import os
+import stat
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import IO, Any
+
+from memfs.config import MAX_CONTENT_BYTES
+from memfs.errors import (
+    ContentTooLarge,
+    InvalidInput,
+    MemfsError,
+    NotFound,
+    PathConflict,
+    PreconditionFailed,
+)
+from memfs.model import Actor, Memory
+from memfs.rules import (
+    is_scratch_name,
+    validate_content,
+    validate_content_bytes,
+    validate_metadata,
+    validate_path,
+    validate_path_prefix,
+)
+from memfs.store import Engine
+from memfs.wire import memory_to_wire
+
+__all__ = [
+    "ExportOutcome",
+    "ImportCandidate",
+    "ImportOutcome",
+    "ImportStatus",
+    "export_jsonl",
+    "export_tree",
+    "import_candidates",
+    "plan_directory_import",
+    "plan_jsonl_import",
+]
+
+
+class ImportStatus(enum.StrEnum):
+    """What happened to one imported file."""
+
+    CREATED = "created"
+    UPDATED = "updated"
+    UNCHANGED = "unchanged"
+    REFUSED = "refused"
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportCandidate:
+    """One entry found in the import source, before anything is read or written.
+
+    Attributes:
+        source: how to name the entry to a human: the path relative to the imported
+            folder (non-UTF-8 bytes shown as ``\\xNN``), or ``FILE:LINE`` for JSON Lines.
+        path: the memory path it maps to, or None when the name itself is refused.
+        file: the file to read, or None when ``content`` is given (JSON Lines) or the
+            entry is refused already.
+        content: the text of a JSON Lines record.
+        metadata: memory metadata of a JSON Lines record.
+        refusal: ``(code, reason)`` when the entry is refused without reading it.
+    """
+
+    source: str
+    path: str | None
+    file: Path | None = None
+    content: str | None = None
+    metadata: dict[str, str] | None = None
+    refusal: tuple[str, str] | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class ImportOutcome:
+    """The result for one candidate.
+
+    Attributes:
+        source, path: as in :class:`ImportCandidate`.
+        status: created, updated, unchanged or refused.
+        code: for a refusal, the error code (``invalid_content``, ``content_too_large``,
+            ``invalid_path``, ``path_too_long``, ``memory_path_conflict``, ``hidden``,
+            ``scratch_name``, ``not_regular_file``, ``unreadable``, …).
+        reason: for a refusal, one line saying why.
+        memory_id, memory_version_id: the memory and its head after the import.
+        size_bytes: content size in bytes, when known.
+    """
+
+    source: str
+    path: str | None
+    status: ImportStatus
+    code: str | None = None
+    reason: str | None = None
+    memory_id: str | None = None
+    memory_version_id: str | None = None
+    size_bytes: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict of every field (``status`` as its string value)."""
+        data = dataclasses.asdict(self)
+        data["status"] = self.status.value
+        return data
+
+
+def _display(relative: str) -> str:
+    """A printable form of a file name that may hold undecodable bytes (surrogateescape)."""
+    return os.fsencode(relative).decode("utf-8", "backslashreplace")
+
+
+def _join(prefix: str, relative_parts: Iterable[str]) -> str:
+    return prefix + "/".join(relative_parts)
+
+
+def plan_directory_import(
+    directory: Path, *, prefix: str = "/", include_hidden: bool = False
+) -> list[ImportCandidate]:
+    """Walks ``directory`` and maps every entry to a memory path (see the module docstring).
+
+    Only names and ``stat`` results are looked at here; contents are read by
+    :func:`import_candidates`, one file at a time.
+
+    Args:
+        directory: the folder to import.
+        prefix: the memory directory to import into, ``/`` or ``/x/y/`` (must end with
+            ``/``; SPEC §2 listing prefix rule).
+        include_hidden: also import names starting with ``.``.
+
+    Returns:
+        The candidates in byte order of their source path, refused ones included.
+
+    Raises:
+        InvalidPath: ``prefix`` is not a valid directory prefix.
+        NotADirectoryError, FileNotFoundError, PermissionError: ``directory`` can't be
+            listed (the caller reports it; nothing was imported).
+    """
+    validate_path_prefix(prefix)
+    root = Path(directory)
+    if not root.is_dir():
+        if root.exists():
+            raise NotADirectoryError(f"{directory} is not a directory")
+        raise FileNotFoundError(f"{directory} does not exist")
+    os.listdir(root)  # raises PermissionError now rather than yielding nothing
+    candidates: list[ImportCandidate] = []
+    walk_errors: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(root, onerror=walk_errors.append):
+        here = Path(dirpath)
+        relative_dir = here.relative_to(root).parts
+        kept: list[str] = []
+        for name in sorted(dirnames):
+            relative = "/".join((*relative_dir, name))
+            if name.startswith(".") and not include_hidden:
+                candidates.append(
+                    ImportCandidate(
+                        _display(relative) + "/",
+                        None,
+                        refusal=("hidden", "hidden directory, not imported (--include-hidden)"),
+                    )
+                )
+            elif (here / name).is_symlink():
+                candidates.append(
+                    ImportCandidate(
+                        _display(relative) + "/",
+                        None,
+                        refusal=("not_regular_file", "symbolic link to a directory, not followed"),
+                    )
+                )
+            else:
+                kept.append(name)
+        dirnames[:] = kept
+        for name in filenames:
+            candidates.append(
+                _file_candidate(here / name, (*relative_dir, name), prefix, include_hidden)
+            )
+    for error in walk_errors:
+        relative = os.path.relpath(error.filename, root) if error.filename else "?"
+        candidates.append(
+            ImportCandidate(
+                _display(relative) + "/",
+                None,
+                refusal=("unreadable", f"cannot list directory: {error.strerror}"),
+            )
+        )
+    candidates.sort(key=lambda c: c.source.encode())
+    return candidates
+
+
+def _file_candidate(
+    file: Path, relative_parts: tuple[str, ...], prefix: str, include_hidden: bool
+) -> ImportCandidate:
+    relative = "/".join(relative_parts)
+    source = _display(relative)
+    name = relative_parts[-1]
+    if name.startswith(".") and not include_hidden:
+        return ImportCandidate(
+            source, None, refusal=("hidden", "hidden file, not imported (--include-hidden)")
+        )
+    if is_scratch_name(name):
+        return ImportCandidate(
+            source,
+            None,
+            refusal=(
+                "scratch_name",
+                "editor or tool scratch file name; memfs never stores these (SPEC §4)",
+            ),
+        )
+    try:
+        validate_path(_join(prefix, relative_parts))
+    except InvalidInput as exc:
+        return ImportCandidate(source, None, refusal=(exc.code, exc.message))
+    path = _join(prefix, relative_parts)
+    try:
+        info = file.stat()  # follows a symbolic link to its target
+    except FileNotFoundError:
+        return ImportCandidate(source, path, refusal=("not_regular_file", "broken symbolic link"))
+    except OSError as exc:
+        return ImportCandidate(source, path, refusal=("unreadable", str(exc.strerror)))
+    if not stat.S_ISREG(info.st_mode):
+        return ImportCandidate(source, path, refusal=("not_regular_file", "not a regular file"))
+    if info.st_size > MAX_CONTENT_BYTES:
+        error = ContentTooLarge(
+            f"file is {info.st_size:,} bytes; the limit is {MAX_CONTENT_BYTES:,} bytes"
+        )
+        return ImportCandidate(source, path, refusal=(error.code, error.message))
+    return ImportCandidate(source, path, file=file)
+
+
+def plan_jsonl_import(lines: Iterable[str], *, source_name: str) -> list[ImportCandidate]:
+    """Reads memory records from JSON Lines, as written by :func:`export_jsonl`.
+
+    Each line is an object with ``path`` and ``content`` (strings) and optionally
+    ``metadata``; other fields (``id``, timestamps …) are ignored, so the memory wire
+    objects of api-contract §4.3 round-trip. Blank lines are skipped.
+
+    Returns:
+        One candidate per non-blank line; a malformed line becomes a refused candidate
+        named ``SOURCE:LINE``.
+    """
+    candidates: list[ImportCandidate] = []
+    for number, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        source = f"{source_name}:{number}"
+        try:
+            record = json.loads(line)
+        except ValueError as exc:
+            candidates.append(
+                ImportCandidate(source, None, refusal=("invalid_json", f"not JSON: {exc}"))
+            )
+            continue
+        if not isinstance(record, dict) or not isinstance(record.get("path"), str):
+            candidates.append(
+                ImportCandidate(source, None, refusal=("invalid_record", "no string field 'path'"))
+            )
+            continue
+        path = record["path"]
+        content = record.get("content")
+        if not isinstance(content, str):
+            candidates.append(
+                ImportCandidate(
+                    source, path, refusal=("invalid_record", "no string field 'content'")
+                )
+            )
+            continue
+        metadata = record.get("metadata") or None
+        try:
+            validate_path(path)
+            if metadata is not None:
+                validate_metadata(metadata)
+        except InvalidInput as exc:
+            candidates.append(ImportCandidate(source, path, refusal=(exc.code, exc.message)))
+            continue
+        candidates.append(ImportCandidate(source, path, content=content, metadata=metadata))
+    return candidates
+
+
+def import_candidates(
+    engine: Engine,
+    store_id: str,
+    candidates: Iterable[ImportCandidate],
+    *,
+    actor: Actor,
+) -> Iterator[ImportOutcome]:
+    """Writes the candidates into a store, one transaction each, yielding each outcome.
+
+    Existing memories are updated only when their bytes differ, under a
+    ``content_sha256`` precondition. Per-file problems become ``refused`` outcomes.
+
+    Args:
+        engine: the store engine.
+        store_id: the target store's id.
+        candidates: from :func:`plan_directory_import` or :func:`plan_jsonl_import`.
+        actor: recorded as ``created_by`` of every version written.
+
+    Yields:
+        One :class:`ImportOutcome` per candidate, in order.
+
+    Raises:
+        NotFound: the store disappeared.
+        StoreArchived: the store is archived (checked before the first write).
+        StoreFull: the store reached its memory limit; outcomes so far stand.
+    """
+    existing = {memory.path: memory for memory in engine.all_memories(store_id)}
+    for candidate in candidates:
+        if candidate.refusal is not None or candidate.path is None:
+            code, reason = candidate.refusal or ("invalid_path", "no memory path")
+            yield ImportOutcome(
+                candidate.source, candidate.path, ImportStatus.REFUSED, code, reason
+            )
+            continue
+        try:
+            text = _read_candidate(candidate)
+        except MemfsError as exc:
+            yield ImportOutcome(
+                candidate.source, candidate.path, ImportStatus.REFUSED, exc.code, exc.message
+            )
+            continue
+        except OSError as exc:
+            yield ImportOutcome(
+                candidate.source,
+                candidate.path,
+                ImportStatus.REFUSED,
+                "unreadable",
+                str(exc.strerror or exc),
+            )
+            continue
+        yield _write(engine, store_id, candidate, text, existing.get(candidate.path), actor)
+
+
+def _read_candidate(candidate: ImportCandidate) -> str:
+    """The candidate's text, checked against the SPEC §1 content rules."""
+    if candidate.content is not None:
+        return validate_content(candidate.content)
+    assert candidate.file is not None
+    with open(candidate.file, "rb") as stream:
+        data = stream.read(MAX_CONTENT_BYTES + 1)  # the file may have grown since stat
+    return validate_content_bytes(data)
+
+
+def _write(
+    engine: Engine,
+    store_id: str,
+    candidate: ImportCandidate,
+    text: str,
+    current: Memory | None,
+    actor: Actor,
+) -> ImportOutcome:
+    assert candidate.path is not None
+    data = text.encode("utf-8")
+    size_bytes = len(data)
+    try:
+        if current is None:
+            memory = engine.create_memory(
+                store_id, candidate.path, text, actor=actor, metadata=candidate.metadata
+            )
+            status = ImportStatus.CREATED
+        elif current.content_sha256 == hashlib.sha256(data).hexdigest() and (
+            candidate.metadata is None or candidate.metadata == current.metadata
+        ):
+            return ImportOutcome(
+                candidate.source,
+                candidate.path,
+                ImportStatus.UNCHANGED,
+                memory_id=current.id,
+                memory_version_id=current.memory_version_id,
+                size_bytes=size_bytes,
+            )
+        else:
+            memory = engine.update_memory(
+                store_id,
+                current.id,
+                actor=actor,
+                content=text,
+                expected_sha256=current.content_sha256,
+                metadata=candidate.metadata,
+            )
+            status = ImportStatus.UPDATED
+    except (InvalidInput, PathConflict, PreconditionFailed) as exc:
+        return ImportOutcome(
+            candidate.source, candidate.path, ImportStatus.REFUSED, exc.code, exc.message
+        )
+    except NotFound as exc:
+        # The memory was deleted by someone else after the listing; the store itself is
+        # checked by the next call, which raises if it is the store that is gone.
+        engine.get_store(store_id)
+        return ImportOutcome(
+            candidate.source, candidate.path, ImportStatus.REFUSED, exc.code, exc.message
+        )
+    return ImportOutcome(
+        candidate.source,
+        candidate.path,
+        status,
+        memory_id=memory.id,
+        memory_version_id=memory.memory_version_id,
+        size_bytes=size_bytes,
+    )
+
+
+# ------------------------------------------------------------------ export
+
+
+@dataclasses.dataclass(frozen=True)
+class ExportOutcome:
+    """One memory written out: its path, the file written, and its size in bytes."""
+
+    path: str
+    file: Path | None
+    size_bytes: int
+
+
+def _selected(engine: Engine, store_id: str, prefix: str) -> list[Memory]:
+    validate_path_prefix(prefix)
+    return [m for m in engine.all_memories(store_id) if m.path.startswith(prefix)]
+
+
+def export_tree(
+    engine: Engine,
+    store_id: str,
+    directory: Path,
+    *,
+    prefix: str = "/",
+    on_total: Callable[[int], None] | None = None,
+) -> Iterator[ExportOutcome]:
+    """Writes every live memory under ``prefix`` to ``directory/<path below prefix>``.
+
+    Memory paths are valid relative file names by SPEC §1 (no ``..``, no empty
+    segment), so nothing is written outside ``directory``. Files are written with the
+    exact bytes of the head version. Existing files are replaced; nothing else in
+    ``directory`` is touched. A memory deleted while the export runs is skipped.
+
+    Args:
+        on_total: called once with the number of memories to export (for progress).
+
+    Raises:
+        NotFound: unknown store. InvalidPath: bad prefix. OSError: a file can't be written.
+    """
+    memories = _selected(engine, store_id, prefix)
+    if on_total is not None:
+        on_total(len(memories))
+    directory.mkdir(parents=True, exist_ok=True)
+    for memory in memories:
+        try:
+            full = engine.get_memory(store_id, memory.id, with_content=True)
+        except NotFound:
+            continue
+        assert full.content is not None
+        data = full.content.encode("utf-8")
+        target = directory.joinpath(*full.path[len(prefix) :].split("/"))
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(f".{target.name}.memfs-export")
+        temporary.write_bytes(data)
+        temporary.replace(target)
+        yield ExportOutcome(full.path, target, len(data))
+
+
+def export_jsonl(
+    engine: Engine,
+    store_id: str,
+    stream: IO[str],
+    *,
+    prefix: str = "/",
+    on_total: Callable[[int], None] | None = None,
+) -> Iterator[ExportOutcome]:
+    """Writes every live memory under ``prefix`` as one JSON object per line.
+
+    Each line is the api-contract §4.3 ``memory`` object with its content (the same
+    object the API returns with ``view=full``); :func:`plan_jsonl_import` reads it back.
+
+    Raises:
+        NotFound: unknown store. InvalidPath: bad prefix.
+    """
+    memories = _selected(engine, store_id, prefix)
+    if on_total is not None:
+        on_total(len(memories))
+    for memory in memories:
+        try:
+            full = engine.get_memory(store_id, memory.id, with_content=True)
+        except NotFound:
+            continue
+        stream.write(json.dumps(memory_to_wire(full, full=True), ensure_ascii=False) + "\n")
+        yield ExportOutcome(full.path, None, full.content_size_bytes)
