@@ -1,0 +1,20 @@
+"""The REST API, wire-compatible with ``anthropic`` SDK memory stores (issue 3).
+
+The only package that knows HTTP. Modules, one concern each:
+
+=================  ============================================================
+``app``            the FastAPI application factory, request-id and body-size
+                   middleware, error handlers, ``/openapi.json``
+``routes``         the endpoints (api-contract §0, SPEC §2 deletion modes,
+                   sessions)
+``schemas``        request bodies (strict) and documented response shapes
+``auth``           credentials → :class:`~memfs.api.auth.Principal`; scope table
+``errors``         the ONE table from :mod:`memfs.errors` to status + ``error.type``
+``serve``          ``memfs serve``: Hypercorn on trio
+=================  ============================================================
+"""
+
+from memfs.api.app import create_app
+from memfs.api.serve import serve
+
+__all__ = ["create_app", "serve"]

@@ -1,0 +1,263 @@
+"""The ASGI application: FastAPI routes behind one request-context middleware.
+
+Every response carries a ``request-id`` header (``req_…``, api-contract §1.3). Every
+failure, whatever raised it (the engine, request validation, routing, the body limit),
+becomes the error envelope of :mod:`memfs.api.errors`; FastAPI's 422 validation errors
+become 400 ``invalid_request_error``. ``/openapi.json`` documents the error responses
+each operation can return instead of FastAPI's 422.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.openapi.utils import get_openapi
+from fastapi.responses import JSONResponse
+from starlette.datastructures import MutableHeaders
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from memfs.api import schemas
+from memfs.api.errors import (
+    MAX_REQUEST_BODY_BYTES,
+    InternalError,
+    MethodNotAllowed,
+    RequestTooLarge,
+    RouteNotFound,
+    error_body,
+    error_headers,
+)
+from memfs.api.routes import router
+from memfs.errors import InvalidInput, InvalidMetadata, MemfsError
+from memfs.ids import new_id
+from memfs.store.engine import Engine
+
+__all__ = ["RequestContextMiddleware", "create_app", "error_response"]
+
+log = logging.getLogger(__name__)
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+# Status codes every operation may answer besides 200, documented in /openapi.json.
+_ERROR_STATUSES = (
+    HTTPStatus.BAD_REQUEST,
+    HTTPStatus.UNAUTHORIZED,
+    HTTPStatus.FORBIDDEN,
+    HTTPStatus.NOT_FOUND,
+    HTTPStatus.CONFLICT,
+    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
+)
+_BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+
+
+def error_response(exc: MemfsError, request_id: str | None) -> JSONResponse:
+    """The envelope response of ``exc`` with ``request-id`` and retry headers."""
+    status, body = error_body(exc, request_id)
+    headers = error_headers(status)
+    if request_id is not None:
+        headers["request-id"] = request_id
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+class RequestContextMiddleware:
+    """Pure ASGI middleware: assigns the request id, adds the ``request-id`` header to
+    every response, and refuses request bodies over ``max_body_bytes`` with 413 before
+    the application sees them (the body is read here and replayed)."""
+
+    def __init__(self, app: ASGIApp, max_body_bytes: int = MAX_REQUEST_BODY_BYTES) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request_id = new_id("request")
+        scope.setdefault("state", {})["request_id"] = request_id
+
+        async def send_with_id(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                if "request-id" not in headers:
+                    headers.append("request-id", request_id)
+            await send(message)
+
+        if scope["method"] in _BODY_METHODS:
+            body = await self._read_body(scope, receive)
+            if body is None:
+                too_large = RequestTooLarge(f"the request body exceeds {self.max_body_bytes} bytes")
+                await error_response(too_large, request_id)(scope, receive, send)
+                return
+            receive = _replay(body, receive)
+        await self.app(scope, receive, send_with_id)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
+        """The whole body, or None once it exceeds the limit (declared or actual)."""
+        for name, value in scope["headers"]:
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:
+                return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # client went away; the app will see the disconnect
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay
+
+
+def _request_id(request: Request) -> str | None:
+    return getattr(request.state, "request_id", None)
+
+
+async def _memfs_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, MemfsError)
+    return error_response(exc, _request_id(request))
+
+
+def _validation_message(error: dict[str, Any]) -> str:
+    location = ".".join(str(part) for part in error.get("loc", ()))
+    return f"{location}: {error.get('msg', 'invalid')}"
+
+
+async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
+    """FastAPI's 422 → 400 ``invalid_request_error`` naming every problem; a problem in
+    a body's ``metadata`` → ``invalid_metadata`` (the SDK's BetaInvalidMetadataError)."""
+    assert isinstance(exc, RequestValidationError)
+    errors = list(exc.errors())
+    if any(e.get("type") == "json_invalid" for e in errors):
+        problem: MemfsError = InvalidInput(
+            "the request body is not valid JSON", code="invalid_json"
+        )
+    elif errors and all(tuple(e.get("loc", ()))[:2] == ("body", "metadata") for e in errors):
+        problem = InvalidMetadata([_validation_message(e) for e in errors])
+    else:
+        problem = InvalidInput("; ".join(_validation_message(e) for e in errors))
+    return error_response(problem, _request_id(request))
+
+
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
+    """Starlette's own errors (routing, body parsing) in the same envelope."""
+    assert isinstance(exc, StarletteHTTPException)
+    problem: MemfsError
+    if exc.status_code == HTTPStatus.NOT_FOUND:
+        problem = RouteNotFound(f"no route for {request.method} {request.url.path}")
+    elif exc.status_code == HTTPStatus.METHOD_NOT_ALLOWED:
+        problem = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}")
+    elif exc.status_code < HTTPStatus.INTERNAL_SERVER_ERROR:
+        problem = InvalidInput(str(exc.detail))
+    else:
+        problem = InternalError("internal server error")
+    return error_response(problem, _request_id(request))
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
+    log.error("request %s failed", _request_id(request), exc_info=exc)
+    return error_response(InternalError("internal server error"), _request_id(request))
+
+
+def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
+    """/openapi.json with the error envelope as the documented 4xx of every operation
+    (api-contract §2) in place of FastAPI's 422."""
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        document = get_openapi(
+            title=app.title,
+            version=app.version,
+            description=app.description,
+            routes=app.routes,
+        )
+        components = document.setdefault("components", {}).setdefault("schemas", {})
+        envelope = schemas.ErrorEnvelope.model_json_schema(
+            ref_template="#/components/schemas/{model}"
+        )
+        components.update(envelope.pop("$defs", {}))
+        components["ErrorEnvelope"] = envelope
+        components.pop("HTTPValidationError", None)
+        components.pop("ValidationError", None)
+        error_content = {
+            "application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}
+        }
+        for path_item in document.get("paths", {}).values():
+            for operation in path_item.values():
+                responses = operation.setdefault("responses", {})
+                responses.pop("422", None)
+                for status in _ERROR_STATUSES:
+                    responses[str(int(status))] = {
+                        "description": status.phrase,
+                        "content": error_content,
+                    }
+        app.openapi_schema = document
+        return document
+
+    return openapi
+
+
+def create_app(engine: Engine, *, insecure_dev: bool = False) -> FastAPI:
+    """The memfs REST API over ``engine`` (which the caller opens and closes).
+
+    Args:
+        engine: the store engine; every call to it runs in a worker thread.
+        insecure_dev: requests without a valid credential act as an admin (development
+            only, see :mod:`memfs.api.auth`).
+
+    Returns:
+        A FastAPI application (behind :class:`RequestContextMiddleware`).
+    """
+    app = FastAPI(
+        title="memfs",
+        version="0.1.0",
+        description=(
+            "Self-hosted memory stores, wire-compatible with the memory-store API of the "
+            "anthropic Python SDK (client.beta.memory_stores)."
+        ),
+        docs_url="/docs",
+        redoc_url=None,
+    )
+    app.state.engine = engine
+    app.state.insecure_dev = insecure_dev
+    app.include_router(router)
+
+    @app.get("/healthz", include_in_schema=False)
+    async def healthz() -> JSONResponse:
+        """Liveness, without authentication or database: the HTTP stack's floor."""
+        return JSONResponse({"status": "ok"})
+
+    app.add_exception_handler(MemfsError, _memfs_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected_error)
+    app.openapi = _openapi(app)  # type: ignore[method-assign]
+    # Outermost of the user middleware; the request id it puts in scope["state"] is
+    # also seen by Starlette's ServerErrorMiddleware around it (same scope object).
+    app.add_middleware(RequestContextMiddleware)
+    return app

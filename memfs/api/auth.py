@@ -1,0 +1,224 @@
+"""Who is calling, and may they do this (SPEC §3 access control).
+
+A request carries one credential, either ``Authorization: Bearer <token>`` (what the
+``anthropic`` SDK 2.10.0 sends) or ``x-api-key: <token>`` (older SDKs, curl examples),
+api-contract §1.2. The token is one of:
+
+* an **API key secret** (``memfs key create``): scopes ``memory:read``,
+  ``memory:write``, ``memory:delete``, ``memory:hard_delete``, ``admin`` (implies all),
+  optionally limited to listed stores; writes are recorded as ``api_actor``;
+* a **session token** (``POST /v1/sessions``, ``memfs session create``): read access to
+  exactly the session's stores, write access to its ``read_write`` attachments, nothing
+  else; writes are recorded as ``session_actor``.
+
+The two are told apart by the engine's prefixes (``memfs_sk_…`` keys, ``memfs_st_…``
+session tokens); any other token is tried as a key, then as a session token.
+
+What each scope allows (one line per route family, enforced by the routes through
+:meth:`Principal.require`):
+
+==========================================  ====================  =====================
+operation                                   API key needs         session token needs
+==========================================  ====================  =====================
+any read (stores, memories, versions)       ``memory:read``       store attached
+create / update / archive a store           ``memory:write``      refused
+create / update / restore a memory          ``memory:write``      ``read_write`` attach.
+soft delete a memory                        ``memory:delete``     ``read_write`` attach.
+delete ``mode=redact``, redact a version    ``memory:delete``     refused
+delete ``mode=hard_delete``, delete store   ``memory:hard_delete``  refused
+create a session                            read/write per store  refused
+audit trail                                 ``admin``             refused
+==========================================  ====================  =====================
+
+Deleting a store erases every memory and version permanently, which is what
+``hard_delete`` guards (SPEC §2), hence its scope. A key limited to some stores can't
+create stores (it could not reach them) and sees only its stores in listings.
+
+``--insecure-dev`` (loopback only, see :mod:`memfs.api.serve`) makes a request without a
+valid credential act as :data:`INSECURE_DEV_KEY_ID`, an admin ``api_actor``; valid
+credentials keep their normal meaning so session tokens can still be tried out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memfs.errors import AuthenticationFailed, PermissionDenied
+from memfs.model import Access, Actor, ApiKey, Scope, Session
+from memfs.store.engine import SESSION_TOKEN_PREFIX, Engine
+
+__all__ = [
+    "INSECURE_DEV_KEY_ID",
+    "SESSION_TOKEN_PREFIX",
+    "Principal",
+    "authenticate",
+    "credential_from_headers",
+]
+
+INSECURE_DEV_KEY_ID = "apikey_insecure_dev"
+
+
+def _scope_missing(message: str) -> PermissionDenied:
+    # The SDK maps (403, "api_key_scope_missing") to BetaAPIKeyScopeMissingError.
+    return PermissionDenied(message, code="api_key_scope_missing")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """The authenticated caller of one request.
+
+    Exactly one of ``api_key`` and ``session`` is set, or neither for the insecure
+    development principal.
+
+    Attributes:
+        actor: recorded as ``created_by`` / ``redacted_by`` of what it writes.
+    """
+
+    actor: Actor
+    api_key: ApiKey | None = None
+    session: Session | None = None
+
+    @property
+    def is_session(self) -> bool:
+        return self.session is not None
+
+    def can_see(self, store_id: str) -> bool:
+        """True when the caller may read ``store_id`` (listing filter)."""
+        if self.session is not None:
+            return any(r.memory_store_id == store_id for r in self.session.resources)
+        if self.api_key is not None:
+            return self.api_key.allows(Scope.READ, store_id)
+        return True
+
+    def require(self, scope: Scope, store_id: str | None = None, *, agents: bool = True) -> None:
+        """Checks that the caller may act with ``scope`` on ``store_id`` (table above).
+
+        Args:
+            scope: the scope the operation needs.
+            store_id: the store acted on; None for operations on no particular store
+                (listing stores, creating one).
+            agents: False when session tokens are refused whatever the attachment
+                (store administration, redaction, hard deletion).
+
+        Raises:
+            PermissionDenied: with ``error_code`` ``api_key_scope_missing`` (key lacks
+                the scope), ``store_not_allowed`` (key or session not on that store),
+                ``read_only_attachment`` or ``session_not_allowed``.
+        """
+        if self.session is not None:
+            self._require_session(self.session, scope, store_id, agents=agents)
+        elif self.api_key is not None:
+            self._require_key(self.api_key, scope, store_id)
+
+    @staticmethod
+    def _require_key(key: ApiKey, scope: Scope, store_id: str | None) -> None:
+        if not key.allows(scope):
+            raise _scope_missing(f"API key {key.id} lacks the scope {scope.value}")
+        if store_id is not None and not key.allows(scope, store_id):
+            raise PermissionDenied(
+                f"API key {key.id} is limited to other memory stores than {store_id}",
+                code="store_not_allowed",
+            )
+
+    @staticmethod
+    def _require_session(
+        session: Session, scope: Scope, store_id: str | None, *, agents: bool
+    ) -> None:
+        if not agents or store_id is None or scope in (Scope.HARD_DELETE, Scope.ADMIN):
+            raise PermissionDenied(
+                f"session {session.id} can't do this; it needs an API key",
+                code="session_not_allowed",
+            )
+        resource = next((r for r in session.resources if r.memory_store_id == store_id), None)
+        if resource is None:
+            raise PermissionDenied(
+                f"memory store {store_id} is not attached to session {session.id}",
+                code="store_not_allowed",
+            )
+        if scope is not Scope.READ and resource.access is Access.READ_ONLY:
+            raise PermissionDenied(
+                f"memory store {store_id} is attached read_only to session {session.id}",
+                code="read_only_attachment",
+            )
+
+    def require_unlimited(self, scope: Scope) -> None:
+        """Like :meth:`require` for operations that create stores: the key must not be
+        limited to listed stores, and session tokens are refused.
+
+        Raises:
+            PermissionDenied: as :meth:`require`, or ``store_not_allowed``.
+        """
+        if self.session is not None:
+            raise PermissionDenied(
+                f"session {self.session.id} can't do this; it needs an API key",
+                code="session_not_allowed",
+            )
+        self.require(scope)
+        if self.api_key is not None and self.api_key.store_ids:
+            raise PermissionDenied(
+                f"API key {self.api_key.id} is limited to listed memory stores and can't "
+                "create new ones",
+                code="store_not_allowed",
+            )
+
+
+def credential_from_headers(authorization: str | None, x_api_key: str | None) -> str | None:
+    """The token of ``Authorization: Bearer <token>`` or of ``x-api-key``, or None.
+
+    Raises:
+        AuthenticationFailed: an ``Authorization`` header with another scheme.
+    """
+    if authorization:
+        scheme, _, token = authorization.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise AuthenticationFailed(
+                "the Authorization header must be 'Bearer <API key or session token>'"
+            )
+        return token.strip()
+    if x_api_key and x_api_key.strip():
+        return x_api_key.strip()
+    return None
+
+
+def authenticate(engine: Engine, token: str | None, *, insecure_dev: bool = False) -> Principal:
+    """Resolves a token to its principal (blocking: call it off the event loop).
+
+    Args:
+        engine: the store engine holding keys and sessions.
+        token: from :func:`credential_from_headers`; None when the request had none.
+        insecure_dev: a missing or unknown token yields the admin development principal.
+
+    Raises:
+        AuthenticationFailed: no token, or an unknown or revoked one.
+    """
+    if token is None:
+        if insecure_dev:
+            return _insecure_dev_principal()
+        raise AuthenticationFailed(
+            "missing credentials: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
+        )
+    attempts = (
+        (_as_session, _as_key) if token.startswith(SESSION_TOKEN_PREFIX) else (_as_key, _as_session)
+    )
+    for attempt in attempts:
+        try:
+            return attempt(engine, token)
+        except AuthenticationFailed:
+            continue
+    if insecure_dev:
+        return _insecure_dev_principal()
+    raise AuthenticationFailed("invalid credentials: unknown or revoked API key or session token")
+
+
+def _as_key(engine: Engine, token: str) -> Principal:
+    key = engine.authenticate_api_key(token)
+    return Principal(actor=Actor.api_key(key.id), api_key=key)
+
+
+def _as_session(engine: Engine, token: str) -> Principal:
+    session = engine.authenticate_session(token)
+    return Principal(actor=Actor.session(session.id), session=session)
+
+
+def _insecure_dev_principal() -> Principal:
+    return Principal(actor=Actor.api_key(INSECURE_DEV_KEY_ID))

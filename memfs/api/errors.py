@@ -1,0 +1,170 @@
+"""The HTTP edge of the error tree: ONE table from :mod:`memfs.errors` to status + type.
+
+Every error response of the API has the envelope of api-contract §2.1::
+
+    {"type": "error",
+     "error": {"type": "<error.type>", "message": "...",
+               "details": {"error_code": "<MemfsError.code>"},
+               # memory_path_conflict_error only:
+               "conflicting_memory_id": "mem_…", "conflicting_path": "/…"},
+     "request_id": "req_…"}
+
+with the headers ``request-id`` (every response, see :mod:`memfs.api.app`) and
+``x-should-retry: false`` on every deterministic 4xx, so that the SDK does not retry a
+409 twice (api-contract §2.3). 5xx responses omit it: the SDK may retry those.
+
+The table is keyed by exception class; the most specific class in the exception's MRO
+wins. Errors that only exist at the HTTP edge (an unknown route, a method the route does
+not have, a request body over :data:`MAX_REQUEST_BODY_BYTES`, a failure we did not
+foresee) are subclasses of the domain classes defined here, so they go through the same
+table::
+
+    MemfsError
+    ├── InvalidInput
+    │   ├── RequestTooLarge          body over MAX_REQUEST_BODY_BYTES   → 413
+    │   └── MethodNotAllowed         no such method on that route       → 405
+    ├── NotFound
+    │   └── RouteNotFound            no such route                      → 404
+    └── InternalError                an exception memfs did not raise   → 500
+
+Choices the contract leaves open (api-contract §8), decided here once:
+
+* ``ContentTooLarge`` → **413** ``invalid_request_error`` (SDK ``ContentTooLargeError``);
+  the SDK's sync helper treats 400 and 413 alike as a permanent refusal.
+* ``StoreFull`` → **400** ``invalid_request_error`` (``error_code: store_full``): a
+  permanent refusal, not a state the caller can resolve by re-reading (which a 409 means
+  to the SDK sync helper).
+* ``StoreArchived`` → **400** ``invalid_request_error`` (api-contract §5.3, §5.6, §8.1).
+* A missing scope → 403 ``permission_error`` with ``error_code: api_key_scope_missing``
+  (the SDK raises ``BetaAPIKeyScopeMissingError``, a ``PermissionDeniedError``).
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from memfs.errors import (
+    AuthenticationFailed,
+    Conflict,
+    ContentTooLarge,
+    CorruptedStore,
+    HeadVersionRedaction,
+    InvalidInput,
+    InvalidMetadata,
+    MemfsError,
+    NotFound,
+    NotRestorable,
+    PathConflict,
+    PermissionDenied,
+    PreconditionFailed,
+    StoreArchived,
+    StoreFull,
+)
+
+__all__ = [
+    "ERROR_TABLE",
+    "MAX_REQUEST_BODY_BYTES",
+    "InternalError",
+    "MethodNotAllowed",
+    "RequestTooLarge",
+    "RouteNotFound",
+    "error_body",
+    "error_headers",
+    "status_and_type",
+]
+
+log = logging.getLogger(__name__)
+
+# A request body may hold 102,400 content bytes, which JSON may escape to up to 6 bytes
+# each (``\uXXXX``), plus a path and metadata: 1 MiB bounds every valid request.
+MAX_REQUEST_BODY_BYTES = 1024 * 1024
+
+
+class RequestTooLarge(InvalidInput):
+    """Raised when a request body exceeds :data:`MAX_REQUEST_BODY_BYTES`."""
+
+    code = "request_too_large"
+
+
+class MethodNotAllowed(InvalidInput):
+    """Raised when a route exists but not with the request's method."""
+
+    code = "method_not_allowed"
+
+
+class RouteNotFound(NotFound):
+    """Raised when no route matches the request's path."""
+
+    code = "route_not_found"
+
+
+class InternalError(MemfsError):
+    """Stands for an exception memfs did not raise on purpose (logged with its traceback)."""
+
+    code = "internal_error"
+
+
+# The one table: domain class → (status, error.type). Order does not matter; the most
+# specific class of the raised exception's MRO found here wins.
+ERROR_TABLE: dict[type[MemfsError], tuple[HTTPStatus, str]] = {
+    InvalidInput: (HTTPStatus.BAD_REQUEST, "invalid_request_error"),
+    InvalidMetadata: (HTTPStatus.BAD_REQUEST, "invalid_request_error"),  # error_code
+    ContentTooLarge: (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error"),
+    RequestTooLarge: (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error"),
+    MethodNotAllowed: (HTTPStatus.METHOD_NOT_ALLOWED, "invalid_request_error"),
+    NotFound: (HTTPStatus.NOT_FOUND, "not_found_error"),
+    Conflict: (HTTPStatus.CONFLICT, "conflict_error"),
+    PathConflict: (HTTPStatus.CONFLICT, "memory_path_conflict_error"),
+    PreconditionFailed: (HTTPStatus.CONFLICT, "memory_precondition_failed_error"),
+    HeadVersionRedaction: (HTTPStatus.CONFLICT, "conflict_error"),
+    NotRestorable: (HTTPStatus.CONFLICT, "conflict_error"),
+    StoreArchived: (HTTPStatus.BAD_REQUEST, "invalid_request_error"),
+    StoreFull: (HTTPStatus.BAD_REQUEST, "invalid_request_error"),
+    PermissionDenied: (HTTPStatus.FORBIDDEN, "permission_error"),
+    AuthenticationFailed: (HTTPStatus.UNAUTHORIZED, "authentication_error"),
+    CorruptedStore: (HTTPStatus.INTERNAL_SERVER_ERROR, "api_error"),
+    MemfsError: (HTTPStatus.INTERNAL_SERVER_ERROR, "api_error"),
+}
+
+
+def status_and_type(exc: MemfsError) -> tuple[HTTPStatus, str]:
+    """The HTTP status and ``error.type`` of ``exc`` (most specific table entry wins)."""
+    for cls in type(exc).__mro__:
+        entry = ERROR_TABLE.get(cls)  # type: ignore[call-overload]
+        if entry is not None:
+            return entry
+    raise AssertionError(f"{type(exc).__name__} is not a MemfsError")  # pragma: no cover
+
+
+def error_body(exc: MemfsError, request_id: str | None) -> tuple[HTTPStatus, dict[str, Any]]:
+    """The status and JSON envelope (api-contract §2.1) of ``exc``.
+
+    ``memory_path_conflict_error`` carries ``conflicting_memory_id`` and
+    ``conflicting_path`` in the error object (api-contract §2.1, SPEC §2 "naming the
+    conflicting memory").
+    """
+    status, error_type = status_and_type(exc)
+    # A 5xx does not leak internals; the traceback is in the server log by request_id.
+    internal = status >= HTTPStatus.INTERNAL_SERVER_ERROR
+    message = "internal server error" if internal else exc.message
+    error: dict[str, Any] = {
+        "type": error_type,
+        "message": message,
+        "details": {"error_code": exc.code},
+    }
+    if isinstance(exc, PathConflict):
+        error["conflicting_memory_id"] = exc.conflicting_memory_id
+        error["conflicting_path"] = exc.conflicting_path
+    return status, {"type": "error", "error": error, "request_id": request_id}
+
+
+def error_headers(status: HTTPStatus) -> dict[str, str]:
+    """``x-should-retry: false`` for deterministic 4xx (api-contract §2.3), else nothing."""
+    if HTTPStatus.BAD_REQUEST <= status < HTTPStatus.INTERNAL_SERVER_ERROR and status not in (
+        HTTPStatus.REQUEST_TIMEOUT,
+        HTTPStatus.TOO_MANY_REQUESTS,
+    ):
+        return {"x-should-retry": "false"}
+    return {}

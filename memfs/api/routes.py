@@ -1,0 +1,622 @@
+"""The routes: the 14 endpoints of api-contract §0, the SPEC §2 deletion extensions,
+sessions (api-contract §7, SPEC §3) and the audit trail.
+
+Every handler has the same shape: parse the query, then one call into
+:func:`_run`, which authenticates the caller and runs one engine operation in a worker
+thread (never on the event loop), and serializes the result with :mod:`memfs.wire`.
+The scope check comes first inside that call, before the target is resolved, so a
+caller without the scope learns nothing about the target (403 before 404).
+
+Defaults of ``view`` (api-contract §5): ``full`` for retrieving a memory or a version,
+``basic`` everywhere else. With ``view=full`` a page holds at most 20 items: a larger
+``limit`` is clamped, not refused (api-contract §3).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio.to_thread
+from fastapi import APIRouter, Body, Query, Request, Security
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader, HTTPBearer
+
+from memfs.api import schemas
+from memfs.api.auth import Principal, authenticate, credential_from_headers
+from memfs.api.errors import InternalError
+from memfs.config import DEFAULT_PAGE_LIMIT, MAX_FULL_VIEW_PAGE_LIMIT, MAX_PAGE_LIMIT
+from memfs.errors import InvalidContent, InvalidInput, MemfsError
+from memfs.model import Access, DeleteMode, Memory, MemoryPrefix, Operation, Scope
+from memfs.store.engine import Engine, ResourceSpec
+from memfs.wire import (
+    memory_deleted_to_wire,
+    memory_to_wire,
+    prefix_to_wire,
+    session_to_wire,
+    store_deleted_to_wire,
+    store_to_wire,
+    version_to_wire,
+)
+
+__all__ = ["router"]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Declared for /openapi.json; the credential itself is read by credential_from_headers.
+_bearer = HTTPBearer(auto_error=False, description="An API key secret or a session token.")
+_x_api_key = APIKeyHeader(name="x-api-key", auto_error=False, description="Same as Bearer.")
+
+router = APIRouter(dependencies=[Security(_bearer), Security(_x_api_key)])
+
+View = Literal["basic", "full"]
+
+
+def _doc(model: type) -> dict[int | str, dict[str, Any]]:
+    return {200: {"model": model}}
+
+
+async def _run(request: Request, operation: Callable[[Engine, Principal], T]) -> T:
+    """Authenticates the request and runs ``operation`` in a worker thread.
+
+    Raises:
+        MemfsError: whatever the authentication or the operation raised; any other
+            exception is logged and raised as :class:`InternalError`.
+    """
+    token = credential_from_headers(
+        request.headers.get("authorization"), request.headers.get("x-api-key")
+    )
+    engine: Engine = request.app.state.engine
+    insecure_dev: bool = request.app.state.insecure_dev
+
+    def work() -> T:
+        principal = authenticate(engine, token, insecure_dev=insecure_dev)
+        return operation(engine, principal)
+
+    try:
+        return await anyio.to_thread.run_sync(work)
+    except MemfsError:
+        raise
+    except Exception as exc:
+        log.exception("request %s failed", getattr(request.state, "request_id", "?"))
+        raise InternalError("internal server error") from exc
+
+
+def _json(content: dict[str, Any]) -> JSONResponse:
+    return JSONResponse(content)
+
+
+def _page_limit(limit: int, view: View) -> int:
+    return min(limit, MAX_FULL_VIEW_PAGE_LIMIT) if view == "full" else limit
+
+
+def _utc(value: datetime | None) -> datetime | None:
+    """Query datetimes without an offset are taken as UTC (api-contract §1.1)."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+LimitQuery = Annotated[
+    int,
+    Query(ge=1, le=MAX_PAGE_LIMIT, description="1 to 100; at most 20 count with view=full."),
+]
+PageQuery = Annotated[str | None, Query(description="next_page of the previous response.")]
+CreatedGte = Annotated[datetime | None, Query(alias="created_at[gte]")]
+CreatedLte = Annotated[datetime | None, Query(alias="created_at[lte]")]
+
+
+# ------------------------------------------------------------------- stores
+
+
+@router.post("/v1/memory_stores", responses=_doc(schemas.MemoryStoreOut))
+async def create_memory_store(request: Request, body: schemas.MemoryStoreCreate) -> JSONResponse:
+    """api-contract §5.1."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require_unlimited(Scope.WRITE)
+        store = engine.create_store(
+            body.name, description=body.description or "", metadata=body.metadata or {}
+        )
+        return store_to_wire(store)
+
+    return _json(await _run(request, op))
+
+
+@router.get("/v1/memory_stores", responses=_doc(schemas.MemoryStorePage))
+async def list_memory_stores(
+    request: Request,
+    created_at_gte: CreatedGte = None,
+    created_at_lte: CreatedLte = None,
+    include_archived: bool = False,
+    limit: LimitQuery = DEFAULT_PAGE_LIMIT,
+    page: PageQuery = None,
+) -> JSONResponse:
+    """api-contract §5.4: newest first. Keys limited to some stores, and session tokens,
+    see only their stores (a page may then hold fewer than ``limit`` items)."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        if not principal.is_session:
+            principal.require(Scope.READ)
+        result = engine.list_stores(
+            include_archived=include_archived,
+            created_gte=_utc(created_at_gte),
+            created_lte=_utc(created_at_lte),
+            limit=limit,
+            cursor=page,
+        )
+        return {
+            "data": [store_to_wire(s) for s in result.items if principal.can_see(s.id)],
+            "next_page": result.next_cursor,
+        }
+
+    return _json(await _run(request, op))
+
+
+@router.get("/v1/memory_stores/{memory_store_id}", responses=_doc(schemas.MemoryStoreOut))
+async def retrieve_memory_store(request: Request, memory_store_id: str) -> JSONResponse:
+    """api-contract §5.2 (archived stores too)."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.READ, memory_store_id)
+        return store_to_wire(engine.get_store(memory_store_id))
+
+    return _json(await _run(request, op))
+
+
+async def _update_memory_store(
+    request: Request, memory_store_id: str, body: schemas.MemoryStoreUpdate
+) -> JSONResponse:
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id, agents=False)
+        store = engine.update_store(
+            memory_store_id,
+            name=body.name,
+            description=body.description,
+            metadata_patch=body.metadata,
+        )
+        return store_to_wire(store)
+
+    return _json(await _run(request, op))
+
+
+@router.post("/v1/memory_stores/{memory_store_id}", responses=_doc(schemas.MemoryStoreOut))
+async def update_memory_store(
+    request: Request, memory_store_id: str, body: schemas.MemoryStoreUpdate
+) -> JSONResponse:
+    """api-contract §5.3: a patch; 400 on an archived store."""
+    return await _update_memory_store(request, memory_store_id, body)
+
+
+@router.patch(
+    "/v1/memory_stores/{memory_store_id}",
+    responses=_doc(schemas.MemoryStoreOut),
+    include_in_schema=False,
+)
+async def patch_memory_store(
+    request: Request, memory_store_id: str, body: schemas.MemoryStoreUpdate
+) -> JSONResponse:
+    """``PATCH`` alias of the update (api-contract §0 notes)."""
+    return await _update_memory_store(request, memory_store_id, body)
+
+
+@router.delete("/v1/memory_stores/{memory_store_id}", responses=_doc(schemas.DeletedObject))
+async def delete_memory_store(request: Request, memory_store_id: str) -> JSONResponse:
+    """api-contract §5.5: erases the store with every memory and version."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.HARD_DELETE, memory_store_id, agents=False)
+        engine.delete_store(memory_store_id, actor=principal.actor)
+        return store_deleted_to_wire(memory_store_id)
+
+    return _json(await _run(request, op))
+
+
+@router.post("/v1/memory_stores/{memory_store_id}/archive", responses=_doc(schemas.MemoryStoreOut))
+async def archive_memory_store(request: Request, memory_store_id: str) -> JSONResponse:
+    """api-contract §5.6: one-way; archiving an archived store returns it unchanged."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id, agents=False)
+        return store_to_wire(engine.archive_store(memory_store_id, actor=principal.actor))
+
+    return _json(await _run(request, op))
+
+
+@router.get(
+    "/v1/memory_stores/{memory_store_id}/audit_events", responses=_doc(schemas.AuditEventList)
+)
+async def list_audit_events(
+    request: Request, memory_store_id: str, memory_id: str | None = None
+) -> JSONResponse:
+    """The audit trail of deletions, redactions and restores, newest first (SPEC §2);
+    needs the ``admin`` scope. One page holds the whole trail."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.ADMIN, memory_store_id, agents=False)
+        engine.get_store(memory_store_id)
+        events = engine.audit_events(memory_store_id, memory_id=memory_id)
+        return {"data": events, "next_page": None}
+
+    return _json(await _run(request, op))
+
+
+# ----------------------------------------------------------------- memories
+
+
+def _memory_item(item: Memory | MemoryPrefix, *, full: bool) -> dict[str, Any]:
+    if isinstance(item, MemoryPrefix):
+        return prefix_to_wire(item)
+    return memory_to_wire(item, full=full)
+
+
+@router.post("/v1/memory_stores/{memory_store_id}/memories", responses=_doc(schemas.MemoryOut))
+async def create_memory(
+    request: Request, memory_store_id: str, body: schemas.MemoryCreate, view: View = "basic"
+) -> JSONResponse:
+    """api-contract §5.7: never overwrites (409 ``memory_path_conflict_error``);
+    ``content: null`` is refused (api-contract §8.2)."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id)
+        if body.content is None:
+            raise InvalidContent('content must be a string; pass "" to create an empty memory')
+        memory = engine.create_memory(
+            memory_store_id, body.path, body.content, actor=principal.actor, metadata=body.metadata
+        )
+        return memory_to_wire(memory, full=view == "full")
+
+    return _json(await _run(request, op))
+
+
+@router.get("/v1/memory_stores/{memory_store_id}/memories", responses=_doc(schemas.MemoryPage))
+async def list_memories(
+    request: Request,
+    memory_store_id: str,
+    path_prefix: Annotated[str, Query(description="Ends with '/'; whole segments.")] = "/",
+    depth: Annotated[int, Query(ge=0, description="0 = everything below.")] = 0,
+    view: View = "basic",
+    limit: LimitQuery = DEFAULT_PAGE_LIMIT,
+    page: PageQuery = None,
+) -> JSONResponse:
+    """api-contract §5.10: path order, deeper entries rolled up into ``memory_prefix``."""
+    full = view == "full"
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.READ, memory_store_id)
+        result = engine.list_memories(
+            memory_store_id,
+            path_prefix=path_prefix,
+            depth=depth,
+            limit=_page_limit(limit, view),
+            cursor=page,
+            with_content=full,
+        )
+        return {
+            "data": [_memory_item(item, full=full) for item in result.items],
+            "next_page": result.next_cursor,
+        }
+
+    return _json(await _run(request, op))
+
+
+@router.get(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}", responses=_doc(schemas.MemoryOut)
+)
+async def retrieve_memory(
+    request: Request, memory_store_id: str, memory_id: str, view: View = "full"
+) -> JSONResponse:
+    """api-contract §5.8 (``view`` defaults to ``full`` here)."""
+    full = view == "full"
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.READ, memory_store_id)
+        memory = engine.get_memory(memory_store_id, memory_id, with_content=full)
+        return memory_to_wire(memory, full=full)
+
+    return _json(await _run(request, op))
+
+
+async def _update_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    body: schemas.MemoryUpdate,
+    view: View,
+) -> JSONResponse:
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id)
+        expected = None
+        if body.precondition is not None:
+            expected = body.precondition.content_sha256
+            if expected is None:
+                raise InvalidInput("precondition.content_sha256 is required")
+        memory = engine.update_memory(
+            memory_store_id,
+            memory_id,
+            actor=principal.actor,
+            content=body.content,
+            path=body.path,
+            expected_sha256=expected,
+            metadata=body.metadata,
+        )
+        return memory_to_wire(memory, full=view == "full")
+
+    return _json(await _run(request, op))
+
+
+@router.post(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}", responses=_doc(schemas.MemoryOut)
+)
+async def update_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    body: schemas.MemoryUpdate,
+    view: View = "basic",
+) -> JSONResponse:
+    """api-contract §5.9: 409 ``memory_precondition_failed_error`` on a stale sha,
+    409 ``memory_path_conflict_error`` when renaming onto an occupied path."""
+    return await _update_memory(request, memory_store_id, memory_id, body, view)
+
+
+@router.patch(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}",
+    responses=_doc(schemas.MemoryOut),
+    include_in_schema=False,
+)
+async def patch_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    body: schemas.MemoryUpdate,
+    view: View = "basic",
+) -> JSONResponse:
+    """``PATCH`` alias of the update ([secondary] skills reference, api-contract §0)."""
+    return await _update_memory(request, memory_store_id, memory_id, body, view)
+
+
+_DELETE_SCOPES = {
+    DeleteMode.SOFT_DELETE: (Scope.DELETE, True),
+    DeleteMode.REDACT: (Scope.DELETE, False),  # agents do not redact (api-contract §4.6)
+    DeleteMode.HARD_DELETE: (Scope.HARD_DELETE, False),
+}
+
+
+async def _delete_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    *,
+    mode: DeleteMode,
+    reason: str | None,
+    expected_sha256: str | None,
+    replacement: str | None,
+) -> JSONResponse:
+    scope, agents = _DELETE_SCOPES[mode]
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(scope, memory_store_id, agents=agents)
+        if replacement is not None and mode is not DeleteMode.REDACT:
+            raise InvalidInput("replacement_content is only allowed with mode=redact")
+        engine.delete_memory(
+            memory_store_id,
+            memory_id,
+            actor=principal.actor,
+            expected_sha256=expected_sha256,
+            mode=mode,
+            reason=reason,
+            **({"replacement": replacement} if replacement is not None else {}),
+        )
+        return {**memory_deleted_to_wire(memory_id), "mode": mode.value}
+
+    return _json(await _run(request, op))
+
+
+@router.delete(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}",
+    responses=_doc(schemas.DeletedObject),
+)
+async def delete_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    expected_content_sha256: Annotated[str | None, Query(pattern=schemas.SHA256_PATTERN)] = None,
+    mode: Literal["soft_delete", "redact", "hard_delete"] = "soft_delete",
+    reason: Annotated[str | None, Query(description="Recorded in the audit trail.")] = None,
+    replacement_content: Annotated[str | None, Query(description="mode=redact only.")] = None,
+) -> JSONResponse:
+    """api-contract §5.11, with the SPEC §2 modes: ``soft_delete`` (default, restorable),
+    ``redact`` (content replaced, history redacted), ``hard_delete`` (erased; needs
+    ``memory:hard_delete``)."""
+    return await _delete_memory(
+        request,
+        memory_store_id,
+        memory_id,
+        mode=DeleteMode(mode),
+        reason=reason,
+        expected_sha256=expected_content_sha256,
+        replacement=replacement_content,
+    )
+
+
+@router.post(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}/forget",
+    responses=_doc(schemas.DeletedObject),
+)
+async def forget_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    body: Annotated[schemas.MemoryForget | None, Body()] = None,
+) -> JSONResponse:
+    """The delete of SPEC §2 with its options in a JSON body (an empty body is a soft
+    delete without a reason)."""
+    body = body or schemas.MemoryForget()
+    return await _delete_memory(
+        request,
+        memory_store_id,
+        memory_id,
+        mode=DeleteMode(body.mode),
+        reason=body.reason,
+        expected_sha256=body.expected_content_sha256,
+        replacement=body.replacement_content,
+    )
+
+
+@router.post(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}/restore",
+    responses=_doc(schemas.MemoryOut),
+)
+async def restore_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    body: Annotated[schemas.MemoryRestore | None, Body()] = None,
+    view: View = "basic",
+) -> JSONResponse:
+    """Brings a soft-deleted memory back with its id, path and content (SPEC §2); 409
+    ``conflict_error`` when it is live, redacted, or its path is taken."""
+    reason = body.reason if body is not None else None
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id)
+        memory = engine.restore_memory(
+            memory_store_id, memory_id, actor=principal.actor, reason=reason
+        )
+        return memory_to_wire(memory, full=view == "full")
+
+    return _json(await _run(request, op))
+
+
+# ----------------------------------------------------------------- versions
+
+
+@router.get(
+    "/v1/memory_stores/{memory_store_id}/memory_versions",
+    responses=_doc(schemas.MemoryVersionPage),
+)
+async def list_memory_versions(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str | None = None,
+    operation: Literal["created", "modified", "deleted"] | None = None,
+    session_id: str | None = None,
+    api_key_id: str | None = None,
+    service_account_id: str | None = None,
+    created_at_gte: CreatedGte = None,
+    created_at_lte: CreatedLte = None,
+    view: View = "basic",
+    limit: LimitQuery = DEFAULT_PAGE_LIMIT,
+    page: PageQuery = None,
+) -> JSONResponse:
+    """api-contract §5.12: newest first, filtered by memory, operation, actor and time."""
+    full = view == "full"
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.READ, memory_store_id)
+        result = engine.list_versions(
+            memory_store_id,
+            memory_id=memory_id,
+            operation=Operation(operation) if operation else None,
+            session_id=session_id,
+            api_key_id=api_key_id,
+            service_account_id=service_account_id,
+            created_gte=_utc(created_at_gte),
+            created_lte=_utc(created_at_lte),
+            limit=_page_limit(limit, view),
+            cursor=page,
+            with_content=full,
+        )
+        return {
+            "data": [version_to_wire(v, full=full) for v in result.items],
+            "next_page": result.next_cursor,
+        }
+
+    return _json(await _run(request, op))
+
+
+@router.get(
+    "/v1/memory_stores/{memory_store_id}/memory_versions/{memory_version_id}",
+    responses=_doc(schemas.MemoryVersionOut),
+)
+async def retrieve_memory_version(
+    request: Request, memory_store_id: str, memory_version_id: str, view: View = "full"
+) -> JSONResponse:
+    """api-contract §5.13 (``view`` defaults to ``full``; redacted versions succeed)."""
+    full = view == "full"
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.READ, memory_store_id)
+        version = engine.get_version(memory_store_id, memory_version_id, with_content=full)
+        return version_to_wire(version, full=full)
+
+    return _json(await _run(request, op))
+
+
+@router.post(
+    "/v1/memory_stores/{memory_store_id}/memory_versions/{memory_version_id}/redact",
+    responses=_doc(schemas.MemoryVersionOut),
+)
+async def redact_memory_version(
+    request: Request, memory_store_id: str, memory_version_id: str
+) -> JSONResponse:
+    """api-contract §5.14; the head version of a live memory is refused with 409
+    ``conflict_error`` (SPEC §2 redaction)."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.DELETE, memory_store_id, agents=False)
+        version = engine.redact_version(memory_store_id, memory_version_id, actor=principal.actor)
+        return version_to_wire(version, full=True)
+
+    return _json(await _run(request, op))
+
+
+# ----------------------------------------------------------------- sessions
+
+
+@router.post("/v1/sessions", responses=_doc(schemas.SessionOut))
+async def create_session(request: Request, body: schemas.SessionCreate) -> JSONResponse:
+    """Attaches 1–8 stores to a new session (api-contract §7, SPEC §3) and returns it
+    with its ``token``, shown only here. The caller needs ``memory:write`` on each
+    ``read_write`` store and ``memory:read`` on each ``read_only`` one."""
+    specs = [
+        ResourceSpec(
+            r.memory_store_id,
+            Access(r.access) if r.access else Access.READ_WRITE,
+            r.instructions,
+        )
+        for r in body.resources
+    ]
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        for spec in specs:
+            scope = Scope.WRITE if spec.access is Access.READ_WRITE else Scope.READ
+            principal.require(scope, spec.memory_store_id, agents=False)
+        session, token = engine.create_session(specs, title=body.title)
+        return {**session_to_wire(session), "token": token}
+
+    return _json(await _run(request, op))
+
+
+@router.get("/v1/sessions/{session_id}", responses=_doc(schemas.SessionOut))
+async def retrieve_session(request: Request, session_id: str) -> JSONResponse:
+    """A session without its token: readable by itself, or by a key that may read every
+    store attached to it."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        if principal.session is not None and principal.session.id == session_id:
+            return session_to_wire(principal.session)
+        if principal.is_session:
+            principal.require(Scope.READ, None, agents=False)
+        principal.require(Scope.READ)
+        session = engine.get_session(session_id)
+        for resource in session.resources:
+            principal.require(Scope.READ, resource.memory_store_id)
+        return session_to_wire(session)
+
+    return _json(await _run(request, op))

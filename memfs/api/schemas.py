@@ -1,0 +1,287 @@
+"""Wire schemas: request bodies (validated) and response shapes (documented).
+
+Request models follow api-contract §5 field for field. They are strict (no coercion:
+``"name": 5`` is a 400, not ``"5"``) and refuse unknown fields, so a typo never passes
+silently; the SPEC §1 value rules (path, content, metadata limits, name length) are
+checked by :mod:`memfs.rules` inside the engine, which names the broken rule.
+
+Response models only document the objects :mod:`memfs.wire` produces (the routes return
+those dicts directly), so ``/openapi.json`` describes what the server really sends;
+schemathesis checks that in ``tests/api``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = [
+    "DeletedObject",
+    "ErrorEnvelope",
+    "MemoryCreate",
+    "MemoryForget",
+    "MemoryOut",
+    "MemoryPage",
+    "MemoryRestore",
+    "MemoryStoreCreate",
+    "MemoryStoreOut",
+    "MemoryStorePage",
+    "MemoryStoreUpdate",
+    "MemoryUpdate",
+    "MemoryVersionOut",
+    "MemoryVersionPage",
+    "Precondition",
+    "SessionCreate",
+    "SessionOut",
+]
+
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+Sha256 = Annotated[str, Field(pattern=SHA256_PATTERN, description="64 lowercase hex digits")]
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+
+
+class _Request(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+# ------------------------------------------------------------------ requests
+
+
+class MemoryStoreCreate(_Request):
+    """api-contract §5.1."""
+
+    name: str = Field(description="1 to 255 characters, no control characters.")
+    description: str | None = Field(default=None, description="Up to 1,024 characters.")
+    metadata: dict[str, str] | None = Field(
+        default=None, description="At most 16 pairs; keys 1–64 chars, values ≤512 chars."
+    )
+
+
+class MemoryStoreUpdate(_Request):
+    """api-contract §5.3: a patch; a top-level ``null`` means "no change"."""
+
+    name: str | None = None
+    description: str | None = None
+    metadata: dict[str, str | None] | None = Field(
+        default=None, description="A string adds or replaces a key; null removes it."
+    )
+
+
+class Precondition(_Request):
+    """api-contract §4.8."""
+
+    type: Literal["content_sha256"]
+    content_sha256: Sha256 | None = None
+
+
+class MemoryCreate(_Request):
+    """api-contract §5.7; ``content`` is required (``""`` makes an empty memory).
+
+    ``metadata`` is the memfs extension of SPEC §1.
+    """
+
+    path: str = Field(description="Absolute memory path, e.g. /projects/foo/notes.md.")
+    content: str | None = Field(description="UTF-8 text, at most 102,400 bytes; null is refused.")
+    metadata: dict[str, str] | None = None
+
+
+class MemoryUpdate(_Request):
+    """api-contract §5.9; ``null`` for ``content`` or ``path`` means unchanged."""
+
+    content: str | None = None
+    path: str | None = None
+    precondition: Precondition | None = None
+    metadata: dict[str, str] | None = Field(
+        default=None, description="memfs extension: replaces the memory's metadata."
+    )
+
+
+class MemoryForget(_Request):
+    """Body of ``POST …/memories/{id}/forget`` (SPEC §2 deletion modes)."""
+
+    mode: Literal["soft_delete", "redact", "hard_delete"] = "soft_delete"
+    reason: str | None = Field(default=None, description="Recorded in the audit trail.")
+    replacement_content: str | None = Field(
+        default=None, description="mode=redact only: the tombstone's text ([REDACTED] by default)."
+    )
+    expected_content_sha256: Sha256 | None = None
+
+
+class MemoryRestore(_Request):
+    """Body of ``POST …/memories/{id}/restore`` (SPEC §2)."""
+
+    reason: str | None = Field(default=None, description="Recorded in the audit trail.")
+
+
+class SessionResourceParam(_Request):
+    """api-contract §7.1 ``BetaManagedAgentsMemoryStoreResourceParam``."""
+
+    type: Literal["memory_store"]
+    memory_store_id: str
+    access: Literal["read_write", "read_only"] | None = None
+    instructions: str | None = Field(default=None, description="At most 4,096 characters.")
+
+
+class SessionCreate(BaseModel):
+    """Body of ``POST /v1/sessions``.
+
+    Only ``resources`` of type ``memory_store`` (1 to 8) and ``title`` mean something to
+    memfs. The other fields of the SDK's ``sessions.create`` (``agent``,
+    ``environment_id``, ``metadata`` …) are accepted and ignored, so that the SDK call
+    works unmodified.
+    """
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+    resources: list[SessionResourceParam] = Field(min_length=1, max_length=8)
+    title: str | None = None
+
+
+# ----------------------------------------------------------------- responses
+
+
+class _Response(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+
+class MemoryStoreOut(_Response):
+    """api-contract §4.1, plus the counters ``entry_count`` and ``total_size``."""
+
+    id: str
+    type: Literal["memory_store"]
+    name: str
+    description: str
+    metadata: dict[str, str]
+    created_at: Timestamp
+    updated_at: Timestamp
+    archived_at: Timestamp | None
+    entry_count: int
+    total_size: int
+
+
+class DeletedObject(_Response):
+    """api-contract §4.2 / §4.5 (``memory_store_deleted`` or ``memory_deleted``)."""
+
+    id: str
+    type: Literal["memory_store_deleted", "memory_deleted"]
+
+
+class MemoryOut(_Response):
+    """api-contract §4.3 (``content`` null unless ``view=full``)."""
+
+    id: str
+    type: Literal["memory"]
+    memory_store_id: str
+    memory_version_id: str
+    path: str
+    content: str | None
+    content_sha256: str
+    content_size_bytes: int
+    created_at: Timestamp
+    updated_at: Timestamp
+    metadata: dict[str, str]
+
+
+class MemoryPrefixOut(_Response):
+    """api-contract §4.4."""
+
+    type: Literal["memory_prefix"]
+    path: str
+
+
+class Actor(_Response):
+    """api-contract §4.7 (one of the four id fields, by ``type``)."""
+
+    type: Literal["session_actor", "api_actor", "user_actor", "service_account_actor"]
+    session_id: str | None = None
+    api_key_id: str | None = None
+    user_id: str | None = None
+    service_account_id: str | None = None
+
+
+class MemoryVersionOut(_Response):
+    """api-contract §4.6, plus ``reason`` (audited reason of a deletion)."""
+
+    id: str
+    type: Literal["memory_version"]
+    memory_id: str
+    memory_store_id: str
+    operation: Literal["created", "modified", "deleted"]
+    created_at: Timestamp
+    content: str | None
+    content_sha256: str | None
+    content_size_bytes: int | None
+    path: str | None
+    created_by: Actor | None
+    redacted_at: Timestamp | None
+    redacted_by: Actor | None
+    reason: str | None = None
+
+
+class MemoryStorePage(_Response):
+    """api-contract §3: ``next_page`` is null on the last page."""
+
+    data: list[MemoryStoreOut]
+    next_page: str | None
+
+
+class MemoryPage(_Response):
+    data: list[Annotated[MemoryOut | MemoryPrefixOut, Field(discriminator="type")]]
+    next_page: str | None
+
+
+class MemoryVersionPage(_Response):
+    data: list[MemoryVersionOut]
+    next_page: str | None
+
+
+class SessionResourceOut(_Response):
+    """api-contract §7.2."""
+
+    type: Literal["memory_store"]
+    memory_store_id: str
+    access: Literal["read_write", "read_only"]
+    instructions: str | None
+    name: str
+    description: str
+    mount_path: str
+
+
+class SessionOut(_Response):
+    """A session; ``token`` only in the response that created it."""
+
+    id: str
+    type: Literal["session"]
+    title: str | None
+    created_at: Timestamp
+    resources: list[SessionResourceOut]
+    token: str | None = None
+
+
+class AuditEvent(_Response):
+    action: str
+    memory_id: str | None
+    reason: str | None
+    actor_type: str | None
+    actor_id: str | None
+    created_at: Timestamp
+
+
+class AuditEventList(_Response):
+    data: list[AuditEvent]
+    next_page: None = None
+
+
+class ErrorObject(_Response):
+    type: str
+    message: str
+    details: dict[str, Any] | None = None
+
+
+class ErrorEnvelope(_Response):
+    """api-contract §2.1."""
+
+    type: Literal["error"]
+    error: ErrorObject
+    request_id: str | None = None

@@ -1,0 +1,250 @@
+"""Fixtures of the API tests: real ``memfs serve`` processes driven by the real SDK.
+
+- ``api_database``: one fresh database per backend for the whole session: a SQLite
+  file, and a PostgreSQL database created on ``$MEMFS_TEST_PG_URL`` (skipped when unset;
+  ``scripts/test`` starts a server and sets it).
+- ``server``: a ``memfs serve --port 0`` subprocess on that database (started once per
+  backend), with an admin key made by ``memfs key create``. Its log must hold no
+  traceback when the session ends.
+- ``admin``: an ``anthropic.Anthropic`` client with the admin key.
+- ``store``: a fresh memory store for one test.
+
+Tests never depend on what other tests left in the shared database: they work in their
+own stores, and list stores only within a ``created_at[gte]`` window they opened.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import signal
+import subprocess
+import sys
+import time
+import uuid
+import warnings
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import anthropic
+import httpx
+import pytest
+from sqlalchemy import create_engine, text
+
+from memfs.api.serve import READY_PREFIX
+from memfs.config import database_url
+from memfs.model import Scope
+from memfs.store import Engine
+
+PG_URL_ENV = "MEMFS_TEST_PG_URL"
+SERVER_START_TIMEOUT_S = 30.0
+SERVER_STOP_TIMEOUT_S = 15.0
+SDK_TIMEOUT_S = 30.0
+SHA256_EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _import_schemathesis_quietly() -> None:
+    """schemathesis' pytest plugin imports ``schemathesis._hypothesis`` lazily in its
+    ``pytest_pyfunc_call`` hook, i.e. inside the first test, where jsonschema's
+    DeprecationWarning (RefResolutionError) is an error under ``filterwarnings = error``.
+    Importing it once here (not at conftest import: Hypothesis forbids that), with that
+    one warning ignored, keeps the tests clean. pyproject's filterwarnings should ignore
+    it instead (reported to the lead)."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings(
+            "ignore", "jsonschema.exceptions.RefResolutionError", DeprecationWarning
+        )
+        import schemathesis._hypothesis  # noqa: F401
+
+
+def memfs_command(*args: str) -> list[str]:
+    """The ``memfs`` CLI of this interpreter's environment."""
+    return [sys.executable, "-m", "memfs.cli", *args]
+
+
+def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """Runs ``memfs ARGS`` and returns the finished process (never raises on status)."""
+    return subprocess.run(
+        memfs_command(*args), capture_output=True, text=True, timeout=60, env=env, check=False
+    )
+
+
+class ServerProcess:
+    """A ``memfs serve`` subprocess on a free loopback port.
+
+    Args:
+        database: the SQLAlchemy URL it serves.
+        log_path: where its stderr goes.
+        extra_args: more ``memfs serve`` options.
+    """
+
+    def __init__(
+        self, database: str, log_path: Path, *extra_args: str, env: dict[str, str] | None = None
+    ) -> None:
+        self.log_path = log_path
+        self._log = log_path.open("w")
+        self.process = subprocess.Popen(
+            memfs_command("serve", "--port", "0", "--database", database, *extra_args),
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env=env,
+        )
+        self.url = self._wait_ready()
+
+    def _wait_ready(self) -> str:
+        assert self.process.stdout is not None
+        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.process.stdout, selectors.EVENT_READ)
+            while time.monotonic() < deadline:
+                if not selector.select(timeout=deadline - time.monotonic()):
+                    break
+                line = self.process.stdout.readline()
+                if not line:
+                    break
+                if line.startswith(READY_PREFIX):
+                    return line[len(READY_PREFIX) :].strip()
+        self.stop()
+        raise AssertionError(f"memfs serve did not start:\n{self.log_path.read_text()}")
+
+    def stop(self) -> int:
+        """Stops the server with SIGTERM and returns its exit status."""
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=SERVER_STOP_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+        if self.process.stdout is not None:
+            self.process.stdout.close()
+        self._log.close()
+        return self.process.returncode
+
+    def log_text(self) -> str:
+        if not self._log.closed:
+            self._log.flush()
+        return self.log_path.read_text()
+
+
+@dataclass
+class Server:
+    """A running server, the engine of its database (for keys), and its admin key."""
+
+    url: str
+    database: str
+    engine: Engine
+    admin_secret: str
+    process: ServerProcess
+    _clients: dict[str, anthropic.Anthropic] = field(default_factory=dict)
+
+    def client(self, secret: str | None = None, **options: Any) -> anthropic.Anthropic:
+        """An SDK client with ``secret`` (default: the admin key), cached per secret."""
+        secret = secret or self.admin_secret
+        if options:
+            return anthropic.Anthropic(
+                api_key=secret, base_url=self.url, timeout=SDK_TIMEOUT_S, **options
+            )
+        if secret not in self._clients:
+            self._clients[secret] = anthropic.Anthropic(
+                api_key=secret, base_url=self.url, timeout=SDK_TIMEOUT_S
+            )
+        return self._clients[secret]
+
+    def key(self, *scopes: Scope, stores: tuple[str, ...] = ()) -> str:
+        """A new API key secret with ``scopes``, optionally limited to ``stores``."""
+        _, secret = self.engine.create_api_key("test", list(scopes), list(stores))
+        return secret
+
+    def key_with_id(self, *scopes: Scope) -> tuple[str, str]:
+        key, secret = self.engine.create_api_key("test", list(scopes))
+        return key.id, secret
+
+    def http(self, secret: str | None = None) -> httpx.Client:
+        """A raw HTTP client with ``Authorization: Bearer`` (for what the SDK can't send)."""
+        headers = {"authorization": f"Bearer {secret or self.admin_secret}"}
+        return httpx.Client(base_url=self.url, headers=headers, timeout=SDK_TIMEOUT_S)
+
+    def close(self) -> None:
+        for client in self._clients.values():
+            client.close()
+
+
+def _make_pg_database(base: str) -> tuple[str, Callable[[], None]]:
+    admin = create_engine(database_url(base), isolation_level="AUTOCOMMIT")
+    name = f"memfs_api_{uuid.uuid4().hex[:12]}"
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+
+    def drop() -> None:
+        with admin.connect() as conn:
+            conn.execute(text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+    return base.rsplit("/", 1)[0] + "/" + name, drop
+
+
+@pytest.fixture(
+    scope="session",
+    params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)],
+)
+def api_database(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[str]:
+    """A SQLAlchemy URL of a fresh database of each backend, shared by the session."""
+    if request.param == "sqlite":
+        yield database_url(str(tmp_path_factory.mktemp("api-sqlite") / "store.db"))
+        return
+    base = os.environ.get(PG_URL_ENV)
+    if not base:
+        pytest.skip(f"${PG_URL_ENV} is not set; scripts/test starts PostgreSQL and sets it")
+    url, drop = _make_pg_database(base)
+    try:
+        yield database_url(url)
+    finally:
+        drop()
+
+
+def server_env(home: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["MEMFS_HOME"] = str(home)
+    env.pop("MEMFS_DATABASE", None)
+    return env
+
+
+@pytest.fixture(scope="session")
+def server(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+    """``memfs serve`` on ``api_database`` with an admin key from ``memfs key create``."""
+    home = tmp_path_factory.mktemp("api-home")
+    env = server_env(home)
+    created = run_cli("key", "create", "--scope", "admin", "--database", api_database, "--json", env=env)
+    assert created.returncode == 0, created.stderr
+    secret = json.loads(created.stdout)["secret"]
+    process = ServerProcess(api_database, home / "server.log", env=env)
+    engine = Engine(api_database)
+    result = Server(process.url, api_database, engine, secret, process)
+    try:
+        yield result
+    finally:
+        result.close()
+        status = process.stop()
+        engine.close()
+        log = process.log_text()
+        assert status == 0, f"memfs serve exited with {status}:\n{log}"
+        assert "Traceback" not in log, f"the server logged a traceback:\n{log}"
+
+
+@pytest.fixture
+def admin(server: Server) -> anthropic.Anthropic:
+    return server.client()
+
+
+@pytest.fixture
+def store(admin: anthropic.Anthropic) -> Any:
+    """A fresh memory store (``BetaManagedAgentsMemoryStore``)."""
+    return admin.beta.memory_stores.create(name=f"test {uuid.uuid4().hex[:8]}")
