@@ -1,0 +1,51 @@
+"""Helpers of the store engine's tests (imported as ``store_helpers``: pytest puts this
+directory on ``sys.path``).
+
+- :func:`collect`: every item of a paginated listing, checking the cursor contract.
+- :func:`snapshot`: everything observable about a store, to assert that a refused
+  operation changed nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from memfs.model import Actor, Page
+from memfs.store import Engine
+
+ACTOR = Actor.api_key("apikey_tests")
+
+
+def collect(list_page: Callable[..., Page[Any]], **kwargs: Any) -> list[Any]:
+    """Follows ``next_cursor`` to the end and returns every item.
+
+    Asserts the api-contract §3 rules on the way: a page never exceeds ``limit``, a
+    non-final page is never empty, and the last page says ``next_cursor=None``.
+    """
+    limit = kwargs.get("limit", 20)
+    items: list[Any] = []
+    cursor = None
+    for _ in range(10_000):
+        page = list_page(**kwargs, cursor=cursor)
+        assert len(page.items) <= limit
+        items.extend(page.items)
+        if page.next_cursor is None:
+            return items
+        assert page.items, "a non-final page must not be empty"
+        cursor = page.next_cursor
+    raise AssertionError("pagination did not end")
+
+
+def snapshot(engine: Engine, store_id: str) -> dict[str, Any]:
+    """Everything observable about one store, and the database's row counts."""
+    memories = engine.all_memories(store_id)
+    return {
+        "store": engine.get_store(store_id),
+        "memories": [engine.get_memory(store_id, m.id) for m in memories],
+        "deleted": engine.deleted_memories(store_id),
+        "versions": collect(engine.list_versions, store_id=store_id, limit=100),
+        "last_change_seq": engine.last_change_seq(store_id),
+        "audit": engine.audit_events(store_id),
+        "statistics": engine.statistics(),
+    }
