@@ -222,7 +222,9 @@ def server(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     """``memfs serve`` on ``api_database`` with an admin key from ``memfs key create``."""
     home = tmp_path_factory.mktemp("api-home")
     env = server_env(home)
-    created = run_cli("key", "create", "--scope", "admin", "--database", api_database, "--json", env=env)
+    created = run_cli(
+        "key", "create", "--scope", "admin", "--database", api_database, "--json", env=env
+    )
     assert created.returncode == 0, created.stderr
     secret = json.loads(created.stdout)["secret"]
     process = ServerProcess(api_database, home / "server.log", env=env)
@@ -237,6 +239,17 @@ def server(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         log = process.log_text()
         assert status == 0, f"memfs serve exited with {status}:\n{log}"
         assert "Traceback" not in log, f"the server logged a traceback:\n{log}"
+
+
+@pytest.fixture
+def memfs_cli(tmp_path: Path) -> Callable[..., subprocess.CompletedProcess[str]]:
+    """Runs ``memfs ARGS`` with a private ``$MEMFS_HOME``; returns the finished process."""
+    env = server_env(tmp_path)
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, env=env)
+
+    return run
 
 
 @pytest.fixture
