@@ -869,7 +869,7 @@ class ExportFormat(enum.StrEnum):
 
 
 @contextlib.contextmanager
-def _progress(description: str, enabled: bool) -> Iterator[Any]:
+def _progress(enabled: bool) -> Iterator[Any]:
     """A rich progress bar on a terminal; None (and silence) otherwise."""
     if not enabled:
         yield None
@@ -954,8 +954,12 @@ def import_command(
                     "`memfs store create`)"
                 ) from None
             found = engine.create_store(store)
-        with _progress(f"importing into {found.name}", terminal) as progress:
-            task = progress.add_task("import", total=len(candidates)) if progress else None
+        with _progress(terminal) as progress:
+            task = (
+                progress.add_task(f"importing into {found.name}", total=len(candidates))
+                if progress
+                else None
+            )
             say = progress.console.print if progress else _stderr
             try:
                 for outcome in transfer.import_candidates(
@@ -1061,8 +1065,8 @@ def export_command(
     with _engine(database) as engine:
         found = engine.find_store(store)
         with contextlib.ExitStack() as stack:
-            progress = stack.enter_context(_progress(f"exporting {found.name}", terminal))
-            task = progress.add_task("export", total=None) if progress else None
+            progress = stack.enter_context(_progress(terminal))
+            task = progress.add_task(f"exporting {found.name}", total=None) if progress else None
 
             def on_total(total: int) -> None:
                 if progress is not None:
@@ -1087,6 +1091,8 @@ def export_command(
                     total_bytes += outcome.size_bytes
                     if progress is not None:
                         progress.advance(task)
+            except BrokenPipeError:
+                raise  # the reader went away (`| head`): click exits quietly
             except OSError as exc:
                 _fail(f"cannot write {exc.filename or target}: {_os_reason(exc)}")
     if not to_stdout:
@@ -1105,17 +1111,13 @@ def fsck_command(database: DatabaseOption = None) -> None:
         for finding in engine.iter_fsck_findings():
             findings += 1
             typer.echo(f"fsck: {finding}")
-        stores = list(
-            _all_pages(
-                lambda cursor: engine.list_stores(
-                    include_archived=True, limit=_PAGE_LIMIT, cursor=cursor
-                )
-            )
-        )
-    memories = sum(store.entry_count for store in stores)
+        counts = engine.statistics()
     if findings:
         _fail(f"fsck found {findings} problem{'s' if findings != 1 else ''}")
-    typer.echo(f"fsck: clean ({len(stores)} stores, {memories} memories checked)")
+    typer.echo(
+        f"fsck: clean ({counts['stores']} stores, {counts['memories']} memories, "
+        f"{counts['versions']} versions, {counts['blobs']} blobs checked)"
+    )
 
 
 def _parse_store_spec(spec: str) -> tuple[str, Access]:
