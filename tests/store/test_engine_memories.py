@@ -1,0 +1,542 @@
+"""Memories: create, read, update, rename, listing with prefixes and depth, pagination and
+content deduplication (SPEC §1–2, api-contract §5.7–5.10)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+from store_helpers import collect, snapshot
+
+from memfs.errors import (
+    ContentTooLarge,
+    InvalidContent,
+    InvalidCursor,
+    InvalidInput,
+    InvalidMetadata,
+    InvalidPath,
+    NotFound,
+    PathConflict,
+    PathTooLong,
+    PreconditionFailed,
+    StoreFull,
+)
+from memfs.model import Actor, MemoryPrefix, MemoryStore, Operation
+from memfs.store import Engine
+
+SHA256_EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# ---------------------------------------------------------------------- create
+
+
+def test_create_memory(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    content = "line one\r\n\ttab \u00e9 \U0001f600\n"
+    memory = engine.create_memory(store.id, "/notes/a.md", content, actor=actor)
+    assert memory.id.startswith("mem_")
+    assert memory.memory_store_id == store.id
+    assert memory.path == "/notes/a.md"
+    assert memory.content == content
+    assert memory.content_sha256 == sha(content)
+    assert memory.content_size_bytes == len(content.encode())
+    assert memory.metadata == {}
+    assert memory.created_at == memory.updated_at
+    assert engine.get_memory(store.id, memory.id) == memory
+    assert engine.get_memory_by_path(store.id, "/notes/a.md") == memory
+    basic = engine.get_memory(store.id, memory.id, with_content=False)
+    assert basic.content is None and basic.content_sha256 == memory.content_sha256
+    version = engine.get_version(store.id, memory.memory_version_id)
+    assert version.operation is Operation.CREATED
+    assert (version.path, version.content, version.created_by) == ("/notes/a.md", content, actor)
+    counted = engine.get_store(store.id)
+    assert (counted.entry_count, counted.total_size_bytes) == (1, len(content.encode()))
+    assert counted.updated_at == store.updated_at  # memory changes don't touch the store
+
+
+def test_create_empty_memory(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/empty", "", actor=actor)
+    assert memory.content == "" and memory.content_sha256 == SHA256_EMPTY
+    assert memory.content_size_bytes == 0
+    assert engine.get_memory(store.id, memory.id).content == ""
+    assert engine.get_version(store.id, memory.memory_version_id).content == ""
+
+
+def test_create_memory_with_metadata_and_max_content(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    memory = engine.create_memory(
+        store.id, "/big", "x" * 102_400, actor=actor, metadata={"type": "semantic"}
+    )
+    assert memory.content_size_bytes == 102_400
+    assert engine.get_memory(store.id, memory.id).metadata == {"type": "semantic"}
+
+
+@pytest.mark.parametrize(
+    ("path", "content", "metadata", "error"),
+    [
+        ("no-slash", "x", None, InvalidPath),
+        ("/a/", "x", None, InvalidPath),
+        ("/e\u0301", "x", None, InvalidPath),
+        ("/" + "x" * 256, "x", None, PathTooLong),
+        ("/ok", "x" * 102_401, None, ContentTooLarge),
+        ("/ok", "bell\x07", None, InvalidContent),
+        ("/ok", "\ud800", None, InvalidContent),
+        ("/ok", "x", {"k": "v" * 513}, InvalidMetadata),
+    ],
+    ids=["relative", "trailing-slash", "not-nfc", "long-segment", "big", "bell", "surrogate",
+         "metadata"],
+)
+def test_create_memory_refuses_bad_input(
+    engine: Engine,
+    store: MemoryStore,
+    actor: Actor,
+    path: str,
+    content: str,
+    metadata: dict | None,
+    error: type[Exception],
+) -> None:
+    before = snapshot(engine, store.id)
+    with pytest.raises(error) as info:
+        engine.create_memory(store.id, path, content, actor=actor, metadata=metadata)
+    assert type(info.value) is error
+    assert snapshot(engine, store.id) == before
+
+
+def test_create_in_unknown_store(engine: Engine, actor: Actor) -> None:
+    with pytest.raises(NotFound, match="memory store 'memstore_nope' not found"):
+        engine.create_memory("memstore_nope", "/a", "x", actor=actor)
+
+
+@pytest.mark.parametrize(
+    ("first", "second", "message"),
+    [
+        ("/a", "/a", "a memory already exists at '/a'"),
+        ("/a", "/a/b", "path '/a/b' is below the memory '/a', which is a file"),
+        ("/a", "/a/b/c/d", "path '/a/b/c/d' is below the memory '/a', which is a file"),
+        ("/a/b", "/a", "path '/a' is a directory holding the memory '/a/b'"),
+        ("/a/b/c", "/a", "path '/a' is a directory holding the memory '/a/b/c'"),
+    ],
+)
+def test_create_never_overwrites_and_names_the_blocker(
+    engine: Engine, store: MemoryStore, actor: Actor, first: str, second: str, message: str
+) -> None:
+    blocker = engine.create_memory(store.id, first, "first", actor=actor)
+    before = snapshot(engine, store.id)
+    with pytest.raises(PathConflict) as info:
+        engine.create_memory(store.id, second, "second", actor=actor)
+    assert str(info.value) == message
+    assert info.value.conflicting_memory_id == blocker.id
+    assert info.value.conflicting_path == first
+    assert snapshot(engine, store.id) == before
+
+
+def test_paths_that_only_share_a_string_prefix_coexist(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    for path in ("/a", "/ab", "/a-b/c", "/a.b", "/a0/x", "/notes/x", "/notes-archive/x"):
+        engine.create_memory(store.id, path, path, actor=actor)
+    assert len(engine.all_memories(store.id)) == 7
+
+
+def test_paths_are_case_sensitive(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    engine.create_memory(store.id, "/Notes", "upper", actor=actor)
+    engine.create_memory(store.id, "/notes", "lower", actor=actor)
+    assert engine.get_memory_by_path(store.id, "/Notes").content == "upper"
+    assert engine.get_memory_by_path(store.id, "/notes").content == "lower"
+
+
+def test_store_full(engine: Engine, database: str, actor: Actor) -> None:
+    limited = Engine(database, memory_limit=3)
+    try:
+        store = limited.create_store("small")
+        memories = [limited.create_memory(store.id, f"/m{i}", "x", actor=actor) for i in range(3)]
+        before = snapshot(limited, store.id)
+        with pytest.raises(StoreFull) as info:
+            limited.create_memory(store.id, "/m3", "x", actor=actor)
+        assert str(info.value) == (
+            f"memory store {store.id!r} holds 3 memories; the limit is 3"
+        )
+        assert snapshot(limited, store.id) == before
+        # Deleting one frees a slot; restoring it while full is refused.
+        limited.delete_memory(store.id, memories[0].id, actor=actor)
+        limited.create_memory(store.id, "/m3", "x", actor=actor)
+        with pytest.raises(StoreFull):
+            limited.restore_memory(store.id, memories[0].id, actor=actor)
+        # Updates and renames of a full store still work.
+        limited.update_memory(store.id, memories[1].id, actor=actor, content="y", path="/n1")
+    finally:
+        limited.close()
+
+
+# ------------------------------------------------------------------------ read
+
+
+def test_get_refuses_unknown_deleted_and_foreign(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    other = engine.create_store("other")
+    foreign = engine.create_memory(other.id, "/x", "x", actor=actor)
+    gone = engine.create_memory(store.id, "/gone", "x", actor=actor)
+    engine.delete_memory(store.id, gone.id, actor=actor)
+    with pytest.raises(NotFound, match=f"memory {foreign.id!r} not found in memory store"):
+        engine.get_memory(store.id, foreign.id)
+    with pytest.raises(NotFound):
+        engine.get_memory(store.id, gone.id)
+    with pytest.raises(NotFound):
+        engine.get_memory(store.id, "mem_nope")
+    with pytest.raises(NotFound, match="^no memory at '/gone' in memory store"):
+        engine.get_memory_by_path(store.id, "/gone")
+    with pytest.raises(NotFound):
+        engine.get_memory_by_path(store.id, "/x")
+    with pytest.raises(NotFound):
+        engine.get_memory("memstore_nope", foreign.id)
+
+
+# ---------------------------------------------------------------------- update
+
+
+def test_update_content(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "one", actor=actor)
+    updated = engine.update_memory(
+        store.id, memory.id, actor=actor, content="three", expected_sha256=sha("one")
+    )
+    assert updated.id == memory.id and updated.path == "/a"
+    assert updated.content == "three"
+    assert (updated.content_sha256, updated.content_size_bytes) == (sha("three"), 5)
+    assert updated.memory_version_id != memory.memory_version_id
+    assert updated.created_at == memory.created_at
+    assert updated.updated_at > memory.updated_at
+    version = engine.get_version(store.id, updated.memory_version_id)
+    assert (version.operation, version.path, version.content) == (Operation.MODIFIED, "/a", "three")
+    assert engine.get_store(store.id).total_size_bytes == 5
+
+
+def test_rename_keeps_the_id(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/old/name.md", "body", actor=actor)
+    renamed = engine.update_memory(store.id, memory.id, actor=actor, path="/new/name.md")
+    assert renamed.id == memory.id
+    assert (renamed.path, renamed.content, renamed.content_sha256) == (
+        "/new/name.md",
+        "body",
+        memory.content_sha256,
+    )
+    assert engine.get_memory_by_path(store.id, "/new/name.md").id == memory.id
+    with pytest.raises(NotFound):
+        engine.get_memory_by_path(store.id, "/old/name.md")
+    version = engine.get_version(store.id, renamed.memory_version_id)
+    assert (version.operation, version.path, version.content) == (
+        Operation.MODIFIED,
+        "/new/name.md",
+        "body",
+    )
+    both = engine.update_memory(
+        store.id, memory.id, actor=actor, path="/final", content="new body",
+        expected_sha256=sha("body"),
+    )
+    assert (both.id, both.path, both.content) == (memory.id, "/final", "new body")
+    assert len(collect(engine.list_versions, store_id=store.id, memory_id=memory.id)) == 3
+
+
+def test_rename_into_its_own_directory_and_back(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
+    assert engine.update_memory(store.id, memory.id, actor=actor, path="/a/b").path == "/a/b"
+    assert engine.update_memory(store.id, memory.id, actor=actor, path="/a").path == "/a"
+
+
+def test_update_that_changes_nothing_writes_no_version(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    memory = engine.create_memory(store.id, "/a", "same", actor=actor, metadata={"k": "v"})
+    before = snapshot(engine, store.id)
+    for kwargs in (
+        {},
+        {"content": "same"},
+        {"path": "/a"},
+        {"content": "same", "path": "/a", "expected_sha256": sha("same")},
+        {"metadata": {"k": "v"}},
+    ):
+        assert engine.update_memory(store.id, memory.id, actor=actor, **kwargs) == memory
+        assert snapshot(engine, store.id) == before
+
+
+def test_precondition_mismatch_changes_nothing(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    memory = engine.create_memory(store.id, "/a", "current", actor=actor)
+    before = snapshot(engine, store.id)
+    stale = sha("stale")
+    for kwargs in (
+        {"content": "new"},
+        {"path": "/b"},
+        {"content": "current"},  # even a no-op update checks the precondition first
+        {},
+    ):
+        with pytest.raises(PreconditionFailed) as info:
+            engine.update_memory(
+                store.id, memory.id, actor=actor, expected_sha256=stale, **kwargs
+            )
+        assert info.value.actual_sha256 == sha("current")
+        assert str(info.value) == (
+            f"memory {memory.id!r} has content_sha256 {sha('current')}, "
+            f"not the expected {stale}"
+        )
+        assert snapshot(engine, store.id) == before
+
+
+def test_rename_onto_occupied_path(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "a", actor=actor)
+    target = engine.create_memory(store.id, "/b", "b", actor=actor)
+    directory = engine.create_memory(store.id, "/dir/x", "x", actor=actor)
+    before = snapshot(engine, store.id)
+    for path, blocker in (("/b", target), ("/b/c", target), ("/dir", directory)):
+        with pytest.raises(PathConflict) as info:
+            engine.update_memory(store.id, memory.id, actor=actor, path=path)
+        assert info.value.conflicting_memory_id == blocker.id
+        assert info.value.conflicting_path == blocker.path
+        assert snapshot(engine, store.id) == before
+
+
+def test_rename_with_replace_soft_deletes_the_destination(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    source = engine.create_memory(store.id, "/tmp-file", "new text", actor=actor)
+    target = engine.create_memory(store.id, "/file", "old text", actor=actor)
+    moved = engine.update_memory(store.id, source.id, actor=actor, path="/file", replace=True)
+    assert (moved.id, moved.path, moved.content) == (source.id, "/file", "new text")
+    assert [m.id for m in engine.all_memories(store.id)] == [source.id]
+    with pytest.raises(NotFound):
+        engine.get_memory(store.id, target.id)
+    tomb = engine.list_versions(store.id, memory_id=target.id).items[0]
+    assert (tomb.operation, tomb.path, tomb.reason) == (
+        Operation.DELETED,
+        "/file",
+        "replaced by rename",
+    )
+    assert [m.id for m in engine.deleted_memories(store.id)] == [target.id]
+    counted = engine.get_store(store.id)
+    assert (counted.entry_count, counted.total_size_bytes) == (1, len("new text"))
+    # replace=True does not remove a directory in the way.
+    engine.create_memory(store.id, "/dir/child", "c", actor=actor)
+    with pytest.raises(PathConflict):
+        engine.update_memory(store.id, source.id, actor=actor, path="/dir", replace=True)
+
+
+def test_update_metadata_only_writes_no_version(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    memory = engine.create_memory(store.id, "/a", "x", actor=actor, metadata={"a": "1"})
+    updated = engine.update_memory(store.id, memory.id, actor=actor, metadata={"b": "2"})
+    assert updated.metadata == {"b": "2"}
+    assert updated.memory_version_id == memory.memory_version_id
+    assert len(collect(engine.list_versions, store_id=store.id)) == 1
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error"),
+    [
+        ({"content": "x" * 102_401}, ContentTooLarge),
+        ({"content": "\x00"}, InvalidContent),
+        ({"path": "/bad/"}, InvalidPath),
+        ({"path": "/" + "x" * 300}, PathTooLong),
+        ({"metadata": {"": "v"}}, InvalidMetadata),
+    ],
+)
+def test_update_refuses_bad_input(
+    engine: Engine, store: MemoryStore, actor: Actor, kwargs: dict, error: type[Exception]
+) -> None:
+    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
+    before = snapshot(engine, store.id)
+    with pytest.raises(error):
+        engine.update_memory(store.id, memory.id, actor=actor, **kwargs)
+    assert snapshot(engine, store.id) == before
+
+
+def test_update_unknown_or_deleted(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
+    engine.delete_memory(store.id, memory.id, actor=actor)
+    with pytest.raises(NotFound):
+        engine.update_memory(store.id, memory.id, actor=actor, content="y")
+    with pytest.raises(NotFound):
+        engine.update_memory(store.id, "mem_nope", actor=actor, content="y")
+
+
+# ------------------------------------------------------------------- listing
+
+
+def _paths(items: list) -> list[tuple[str, str]]:
+    return [("prefix" if isinstance(i, MemoryPrefix) else "memory", i.path) for i in items]
+
+
+def test_list_documented_depth_1_example(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    for path in ("/notes/a.md", "/notes/b/c.md", "/top.md"):
+        engine.create_memory(store.id, path, path, actor=actor)
+    page = engine.list_memories(store.id, path_prefix="/", depth=1)
+    assert _paths(page.items) == [("prefix", "/notes/"), ("memory", "/top.md")]
+    assert page.next_cursor is None
+    assert _paths(engine.list_memories(store.id, path_prefix="/notes/", depth=1).items) == [
+        ("memory", "/notes/a.md"),
+        ("prefix", "/notes/b/"),
+    ]
+
+
+TREE = (
+    "/a-b",
+    "/a.md",
+    "/a/x",
+    "/a/y/w/q",
+    "/a/y/z",
+    "/a/y0",
+    "/notes-archive/todo.md",
+    "/notes/a.md",
+    "/notes/b/c.md",
+    "/top.md",
+    "/z/\u00e9",
+    "/\u00e9",
+)
+
+
+def _rollup(prefix: str, depth: int) -> list[tuple[str, str]]:
+    """api-contract §5.10 rollup, computed independently of the engine."""
+    out: list[tuple[str, str]] = []
+    for path in sorted((p for p in TREE if p.startswith(prefix)), key=str.encode):
+        rel = path[len(prefix) :].split("/")
+        if depth == 0 or len(rel) <= depth:
+            out.append(("memory", path))
+        else:
+            item = ("prefix", prefix + "/".join(rel[:depth]) + "/")
+            if item not in out:
+                out.append(item)
+    return out
+
+
+@pytest.mark.parametrize(
+    ("prefix", "depth", "expected"),
+    [
+        ("/notes/", 0, [("memory", "/notes/a.md"), ("memory", "/notes/b/c.md")]),
+        (
+            "/a/",
+            0,
+            [("memory", "/a/x"), ("memory", "/a/y/w/q"), ("memory", "/a/y/z"), ("memory", "/a/y0")],
+        ),
+        ("/a/", 1, [("memory", "/a/x"), ("prefix", "/a/y/"), ("memory", "/a/y0")]),
+        (
+            "/a/",
+            2,
+            [("memory", "/a/x"), ("prefix", "/a/y/w/"), ("memory", "/a/y/z"), ("memory", "/a/y0")],
+        ),
+        ("/a/y/", 1, [("prefix", "/a/y/w/"), ("memory", "/a/y/z")]),
+        (
+            "/",
+            1,
+            [
+                ("memory", "/a-b"),
+                ("memory", "/a.md"),
+                ("prefix", "/a/"),
+                ("prefix", "/notes-archive/"),
+                ("prefix", "/notes/"),
+                ("memory", "/top.md"),
+                ("prefix", "/z/"),
+                ("memory", "/\u00e9"),
+            ],
+        ),
+        ("/nothing/", 0, []),
+    ],
+)
+def test_list_prefix_matches_whole_segments_and_rolls_up(
+    engine: Engine,
+    store: MemoryStore,
+    actor: Actor,
+    prefix: str,
+    depth: int,
+    expected: list[tuple[str, str]],
+) -> None:
+    for path in TREE:
+        engine.create_memory(store.id, path, path, actor=actor)
+    assert expected == _rollup(prefix, depth)
+    assert _paths(engine.list_memories(store.id, path_prefix=prefix, depth=depth).items) == expected
+
+
+def test_list_every_item_exactly_once_with_any_limit(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    for path in TREE:
+        engine.create_memory(store.id, path, path, actor=actor)
+    gone = engine.create_memory(store.id, "/deleted/x", "x", actor=actor)
+    engine.delete_memory(store.id, gone.id, actor=actor)
+    for prefix in ("/", "/a/", "/notes/"):
+        for depth in (0, 1, 2, 3):
+            expected = _rollup(prefix, depth)
+            for limit in range(1, len(expected) + 2):
+                items = collect(
+                    engine.list_memories,
+                    store_id=store.id,
+                    path_prefix=prefix,
+                    depth=depth,
+                    limit=limit,
+                )
+                assert _paths(items) == expected, (prefix, depth, limit)
+
+
+def test_list_with_content(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    engine.create_memory(store.id, "/a", "alpha", actor=actor)
+    engine.create_memory(store.id, "/b", "", actor=actor)
+    basic = engine.list_memories(store.id).items
+    assert [m.content for m in basic] == [None, None]
+    assert [m.content_sha256 for m in basic] == [sha("alpha"), SHA256_EMPTY]
+    full = engine.list_memories(store.id, with_content=True).items
+    assert [m.content for m in full] == ["alpha", ""]
+
+
+def test_list_refuses_bad_arguments(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    for i in range(3):
+        engine.create_memory(store.id, f"/d/m{i}", "x", actor=actor)
+    for prefix in ("/notes", "notes/", "", "//"):
+        with pytest.raises(InvalidPath):
+            engine.list_memories(store.id, path_prefix=prefix)
+    for depth in (-1, True, 1.5):
+        with pytest.raises(InvalidInput, match="depth"):
+            engine.list_memories(store.id, depth=depth)
+    for limit in (0, 101):
+        with pytest.raises(InvalidInput, match="^limit must be an integer from 1 to 100$"):
+            engine.list_memories(store.id, limit=limit)
+    cursor = engine.list_memories(store.id, limit=1).next_cursor
+    assert cursor is not None
+    # The cursor is bound to the store, prefix and depth; limit and view may change.
+    assert engine.list_memories(store.id, limit=5, cursor=cursor, with_content=True).items
+    for kwargs in ({"path_prefix": "/d/"}, {"depth": 1}):
+        with pytest.raises(InvalidCursor):
+            engine.list_memories(store.id, cursor=cursor, **kwargs)
+    other = engine.create_store("other")
+    with pytest.raises(InvalidCursor):
+        engine.list_memories(other.id, cursor=cursor)
+    versions_cursor = engine.list_versions(store.id, limit=1).next_cursor
+    assert versions_cursor is not None
+    with pytest.raises(InvalidCursor):
+        engine.list_memories(store.id, cursor=versions_cursor)
+    with pytest.raises(NotFound):
+        engine.list_memories("memstore_nope")
+
+
+# ------------------------------------------------------------------- dedup
+
+
+def test_identical_content_is_stored_once(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    other = engine.create_store("other")
+    first = engine.create_memory(store.id, "/a", "same bytes", actor=actor)
+    second = engine.create_memory(store.id, "/b", "same bytes", actor=actor)
+    engine.create_memory(other.id, "/c", "same bytes", actor=actor)
+    assert engine.statistics()["blobs"] == 1
+    assert first.blob_key == second.blob_key != ""
+    assert engine.read_blob(first.blob_key) == b"same bytes"
+    engine.update_memory(store.id, first.id, actor=actor, content="different")
+    assert engine.statistics()["blobs"] == 2
+    engine.update_memory(store.id, first.id, actor=actor, content="same bytes")
+    assert engine.statistics()["blobs"] == 2
+    with pytest.raises(NotFound):
+        engine.read_blob("0" * 32)
