@@ -1,0 +1,19 @@
+"""Remote mounts: a mount daemon that talks to a ``memfs serve`` elsewhere (issue 4).
+
+==========================  ==========================================================
+module                      what it holds
+==========================  ==========================================================
+:mod:`.records`             wire objects as frozen records (no engine internals)
+:mod:`.client`              async HTTP client of the API; error envelopes → typed errors
+:mod:`.cache`               local content-addressed cache (SHA-256 named files, LRU)
+:mod:`.outbox`              durable, ordered journal of writes the server has not confirmed
+:mod:`.replay`              applies one write idempotently; replays the outbox in order
+==========================  ==========================================================
+
+Nothing here imports :mod:`memfs.api` or :mod:`memfs.store`: the daemon knows the
+server only through its wire format.
+"""
+
+from memfs.remote.client import MemfsClient, ServerUnavailable
+
+__all__ = ["MemfsClient", "ServerUnavailable"]

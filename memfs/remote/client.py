@@ -1,0 +1,581 @@
+"""An async HTTP client of the memfs API for a mount daemon that holds only a session
+token (SPEC §3: "the mount daemon inside a sandbox holds only that token").
+
+It speaks the wire format of api-contract §1–§5 plus three extension endpoints the API
+serves for remote mounts (SPEC §1 allows extra endpoints)::
+
+    GET  /v1/sessions/current
+        The session the bearer token belongs to, as ``GET /v1/sessions/{id}`` returns
+        it (api-contract §7.2 resources with ``access`` and ``mount_path``), without its
+        token. Only a session token may call it: an API key gets 403
+        ``permission_error`` (``error_code: session_not_allowed``). The route must be
+        registered before ``GET /v1/sessions/{session_id}``.
+
+    POST /v1/memory_stores/{memory_store_id}/memories/rename_prefix
+        Body:     {"old_prefix": "/a/", "new_prefix": "/b/"}
+        Response: {"data": [memory, ...], "next_page": null}
+        Moves every live memory under ``old_prefix`` below ``new_prefix`` in one
+        transaction, one ``modified`` version each, ids kept (SPEC §4 directory
+        rename; ``Engine.rename_prefix``). ``data`` holds the moved memories with
+        ``view=basic`` (``content: null``) in new-path order; ``[]`` when nothing was
+        under ``old_prefix`` (so a replayed request is harmless). Both prefixes must
+        end with ``/``, and neither may be ``/``. Errors: 400 ``invalid_request_error``
+        (``invalid_path``, ``invalid_input`` for a move into itself, ``store_archived``),
+        403 (read-only attachment), 404 (store), 409 ``memory_path_conflict_error``
+        with ``conflicting_memory_id``/``conflicting_path`` (a destination is taken by a
+        memory outside the move; nothing moved). Needs ``memory:write`` or a
+        ``read_write`` attachment. The route must be registered before
+        ``POST …/memories/{memory_id}``, or that route captures ``rename_prefix`` as an id.
+
+    GET  /v1/memory_stores/{memory_store_id}/changes?after=SEQ&timeout_s=N&limit=L
+        Response: {"data": [change, ...], "last_seq": N}
+        The store's change feed (``Engine.changes_since``), a long poll. ``after``
+        (int ≥ 0, default 0) is the last seq the caller has seen. If changes with
+        ``seq > after`` exist, up to ``limit`` (1–1000, default 1000) of them are
+        returned at once, oldest first. Otherwise the server waits up to ``timeout_s``
+        (0–30 s, default 0) for one and then answers, with ``data: []`` if none came.
+        It never waits when ``after > last_seq`` (the feed was reset; the caller must
+        resynchronize). ``last_seq`` is the store's newest seq when the answer was
+        made. Each change is::
+
+            {"type": "memory_store_change", "seq": 12,
+             "memory_store_id": "memstore_…",
+             "kind": "memory_written" | "memory_deleted" | "version_redacted" |
+                     "store_updated" | "store_archived" | "store_deleted" | "blob_purged",
+             "memory_id": "mem_…" | null, "path": "/…" | null, "old_path": "/…" | null,
+             "content_sha256": "<64 hex>" | null,      # blob_purged: the erased bytes;
+                                                        # memory_written: the new head's
+             "memory_version_id": "memver_…" | null,   # memory_written: the new head
+             "created_at": "<RFC 3339>"}
+
+        Readable by anyone who may read the store (``memory:read``, or a session the
+        store is attached to). A deleted store keeps answering until its final
+        ``store_deleted`` entry has been read (then 404). Errors: 400 for ``after`` < 0,
+        ``timeout_s`` or ``limit`` out of range; 404 unknown store.
+
+Errors come back as the typed errors of :mod:`memfs.errors`, translated from the error
+envelope of api-contract §2.1 by ONE table, :data:`ERROR_TABLE` (the inverse of
+``memfs/api/errors.py``). Every failure that says nothing about the request itself (no
+connection, a timeout, a 5xx, 408, 429, a body that is not JSON) raises
+:class:`ServerUnavailable`, so that the caller can queue the write in its outbox and try
+again later::
+
+    MemfsError
+    ├── …the domain tree of memfs.errors, mapped from 4xx responses
+    └── ServerUnavailable          transport failure, timeout, 5xx, 408, 429
+
+The client never retries: retrying belongs to the outbox (:mod:`memfs.remote.replay`),
+which knows what is safe to repeat.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping
+from http import HTTPStatus
+from typing import Any, Self
+
+import httpx
+
+from memfs.errors import (
+    AuthenticationFailed,
+    Conflict,
+    ContentTooLarge,
+    HeadVersionRedaction,
+    InvalidContent,
+    InvalidCursor,
+    InvalidInput,
+    InvalidMetadata,
+    InvalidPath,
+    InvalidStoreField,
+    MemfsError,
+    NotFound,
+    NotRestorable,
+    PathConflict,
+    PathTooLong,
+    PermissionDenied,
+    PreconditionFailed,
+    StoreArchived,
+    StoreFull,
+)
+from memfs.model import Session
+from memfs.remote.records import (
+    ChangeBatch,
+    RemoteChange,
+    RemoteMemory,
+    RemoteStore,
+    RemoteVersion,
+)
+
+__all__ = [
+    "BETA_HEADER",
+    "DEFAULT_CONNECT_TIMEOUT_S",
+    "DEFAULT_TIMEOUT_S",
+    "ERROR_TABLE",
+    "LIST_PAGE_LIMIT",
+    "LONG_POLL_MARGIN_S",
+    "MAX_LONG_POLL_TIMEOUT_S",
+    "MemfsClient",
+    "ServerUnavailable",
+    "error_from_response",
+]
+
+log = logging.getLogger(__name__)
+
+# Timeouts of one request; a long poll adds its own wait to the read timeout.
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_CONNECT_TIMEOUT_S = 5.0
+LONG_POLL_MARGIN_S = 10.0
+# The longest wait the server grants one long poll (extension endpoint above).
+MAX_LONG_POLL_TIMEOUT_S = 30.0
+# api-contract §3/§5.10: at most 100 items per page with view=basic.
+LIST_PAGE_LIMIT = 100
+# api-contract §1.2: the beta token the SDK sends; the server may require it.
+BETA_HEADER = "agent-memory-2026-07-22"
+USER_AGENT = "memfs-mount/0.1"
+
+
+class ServerUnavailable(MemfsError):
+    """Raised when the server could not be asked or did not answer the question:
+    no connection, a timeout, a 5xx, 408 or 429, or a success body that is not a JSON
+    object. Whether a write sent just before was applied is unknown; the outbox
+    (SPEC §4 "writes queue durably and replay in order") makes its replay idempotent.
+
+    Attributes:
+        status: the HTTP status, or None for a transport failure.
+    """
+
+    code = "server_unavailable"
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+# ----------------------------------------------------------------- the table
+
+_BAD_REQUEST = HTTPStatus.BAD_REQUEST
+_INVALID = "invalid_request_error"
+
+# The one table: (status, error.type, details.error_code) → domain class. ``None`` in a
+# key matches anything; of the rows that match a response, the one with the most
+# non-None fields wins. The inverse of memfs/api/errors.py ERROR_TABLE; the error codes
+# are the ``MemfsError.code`` values the API puts in ``details.error_code``.
+ERROR_TABLE: dict[tuple[HTTPStatus, str | None, str | None], type[MemfsError]] = {
+    (_BAD_REQUEST, None, None): InvalidInput,
+    (_BAD_REQUEST, _INVALID, InvalidPath.code): InvalidPath,
+    (_BAD_REQUEST, _INVALID, PathTooLong.code): PathTooLong,
+    (_BAD_REQUEST, _INVALID, InvalidContent.code): InvalidContent,
+    (_BAD_REQUEST, _INVALID, ContentTooLarge.code): ContentTooLarge,
+    (_BAD_REQUEST, _INVALID, InvalidMetadata.code): InvalidMetadata,
+    (_BAD_REQUEST, _INVALID, InvalidStoreField.code): InvalidStoreField,
+    (_BAD_REQUEST, _INVALID, InvalidCursor.code): InvalidCursor,
+    (_BAD_REQUEST, _INVALID, StoreArchived.code): StoreArchived,
+    (_BAD_REQUEST, _INVALID, StoreFull.code): StoreFull,
+    # api-contract §2.2: 413 for content over 102,400 bytes (memfs/api/errors.py).
+    (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, None, None): ContentTooLarge,
+    (HTTPStatus.METHOD_NOT_ALLOWED, None, None): InvalidInput,
+    (HTTPStatus.UNPROCESSABLE_ENTITY, None, None): InvalidInput,
+    (HTTPStatus.UNAUTHORIZED, None, None): AuthenticationFailed,
+    (HTTPStatus.FORBIDDEN, None, None): PermissionDenied,
+    (HTTPStatus.NOT_FOUND, None, None): NotFound,
+    (HTTPStatus.CONFLICT, None, None): Conflict,
+    (HTTPStatus.CONFLICT, "memory_path_conflict_error", None): PathConflict,
+    (HTTPStatus.CONFLICT, "memory_precondition_failed_error", None): PreconditionFailed,
+    (HTTPStatus.CONFLICT, "conflict_error", HeadVersionRedaction.code): HeadVersionRedaction,
+    (HTTPStatus.CONFLICT, "conflict_error", NotRestorable.code): NotRestorable,
+    # api-contract §2.2: the SDK treats 412 on a conditional write like a 409 precondition.
+    (HTTPStatus.PRECONDITION_FAILED, None, None): PreconditionFailed,
+}
+
+# Statuses that say "ask again later", not "your request is wrong" (api-contract §2.3
+# lists them among the ones the SDK retries).
+_TRANSIENT_STATUSES = frozenset({HTTPStatus.REQUEST_TIMEOUT, HTTPStatus.TOO_MANY_REQUESTS})
+
+
+def _lookup(status: int, error_type: str | None, error_code: str | None) -> type[MemfsError]:
+    best: type[MemfsError] = MemfsError
+    best_score = -1
+    for (row_status, row_type, row_code), cls in ERROR_TABLE.items():
+        if row_status != status:
+            continue
+        if row_type is not None and row_type != error_type:
+            continue
+        if row_code is not None and row_code != error_code:
+            continue
+        score = (row_type is not None) + (row_code is not None)
+        if score > best_score:
+            best, best_score = cls, score
+    return best
+
+
+def error_from_response(response: httpx.Response) -> MemfsError:
+    """The typed error of a non-2xx ``response`` (api-contract §2.1 envelope).
+
+    Returns:
+        :class:`ServerUnavailable` for 5xx, 408 and 429; else the class
+        :data:`ERROR_TABLE` picks (a plain :class:`MemfsError` for a status it does not
+        list), carrying ``error.message`` as its message and ``details.error_code`` as
+        its ``code`` (so e.g. a 403 ``read_only_attachment`` stays distinguishable).
+        :class:`PathConflict` gets ``conflicting_memory_id``/``conflicting_path`` from
+        the error object (empty strings when absent); :class:`PreconditionFailed` gets
+        ``actual_sha256`` from ``error.actual_content_sha256`` if the server sends it,
+        else ``""`` (unknown). The request id is added as an exception note.
+    """
+    status = response.status_code
+    request_id = response.headers.get("request-id")
+    error: Mapping[str, Any] = {}
+    try:
+        body = response.json()
+    except (json.JSONDecodeError, UnicodeDecodeError):
+        body = None
+    if isinstance(body, dict) and isinstance(body.get("error"), dict):
+        error = body["error"]
+    message = error.get("message")
+    if not isinstance(message, str) or not message:
+        message = f"HTTP {status} {response.reason_phrase}".strip()
+    error_type = error.get("type") if isinstance(error.get("type"), str) else None
+    details = error.get("details")
+    error_code = details.get("error_code") if isinstance(details, dict) else None
+    if not isinstance(error_code, str):
+        error_code = None
+
+    exc: MemfsError
+    if status >= HTTPStatus.INTERNAL_SERVER_ERROR or status in _TRANSIENT_STATUSES:
+        exc = ServerUnavailable(f"the server answered {status}: {message}", status=status)
+    else:
+        cls = _lookup(status, error_type, error_code)
+        if issubclass(cls, PathConflict):
+            exc = cls(
+                message,
+                conflicting_memory_id=str(error.get("conflicting_memory_id") or ""),
+                conflicting_path=str(error.get("conflicting_path") or ""),
+            )
+        elif issubclass(cls, PreconditionFailed):
+            exc = cls(message, actual_sha256=str(error.get("actual_content_sha256") or ""))
+        elif issubclass(cls, InvalidMetadata):
+            exc = cls([message])
+            exc.message = message
+            exc.args = (message,)
+        else:
+            exc = cls(message)
+        if error_code is not None:
+            exc.code = error_code
+    exc.add_note(f"HTTP {status} {response.request.method} {response.request.url.path}")
+    if request_id:
+        exc.add_note(f"request-id: {request_id}")
+    return exc
+
+
+# ---------------------------------------------------------------- the client
+
+
+class MemfsClient:
+    """The memfs API as seen by one session token.
+
+    Use it as an async context manager, or call :meth:`aclose`. Every method raises
+    the domain errors of :data:`ERROR_TABLE` or :class:`ServerUnavailable`.
+
+    Args:
+        base_url: the server, e.g. ``http://127.0.0.1:8765``.
+        token: the session token ``memfs_st_…`` (an API key works too, except for
+            :meth:`retrieve_session`).
+        transport: an httpx transport to use instead of the network (tests:
+            ``httpx.MockTransport``, ``httpx.ASGITransport``).
+        timeout_s: read/write/pool timeout of one request.
+        connect_timeout_s: connect timeout.
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        token: str,
+        *,
+        transport: httpx.AsyncBaseTransport | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
+    ) -> None:
+        self._timeout = httpx.Timeout(timeout_s, connect=connect_timeout_s)
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            transport=transport,
+            timeout=self._timeout,
+            headers={
+                "authorization": f"Bearer {token}",
+                "anthropic-beta": BETA_HEADER,
+                "accept": "application/json",
+                "user-agent": USER_AGENT,
+            },
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        """Closes the connection pool."""
+        await self._http.aclose()
+
+    async def _request(
+        self,
+        method: str,
+        url: str,
+        *,
+        params: Mapping[str, str | int] | None = None,
+        body: Mapping[str, Any] | None = None,
+        timeout: httpx.Timeout | None = None,
+    ) -> dict[str, Any]:
+        try:
+            response = await self._http.request(
+                method,
+                url,
+                params=params,
+                json=body,
+                timeout=timeout if timeout is not None else self._timeout,
+            )
+        except httpx.TransportError as exc:
+            raise ServerUnavailable(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
+        if not response.is_success:
+            raise error_from_response(response)
+        try:
+            data = response.json()
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise ServerUnavailable(
+                f"{method} {url}: the server answered {response.status_code} with a body "
+                "that is not JSON",
+                status=response.status_code,
+            ) from exc
+        if not isinstance(data, dict):
+            raise ServerUnavailable(
+                f"{method} {url}: the server answered with JSON that is not an object",
+                status=response.status_code,
+            )
+        return data
+
+    # ------------------------------------------------------------ sessions
+
+    async def retrieve_session(self, session_id: str | None = None) -> Session:
+        """The session of the token (``GET /v1/sessions/current``), or the session
+        ``session_id`` (``GET /v1/sessions/{id}``).
+
+        Returns:
+            The session with its resources: store ids, access modes, mount paths.
+
+        Raises:
+            AuthenticationFailed, PermissionDenied, NotFound, ServerUnavailable.
+        """
+        which = "current" if session_id is None else session_id
+        return Session.model_validate(await self._request("GET", f"/v1/sessions/{which}"))
+
+    # -------------------------------------------------------------- stores
+
+    async def retrieve_store(self, store_id: str) -> RemoteStore:
+        """``GET /v1/memory_stores/{id}`` (api-contract §5.2), archived ones included.
+
+        Raises:
+            NotFound, PermissionDenied, AuthenticationFailed, ServerUnavailable.
+        """
+        return RemoteStore.model_validate(await self._request("GET", _store_url(store_id)))
+
+    # ------------------------------------------------------------ memories
+
+    async def list_memories(
+        self, store_id: str, *, path_prefix: str | None = None, depth: int | None = None
+    ) -> list[RemoteMemory]:
+        """Every live memory of a store (or below ``path_prefix``), following
+        ``next_page`` to the end (api-contract §3, §5.10), ``view=basic``: contents are
+        None, digests and sizes are set. ``memory_prefix`` items (``depth`` > 0) are
+        left out.
+
+        Raises:
+            NotFound, InvalidPath (a prefix without a trailing ``/``), PermissionDenied,
+            AuthenticationFailed, ServerUnavailable.
+        """
+        params: dict[str, str | int] = {"view": "basic", "limit": LIST_PAGE_LIMIT}
+        if path_prefix is not None:
+            params["path_prefix"] = path_prefix
+        if depth is not None:
+            params["depth"] = depth
+        result: list[RemoteMemory] = []
+        page: str | None = None
+        while True:
+            query = dict(params) if page is None else {**params, "page": page}
+            data = await self._request("GET", _memories_url(store_id), params=query)
+            items = data.get("data") or []
+            result.extend(
+                RemoteMemory.model_validate(item) for item in items if item.get("type") == "memory"
+            )
+            page = data.get("next_page")
+            # api-contract §3: a cursor with an empty page would loop forever.
+            if not page or not items:
+                return result
+
+    async def find_memory_by_path(self, store_id: str, path: str) -> RemoteMemory | None:
+        """The live memory at exactly ``path``, or None (a ``depth=1`` listing of its
+        directory; the API has no lookup by path).
+
+        Raises:
+            NotFound (the store), PermissionDenied, AuthenticationFailed,
+            ServerUnavailable.
+        """
+        parent = path.rsplit("/", 1)[0] + "/"
+        for memory in await self.list_memories(store_id, path_prefix=parent, depth=1):
+            if memory.path == path:
+                return memory
+        return None
+
+    async def retrieve_memory(self, store_id: str, memory_id: str) -> RemoteMemory:
+        """``GET …/memories/{id}?view=full`` (api-contract §5.8): the memory with content.
+
+        Raises:
+            NotFound (unknown, deleted, other store), PermissionDenied,
+            AuthenticationFailed, ServerUnavailable.
+        """
+        data = await self._request("GET", _memory_url(store_id, memory_id), params={"view": "full"})
+        return RemoteMemory.model_validate(data)
+
+    async def retrieve_version(self, store_id: str, version_id: str) -> RemoteVersion:
+        """``GET …/memory_versions/{id}?view=full`` (api-contract §5.13), with content
+        unless it is a ``deleted`` or redacted version.
+
+        Raises:
+            NotFound, PermissionDenied, AuthenticationFailed, ServerUnavailable.
+        """
+        data = await self._request(
+            "GET",
+            f"{_store_url(store_id)}/memory_versions/{version_id}",
+            params={"view": "full"},
+        )
+        return RemoteVersion.model_validate(data)
+
+    async def create_memory(self, store_id: str, path: str, content: str) -> RemoteMemory:
+        """``POST …/memories`` (api-contract §5.7); returns the new memory (``view=basic``,
+        so ``content`` is None: the caller has it).
+
+        Raises:
+            PathConflict (path, an ancestor or a descendant taken; names the blocker),
+            StoreArchived, StoreFull, PermissionDenied (read-only attachment),
+            InvalidPath, PathTooLong, InvalidContent, ContentTooLarge, NotFound,
+            AuthenticationFailed, ServerUnavailable.
+        """
+        data = await self._request(
+            "POST",
+            _memories_url(store_id),
+            params={"view": "basic"},
+            body={"path": path, "content": content},
+        )
+        return RemoteMemory.model_validate(data)
+
+    async def update_memory(
+        self,
+        store_id: str,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        path: str | None = None,
+        expected_sha256: str | None = None,
+    ) -> RemoteMemory:
+        """``POST …/memories/{id}`` (api-contract §5.9): new content and/or path, with a
+        ``content_sha256`` precondition when ``expected_sha256`` is given (the digest
+        the file had when it was opened, SPEC §4 concurrent writers). An update that
+        changes nothing writes no version and returns the memory as it is.
+
+        Returns:
+            The memory after the update (``view=basic``).
+
+        Raises:
+            PreconditionFailed, PathConflict (new path taken), NotFound, StoreArchived,
+            PermissionDenied, the validation errors of :meth:`create_memory`,
+            AuthenticationFailed, ServerUnavailable.
+        """
+        body: dict[str, Any] = {}
+        if content is not None:
+            body["content"] = content
+        if path is not None:
+            body["path"] = path
+        if expected_sha256 is not None:
+            body["precondition"] = {"type": "content_sha256", "content_sha256": expected_sha256}
+        data = await self._request(
+            "POST", _memory_url(store_id, memory_id), params={"view": "basic"}, body=body
+        )
+        return RemoteMemory.model_validate(data)
+
+    async def delete_memory(
+        self, store_id: str, memory_id: str, *, expected_sha256: str | None = None
+    ) -> None:
+        """``DELETE …/memories/{id}`` (api-contract §5.11), a soft delete, only if the
+        head's digest is still ``expected_sha256`` when given.
+
+        Raises:
+            PreconditionFailed, NotFound (unknown or already deleted),
+            PermissionDenied, AuthenticationFailed, ServerUnavailable.
+        """
+        params = {} if expected_sha256 is None else {"expected_content_sha256": expected_sha256}
+        await self._request("DELETE", _memory_url(store_id, memory_id), params=params)
+
+    async def rename_prefix(
+        self, store_id: str, old_prefix: str, new_prefix: str
+    ) -> list[RemoteMemory]:
+        """Directory rename: ``POST …/memories/rename_prefix`` (extension, wire shape in
+        the module docstring). Returns the moved memories in new-path order.
+
+        Raises:
+            PathConflict, InvalidPath, InvalidInput, StoreArchived, NotFound,
+            PermissionDenied, AuthenticationFailed, ServerUnavailable.
+        """
+        data = await self._request(
+            "POST",
+            f"{_memories_url(store_id)}/rename_prefix",
+            body={"old_prefix": old_prefix, "new_prefix": new_prefix},
+        )
+        return [RemoteMemory.model_validate(item) for item in data.get("data") or []]
+
+    # --------------------------------------------------------- change feed
+
+    async def changes(
+        self, store_id: str, *, after: int, timeout_s: float = 0.0, limit: int | None = None
+    ) -> ChangeBatch:
+        """The store's changes with ``seq > after`` (extension long poll, wire shape in
+        the module docstring). Waits up to ``timeout_s`` (capped at
+        :data:`MAX_LONG_POLL_TIMEOUT_S`) for the first one when there is none.
+
+        Raises:
+            NotFound (store unknown, or deleted and its feed fully read),
+            PermissionDenied, AuthenticationFailed, ServerUnavailable.
+        """
+        wait_s = max(0.0, min(timeout_s, MAX_LONG_POLL_TIMEOUT_S))
+        params: dict[str, str | int] = {"after": after, "timeout_s": _seconds(wait_s)}
+        if limit is not None:
+            params["limit"] = limit
+        timeout = self._timeout
+        if wait_s:
+            timeout = httpx.Timeout(
+                (self._timeout.read or DEFAULT_TIMEOUT_S) + wait_s + LONG_POLL_MARGIN_S,
+                connect=self._timeout.connect,
+            )
+        data = await self._request(
+            "GET", f"{_store_url(store_id)}/changes", params=params, timeout=timeout
+        )
+        return ChangeBatch(
+            changes=[RemoteChange.model_validate(item) for item in data.get("data") or []],
+            last_seq=int(data.get("last_seq", 0)),
+        )
+
+
+def _seconds(value: float) -> str | int:
+    return int(value) if float(value).is_integer() else repr(value)
+
+
+def _store_url(store_id: str) -> str:
+    return f"/v1/memory_stores/{store_id}"
+
+
+def _memories_url(store_id: str) -> str:
+    return f"{_store_url(store_id)}/memories"
+
+
+def _memory_url(store_id: str, memory_id: str) -> str:
+    return f"{_memories_url(store_id)}/{memory_id}"
