@@ -75,35 +75,26 @@ def test_create_memory_with_metadata_and_max_content(
     assert engine.get_memory(store.id, memory.id).metadata == {"type": "semantic"}
 
 
-@pytest.mark.parametrize(
-    ("path", "content", "metadata", "error"),
-    [
-        ("no-slash", "x", None, InvalidPath),
-        ("/a/", "x", None, InvalidPath),
-        ("/e\u0301", "x", None, InvalidPath),
-        ("/" + "x" * 256, "x", None, PathTooLong),
-        ("/ok", "x" * 102_401, None, ContentTooLarge),
-        ("/ok", "bell\x07", None, InvalidContent),
-        ("/ok", "\ud800", None, InvalidContent),
-        ("/ok", "x", {"k": "v" * 513}, InvalidMetadata),
-    ],
-    ids=["relative", "trailing-slash", "not-nfc", "long-segment", "big", "bell", "surrogate",
-         "metadata"],
-)
-def test_create_memory_refuses_bad_input(
-    engine: Engine,
-    store: MemoryStore,
-    actor: Actor,
-    path: str,
-    content: str,
-    metadata: dict | None,
-    error: type[Exception],
-) -> None:
+BAD_CREATES = [
+    ("no-slash", "x", None, InvalidPath),
+    ("/a/", "x", None, InvalidPath),
+    ("/e\u0301", "x", None, InvalidPath),
+    ("/" + "x" * 256, "x", None, PathTooLong),
+    ("/ok", "x" * 102_401, None, ContentTooLarge),
+    ("/ok", "bell\x07", None, InvalidContent),
+    ("/ok", "\ud800", None, InvalidContent),
+    ("/ok", "x", {"k": "v" * 513}, InvalidMetadata),
+]
+
+
+def test_create_memory_refuses_bad_input(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    engine.create_memory(store.id, "/existing", "x", actor=actor)
     before = snapshot(engine, store.id)
-    with pytest.raises(error) as info:
-        engine.create_memory(store.id, path, content, actor=actor, metadata=metadata)
-    assert type(info.value) is error
-    assert snapshot(engine, store.id) == before
+    for path, content, metadata, error in BAD_CREATES:
+        with pytest.raises(error) as info:
+            engine.create_memory(store.id, path, content, actor=actor, metadata=metadata)
+        assert type(info.value) is error
+        assert snapshot(engine, store.id) == before
 
 
 def test_create_in_unknown_store(engine: Engine, actor: Actor) -> None:
@@ -111,27 +102,28 @@ def test_create_in_unknown_store(engine: Engine, actor: Actor) -> None:
         engine.create_memory("memstore_nope", "/a", "x", actor=actor)
 
 
-@pytest.mark.parametrize(
-    ("first", "second", "message"),
-    [
-        ("/a", "/a", "a memory already exists at '/a'"),
-        ("/a", "/a/b", "path '/a/b' is below the memory '/a', which is a file"),
-        ("/a", "/a/b/c/d", "path '/a/b/c/d' is below the memory '/a', which is a file"),
-        ("/a/b", "/a", "path '/a' is a directory holding the memory '/a/b'"),
-        ("/a/b/c", "/a", "path '/a' is a directory holding the memory '/a/b/c'"),
-    ],
-)
+CONFLICTS = [
+    ("/a", "/a", "a memory already exists at '/c0/a'"),
+    ("/a", "/a/b", "path '/c1/a/b' is below the memory '/c1/a', which is a file"),
+    ("/a", "/a/b/c/d", "path '/c2/a/b/c/d' is below the memory '/c2/a', which is a file"),
+    ("/a/b", "/a", "path '/c3/a' is a directory holding the memory '/c3/a/b'"),
+    ("/a/b/c", "/a", "path '/c4/a' is a directory holding the memory '/c4/a/b/c'"),
+]
+
+
 def test_create_never_overwrites_and_names_the_blocker(
-    engine: Engine, store: MemoryStore, actor: Actor, first: str, second: str, message: str
+    engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    blocker = engine.create_memory(store.id, first, "first", actor=actor)
-    before = snapshot(engine, store.id)
-    with pytest.raises(PathConflict) as info:
-        engine.create_memory(store.id, second, "second", actor=actor)
-    assert str(info.value) == message
-    assert info.value.conflicting_memory_id == blocker.id
-    assert info.value.conflicting_path == first
-    assert snapshot(engine, store.id) == before
+    for case, (first, second, message) in enumerate(CONFLICTS):
+        root = f"/c{case}"
+        blocker = engine.create_memory(store.id, root + first, "first", actor=actor)
+        before = snapshot(engine, store.id)
+        with pytest.raises(PathConflict) as info:
+            engine.create_memory(store.id, root + second, "second", actor=actor)
+        assert str(info.value) == message
+        assert info.value.conflicting_memory_id == blocker.id
+        assert info.value.conflicting_path == root + first
+        assert snapshot(engine, store.id) == before
 
 
 def test_paths_that_only_share_a_string_prefix_coexist(
@@ -337,24 +329,19 @@ def test_update_metadata_only_writes_no_version(
     assert len(collect(engine.list_versions, store_id=store.id)) == 1
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "error"),
-    [
+def test_update_refuses_bad_input(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
+    before = snapshot(engine, store.id)
+    for kwargs, error in (
         ({"content": "x" * 102_401}, ContentTooLarge),
         ({"content": "\x00"}, InvalidContent),
         ({"path": "/bad/"}, InvalidPath),
         ({"path": "/" + "x" * 300}, PathTooLong),
         ({"metadata": {"": "v"}}, InvalidMetadata),
-    ],
-)
-def test_update_refuses_bad_input(
-    engine: Engine, store: MemoryStore, actor: Actor, kwargs: dict, error: type[Exception]
-) -> None:
-    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
-    before = snapshot(engine, store.id)
-    with pytest.raises(error):
-        engine.update_memory(store.id, memory.id, actor=actor, **kwargs)
-    assert snapshot(engine, store.id) == before
+    ):
+        with pytest.raises(error):
+            engine.update_memory(store.id, memory.id, actor=actor, **kwargs)
+        assert snapshot(engine, store.id) == before
 
 
 def test_update_unknown_or_deleted(engine: Engine, store: MemoryStore, actor: Actor) -> None:
@@ -415,51 +402,48 @@ def _rollup(prefix: str, depth: int) -> list[tuple[str, str]]:
     return out
 
 
-@pytest.mark.parametrize(
-    ("prefix", "depth", "expected"),
-    [
-        ("/notes/", 0, [("memory", "/notes/a.md"), ("memory", "/notes/b/c.md")]),
-        (
-            "/a/",
-            0,
-            [("memory", "/a/x"), ("memory", "/a/y/w/q"), ("memory", "/a/y/z"), ("memory", "/a/y0")],
-        ),
-        ("/a/", 1, [("memory", "/a/x"), ("prefix", "/a/y/"), ("memory", "/a/y0")]),
-        (
-            "/a/",
-            2,
-            [("memory", "/a/x"), ("prefix", "/a/y/w/"), ("memory", "/a/y/z"), ("memory", "/a/y0")],
-        ),
-        ("/a/y/", 1, [("prefix", "/a/y/w/"), ("memory", "/a/y/z")]),
-        (
-            "/",
-            1,
-            [
-                ("memory", "/a-b"),
-                ("memory", "/a.md"),
-                ("prefix", "/a/"),
-                ("prefix", "/notes-archive/"),
-                ("prefix", "/notes/"),
-                ("memory", "/top.md"),
-                ("prefix", "/z/"),
-                ("memory", "/\u00e9"),
-            ],
-        ),
-        ("/nothing/", 0, []),
-    ],
-)
+LISTINGS = [
+    ("/notes/", 0, [("memory", "/notes/a.md"), ("memory", "/notes/b/c.md")]),
+    (
+        "/a/",
+        0,
+        [("memory", "/a/x"), ("memory", "/a/y/w/q"), ("memory", "/a/y/z"), ("memory", "/a/y0")],
+    ),
+    ("/a/", 1, [("memory", "/a/x"), ("prefix", "/a/y/"), ("memory", "/a/y0")]),
+    (
+        "/a/",
+        2,
+        [("memory", "/a/x"), ("prefix", "/a/y/w/"), ("memory", "/a/y/z"), ("memory", "/a/y0")],
+    ),
+    ("/a/y/", 1, [("prefix", "/a/y/w/"), ("memory", "/a/y/z")]),
+    (
+        "/",
+        1,
+        [
+            ("memory", "/a-b"),
+            ("memory", "/a.md"),
+            ("prefix", "/a/"),
+            ("prefix", "/notes-archive/"),
+            ("prefix", "/notes/"),
+            ("memory", "/top.md"),
+            ("prefix", "/z/"),
+            ("memory", "/\u00e9"),
+        ],
+    ),
+    ("/nothing/", 0, []),
+]
+
+
 def test_list_prefix_matches_whole_segments_and_rolls_up(
-    engine: Engine,
-    store: MemoryStore,
-    actor: Actor,
-    prefix: str,
-    depth: int,
-    expected: list[tuple[str, str]],
+    engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     for path in TREE:
         engine.create_memory(store.id, path, path, actor=actor)
-    assert expected == _rollup(prefix, depth)
-    assert _paths(engine.list_memories(store.id, path_prefix=prefix, depth=depth).items) == expected
+    for prefix, depth, expected in LISTINGS:
+        assert expected == _rollup(prefix, depth)
+        page = engine.list_memories(store.id, path_prefix=prefix, depth=depth)
+        assert _paths(page.items) == expected, (prefix, depth)
+        assert page.next_cursor is None
 
 
 def test_list_every_item_exactly_once_with_any_limit(
