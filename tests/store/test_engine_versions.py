@@ -1,0 +1,196 @@
+"""Versions: listing, filters, pagination, retrieval and redaction (SPEC §2, api-contract
+§4.6, §5.12–5.14)."""
+
+from __future__ import annotations
+
+import pytest
+from store_helpers import collect, snapshot
+
+from memfs.errors import HeadVersionRedaction, InvalidCursor, InvalidInput, NotFound
+from memfs.model import Actor, MemoryStore, Operation
+from memfs.store import Engine
+
+SESSION = Actor.session("sesn_writer")
+OTHER_KEY = Actor.api_key("apikey_other")
+REDACTOR = Actor.user("user_redactor")
+
+
+def _history(engine: Engine, store: MemoryStore, actor: Actor) -> dict[str, object]:
+    """Five versions of two memories by three actors, one of them deleted."""
+    a = engine.create_memory(store.id, "/a", "a1", actor=actor)
+    b = engine.create_memory(store.id, "/b", "b1", actor=SESSION)
+    a2 = engine.update_memory(store.id, a.id, actor=SESSION, content="a2")
+    engine.update_memory(store.id, b.id, actor=OTHER_KEY, path="/b2")
+    engine.delete_memory(store.id, b.id, actor=actor)
+    return {"a": a, "b": b, "a2": a2}
+
+
+def test_versions_newest_first_and_filters(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    h = _history(engine, store, actor)
+    a, b = h["a"], h["b"]
+    everything = engine.list_versions(store.id).items
+    assert [(v.memory_id, v.operation, v.path) for v in everything] == [
+        (b.id, Operation.DELETED, "/b2"),
+        (b.id, Operation.MODIFIED, "/b2"),
+        (a.id, Operation.MODIFIED, "/a"),
+        (b.id, Operation.CREATED, "/b"),
+        (a.id, Operation.CREATED, "/a"),
+    ]
+    assert all(v.memory_store_id == store.id and v.id.startswith("memver_") for v in everything)
+    assert [v.created_at for v in everything] == sorted(
+        (v.created_at for v in everything), reverse=True
+    )
+    # Basic view: no content, but digests of content versions.
+    assert all(v.content is None for v in everything)
+    assert everything[2].content_sha256 == h["a2"].content_sha256
+    full = engine.list_versions(store.id, with_content=True).items
+    assert [v.content for v in full] == [None, "b1", "a2", "b1", "a1"]
+
+    def ids(**filters: object) -> list[str]:
+        return [v.id for v in collect(engine.list_versions, store_id=store.id, **filters)]
+
+    assert ids(memory_id=b.id) == [everything[0].id, everything[1].id, everything[3].id]
+    assert ids(operation=Operation.MODIFIED) == [everything[1].id, everything[2].id]
+    assert ids(operation="created") == [everything[3].id, everything[4].id]
+    assert ids(operation=Operation.DELETED, memory_id=b.id) == [everything[0].id]
+    assert ids(session_id="sesn_writer") == [everything[2].id, everything[3].id]
+    assert ids(api_key_id="apikey_other") == [everything[1].id]
+    assert ids(api_key_id=actor.id) == [everything[0].id, everything[4].id]
+    assert ids(api_key_id="sesn_writer") == []
+    assert ids(service_account_id="svac_x") == []
+    assert ids(memory_id="mem_nope") == []
+    middle = everything[2].created_at
+    assert ids(created_gte=middle) == [v.id for v in everything[:3]]
+    assert ids(created_lte=middle) == [v.id for v in everything[2:]]
+    assert ids(created_gte=middle, created_lte=middle) == [everything[2].id]
+    assert ids(created_gte=middle, memory_id=b.id) == [everything[0].id, everything[1].id]
+
+
+def test_versions_pagination(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "0", actor=actor)
+    for i in range(1, 9):
+        engine.update_memory(store.id, memory.id, actor=actor, content=str(i))
+    expected = [v.id for v in engine.list_versions(store.id, limit=100).items]
+    assert len(expected) == 9
+    for limit in (1, 2, 4, 8, 9, 10):
+        assert [v.id for v in collect(engine.list_versions, store_id=store.id, limit=limit)] == (
+            expected
+        )
+    assert engine.list_versions(store.id, limit=9).next_cursor is None
+    filtered = collect(engine.list_versions, store_id=store.id, operation="modified", limit=3)
+    assert [v.id for v in filtered] == expected[:8]
+
+
+def test_versions_listing_refusals(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "0", actor=actor)
+    engine.update_memory(store.id, memory.id, actor=actor, content="1")
+    cursor = engine.list_versions(store.id, limit=1).next_cursor
+    assert cursor is not None
+    with pytest.raises(InvalidCursor):
+        engine.list_versions(store.id, cursor=cursor, operation="modified")
+    with pytest.raises(InvalidCursor):
+        engine.list_versions(store.id, cursor=cursor, memory_id=memory.id)
+    other = engine.create_store("other")
+    with pytest.raises(InvalidCursor):
+        engine.list_versions(other.id, cursor=cursor)
+    with pytest.raises(InvalidCursor):
+        engine.list_versions(store.id, cursor="garbage")
+    with pytest.raises(InvalidInput, match="^operation must be created, modified or deleted$"):
+        engine.list_versions(store.id, operation="renamed")  # type: ignore[arg-type]
+    for limit in (0, 101):
+        with pytest.raises(InvalidInput, match="limit"):
+            engine.list_versions(store.id, limit=limit)
+    with pytest.raises(NotFound):
+        engine.list_versions("memstore_nope")
+
+
+def test_get_version(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "text", actor=actor)
+    version = engine.get_version(store.id, memory.memory_version_id)
+    assert (version.id, version.memory_id, version.memory_store_id) == (
+        memory.memory_version_id,
+        memory.id,
+        store.id,
+    )
+    assert (version.content, version.content_sha256, version.content_size_bytes) == (
+        "text",
+        memory.content_sha256,
+        4,
+    )
+    assert version.created_by == actor and version.redacted_by is None
+    basic = engine.get_version(store.id, memory.memory_version_id, with_content=False)
+    assert basic.content is None and basic.content_sha256 == memory.content_sha256
+    other = engine.create_store("other")
+    with pytest.raises(NotFound, match="not found in memory store"):
+        engine.get_version(other.id, memory.memory_version_id)
+    with pytest.raises(NotFound):
+        engine.get_version(store.id, "memver_nope")
+
+
+def test_redact_version(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "private", actor=SESSION)
+    old = memory.memory_version_id
+    engine.update_memory(store.id, memory.id, actor=actor, content="public")
+    original = engine.get_version(store.id, old)
+
+    redacted = engine.redact_version(store.id, old, actor=REDACTOR)
+
+    assert redacted.redacted_at is not None and redacted.redacted_by == REDACTOR
+    assert (
+        redacted.content,
+        redacted.content_sha256,
+        redacted.content_size_bytes,
+        redacted.path,
+    ) == (None, None, None, None)
+    for field in ("id", "memory_id", "memory_store_id", "operation", "created_at", "created_by"):
+        assert getattr(redacted, field) == getattr(original, field)
+    assert engine.get_version(store.id, old) == redacted
+    assert engine.get_memory(store.id, memory.id).content == "public"
+    # Idempotent: the first redaction's time and actor stay.
+    assert engine.redact_version(store.id, old, actor=actor) == redacted
+    assert engine.audit_events(store.id)[0]["action"] == "redact_version"
+
+
+def test_redacting_the_head_of_a_live_memory_is_refused(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
+    before = snapshot(engine, store.id)
+    with pytest.raises(HeadVersionRedaction) as info:
+        engine.redact_version(store.id, memory.memory_version_id, actor=actor)
+    assert str(info.value) == (
+        f"memory version {memory.memory_version_id!r} is the head version of the live memory "
+        f"{memory.id!r}: write a new version or delete the memory first"
+    )
+    assert snapshot(engine, store.id) == before
+    # After a delete, the former head may be redacted.
+    engine.delete_memory(store.id, memory.id, actor=actor)
+    assert engine.redact_version(store.id, memory.memory_version_id, actor=actor).redacted_at
+
+
+def test_redact_version_of_another_store(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
+    engine.update_memory(store.id, memory.id, actor=actor, content="y")
+    other = engine.create_store("other")
+    before = snapshot(engine, store.id)
+    with pytest.raises(NotFound):
+        engine.redact_version(other.id, memory.memory_version_id, actor=actor)
+    with pytest.raises(NotFound):
+        engine.redact_version(store.id, "memver_nope", actor=actor)
+    with pytest.raises(NotFound):
+        engine.redact_version("memstore_nope", memory.memory_version_id, actor=actor)
+    assert snapshot(engine, store.id) == before
+
+
+def test_redacting_keeps_bytes_other_versions_hold(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    memory = engine.create_memory(store.id, "/a", "A", actor=actor)
+    engine.update_memory(store.id, memory.id, actor=actor, content="B")
+    head = engine.update_memory(store.id, memory.id, actor=actor, content="A")
+    engine.redact_version(store.id, memory.memory_version_id, actor=actor)
+    assert engine.get_memory(store.id, memory.id).content == "A"
+    assert engine.read_blob(head.blob_key) == b"A"
+    assert engine.statistics()["blobs"] == 2
