@@ -1,0 +1,261 @@
+"""``memfs mount``, ``memfs umount`` and ``memfs status`` (SPEC §5 components).
+
+``mount`` without ``--foreground`` starts the daemon as a child process in its own
+session, logging to ``$MEMFS_HOME/logs/mount-<key>.log``, and returns once the mount is
+live: the child writes ``ready`` (or ``error: …``) to a pipe whose write end it
+inherits (``--ready-fd``, hidden).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import select
+import subprocess
+import sys
+import time
+from typing import Annotated, Any
+
+import typer
+
+from memfs.config import DEFAULT_MEMORY_LIMIT
+
+__all__ = ["register"]
+
+# How long `memfs mount` waits for the daemon to report readiness.
+MOUNT_READY_TIMEOUT_S = 60.0
+# How long `memfs umount` waits for the daemon to commit pending writes and exit.
+DEFAULT_UMOUNT_TIMEOUT_S = 30.0
+_LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
+
+
+def register(app: typer.Typer) -> None:
+    """Adds ``mount``, ``umount`` and ``status`` to ``app``."""
+    app.command("mount")(mount)
+    app.command("umount")(umount)
+    app.command("status")(status)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"memfs: error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def _memory_limit() -> int:
+    value = os.environ.get("MEMFS_MEMORY_LIMIT")
+    return int(value) if value else DEFAULT_MEMORY_LIMIT
+
+
+def mount(
+    mountpoint: Annotated[str, typer.Argument(help="An existing empty directory.")],
+    store: Annotated[
+        list[str],
+        typer.Option("--store", "-s", help="NAME_OR_ID[:ro]; repeat for several stores."),
+    ],
+    layout: Annotated[
+        str, typer.Option("--layout", help="per-store (a directory per store) or flat.")
+    ] = "per-store",
+    foreground: Annotated[
+        bool, typer.Option("--foreground", "-f", help="Serve in this process until unmounted.")
+    ] = False,
+    database: Annotated[
+        str | None, typer.Option("--database", help="Database URL or SQLite file.")
+    ] = None,
+    debug: Annotated[bool, typer.Option("--debug", help="Log every request.")] = False,
+    ready_fd: Annotated[int | None, typer.Option("--ready-fd", hidden=True)] = None,
+) -> None:
+    """Mount memory stores as a directory tree (FUSE)."""
+    from memfs.fuse.inodes import Layout
+
+    try:
+        layout_value = Layout(layout)
+    except ValueError:
+        raise _fail(f"--layout must be per-store or flat, not {layout!r}") from None
+    if not foreground:
+        _mount_in_background(mountpoint, store, layout_value, database, debug)
+        return
+    _mount_in_foreground(mountpoint, store, layout_value, database, debug, ready_fd)
+
+
+def _mount_in_foreground(
+    mountpoint: str,
+    stores: list[str],
+    layout: Any,
+    database: str | None,
+    debug: bool,
+    ready_fd: int | None,
+) -> None:
+    from memfs.errors import MemfsError
+    from memfs.fuse.backend import EmbeddedBackend
+    from memfs.fuse.daemon import MountConfig, StoreRequest, run
+    from memfs.store import open_engine
+
+    logging.basicConfig(
+        level=logging.DEBUG if debug else logging.INFO, format=_LOG_FORMAT, stream=sys.stderr
+    )
+
+    def report(line: str) -> None:
+        if ready_fd is not None:
+            try:
+                os.write(ready_fd, line.encode() + b"\n")
+                os.close(ready_fd)
+            except OSError:
+                pass
+
+    config = MountConfig(
+        mountpoint=str(mountpoint),
+        stores=[StoreRequest.parse(s) for s in stores],
+        layout=layout,
+        memory_limit=_memory_limit(),
+    )
+    try:
+        engine = open_engine(database)
+        run(EmbeddedBackend(engine), config, on_ready=lambda: report("ready"))
+    except (MemfsError, RuntimeError, OSError) as exc:
+        report(f"error: {exc}")
+        logging.getLogger("memfs.mount").error("mount of %s failed: %s", mountpoint, exc)
+        raise _fail(str(exc)) from None
+
+
+def _mount_in_background(
+    mountpoint: str, stores: list[str], layout: Any, database: str | None, debug: bool
+) -> None:
+    from memfs.fuse.status import log_path
+
+    target = os.path.realpath(mountpoint)
+    log_file = log_path(target)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    read_end, write_end = os.pipe()
+    command = [
+        sys.executable, "-c", "from memfs.cli import main; main()",
+        "mount", target, "--layout", layout.value, "--foreground", "--ready-fd", str(write_end),
+    ]
+    for argument in stores:
+        command += ["--store", argument]
+    if database:
+        command += ["--database", database]
+    if debug:
+        command.append("--debug")
+    with open(log_file, "ab") as log:
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            pass_fds=(write_end,), start_new_session=True,
+        )
+    os.close(write_end)
+    try:
+        message = _read_until_eof(read_end, MOUNT_READY_TIMEOUT_S)
+    finally:
+        os.close(read_end)
+    if message.startswith("ready"):
+        typer.echo(f"mounted {target} (daemon pid {process.pid}, log {log_file})")
+        return
+    if not message:
+        try:
+            process.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            process.terminate()
+        message = f"the mount daemon exited with status {process.returncode}; see {log_file}"
+    raise _fail(message.strip().removeprefix("error: "))
+
+
+def _read_until_eof(fd: int, timeout_s: float) -> str:
+    deadline = time.monotonic() + timeout_s
+    chunks: list[bytes] = []
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return "error: the mount daemon did not report readiness in time"
+        readable, _, _ = select.select([fd], [], [], remaining)
+        if not readable:
+            continue
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return b"".join(chunks).decode(errors="replace")
+        chunks.append(chunk)
+
+
+def umount(
+    mountpoint: Annotated[str, typer.Argument(help="A memfs mount point.")],
+    lazy: Annotated[
+        bool, typer.Option("--lazy", "-z", help="Detach even if busy (fusermount3 -z).")
+    ] = False,
+    timeout_s: Annotated[
+        float, typer.Option("--timeout", help="Seconds to wait for the daemon to finish.")
+    ] = DEFAULT_UMOUNT_TIMEOUT_S,
+) -> None:
+    """Commit pending writes, then unmount (also cleans up a mount whose daemon died)."""
+    from memfs.fuse import mounts
+    from memfs.fuse.status import read_status, status_path
+
+    target = os.path.realpath(mountpoint)
+    record = read_status(target)
+    if not mounts.is_mounted(target):
+        if record is not None and not mounts.process_alive(int(record["pid"])):
+            status_path(target).unlink(missing_ok=True)
+        raise _fail(f"{target} is not mounted")
+    pid = int(record["pid"]) if record is not None else None
+    daemon_gone = (pid is not None and not mounts.process_alive(pid)) or mounts.is_stale(target)
+    if daemon_gone:
+        result = mounts.unmount(target, lazy=True)
+        if not result.ok:
+            raise _fail(f"removing the stale mount {target} failed: {result.message}")
+        status_path(target).unlink(missing_ok=True)
+        typer.echo(f"removed stale mount {target} (its daemon was gone)")
+        return
+    result = mounts.unmount(target, lazy=lazy)
+    if not result.ok:
+        raise _fail(f"unmounting {target} failed: {result.message}")
+    if pid is not None and not mounts.wait_for_exit(pid, timeout_s):
+        raise _fail(f"unmounted {target}, but daemon {pid} is still finishing after {timeout_s} s")
+    typer.echo(f"unmounted {target}")
+
+
+def status(
+    mountpoint: Annotated[str, typer.Argument(help="A memfs mount point.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Show a mount's daemon, stores, session, rejected writes and last errors."""
+    from memfs.fuse import mounts
+    from memfs.fuse.status import read_status
+
+    target = os.path.realpath(mountpoint)
+    record = read_status(target)
+    mounted = mounts.is_mounted(target)
+    if record is None:
+        state = "mounted (no status record)" if mounted else "not mounted"
+    elif not mounts.process_alive(int(record["pid"])):
+        state = "stale (daemon gone)" if mounted else "not mounted (daemon gone)"
+    else:
+        state = "running" if mounted else "starting"
+    if as_json:
+        typer.echo(json.dumps(dict(record or {}, mountpoint=target, state=state), indent=2))
+    else:
+        _print_status(target, state, record)
+    if state != "running":
+        raise typer.Exit(1)
+
+
+def _print_status(target: str, state: str, record: dict[str, Any] | None) -> None:
+    typer.echo(f"mount point:  {target}")
+    typer.echo(f"state:        {state}")
+    if record is None:
+        return
+    typer.echo(f"daemon pid:   {record['pid']}")
+    typer.echo(f"session:      {record['session_id']}")
+    typer.echo(f"layout:       {record['layout']}")
+    typer.echo(f"started at:   {record['started_at']}")
+    typer.echo(f"log:          {record['log_file']}")
+    typer.echo("stores:")
+    for store in record["stores"]:
+        flags = store["access"] + (", archived" if store["archived"] else "")
+        typer.echo(f"  {store['directory']:<24} {store['name']} ({store['id']}, {flags})")
+    typer.echo(f"rejected writes: {record['rejected_count']}")
+    for event in record["rejected_writes"]:
+        typer.echo(f"  {event['at']} {event['path']} {event['errno']}: kept in {event['saved_to']}")
+    typer.echo(f"conflicts: {record['conflict_count']}")
+    for event in record["conflicts"]:
+        typer.echo(f"  {event['at']} {event['path']} -> {event['conflict_path']}")
+    typer.echo(f"last errors: {len(record['last_errors'])}")
+    for event in record["last_errors"]:
+        typer.echo(f"  {event['at']} {event['message']}")

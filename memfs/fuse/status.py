@@ -1,0 +1,167 @@
+"""A mount's local state: its status file, rejected writes and names for conflict copies.
+
+Everything here lives under ``$MEMFS_HOME``:
+
+* ``mounts/<key>.json``: the status of a running mount daemon (pid, stores, session,
+  rejected writes, conflicts, last errors), read by ``memfs status`` and ``memfs umount``.
+  ``<key>`` is derived from the mount point's real path. The daemon removes the file as
+  the very last step of a clean shutdown, after pending writes are committed.
+* ``rejected/<session_id>/<UTC timestamp>-<name>``: the bytes of every write refused at
+  close (SPEC §4: "a write rejected at close is never silently dropped").
+* ``logs/mount-<key>.log``: the daemon's log when it runs in the background.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections import deque
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from memfs.config import MAX_SEGMENT_BYTES, memfs_home
+from memfs.model import format_timestamp, utcnow
+
+__all__ = [
+    "MAX_RECORDED_EVENTS",
+    "MountStatus",
+    "compact_timestamp",
+    "conflict_name",
+    "log_path",
+    "read_status",
+    "save_rejected",
+    "status_path",
+]
+
+# How many rejected writes, conflicts and errors the status file keeps (newest last).
+MAX_RECORDED_EVENTS = 20
+
+
+def _key(mountpoint: str) -> str:
+    return hashlib.sha256(os.path.realpath(mountpoint).encode()).hexdigest()[:16]
+
+
+def status_path(mountpoint: str) -> Path:
+    """``$MEMFS_HOME/mounts/<key>.json`` for ``mountpoint``."""
+    return memfs_home() / "mounts" / f"{_key(mountpoint)}.json"
+
+
+def log_path(mountpoint: str) -> Path:
+    """``$MEMFS_HOME/logs/mount-<key>.log``: where a background daemon logs."""
+    return memfs_home() / "logs" / f"mount-{_key(mountpoint)}.log"
+
+
+def compact_timestamp(when: datetime) -> str:
+    """UTC time for file names: ``20260102T030405.123456Z`` (no ``:``, sorts by time)."""
+    return format_timestamp(when).replace("-", "").replace(":", "")
+
+
+def conflict_name(name: str, when: datetime, session_id: str) -> str:
+    """The name of a conflict copy beside ``name`` (SPEC §4 concurrent writers).
+
+    ``notes.md`` → ``notes.conflict-<UTC timestamp>-<session>.md``; a name without an
+    extension gets no trailing dot. The stem is shortened so the result stays within
+    255 bytes (NAME_MAX).
+    """
+    stem, dot, extension = name.rpartition(".")
+    if not dot or not stem:
+        stem, extension = name, ""
+    suffix = f".conflict-{compact_timestamp(when)}-{session_id}" + (
+        f".{extension}" if extension else ""
+    )
+    budget = MAX_SEGMENT_BYTES - len(suffix.encode())
+    encoded = stem.encode()
+    if len(encoded) > budget:
+        stem = encoded[: max(budget, 1)].decode("utf-8", "ignore").rstrip() or "file"
+    return stem + suffix
+
+
+def save_rejected(session_id: str, name: str, data: bytes) -> Path:
+    """Keeps the bytes of a refused write (SPEC §4) and returns where.
+
+    Args:
+        session_id: the mount's session; one directory per session.
+        name: the file's name (one path segment).
+        data: the content the close could not commit.
+
+    Returns:
+        ``$MEMFS_HOME/rejected/<session_id>/<UTC timestamp>-<name>`` (fsynced).
+    """
+    directory = memfs_home() / "rejected" / session_id
+    directory.mkdir(parents=True, exist_ok=True)
+    safe_name = name.replace("/", "_")[:200] or "file"
+    path = directory / f"{compact_timestamp(utcnow())}-{safe_name}"
+    with open(path, "xb") as file:
+        file.write(data)
+        file.flush()
+        os.fsync(file.fileno())
+    return path
+
+
+class MountStatus:
+    """The status file of one running mount, rewritten atomically on every event.
+
+    Args:
+        mountpoint: the mount point (its real path keys the file).
+        info: static facts written once: pid, layout, session id, stores, log file.
+    """
+
+    def __init__(self, mountpoint: str, info: dict[str, Any]) -> None:
+        self.path = status_path(mountpoint)
+        self._info = dict(info, mountpoint=os.path.realpath(mountpoint))
+        self._rejected: deque[dict[str, str]] = deque(maxlen=MAX_RECORDED_EVENTS)
+        self._conflicts: deque[dict[str, str]] = deque(maxlen=MAX_RECORDED_EVENTS)
+        self._errors: deque[dict[str, str]] = deque(maxlen=MAX_RECORDED_EVENTS)
+        self.rejected_count = 0
+        self.conflict_count = 0
+
+    def record_rejected(self, path: str, errno_name: str, saved_to: str, message: str) -> None:
+        self.rejected_count += 1
+        self._rejected.append(
+            {"at": format_timestamp(utcnow()), "path": path, "errno": errno_name,
+             "saved_to": saved_to, "message": message}
+        )
+        self.write()
+
+    def record_conflict(self, path: str, conflict_path: str) -> None:
+        self.conflict_count += 1
+        self._conflicts.append(
+            {"at": format_timestamp(utcnow()), "path": path, "conflict_path": conflict_path}
+        )
+        self.write()
+
+    def record_error(self, message: str) -> None:
+        self._errors.append({"at": format_timestamp(utcnow()), "message": message})
+        self.write()
+
+    def snapshot(self) -> dict[str, Any]:
+        return dict(
+            self._info,
+            rejected_count=self.rejected_count,
+            rejected_writes=list(self._rejected),
+            conflict_count=self.conflict_count,
+            conflicts=list(self._conflicts),
+            last_errors=list(self._errors),
+        )
+
+    def write(self) -> None:
+        """Replaces the status file (write to a temporary name, then rename)."""
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
+        temporary.write_text(json.dumps(self.snapshot(), indent=2) + "\n")
+        temporary.replace(self.path)
+
+    def remove(self) -> None:
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()
+
+
+def read_status(mountpoint: str) -> dict[str, Any] | None:
+    """The status a daemon wrote for ``mountpoint``, or None when there is none."""
+    try:
+        return json.loads(status_path(mountpoint).read_text())  # type: ignore[no-any-return]
+    except FileNotFoundError:
+        return None

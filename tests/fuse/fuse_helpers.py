@@ -1,0 +1,245 @@
+"""Helpers of the FUSE tests: mounting for real, running tools, polling with deadlines."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from memfs.fuse import mounts
+from memfs.fuse.status import read_status
+from memfs.model import Memory, MemoryVersion
+from memfs.store import Engine
+
+MEMFS = str(Path(sys.executable).with_name("memfs"))
+COMMAND_TIMEOUT_S = 30.0
+MOUNT_TIMEOUT_S = 30.0
+# SPEC §4: changes made elsewhere appear within about one second; allow slack for CI.
+PROPAGATION_TIMEOUT_S = 5.0
+
+
+def _fuse_unavailable_reason() -> str | None:
+    if not os.path.exists("/dev/fuse"):
+        return "/dev/fuse does not exist: the FUSE kernel module is not available here"
+    if shutil.which(mounts.FUSERMOUNT) is None:
+        return "fusermount3 is not installed (Debian package fuse3)"
+    try:
+        fd = os.open("/dev/fuse", os.O_RDWR)
+    except OSError as exc:
+        return f"/dev/fuse can't be opened: {exc.strerror}"
+    os.close(fd)
+    return None
+
+
+FUSE_UNAVAILABLE_REASON = _fuse_unavailable_reason()
+
+
+def run(
+    *args: str | Path,
+    cwd: Path | None = None,
+    check: bool = True,
+    input: str | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Runs a command; with ``check`` a non-zero exit fails the test with its stderr."""
+    completed = subprocess.run(
+        [str(a) for a in args], cwd=cwd, capture_output=True, text=True, input=input,
+        timeout=COMMAND_TIMEOUT_S, check=False,
+    )
+    if check and completed.returncode != 0:
+        raise AssertionError(
+            f"{' '.join(map(str, args))} exited {completed.returncode}\n"
+            f"stdout: {completed.stdout}\nstderr: {completed.stderr}"
+        )
+    return completed
+
+
+def run_python(code: str) -> str:
+    """Runs ``code`` in a new Python process (so no test process holds the mount)."""
+    return run(sys.executable, "-c", textwrap.dedent(code)).stdout
+
+
+def errno_of(code: str) -> str:
+    """Runs ``code`` in a new Python process; the name of the OSError errno it raises,
+    or ``"no error"``."""
+    body = textwrap.indent(textwrap.dedent(code).strip(), "    ")
+    script = (
+        "import errno, os, sys\n"
+        "try:\n"
+        f"{body}\n"
+        "except OSError as e:\n"
+        "    print(errno.errorcode[e.errno])\n"
+        "else:\n"
+        "    print('no error')\n"
+    )
+    return run(sys.executable, "-c", script).stdout.strip()
+
+
+def wait_until(
+    predicate: Callable[[], Any], what: str, timeout_s: float = PROPAGATION_TIMEOUT_S
+) -> Any:
+    """Polls ``predicate`` until it returns something truthy; fails after ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.02)
+
+
+def exists(path: Path) -> bool:
+    return os.path.lexists(path)
+
+
+def versions(engine: Engine, store_id: str, memory_id: str | None = None) -> list[MemoryVersion]:
+    """Every version of a store (or of one memory), oldest first."""
+    found: list[MemoryVersion] = []
+    cursor = None
+    while True:
+        page = engine.list_versions(store_id, memory_id=memory_id, limit=100, cursor=cursor)
+        found.extend(page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            return list(reversed(found))
+
+
+def live(engine: Engine, store_id: str) -> dict[str, Memory]:
+    """Live memories of a store with content, by path."""
+    return {
+        m.path: engine.get_memory(store_id, m.id, with_content=True)
+        for m in engine.all_memories(store_id)
+    }
+
+
+class Mount:
+    """A live mount: its path, daemon and log."""
+
+    def __init__(
+        self, path: Path, pid: int, log_file: Path, process: subprocess.Popen[bytes] | None
+    ) -> None:
+        self.path = path
+        self.pid = pid
+        self.log_file = log_file
+        self.process = process
+        self.expected_log: list[str] = []
+        self.unmounted = False
+
+    def __truediv__(self, other: str) -> Path:
+        return self.path / other
+
+    @property
+    def status(self) -> dict[str, Any]:
+        record = read_status(str(self.path))
+        assert record is not None, "the daemon wrote no status file"
+        return record
+
+    @property
+    def session_id(self) -> str:
+        return str(self.status["session_id"])
+
+    def expect_log(self, *substrings: str) -> None:
+        """Announces WARNING/ERROR log lines this test provokes on purpose."""
+        self.expected_log.extend(substrings)
+
+    def unexpected_log_lines(self) -> list[str]:
+        text = self.log_file.read_text(errors="replace") if self.log_file.exists() else ""
+        bad = []
+        for line in text.splitlines():
+            if (" WARNING " in line or " ERROR " in line or "Traceback" in line) and not any(
+                expected in line for expected in self.expected_log
+            ):
+                bad.append(line)
+        return bad
+
+
+class Mounter:
+    """Mounts stores for real and cleans up every mount, even after a failure."""
+
+    def __init__(self, tmp_path: Path, engine: Engine) -> None:
+        self._tmp_path = tmp_path
+        self._engine = engine
+        self.mounts: list[Mount] = []
+
+    def mount(self, *stores: str, layout: str = "per-store", background: bool = False) -> Mount:
+        index = len(self.mounts)
+        path = self._tmp_path / f"mnt{index}"
+        path.mkdir()
+        args = [MEMFS, "mount", str(path), "--layout", layout]
+        for store in stores:
+            args += ["--store", store]
+        if background:
+            run(*args)
+            record = read_status(str(path))
+            assert record is not None
+            mount = Mount(path, int(record["pid"]), Path(record["log_file"]), None)
+        else:
+            log_file = self._tmp_path / f"mount{index}.log"
+            with open(log_file, "wb") as log:
+                process = subprocess.Popen(
+                    [*args, "--foreground"], stdin=subprocess.DEVNULL, stdout=log,
+                    stderr=subprocess.STDOUT,
+                )
+            mount = Mount(path, process.pid, log_file, process)
+
+            def ready() -> bool:
+                if process.poll() is not None:
+                    raise AssertionError(
+                        f"the mount daemon exited {process.returncode}:\n{log_file.read_text()}"
+                    )
+                return mounts.is_mounted(str(path)) and read_status(str(path)) is not None
+
+            wait_until(ready, f"the mount at {path}", MOUNT_TIMEOUT_S)
+        self.mounts.append(mount)
+        return mount
+
+    def unmount(self, mount: Mount) -> None:
+        """``memfs umount``; asserts the daemon exited cleanly and nothing stays mounted."""
+        run(MEMFS, "umount", mount.path)
+        mount.unmounted = True
+        if mount.process is not None:
+            assert mount.process.wait(timeout=COMMAND_TIMEOUT_S) == 0, mount.log_file.read_text()
+        assert not mounts.is_mounted(str(mount.path))
+        assert not mounts.process_alive(mount.pid)
+
+    def close(self) -> None:
+        problems: list[str] = []
+        for mount in self.mounts:
+            if not mount.unmounted and mounts.is_mounted(str(mount.path)):
+                # fusermount3 directly (what `memfs umount` runs; its own tests are in
+                # test_fuse_lifecycle.py): a CLI start per test would slow the suite.
+                result = mounts.unmount(str(mount.path))
+                if not result.ok:
+                    problems.append(f"unmounting {mount.path} failed: {result.message}")
+                    mounts.unmount(str(mount.path), lazy=True)
+            if mount.process is not None:
+                try:
+                    code = mount.process.wait(timeout=COMMAND_TIMEOUT_S)
+                except subprocess.TimeoutExpired:
+                    mount.process.kill()
+                    code = mount.process.wait()
+                    problems.append(f"daemon of {mount.path} did not exit")
+                if code not in (0, -signal.SIGKILL) and not mount.unmounted:
+                    problems.append(f"daemon of {mount.path} exited {code}")
+            elif mounts.process_alive(mount.pid) and not mounts.wait_for_exit(
+                mount.pid, COMMAND_TIMEOUT_S
+            ):
+                os.kill(mount.pid, signal.SIGKILL)
+                problems.append(f"daemon of {mount.path} did not exit")
+            if mounts.is_mounted(str(mount.path)):
+                mounts.unmount(str(mount.path), lazy=True)
+                problems.append(f"{mount.path} was still mounted")
+            problems += [f"unexpected log line: {line}" for line in mount.unexpected_log_lines()]
+        assert not problems, "\n".join(problems)
+
+
+def errno_name(code: int) -> str:
+    return errno.errorcode[code]

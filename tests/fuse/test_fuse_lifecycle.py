@@ -1,0 +1,142 @@
+"""`memfs mount`, `memfs status`, `memfs umount`: readiness, sessions, stale mounts."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+from fuse_helpers import MEMFS, Mounter, run, versions, wait_until
+
+from memfs.fuse import mounts
+from memfs.model import Access, Actor
+from memfs.store import Engine
+
+
+def test_background_mount_returns_once_ready_and_umount_unmounts(
+    mounter: Mounter, make_store, store_engine: Engine
+) -> None:
+    make_store("Notes", {"/hello.md": "hello\n"})
+    mount = mounter.mount("Notes", background=True)
+    # No waiting: `memfs mount` returned only after the mount was live.
+    assert (mount / "notes" / "hello.md").read_text() == "hello\n"
+    assert mount.log_file.exists()
+    mounter.unmount(mount)
+    assert not (mount.path / "notes").exists()
+
+
+def test_status_names_daemon_session_and_stores(mounter: Mounter, make_store, store_engine) -> None:
+    notes = make_store("Notes")
+    prefs = make_store("User Preferences")
+    mount = mounter.mount("Notes", f"{prefs.id}:ro")
+    completed = run(MEMFS, "status", mount.path, "--json")
+    record = json.loads(completed.stdout)
+    assert record["state"] == "running"
+    assert record["pid"] == mount.pid
+    assert record["session_id"].startswith("sesn_")
+    assert [(s["id"], s["directory"], s["access"]) for s in record["stores"]] == [
+        (notes.id, "notes", "read_write"),
+        (prefs.id, "user-preferences", "read_only"),
+    ]
+    assert record["rejected_count"] == 0 and record["last_errors"] == []
+    text = run(MEMFS, "status", mount.path).stdout
+    assert f"daemon pid:   {mount.pid}" in text and "user-preferences" in text
+    # The session is real, with the attachments' access modes.
+    session = store_engine.get_session(record["session_id"])
+    assert [(r.memory_store_id, r.access) for r in session.resources] == [
+        (notes.id, Access.READ_WRITE),
+        (prefs.id, Access.READ_ONLY),
+    ]
+
+
+def test_status_of_a_path_that_is_not_mounted_exits_1(tmp_path, memfs_home) -> None:
+    completed = run(MEMFS, "status", tmp_path, check=False)
+    assert completed.returncode == 1
+    assert "not mounted" in completed.stdout
+
+
+def test_writes_are_attributed_to_the_mount_session(mount, store_engine: Engine) -> None:
+    (mount / "notes" / "new.md").write_text("new\n")
+    store_id = mount.status["stores"][0]["id"]
+    [version] = [v for v in versions(store_engine, store_id) if v.path == "/new.md"]
+    assert version.created_by == Actor.session(mount.session_id)
+
+
+def test_umount_of_a_busy_mount_fails_and_leaves_it_mounted(mounter: Mounter, mount) -> None:
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys; f = open(sys.argv[1]); sys.stdin.read()",
+         str(mount / "notes" / "hello.md")],
+        stdin=subprocess.PIPE,
+    )
+    try:
+        wait_until(
+            lambda: any(
+                os.readlink(f"/proc/{holder.pid}/fd/{fd}").endswith("hello.md")
+                for fd in os.listdir(f"/proc/{holder.pid}/fd")
+            ),
+            "the holder to open the file",
+        )
+        completed = run(MEMFS, "umount", mount.path, check=False)
+        assert completed.returncode == 1
+        assert "busy" in completed.stderr
+        assert mounts.is_mounted(str(mount.path))
+    finally:
+        holder.communicate(b"", timeout=10)
+    mounter.unmount(mount)
+
+
+def test_umount_cleans_up_a_stale_mount_whose_daemon_died(mounter: Mounter, mount) -> None:
+    assert mount.process is not None
+    mount.process.kill()
+    mount.process.wait()
+    assert mounts.is_stale(str(mount.path))
+    completed = run(MEMFS, "umount", mount.path)
+    assert "stale" in completed.stdout
+    assert not mounts.is_mounted(str(mount.path))
+    mount.unmounted = True
+    # The status file of the dead daemon is gone too.
+    assert "not mounted" in run(MEMFS, "status", mount.path, check=False).stdout
+
+
+def test_sigterm_unmounts_cleanly(mounter: Mounter, mount) -> None:
+    assert mount.process is not None
+    mount.process.send_signal(signal.SIGTERM)
+    assert mount.process.wait(timeout=30) == 0
+    assert not mounts.is_mounted(str(mount.path))
+    mount.unmounted = True
+
+
+def test_umount_of_a_path_that_is_not_mounted_fails(tmp_path, memfs_home) -> None:
+    completed = run(MEMFS, "umount", tmp_path, check=False)
+    assert completed.returncode == 1
+    assert "is not mounted" in completed.stderr
+
+
+@pytest.mark.parametrize(
+    ("store_argument", "message"),
+    [("no-such-store", "no-such-store"), ("Archived", "archived")],
+)
+def test_mount_errors_are_reported_and_nothing_is_mounted(
+    fuse_available, tmp_path, make_store, store_engine: Engine, store_argument: str, message: str
+) -> None:
+    archived = make_store("Archived")
+    store_engine.archive_store(archived.id)
+    target = tmp_path / "mnt"
+    target.mkdir()
+    started = time.monotonic()
+    completed = run(MEMFS, "mount", target, "--store", store_argument, check=False)
+    assert completed.returncode == 1
+    assert message in completed.stderr.lower()
+    assert not mounts.is_mounted(str(target))
+    assert time.monotonic() - started < 30
+
+
+def test_mount_on_a_missing_directory_fails(fuse_available, tmp_path, make_store) -> None:
+    make_store("Notes")
+    completed = run(MEMFS, "mount", tmp_path / "nowhere", "--store", "Notes", check=False)
+    assert completed.returncode == 1
+    assert "is not a directory" in completed.stderr
