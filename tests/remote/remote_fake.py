@@ -14,6 +14,9 @@ Faults, for the outbox tests:
 * ``lose_responses = n``: the next ``n`` requests are applied, then their responses are
   lost (``httpx.ReadError``): the crash between "server applied" and "client knows".
 * ``fail_with_status = [503, …]``: the next requests answer these statuses unapplied.
+* ``crash_after_writes = n``: after the n-th further write reached the engine, its
+  response is lost and the server goes down (``down`` becomes True): a server killed
+  mid-stream of writes, right after committing one.
 """
 
 from __future__ import annotations
@@ -106,6 +109,7 @@ class FakeServer:
         self.down = False
         self.lose_responses = 0
         self.fail_with_status: list[int] = []
+        self.crash_after_writes: int | None = None
         self.requests: list[tuple[str, str, dict[str, str], Any]] = []
         self.applied = 0
         self._sha_of_blob: dict[str, str] = {}
@@ -170,6 +174,12 @@ class FakeServer:
                 if request.method != "GET":
                     self.applied += 1
                     self.notify()
+                    if self.crash_after_writes is not None:
+                        self.crash_after_writes -= 1
+                        if self.crash_after_writes <= 0:
+                            self.crash_after_writes = None
+                            self.down = True
+                            raise httpx.ReadError("server killed", request=request)
                 if self.lose_responses:
                     self.lose_responses -= 1
                     raise httpx.ReadError("connection reset by peer", request=request)

@@ -1,0 +1,365 @@
+"""Applying a mount's writes to the server, once, in order, losing nothing.
+
+:func:`apply_write` sends one :class:`~memfs.remote.outbox.PendingWrite` and resolves
+what the server says into an outcome; the mount uses it for a ``close()`` while the
+server is reachable, and :func:`replay_outbox` uses it for the queued entries, oldest
+first, stopping at the first one the server can't take yet.
+
+Rules (SPEC §4 "Concurrent writers", "A write rejected at close is never silently
+dropped"; issue 4 "Conflicts and faults lose nothing"):
+
+=================  ===============================  ====================================
+operation          server says                      outcome
+=================  ===============================  ====================================
+create             created                          applied
+create             path taken, same content there   already applied (a replay after a
+                                                    crash, or an identical write)
+create             path taken, other content        conflict: ours is created as
+                                                    ``<name>.conflict-<ts>-<session>.<ext>``
+update             updated                          applied
+update             precondition failed, head has    already applied
+                   our content
+update             precondition failed, other       conflict: head keeps theirs, ours is
+                   content                          created beside it (conflict copy)
+update             memory gone (deleted elsewhere)  re-created at its path (as create)
+delete             deleted / already gone           applied / already applied
+delete             precondition failed              conflict: their newer content stays
+rename             renamed (or already there)       applied
+rename             memory gone / destination taken  conflict: nothing moves, nothing lost
+rename_prefix      moved (nothing left to move)     applied
+rename_prefix      a destination is taken           conflict: nothing moves
+any                server unreachable, 5xx          raises ServerUnavailable: keep queued
+any                token refused (401)              raises AuthenticationFailed: keep
+any                other refusal (400, 403, 404     raises that error: the caller keeps
+                   store, 413, archived, full)      the content (outbox: ``reject``)
+=================  ===============================  ====================================
+
+The conflict copy is named from the write's ``created_at`` and the session, so a replay
+after a crash finds its own earlier copy (same name, same digest) instead of making a
+second one. A replay is safe after a crash at any point because entries are applied
+strictly one at a time and only the head entry can be "applied but not yet marked
+done".
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import trio
+
+from memfs.config import MAX_SEGMENT_BYTES
+from memfs.errors import (
+    AuthenticationFailed,
+    MemfsError,
+    NotFound,
+    PathConflict,
+    PreconditionFailed,
+)
+from memfs.model import format_timestamp
+from memfs.remote.client import MemfsClient, ServerUnavailable
+from memfs.remote.outbox import (
+    Outbox,
+    OutboxEntry,
+    PendingWrite,
+    WriteOperation,
+    WriteOutcome,
+)
+from memfs.remote.records import RemoteMemory
+
+__all__ = [
+    "ApplyResult",
+    "ReplayReport",
+    "apply_write",
+    "conflict_path",
+    "replay_outbox",
+]
+
+log = logging.getLogger(__name__)
+
+# Errors that say "not now" rather than "never": the write stays queued.
+RETRYABLE_ERRORS: tuple[type[MemfsError], ...] = (ServerUnavailable, AuthenticationFailed)
+
+
+@dataclass(frozen=True)
+class ApplyResult:
+    """What became of one write.
+
+    Attributes:
+        outcome: applied, already applied, or conflict (never rejected: refusals raise).
+        memory: the memory now holding the write's content or path, when there is one
+            (for a conflict: the conflict copy); None after a delete and for
+            ``rename_prefix``.
+        conflict_path: the path of the conflict copy, if one was made.
+        moved: the memories a ``rename_prefix`` moved.
+        detail: one line for the log and ``memfs status`` (conflicts).
+    """
+
+    outcome: WriteOutcome
+    memory: RemoteMemory | None = None
+    conflict_path: str | None = None
+    moved: list[RemoteMemory] = field(default_factory=list)
+    detail: str = ""
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _compact_timestamp(when: datetime) -> str:
+    return format_timestamp(when).replace("-", "").replace(":", "")
+
+
+def conflict_path(path: str, when: datetime, session_id: str) -> str:
+    """Where the losing content of a concurrent write to ``path`` goes (SPEC §4):
+    ``/d/notes.md`` → ``/d/notes.conflict-20260102T030405.123456Z-sesn_….md``.
+
+    A name without an extension (or a dot file) gets no trailing extension; the stem is
+    shortened so that the last segment stays within 255 bytes (NAME_MAX).
+    """
+    parent, _, name = path.rpartition("/")
+    stem, dot, extension = name.rpartition(".")
+    if not dot or not stem:
+        stem, extension = name, ""
+    suffix = f".conflict-{_compact_timestamp(when)}-{session_id}" + (
+        f".{extension}" if extension else ""
+    )
+    budget = MAX_SEGMENT_BYTES - len(suffix.encode("utf-8"))
+    encoded = stem.encode("utf-8")
+    if len(encoded) > budget:
+        stem = encoded[: max(budget, 1)].decode("utf-8", "ignore").rstrip() or "file"
+    return f"{parent}/{stem}{suffix}"
+
+
+async def _memory_at(client: MemfsClient, store_id: str, path: str) -> RemoteMemory | None:
+    return await client.find_memory_by_path(store_id, path)
+
+
+async def _holds(client: MemfsClient, store_id: str, path: str, sha256: str) -> RemoteMemory | None:
+    """The memory at ``path`` if its content has digest ``sha256``."""
+    memory = await _memory_at(client, store_id, path)
+    return memory if memory is not None and memory.content_sha256 == sha256 else None
+
+
+async def _create_conflict_copy(
+    client: MemfsClient, write: PendingWrite, *, session_id: str, reason: str
+) -> ApplyResult:
+    assert write.content is not None
+    target = conflict_path(write.path, write.created_at, session_id)
+    digest = _sha256(write.content)
+    try:
+        memory = await client.create_memory(write.store_id, target, write.content)
+    except PathConflict:
+        memory = await _holds(client, write.store_id, target, digest)
+        if memory is None:
+            raise
+    detail = f"{reason}; this mount's content was saved as {target}"
+    log.warning("conflict on %s in %s: %s", write.path, write.store_id, detail)
+    return ApplyResult(WriteOutcome.CONFLICT, memory=memory, conflict_path=target, detail=detail)
+
+
+async def _create(client: MemfsClient, write: PendingWrite, *, session_id: str) -> ApplyResult:
+    assert write.content is not None
+    try:
+        memory = await client.create_memory(write.store_id, write.path, write.content)
+    except PathConflict as exc:
+        existing = await _holds(client, write.store_id, write.path, _sha256(write.content))
+        if existing is not None:
+            return ApplyResult(WriteOutcome.ALREADY_APPLIED, memory=existing)
+        blocker = exc.conflicting_path or write.path
+        return await _create_conflict_copy(
+            client, write, session_id=session_id, reason=f"{blocker} was created elsewhere"
+        )
+    return ApplyResult(WriteOutcome.APPLIED, memory=memory)
+
+
+async def _update(client: MemfsClient, write: PendingWrite, *, session_id: str) -> ApplyResult:
+    assert write.content is not None
+    memory_id = write.memory_id
+    if memory_id is None:
+        found = await _memory_at(client, write.store_id, write.path)
+        if found is None:
+            return await _create(client, write, session_id=session_id)
+        memory_id = found.id
+    try:
+        memory = await client.update_memory(
+            write.store_id,
+            memory_id,
+            content=write.content,
+            expected_sha256=write.expected_sha256,
+        )
+    except PreconditionFailed:
+        head = await client.retrieve_memory(write.store_id, memory_id)
+        if head.content_sha256 == _sha256(write.content):
+            return ApplyResult(WriteOutcome.ALREADY_APPLIED, memory=head)
+        return await _create_conflict_copy(
+            client, write, session_id=session_id, reason=f"{head.path} was changed elsewhere"
+        )
+    except NotFound:
+        # Deleted elsewhere while this mount edited it: keep the edit by re-creating the
+        # memory at its path (what the SDK's own sync helper does on 404, api-contract
+        # §7.6). A 404 for the store itself fails again in create and is raised.
+        log.warning(
+            "%s in %s was deleted elsewhere; re-creating it with this mount's content",
+            write.path,
+            write.store_id,
+        )
+        return await _create(client, write, session_id=session_id)
+    return ApplyResult(WriteOutcome.APPLIED, memory=memory)
+
+
+async def _delete(client: MemfsClient, write: PendingWrite) -> ApplyResult:
+    memory_id = write.memory_id
+    if memory_id is None:
+        found = await _memory_at(client, write.store_id, write.path)
+        if found is None:
+            return ApplyResult(WriteOutcome.ALREADY_APPLIED)
+        memory_id = found.id
+    try:
+        await client.delete_memory(write.store_id, memory_id, expected_sha256=write.expected_sha256)
+    except NotFound:
+        return ApplyResult(WriteOutcome.ALREADY_APPLIED)
+    except PreconditionFailed:
+        detail = f"{write.path} was changed elsewhere; its newer content is kept, not deleted"
+        log.warning("conflict on %s in %s: %s", write.path, write.store_id, detail)
+        return ApplyResult(WriteOutcome.CONFLICT, detail=detail)
+    return ApplyResult(WriteOutcome.APPLIED)
+
+
+async def _rename(client: MemfsClient, write: PendingWrite) -> ApplyResult:
+    assert write.new_path is not None
+    memory_id = write.memory_id
+    if memory_id is None:
+        found = await _memory_at(client, write.store_id, write.path)
+        if found is None:
+            moved = await _memory_at(client, write.store_id, write.new_path)
+            if moved is not None:
+                return ApplyResult(WriteOutcome.ALREADY_APPLIED, memory=moved)
+            return _rename_conflict(write, f"{write.path} no longer exists")
+        memory_id = found.id
+    try:
+        memory = await client.update_memory(write.store_id, memory_id, path=write.new_path)
+    except NotFound:
+        return _rename_conflict(write, f"{write.path} was deleted elsewhere")
+    except PathConflict as exc:
+        blocker = exc.conflicting_path or write.new_path
+        return _rename_conflict(write, f"{blocker} is taken")
+    return ApplyResult(WriteOutcome.APPLIED, memory=memory)
+
+
+def _rename_conflict(write: PendingWrite, reason: str) -> ApplyResult:
+    detail = f"rename {write.path} → {write.new_path} not done: {reason}; nothing was lost"
+    log.warning("conflict in %s: %s", write.store_id, detail)
+    return ApplyResult(WriteOutcome.CONFLICT, detail=detail)
+
+
+async def _rename_prefix(client: MemfsClient, write: PendingWrite) -> ApplyResult:
+    assert write.new_path is not None
+    try:
+        moved = await client.rename_prefix(write.store_id, write.path, write.new_path)
+    except PathConflict as exc:
+        blocker = exc.conflicting_path or write.new_path
+        return _rename_conflict(write, f"{blocker} is taken")
+    return ApplyResult(WriteOutcome.APPLIED, moved=moved)
+
+
+async def apply_write(client: MemfsClient, write: PendingWrite, *, session_id: str) -> ApplyResult:
+    """Sends ``write`` to the server and resolves conflicts as the module table says.
+
+    Args:
+        client: the mount's client.
+        write: the write; ``created_at`` names a conflict copy.
+        session_id: the mount's session, named in conflict copies.
+
+    Returns:
+        The outcome; never :attr:`WriteOutcome.REJECTED`.
+
+    Raises:
+        ServerUnavailable, AuthenticationFailed: try again later; the write may or may
+            not have been applied (a later call recognises it).
+        MemfsError: any other refusal (StoreArchived, PermissionDenied, InvalidPath,
+            ContentTooLarge, StoreFull, NotFound for the store, …): final; the caller
+            must keep the content (outbox: :meth:`Outbox.reject`; ``close()``: the errno).
+    """
+    match write.operation:
+        case WriteOperation.CREATE:
+            return await _create(client, write, session_id=session_id)
+        case WriteOperation.UPDATE:
+            return await _update(client, write, session_id=session_id)
+        case WriteOperation.DELETE:
+            return await _delete(client, write)
+        case WriteOperation.RENAME:
+            return await _rename(client, write)
+        case WriteOperation.RENAME_PREFIX:
+            return await _rename_prefix(client, write)
+    raise AssertionError(write.operation)  # pragma: no cover
+
+
+@dataclass
+class ReplayReport:
+    """What one :func:`replay_outbox` run did.
+
+    Attributes:
+        results: each entry that left the outbox, with its result (None if rejected).
+        rejected: the entries the server refused, with the error.
+        stopped_by: the retryable error that stopped the run, or None if the outbox
+            was emptied.
+    """
+
+    results: list[tuple[OutboxEntry, ApplyResult]] = field(default_factory=list)
+    rejected: list[tuple[OutboxEntry, MemfsError]] = field(default_factory=list)
+    stopped_by: MemfsError | None = None
+
+    def count(self, outcome: WriteOutcome) -> int:
+        if outcome is WriteOutcome.REJECTED:
+            return len(self.rejected)
+        return sum(1 for _, result in self.results if result.outcome is outcome)
+
+
+async def replay_outbox(
+    outbox: Outbox,
+    client: MemfsClient,
+    *,
+    session_id: str,
+    on_result: Callable[[OutboxEntry, ApplyResult | MemfsError], None] | None = None,
+) -> ReplayReport:
+    """Applies the outbox's entries strictly in order until it is empty or the server
+    can't take the next one.
+
+    Each entry is removed (fsync'd ``done`` line) only after :func:`apply_write`
+    returned for it; a final refusal moves it to the rejected directory
+    (:meth:`Outbox.reject`). A retryable error stops the run with the entry still
+    queued. Run at most one replay per outbox at a time.
+
+    Args:
+        on_result: called after each entry leaves the outbox, with its result or the
+            refusal (e.g. to invalidate kernel caches or record status).
+
+    Returns:
+        The report; ``stopped_by`` is None when the outbox is empty.
+    """
+    report = ReplayReport()
+    while True:
+        entry = await trio.to_thread.run_sync(outbox.first)
+        if entry is None:
+            return report
+        try:
+            result = await apply_write(client, entry.write, session_id=session_id)
+        except RETRYABLE_ERRORS as exc:
+            report.stopped_by = exc
+            log.info("outbox replay paused at seq %d: %s", entry.seq, exc)
+            return report
+        except MemfsError as exc:
+            reason = f"{type(exc).__name__} ({exc.code}): {exc.message}"
+            await trio.to_thread.run_sync(outbox.reject, entry, reason)
+            report.rejected.append((entry, exc))
+            if on_result is not None:
+                on_result(entry, exc)
+            continue
+        await trio.to_thread.run_sync(outbox.mark_done, entry.seq, result.outcome)
+        report.results.append((entry, result))
+        if on_result is not None:
+            on_result(entry, result)
