@@ -129,12 +129,6 @@ def test_delete_refuses_a_bad_replacement(engine: Engine, store: MemoryStore, ac
     assert snapshot(engine, store.id) == before
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: delete_memory(mode='purge') raises a bare ValueError from "
-    "DeleteMode(mode) instead of InvalidInput (SPEC §1: bad input gets a precise, named "
-    "error); list_versions and create_session do convert their enums",
-)
 def test_delete_refuses_an_unknown_mode(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     memory = engine.create_memory(store.id, "/a", "x", actor=actor)
     with pytest.raises(InvalidInput):

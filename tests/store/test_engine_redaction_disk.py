@@ -104,12 +104,6 @@ def test_delete_store_erases_bytes(sqlite_engine: Engine, db_dir: Path) -> None:
     assert files_holding(db_dir, secret.encode()) == set()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: redact_version nulls versions.path, but the change feed "
-    "(changes.path / changes.old_path) keeps the redacted path on disk (SPEC §2 "
-    "redaction scrubs the path; the bytes must be gone from every place memfs keeps data)",
-)
 def test_redacted_path_leaves_every_file(sqlite_engine: Engine, db_dir: Path) -> None:
     secret = marker()
     store = sqlite_engine.create_store("s")

@@ -135,11 +135,6 @@ def test_update_store_refuses_more_than_16_keys_after_merge(engine: Engine) -> N
                .metadata) == 16
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: update_store counts the keys of the patch itself (incl. removals) "
-    "against the 16-key limit; api-contract §5.3 limits the metadata after the change",
-)
 def test_update_store_limits_keys_after_the_change_not_in_the_patch(engine: Engine) -> None:
     created = engine.create_store("S", metadata={f"k{i}": "v" for i in range(10)})
     patch: dict[str, str | None] = {f"k{i}": None for i in range(10)}

@@ -124,11 +124,6 @@ def test_validate_segment_checks_one_name() -> None:
         rules.validate_segment("e\u0301")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="engine bug: validate_segment accepts a lone surrogate (e.g. from a "
-    "surrogateescape-decoded FUSE name) that validate_path refuses as not UTF-8",
-)
 def test_validate_segment_refuses_a_lone_surrogate() -> None:
     with pytest.raises(InvalidPath):
         rules.validate_segment("a\udcff")
