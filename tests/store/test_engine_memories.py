@@ -149,9 +149,7 @@ def test_store_full(engine: Engine, database: str, actor: Actor) -> None:
         before = snapshot(limited, store.id)
         with pytest.raises(StoreFull) as info:
             limited.create_memory(store.id, "/m3", "x", actor=actor)
-        assert str(info.value) == (
-            f"memory store {store.id!r} holds 3 memories; the limit is 3"
-        )
+        assert str(info.value) == (f"memory store {store.id!r} holds 3 memories; the limit is 3")
         assert snapshot(limited, store.id) == before
         # Deleting one frees a slot; restoring it while full is refused.
         limited.delete_memory(store.id, memories[0].id, actor=actor)
@@ -226,7 +224,11 @@ def test_rename_keeps_the_id(engine: Engine, store: MemoryStore, actor: Actor) -
         "body",
     )
     both = engine.update_memory(
-        store.id, memory.id, actor=actor, path="/final", content="new body",
+        store.id,
+        memory.id,
+        actor=actor,
+        path="/final",
+        content="new body",
         expected_sha256=sha("body"),
     )
     assert (both.id, both.path, both.content) == (memory.id, "/final", "new body")
@@ -270,13 +272,10 @@ def test_precondition_mismatch_changes_nothing(
         {},
     ):
         with pytest.raises(PreconditionFailed) as info:
-            engine.update_memory(
-                store.id, memory.id, actor=actor, expected_sha256=stale, **kwargs
-            )
+            engine.update_memory(store.id, memory.id, actor=actor, expected_sha256=stale, **kwargs)
         assert info.value.actual_sha256 == sha("current")
         assert str(info.value) == (
-            f"memory {memory.id!r} has content_sha256 {sha('current')}, "
-            f"not the expected {stale}"
+            f"memory {memory.id!r} has content_sha256 {sha('current')}, not the expected {stale}"
         )
         assert snapshot(engine, store.id) == before
 

@@ -131,8 +131,14 @@ def test_update_store_refuses_more_than_16_keys_after_merge(engine: Engine) -> N
     assert info.value.problems == ["17 keys; at most 16 are allowed"]
     assert snapshot(engine, created.id) == before
     # Exactly 16 after the merge is fine.
-    assert len(engine.update_store(created.id, metadata_patch={f"n{i}": "v" for i in range(6)})
-               .metadata) == 16
+    assert (
+        len(
+            engine.update_store(
+                created.id, metadata_patch={f"n{i}": "v" for i in range(6)}
+            ).metadata
+        )
+        == 16
+    )
 
 
 def test_update_store_limits_keys_after_the_change_not_in_the_patch(engine: Engine) -> None:
