@@ -91,7 +91,11 @@ def validate_segment(segment: str) -> str:
         InvalidPath: empty, ``.``/``..``, edge whitespace, ``\\``, NUL, a Cc/Cf
             character, U+2028/U+2029, not NFC, or contains ``/``.
     """
-    if len(segment.encode("utf-8", "surrogatepass")) > MAX_SEGMENT_BYTES:
+    try:
+        encoded = segment.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidPath(f"invalid path: segment {segment!r} is not valid UTF-8") from exc
+    if len(encoded) > MAX_SEGMENT_BYTES:
         raise PathTooLong(f"path segment is longer than {MAX_SEGMENT_BYTES} bytes")
     if "/" in segment:
         raise InvalidPath(f"segment {segment!r} contains '/'")
@@ -211,7 +215,8 @@ def validate_metadata(
 
     Args:
         metadata: the candidate mapping.
-        allow_null_values: True for a patch, where ``None`` removes a key.
+        allow_null_values: True for a patch, where ``None`` removes a key; the key count
+            is then not checked (the caller checks the merged result).
 
     Returns:
         A plain dict copy.
@@ -223,7 +228,9 @@ def validate_metadata(
     if not isinstance(metadata, Mapping):
         raise InvalidMetadata(["metadata must be an object of string keys and string values"])
     problems: list[str] = []
-    if len(metadata) > MAX_METADATA_KEYS:
+    # A patch may name more keys than the limit (removals): the merged result is what
+    # counts, and the caller checks it again (api-contract §5.3).
+    if len(metadata) > MAX_METADATA_KEYS and not allow_null_values:
         problems.append(f"{len(metadata)} keys; at most {MAX_METADATA_KEYS} are allowed")
     for key, value in metadata.items():
         if not isinstance(key, str) or not 1 <= len(key) <= MAX_METADATA_KEY_CHARS:

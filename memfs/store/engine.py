@@ -987,6 +987,38 @@ class Engine:
                 redacted_by_id=actor_id,
             )
         )
+        self._scrub_path(conn, version_row.memory_id, version_row.path)
+
+    def _scrub_path(self, conn: Connection, memory_id: str, path: str | None) -> None:
+        """Nulls ``path`` out of the change feed of ``memory_id`` once no unredacted
+        version and no memory row holds it any more: redaction scrubs the path too
+        (SPEC §2), and the feed is a place memfs keeps data."""
+        if path is None:
+            return
+        still_held = conn.execute(
+            select(
+                or_(
+                    select(versions.c.seq)
+                    .where(
+                        versions.c.memory_id == memory_id,
+                        versions.c.path == path,
+                        versions.c.redacted_at.is_(None),
+                    )
+                    .exists(),
+                    select(memories.c.id)
+                    .where(memories.c.id == memory_id, memories.c.path == path)
+                    .exists(),
+                )
+            )
+        ).scalar()
+        if still_held:
+            return
+        for column in (changes.c.path, changes.c.old_path):
+            conn.execute(
+                update(changes)
+                .where(changes.c.memory_id == memory_id, column == path)
+                .values({column.name: None})
+            )
 
     def delete_memory(
         self,
@@ -1009,7 +1041,10 @@ class Engine:
         Raises:
             NotFound, PreconditionFailed, InvalidContent (bad replacement).
         """
-        mode = DeleteMode(mode)
+        try:
+            mode = DeleteMode(mode)
+        except ValueError as exc:
+            raise InvalidInput("mode must be soft_delete, redact or hard_delete") from exc
         replacement_data = rules.validate_content(replacement).encode("utf-8")
         purged_keys: set[str | None] = set()
         with self._write() as conn:
