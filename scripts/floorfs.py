@@ -16,14 +16,15 @@ It runs in the foreground until unmounted (``fusermount3 -u MOUNTPOINT``) or int
 
 Behaviour, chosen to match what the benchmark's workloads need:
     - regular files and directories: lookup, getattr, setattr (size, mode, owner, times),
-      readdir with a monotonic cursor (entries ordered by inode number; inode numbers are
-      never reused), open, create, read, write at any offset (holes read as zeros),
+      readdir(plus) with a monotonic cursor (entries ordered by inode number; inode
+      numbers are never reused), open, create, read, write at any offset (holes read as zeros),
       flush/fsync/release (no-ops: there is nowhere to flush to), mkdir, unlink, rmdir
       (``ENOTEMPTY``), rename (replaces a file or an empty directory), statfs.
     - the lookup-count contract of pyfuse3's ``Operations`` docstrings: an unlinked inode
       lives until the kernel has forgotten every lookup of it.
     - entry and attribute timeouts are pyfuse3's defaults (300 s), no writeback cache,
-      no ``keep_cache``: the same kernel settings as ``examples/tmpfs.py``.
+      no ``keep_cache`` (so every ``open`` drops the file's cached pages and reads come
+      here again): the same kernel settings as ``examples/tmpfs.py``.
 
 Limitations (deliberate; it is a benchmark floor, not a filesystem to keep data in):
     - everything lives in this process's memory and is gone at unmount;
@@ -251,10 +252,11 @@ class FloorOperations(pyfuse3.Operations):
             (number, name) for name, number in node.children.items() if number > start_id
         )
         for number, name in entries:
-            if not pyfuse3.readdir_reply(
-                token, name, self._attributes(self._inodes[number]), number
-            ):
+            child = self._inodes[number]
+            if not pyfuse3.readdir_reply(token, name, self._attributes(child), number):
                 break
+            # pyfuse3 answers with READDIRPLUS: each entry accepted is a lookup.
+            child.lookup_count += 1
 
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext

@@ -1,0 +1,247 @@
+"""The results: a markdown table of medians with ratios, the targets, a JSON document.
+
+Each cell is the median over the repeats, followed by its ratio to tmpfs (``×T``) and to
+rclone (``×R``) when those were measured; a figure that failed reads ``FAILED [n]`` with
+the reason below the table, and a caveat reads ``[n]`` with the note below the table.
+
+The targets are issue 5's (for memfs): warm read, metadata and search within 1.5× of
+tmpfs; copy in and small edits within 3× of the pyfuse3 floor; faster than rclone on
+every timed workload (1–6); mount of the metadata store < 1 s; daemon peak RSS < 150 MB.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from benchlib.workloads import Measurement, SystemRun, WorkloadSpec
+
+__all__ = ["Target", "evaluate_targets", "format_report", "format_value", "to_json"]
+
+TMPFS, RCLONE, FLOOR, MEMFS = "tmpfs", "rclone", "floor", "memfs"
+
+# Workloads 1-6: the ones memfs must do faster than rclone.
+TIMED_WORKLOADS = (
+    "copy_generated",
+    "copy_corpus",
+    "warm_generated",
+    "warm_corpus",
+    "cold_generated",
+    "cold_corpus",
+    "find",
+    "ls_lR",
+    "grep",
+    "edits",
+)
+MOUNT_LIMIT_S = 1.0
+RSS_LIMIT_MB = 150.0
+
+
+def format_value(value: float, unit: str) -> str:
+    """``0.0123`` s → ``"12.3 ms"``; three significant figures; MB with one decimal."""
+    if unit == "MB":
+        return f"{value:.1f} MB"
+    milliseconds = value * 1000
+    if milliseconds < 10:
+        return f"{milliseconds:.2f} ms"
+    if milliseconds < 100:
+        return f"{milliseconds:.1f} ms"
+    if milliseconds < 10_000:
+        return f"{milliseconds:.0f} ms"
+    return f"{value:.1f} s"
+
+
+def _ratio(value: float, base: Measurement | None) -> str | None:
+    if base is None or base.median is None or base.median <= 0:
+        return None
+    ratio = value / base.median
+    return f"{ratio:.2f}" if ratio < 10 else f"{ratio:.0f}"
+
+
+@dataclass(frozen=True)
+class Target:
+    """One of issue 5's targets, evaluated. ``passed`` is None when not measured."""
+
+    description: str
+    measured: str
+    passed: bool | None
+
+
+def evaluate_targets(
+    specs: list[WorkloadSpec], runs: dict[str, SystemRun], metadata_files: int
+) -> list[Target]:
+    """Issue 5's targets for memfs, each with the figure it was judged on."""
+    targets: list[Target] = []
+    labels = {spec.key: spec.label for spec in specs}
+
+    def result(system: str, key: str) -> float | None:
+        run = runs.get(system)
+        return run.results.get(key, Measurement()).median if run else None
+
+    def relative(key: str, base: str, limit: float) -> None:
+        mine, theirs = result(MEMFS, key), result(base, key)
+        label = labels[key].split(" ", 1)[1]
+        description = f"{label}: memfs ≤ {limit:g}× {base}"
+        if mine is None or theirs is None or theirs <= 0:
+            targets.append(Target(description, "not measured", None))
+            return
+        ratio = mine / theirs
+        targets.append(Target(description, f"{ratio:.2f}×", ratio <= limit))
+
+    for key in ("warm_generated", "warm_corpus", "find", "ls_lR", "grep"):
+        relative(key, TMPFS, 1.5)
+    for key in ("copy_generated", "copy_corpus", "edits"):
+        relative(key, FLOOR, 3.0)
+    slower, compared = [], 0
+    for key in TIMED_WORKLOADS:
+        mine, theirs = result(MEMFS, key), result(RCLONE, key)
+        if mine is None or theirs is None or theirs <= 0:
+            continue
+        compared += 1
+        if mine >= theirs:
+            slower.append(f"{labels[key].split(': ', 1)[1]} {mine / theirs:.2f}×")
+    if compared == 0:
+        targets.append(Target("faster than rclone on workloads 1-6", "not measured", None))
+    else:
+        measured = ("slower on " + "; ".join(slower)) if slower else f"faster on all {compared}"
+        if compared < len(TIMED_WORKLOADS):
+            measured += f" ({len(TIMED_WORKLOADS) - compared} not measured)"
+        targets.append(Target("faster than rclone on workloads 1-6", measured, not slower))
+    mount = result(MEMFS, "mount")
+    scale = "" if metadata_files >= 10_000 else f" (at {metadata_files:,}; the target is at 10,000)"
+    targets.append(
+        Target(
+            f"mount of the {metadata_files:,}-memory store < {MOUNT_LIMIT_S:g} s{scale}",
+            format_value(mount, "s") if mount is not None else "not measured",
+            None if mount is None else mount < MOUNT_LIMIT_S,
+        )
+    )
+    peaks = [v for v in (result(MEMFS, "rss_metadata"), result(MEMFS, "rss_search")) if v]
+    peak = max(peaks) if peaks else None
+    targets.append(
+        Target(
+            f"daemon peak RSS < {RSS_LIMIT_MB:g} MB{scale}",
+            format_value(peak, "MB") if peak is not None else "not measured",
+            None if peak is None else peak < RSS_LIMIT_MB,
+        )
+    )
+    return targets
+
+
+def format_report(
+    specs: list[WorkloadSpec],
+    runs: dict[str, SystemRun],
+    titles: dict[str, str],
+    notes: dict[str, list[str]],
+    header: list[str],
+    targets: list[Target],
+) -> str:
+    """The text printed at the end of a run (markdown, so it pastes into the README)."""
+    footnotes: list[str] = []
+
+    def footnote(text: str) -> int:
+        if text not in footnotes:
+            footnotes.append(text)
+        return footnotes.index(text) + 1
+
+    systems = list(runs)
+    lines = list(header)
+    lines.append("")
+    lines.append("| workload | " + " | ".join(titles[s] for s in systems) + " |")
+    lines.append("|---|" + "---:|" * len(systems))
+    for spec in specs:
+        cells = []
+        for system in systems:
+            measurement = runs[system].results.get(spec.key, Measurement(error="not run"))
+            if measurement.error:
+                cells.append(f"FAILED [{footnote(f'{system}: {measurement.error}')}]")
+                continue
+            median = measurement.median
+            if median is None:
+                cells.append(f"— [{footnote(measurement.note)}]" if measurement.note else "—")
+                continue
+            cell = format_value(median, spec.unit)
+            ratios = []
+            if system != TMPFS and spec.unit == "s":
+                tmpfs = runs.get(TMPFS)
+                ratio = _ratio(median, tmpfs.results.get(spec.key) if tmpfs else None)
+                if ratio:
+                    ratios.append(f"{ratio}×T")
+            if system != RCLONE:
+                rclone = runs.get(RCLONE)
+                ratio = _ratio(median, rclone.results.get(spec.key) if rclone else None)
+                if ratio:
+                    ratios.append(f"{ratio}×R")
+            if ratios:
+                cell += " (" + ", ".join(ratios) + ")"
+            if measurement.note:
+                cell += f" [{footnote(measurement.note)}]"
+            cells.append(cell)
+        lines.append(f"| {spec.label} | " + " | ".join(cells) + " |")
+    lines.append("")
+    lines.append("×T = ratio to tmpfs, ×R = ratio to rclone (lower is faster).")
+    for number, text in enumerate(footnotes, 1):
+        lines.append(f"[{number}] {text}")
+    lines.append("")
+    lines.append("Systems:")
+    for system in systems:
+        for note in notes.get(system, []):
+            lines.append(f"- {titles[system]}: {note}")
+        failure = runs[system].failure
+        if failure:
+            lines.append(
+                f"- {titles[system]}: FAILED, the remaining workloads were not run: {failure}"
+            )
+    if MEMFS in runs:
+        lines.append("")
+        lines.append("Targets (issue 5, for memfs):")
+        for target in targets:
+            verdict = {True: "PASS", False: "FAIL", None: "  — "}[target.passed]
+            lines.append(f"  {verdict}  {target.description}: {target.measured}")
+    return "\n".join(lines)
+
+
+def to_json(
+    specs: list[WorkloadSpec],
+    runs: dict[str, SystemRun],
+    titles: dict[str, str],
+    notes: dict[str, list[str]],
+    machine: dict[str, object],
+    config: dict[str, object],
+    targets: list[Target],
+) -> dict[str, Any]:
+    """The JSON document written by ``--json``: every sample, not only the medians."""
+    return {
+        "format": "memfs-bench/1",
+        "machine": machine,
+        "config": config,
+        "systems": {
+            key: {
+                "title": titles[key],
+                "notes": notes.get(key, []),
+                "failure": run.failure,
+                "engine_seed_ms_per_memory": run.seed_rate_ms,
+            }
+            for key, run in runs.items()
+        },
+        "workloads": [
+            {
+                "key": spec.key,
+                "label": spec.label,
+                "unit": spec.unit,
+                "results": {
+                    key: {
+                        "median": run.results.get(spec.key, Measurement()).median,
+                        "samples": run.results.get(spec.key, Measurement()).samples,
+                        "error": run.results.get(spec.key, Measurement()).error,
+                        "note": run.results.get(spec.key, Measurement()).note,
+                    }
+                    for key, run in runs.items()
+                },
+            }
+            for spec in specs
+        ],
+        "targets": [
+            {"target": t.description, "measured": t.measured, "passed": t.passed} for t in targets
+        ],
+    }

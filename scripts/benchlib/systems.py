@@ -1,0 +1,582 @@
+"""The filesystems under test, behind one small interface.
+
+Each :class:`System` holds at most one *session* at a time: a fresh, empty filesystem
+(optionally preloaded with a tree, untimed), mounted at a directory the workloads run in.
+
+==========  ==========================================  =================================
+system      what a session is                           "cold" (before a cold read)
+==========  ==========================================  =================================
+tmpfs       a new directory on kernel tmpfs             nothing to do: tmpfs *is* the
+                                                        page cache, so cold = warm
+rclone      ``rclone mount`` of a new local directory   wait for uploads, unmount, empty
+            (on the backing disk), ``--vfs-cache-mode   the VFS cache, drop the page
+            writes``, other options rclone's defaults   cache, mount again
+floor       ``scripts/floorfs.py`` (in-memory pyfuse3)  drop the page cache (a remount
+                                                        would lose the in-memory data)
+memfs       ``memfs mount --store S --foreground`` of   ``memfs umount``, drop the page
+            a new store in ``$MEMFS_HOME`` on the       cache, mount again
+            backing disk; preloaded through the engine
+==========  ==========================================  =================================
+
+Daemons run in their own session (``start_new_session``), so a Ctrl-C reaches only the
+benchmark, which then unmounts them in order. :meth:`System.abandon` is the last resort:
+lazy unmount and kill by PID.
+
+Errors: :class:`SetupFailed` when a system cannot mount, unmount or settle; the
+benchmark then marks every remaining workload of that system as failed, with the reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from benchlib import host
+from benchlib.trees import Tree
+
+__all__ = [
+    "FloorSystem",
+    "MemfsSystem",
+    "RcloneSystem",
+    "Scratch",
+    "SetupFailed",
+    "System",
+    "TmpfsSystem",
+]
+
+MOUNT_TIMEOUT_S = 60.0
+UNMOUNT_TIMEOUT_S = 120.0
+SETTLE_TIMEOUT_S = 300.0
+POLL_INTERVAL_S = 0.002
+LOG_TAIL_BYTES = 2000
+
+# Every command the benchmark runs sees the C locale: same sorting and the fast paths of
+# grep and ls on every machine.
+COMMAND_ENV = {**os.environ, "LC_ALL": "C"}
+
+
+class SetupFailed(RuntimeError):
+    """A system could not mount, unmount, settle or preload; the message says why."""
+
+
+class Scratch:
+    """Scratch directories of one benchmark run.
+
+    Attributes:
+        ram: a directory on tmpfs: the source trees and the tmpfs system live here.
+        disk: a directory on the backing filesystem: rclone's remote and cache, memfs's
+            ``$MEMFS_HOME``.
+        mounts: parent of every FUSE mount point.
+        bin: prepended to ``PATH`` of the daemons (holds a ``fusermount`` fallback).
+        repo: the memfs repository (for ``scripts/floorfs.py`` and ``.venv``).
+    """
+
+    def __init__(self, ram: Path, disk: Path, repo: Path) -> None:
+        self.ram = ram
+        self.disk = disk
+        self.mounts = disk / "mnt"
+        self.bin = disk / "bin"
+        self.repo = repo
+        for directory in (self.mounts, self.bin):
+            directory.mkdir(parents=True, exist_ok=True)
+        self._make_fusermount_fallback()
+
+    def _make_fusermount_fallback(self) -> None:
+        # rclone's FUSE library calls `fusermount`; Debian's fuse3 ships `fusermount3`.
+        if shutil.which("fusermount") is None and shutil.which("fusermount3") is not None:
+            (self.bin / "fusermount").symlink_to(shutil.which("fusermount3") or "")
+
+    def daemon_env(self, **extra: str) -> dict[str, str]:
+        env = {**COMMAND_ENV, **extra}
+        env["PATH"] = f"{self.bin}{os.pathsep}{env.get('PATH', '')}"
+        return env
+
+
+def fusermount_command() -> str:
+    """``fusermount3`` if installed, else ``fusermount``."""
+    return shutil.which("fusermount3") or shutil.which("fusermount") or "fusermount3"
+
+
+def run_checked(argv: list[str], *, timeout_s: float, what: str) -> None:
+    """Runs an untimed helper command; raises :class:`SetupFailed` on failure."""
+    try:
+        result = subprocess.run(
+            argv, capture_output=True, text=True, timeout=timeout_s, env=COMMAND_ENV
+        )
+    except subprocess.TimeoutExpired as exc:
+        raise SetupFailed(f"{what}: `{' '.join(argv)}` timed out after {timeout_s:.0f} s") from exc
+    if result.returncode != 0:
+        output = (result.stderr or result.stdout).strip()[-LOG_TAIL_BYTES:]
+        raise SetupFailed(f"{what}: `{' '.join(argv)}` exited {result.returncode}: {output}")
+
+
+def tree_listing(root: Path) -> dict[str, int]:
+    """Relative path → size of every regular file below ``root``."""
+    listing = {}
+    for directory, _subdirs, names in os.walk(root):
+        for name in names:
+            path = os.path.join(directory, name)
+            listing[os.path.relpath(path, root)] = os.stat(path).st_size
+    return listing
+
+
+class System:
+    """One filesystem under test. Subclasses implement the session hooks.
+
+    Attributes:
+        key: short name used in the JSON document ("memfs").
+        title: column heading.
+        notes: what a reader needs to know to read this column honestly.
+        root: the directory workloads run in while a session is open, else None.
+        last_mount_s: wall-clock seconds of the latest mount, from starting the daemon
+            to the mount answering ``readdir`` on the root with the preloaded tree in it.
+    """
+
+    key = "system"
+    title = "system"
+    # Can the same session be unmounted and mounted again without losing data?
+    can_remount = True
+    # Caveats printed beside the cold-read and mount-time figures.
+    cold_note: str | None = None
+    mount_note: str | None = None
+
+    def __init__(self, scratch: Scratch) -> None:
+        self.scratch = scratch
+        self.notes: list[str] = []
+        self.root: Path | None = None
+        self.last_mount_s: float | None = None
+        self.session: str | None = None
+        if not host.can_drop_caches():
+            self.cold_note = self.cold_note or "remount only: page cache not dropped (not root)"
+
+    # -------------------------------------------------------------- interface
+
+    def open_session(self, session: str, preload: Tree | None = None) -> Path:
+        """Starts a fresh, empty filesystem; copies ``preload`` into ``<root>/<name>``
+        (untimed); returns the root. Raises :class:`SetupFailed`."""
+        raise NotImplementedError
+
+    def go_cold(self) -> None:
+        """Makes the next access as cold as this system can be made (see module doc)."""
+
+    def settle(self) -> None:
+        """Waits until every write so far is where a fresh mount would find it."""
+
+    def remount(self, *, drop_caches: bool) -> None:
+        """Unmounts and mounts the same session again (updates :attr:`last_mount_s`)."""
+        raise SetupFailed(f"{self.title} cannot be remounted")
+
+    def close_session(self) -> None:
+        """Unmounts and removes the session's data."""
+
+    def daemon_pid(self) -> int | None:
+        """PID of the FUSE daemon while mounted (memory figures), else None."""
+        return None
+
+    def abandon(self) -> None:
+        """Last-resort clean-up after a failure or Ctrl-C: never raises."""
+        with contextlib.suppress(Exception):
+            self.close_session()
+
+
+class TmpfsSystem(System):
+    """A directory on kernel tmpfs: the limit (no FUSE round trips at all)."""
+
+    key = "tmpfs"
+    title = "tmpfs"
+    can_remount = False
+    cold_note = "= warm (no cold state)"
+    mount_note = "no mount"
+
+    def __init__(self, scratch: Scratch) -> None:
+        super().__init__(scratch)
+        self.notes = ["kernel tmpfs: cold read = warm read (the page cache is the storage)"]
+
+    def open_session(self, session: str, preload: Tree | None = None) -> Path:
+        self.session = session
+        root = self.scratch.ram / "tmpfs" / session
+        shutil.rmtree(root, ignore_errors=True)
+        root.mkdir(parents=True)
+        if preload is not None:
+            run_checked(
+                ["cp", "-r", str(preload.path), str(root / preload.name)],
+                timeout_s=600,
+                what="preload",
+            )
+        self.root = root
+        return root
+
+    def close_session(self) -> None:
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
+        self.root = None
+
+
+class FuseDaemonSystem(System):
+    """A system served by a FUSE daemon process that this object starts and stops."""
+
+    def __init__(self, scratch: Scratch) -> None:
+        super().__init__(scratch)
+        self.process: subprocess.Popen[bytes] | None = None
+        self.mount_point: Path | None = None
+        self.log_path: Path | None = None
+        self._ready_entry: str | None = None
+
+    # Subclass hooks.
+    def daemon_argv(self) -> list[str]:
+        raise NotImplementedError
+
+    def daemon_environment(self) -> dict[str, str]:
+        return self.scratch.daemon_env()
+
+    def session_root(self) -> Path:
+        assert self.mount_point is not None
+        return self.mount_point
+
+    def unmount_argv(self) -> list[str]:
+        assert self.mount_point is not None
+        return [fusermount_command(), "-u", str(self.mount_point)]
+
+    # Mechanics.
+    def _log_tail(self) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        data = self.log_path.read_bytes()[-LOG_TAIL_BYTES:]
+        return data.decode("utf-8", errors="replace").strip()
+
+    def _mount(self, *, drop_caches: bool) -> None:
+        assert self.mount_point is not None and self.log_path is not None
+        self.mount_point.mkdir(parents=True, exist_ok=True)
+        if drop_caches:
+            host.drop_caches()
+        argv = self.daemon_argv()
+        with open(self.log_path, "ab") as log:
+            started = time.perf_counter()
+            self.process = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=self.daemon_environment(),
+                start_new_session=True,
+                cwd=self.scratch.disk,
+            )
+        root = self.session_root()
+        deadline = started + MOUNT_TIMEOUT_S
+        while True:
+            if self.process.poll() is not None:
+                raise SetupFailed(
+                    f"`{' '.join(argv)}` exited with status {self.process.returncode} before "
+                    f"the mount was ready: {self._log_tail() or '(no output)'}"
+                )
+            if self._ready(root):
+                break
+            if time.perf_counter() > deadline:
+                raise SetupFailed(
+                    f"`{' '.join(argv)}` not ready after {MOUNT_TIMEOUT_S:.0f} s: "
+                    f"{self._log_tail() or '(no output)'}"
+                )
+            time.sleep(POLL_INTERVAL_S)
+        self.last_mount_s = time.perf_counter() - started
+        self.root = root
+
+    def _ready(self, root: Path) -> bool:
+        assert self.mount_point is not None
+        if not host.is_mount_point(self.mount_point):
+            return False
+        try:
+            names = os.listdir(root)
+        except OSError:
+            return False
+        return self._ready_entry is None or self._ready_entry in names
+
+    def _unmount(self) -> None:
+        if self.process is None:
+            return
+        process, self.process, self.root = self.process, None, None
+        failure = None
+        if self.mount_point is not None and host.is_mount_point(self.mount_point):
+            result = subprocess.run(
+                self.unmount_argv(), capture_output=True, text=True, timeout=UNMOUNT_TIMEOUT_S
+            )
+            if result.returncode != 0:
+                failure = (
+                    f"`{' '.join(self.unmount_argv())}` exited {result.returncode}: "
+                    + (result.stderr or result.stdout).strip()[-LOG_TAIL_BYTES:]
+                )
+        try:
+            process.wait(timeout=UNMOUNT_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            failure = failure or f"daemon {process.pid} still running after unmount"
+        if failure is not None:
+            self._force_stop(process)
+            raise SetupFailed(failure)
+
+    def _force_stop(self, process: subprocess.Popen[bytes] | None) -> None:
+        if self.mount_point is not None and host.is_mount_point(self.mount_point):
+            subprocess.run(
+                [fusermount_command(), "-u", "-z", str(self.mount_point)],
+                capture_output=True,
+                timeout=30,
+            )
+        if process is not None and process.poll() is None:
+            for sig in (signal.SIGTERM, signal.SIGKILL):
+                with contextlib.suppress(ProcessLookupError):
+                    process.send_signal(sig)
+                try:
+                    process.wait(timeout=10)
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+
+    def _start_session(self, session: str) -> None:
+        self.session = session
+        self.mount_point = self.scratch.mounts / f"{self.key}-{session}"
+        self.log_path = self.scratch.disk / f"{self.key}-{session}.log"
+
+    def remount(self, *, drop_caches: bool) -> None:
+        self._unmount()
+        self._mount(drop_caches=drop_caches)
+
+    def daemon_pid(self) -> int | None:
+        return self.process.pid if self.process is not None else None
+
+    def close_session(self) -> None:
+        self._unmount()
+
+    def abandon(self) -> None:
+        process, self.process, self.root = self.process, None, None
+        with contextlib.suppress(Exception):
+            if process is not None and process.poll() is None and self.mount_point is not None:
+                subprocess.run(self.unmount_argv(), capture_output=True, timeout=30)
+                process.wait(timeout=30)
+        with contextlib.suppress(Exception):
+            self._force_stop(process)
+
+
+class RcloneSystem(FuseDaemonSystem):
+    """``rclone mount`` of a local directory with ``--vfs-cache-mode writes``."""
+
+    key = "rclone"
+    title = "rclone"
+
+    def __init__(self, scratch: Scratch) -> None:
+        super().__init__(scratch)
+        self.notes = [
+            "rclone mount of a local directory, --vfs-cache-mode writes, other options at "
+            "rclone's defaults (--vfs-write-back 5s: a close returns before the data reaches "
+            "the directory; not durable at close)",
+            "cold = wait for uploads, unmount, empty the VFS cache, drop the page cache, mount",
+        ]
+
+    def _session_dir(self) -> Path:
+        return self.scratch.disk / "rclone" / (self.session or "none")
+
+    def daemon_argv(self) -> list[str]:
+        assert self.mount_point is not None
+        directory = self._session_dir()
+        return [
+            "rclone", "mount", str(directory / "remote"), str(self.mount_point),
+            "--vfs-cache-mode", "writes",
+            "--cache-dir", str(directory / "cache"),
+            "--config", "/dev/null",
+        ]  # fmt: skip
+
+    def open_session(self, session: str, preload: Tree | None = None) -> Path:
+        if shutil.which("rclone") is None:
+            raise SetupFailed("rclone is not installed (scripts/setup installs Debian's rclone)")
+        self._start_session(session)
+        directory = self._session_dir()
+        shutil.rmtree(directory, ignore_errors=True)
+        (directory / "remote").mkdir(parents=True)
+        if preload is not None:
+            run_checked(
+                ["cp", "-r", str(preload.path), str(directory / "remote" / preload.name)],
+                timeout_s=600,
+                what="preload",
+            )
+            self._ready_entry = preload.name
+        else:
+            self._ready_entry = None
+        self._mount(drop_caches=True)
+        return self.session_root()
+
+    def settle(self) -> None:
+        # Uploads are done when the remote directory holds what the mount shows.
+        assert self.mount_point is not None
+        deadline = time.monotonic() + SETTLE_TIMEOUT_S
+        expected = tree_listing(self.mount_point)
+        while tree_listing(self._session_dir() / "remote") != expected:
+            if time.monotonic() > deadline:
+                raise SetupFailed(f"rclone uploads not finished after {SETTLE_TIMEOUT_S:.0f} s")
+            time.sleep(0.1)
+
+    def go_cold(self) -> None:
+        self.settle()
+        self._unmount()
+        shutil.rmtree(self._session_dir() / "cache", ignore_errors=True)
+        self._mount(drop_caches=True)
+
+    def close_session(self) -> None:
+        super().close_session()
+        shutil.rmtree(self._session_dir(), ignore_errors=True)
+
+
+class FloorSystem(FuseDaemonSystem):
+    """``scripts/floorfs.py``: the pyfuse3 stack with nothing behind it."""
+
+    key = "floor"
+    title = "pyfuse3 floor"
+    can_remount = False
+    cold_note = "page cache dropped, no remount"
+    mount_note = "empty filesystem"
+
+    def __init__(self, scratch: Scratch) -> None:
+        super().__init__(scratch)
+        if not host.can_drop_caches():
+            self.cold_note = "NOT cold: page cache cannot be dropped (not root)"
+        self.notes = [
+            "scripts/floorfs.py: in-memory pyfuse3 + trio filesystem (dicts and bytearrays)",
+            "cold = drop the page cache only (a remount would lose the in-memory data)",
+            "its mount time is that of an empty filesystem (preloading goes through the mount)",
+        ]
+
+    def daemon_argv(self) -> list[str]:
+        assert self.mount_point is not None
+        return [
+            sys.executable,
+            str(self.scratch.repo / "scripts" / "floorfs.py"),
+            str(self.mount_point),
+        ]
+
+    def open_session(self, session: str, preload: Tree | None = None) -> Path:
+        self._start_session(session)
+        self._ready_entry = None
+        self._mount(drop_caches=True)
+        root = self.session_root()
+        if preload is not None:
+            run_checked(
+                ["cp", "-r", str(preload.path), str(root / preload.name)],
+                timeout_s=600,
+                what="preload",
+            )
+        return root
+
+    def go_cold(self) -> None:
+        host.drop_caches()
+
+    def remount(self, *, drop_caches: bool) -> None:
+        raise SetupFailed("floorfs keeps its data in memory: a remount would lose it")
+
+
+class MemfsSystem(FuseDaemonSystem):
+    """memfs's embedded mount: ``memfs mount MOUNTPOINT --store NAME --foreground``.
+
+    Stores are created and preloaded through the engine (``memfs.store.Engine``), not
+    through the mount: preloading is not what is measured, and a 10,000-memory store
+    takes long enough through the engine already.
+    """
+
+    key = "memfs"
+    title = "memfs"
+
+    # The copy-in workload keeps every repeat's copy: more than the default 10,000.
+    MEMORY_LIMIT = 1_000_000
+
+    def __init__(self, scratch: Scratch, memfs_command: str) -> None:
+        super().__init__(scratch)
+        self.memfs_command = memfs_command
+        self.home = scratch.disk / "memfs-home"  # one $MEMFS_HOME per session below it
+        self.store_name: str | None = None
+        self.seed_rate_ms: float | None = None
+        self.notes = [
+            "memfs embedded mount (SQLite WAL in $MEMFS_HOME on the backing dir, "
+            "synchronous=FULL: every close is a durable commit)",
+            "cold = memfs umount, drop the page cache, mount",
+            f"MEMFS_MEMORY_LIMIT={self.MEMORY_LIMIT} so every repeat's copy fits in one store",
+        ]
+
+    def daemon_environment(self) -> dict[str, str]:
+        env = self.scratch.daemon_env(
+            MEMFS_HOME=str(self._session_home()), MEMFS_MEMORY_LIMIT=str(self.MEMORY_LIMIT)
+        )
+        env.pop("MEMFS_DATABASE", None)
+        return env
+
+    def _session_home(self) -> Path:
+        return self.home / (self.session or "none")
+
+    def daemon_argv(self) -> list[str]:
+        assert self.mount_point is not None and self.store_name is not None
+        return [
+            self.memfs_command,
+            "mount",
+            str(self.mount_point),
+            "--store",
+            self.store_name,
+            "--foreground",
+        ]
+
+    def unmount_argv(self) -> list[str]:
+        assert self.mount_point is not None
+        return [self.memfs_command, "umount", str(self.mount_point)]
+
+    def session_root(self) -> Path:
+        assert self.mount_point is not None and self.store_name is not None
+        from memfs.rules import slugify
+
+        return self.mount_point / slugify(self.store_name)
+
+    def _create_store(self, name: str, preload: Tree | None) -> None:
+        previous = {key: os.environ.get(key) for key in ("MEMFS_HOME", "MEMFS_DATABASE")}
+        os.environ["MEMFS_HOME"] = str(self._session_home())
+        os.environ.pop("MEMFS_DATABASE", None)
+        try:
+            from memfs.config import database_url
+            from memfs.store import Engine
+
+            # synchronous_full=False: seeding is not measured; the mount itself opens the
+            # database with its own (durable) settings.
+            with Engine(
+                database_url(), memory_limit=self.MEMORY_LIMIT, synchronous_full=False
+            ) as engine:
+                store = engine.create_store(name)
+                if preload is None:
+                    return
+                started = time.perf_counter()
+                for relative in preload.files:
+                    content = (preload.path / relative).read_text(encoding="utf-8")
+                    engine.create_memory(
+                        store.id, f"/{preload.name}/{relative}", content, actor=None
+                    )
+                elapsed = time.perf_counter() - started
+                self.seed_rate_ms = 1000 * elapsed / max(1, len(preload.files))
+        except Exception as exc:  # any engine failure makes this column fail, not the run
+            raise SetupFailed(f"creating store {name!r} through the engine: {exc!r}") from exc
+        finally:
+            for key, value in previous.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    def open_session(self, session: str, preload: Tree | None = None) -> Path:
+        self._start_session(session)
+        self.store_name = f"bench {session}"
+        self._create_store(self.store_name, preload)
+        self._ready_entry = preload.name if preload is not None else None
+        self._mount(drop_caches=True)
+        return self.session_root()
+
+    def go_cold(self) -> None:
+        self.remount(drop_caches=True)
+
+    def close_session(self) -> None:
+        super().close_session()
+        shutil.rmtree(self._session_home(), ignore_errors=True)

@@ -1,0 +1,391 @@
+"""The workloads of issue 5, timed by wall clock, each checked for correctness.
+
+A workload's timed command writes to ``/dev/null``; an untimed run of the same command
+(the warm-up, or a check afterwards) is compared with what the tree says it must
+produce, so a filesystem that loses or garbles data fails loudly instead of looking fast.
+
+Sequence for one system (``R`` = repeats):
+
+files session (empty filesystem):
+    1. copy in: ``cp -r`` of each tree into a new directory, R times (every copy kept);
+       checked: same names and sizes.
+    2. warm read: ``cat`` every file of the last copy; one untimed, checked run, then R.
+    3. cold read: R times: make the system cold (see :mod:`benchlib.systems`), ``cat``
+       every file of each tree; checked once afterwards.
+    6. small edits: ``echo LINE >> f`` once per file of the generated tree, in one
+       ``bash`` loop (no fork per append); one untimed round, then R; checked: sizes.
+metadata session (preloaded with the three-level tree, untimed):
+    7. mount time: the first mount (page cache dropped), then R remounts (warm cache).
+    4. metadata: ``find .`` and ``ls -lR .``; one untimed, checked run each, then R.
+    5. search: ``grep -r WORD .``; one untimed run checked against the tree, then R.
+    7. daemon peak RSS (``VmHWM``) after 4 and after 5.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import statistics
+import subprocess
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from benchlib import host
+from benchlib.systems import COMMAND_ENV, SetupFailed, System, tree_listing
+from benchlib.trees import SEARCH_WORD, Tree
+
+__all__ = [
+    "Measurement",
+    "WORKLOADS",
+    "WorkloadFailed",
+    "WorkloadSpec",
+    "run_system",
+]
+
+COMMAND_TIMEOUT_S = 900.0
+EDIT_LINE = "- edited: one more line, appended with echo >> f"
+
+
+class WorkloadFailed(RuntimeError):
+    """A workload's command failed or produced wrong results; the message says which."""
+
+
+@dataclass
+class Measurement:
+    """The result of one workload on one system.
+
+    Attributes:
+        samples: the timed repeats, in seconds (or MB, 10**6 bytes, for memory figures).
+        error: why there are no samples (the workload failed, or was not run).
+        note: a caveat printed beside the figure (e.g. "cold = warm").
+    """
+
+    samples: list[float] = field(default_factory=list)
+    error: str | None = None
+    note: str | None = None
+
+    @property
+    def median(self) -> float | None:
+        return statistics.median(self.samples) if self.samples and not self.error else None
+
+
+@dataclass(frozen=True)
+class WorkloadSpec:
+    """One row of the table. ``unit`` is "s" (time) or "MB" (memory, 10**6 bytes)."""
+
+    key: str
+    label: str
+    unit: str = "s"
+
+
+def workload_specs(generated: Tree, corpus: Tree, metadata: Tree) -> list[WorkloadSpec]:
+    """The rows, in print order, labelled with the sizes actually used."""
+    g, c, m = len(generated.files), len(corpus.files), len(metadata.files)
+    return [
+        WorkloadSpec("copy_generated", f"1 copy in: cp -r, {g:,} generated files"),
+        WorkloadSpec("copy_corpus", f"1 copy in: cp -r, {c:,} corpus files"),
+        WorkloadSpec("warm_generated", f"2 warm read: cat, {g:,} generated"),
+        WorkloadSpec("warm_corpus", f"2 warm read: cat, {c:,} corpus"),
+        WorkloadSpec("cold_generated", f"3 cold read: cat, {g:,} generated"),
+        WorkloadSpec("cold_corpus", f"3 cold read: cat, {c:,} corpus"),
+        WorkloadSpec("find", f"4 metadata: find, {m:,} files"),
+        WorkloadSpec("ls_lR", f"4 metadata: ls -lR, {m:,} files"),
+        WorkloadSpec("grep", f"5 search: grep -r, {m:,} files"),
+        WorkloadSpec("edits", f"6 small edits: {g:,} × echo >> f"),
+        WorkloadSpec("rss_metadata", "7 daemon peak RSS after 4", "MB"),
+        WorkloadSpec("rss_search", "7 daemon peak RSS after 5", "MB"),
+        WorkloadSpec("mount", f"7 mount, {m:,}-file store"),
+        WorkloadSpec("mount_cold", f"7 mount, {m:,}-file store, cold cache"),
+    ]
+
+
+WORKLOADS = [spec.key for spec in workload_specs(*(Tree("", Path(), (), (), "", 0, 0),) * 3)]
+
+
+# ------------------------------------------------------------------------- commands
+
+
+def _run(
+    argv: list[str], cwd: Path, *, capture: bool = False
+) -> subprocess.CompletedProcess[bytes]:
+    try:
+        result = subprocess.run(
+            argv,
+            cwd=cwd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE if capture else subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env=COMMAND_ENV,
+            timeout=COMMAND_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired as exc:
+        # A command this slow means a hung daemon: give up on the whole system.
+        raise SetupFailed(f"`{' '.join(argv)}` timed out after {COMMAND_TIMEOUT_S:.0f} s") from exc
+    if result.returncode != 0:
+        tail = result.stderr.decode("utf-8", errors="replace").strip()[-600:]
+        raise WorkloadFailed(f"`{' '.join(argv)}` exited {result.returncode}: {tail}")
+    return result
+
+
+def timed(argv: list[str], cwd: Path) -> float:
+    """Wall-clock seconds of one run of ``argv`` in ``cwd`` (output to /dev/null).
+
+    Raises:
+        WorkloadFailed: non-zero exit status (the message carries stderr's tail).
+        SetupFailed: the command hung past :data:`COMMAND_TIMEOUT_S`.
+    """
+    started = time.perf_counter()
+    _run(argv, cwd)
+    return time.perf_counter() - started
+
+
+def _cat_argv(list_file: Path) -> list[str]:
+    return ["xargs", "-0", "-a", str(list_file), "cat"]
+
+
+def _edit_argv(list_file: Path, line: str) -> list[str]:
+    # One bash process; `echo` is a builtin, so each append is open+write+close only.
+    script = 'while IFS= read -r -d "" f; do echo "$1" >> "$f"; done < "$0"'
+    return ["bash", "-c", script, str(list_file), line]
+
+
+def check_copy(tree: Tree, destination: Path) -> None:
+    """Raises :class:`WorkloadFailed` unless ``destination`` holds ``tree``'s files."""
+    expected = dict(zip(tree.files, tree.sizes_bytes, strict=True))
+    found = tree_listing(destination)
+    if found != expected:
+        missing = sorted(set(expected) - set(found))[:3]
+        extra = sorted(set(found) - set(expected))[:3]
+        wrong = sorted(k for k in set(found) & set(expected) if found[k] != expected[k])[:3]
+        raise WorkloadFailed(
+            f"copy of {tree.name} is wrong: missing {missing}, unexpected {extra}, "
+            f"wrong size {wrong} (first three of each)"
+        )
+
+
+def check_read(tree: Tree, directory: Path, list_file: Path) -> None:
+    """Raises :class:`WorkloadFailed` unless reading every file gives ``tree``'s bytes."""
+    data = _run(_cat_argv(list_file), directory, capture=True).stdout
+    if hashlib.sha256(data).hexdigest() != tree.sha256:
+        raise WorkloadFailed(
+            f"reading {tree.name} gave {len(data):,} bytes with a different SHA-256 "
+            f"(expected {tree.total_bytes:,} bytes)"
+        )
+
+
+# ------------------------------------------------------------------------- the runner
+
+
+@dataclass
+class SystemRun:
+    """Everything measured on one system; ``failure`` names a fatal setup error."""
+
+    results: dict[str, Measurement] = field(default_factory=dict)
+    failure: str | None = None
+    seed_rate_ms: float | None = None
+
+
+Progress = Callable[[str], None]
+
+
+def run_system(
+    system: System,
+    *,
+    generated: Tree,
+    corpus: Tree,
+    metadata: Tree,
+    repeats: int,
+    work: Path,
+    progress: Progress,
+) -> SystemRun:
+    """Runs every workload on ``system``; never raises for a failure of the system.
+
+    Args:
+        system: the filesystem under test (no session open).
+        generated, corpus, metadata: the trees (see :mod:`benchlib.trees`).
+        repeats: timed repeats per workload (the median is reported).
+        work: a scratch directory for file lists.
+        progress: called with one line per step.
+
+    Returns:
+        The measurements; a workload that failed has ``error`` set, and after a
+        :class:`SetupFailed` every workload not yet run says so.
+    """
+    run = SystemRun()
+    lists = {
+        tree.name: tree.write_file_list(work / f"{tree.name}.list")
+        for tree in (generated, corpus, metadata)
+    }
+
+    def record(key: str, action: Callable[[], Measurement]) -> None:
+        try:
+            run.results[key] = action()
+        except WorkloadFailed as exc:
+            run.results[key] = Measurement(error=str(exc))
+            progress(f"{system.key}: {key} FAILED: {exc}")
+
+    def repeat(label: str, once: Callable[[], float], count: int = repeats) -> Measurement:
+        samples = []
+        for index in range(count):
+            samples.append(once())
+            progress(f"{system.key}: {label} {index + 1}/{count}: {samples[-1] * 1000:.1f} ms")
+        return Measurement(samples)
+
+    try:
+        # ---------------------------------------------------------- files session
+        root = system.open_session("files")
+        for tree in (generated, corpus):
+
+            def copy_in(tree: Tree = tree) -> Measurement:
+                samples = []
+                for index in range(repeats):
+                    destination = root / f"{tree.name}-{index}"
+                    samples.append(timed(["cp", "-r", str(tree.path), str(destination)], root))
+                    progress(
+                        f"{system.key}: copy {tree.name} {index + 1}/{repeats}: "
+                        f"{samples[-1] * 1000:.1f} ms"
+                    )
+                    check_copy(tree, destination)
+                return Measurement(samples)
+
+            record(f"copy_{tree.name}", copy_in)
+        system.settle()
+        last = repeats - 1
+        for tree in (generated, corpus):
+            directory = root / f"{tree.name}-{last}"
+
+            def warm(tree: Tree = tree, directory: Path = directory) -> Measurement:
+                check_read(tree, directory, lists[tree.name])
+                return repeat(
+                    f"warm read {tree.name}", lambda: timed(_cat_argv(lists[tree.name]), directory)
+                )
+
+            record(f"warm_{tree.name}", warm)
+        cold_samples: dict[str, list[float]] = {generated.name: [], corpus.name: []}
+        cold_errors: dict[str, str] = {}
+        for index in range(repeats):
+            system.go_cold()
+            root = system.root or root
+            for tree in (generated, corpus):
+                if tree.name in cold_errors:
+                    continue
+                try:
+                    seconds = timed(_cat_argv(lists[tree.name]), root / f"{tree.name}-{last}")
+                except WorkloadFailed as exc:
+                    cold_errors[tree.name] = str(exc)
+                    continue
+                cold_samples[tree.name].append(seconds)
+                progress(
+                    f"{system.key}: cold read {tree.name} {index + 1}/{repeats}: "
+                    f"{seconds * 1000:.1f} ms"
+                )
+        for tree in (generated, corpus):
+
+            def cold(tree: Tree = tree) -> Measurement:
+                if tree.name in cold_errors:
+                    raise WorkloadFailed(cold_errors[tree.name])
+                check_read(tree, root / f"{tree.name}-{last}", lists[tree.name])
+                return Measurement(cold_samples[tree.name], note=system.cold_note)
+
+            record(f"cold_{tree.name}", cold)
+
+        def edits() -> Measurement:
+            directory = root / f"{generated.name}-{last}"
+            lines = [f"{EDIT_LINE} (round {n})" for n in range(repeats + 1)]
+            _run(_edit_argv(lists[generated.name], lines[0]), directory)
+            samples = []
+            for index in range(repeats):
+                samples.append(
+                    timed(_edit_argv(lists[generated.name], lines[index + 1]), directory)
+                )
+                progress(f"{system.key}: edits {index + 1}/{repeats}: {samples[-1] * 1000:.1f} ms")
+            grown = sum(len(line.encode()) + 1 for line in lines)
+            expected = {
+                f: size + grown
+                for f, size in zip(generated.files, generated.sizes_bytes, strict=True)
+            }
+            if tree_listing(directory) != expected:
+                raise WorkloadFailed("after the appends, file sizes are not what was appended")
+            return Measurement(samples)
+
+        record("edits", edits)
+        system.close_session()
+
+        # ------------------------------------------------------- metadata session
+        root = system.open_session("meta", preload=metadata)
+        run.seed_rate_ms = getattr(system, "seed_rate_ms", None)
+        first_mount_s = system.last_mount_s
+        directory = root / metadata.name
+
+        def find() -> Measurement:
+            listed = _run(["find", "."], directory, capture=True).stdout.count(b"\n")
+            expected = len(metadata.files) + metadata.directories + 1
+            if listed != expected:
+                raise WorkloadFailed(f"find listed {listed:,} entries, expected {expected:,}")
+            return repeat("find", lambda: timed(["find", "."], directory))
+
+        def ls_lr() -> Measurement:
+            out = _run(["ls", "-lR", "."], directory, capture=True).stdout
+            regular = sum(1 for line in out.splitlines() if line.startswith(b"-"))
+            if regular != len(metadata.files):
+                raise WorkloadFailed(
+                    f"ls -lR listed {regular:,} files, expected {len(metadata.files):,}"
+                )
+            return repeat("ls -lR", lambda: timed(["ls", "-lR", "."], directory))
+
+        def grep() -> Measurement:
+            out = _run(["grep", "-rl", SEARCH_WORD, "."], directory, capture=True).stdout
+            hits = out.count(b"\n")
+            if hits != metadata.search_hits:
+                raise WorkloadFailed(
+                    f"grep found {SEARCH_WORD!r} in {hits:,} files, "
+                    f"expected {metadata.search_hits:,}"
+                )
+            return repeat("grep -r", lambda: timed(["grep", "-r", SEARCH_WORD, "."], directory))
+
+        def peak_rss() -> Measurement:
+            pid = system.daemon_pid()
+            if pid is None:
+                return Measurement(note="no daemon")
+            kib = host.memory_kib(pid, "VmHWM")
+            if kib is None:
+                raise WorkloadFailed(f"cannot read /proc/{pid}/status")
+            return Measurement([kib * 1024 / 1e6])
+
+        record("find", find)
+        record("ls_lR", ls_lr)
+        record("rss_metadata", peak_rss)
+        record("grep", grep)
+        record("rss_search", peak_rss)
+
+        def mount_time() -> Measurement:
+            if not system.can_remount:
+                samples = [first_mount_s] if first_mount_s is not None else []
+                return Measurement(samples, note=system.mount_note)
+
+            def once() -> float:
+                system.remount(drop_caches=False)
+                assert system.last_mount_s is not None
+                return system.last_mount_s
+
+            return repeat("mount", once)
+
+        record("mount", mount_time)
+        if not system.can_remount or first_mount_s is None:
+            run.results["mount_cold"] = Measurement(note=system.mount_note and "see mount")
+        else:
+            note = None if host.can_drop_caches() else "page cache NOT dropped (not root)"
+            run.results["mount_cold"] = Measurement([first_mount_s], note=note)
+        system.close_session()
+    except SetupFailed as exc:
+        run.failure = str(exc)
+        progress(f"{system.key}: FAILED: {exc}")
+        system.abandon()
+    except BaseException:
+        system.abandon()
+        raise
+    for key in WORKLOADS:
+        if key not in run.results and run.failure:
+            run.results[key] = Measurement(error=f"not run: {run.failure}")
+    return run

@@ -1,0 +1,126 @@
+"""scripts/floorfs.py does what the benchmark's workloads need, correctly."""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from benchlib.host import is_mount_point
+
+SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
+
+pytestmark = pytest.mark.fuse
+
+MOUNT_DEADLINE_S = 20.0
+
+
+@pytest.fixture
+def floor(fuse_available: None, tmp_path: Path) -> Iterator[Path]:
+    mount_point = tmp_path / "mnt"
+    mount_point.mkdir()
+    log = (tmp_path / "floorfs.log").open("wb")
+    process = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "floorfs.py"), str(mount_point)],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + MOUNT_DEADLINE_S
+    while not is_mount_point(mount_point):
+        assert process.poll() is None, (tmp_path / "floorfs.log").read_text()
+        assert time.monotonic() < deadline, "floorfs did not mount in time"
+        time.sleep(0.01)
+    try:
+        yield mount_point
+    finally:
+        fusermount = shutil.which("fusermount3") or "fusermount"
+        subprocess.run([fusermount, "-u", str(mount_point)], check=False)
+        try:
+            status = process.wait(timeout=30)
+        finally:
+            if process.poll() is None:
+                process.kill()
+            log.close()
+        assert status == 0, (tmp_path / "floorfs.log").read_text()
+        assert not is_mount_point(mount_point)
+
+
+def test_files_and_directories_behave_like_a_filesystem(floor: Path) -> None:
+    (floor / "a" / "b").mkdir(parents=True)
+    note = floor / "a" / "b" / "note.md"
+    note.write_text("one\n")
+    with note.open("a") as stream:  # the small-edits workload: echo >> f
+        stream.write("two\n")
+    assert note.read_text() == "one\ntwo\n"
+    assert note.stat().st_size == 8
+
+    note.write_text("short\n")  # O_TRUNC
+    assert note.read_text() == "short\n"
+    with note.open("r+b") as stream:  # a write past the end leaves a hole of zeros
+        stream.seek(10)
+        stream.write(b"x")
+    assert note.read_bytes() == b"short\n\0\0\0\0x"
+    os.truncate(note, 3)
+    assert note.read_bytes() == b"sho"
+
+    other = floor / "a" / "other.md"
+    other.write_text("other\n")
+    os.rename(other, note)  # replaces the target
+    assert note.read_text() == "other\n"
+    assert sorted(os.listdir(floor / "a")) == ["b"]
+
+    os.rename(floor / "a" / "b", floor / "c")
+    assert (floor / "c" / "note.md").read_text() == "other\n"
+    assert os.stat(floor).st_nlink == 4  # ., a, c (and the root's own entry)
+
+
+def test_errors_are_the_ones_tools_expect(floor: Path) -> None:
+    (floor / "d").mkdir()
+    (floor / "d" / "f").write_text("x")
+    with pytest.raises(OSError) as not_empty:
+        os.rmdir(floor / "d")
+    assert not_empty.value.errno == errno.ENOTEMPTY
+    with pytest.raises(OSError) as exists:
+        os.mkdir(floor / "d")
+    assert exists.value.errno == errno.EEXIST
+    with pytest.raises(OSError) as missing:
+        os.stat(floor / "nope")
+    assert missing.value.errno == errno.ENOENT
+    with pytest.raises(OSError) as is_dir:
+        os.unlink(floor / "d")
+    assert is_dir.value.errno == errno.EISDIR
+    with pytest.raises(OSError) as symlink:
+        os.symlink("f", floor / "d" / "link")
+    assert symlink.value.errno == errno.ENOSYS
+
+
+def test_an_unlinked_open_file_stays_readable_until_closed(floor: Path) -> None:
+    path = floor / "gone.md"
+    path.write_text("still here\n")
+    with path.open() as stream:
+        os.unlink(path)
+        assert not path.exists()
+        assert stream.read() == "still here\n"
+
+
+def test_readdir_returns_every_entry_once_across_many_replies(floor: Path) -> None:
+    # 3,000 entries do not fit in one readdir reply: the cursor must resume exactly.
+    directory = floor / "many"
+    directory.mkdir()
+    names = {f"entry-{n:05d}-with-a-longish-name.md" for n in range(3000)}
+    for name in names:
+        (directory / name).write_bytes(b"")
+    listed = os.listdir(directory)
+    assert len(listed) == len(names)
+    assert set(listed) == names
+    # Again, after the kernel forgot nothing: lookup counts from readdirplus stay sane.
+    for name in list(names)[:100]:
+        os.unlink(directory / name)
+    assert len(os.listdir(directory)) == len(names) - 100
