@@ -1,0 +1,316 @@
+"""fsck: every check of memfs/store/fsck.py finds the damage it is there for.
+
+Each test damages a database on purpose with raw SQL and asserts the exact finding line.
+Damage that a foreign key would refuse goes through :func:`damage_unchecked` (a plain
+sqlite3 connection without ``foreign_keys``, or PostgreSQL with triggers off).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import sqlite3
+
+import pytest
+from sqlalchemy import create_engine, text
+
+from memfs.errors import CorruptedStore
+from memfs.model import Actor, DeleteMode, MemoryStore
+from memfs.store import Engine
+from memfs.store.engine import blob_key_of
+from memfs.store.fsck import CHECKS
+
+pytestmark = pytest.mark.corrupts_store
+
+WHEN = "2026-01-01T00:00:00.000000Z"
+GHOST_BLOB = "f" * 32
+
+
+def key(text_: str) -> str:
+    return blob_key_of(text_.encode())
+
+
+def sha(text_: str) -> str:
+    return hashlib.sha256(text_.encode()).hexdigest()
+
+
+def findings(engine: Engine) -> list[str]:
+    return list(engine.iter_fsck_findings())
+
+
+def damage_unchecked(engine: Engine, database: str, sql: str) -> None:
+    """Runs ``sql`` with foreign keys not enforced."""
+    if engine.dialect == "sqlite":
+        with contextlib.closing(sqlite3.connect(database.split("///", 1)[1])) as conn:
+            conn.execute(sql)
+            conn.commit()
+        return
+    raw = create_engine(database)
+    try:
+        with raw.begin() as conn:
+            conn.execute(text("SET LOCAL session_replication_role = replica"))
+            conn.execute(text(sql))
+    finally:
+        raw.dispose()
+
+
+COVERED: set[str] = set()
+
+
+def covers(check_name: str):  # type: ignore[no-untyped-def]
+    COVERED.add(check_name)
+    return lambda test: test
+
+
+def test_every_check_has_a_test() -> None:
+    assert {check.__name__ for check in CHECKS} == COVERED
+
+
+def test_a_clean_store_has_no_finding(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    a = engine.create_memory(store.id, "/a", "one", actor=actor, metadata={"k": "v"})
+    engine.update_memory(store.id, a.id, actor=actor, content="two", path="/dir/a")
+    b = engine.create_memory(store.id, "/b", "two", actor=actor)
+    engine.redact_version(store.id, a.memory_version_id, actor=actor)
+    engine.delete_memory(store.id, b.id, actor=actor)
+    engine.restore_memory(store.id, b.id, actor=actor)
+    c = engine.create_memory(store.id, "/c", "three", actor=actor)
+    engine.delete_memory(store.id, c.id, actor=actor, mode=DeleteMode.REDACT)
+    d = engine.create_memory(store.id, "/d", "four", actor=actor)
+    engine.delete_memory(store.id, d.id, actor=actor, mode=DeleteMode.HARD_DELETE)
+    engine.rename_prefix(store.id, "/dir/", "/moved/", actor=actor)
+    other = engine.create_store("other")
+    engine.create_memory(other.id, "/x", "one", actor=actor)
+    engine.delete_store(other.id)
+    engine.archive_store(store.id)
+    assert findings(engine) == []
+
+
+@covers("check_blob_integrity")
+def test_blob_integrity(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    for path, content in (("/a", "aaaa"), ("/b", "bbbb"), ("/c", "cccc")):
+        engine.create_memory(store.id, path, content, actor=actor)
+    engine.execute_raw_for_tests(
+        f"UPDATE blobs SET sha256 = '{'0' * 64}' WHERE key = '{key('aaaa')}'"
+    )
+    engine.execute_raw_for_tests(f"UPDATE blobs SET size_bytes = 99 WHERE key = '{key('bbbb')}'")
+    engine.execute_raw_for_tests(
+        "UPDATE blobs SET data = (SELECT b.data FROM blobs b WHERE b.key = "
+        f"'{key('bbbb')}') WHERE key = '{key('cccc')}'"
+    )
+    found = findings(engine)
+    assert f"blob {key('aaaa')}: bytes do not match the recorded sha256" in found
+    assert f"blob {key('bbbb')}: size_bytes 99 but 4 bytes stored" in found
+    assert f"blob {key('cccc')}: bytes do not hash to the key" in found
+    assert f"blob {key('cccc')}: bytes do not match the recorded sha256" in found
+
+
+@covers("check_no_orphan_blobs")
+def test_orphan_blob(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "first", actor=actor)
+    engine.update_memory(store.id, memory.id, actor=actor, content="second")
+    assert findings(engine) == []
+    # A redaction that forgot to purge the bytes.
+    engine.execute_raw_for_tests(
+        "UPDATE versions SET blob_key = NULL, content_sha256 = NULL, size_bytes = NULL, "
+        f"path = NULL, redacted_at = '{WHEN}' WHERE id = '{memory.memory_version_id}'"
+    )
+    assert findings(engine) == [f"blob {key('first')}: orphan (no memory or version references it)"]
+
+
+@covers("check_no_dangling_blob_refs")
+def test_dangling_blob_references(
+    engine: Engine, database: str, store: MemoryStore, actor: Actor
+) -> None:
+    memory = engine.create_memory(store.id, "/a", "content", actor=actor)
+    damage_unchecked(engine, database, f"DELETE FROM blobs WHERE key = '{key('content')}'")
+    found = findings(engine)
+    assert f"memory {memory.id}: references missing blob {key('content')}" in found
+    assert f"version {memory.memory_version_id}: references missing blob {key('content')}" in (
+        found
+    )
+    # The engine refuses to serve what it can't find.
+    with pytest.raises(CorruptedStore, match=f"blob {key('content')} is referenced but missing"):
+        engine.get_memory(store.id, memory.id)
+
+
+@covers("check_memory_digests")
+def test_memory_digests(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    a = engine.create_memory(store.id, "/a", "aaaa", actor=actor)
+    b = engine.create_memory(store.id, "/b", "bbbb", actor=actor)
+    engine.execute_raw_for_tests(
+        f"UPDATE memories SET content_sha256 = '{sha('other')}' WHERE id = '{a.id}'"
+    )
+    engine.execute_raw_for_tests(f"UPDATE memories SET size_bytes = 5 WHERE id = '{b.id}'")
+    found = findings(engine)
+    assert f"memory {a.id}: content_sha256/size differ from its blob" in found
+    assert f"memory {b.id}: content_sha256/size differ from its blob" in found
+
+
+@covers("check_memory_states")
+def test_memory_states(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    m = [engine.create_memory(store.id, f"/m{i}", f"content {i}", actor=actor) for i in range(5)]
+    engine.delete_memory(store.id, m[2].id, actor=actor)
+    engine.delete_memory(store.id, m[3].id, actor=actor, mode=DeleteMode.REDACT)
+    engine.delete_memory(store.id, m[4].id, actor=actor)
+    raw = engine.execute_raw_for_tests
+    raw(f"UPDATE memories SET delete_mode = 'soft_delete' WHERE id = '{m[0].id}'")
+    raw(f"UPDATE memories SET blob_key = NULL WHERE id = '{m[1].id}'")
+    raw(f"UPDATE memories SET blob_key = '{key('content 0')}' WHERE id = '{m[2].id}'")
+    raw(f"UPDATE memories SET blob_key = NULL WHERE id = '{m[3].id}'")
+    raw(f"UPDATE memories SET delete_mode = 'bogus' WHERE id = '{m[4].id}'")
+    found = findings(engine)
+    assert f"memory {m[0].id}: deleted_at and delete_mode disagree" in found
+    assert f"memory {m[1].id}: live but has no content" in found
+    assert f"memory {m[2].id}: soft-deleted tombstone still references content" in found
+    assert f"memory {m[3].id}: redacted tombstone has no replacement content" in found
+    assert f"memory {m[4].id}: unknown delete_mode 'bogus'" in found
+
+
+@covers("check_heads")
+def test_heads(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    m = [engine.create_memory(store.id, f"/m{i}", f"content {i}", actor=actor) for i in range(4)]
+    newer = engine.update_memory(store.id, m[2].id, actor=actor, content="newer")
+    raw = engine.execute_raw_for_tests
+    raw(f"UPDATE memories SET head_version_id = 'memver_nope' WHERE id = '{m[0].id}'")
+    raw(f"UPDATE memories SET head_version_id = '{m[3].memory_version_id}' WHERE id = '{m[1].id}'")
+    raw(f"UPDATE memories SET head_version_id = '{m[2].memory_version_id}' WHERE id = '{m[2].id}'")
+    raw(f"UPDATE memories SET path = '/elsewhere' WHERE id = '{m[3].id}'")
+    found = findings(engine)
+    assert f"memory {m[0].id}: head version memver_nope does not exist" in found
+    assert f"memory {m[1].id}: head version {m[3].memory_version_id} belongs to {m[3].id}" in found
+    assert (
+        f"memory {m[2].id}: head version {m[2].memory_version_id} is not its newest version"
+        in found
+    )
+    assert f"memory {m[3].id}: head version does not record its current path and content" in found
+    assert newer.memory_version_id != m[2].memory_version_id
+
+
+@covers("check_version_shapes")
+def test_version_shapes(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    m = [engine.create_memory(store.id, f"/m{i}", f"content {i}", actor=actor) for i in range(6)]
+    for memory in m:
+        engine.update_memory(store.id, memory.id, actor=actor, content=memory.path + " v2")
+    engine.delete_memory(store.id, m[4].id, actor=actor)
+    deleted_version = engine.list_versions(store.id, memory_id=m[4].id).items[0].id
+    old = [memory.memory_version_id for memory in m]  # the non-head 'created' versions
+    raw = engine.execute_raw_for_tests
+    raw(f"UPDATE versions SET content_sha256 = NULL WHERE id = '{old[0]}'")
+    raw(f"UPDATE versions SET operation = 'renamed' WHERE id = '{old[1]}'")
+    raw(f"UPDATE versions SET redacted_at = '{WHEN}' WHERE id = '{old[2]}'")
+    raw(f"UPDATE versions SET path = NULL WHERE id = '{old[3]}'")
+    raw(
+        f"UPDATE versions SET blob_key = '{key('content 4')}', "
+        f"content_sha256 = '{sha('content 4')}', size_bytes = 9 WHERE id = '{deleted_version}'"
+    )
+    raw(
+        "UPDATE versions SET blob_key = NULL, content_sha256 = NULL, size_bytes = NULL "
+        f"WHERE id = '{old[5]}'"
+    )
+    found = findings(engine)
+    assert (
+        f"version {old[0]}: blob_key, content_sha256 and size_bytes disagree on nullness" in found
+    )
+    assert f"version {old[1]}: unknown operation 'renamed'" in found
+    assert f"version {old[2]}: redacted but still holds its path or content" in found
+    assert f"version {old[3]}: not redacted but has no path" in found
+    assert f"version {deleted_version}: a deleted version holds content" in found
+    assert f"version {old[5]}: a created version holds no content" in found
+
+
+@covers("check_owners")
+def test_owners(engine: Engine, database: str, store: MemoryStore, actor: Actor) -> None:
+    a = engine.create_memory(store.id, "/a", "a", actor=actor)
+    engine.update_memory(store.id, a.id, actor=actor, content="a2")
+    b = engine.create_memory(store.id, "/b", "b", actor=actor)
+    engine.execute_raw_for_tests(
+        f"UPDATE versions SET memory_id = 'mem_ghost' WHERE id = '{a.memory_version_id}'"
+    )
+    damage_unchecked(
+        engine, database, f"UPDATE memories SET store_id = 'memstore_ghost' WHERE id = '{b.id}'"
+    )
+    damage_unchecked(
+        engine,
+        database,
+        f"UPDATE versions SET store_id = 'memstore_ghost' WHERE id = '{b.memory_version_id}'",
+    )
+    found = findings(engine)
+    assert f"version {a.memory_version_id}: its memory mem_ghost does not exist" in found
+    assert f"memory {b.id}: its store memstore_ghost does not exist" in found
+    assert f"version {b.memory_version_id}: its store memstore_ghost does not exist" in found
+
+
+@covers("check_counters")
+def test_counters(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    engine.create_memory(store.id, "/a", "12345", actor=actor)
+    engine.execute_raw_for_tests(
+        f"UPDATE stores SET entry_count = 6, total_size_bytes = 7 WHERE id = '{store.id}'"
+    )
+    assert findings(engine) == [
+        f"store {store.id}: entry_count 6 but 1 live memories",
+        f"store {store.id}: total_size_bytes 7 but live content is 5",
+    ]
+
+
+@covers("check_paths")
+def test_paths(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    bad = engine.create_memory(store.id, "/bad", "x", actor=actor)
+    engine.create_memory(store.id, "/dir/x", "x", actor=actor)
+    file_over_dir = engine.create_memory(store.id, "/other", "x", actor=actor)
+    engine.create_memory(store.id, "/dup", "x", actor=actor)
+    twin = engine.create_memory(store.id, "/twin", "x", actor=actor)
+    raw = engine.execute_raw_for_tests
+    raw(f"UPDATE memories SET path = '/bad/' WHERE id = '{bad.id}'")
+    raw(f"UPDATE memories SET path = '/dir' WHERE id = '{file_over_dir.id}'")
+    raw("DROP INDEX ix_memories_live_path")
+    raw(f"UPDATE memories SET path = '/dup' WHERE id = '{twin.id}'")
+    found = findings(engine)
+    assert f"memory {bad.id}: invalid path '/bad/': path '/bad/' must not end with '/'" in found
+    assert f"store {store.id}: '/dir' is both a memory and a directory" in found
+    assert f"store {store.id}: several live memories at '/dup'" in found
+
+
+@covers("check_change_feed")
+def test_change_feed(engine: Engine, actor: Actor) -> None:
+    gap, ahead = engine.create_store("gap"), engine.create_store("ahead")
+    for store in (gap, ahead):
+        engine.create_memory(store.id, "/a", "a", actor=actor)
+        engine.create_memory(store.id, "/b", "b", actor=actor)
+    engine.execute_raw_for_tests(f"DELETE FROM changes WHERE store_id = '{gap.id}' AND seq = 1")
+    engine.execute_raw_for_tests(f"UPDATE stores SET last_change_seq = 3 WHERE id = '{ahead.id}'")
+    found = findings(engine)
+    assert f"store {gap.id}: change feed has gaps (1 entries up to seq 2)" in found
+    assert f"store {ahead.id}: last_change_seq 3 but newest change is 2" in found
+    assert len(found) == 2
+
+
+@covers("check_metadata_json")
+def test_metadata_json(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "a", actor=actor)
+    other = engine.create_store("other")
+    raw = engine.execute_raw_for_tests
+    raw(f"UPDATE stores SET metadata_json = 'not json' WHERE id = '{store.id}'")
+    raw(f"UPDATE stores SET metadata_json = '[]' WHERE id = '{other.id}'")
+    raw(f"""UPDATE memories SET metadata_json = '{{"k": 1}}' WHERE id = '{memory.id}'""")
+    found = findings(engine)
+    assert len(found) == 3
+    assert found[0].startswith(f"store {store.id}: invalid metadata: ")
+    assert found[1] == (
+        f"store {other.id}: invalid metadata: invalid metadata: "
+        "metadata must be an object of string keys and string values"
+    )
+    assert found[2] == (
+        f"memory {memory.id}: invalid metadata: invalid metadata: value of 'k' must be a string"
+    )
+
+
+def test_engine_refuses_to_overwrite_a_damaged_blob(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    engine.create_memory(store.id, "/a", "payload", actor=actor)
+    engine.execute_raw_for_tests(
+        f"UPDATE blobs SET sha256 = '{'0' * 64}' WHERE key = '{key('payload')}'"
+    )
+    with pytest.raises(CorruptedStore, match="holds different bytes than its key promises"):
+        engine.create_memory(store.id, "/b", "payload", actor=actor)
+    assert [m.path for m in engine.all_memories(store.id)] == ["/a"]
