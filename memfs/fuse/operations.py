@@ -192,8 +192,11 @@ def _is_local_scratch(node: Node) -> bool:
 
 @dataclass(eq=False)
 class _Handle:
+    """An open file. ``wrote``: data was written (or truncated) through this handle."""
+
     node: Node
     writable: bool
+    wrote: bool = False
 
 
 class Operations(pyfuse3.Operations):
@@ -369,7 +372,10 @@ class Operations(pyfuse3.Operations):
                     buffer.extend(bytes(attr.st_size - len(buffer)))
                 node.dirty = True
                 node.mtime_ns = time.time_ns()
-            if node.open_count == 0:  # truncate(2) of a closed file: one version now
+                if fh is not None and fh in self._handles:
+                    self._handles[fh].wrote = True  # ftruncate(2): commit at close
+            if not any(h.writable and h.node is node for h in self._handles.values()):
+                # truncate(2) of a file no one has open for writing: one version now.
                 async with self._lock:
                     await self._commit(node)
                     self._drop_clean_buffer(node)
@@ -542,7 +548,8 @@ class Operations(pyfuse3.Operations):
 
     @_handler
     async def write(self, fh: int, off: int, buf: bytes) -> int:
-        node = self._handle(fh).node
+        handle = self._handle(fh)
+        node = handle.node
         self._table.content_target(node)
         end = off + len(buf)
         try:
@@ -563,6 +570,7 @@ class Operations(pyfuse3.Operations):
         buffer[off:end] = buf
         node.dirty = True
         node.mtime_ns = time.time_ns()
+        handle.wrote = True
         return len(buf)
 
     def _check_size(self, node: Node, size_bytes: int) -> None:
@@ -575,8 +583,12 @@ class Operations(pyfuse3.Operations):
 
     @_handler
     async def flush(self, fh: int) -> None:
+        # close(2) of any descriptor of the handle. A handle that only truncated (O_TRUNC,
+        # create) and wrote nothing is not committed here but at release: the shell's
+        # `echo x > f` opens, dup2()s onto stdout and closes the original descriptor
+        # before writing, and that close must not make an empty version.
         handle = self._handle(fh)
-        if handle.writable:
+        if handle.writable and (handle.wrote or handle.node.refusal is not None):
             await self._close_commit(handle.node)
 
     @_handler
@@ -602,20 +614,18 @@ class Operations(pyfuse3.Operations):
             return
         node = handle.node
         node.open_count -= 1
-        if node.open_count == 0:
-            node.refusal = None
-            if node.dirty and node.stored and node.parent is not None:
-                # Only reachable if the last commit failed unexpectedly: never drop bytes.
-                saved = save_rejected(self._session_id, node.name, bytes(node.buffer or b""))
-                log.error("%s closed with uncommitted content; kept in %s",
-                          self._table.display_path(node), saved)
-                self.status.record_rejected(
-                    self._table.display_path(node), "EIO", str(saved), "uncommitted at release"
-                )
-                self._reset_to_head(node)
-            self._drop_clean_buffer(node)
-            self._table.release_if_unused(node)
-        self._send_notices()
+        try:
+            if node.open_count == 0 and node.dirty:
+                # Truncated or created and closed without a write (see flush): commit
+                # now. A refusal can only be logged and kept (release has no caller).
+                async with self._lock:
+                    await self._commit(node)
+        finally:
+            if node.open_count == 0:
+                node.refusal = None
+                self._drop_clean_buffer(node)
+                self._table.release_if_unused(node)
+            self._send_notices()
 
     def _drop_clean_buffer(self, node: Node) -> None:
         """Frees the content of a closed file the store holds (it stays in the cache)."""

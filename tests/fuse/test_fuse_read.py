@@ -1,0 +1,89 @@
+"""Reading a mount: SPEC §4 mapping row "open/read, stat, readdir", the per-store layout,
+the read-only mount root, and changes made elsewhere appearing in the mount."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+from fuse_helpers import Mounter, errno_of, exists, run, wait_until
+
+from memfs.store import Engine
+
+
+def test_cat_ls_grep_read_head_content(mount) -> None:
+    notes = mount / "notes"
+    assert run("cat", notes / "hello.md").stdout == "hello\n"
+    listing = run("ls", "-R", mount.path).stdout
+    assert listing.split("\n\n") == [
+        f"{mount.path}:\nnotes",
+        f"{notes}:\nhello.md\nprojects",
+        f"{notes}/projects:\nplan.md\n",
+    ]
+    assert run("grep", "-r", "Plan", mount.path).stdout == f"{notes}/projects/plan.md:# Plan\n"
+
+
+def test_stat_size_is_content_size_and_mtime_is_updated_at(mount, store_engine: Engine) -> None:
+    store_id = mount.status["stores"][0]["id"]
+    memory = store_engine.get_memory_by_path(store_id, "/projects/plan.md", with_content=False)
+    info = os.stat(mount / "notes" / "projects" / "plan.md")
+    assert stat.S_ISREG(info.st_mode)
+    assert info.st_size == memory.content_size_bytes == len("# Plan\n")
+    assert info.st_mtime_ns // 1000 == int(memory.updated_at.timestamp() * 1_000_000)
+    assert stat.S_ISDIR(os.stat(mount / "notes" / "projects").st_mode)
+
+
+def test_per_store_layout_uses_unique_slugs(mounter: Mounter, make_store) -> None:
+    make_store("User Preferences", {"/a.md": "a\n"})
+    second = make_store("user preferences!", {"/b.md": "b\n"})
+    mount = mounter.mount("User Preferences", second.id)
+    assert sorted(os.listdir(mount.path)) == ["user-preferences", "user-preferences-2"]
+    assert (mount / "user-preferences-2" / "b.md").read_text() == "b\n"
+
+
+def test_the_mount_root_is_read_only(mount) -> None:
+    root = mount.path
+    assert errno_of(f"open({str(root / 'x.md')!r}, 'w')") == "EROFS"
+    assert errno_of(f"os.mkdir({str(root / 'dir')!r})") == "EROFS"
+    assert errno_of(f"os.rmdir({str(root / 'notes')!r})") == "EROFS"
+    assert errno_of(f"os.rename({str(root / 'notes')!r}, {str(root / 'other')!r})") == "EROFS"
+    assert os.listdir(root) == ["notes"]
+
+
+def test_reading_a_missing_file_is_enoent(mount) -> None:
+    assert errno_of(f"open({str(mount / 'notes' / 'nope.md')!r})") == "ENOENT"
+
+
+def test_changes_made_elsewhere_appear_within_a_second(mount, store_engine: Engine) -> None:
+    notes = mount / "notes"
+    store_id = mount.status["stores"][0]["id"]
+    assert (notes / "hello.md").read_text() == "hello\n"  # now in the kernel's caches
+
+    created = store_engine.create_memory(store_id, "/elsewhere/new.md", "new\n", actor=None)
+    wait_until(lambda: exists(notes / "elsewhere" / "new.md"), "a created memory")
+    assert (notes / "elsewhere" / "new.md").read_text() == "new\n"
+
+    hello = store_engine.get_memory_by_path(store_id, "/hello.md")
+    store_engine.update_memory(store_id, hello.id, content="hello, world\n", actor=None)
+    wait_until(lambda: (notes / "hello.md").read_text() == "hello, world\n", "a modified memory")
+    assert os.stat(notes / "hello.md").st_size == len("hello, world\n")
+
+    store_engine.update_memory(store_id, created.id, path="/moved.md", actor=None)
+    wait_until(lambda: exists(notes / "moved.md"), "a renamed memory")
+    wait_until(lambda: not exists(notes / "elsewhere"), "the emptied directory to go")
+    assert (notes / "moved.md").read_text() == "new\n"
+
+    store_engine.delete_memory(store_id, created.id, actor=None)
+    wait_until(lambda: not exists(notes / "moved.md"), "a deleted memory")
+
+
+def test_two_mounts_of_one_store_see_each_others_closes(mounter: Mounter, make_store) -> None:
+    make_store("Notes", {"/shared.md": "v1\n"})
+    first = mounter.mount("Notes")
+    second = mounter.mount("Notes")
+    assert (second / "notes" / "shared.md").read_text() == "v1\n"
+    (first / "notes" / "shared.md").write_text("v2\n")
+    wait_until(lambda: (second / "notes" / "shared.md").read_text() == "v2\n",
+               "the second mount to see the first one's close")
+    (second / "notes" / "fresh.md").write_text("fresh\n")
+    wait_until(lambda: exists(first / "notes" / "fresh.md"), "the first mount to see a create")
