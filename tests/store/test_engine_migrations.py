@@ -1,0 +1,88 @@
+"""Schema and migrations: a fresh database is built from ``schema.metadata`` and stamped at
+the Alembic head, the live schema matches the metadata exactly, and reopening works."""
+
+from __future__ import annotations
+
+import threading
+
+from alembic.autogenerate import compare_metadata
+from alembic.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine, inspect
+
+from memfs.model import Actor
+from memfs.store import Engine
+from memfs.store._db import alembic_config
+from memfs.store.schema import metadata
+
+ACTOR = Actor.api_key("apikey_tests")
+
+
+def test_fresh_database_is_at_the_head_and_matches_the_metadata(
+    engine: Engine, database: str
+) -> None:
+    head = ScriptDirectory.from_config(alembic_config()).get_current_head()
+    assert head is not None
+    raw = create_engine(database)
+    try:
+        with raw.connect() as conn:
+            context = MigrationContext.configure(
+                conn, opts={"compare_type": True, "compare_server_default": True}
+            )
+            assert context.get_current_revision() == head
+            assert compare_metadata(context, metadata) == []
+            assert set(inspect(conn).get_table_names()) == set(metadata.tables) | {
+                "alembic_version"
+            }
+            indexes = {i["name"] for i in inspect(conn).get_indexes("memories")}
+            assert {"ix_memories_live_path", "ix_memories_blob"} <= indexes
+    finally:
+        raw.dispose()
+
+
+def test_single_linear_history() -> None:
+    script = ScriptDirectory.from_config(alembic_config())
+    assert len(script.get_heads()) == 1
+    assert len(script.get_bases()) == 1
+
+
+def test_reopening_keeps_data_and_revision(engine: Engine, database: str) -> None:
+    store = engine.create_store("persistent")
+    memory = engine.create_memory(store.id, "/a", "kept", actor=ACTOR)
+    engine.close()
+    reopened = Engine(database)
+    try:
+        assert reopened.get_memory(store.id, memory.id).content == "kept"
+        reopened.create_memory(store.id, "/b", "after reopen", actor=ACTOR)
+        assert list(reopened.iter_fsck_findings()) == []
+    finally:
+        reopened.close()
+    with Engine(database) as third:
+        assert [m.path for m in third.all_memories(store.id)] == ["/a", "/b"]
+
+
+def test_two_servers_opening_a_fresh_database_at_once(database: str) -> None:
+    barrier = threading.Barrier(4)
+    opened: list[Engine | Exception] = []
+
+    def open_engine() -> None:
+        barrier.wait(30)
+        try:
+            opened.append(Engine(database))
+        except Exception as exc:
+            opened.append(exc)
+
+    threads = [threading.Thread(target=open_engine) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    engines = [e for e in opened if isinstance(e, Engine)]
+    try:
+        assert len(engines) == 4, opened
+        store = engines[0].create_store("shared")
+        assert engines[3].get_store(store.id) == store
+        assert list(engines[1].iter_fsck_findings()) == []
+    finally:
+        for eng in engines:
+            eng.close()
