@@ -1,0 +1,131 @@
+"""The house layering rules, checked on the source with ``ast``:
+
+    model/rules/errors/config/ids/wire  ←  store (only SQL)  ←  fuse (only pyfuse3),
+                                                               api (only HTTP)  ←  cli
+
+Every ``import``/``from … import`` statement counts, wherever it is (inside functions and
+``TYPE_CHECKING`` blocks too); relative imports are resolved.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+# schemathesis' pytest plugin imports a module that warns inside the first test it sees;
+# pyproject's filterwarnings should ignore it (reported to the lead).
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:jsonschema.exceptions.RefResolutionError:DeprecationWarning"
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGE = ROOT / "memfs"
+
+CORE = ("memfs.model", "memfs.rules", "memfs.errors", "memfs.config", "memfs.ids", "memfs.wire")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_names(source: str, module: str, is_package: bool) -> Iterator[str]:
+    """Every module ``source`` imports, as absolute dotted names.
+
+    ``from X import a`` yields ``X`` and ``X.a`` (``a`` may be a submodule).
+    """
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                yield alias.name
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                base_parts = base_parts[: len(base_parts) - (node.level - 1)]
+                base = ".".join(base_parts)
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            yield target
+            for alias in node.names:
+                if alias.name != "*":
+                    yield f"{target}.{alias.name}"
+
+
+def source_imports() -> dict[str, set[str]]:
+    """``{module: imported module names}`` for every module of the memfs package."""
+    result: dict[str, set[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        module = module_name(path)
+        result[module] = set(
+            imported_names(path.read_text(), module, is_package=path.name == "__init__.py")
+        )
+    return result
+
+
+IMPORTS = source_imports()
+
+
+def within(name: str, *prefixes: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
+
+
+def offenders(importers: tuple[str, ...] | None, exempt: tuple[str, ...], *targets: str) -> list:
+    """``(module, imported)`` pairs where a module (under ``importers``, or any module when
+    None) that is not under ``exempt`` imports something under ``targets``."""
+    found = []
+    for module, names in IMPORTS.items():
+        if importers is not None and not within(module, *importers):
+            continue
+        if exempt and within(module, *exempt):
+            continue
+        found.extend((module, name) for name in sorted(names) if within(name, *targets))
+    return found
+
+
+def test_the_scan_sees_the_package() -> None:
+    assert "memfs.store.engine" in IMPORTS and "memfs.rules" in IMPORTS
+    assert "sqlalchemy" in IMPORTS["memfs.store.engine"]
+    assert "memfs.rules" in IMPORTS["memfs.store.engine"]
+
+
+def test_relative_imports_are_resolved() -> None:
+    source = "from . import fsck\nfrom ..rules import slugify\nimport pyfuse3.x\n"
+    names = set(imported_names(source, "memfs.store.engine", is_package=False))
+    assert {"memfs.store", "memfs.store.fsck", "memfs.rules", "memfs.rules.slugify"} <= names
+    assert "pyfuse3.x" in names
+    names = set(imported_names("from .engine import Engine\n", "memfs.store", is_package=True))
+    assert "memfs.store.engine" in names
+    nested = "def f():\n    if True:\n        from memfs.api import app\n"
+    assert "memfs.api" in set(imported_names(nested, "memfs.rules", is_package=False))
+
+
+@pytest.mark.parametrize(
+    ("libraries", "owner"),
+    [
+        (("sqlalchemy", "alembic"), "memfs.store"),
+        (("pyfuse3",), "memfs.fuse"),
+        (("fastapi", "starlette", "hypercorn"), "memfs.api"),
+    ],
+)
+def test_only_one_layer_imports_each_library(libraries: tuple[str, ...], owner: str) -> None:
+    assert offenders(None, (owner,), *libraries) == []
+
+
+def test_core_imports_no_upper_layer() -> None:
+    upper = ("memfs.store", "memfs.fuse", "memfs.api", "memfs.cli")
+    assert offenders(CORE, (), *upper) == []
+
+
+def test_store_imports_neither_fuse_nor_api_nor_cli() -> None:
+    assert offenders(("memfs.store",), (), "memfs.fuse", "memfs.api", "memfs.cli") == []
+
+
+def test_fuse_and_api_never_import_cli() -> None:
+    assert offenders(("memfs.fuse", "memfs.api"), (), "memfs.cli") == []
