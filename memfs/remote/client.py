@@ -451,9 +451,12 @@ class MemfsClient:
         )
         return RemoteVersion.model_validate(data)
 
-    async def create_memory(self, store_id: str, path: str, content: str) -> RemoteMemory:
+    async def create_memory(
+        self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
+    ) -> RemoteMemory:
         """``POST …/memories`` (api-contract §5.7); returns the new memory (``view=basic``,
-        so ``content`` is None: the caller has it).
+        so ``content`` is None: the caller has it). ``metadata`` is the memfs extension
+        of SPEC §1 (sent only when given).
 
         Raises:
             PathConflict (path, an ancestor or a descendant taken; names the blocker),
@@ -465,7 +468,8 @@ class MemfsClient:
             "POST",
             _memories_url(store_id),
             params={"view": "basic"},
-            body={"path": path, "content": content},
+            body={"path": path, "content": content}
+            | ({} if metadata is None else {"metadata": metadata}),
         )
         return RemoteMemory.model_validate(data)
 
@@ -477,11 +481,13 @@ class MemfsClient:
         content: str | None = None,
         path: str | None = None,
         expected_sha256: str | None = None,
+        metadata: dict[str, str] | None = None,
     ) -> RemoteMemory:
         """``POST …/memories/{id}`` (api-contract §5.9): new content and/or path, with a
         ``content_sha256`` precondition when ``expected_sha256`` is given (the digest
         the file had when it was opened, SPEC §4 concurrent writers). An update that
         changes nothing writes no version and returns the memory as it is.
+        ``metadata`` (memfs extension) replaces the memory's metadata when given.
 
         Returns:
             The memory after the update (``view=basic``).
@@ -496,6 +502,8 @@ class MemfsClient:
             body["content"] = content
         if path is not None:
             body["path"] = path
+        if metadata is not None:
+            body["metadata"] = metadata
         if expected_sha256 is not None:
             body["precondition"] = {"type": "content_sha256", "content_sha256": expected_sha256}
         data = await self._request(

@@ -41,6 +41,8 @@ class RemoteStore(_Record):
     created_at: datetime
     updated_at: datetime
     archived_at: datetime | None = None
+    entry_count: int = 0  # memfs extensions (SPEC §1); 0 when the server omits them
+    total_size: int = 0
 
     @property
     def archived(self) -> bool:

@@ -150,9 +150,11 @@ async def _create_conflict_copy(
     assert write.content is not None
     target = conflict_path(write.path, write.created_at, session_id)
     digest = _sha256(write.content)
+    memory: RemoteMemory | None
     try:
         memory = await client.create_memory(write.store_id, target, write.content)
     except PathConflict:
+        # Our own copy from before a crash (same name, same digest), or a real clash.
         memory = await _holds(client, write.store_id, target, digest)
         if memory is None:
             raise

@@ -223,7 +223,7 @@ class FakeServer:
         self._require(store_id, write=True)
         self.remember(body["content"])
         memory = self.engine.create_memory(
-            store_id, body["path"], body["content"], actor=self.actor
+            store_id, body["path"], body["content"], actor=self.actor, metadata=body.get("metadata")
         )
         return memory_to_wire(memory, full=query.get("view") == "full")
 
@@ -255,6 +255,7 @@ class FakeServer:
             content=body.get("content"),
             path=body.get("path"),
             expected_sha256=precondition.get("content_sha256"),
+            metadata=body.get("metadata"),
         )
         return memory_to_wire(memory, full=query.get("view") == "full")
 

@@ -1,0 +1,655 @@
+"""The FUSE backend of a remote mount: :class:`memfs.fuse.backend.Backend` over the HTTP
+client, the local content cache and the durable outbox (issue 4, SPEC §4).
+
+One FUSE layer, two backends: the operations in ``memfs/fuse`` do not know whether
+their store is an in-process engine or a server elsewhere. This backend differs from
+:class:`~memfs.fuse.backend.EmbeddedBackend` only where the network shows:
+
+* **Content addresses.** ``Memory.blob_key`` and ``Change.blob_key`` are opaque to the
+  FUSE layer; here they are the content's SHA-256 (the engine's xxh3 key never
+  crosses the wire). Reads come from :class:`~memfs.remote.cache.ContentCache` when it
+  holds the digest (no round trip), else from the memory version, verified, then
+  cached. ``blob_purged`` changes purge the disk cache (SPEC §2 redaction).
+* **Writes while the server is unreachable** (:class:`ServerUnavailable`) are appended
+  to the :class:`~memfs.remote.outbox.Outbox` (fsync'd) and the call returns a
+  *provisional* memory: digest and path of the new state, version id
+  ``memver_pending_<seq>``, and for a create the id ``mem_local_<seq>``. While the
+  outbox is not empty every write is queued behind it, so the server sees them in the
+  order the mount accepted them. Direct writes raise the server's answer as it is
+  (``PreconditionFailed``, ``PathConflict``, refusals): the FUSE layer makes the
+  conflict copy or keeps the rejected bytes, as for the embedded backend.
+* **Replay** runs at the start of every :meth:`RemoteBackend.changes_since` (the FUSE
+  layer polls it every 0.2 s) while the outbox is not empty, through
+  :func:`memfs.remote.replay.replay_outbox`; conflicts and refusals found then are
+  resolved there (conflict copy / ``rejected/``) and recorded for ``memfs status``.
+* **Provisional ids.** When the create of ``mem_local_<seq>`` reaches the server, the
+  next change that names the real id is handed to the FUSE layer under the provisional
+  id, and :meth:`RemoteBackend.get_memory` of the provisional id returns the real
+  memory, so the FUSE layer re-keys its node instead of making a second one.
+
+Limitations, stated here so nobody relies on them:
+
+* A mount started with writes in its outbox shows the server's tree until they replay
+  (a fraction of a second when the server is up); queued writes are not overlaid.
+* ``update_memory(replace=True)`` (rename over an existing file) has no wire form yet:
+  done directly it deletes the occupant, then renames (two requests, not one
+  transaction); queued, a taken destination makes the rename a conflict (nothing
+  moves, nothing is lost).
+* Metadata changes (``user.meta.*`` xattrs) are not queued: with the server
+  unreachable they fail with :class:`ServerUnavailable`.
+* A refused queued create leaves its provisional file in the tree until remount (its
+  bytes are under ``rejected/``).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import logging
+from collections import deque
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import trio
+
+from memfs.config import memfs_home
+from memfs.errors import InvalidInput, MemfsError, NotFound, PathConflict, PermissionDenied
+from memfs.fuse.backend import AttachmentSpec
+from memfs.model import (
+    Access,
+    Change,
+    ChangeKind,
+    Memory,
+    MemoryStore,
+    Session,
+    format_timestamp,
+    utcnow,
+)
+from memfs.remote.cache import CacheStatistics, ContentCache, default_cache_root
+from memfs.remote.client import MemfsClient, ServerUnavailable
+from memfs.remote.outbox import (
+    Outbox,
+    OutboxEntry,
+    OutboxStatistics,
+    PendingWrite,
+    WriteOperation,
+)
+from memfs.remote.records import RemoteChange, RemoteMemory, RemoteStore
+from memfs.remote.replay import ApplyResult, replay_outbox
+from memfs.rules import slugify
+
+__all__ = [
+    "PENDING_VERSION_PREFIX",
+    "PROVISIONAL_ID_PREFIX",
+    "RemoteBackend",
+    "RemoteStatistics",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+PROVISIONAL_ID_PREFIX = "mem_local_"
+PENDING_VERSION_PREFIX = "memver_pending_"
+# How many conflicts, refusals and errors statistics() remembers (newest last).
+MAX_RECORDED_EVENTS = 20
+# How long aclose() tries a last replay before leaving the writes queued.
+CLOSE_REPLAY_TIMEOUT_S = 5.0
+
+
+@dataclass(frozen=True)
+class RemoteStatistics:
+    """What ``memfs status`` shows of a remote mount (issue 4).
+
+    Attributes:
+        server_state: ``reachable``, ``unreachable`` or ``unknown`` (nothing asked yet).
+        outbox: the outbox (None before :meth:`RemoteBackend.open_session`).
+        cache: the content cache.
+        last_errors: recent failures to reach the server, ``"<time> <message>"``.
+        conflicts: conflicts resolved while replaying, one line each.
+        rejected: queued writes the server refused, one line each.
+    """
+
+    server_state: str
+    outbox: OutboxStatistics | None
+    cache: CacheStatistics
+    last_errors: tuple[str, ...]
+    conflicts: tuple[str, ...]
+    rejected: tuple[str, ...]
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def _memory(remote: RemoteMemory) -> Memory:
+    return Memory(
+        id=remote.id,
+        memory_store_id=remote.memory_store_id,
+        path=remote.path,
+        content=None,
+        content_sha256=remote.content_sha256,
+        content_size_bytes=remote.content_size_bytes,
+        memory_version_id=remote.memory_version_id,
+        metadata=dict(remote.metadata),
+        created_at=remote.created_at,
+        updated_at=remote.updated_at,
+        blob_key=remote.content_sha256,
+    )
+
+
+def _store(remote: RemoteStore) -> MemoryStore:
+    return MemoryStore(
+        id=remote.id,
+        name=remote.name,
+        description=remote.description,
+        metadata=dict(remote.metadata),
+        created_at=remote.created_at,
+        updated_at=remote.updated_at,
+        archived_at=remote.archived_at,
+        entry_count=remote.entry_count,
+        total_size_bytes=remote.total_size,
+    )
+
+
+def _change(remote: RemoteChange, memory_id: str | None) -> Change:
+    return Change(
+        seq=remote.seq,
+        memory_store_id=remote.memory_store_id,
+        kind=remote.kind,
+        memory_id=memory_id,
+        path=remote.path,
+        old_path=remote.old_path,
+        blob_key=remote.content_sha256,
+        created_at=remote.created_at,
+    )
+
+
+class RemoteBackend:
+    """:class:`memfs.fuse.backend.Backend` over a ``memfs serve`` reached with a session
+    token (see the module docstring).
+
+    Args:
+        client: the session's client; :meth:`aclose` closes it.
+        cache: the content cache; default ``$MEMFS_HOME/cache``.
+        home: where the outbox (``outbox/<session_id>``) and refused writes
+            (``rejected/<session_id>``) live; default ``$MEMFS_HOME``.
+    """
+
+    def __init__(
+        self, client: MemfsClient, *, cache: ContentCache | None = None, home: Path | None = None
+    ) -> None:
+        self._client = client
+        self._home = home if home is not None else memfs_home()
+        self._cache = cache if cache is not None else ContentCache(default_cache_root())
+        self._session: Session | None = None
+        self._outbox: Outbox | None = None
+        self._write_lock = trio.Lock()  # direct writes vs. queued ones and replay
+        self._known: dict[str, Memory] = {}  # memory id (provisional too) → last state
+        self._real_ids: dict[str, str] = {}  # provisional id → server id
+        self._unclaimed: dict[str, str] = {}  # server id → provisional id, until a
+        # change naming it has been handed out under the provisional id
+        self._server_state = "unknown"
+        self._errors: deque[str] = deque(maxlen=MAX_RECORDED_EVENTS)
+        self._conflicts: deque[str] = deque(maxlen=MAX_RECORDED_EVENTS)
+        self._rejected: deque[str] = deque(maxlen=MAX_RECORDED_EVENTS)
+
+    # ---------------------------------------------------------------- helpers
+
+    async def _thread(self, fn: Callable[..., T], *args: object) -> T:
+        return await trio.to_thread.run_sync(functools.partial(fn, *args))
+
+    async def _ask(self, call: Awaitable[T]) -> T:
+        """Awaits one client call, tracking whether the server answers."""
+        try:
+            result = await call
+        except ServerUnavailable as exc:
+            self._unreachable(exc)
+            raise
+        self._server_state = "reachable"
+        return result
+
+    def _unreachable(self, exc: MemfsError) -> None:
+        if self._server_state != "unreachable":
+            log.warning("the server is unreachable: %s", exc)
+        self._server_state = "unreachable"
+        self._errors.append(f"{format_timestamp(utcnow())} {exc}")
+
+    def _remember(self, memory: Memory) -> Memory:
+        self._known[memory.id] = memory
+        return memory
+
+    def _server_id(self, memory_id: str) -> str | None:
+        """The server's id of ``memory_id``; None for a create still in the outbox."""
+        if memory_id.startswith(PROVISIONAL_ID_PREFIX):
+            return self._real_ids.get(memory_id)
+        return memory_id
+
+    def _require_outbox(self) -> Outbox:
+        if self._outbox is None:
+            raise InvalidInput("the remote backend has no session yet: call open_session")
+        return self._outbox
+
+    async def _cache_put(self, text: str) -> None:
+        try:
+            await self._thread(self._cache.put, text.encode("utf-8"))
+        except OSError as exc:  # a full disk must not fail a write the server has
+            log.warning("could not cache content: %s", exc)
+
+    async def _submit(
+        self, writes: Sequence[PendingWrite], direct: Callable[[], Awaitable[T]] | None
+    ) -> T | OutboxEntry:
+        """Runs ``direct`` if nothing is queued and the server answers; else appends
+        ``writes`` to the outbox (fsync'd) and returns the last entry.
+
+        Raises:
+            The server's answer to ``direct`` other than ServerUnavailable.
+            OSError: the outbox could not be written (the write is then lost to the
+                caller, who must report the failure: close() fails).
+        """
+        outbox = self._require_outbox()
+        async with self._write_lock:
+            if direct is not None and len(outbox) == 0:
+                try:
+                    return await self._ask(direct())
+                except ServerUnavailable:
+                    pass
+            entry: OutboxEntry | None = None
+            for write in writes:
+                entry = await self._thread(outbox.append, write)
+                log.info("queued %s %s (outbox seq %d)", write.operation, write.path, entry.seq)
+            assert entry is not None
+            return entry
+
+    def _provisional(
+        self,
+        *,
+        store_id: str,
+        memory_id: str,
+        path: str,
+        sha256: str,
+        size_bytes: int,
+        seq: int,
+        base: Memory | None,
+    ) -> Memory:
+        now = utcnow()
+        return self._remember(
+            Memory(
+                id=memory_id,
+                memory_store_id=store_id,
+                path=path,
+                content=None,
+                content_sha256=sha256,
+                content_size_bytes=size_bytes,
+                memory_version_id=f"{PENDING_VERSION_PREFIX}{seq}",
+                metadata=dict(base.metadata) if base is not None else {},
+                created_at=base.created_at if base is not None else now,
+                updated_at=now,
+                blob_key=sha256,
+            )
+        )
+
+    # -------------------------------------------------------- session, stores
+
+    async def session(self) -> Session:
+        """The session of the token (fetched once): its stores, access modes and mount
+        paths, from which ``memfs mount --api`` builds its store list.
+
+        Raises:
+            AuthenticationFailed, ServerUnavailable.
+        """
+        if self._session is None:
+            self._session = await self._ask(self._client.retrieve_session())
+        return self._session
+
+    async def resolve_store(self, name_or_id: str) -> MemoryStore:
+        """A store of the session by id, name, slug or mount directory name.
+
+        Raises:
+            NotFound: no attached store matches. InvalidInput: several do.
+        """
+        session = await self.session()
+        matches = [
+            r
+            for r in session.resources
+            if name_or_id
+            in (r.memory_store_id, r.name, slugify(r.name), r.mount_path.rsplit("/", 1)[-1])
+        ]
+        if not matches:
+            raise NotFound(f"no memory store {name_or_id!r} is attached to session {session.id}")
+        if len(matches) > 1:
+            raise InvalidInput(f"{name_or_id!r} names several stores of session {session.id}")
+        return await self.get_store(matches[0].memory_store_id)
+
+    async def get_store(self, store_id: str) -> MemoryStore:
+        return _store(await self._ask(self._client.retrieve_store(store_id)))
+
+    async def open_session(self, attachments: Sequence[AttachmentSpec], *, mount_root: str) -> str:
+        """Checks ``attachments`` against the token's session (the server enforces the
+        access modes; a store may be mounted read-only although attached read-write)
+        and opens the session's outbox. ``mount_root`` is unused: the mount paths are
+        the session's.
+
+        Raises:
+            PermissionDenied: a store not attached to the session (``store_not_allowed``)
+                or asked writable but attached ``read_only`` (``read_only_attachment``).
+            OutboxLocked: another daemon serves this session.
+            AuthenticationFailed, ServerUnavailable.
+        """
+        session = await self.session()
+        access = {r.memory_store_id: r.access for r in session.resources}
+        for attachment in attachments:
+            if attachment.store_id not in access:
+                raise PermissionDenied(
+                    f"memory store {attachment.store_id} is not attached to session {session.id}",
+                    code="store_not_allowed",
+                )
+            if not attachment.read_only and access[attachment.store_id] is Access.READ_ONLY:
+                raise PermissionDenied(
+                    f"memory store {attachment.store_id} is attached read_only to session "
+                    f"{session.id}",
+                    code="read_only_attachment",
+                )
+        if self._outbox is None:
+            self._outbox = await self._thread(
+                functools.partial(
+                    Outbox,
+                    self._home / "outbox" / session.id,
+                    rejected_dir=self._home / "rejected" / session.id,
+                )
+            )
+            depth = len(self._outbox)
+            if depth:
+                log.info("outbox of session %s holds %d write(s) to replay", session.id, depth)
+        return session.id
+
+    # --------------------------------------------------------------- reading
+
+    async def list_memories(self, store_id: str) -> list[Memory]:
+        remote = await self._ask(self._client.list_memories(store_id))
+        return [self._remember(_memory(m)) for m in remote]
+
+    async def get_memory(self, store_id: str, memory_id: str) -> Memory:
+        """The memory (a provisional id gives the server's memory once its create
+        replayed). Raises NotFound, ServerUnavailable (also for a create still queued)."""
+        server_id = self._server_id(memory_id)
+        if server_id is None:
+            raise ServerUnavailable(f"{memory_id} is still in the outbox")
+        remote = await self._ask(self._client.retrieve_memory(store_id, server_id))
+        if remote.content is not None:
+            await self._cache_put(remote.content)
+        return self._remember(_memory(remote))
+
+    async def read_content(self, memory: Memory) -> bytes:
+        """The head content of ``memory``: from the disk cache (no round trip), else from
+        the outbox (a queued write), else from the server (its version, verified
+        against ``content_sha256``, then cached).
+
+        Raises:
+            NotFound: the bytes are gone (redacted, deleted) or the server gave others.
+            ServerUnavailable: not cached and the server is unreachable.
+        """
+        digest = memory.content_sha256
+        data = await self._thread(self._cache.get, digest)
+        if data is not None:
+            return data
+        outbox = self._require_outbox()
+        for entry in await self._thread(outbox.pending, memory.memory_store_id):
+            content = entry.write.content
+            if content is not None and _sha256(content) == digest:
+                await self._cache_put(content)
+                return content.encode("utf-8")
+        if memory.memory_version_id.startswith(PENDING_VERSION_PREFIX):
+            raise NotFound(f"the queued content of {memory.path} is no longer available")
+        version = await self._ask(
+            self._client.retrieve_version(memory.memory_store_id, memory.memory_version_id)
+        )
+        text = version.content
+        if text is None or _sha256(text) != digest:
+            raise NotFound(f"the content {digest} of {memory.path} is not on the server")
+        await self._cache_put(text)
+        return text.encode("utf-8")
+
+    # --------------------------------------------------------------- writing
+
+    async def create_memory(
+        self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
+    ) -> Memory:
+        async def direct() -> RemoteMemory:
+            return await self._client.create_memory(store_id, path, content, metadata=metadata)
+
+        write = PendingWrite(store_id, WriteOperation.CREATE, path, content=content)
+        result = await self._submit([write], direct)
+        await self._cache_put(content)
+        if isinstance(result, OutboxEntry):
+            return self._provisional(
+                store_id=store_id,
+                memory_id=f"{PROVISIONAL_ID_PREFIX}{result.seq}",
+                path=path,
+                sha256=_sha256(content),
+                size_bytes=len(content.encode("utf-8")),
+                seq=result.seq,
+                base=None,
+            )
+        return self._remember(_memory(result))
+
+    async def update_memory(
+        self,
+        store_id: str,
+        memory_id: str,
+        *,
+        content: str | None = None,
+        path: str | None = None,
+        expected_sha256: str | None = None,
+        metadata: dict[str, str] | None = None,
+        replace: bool = False,
+    ) -> Memory:
+        """See the Protocol. Queued, a path change and a content change become a
+        ``rename`` and an ``update`` entry; metadata is never queued.
+
+        Raises:
+            PreconditionFailed, PathConflict, NotFound, StoreArchived, PermissionDenied,
+            the validation errors; ServerUnavailable for a metadata-only change.
+        """
+        server_id = self._server_id(memory_id)
+        base = self._known.get(memory_id)
+
+        async def direct() -> RemoteMemory:
+            if server_id is None:
+                raise NotFound(f"{memory_id} was never created on the server")
+            call = functools.partial(
+                self._client.update_memory,
+                store_id,
+                server_id,
+                content=content,
+                path=path,
+                expected_sha256=expected_sha256,
+                metadata=metadata,
+            )
+            try:
+                return await call()
+            except PathConflict as exc:
+                if not (replace and path is not None and exc.conflicting_path == path):
+                    raise
+                # rename(2) over an existing file: no wire form yet (module docstring).
+                await self._client.delete_memory(store_id, exc.conflicting_memory_id)
+                return await call()
+
+        if content is None and path is None:
+            if metadata is None:
+                return await self.get_memory(store_id, memory_id)
+            async with self._write_lock:
+                return self._remember(_memory(await self._ask(direct())))
+
+        current_path = base.path if base is not None else (path or "")
+        writes: list[PendingWrite] = []
+        if path is not None and path != current_path:
+            writes.append(
+                PendingWrite(
+                    store_id,
+                    WriteOperation.RENAME,
+                    current_path,
+                    memory_id=server_id,
+                    new_path=path,
+                )
+            )
+        if content is not None:
+            writes.append(
+                PendingWrite(
+                    store_id,
+                    WriteOperation.UPDATE,
+                    path or current_path,
+                    memory_id=server_id,
+                    content=content,
+                    expected_sha256=expected_sha256,
+                )
+            )
+        if not writes:  # a rename onto its own path
+            return await self.get_memory(store_id, memory_id)
+        result = await self._submit(writes, direct)
+        if content is not None:
+            await self._cache_put(content)
+        if isinstance(result, OutboxEntry):
+            if content is not None:
+                sha256, size = _sha256(content), len(content.encode("utf-8"))
+            elif base is not None:
+                sha256, size = base.content_sha256, base.content_size_bytes
+            else:
+                raise NotFound(f"memory {memory_id} is unknown to this mount")
+            return self._provisional(
+                store_id=store_id,
+                memory_id=memory_id,
+                path=path or current_path,
+                sha256=sha256,
+                size_bytes=size,
+                seq=result.seq,
+                base=base,
+            )
+        return self._remember(_memory(result))
+
+    async def delete_memory(
+        self, store_id: str, memory_id: str, *, expected_sha256: str | None = None
+    ) -> None:
+        server_id = self._server_id(memory_id)
+        base = self._known.pop(memory_id, None)
+
+        async def direct() -> None:
+            if server_id is None:
+                raise NotFound(f"{memory_id} was never created on the server")
+            await self._client.delete_memory(store_id, server_id, expected_sha256=expected_sha256)
+
+        write = PendingWrite(
+            store_id,
+            WriteOperation.DELETE,
+            base.path if base is not None else "/",
+            memory_id=server_id,
+            expected_sha256=expected_sha256,
+        )
+        await self._submit([write], direct)
+
+    async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
+        async def direct() -> list[RemoteMemory]:
+            return await self._client.rename_prefix(store_id, old_prefix, new_prefix)
+
+        write = PendingWrite(
+            store_id, WriteOperation.RENAME_PREFIX, old_prefix, new_path=new_prefix
+        )
+        result = await self._submit([write], direct)
+        if isinstance(result, OutboxEntry):
+            moved = [
+                m
+                for m in self._known.values()
+                if m.memory_store_id == store_id and m.path.startswith(old_prefix)
+            ]
+            return [
+                self._remember(
+                    m.model_copy(update={"path": new_prefix + m.path[len(old_prefix) :]})
+                )
+                for m in sorted(moved, key=lambda m: m.path)
+            ]
+        return [self._remember(_memory(m)) for m in result]
+
+    # ----------------------------------------------------------- change feed
+
+    async def last_change_seq(self, store_id: str) -> int:
+        batch = await self._ask(self._client.changes(store_id, after=0, limit=1))
+        return batch.last_seq
+
+    async def changes_since(self, store_id: str, after_seq: int) -> list[Change]:
+        """Replays the outbox if it holds writes, then returns the store's changes after
+        ``after_seq`` (purging the disk cache of bytes a redaction erased).
+
+        Raises:
+            ServerUnavailable, NotFound, AuthenticationFailed.
+        """
+        await self.replay()
+        batch = await self._ask(self._client.changes(store_id, after=after_seq))
+        changes: list[Change] = []
+        claimed: set[str] = set()
+        for remote in batch.changes:
+            if remote.kind is ChangeKind.BLOB_PURGED and remote.content_sha256:
+                await self._thread(self._cache.purge, remote.content_sha256)
+            memory_id = remote.memory_id
+            if memory_id is not None and memory_id in self._unclaimed:
+                claimed.add(memory_id)
+                memory_id = self._unclaimed[memory_id]
+            changes.append(_change(remote, memory_id))
+        for server_id in claimed:
+            del self._unclaimed[server_id]
+        return changes
+
+    async def replay(self) -> None:
+        """Sends the queued writes in order, if any and if the server takes them (never
+        raises for an unreachable server: the writes stay queued)."""
+        outbox = self._outbox
+        if outbox is None or len(outbox) == 0:
+            return
+        session = await self.session()
+        async with self._write_lock:
+            report = await replay_outbox(
+                outbox, self._client, session_id=session.id, on_result=self._on_replayed
+            )
+        if report.stopped_by is not None:
+            self._unreachable(report.stopped_by)
+        else:
+            self._server_state = "reachable"
+
+    def _on_replayed(self, entry: OutboxEntry, result: ApplyResult | MemfsError) -> None:
+        write = entry.write
+        if isinstance(result, MemfsError):
+            self._rejected.append(f"{write.operation} {write.path}: {result}")
+            return
+        if result.detail:
+            self._conflicts.append(result.detail)
+        if write.operation is WriteOperation.CREATE and result.memory is not None:
+            provisional = f"{PROVISIONAL_ID_PREFIX}{entry.seq}"
+            self._real_ids[provisional] = result.memory.id
+            self._unclaimed[result.memory.id] = provisional
+            self._known.pop(provisional, None)
+
+    # ------------------------------------------------------------- lifecycle
+
+    def statistics(self) -> RemoteStatistics:
+        """A snapshot for ``memfs status`` (cheap; no I/O but two stats)."""
+        return RemoteStatistics(
+            server_state=self._server_state,
+            outbox=self._outbox.statistics() if self._outbox is not None else None,
+            cache=self._cache.statistics(),
+            last_errors=tuple(self._errors),
+            conflicts=tuple(self._conflicts),
+            rejected=tuple(self._rejected),
+        )
+
+    async def aclose(self) -> None:
+        """Closes the outbox (queued writes stay on disk for the next mount) and the
+        client. A last replay is tried first."""
+        try:
+            with trio.move_on_after(CLOSE_REPLAY_TIMEOUT_S):
+                await self.replay()
+        finally:
+            if self._outbox is not None:
+                await self._thread(self._outbox.close)
+                self._outbox = None
+            await self._client.aclose()

@@ -1,0 +1,370 @@
+"""RemoteBackend: the FUSE backend Protocol over client + cache + outbox, against the fake
+API over the real engine (no kernel mount here; the FUSE tests mount for real)."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from remote_fake import BASE_URL, FakeServer
+
+from memfs.errors import NotFound, PermissionDenied, PreconditionFailed
+from memfs.fuse.backend import AttachmentSpec, Backend
+from memfs.model import ChangeKind, MemoryStore, Operation
+from memfs.remote import MemfsClient, ServerUnavailable
+from memfs.remote.backend import PENDING_VERSION_PREFIX, PROVISIONAL_ID_PREFIX, RemoteBackend
+from memfs.remote.cache import ContentCache
+from memfs.store import Engine
+
+
+def sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def contents(engine: Engine, store_id: str) -> dict[str, str]:
+    return {
+        m.path: engine.get_memory(store_id, m.id).content or ""
+        for m in engine.all_memories(store_id)
+    }
+
+
+def make_backend(fake: FakeServer, home: Path) -> RemoteBackend:
+    client = MemfsClient(BASE_URL, fake.token, transport=fake.transport())
+    return RemoteBackend(client, cache=ContentCache(home / "cache"), home=home)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+@pytest.fixture
+async def backend(
+    fake: FakeServer, home: Path, rw_store: MemoryStore, ro_store: MemoryStore
+) -> AsyncIterator[RemoteBackend]:
+    remote = make_backend(fake, home)
+    await remote.open_session(
+        [AttachmentSpec(rw_store.id, False), AttachmentSpec(ro_store.id, True)],
+        mount_root="/mnt/x",
+    )
+    yield remote
+    fake.down = False
+    await remote.aclose()
+
+
+def requests_to(fake: FakeServer, suffix: str) -> int:
+    return sum(1 for _, path, _, _ in fake.requests if path.endswith(suffix))
+
+
+async def test_it_implements_the_fuse_backend_protocol(backend: RemoteBackend) -> None:
+    implementation: Backend = backend  # checked by mypy; the names by this test
+    for name in Backend.__dict__:
+        if not name.startswith("_"):
+            assert callable(getattr(implementation, name)), name
+
+
+# ----------------------------------------------------------------- session
+
+
+async def test_open_session_checks_attachments_against_the_token(
+    fake: FakeServer, home: Path, rw_store: MemoryStore, ro_store: MemoryStore
+) -> None:
+    remote = make_backend(fake, home)
+    with pytest.raises(PermissionDenied) as writable_ro:
+        await remote.open_session([AttachmentSpec(ro_store.id, False)], mount_root="/m")
+    assert writable_ro.value.code == "read_only_attachment"
+    with pytest.raises(PermissionDenied) as foreign:
+        await remote.open_session([AttachmentSpec("memstore_other", True)], mount_root="/m")
+    assert foreign.value.code == "store_not_allowed"
+    # Mounting a read_write attachment read-only is allowed.
+    session_id = await remote.open_session([AttachmentSpec(rw_store.id, True)], mount_root="/m")
+    assert session_id == fake.session.id
+    assert (home / "outbox" / session_id / "journal.jsonl").exists()
+    await remote.aclose()
+
+
+async def test_resolve_store_by_id_name_slug_or_directory(
+    backend: RemoteBackend, rw_store: MemoryStore
+) -> None:
+    for name in (rw_store.id, "Notes", "notes"):
+        store = await backend.resolve_store(name)
+        assert store.id == rw_store.id and store.name == "Notes"
+    with pytest.raises(NotFound):
+        await backend.resolve_store("nope")
+
+
+# ----------------------------------------------------------------- reading
+
+
+async def test_memories_are_keyed_by_their_sha256(
+    backend: RemoteBackend, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    store_engine.create_memory(rw_store.id, "/a.md", "alpha", actor=None)
+    (memory,) = await backend.list_memories(rw_store.id)
+    assert memory.blob_key == memory.content_sha256 == sha("alpha")
+    assert memory.content is None
+
+
+async def test_a_cached_file_is_read_without_a_round_trip(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    store_engine.create_memory(rw_store.id, "/a.md", "alpha", actor=None)
+    (memory,) = await backend.list_memories(rw_store.id)
+    assert await backend.read_content(memory) == b"alpha"
+    assert requests_to(fake, f"/memory_versions/{memory.memory_version_id}") == 1
+
+    fake.requests.clear()
+    fake.down = True
+    assert await backend.read_content(memory) == b"alpha"
+    assert fake.requests == []
+
+
+async def test_the_cache_serves_a_restarted_daemon(
+    fake: FakeServer, home: Path, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    store_engine.create_memory(rw_store.id, "/a.md", "alpha", actor=None)
+    first = make_backend(fake, home)
+    await first.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
+    (memory,) = await first.list_memories(rw_store.id)
+    await first.read_content(memory)
+    await first.aclose()
+
+    second = make_backend(fake, home)
+    await second.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
+    fake.requests.clear()
+    assert await second.read_content(memory) == b"alpha"
+    assert fake.requests == []
+    await second.aclose()
+
+
+async def test_an_uncached_read_with_the_server_down_fails(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    store_engine.create_memory(rw_store.id, "/a.md", "alpha", actor=None)
+    (memory,) = await backend.list_memories(rw_store.id)
+    fake.down = True
+    with pytest.raises(ServerUnavailable):
+        await backend.read_content(memory)
+    assert backend.statistics().server_state == "unreachable"
+
+
+# ----------------------------------------------------------------- writing
+
+
+async def test_writes_go_straight_to_a_reachable_server(
+    backend: RemoteBackend, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    created = await backend.create_memory(rw_store.id, "/a.md", "v1", metadata={"k": "v"})
+    assert not created.id.startswith(PROVISIONAL_ID_PREFIX)
+    updated = await backend.update_memory(
+        rw_store.id, created.id, content="v2", expected_sha256=sha("v1")
+    )
+    assert updated.content_sha256 == sha("v2")
+    moved = await backend.update_memory(rw_store.id, created.id, path="/b.md")
+    assert moved.path == "/b.md"
+    assert contents(store_engine, rw_store.id) == {"/b.md": "v2"}
+    assert store_engine.get_memory(rw_store.id, created.id).metadata == {"k": "v"}
+    stats = backend.statistics()
+    assert (stats.server_state, stats.outbox and stats.outbox.depth) == ("reachable", 0)
+
+
+async def test_a_direct_conflict_is_raised_for_the_fuse_layer(
+    backend: RemoteBackend, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    created = await backend.create_memory(rw_store.id, "/a.md", "v1")
+    store_engine.update_memory(rw_store.id, created.id, content="theirs", actor=None)
+    with pytest.raises(PreconditionFailed):
+        await backend.update_memory(
+            rw_store.id, created.id, content="mine", expected_sha256=sha("v1")
+        )
+
+
+async def test_rename_with_replace_takes_the_place_of_the_target(
+    backend: RemoteBackend, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    mine = await backend.create_memory(rw_store.id, "/draft.md", "new")
+    await backend.create_memory(rw_store.id, "/final.md", "old")
+    moved = await backend.update_memory(rw_store.id, mine.id, path="/final.md", replace=True)
+    assert (moved.id, moved.path) == (mine.id, "/final.md")
+    assert contents(store_engine, rw_store.id) == {"/final.md": "new"}
+
+
+async def test_writes_while_down_are_queued_and_replayed_in_order(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    fake.down = True
+    created = await backend.create_memory(rw_store.id, "/log.md", "1")
+    assert created.id == f"{PROVISIONAL_ID_PREFIX}1"
+    assert created.memory_version_id == f"{PENDING_VERSION_PREFIX}1"
+    assert created.content_sha256 == sha("1")
+    second = await backend.update_memory(
+        rw_store.id, created.id, content="2", expected_sha256=created.content_sha256
+    )
+    renamed = await backend.update_memory(rw_store.id, created.id, path="/final.md")
+    assert (renamed.path, renamed.content_sha256) == ("/final.md", second.content_sha256)
+    assert await backend.read_content(renamed) == b"2"  # from the outbox/cache, offline
+    stats = backend.statistics()
+    assert (stats.server_state, stats.outbox and stats.outbox.depth) == ("unreachable", 3)
+    assert stats.last_errors
+
+    # The server comes back; a write now still queues behind the outbox.
+    fake.down = False
+    await backend.create_memory(rw_store.id, "/after.md", "later")
+    assert store_engine.all_memories(rw_store.id) == []
+
+    changes = await backend.changes_since(rw_store.id, 0)
+
+    assert contents(store_engine, rw_store.id) == {"/final.md": "2", "/after.md": "later"}
+    real = store_engine.get_memory_by_path(rw_store.id, "/final.md")
+    page = store_engine.list_versions(rw_store.id, memory_id=real.id, limit=100)
+    assert [v.operation for v in reversed(page.items)] == [
+        Operation.CREATED,
+        Operation.MODIFIED,
+        Operation.MODIFIED,
+    ]
+    # The FUSE layer hears about the server's memory under the id it holds ...
+    assert {c.memory_id for c in changes if c.kind is ChangeKind.MEMORY_WRITTEN} == {
+        created.id,
+        f"{PROVISIONAL_ID_PREFIX}4",
+    }
+    # ... and fetching that id gives the server's memory, so it re-keys its node.
+    fetched = await backend.get_memory(rw_store.id, created.id)
+    assert (fetched.id, fetched.path) == (real.id, "/final.md")
+    # Later updates through the provisional id reach the right memory directly.
+    await backend.update_memory(rw_store.id, created.id, content="3", expected_sha256=sha("2"))
+    assert contents(store_engine, rw_store.id)["/final.md"] == "3"
+    stats = backend.statistics()
+    assert (stats.server_state, stats.outbox and stats.outbox.depth) == ("reachable", 0)
+
+
+async def test_a_replay_conflict_keeps_both_and_is_reported(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    created = await backend.create_memory(rw_store.id, "/todo.md", "base")
+    fake.down = True
+    await backend.update_memory(
+        rw_store.id, created.id, content="mine", expected_sha256=sha("base")
+    )
+    store_engine.update_memory(rw_store.id, created.id, content="theirs", actor=None)
+    fake.down = False
+
+    await backend.changes_since(rw_store.id, 0)
+
+    copies = {p: c for p, c in contents(store_engine, rw_store.id).items() if ".conflict-" in p}
+    assert list(copies.values()) == ["mine"]
+    assert contents(store_engine, rw_store.id)["/todo.md"] == "theirs"
+    (conflict,) = backend.statistics().conflicts
+    assert "changed elsewhere" in conflict
+
+
+async def test_a_refused_queued_write_is_kept_under_rejected(
+    backend: RemoteBackend,
+    fake: FakeServer,
+    store_engine: Engine,
+    rw_store: MemoryStore,
+    home: Path,
+) -> None:
+    fake.down = True
+    await backend.create_memory(rw_store.id, "/late.md", "written before the archive")
+    store_engine.archive_store(rw_store.id)
+    fake.down = False
+
+    await backend.changes_since(rw_store.id, 0)
+
+    (rejected,) = backend.statistics().rejected
+    assert "/late.md" in rejected
+    kept = list((home / "rejected" / fake.session.id).glob("*-late.md"))
+    assert [p.read_text() for p in kept] == ["written before the archive"]
+
+
+async def test_kill_9_then_remount_replays_the_outbox(
+    fake: FakeServer, home: Path, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    first = make_backend(fake, home)
+    await first.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
+    fake.down = True
+    await first.create_memory(rw_store.id, "/a.md", "queued")
+    # A killed daemon closes nothing; the kernel drops its lock. Here: release it by hand.
+    assert first._outbox is not None
+    first._outbox.close()
+
+    fake.down = False
+    second = make_backend(fake, home)
+    await second.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
+    assert second.statistics().outbox is not None
+    assert second.statistics().outbox.depth == 1  # type: ignore[union-attr]
+    changes = await second.changes_since(rw_store.id, 0)
+    assert contents(store_engine, rw_store.id) == {"/a.md": "queued"}
+    # A fresh daemon never saw the provisional node: it gets the change under the
+    # provisional id, whose get_memory gives the server's memory (FUSE adds the node).
+    (change,) = changes
+    memory = await second.get_memory(rw_store.id, change.memory_id or "")
+    assert memory.path == "/a.md"
+    await second.aclose()
+
+
+async def test_metadata_changes_are_not_queued(
+    backend: RemoteBackend, fake: FakeServer, rw_store: MemoryStore
+) -> None:
+    created = await backend.create_memory(rw_store.id, "/a.md", "x")
+    fake.down = True
+    with pytest.raises(ServerUnavailable):
+        await backend.update_memory(rw_store.id, created.id, metadata={"k": "v"})
+
+
+async def test_a_directory_rename_while_down_is_replayed(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    await backend.create_memory(rw_store.id, "/d/a.md", "a")
+    await backend.create_memory(rw_store.id, "/d/s/b.md", "b")
+    fake.down = True
+    moved = await backend.rename_prefix(rw_store.id, "/d/", "/e/")
+    assert [m.path for m in moved] == ["/e/a.md", "/e/s/b.md"]
+    fake.down = False
+    await backend.changes_since(rw_store.id, 0)
+    assert contents(store_engine, rw_store.id) == {"/e/a.md": "a", "/e/s/b.md": "b"}
+
+
+async def test_a_delete_while_down_is_replayed(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    created = await backend.create_memory(rw_store.id, "/a.md", "x")
+    fake.down = True
+    await backend.delete_memory(rw_store.id, created.id, expected_sha256=sha("x"))
+    assert len(store_engine.all_memories(rw_store.id)) == 1
+    fake.down = False
+    await backend.changes_since(rw_store.id, 0)
+    assert store_engine.all_memories(rw_store.id) == []
+
+
+# ------------------------------------------------------------- change feed
+
+
+async def test_changes_follow_the_feed_and_purge_redacted_bytes(
+    backend: RemoteBackend,
+    fake: FakeServer,
+    store_engine: Engine,
+    rw_store: MemoryStore,
+    home: Path,
+) -> None:
+    created = await backend.create_memory(rw_store.id, "/secret.md", "password=hunter2")
+    await backend.update_memory(
+        rw_store.id, created.id, content="password=<removed>", expected_sha256=created.blob_key
+    )
+    cache = ContentCache(home / "cache")
+    assert cache.get(sha("password=hunter2")) == b"password=hunter2"
+    seq = await backend.last_change_seq(rw_store.id)
+    assert seq == 2
+
+    store_engine.redact_version(rw_store.id, created.memory_version_id, actor=None)
+    changes = await backend.changes_since(rw_store.id, seq)
+
+    assert ChangeKind.BLOB_PURGED in [c.kind for c in changes]
+    purged = [c.blob_key for c in changes if c.kind is ChangeKind.BLOB_PURGED]
+    assert purged == [sha("password=hunter2")]
+    assert cache.get(sha("password=hunter2")) is None
+    for path in (home / "cache").rglob("*"):
+        if path.is_file():
+            assert b"hunter2" not in path.read_bytes()
