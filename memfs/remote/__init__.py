@@ -8,10 +8,12 @@ module                      what it holds
 :mod:`.cache`               local content-addressed cache (SHA-256 named files, LRU)
 :mod:`.outbox`              durable, ordered journal of writes the server has not confirmed
 :mod:`.replay`              applies one write idempotently; replays the outbox in order
+:mod:`.backend`             ``RemoteBackend``: the FUSE backend Protocol over the above
 ==========================  ==========================================================
 
 Nothing here imports :mod:`memfs.api` or :mod:`memfs.store`: the daemon knows the
-server only through its wire format.
+server only through its wire format. :mod:`.backend` imports only
+:mod:`memfs.fuse.backend` (the Protocol it implements), which does not import pyfuse3.
 """
 
 from memfs.remote.client import MemfsClient, ServerUnavailable

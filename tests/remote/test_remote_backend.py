@@ -368,3 +368,18 @@ async def test_changes_follow_the_feed_and_purge_redacted_bytes(
     for path in (home / "cache").rglob("*"):
         if path.is_file():
             assert b"hunter2" not in path.read_bytes()
+
+
+def test_the_remote_package_needs_neither_the_engine_nor_the_api_nor_pyfuse3() -> None:
+    """Layering: a mount daemon talks to the server only through the wire format."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, memfs.remote.backend, memfs.remote.replay\n"
+        "print(sorted(m for m in ('pyfuse3', 'memfs.store', 'memfs.api') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert result.stdout == "[]\n"
