@@ -169,11 +169,22 @@ class Mounter:
         self._engine = engine
         self.mounts: list[Mount] = []
 
-    def mount(self, *stores: str, layout: str = "per-store", background: bool = False) -> Mount:
+    def mount(
+        self, *stores: str, layout: str = "per-store", background: bool = False, cli: bool = False
+    ) -> Mount:
+        """Mounts ``stores``; waits until the mount is live.
+
+        Args:
+            background: ``memfs mount`` without ``--foreground`` (returns when ready).
+            cli: the ``memfs`` console script even in the foreground; by default the
+                daemon runs as ``python -m memfs.cli.mounting mount --foreground``, the
+                same command without loading the other command groups (a faster start).
+        """
         index = len(self.mounts)
         path = self._tmp_path / f"mnt{index}"
         path.mkdir()
-        args = [MEMFS, "mount", str(path), "--layout", layout]
+        program = [MEMFS] if background or cli else [sys.executable, "-m", "memfs.cli.mounting"]
+        args = [*program, "mount", str(path), "--layout", layout]
         for store in stores:
             args += ["--store", store]
         if background:

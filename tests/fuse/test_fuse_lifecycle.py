@@ -32,7 +32,7 @@ def test_background_mount_returns_once_ready_and_umount_unmounts(
 def test_status_names_daemon_session_and_stores(mounter: Mounter, make_store, store_engine) -> None:
     notes = make_store("Notes")
     prefs = make_store("User Preferences")
-    mount = mounter.mount("Notes", f"{prefs.id}:ro")
+    mount = mounter.mount("Notes", f"{prefs.id}:ro", cli=True)  # `memfs mount --foreground`
     completed = run(MEMFS, "status", mount.path, "--json")
     record = json.loads(completed.stdout)
     assert record["state"] == "running"
