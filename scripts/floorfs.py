@@ -22,9 +22,12 @@ Behaviour, chosen to match what the benchmark's workloads need:
       (``ENOTEMPTY``), rename (replaces a file or an empty directory), statfs.
     - the lookup-count contract of pyfuse3's ``Operations`` docstrings: an unlinked inode
       lives until the kernel has forgotten every lookup of it.
-    - entry and attribute timeouts are pyfuse3's defaults (300 s), no writeback cache,
-      no ``keep_cache`` (so every ``open`` drops the file's cached pages and reads come
-      here again): the same kernel settings as ``examples/tmpfs.py``.
+    - kernel caching as generous as is correct for a filesystem that only this mount
+      changes: entry and attribute timeouts are pyfuse3's defaults (300 s) and ``open``
+      sets ``keep_cache`` (the page cache stays valid across opens, since every write goes
+      through it). ``examples/tmpfs.py`` omits ``keep_cache``; with it, this is the floor
+      for reads too, not only for writes. No writeback cache: writes reach this process
+      at once, as they do in memfs (which must refuse bad content at write time).
 
 Limitations (deliberate; it is a benchmark floor, not a filesystem to keep data in):
     - everything lives in this process's memory and is gone at unmount;
@@ -332,14 +335,15 @@ class FloorOperations(pyfuse3.Operations):
         if flags & os.O_TRUNC:
             del node.data[:]
             node.mtime_ns = node.ctime_ns = time.time_ns()
-        return pyfuse3.FileInfo(fh=inode)
+        # Every change to this file passed through this mount: cached pages are current.
+        return pyfuse3.FileInfo(fh=inode, keep_cache=True)
 
     async def create(
         self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: pyfuse3.RequestContext
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
         parent = self._dir(parent_inode)
         node = self._new_inode(parent, name, stat.S_IFREG | stat.S_IMODE(mode), ctx, is_dir=False)
-        return pyfuse3.FileInfo(fh=node.number), self._attributes(node)
+        return pyfuse3.FileInfo(fh=node.number, keep_cache=True), self._attributes(node)
 
     async def read(self, fh: int, off: int, size: int) -> bytes:
         return bytes(self._get(fh).data[off : off + size])

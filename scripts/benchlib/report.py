@@ -99,7 +99,7 @@ def evaluate_targets(
             continue
         compared += 1
         if mine >= theirs:
-            slower.append(f"{labels[key].split(': ', 1)[1]} {mine / theirs:.2f}×")
+            slower.append(f"{labels[key].split(' ', 1)[1]} {mine / theirs:.2f}×")
     if compared == 0:
         targets.append(Target("faster than rclone on workloads 1-6", "not measured", None))
     else:
