@@ -51,7 +51,6 @@ from datetime import datetime
 
 import trio
 
-from memfs.config import MAX_SEGMENT_BYTES
 from memfs.errors import (
     AuthenticationFailed,
     MemfsError,
@@ -59,7 +58,7 @@ from memfs.errors import (
     PathConflict,
     PreconditionFailed,
 )
-from memfs.model import format_timestamp
+from memfs.fuse.status import conflict_name
 from memfs.remote.client import MemfsClient, ServerUnavailable
 from memfs.remote.outbox import (
     Outbox,
@@ -109,29 +108,14 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _compact_timestamp(when: datetime) -> str:
-    return format_timestamp(when).replace("-", "").replace(":", "")
-
-
 def conflict_path(path: str, when: datetime, session_id: str) -> str:
     """Where the losing content of a concurrent write to ``path`` goes (SPEC §4):
-    ``/d/notes.md`` → ``/d/notes.conflict-20260102T030405.123456Z-sesn_….md``.
-
-    A name without an extension (or a dot file) gets no trailing extension; the stem is
-    shortened so that the last segment stays within 255 bytes (NAME_MAX).
+    ``/d/notes.md`` → ``/d/notes.conflict-20260102T030405.123456Z-sesn_….md``, named by
+    :func:`memfs.fuse.status.conflict_name` (the same rule the FUSE layer uses for
+    conflicts found at close; 255-byte NAME_MAX kept).
     """
     parent, _, name = path.rpartition("/")
-    stem, dot, extension = name.rpartition(".")
-    if not dot or not stem:
-        stem, extension = name, ""
-    suffix = f".conflict-{_compact_timestamp(when)}-{session_id}" + (
-        f".{extension}" if extension else ""
-    )
-    budget = MAX_SEGMENT_BYTES - len(suffix.encode("utf-8"))
-    encoded = stem.encode("utf-8")
-    if len(encoded) > budget:
-        stem = encoded[: max(budget, 1)].decode("utf-8", "ignore").rstrip() or "file"
-    return f"{parent}/{stem}{suffix}"
+    return f"{parent}/{conflict_name(name, when, session_id)}"
 
 
 async def _memory_at(client: MemfsClient, store_id: str, path: str) -> RemoteMemory | None:
