@@ -220,8 +220,9 @@ class Change(_Frozen):
     """One entry of a store's change feed.
 
     ``seq`` increases by one per mutation of the store, with no gaps. ``old_path`` is
-    set on renames; ``blob_key`` names the bytes a ``blob_purged`` entry erased, so every
-    mount drops them from its cache (SPEC §2 redaction).
+    set on renames; ``blob_key`` and ``content_sha256`` name the bytes a ``blob_purged``
+    entry erased, so every mount drops them from its cache (SPEC §2 redaction). On
+    ``memory_written`` entries ``memory_version_id`` and ``content_sha256`` give the new head.
     """
 
     seq: int
@@ -232,6 +233,8 @@ class Change(_Frozen):
     old_path: str | None
     blob_key: str | None
     created_at: datetime
+    content_sha256: str | None = None
+    memory_version_id: str | None = None
 
 
 T = TypeVar("T")

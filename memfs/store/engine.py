@@ -281,8 +281,22 @@ class Engine:
         path: str | None = None,
         old_path: str | None = None,
         blob_key: str | None = None,
+        content_sha256: str | None = None,
     ) -> int:
-        """Appends one change-feed entry; the store row must be locked. Returns its seq."""
+        """Appends one change-feed entry; the store row must be locked. Returns its seq.
+
+        A ``memory_written`` entry records the memory's new head version and digest (read
+        from its row, so call this after the row is written); ``blob_purged`` entries
+        carry the purged blob's key and SHA-256.
+        """
+        version_id = None
+        if kind is ChangeKind.MEMORY_WRITTEN and memory_id is not None:
+            head = conn.execute(
+                select(memories.c.head_version_id, memories.c.content_sha256).where(
+                    memories.c.id == memory_id
+                )
+            ).one()
+            version_id, content_sha256 = head.head_version_id, head.content_sha256
         seq = conn.execute(
             update(stores)
             .where(stores.c.id == store_id)
@@ -298,6 +312,8 @@ class Engine:
                 path=path,
                 old_path=old_path,
                 blob_key=blob_key,
+                content_sha256=content_sha256,
+                memory_version_id=version_id,
                 created_at=_now(),
             )
         )
@@ -362,10 +378,13 @@ class Engine:
             ).scalar()
             if referenced:
                 continue
+            digest = conn.execute(select(blobs.c.sha256).where(blobs.c.key == key)).scalar()
             conn.execute(delete(blobs).where(blobs.c.key == key))
             purged += 1
             if store_id is not None:
-                self._emit(conn, store_id, ChangeKind.BLOB_PURGED, blob_key=key)
+                self._emit(
+                    conn, store_id, ChangeKind.BLOB_PURGED, blob_key=key, content_sha256=digest
+                )
         return purged
 
     # ----------------------------------------------------- row conversions
@@ -1606,6 +1625,8 @@ class Engine:
                 path=r.path,
                 old_path=r.old_path,
                 blob_key=r.blob_key,
+                content_sha256=r.content_sha256,
+                memory_version_id=r.memory_version_id,
                 created_at=datetime.fromisoformat(r.created_at),
             )
             for r in rows

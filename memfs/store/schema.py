@@ -231,7 +231,19 @@ changes = Table(
     Column("memory_id", String(40), nullable=True),
     Column("path", PathText, nullable=True, comment="path after the change"),
     Column("old_path", PathText, nullable=True, comment="path before a rename"),
-    Column("blob_key", String(32), nullable=True, comment="bytes a redaction purged"),
+    Column("blob_key", String(32), nullable=True, comment="blob_purged: the erased blob"),
+    Column(
+        "content_sha256",
+        String(64),
+        nullable=True,
+        comment="memory_written: the new head's digest; blob_purged: the erased bytes' digest",
+    ),
+    Column(
+        "memory_version_id",
+        String(40),
+        nullable=True,
+        comment="memory_written: the memory's new head version",
+    ),
     Column("created_at", String(32), nullable=False),
     comment="The change feed mounts follow to invalidate exactly what changed.",
 )
