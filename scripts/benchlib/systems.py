@@ -179,6 +179,10 @@ class System:
         """PID of the FUSE daemon while mounted (memory figures), else None."""
         return None
 
+    def daemon_problems(self) -> str:
+        """The daemon's latest log lines that report a problem ("" if none or no daemon)."""
+        return ""
+
     def abandon(self) -> None:
         """Last-resort clean-up after a failure or Ctrl-C: never raises."""
         with contextlib.suppress(Exception):
@@ -244,6 +248,14 @@ class FuseDaemonSystem(System):
         return [fusermount_command(), "-u", str(self.mount_point)]
 
     # Mechanics.
+    def daemon_problems(self) -> str:
+        if self.log_path is None or not self.log_path.exists():
+            return ""
+        lines = self.log_path.read_bytes()[-200_000:].decode("utf-8", errors="replace")
+        markers = ("ERROR", "WARNING", "CRITICAL", "Traceback", "Error:")
+        problems = [line for line in lines.splitlines() if any(m in line for m in markers)]
+        return " / ".join(problems[-3:])[-LOG_TAIL_BYTES:]
+
     def _log_tail(self) -> str:
         if self.log_path is None or not self.log_path.exists():
             return ""

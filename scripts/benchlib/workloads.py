@@ -109,6 +109,7 @@ WORKLOADS = [spec.key for spec in workload_specs(*(Tree("", Path(), (), (), "", 
 def _run(
     argv: list[str], cwd: Path, *, capture: bool = False
 ) -> subprocess.CompletedProcess[bytes]:
+    _require_directory(cwd)
     try:
         result = subprocess.run(
             argv,
@@ -126,6 +127,11 @@ def _run(
         tail = result.stderr.decode("utf-8", errors="replace").strip()[-600:]
         raise WorkloadFailed(f"`{' '.join(argv)}` exited {result.returncode}: {tail}")
     return result
+
+
+def _require_directory(directory: Path) -> None:
+    if not directory.is_dir():
+        raise WorkloadFailed(f"not run: {directory.name} is missing (did copy in fail?)")
 
 
 def timed(argv: list[str], cwd: Path) -> float:
@@ -221,9 +227,15 @@ def run_system(
     def record(key: str, action: Callable[[], Measurement]) -> None:
         try:
             run.results[key] = action()
-        except WorkloadFailed as exc:
-            run.results[key] = Measurement(error=str(exc))
-            progress(f"{system.key}: {key} FAILED: {exc}")
+        except SetupFailed:
+            raise
+        except Exception as exc:  # a misbehaving system fails its cell, never the run
+            message = str(exc) if isinstance(exc, WorkloadFailed) else repr(exc)
+            problems = system.daemon_problems()
+            if problems:
+                message += f" | daemon log: {problems}"
+            run.results[key] = Measurement(error=message)
+            progress(f"{system.key}: {key} FAILED: {message}")
 
     def repeat(label: str, once: Callable[[], float], count: int = repeats) -> Measurement:
         samples = []
@@ -378,9 +390,9 @@ def run_system(
             note = None if host.can_drop_caches() else "page cache NOT dropped (not root)"
             run.results["mount_cold"] = Measurement([first_mount_s], note=note)
         system.close_session()
-    except SetupFailed as exc:
-        run.failure = str(exc)
-        progress(f"{system.key}: FAILED: {exc}")
+    except Exception as exc:  # SetupFailed, or a system breaking the harness's assumptions
+        run.failure = str(exc) if isinstance(exc, SetupFailed) else repr(exc)
+        progress(f"{system.key}: FAILED: {run.failure}")
         system.abandon()
     except BaseException:
         system.abandon()

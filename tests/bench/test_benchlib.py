@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from benchlib.report import evaluate_targets, format_value
+from benchlib.systems import Scratch, TmpfsSystem
 from benchlib.trees import (
     MAX_FILE_BYTES,
     MIN_FILE_BYTES,
@@ -17,7 +18,7 @@ from benchlib.trees import (
     generate_markdown_tree,
     markdown_document,
 )
-from benchlib.workloads import Measurement, SystemRun, workload_specs
+from benchlib.workloads import Measurement, SystemRun, run_system, workload_specs
 
 from memfs.rules import validate_content_bytes, validate_path
 
@@ -171,3 +172,38 @@ def test_targets_say_not_measured_when_memfs_failed() -> None:
     targets = evaluate_targets(specs, runs, 10_000)
     assert {t.passed for t in targets} == {None}
     assert all(t.measured == "not measured" for t in targets)
+
+
+class _BrokenCopyTarget(TmpfsSystem):
+    """tmpfs whose every copy of the generated tree fails: the destinations are files."""
+
+    def open_session(self, session: str, preload: Tree | None = None) -> Path:
+        root = super().open_session(session, preload)
+        for index in range(5):
+            (root / f"generated-{index}").write_text("in the way\n")
+        return root
+
+
+def test_a_failing_workload_fails_its_cells_and_the_rest_still_runs(tmp_path: Path) -> None:
+    ram = tmp_path / "ram"
+    ram.mkdir()
+    scratch = Scratch(ram, tmp_path / "disk", tmp_path)
+    generated = generate_markdown_tree(tmp_path / "src" / "g", "generated", 5, levels=2, seed=1)
+    corpus = generate_markdown_tree(tmp_path / "src" / "c", "corpus", 4, levels=2, seed=2)
+    metadata = generate_markdown_tree(tmp_path / "src" / "m", "metadata", 30, levels=3, seed=3)
+    (tmp_path / "lists").mkdir()
+    lines: list[str] = []
+
+    run = run_system(
+        _BrokenCopyTarget(scratch), generated=generated, corpus=corpus, metadata=metadata,
+        repeats=2, work=tmp_path / "lists", progress=lines.append,
+    )  # fmt: skip
+
+    assert run.failure is None
+    assert "`cp -r" in run.results["copy_generated"].error
+    for key in ("warm_generated", "cold_generated", "edits"):
+        assert run.results[key].error == "not run: generated-1 is missing (did copy in fail?)"
+    for key in ("copy_corpus", "warm_corpus", "cold_corpus", "find", "ls_lR", "grep"):
+        assert run.results[key].error is None, run.results[key]
+        assert len(run.results[key].samples) == 2
+    assert any("copy_generated FAILED" in line for line in lines)
