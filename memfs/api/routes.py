@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
-from fastapi import APIRouter, Body, Query, Request, Security
+from fastapi import APIRouter, Body, Depends, Query, Request, Security
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
 
@@ -51,7 +51,19 @@ T = TypeVar("T")
 _bearer = HTTPBearer(auto_error=False, description="An API key secret or a session token.")
 _x_api_key = APIKeyHeader(name="x-api-key", auto_error=False, description="Same as Bearer.")
 
-router = APIRouter(dependencies=[Security(_bearer), Security(_x_api_key)])
+
+async def _refuse_nul_in_url(request: Request) -> None:
+    """Path and query parameters holding U+0000 are refused with 400 (see
+    :class:`memfs.api.schemas._NoNul`; PostgreSQL text can't hold it)."""
+    parameters = [*request.path_params.items(), *request.query_params.multi_items()]
+    for name, value in parameters:
+        if "\x00" in name or "\x00" in value:
+            raise InvalidInput(f"parameter {name!r}: {schemas.NUL_MESSAGE}", code="nul_character")
+
+
+router = APIRouter(
+    dependencies=[Security(_bearer), Security(_x_api_key), Depends(_refuse_nul_in_url)]
+)
 
 View = Literal["basic", "full"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
 
 __all__ = [
     "DeletedObject",
@@ -39,9 +39,40 @@ __all__ = [
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 Sha256 = Annotated[str, Field(pattern=SHA256_PATTERN, description="64 lowercase hex digits")]
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+# Documented approximations of SPEC §1; the server checks with memfs.rules, which names
+# the broken rule (so these are not enforced by the schema layer).
+_PATH_SCHEMA = {"pattern": r"^(/[^/\\\x00-\x1f\x7f]+)+$", "maxLength": 1024}
+_CONTENT_SCHEMA = {"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"}
 
 
-class _Request(BaseModel):
+NUL_MESSAGE = "strings can't contain the NUL character (U+0000)"
+
+
+def contains_nul(value: object) -> bool:
+    """True when a string anywhere in ``value`` (JSON data) holds U+0000."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(v) for v in value)
+    return False
+
+
+class _NoNul(BaseModel):
+    """Refuses U+0000 in any string of the body: no field may hold it (SPEC §1 forbids
+    control characters in paths, content and names), and PostgreSQL text can't store it,
+    so the engine must never see one."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_nul(cls, data: Any) -> Any:
+        if contains_nul(data):
+            raise ValueError(NUL_MESSAGE)
+        return data
+
+
+class _Request(_NoNul):
     model_config = ConfigDict(strict=True, extra="forbid")
 
 
@@ -81,8 +112,15 @@ class MemoryCreate(_Request):
     ``metadata`` is the memfs extension of SPEC §1.
     """
 
-    path: str = Field(description="Absolute memory path, e.g. /projects/foo/notes.md.")
-    content: str | None = Field(description="UTF-8 text, at most 102,400 bytes; null is refused.")
+    path: str = Field(
+        description="Absolute memory path, e.g. /projects/foo/notes.md.",
+        json_schema_extra=_PATH_SCHEMA,
+    )
+    # Typed nullable like the SDK's, so that null gets the precise error of the route;
+    # documented as what it must be: a string.
+    content: Annotated[str | None, WithJsonSchema({"type": "string", **_CONTENT_SCHEMA})] = Field(
+        description="UTF-8 text, at most 102,400 bytes; null is refused."
+    )
     metadata: dict[str, str] | None = None
 
 
@@ -123,7 +161,7 @@ class SessionResourceParam(_Request):
     instructions: str | None = Field(default=None, description="At most 4,096 characters.")
 
 
-class SessionCreate(BaseModel):
+class SessionCreate(_NoNul):
     """Body of ``POST /v1/sessions``.
 
     Only ``resources`` of type ``memory_store`` (1 to 8) and ``title`` mean something to

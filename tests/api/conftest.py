@@ -6,6 +6,7 @@
 - ``server``: a ``memfs serve --port 0`` subprocess on that database (started once per
   backend), with an admin key made by ``memfs key create``. Its log must hold no
   traceback when the session ends.
+- ``second_url``: a second ``memfs serve`` on the same database (concurrency tests).
 - ``admin``: an ``anthropic.Anthropic`` client with the admin key.
 - ``store``: a fresh memory store for one test.
 
@@ -239,6 +240,20 @@ def server(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
         log = process.log_text()
         assert status == 0, f"memfs serve exited with {status}:\n{log}"
         assert "Traceback" not in log, f"the server logged a traceback:\n{log}"
+
+
+@pytest.fixture(scope="session")
+def second_url(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The URL of a second ``memfs serve`` on the database of ``server``."""
+    home = tmp_path_factory.mktemp("api-second-home")
+    process = ServerProcess(server.database, home / "second.log", env=server_env(home))
+    try:
+        yield process.url
+    finally:
+        status = process.stop()
+        log = process.log_text()
+        assert status == 0, f"the second memfs serve exited with {status}:\n{log}"
+        assert "Traceback" not in log, f"the second server logged a traceback:\n{log}"
 
 
 @pytest.fixture
