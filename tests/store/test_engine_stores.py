@@ -41,30 +41,28 @@ def test_create_store_with_description_and_metadata(engine: Engine) -> None:
     assert engine.get_store(created.id).metadata == {"team": "core"}
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "error", "message"),
-    [
-        ({"name": ""}, InvalidStoreField, "name must be 1 to 255 characters"),
-        ({"name": "n" * 256}, InvalidStoreField, "name must be 1 to 255 characters"),
-        ({"name": "a\x00"}, InvalidStoreField, "name must not contain control characters"),
-        (
-            {"name": "ok", "description": "d" * 1025},
-            InvalidStoreField,
-            "description is 1025 characters; at most 1024 are allowed",
-        ),
-        (
-            {"name": "ok", "metadata": {f"k{i}": "v" for i in range(17)}},
-            InvalidMetadata,
-            "invalid metadata: 17 keys; at most 16 are allowed",
-        ),
-    ],
-)
-def test_create_store_refuses_bad_fields(
-    engine: Engine, kwargs: dict, error: type[Exception], message: str
-) -> None:
-    with pytest.raises(error) as info:
-        engine.create_store(**kwargs)
-    assert str(info.value) == message
+BAD_STORES = [
+    ({"name": ""}, InvalidStoreField, "name must be 1 to 255 characters"),
+    ({"name": "n" * 256}, InvalidStoreField, "name must be 1 to 255 characters"),
+    ({"name": "a\x00"}, InvalidStoreField, "name must not contain control characters"),
+    (
+        {"name": "ok", "description": "d" * 1025},
+        InvalidStoreField,
+        "description is 1025 characters; at most 1024 are allowed",
+    ),
+    (
+        {"name": "ok", "metadata": {f"k{i}": "v" for i in range(17)}},
+        InvalidMetadata,
+        "invalid metadata: 17 keys; at most 16 are allowed",
+    ),
+]
+
+
+def test_create_store_refuses_bad_fields(engine: Engine) -> None:
+    for kwargs, error, message in BAD_STORES:
+        with pytest.raises(error) as info:
+            engine.create_store(**kwargs)
+        assert str(info.value) == message
     assert engine.statistics()["stores"] == 0
 
 
@@ -149,23 +147,18 @@ def test_update_store_limits_keys_after_the_change_not_in_the_patch(engine: Engi
     assert updated.metadata == {f"n{i}": "v" for i in range(7)}
 
 
-@pytest.mark.parametrize(
-    ("kwargs", "error"),
-    [
+def test_update_store_refuses_bad_fields(engine: Engine, store: MemoryStore) -> None:
+    before = snapshot(engine, store.id)
+    for kwargs, error in (
         ({"name": ""}, InvalidStoreField),
         ({"name": "x\n"}, InvalidStoreField),
         ({"description": "d" * 1025}, InvalidStoreField),
         ({"metadata_patch": {"k" * 65: "v"}}, InvalidMetadata),
         ({"metadata_patch": {"k": 3}}, InvalidMetadata),
-    ],
-)
-def test_update_store_refuses_bad_fields(
-    engine: Engine, store: MemoryStore, kwargs: dict, error: type[Exception]
-) -> None:
-    before = snapshot(engine, store.id)
-    with pytest.raises(error):
-        engine.update_store(store.id, **kwargs)
-    assert snapshot(engine, store.id) == before
+    ):
+        with pytest.raises(error):
+            engine.update_store(store.id, **kwargs)
+        assert snapshot(engine, store.id) == before
 
 
 def test_update_unknown_store(engine: Engine) -> None:
@@ -301,10 +294,10 @@ def test_list_stores_cursor_belongs_to_its_query(engine: Engine, actor: Actor) -
             engine.list_stores(cursor=garbage)
 
 
-@pytest.mark.parametrize("limit", [0, 101, -1])
-def test_list_stores_limit_out_of_range(engine: Engine, limit: int) -> None:
-    with pytest.raises(InvalidInput, match="^limit must be an integer from 1 to 100$"):
-        engine.list_stores(limit=limit)
+def test_list_stores_limit_out_of_range(engine: Engine) -> None:
+    for limit in (0, 101, -1):
+        with pytest.raises(InvalidInput, match="^limit must be an integer from 1 to 100$"):
+            engine.list_stores(limit=limit)
     assert len(engine.list_stores(limit=100).items) == 0
 
 
