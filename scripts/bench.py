@@ -59,7 +59,7 @@ ALL_SYSTEMS = ("tmpfs", "rclone", "floor", "memfs")
 
 # (generated files, corpus files, metadata files, repeats)
 FULL_SIZES = (1000, 1000, 10_000, 5)
-QUICK_SIZES = (100, 100, 1000, 3)
+QUICK_SIZES = (100, 100, 500, 3)
 
 
 def _parse_args(argv: list[str] | None) -> argparse.Namespace:
