@@ -117,7 +117,8 @@ class Node:
         buffer: the content while open or changed, shared by every handle of the node
             (like the page cache of a local filesystem); None when not loaded.
         base_sha256: the digest the content had when opened or last committed: the
-            precondition of the next commit (SPEC §4 concurrent writers).
+            precondition of the next commit (SPEC §4 concurrent writers). A change made
+            elsewhere moves it only while the file is closed.
         dirty: ``buffer`` has changes no version holds yet.
         refusal: the error that refused a write since the last close; the next close
             reports it instead of committing partial content.
@@ -414,7 +415,8 @@ class InodeTable:
         assert node.attachment is not None
         self._by_memory[(node.attachment.store_id, memory.id)] = node
         node.mtime_ns = _timestamp_ns(memory)
-        if not node.dirty:
+        if not node.dirty and node.open_count == 0:
+            # An open file keeps the digest it was opened with (the precondition).
             node.base_sha256 = memory.content_sha256
 
     def _attachment(self, store_id: str) -> Attachment:

@@ -523,10 +523,10 @@ class Operations(pyfuse3.Operations):
             node.dirty = True
             node.mtime_ns = time.time_ns()
         fh = self._open_handle(node, writable=writable)
-        head = node.memory.content_sha256 if node.memory is not None else None
-        # keep_cache only when the kernel's pages hold exactly the current head.
-        keep_cache = not node.dirty and head is not None and node.kernel_sha256 == head
-        node.kernel_sha256 = None if node.dirty else head
+        # keep_cache only when the kernel's pages hold exactly what this open serves.
+        served = node.base_sha256 if not node.dirty else None
+        keep_cache = served is not None and node.kernel_sha256 == served
+        node.kernel_sha256 = served
         return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache)
 
     def _open_handle(self, node: Node, *, writable: bool) -> int:
@@ -628,9 +628,11 @@ class Operations(pyfuse3.Operations):
             self._send_notices()
 
     def _drop_clean_buffer(self, node: Node) -> None:
-        """Frees the content of a closed file the store holds (it stays in the cache)."""
+        """Frees the content of a closed file the store holds (it stays in the cache);
+        the next open starts from the head."""
         if node.open_count == 0 and not node.dirty and node.memory is not None:
             node.buffer = None
+            node.base_sha256 = node.memory.content_sha256
 
     async def _ensure_buffer(self, node: Node) -> bytearray:
         """The content of ``node``: its buffer, else its head from the cache or the store."""
@@ -1184,7 +1186,9 @@ class Operations(pyfuse3.Operations):
             return
         content_changed = old is None or old.content_sha256 != memory.content_sha256
         self._table.set_memory(node, memory)
-        if content_changed and not node.dirty:
+        # An open file keeps showing what it was opened with (close-to-open); its next
+        # commit meets the new head through its precondition.
+        if content_changed and not node.dirty and node.open_count == 0:
             node.buffer = None
             node.kernel_sha256 = None
             self._table.notice(Notice(node.inode))

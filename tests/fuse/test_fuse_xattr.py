@@ -1,0 +1,75 @@
+"""SPEC §4 mapping row "xattr": ``user.memfs.*`` read-only (id, version id, sha256);
+``user.meta.<key>`` maps to memory metadata."""
+
+from __future__ import annotations
+
+import os
+
+from fuse_helpers import errno_of, versions
+
+from memfs.store import Engine
+
+
+def test_memfs_attributes_mirror_the_head_and_are_read_only(mount, store_engine) -> None:
+    store_id = str(mount.status["stores"][0]["id"])
+    path = mount / "notes" / "hello.md"
+    memory = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
+    assert os.getxattr(path, "user.memfs.id") == memory.id.encode()
+    assert os.getxattr(path, "user.memfs.version_id") == memory.memory_version_id.encode()
+    assert os.getxattr(path, "user.memfs.sha256") == memory.content_sha256.encode()
+    for name in ("user.memfs.id", "user.memfs.version_id", "user.memfs.sha256"):
+        assert errno_of(f"os.setxattr({str(path)!r}, {name!r}, b'x')") == "EPERM"
+        assert errno_of(f"os.removexattr({str(path)!r}, {name!r})") == "EPERM"
+    assert errno_of(f"os.getxattr({str(path)!r}, 'user.memfs.nope')") == "ENODATA"
+    assert errno_of(f"os.getxattr({str(mount / 'notes')!r}, 'user.memfs.id')") == "ENODATA"
+    # After a write the version id and digest follow the new head.
+    path.write_text("changed\n")
+    head = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
+    assert os.getxattr(path, "user.memfs.version_id") == head.memory_version_id.encode()
+    assert os.getxattr(path, "user.memfs.sha256") == head.content_sha256.encode()
+
+
+def test_user_meta_attributes_are_memory_metadata(mount, store_engine: Engine) -> None:
+    store_id = str(mount.status["stores"][0]["id"])
+    path = mount / "notes" / "hello.md"
+    memory_id = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False).id
+    os.setxattr(path, "user.meta.topic", b"greetings")
+    os.setxattr(path, "user.meta.importance", b"high")
+    assert store_engine.get_memory(store_id, memory_id).metadata == {
+        "topic": "greetings", "importance": "high",
+    }
+    assert os.getxattr(path, "user.meta.topic") == b"greetings"
+    assert sorted(os.listxattr(path)) == [
+        "user.memfs.id", "user.memfs.sha256", "user.memfs.version_id",
+        "user.meta.importance", "user.meta.topic",
+    ]
+    os.removexattr(path, "user.meta.importance")
+    assert store_engine.get_memory(store_id, memory_id).metadata == {"topic": "greetings"}
+    assert errno_of(f"os.removexattr({str(path)!r}, 'user.meta.importance')") == "ENODATA"
+    assert errno_of(f"os.getxattr({str(path)!r}, 'user.meta.importance')") == "ENODATA"
+    # Outside user.meta.*: not supported; limits of SPEC §1 metadata.
+    assert errno_of(f"os.setxattr({str(path)!r}, 'user.other', b'x')") == "ENOTSUP"
+    assert errno_of(f"os.setxattr({str(path)!r}, 'user.meta.long', b'v' * 513)") == "E2BIG"
+    assert errno_of(f"os.setxattr({str(path)!r}, 'user.meta.' + 'k' * 65, b'v')") == "E2BIG"
+    assert errno_of(f"""
+        for i in range(15):
+            os.setxattr({str(path)!r}, f'user.meta.k{{i}}', b'v')
+        os.setxattr({str(path)!r}, 'user.meta.one-too-many', b'v')
+    """) == "ENOSPC"
+    assert len(store_engine.get_memory(store_id, memory_id).metadata) == 16
+    # Metadata is not content: no version was written.
+    assert len(versions(store_engine, store_id, memory_id)) == 1
+
+
+def test_metadata_set_before_the_first_close_is_stored_with_the_file(
+    mount, store_engine: Engine
+) -> None:
+    store_id = str(mount.status["stores"][0]["id"])
+    path = mount / "notes" / "tagged.md"
+    errno_of(f"""
+        with open({str(path)!r}, "w") as f:
+            os.setxattr({str(path)!r}, "user.meta.type", b"semantic")
+            f.write("tagged\\n")
+    """)
+    memory = store_engine.get_memory_by_path(store_id, "/tagged.md")
+    assert memory.metadata == {"type": "semantic"} and memory.content == "tagged\n"
