@@ -1163,26 +1163,26 @@ def prompt_command(
         raise typer.BadParameter("give either --store (one or more) or --session")
     given: dict[str, str] = {}
     for item in instructions or ():
-        name, sep, text = item.partition("=")
+        key, sep, value = item.partition("=")
         if not sep:
             raise typer.BadParameter(f"{item!r} is not STORE=TEXT", param_hint="--instructions")
-        given[name] = text
+        given[key] = value
     with _engine(database) as engine:
         if session_id is not None:
             if given:
                 raise typer.BadParameter("--instructions comes from the session with --session")
             resources = engine.get_session(session_id).resources
         else:
-            attachments = []
+            attachments: list[tuple[MemoryStore, Access, str | None]] = []
             used: set[str] = set()
             for spec in stores or ():
                 name, access = _parse_store_spec(spec)
                 store = engine.find_store(name)
-                text = None
-                for key in (spec, name, store.id, store.name):
-                    if key in given:
-                        text = given[key]
-                        used.add(key)
+                text: str | None = None
+                for reference in (spec, name, store.id, store.name):
+                    if reference in given:
+                        text = given[reference]
+                        used.add(reference)
                         break
                 attachments.append((store, access, text))
             unused = set(given) - used

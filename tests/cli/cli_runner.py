@@ -7,6 +7,7 @@ nothing in the database the test wrote.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -18,10 +19,15 @@ from typing import Any
 
 import pytest
 
-from memfs.store import open_engine
+from memfs.errors import NotFound
+from memfs.model import Actor
+from memfs.store import Engine, open_engine
+from memfs.wire import memory_to_wire, store_to_wire, version_to_wire
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 RUN_TIMEOUT_S = 60
+# Author of the writes tests make in-process to set the scene (not under test).
+SETUP_ACTOR = Actor.user("test-setup")
 
 
 @dataclass
@@ -91,6 +97,61 @@ class Cli:
         )
         return result
 
+    # In-process helpers: setting the scene and inspecting the result through the engine
+    # directly, so that each test runs a subprocess only for the commands it is about.
+
+    @contextlib.contextmanager
+    def engine(self) -> Iterator[Engine]:
+        """The engine on this ``$MEMFS_HOME``'s database."""
+        engine = open_engine(f"sqlite:///{self.home / 'memfs.db'}")
+        try:
+            yield engine
+        finally:
+            engine.close()
+
+    def create_store(self, name: str, description: str = "") -> dict[str, Any]:
+        with self.engine() as engine:
+            return store_to_wire(engine.create_store(name, description))
+
+    def put(self, store: str, path: str, content: str) -> dict[str, Any]:
+        """Creates or replaces a memory in-process; returns its wire object."""
+        with self.engine() as engine:
+            store_id = engine.find_store(store).id
+            try:
+                current = engine.get_memory_by_path(store_id, path, with_content=False)
+            except NotFound:
+                memory = engine.create_memory(store_id, path, content, actor=SETUP_ACTOR)
+            else:
+                memory = engine.update_memory(
+                    store_id, current.id, content=content, actor=SETUP_ACTOR
+                )
+            return memory_to_wire(memory, full=False)
+
+    def versions(self, store: str, *, memory_id: str | None = None) -> list[dict[str, Any]]:
+        """Every version of a store, newest first, as wire objects (with content)."""
+        with self.engine() as engine:
+            store_id = engine.find_store(store).id
+            found: list[dict[str, Any]] = []
+            cursor: str | None = None
+            while True:
+                page = engine.list_versions(
+                    store_id, memory_id=memory_id, limit=100, cursor=cursor, with_content=True
+                )
+                found += [version_to_wire(v, full=True) for v in page.items]
+                cursor = page.next_cursor
+                if cursor is None:
+                    return found
+
+    def paths(self, store: str) -> list[str]:
+        with self.engine() as engine:
+            return [m.path for m in engine.all_memories(engine.find_store(store).id)]
+
+    def content(self, store: str, path: str) -> str:
+        with self.engine() as engine:
+            memory = engine.get_memory_by_path(engine.find_store(store).id, path)
+            assert memory.content is not None
+            return memory.content
+
     def error(self, *args: str, input: bytes | str | None = None) -> str:
         """Runs a command that must fail with one ``memfs: error:`` line; returns the line."""
         result = self.run(*args, input=input, expect=1)
@@ -115,7 +176,5 @@ def cli(memfs_home: Path) -> Iterator[Cli]:
 
 @pytest.fixture
 def store(cli: Cli) -> dict[str, Any]:
-    """A store named "Project Notes" (its wire object)."""
-    return cli.run(
-        "store", "create", "Project Notes", "--description", "Notes on the project", "--json"
-    ).json()
+    """A store named "Project Notes" (its wire object), created in-process."""
+    return cli.create_store("Project Notes", "Notes on the project")

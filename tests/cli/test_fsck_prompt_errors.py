@@ -17,9 +17,9 @@ STORE = "Project Notes"
 
 
 def test_fsck_clean_after_writes(cli: Cli, store: dict[str, Any]) -> None:
-    cli.run("memory", "put", STORE, "/a.md", "--content", "a")
-    cli.run("memory", "put", STORE, "/a.md", "--content", "b")
-    cli.run("memory", "put", STORE, "/c.md", "--content", "a")
+    cli.put(STORE, "/a.md", "a")
+    cli.put(STORE, "/a.md", "b")
+    cli.put(STORE, "/c.md", "a")
     cli.run("memory", "rm", STORE, "/c.md")
     assert cli.run("fsck").stdout == (
         "fsck: clean (1 stores, 1 memories, 4 versions, 2 blobs checked)\n"
@@ -27,7 +27,7 @@ def test_fsck_clean_after_writes(cli: Cli, store: dict[str, Any]) -> None:
 
 
 def test_fsck_reports_each_finding_and_fails(cli: Cli, store: dict[str, Any]) -> None:
-    cli.run("memory", "put", STORE, "/a.md", "--content", "a")
+    cli.put(STORE, "/a.md", "a")
     engine = open_engine(f"sqlite:///{cli.home / 'memfs.db'}")
     try:
         engine.execute_raw_for_tests("UPDATE stores SET entry_count = 7")
@@ -153,7 +153,7 @@ def test_render_prompt_names_every_field() -> None:
 
 
 def test_prompt_command_for_stores(cli: Cli, store: dict[str, Any]) -> None:
-    cli.run("store", "create", "Team Wiki", "--description", "Shared reference")
+    cli.create_store("Team Wiki", "Shared reference")
     text = cli.run(
         "prompt",
         "--store",

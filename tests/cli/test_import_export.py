@@ -64,12 +64,11 @@ IMPORTED = {
 
 
 def contents(cli: Cli) -> dict[str, str]:
-    paths = [m["path"] for m in cli.run("memory", "ls", STORE, "--json").json()["data"]]
-    return {path: cli.run("memory", "cat", STORE, path).stdout for path in paths}
+    return {path: cli.content(STORE, path) for path in cli.paths(STORE)}
 
 
 def version_count(cli: Cli) -> int:
-    return len(cli.run("version", "ls", STORE, "--limit", "0", "--json").json()["data"])
+    return len(cli.versions(STORE))
 
 
 def test_import_reports_each_refusal_with_its_reason(
@@ -130,7 +129,7 @@ def test_reimport_writes_only_what_changed(cli: Cli, store: dict[str, Any], tmp_
 
 
 def test_import_collisions_and_strict(cli: Cli, store: dict[str, Any], tmp_path: Path) -> None:
-    cli.run("memory", "put", STORE, "/sub", "--content", "a file where the folder goes")
+    cli.put(STORE, "/sub", "a file where the folder goes")
     source = tmp_path / "src"
     (source / "sub").mkdir(parents=True)
     (source / "sub" / "x.md").write_text("x")
@@ -215,7 +214,7 @@ def test_export_jsonl_round_trip_keeps_metadata(
     cli: Cli, store: dict[str, Any], tmp_path: Path
 ) -> None:
     cli.run("memory", "put", STORE, "/a.md", "--content", "α\n", "-m", "type=preference")
-    cli.run("memory", "put", STORE, "/b/c.md", "--content", "c")
+    cli.put(STORE, "/b/c.md", "c")
     dump = cli.run("export", STORE, "-", "--format", "jsonl")
     assert dump.stderr == ""
     records = [json.loads(line) for line in dump.lines]
@@ -227,7 +226,7 @@ def test_export_jsonl_round_trip_keeps_metadata(
 
     file = tmp_path / "backup.jsonl"
     file.write_text(dump.stdout + "\nnot json\n" + json.dumps({"path": "/x"}) + "\n")
-    cli.run("store", "create", "Copy")
+    cli.create_store("Copy")
     result = cli.run("import", str(file), "--store", "Copy")
     assert "2 created" in result.stdout and "2 refused" in result.stdout
     assert "refused backup.jsonl:4: not JSON" in result.stderr
@@ -237,7 +236,7 @@ def test_export_jsonl_round_trip_keeps_metadata(
         ("/a.md", {"type": "preference"}),
         ("/b/c.md", {}),
     ]
-    assert cli.run("memory", "cat", "Copy", "/a.md").stdout == "α\n"
+    assert cli.content("Copy", "/a.md") == "α\n"
     assert cli.error("export", STORE, str(file), "--format", "jsonl") == (
         f"{file} exists (pass --force to overwrite it)"
     )

@@ -58,8 +58,8 @@ def test_show_human_output(cli: Cli, store: dict[str, Any]) -> None:
 
 
 def test_list_plain_and_json(cli: Cli) -> None:
-    first = cli.run("store", "create", "Alpha", "--json").json()
-    second = cli.run("store", "create", "Beta", "--json").json()
+    first = cli.create_store("Alpha")
+    second = cli.create_store("Beta")
     listed = cli.run("store", "list", "--json").json()
     assert listed == {"data": [second, first], "next_page": None}  # newest first
 
@@ -100,7 +100,7 @@ def test_update_patches_metadata_and_fields(cli: Cli, store: dict[str, Any]) -> 
 
 
 def test_archive_makes_the_store_read_only(cli: Cli, store: dict[str, Any]) -> None:
-    cli.run("memory", "put", "Project Notes", "/kept.md", "--content", "kept")
+    cli.put("Project Notes", "/kept.md", "kept")
     archived = cli.run("store", "archive", "Project Notes", "--json").json()
     assert archived["archived_at"] is not None
 
@@ -133,8 +133,8 @@ def test_invalid_store_fields_are_named(cli: Cli) -> None:
 
 
 def test_ambiguous_name_lists_the_ids(cli: Cli) -> None:
-    one = cli.run("store", "create", "Twin", "--json").json()
-    two = cli.run("store", "create", "Twin", "--json").json()
+    one = cli.create_store("Twin")
+    two = cli.create_store("Twin")
     message = cli.error("store", "show", "Twin")
     assert one["id"] in message and two["id"] in message
     assert cli.run("store", "show", one["id"], "--json").json() == one

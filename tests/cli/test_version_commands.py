@@ -11,8 +11,8 @@ STORE = "Project Notes"
 
 
 def test_ls_shows_operation_path_author_and_time(cli: Cli, store: dict[str, Any]) -> None:
-    cli.run("memory", "put", STORE, "/a.md", "--content", "1")
-    cli.run("memory", "put", STORE, "/a.md", "--content", "22")
+    cli.put(STORE, "/a.md", "1")
+    cli.put(STORE, "/a.md", "22")
     cli.run("memory", "mv", STORE, "/a.md", "/b.md")
     cli.run("memory", "rm", STORE, "/b.md")
     plain = cli.run("version", "ls", STORE)
@@ -22,8 +22,8 @@ def test_ls_shows_operation_path_author_and_time(cli: Cli, store: dict[str, Any]
     assert [row[2:] for row in rows] == [
         ["deleted", "/b.md", author],
         ["modified", "/b.md", author, "2"],
-        ["modified", "/a.md", author, "2"],
-        ["created", "/a.md", author, "1"],
+        ["modified", "/a.md", "user_actor:test-setup", "2"],
+        ["created", "/a.md", "user_actor:test-setup", "1"],
     ]
     assert all(row[0].startswith("memver_") and row[1].endswith("Z") for row in rows)
 
@@ -48,10 +48,12 @@ def test_ls_shows_operation_path_author_and_time(cli: Cli, store: dict[str, Any]
 
 
 def test_ls_filters(cli: Cli, store: dict[str, Any]) -> None:
-    a = cli.run("memory", "put", STORE, "/a.md", "--content", "a", "--json").json()
-    cli.run("memory", "put", STORE, "/b.md", "--content", "b")
-    cli.run("memory", "put", STORE, "/a.md", "--content", "aa")
-    cli.run("memory", "mv", STORE, "/a.md", "/renamed.md")
+    a = cli.put(STORE, "/a.md", "a")
+    cli.put(STORE, "/b.md", "b")
+    cli.put(STORE, "/a.md", "aa")
+    with cli.engine() as engine:
+        store_id = engine.find_store(STORE).id
+        engine.update_memory(store_id, a["id"], path="/renamed.md", actor=None)
 
     def paths(*args: str) -> list[tuple[str, str]]:
         data = cli.run("version", "ls", STORE, "--json", *args).json()["data"]
@@ -74,7 +76,7 @@ def test_ls_filters(cli: Cli, store: dict[str, Any]) -> None:
 
 
 def test_show_and_raw(cli: Cli, store: dict[str, Any]) -> None:
-    cli.run("memory", "put", STORE, "/a.md", "--content", "first\n")
+    cli.put(STORE, "/a.md", "first\n")
     version = cli.run("version", "ls", STORE, "--json").json()["data"][0]
     shown = cli.run("version", "show", STORE, version["id"])
     assert shown.lines[0].split() == ["id", version["id"]]
@@ -88,8 +90,8 @@ def test_show_and_raw(cli: Cli, store: dict[str, Any]) -> None:
 
 
 def test_redact_scrubs_old_versions_only(cli: Cli, store: dict[str, Any]) -> None:
-    cli.run("memory", "put", STORE, "/a.md", "--content", "secret")
-    cli.run("memory", "put", STORE, "/a.md", "--content", "public")
+    cli.put(STORE, "/a.md", "secret")
+    cli.put(STORE, "/a.md", "public")
     head, old = cli.run("version", "ls", STORE, "--json").json()["data"]
 
     assert "head version" in cli.error("version", "redact", STORE, head["id"])
@@ -107,4 +109,4 @@ def test_redact_scrubs_old_versions_only(cli: Cli, store: dict[str, Any]) -> Non
     assert "(redacted)" in cli.run("version", "ls", STORE).lines[2]
     assert cli.run("version", "show", STORE, old["id"]).stdout.endswith("\n(redacted)\n")
     assert cli.error("version", "show", STORE, old["id"], "--raw").endswith("(redacted)")
-    assert cli.run("memory", "cat", STORE, "/a.md").stdout == "public"
+    assert cli.content(STORE, "/a.md") == "public"
