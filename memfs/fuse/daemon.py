@@ -29,7 +29,7 @@ import trio
 from memfs.errors import InvalidInput
 from memfs.fuse.backend import AttachmentSpec, Backend
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
-from memfs.fuse.mounts import is_mounted
+from memfs.fuse.mounts import is_mounted, is_stale, unmount
 from memfs.fuse.operations import Operations
 from memfs.fuse.status import MountStatus, log_path
 from memfs.model import format_timestamp, utcnow
@@ -130,16 +130,25 @@ async def serve(
         on_ready: called once the mount is live (the readiness pipe of ``memfs mount``).
 
     Raises:
-        InvalidInput: the mount point is missing, not a directory or already mounted.
+        InvalidInput: the mount point is missing, not a directory or already mounted
+            (a stale mount whose daemon died is removed first).
         NotFound, StoreArchived, …: from attaching the stores.
         RuntimeError: the kernel refused the mount.
     """
     mountpoint = os.path.realpath(config.mountpoint)
     try:
+        if is_mounted(mountpoint):
+            if not is_stale(mountpoint):
+                raise InvalidInput(f"{mountpoint} is already a mount point")
+            # A daemon that died left its mount behind (e.g. before a systemd restart).
+            log.warning("removing the stale mount at %s (its daemon is gone)", mountpoint)
+            result = unmount(mountpoint, lazy=True)
+            if not result.ok:
+                raise InvalidInput(
+                    f"can't remove the stale mount at {mountpoint}: {result.message}"
+                )
         if not os.path.isdir(mountpoint):
             raise InvalidInput(f"mount point {mountpoint} is not a directory")
-        if is_mounted(mountpoint):
-            raise InvalidInput(f"{mountpoint} is already a mount point")
         attachments = await _attach(backend, config)
         session_id = await backend.open_session(
             [AttachmentSpec(a.store_id, a.read_only) for a in attachments],

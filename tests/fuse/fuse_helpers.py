@@ -170,7 +170,12 @@ class Mounter:
         self.mounts: list[Mount] = []
 
     def mount(
-        self, *stores: str, layout: str = "per-store", background: bool = False, cli: bool = False
+        self,
+        *stores: str,
+        layout: str = "per-store",
+        background: bool = False,
+        cli: bool = False,
+        path: Path | None = None,
     ) -> Mount:
         """Mounts ``stores``; waits until the mount is live.
 
@@ -179,10 +184,12 @@ class Mounter:
             cli: the ``memfs`` console script even in the foreground; by default the
                 daemon runs as ``python -m memfs.cli.mounting mount --foreground``, the
                 same command without loading the other command groups (a faster start).
+            path: the mount point (default: a new directory under the test's tmp_path).
         """
         index = len(self.mounts)
-        path = self._tmp_path / f"mnt{index}"
-        path.mkdir()
+        if path is None:
+            path = self._tmp_path / f"mnt{index}"
+            path.mkdir()
         program = [MEMFS] if background or cli else [sys.executable, "-m", "memfs.cli.mounting"]
         args = [*program, "mount", str(path), "--layout", layout]
         for store in stores:
@@ -206,7 +213,8 @@ class Mounter:
                     raise AssertionError(
                         f"the mount daemon exited {process.returncode}:\n{log_file.read_text()}"
                     )
-                return mounts.is_mounted(str(path)) and read_status(str(path)) is not None
+                record = read_status(str(path))
+                return mounts.is_mounted(str(path)) and record and record["pid"] == process.pid
 
             wait_until(ready, f"the mount at {path}", MOUNT_TIMEOUT_S)
         self.mounts.append(mount)
@@ -223,7 +231,7 @@ class Mounter:
 
     def close(self) -> None:
         problems: list[str] = []
-        for mount in self.mounts:
+        for mount in reversed(self.mounts):  # the newest first: it may reuse a path
             if not mount.unmounted and mounts.is_mounted(str(mount.path)):
                 # fusermount3 directly (what `memfs umount` runs; its own tests are in
                 # test_fuse_lifecycle.py): a CLI start per test would slow the suite.

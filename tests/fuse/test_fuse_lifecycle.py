@@ -102,6 +102,18 @@ def test_umount_cleans_up_a_stale_mount_whose_daemon_died(mounter: Mounter, moun
     assert "not mounted" in run(MEMFS, "status", mount.path, check=False).stdout
 
 
+def test_mounting_over_a_stale_mount_replaces_it(mounter: Mounter, mount) -> None:
+    """What a restart after a crash needs (systemd Restart=on-failure)."""
+    assert mount.process is not None
+    mount.process.kill()
+    mount.process.wait()
+    mount.unmounted = True
+    assert mounts.is_stale(str(mount.path))
+    again = mounter.mount("Notes", path=mount.path)
+    again.expect_log("removing the stale mount")
+    assert (again / "notes" / "hello.md").read_text() == "hello\n"
+
+
 def test_sigterm_unmounts_cleanly(mounter: Mounter, mount) -> None:
     assert mount.process is not None
     mount.process.send_signal(signal.SIGTERM)
