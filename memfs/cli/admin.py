@@ -39,6 +39,7 @@ from memfs.model import (
     MemoryVersion,
     Operation,
 )
+from memfs.prompt import DEFAULT_MOUNT_ROOT
 from memfs.rules import validate_content_bytes, validate_path, validate_path_prefix
 from memfs.store import Engine
 from memfs.wire import (
@@ -1134,6 +1135,10 @@ class Layout(enum.StrEnum):
 
 
 def prompt_command(
+    mount: Annotated[
+        Path | None,
+        typer.Option("--mount", help="A running `memfs mount`: describe what it mounts."),
+    ] = None,
     stores: Annotated[
         list[str] | None,
         typer.Option(
@@ -1143,10 +1148,12 @@ def prompt_command(
     session_id: Annotated[
         str | None, typer.Option("--session", help="Render for an API session (sesn_ id).")
     ] = None,
-    root: Annotated[str, typer.Option("--root", help="The mount point.")] = "/mnt/memory",
-    layout: Annotated[Layout, typer.Option("--layout", help="As given to `memfs mount`.")] = (
-        Layout.PER_STORE
-    ),
+    root: Annotated[
+        str, typer.Option("--root", help="With --store: the mount point.")
+    ] = DEFAULT_MOUNT_ROOT,
+    layout: Annotated[
+        Layout, typer.Option("--layout", help="With --store: as given to `memfs mount`.")
+    ] = Layout.PER_STORE,
     instructions: Annotated[
         list[str] | None,
         typer.Option(
@@ -1159,37 +1166,85 @@ def prompt_command(
     """Print the system-prompt note describing a mount (name, path, access, description)."""
     from memfs.prompt import plan_resources, render_prompt
 
-    if bool(stores) == bool(session_id):
-        raise typer.BadParameter("give either --store (one or more) or --session")
+    if [bool(mount), bool(stores), bool(session_id)].count(True) != 1:
+        raise typer.BadParameter("give one of --mount, --store (one or more) or --session")
     given: dict[str, str] = {}
     for item in instructions or ():
         key, sep, value = item.partition("=")
         if not sep:
             raise typer.BadParameter(f"{item!r} is not STORE=TEXT", param_hint="--instructions")
         given[key] = value
+    if session_id is not None and given:
+        raise typer.BadParameter("with --session the instructions are the session's own")
     with _engine(database) as engine:
         if session_id is not None:
-            if given:
-                raise typer.BadParameter("--instructions comes from the session with --session")
             resources = engine.get_session(session_id).resources
         else:
-            attachments: list[tuple[MemoryStore, Access, str | None]] = []
-            used: set[str] = set()
-            for spec in stores or ():
-                name, access = _parse_store_spec(spec)
-                store = engine.find_store(name)
-                text: str | None = None
-                for reference in (spec, name, store.id, store.name):
-                    if reference in given:
-                        text = given[reference]
-                        used.add(reference)
-                        break
-                attachments.append((store, access, text))
-            unused = set(given) - used
-            if unused:
-                raise InvalidInput(
-                    "--instructions names a store not given with --store: "
-                    + ", ".join(sorted(unused))
-                )
+            if mount is not None:
+                attachments, mount_paths = _mounted_stores(engine, mount)
+            else:
+                attachments = []
+                for spec in stores or ():
+                    name, access = _parse_store_spec(spec)
+                    attachments.append((engine.find_store(name), access, None))
+            attachments = _with_instructions(attachments, given, stores or [])
             resources = plan_resources(attachments, mount_root=root, flat=layout is Layout.FLAT)
+            if mount is not None:
+                resources = [
+                    r.model_copy(update={"mount_path": path})
+                    for r, path in zip(resources, mount_paths, strict=True)
+                ]
     typer.echo(render_prompt(resources), nl=False)
+
+
+_Attachment = tuple[MemoryStore, Access, str | None]
+
+
+def _mounted_stores(engine: Engine, mountpoint: Path) -> tuple[list[_Attachment], list[str]]:
+    """The stores a running mount serves, from the status file its daemon keeps.
+
+    Returns:
+        ``(store, access, None)`` per store in attachment order, and each store's
+        directory (the mount point itself in the flat layout).
+
+    Raises:
+        InvalidInput: no memfs mount daemon runs at ``mountpoint``.
+    """
+    from memfs.fuse.status import read_status
+
+    target = os.path.realpath(mountpoint)
+    status = read_status(target)
+    if status is None:
+        raise InvalidInput(f"{target} is not a memfs mount (see `memfs status {target}`)")
+    attachments: list[_Attachment] = []
+    paths: list[str] = []
+    for entry in status["stores"]:
+        access = Access.READ_ONLY if entry["access"] == "read_only" else Access.READ_WRITE
+        attachments.append((engine.get_store(entry["id"]), access, None))
+        directory = entry.get("directory") or "."
+        paths.append(target if directory == "." else f"{target}/{directory}")
+    return attachments, paths
+
+
+def _with_instructions(
+    attachments: list[_Attachment], given: dict[str, str], specs: Sequence[str]
+) -> list[_Attachment]:
+    """Adds ``--instructions STORE=TEXT`` to the attachment it names (by spec, name, slug
+    or id). Raises InvalidInput when one names no attached store."""
+    from memfs.rules import slugify
+
+    used: set[str] = set()
+    result: list[_Attachment] = []
+    for index, (store, access, _) in enumerate(attachments):
+        keys = [store.id, store.name, slugify(store.name)]
+        if index < len(specs):
+            keys.insert(0, specs[index])
+        text = next((given[k] for k in keys if k in given), None)
+        used.update(k for k in keys if k in given)
+        result.append((store, access, text))
+    unused = sorted(set(given) - used)
+    if unused:
+        raise InvalidInput(
+            "--instructions names a store that is not attached: " + ", ".join(unused)
+        )
+    return result

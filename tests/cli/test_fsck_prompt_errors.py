@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -78,7 +79,7 @@ def test_usage_errors_exit_2(cli: Cli) -> None:
         "Invalid value for '--mode'"
         in cli.run("memory", "rm", "s", "/a", "--mode", "bogus", expect=2).stderr
     )
-    assert "either --store" in cli.run("prompt", expect=2).stderr
+    assert "give one of --mount, --store" in cli.run("prompt", expect=2).stderr
 
 
 # ----------------------------------------------------------------- prompt
@@ -169,7 +170,7 @@ def test_prompt_command_for_stores(cli: Cli, store: dict[str, Any]) -> None:
     assert "    Notes on the project\n  Instructions:\n    One file per topic.\n" in text
     assert '- "Team Wiki" at /mnt/m/team-wiki/ (read-only)\n' in text
     message = cli.error("prompt", "--store", STORE, "--instructions", "Other=x")
-    assert message == "--instructions names a store not given with --store: Other"
+    assert message == "--instructions names a store that is not attached: Other"
 
 
 def test_prompt_command_for_a_session(cli: Cli, store: dict[str, Any]) -> None:
@@ -184,3 +185,29 @@ def test_prompt_command_for_a_session(cli: Cli, store: dict[str, Any]) -> None:
     text = cli.run("prompt", "--session", session.id).stdout
     assert '- "Project Notes" at /mnt/memory/project-notes/ (read-only)\n' in text
     assert "  Instructions:\n    Read before answering.\n" in text
+
+
+@pytest.mark.fuse
+@pytest.mark.skipif(
+    not os.path.exists("/dev/fuse") or shutil.which("fusermount3") is None,
+    reason="needs /dev/fuse and fusermount3",
+)
+def test_prompt_command_for_a_running_mount(
+    cli: Cli, store: dict[str, Any], tmp_path: Path
+) -> None:
+    cli.create_store("Team Wiki", "Shared reference")
+    mountpoint = tmp_path / "mnt"
+    mountpoint.mkdir()
+    cli.run("mount", str(mountpoint), "--store", STORE, "--store", "Team Wiki:ro")
+    try:
+        text = cli.run(
+            "prompt", "--mount", str(mountpoint), "--instructions", "team-wiki=Cite it."
+        ).stdout
+    finally:
+        cli.run("umount", str(mountpoint))
+    target = os.path.realpath(mountpoint)
+    assert f'- "Project Notes" at {target}/project-notes/ (read-write)\n' in text
+    assert f'- "Team Wiki" at {target}/team-wiki/ (read-only)\n' in text
+    assert "  Instructions:\n    Cite it.\n" in text
+    message = cli.error("prompt", "--mount", str(mountpoint))
+    assert message == f"{target} is not a memfs mount (see `memfs status {target}`)"
