@@ -207,6 +207,10 @@ def umount(
     result = mounts.unmount(target, lazy=lazy)
     if not result.ok:
         raise _fail(f"unmounting {target} failed: {result.message}")
+    if lazy:
+        # The daemon serves open files until they are closed, then commits and exits.
+        typer.echo(f"detached {target}; daemon {pid} finishes when the last open file closes")
+        return
     if pid is not None and not mounts.wait_for_exit(pid, timeout_s):
         raise _fail(f"unmounted {target}, but daemon {pid} is still finishing after {timeout_s} s")
     typer.echo(f"unmounted {target}")

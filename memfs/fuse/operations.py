@@ -1116,19 +1116,18 @@ class Operations(pyfuse3.Operations):
     async def apply_changes(self) -> None:
         """One round of the change feed for every attached store."""
         for attachment in self._table.attachments:
-            if attachment.deleted:
-                continue
-            changes = await self._backend.changes_since(attachment.store_id, attachment.seq)
-            if not changes:
-                continue
-            async with self._lock:
-                fetched: set[str] = set()
-                for change in changes:
-                    if change.seq <= attachment.seq:
-                        continue
-                    await self._apply_change(attachment, change, fetched)
-                    attachment.seq = change.seq
-            self._send_notices()
+            while not attachment.deleted:
+                changes = await self._backend.changes_since(attachment.store_id, attachment.seq)
+                if not changes:
+                    break  # caught up (a long backlog arrives in several batches)
+                async with self._lock:
+                    fetched: set[str] = set()
+                    for change in changes:
+                        if change.seq <= attachment.seq:
+                            continue
+                        await self._apply_change(attachment, change, fetched)
+                        attachment.seq = change.seq
+                self._send_notices()
 
     async def _apply_change(self, attachment: Attachment, change: Any, fetched: set[str]) -> None:
         if change.kind in (ChangeKind.MEMORY_WRITTEN, ChangeKind.MEMORY_DELETED):

@@ -93,12 +93,18 @@ def save_rejected(session_id: str, name: str, data: bytes) -> Path:
     directory = memfs_home() / "rejected" / session_id
     directory.mkdir(parents=True, exist_ok=True)
     safe_name = name.replace("/", "_")[:200] or "file"
-    path = directory / f"{compact_timestamp(utcnow())}-{safe_name}"
-    with open(path, "xb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
-    return path
+    stem = f"{compact_timestamp(utcnow())}-{safe_name}"
+    for attempt in range(1, 1000):
+        path = directory / (stem if attempt == 1 else f"{stem}.{attempt}")
+        try:
+            with open(path, "xb") as file:  # never overwrite an earlier rejection
+                file.write(data)
+                file.flush()
+                os.fsync(file.fileno())
+        except FileExistsError:
+            continue
+        return path
+    raise FileExistsError(f"too many rejected writes named {stem!r}")
 
 
 class MountStatus:
