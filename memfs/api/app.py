@@ -56,6 +56,8 @@ _ERROR_STATUSES = (
     HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
 )
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
+# An oversize body is drained up to this size before the 413 (see _read_body).
+MAX_DRAINED_BYTES = 16 * MAX_REQUEST_BODY_BYTES
 
 
 def error_response(exc: MemfsError, request_id: str | None) -> JSONResponse:
@@ -100,12 +102,21 @@ class RequestContextMiddleware:
         await self.app(scope, receive, send_with_id)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
-        """The whole body, or None once it exceeds the limit (declared or actual)."""
+        """The whole body, or None once it exceeds the limit (declared or actual).
+
+        An oversize body is still read, and discarded, up to :data:`MAX_DRAINED_BYTES`:
+        answering before the client has finished sending and then closing the connection
+        makes the kernel reset it, and the client loses the 413 with it.
+        """
+        declared = None
         for name, value in scope["headers"]:
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:
-                return None
+            if name == b"content-length" and value.isdigit():
+                declared = int(value)
+        if declared is not None and declared > MAX_DRAINED_BYTES:
+            return None
         chunks: list[bytes] = []
         size = 0
+        too_large = declared is not None and declared > self.max_body_bytes
         while True:
             message = await receive()
             if message["type"] != "http.request":
@@ -113,11 +124,13 @@ class RequestContextMiddleware:
             chunk = message.get("body", b"")
             size += len(chunk)
             if size > self.max_body_bytes:
-                return None
-            chunks.append(chunk)
-            if not message.get("more_body", False):
+                too_large = True
+                chunks.clear()
+            if not too_large:
+                chunks.append(chunk)
+            if not message.get("more_body", False) or size > MAX_DRAINED_BYTES:
                 break
-        return b"".join(chunks)
+        return None if too_large else b"".join(chunks)
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

@@ -145,12 +145,12 @@ class Server:
     _clients: dict[str, anthropic.Anthropic] = field(default_factory=dict)
 
     def client(self, secret: str | None = None, **options: Any) -> anthropic.Anthropic:
-        """An SDK client with ``secret`` (default: the admin key), cached per secret."""
+        """An SDK client with ``secret`` (default: the admin key), cached per secret;
+        ``options`` (e.g. another ``base_url``) make a new, uncached client."""
         secret = secret or self.admin_secret
         if options:
-            return anthropic.Anthropic(
-                api_key=secret, base_url=self.url, timeout=SDK_TIMEOUT_S, **options
-            )
+            options = {"base_url": self.url, "timeout": SDK_TIMEOUT_S} | options
+            return anthropic.Anthropic(api_key=secret, **options)
         if secret not in self._clients:
             self._clients[secret] = anthropic.Anthropic(
                 api_key=secret, base_url=self.url, timeout=SDK_TIMEOUT_S
@@ -197,16 +197,17 @@ def _make_pg_database(base: str) -> tuple[str, Callable[[], None]]:
 def api_database(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
-    """A SQLAlchemy URL of a fresh database of each backend, shared by the session."""
+    """A fresh database of each backend, shared by the session, named as a user would
+    give it to ``--database``: a SQLite file path, or a ``postgresql://`` URL."""
     if request.param == "sqlite":
-        yield database_url(str(tmp_path_factory.mktemp("api-sqlite") / "store.db"))
+        yield str(tmp_path_factory.mktemp("api-sqlite") / "store.db")
         return
     base = os.environ.get(PG_URL_ENV)
     if not base:
         pytest.skip(f"${PG_URL_ENV} is not set; scripts/test starts PostgreSQL and sets it")
     url, drop = _make_pg_database(base)
     try:
-        yield database_url(url)
+        yield url
     finally:
         drop()
 
@@ -229,7 +230,7 @@ def server(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     assert created.returncode == 0, created.stderr
     secret = json.loads(created.stdout)["secret"]
     process = ServerProcess(api_database, home / "server.log", env=env)
-    engine = Engine(api_database)
+    engine = Engine(database_url(api_database))
     result = Server(process.url, api_database, engine, secret, process)
     try:
         yield result
@@ -254,6 +255,26 @@ def second_url(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iter
         log = process.log_text()
         assert status == 0, f"the second memfs serve exited with {status}:\n{log}"
         assert "Traceback" not in log, f"the second server logged a traceback:\n{log}"
+
+
+@pytest.fixture
+def start_server(server: Server, tmp_path: Path) -> Iterator[Callable[..., str]]:
+    """Starts more ``memfs serve`` processes on the database of ``server`` with extra
+    environment variables (e.g. ``MEMFS_MEMORY_LIMIT``); returns their URL."""
+    processes: list[ServerProcess] = []
+
+    def start(**environment: str) -> str:
+        home = tmp_path / f"server-{len(processes)}"
+        home.mkdir()
+        env = server_env(home) | environment
+        processes.append(ServerProcess(server.database, home / "server.log", env=env))
+        return processes[-1].url
+
+    yield start
+    for process in processes:
+        status = process.stop()
+        log = process.log_text()
+        assert status == 0 and "Traceback" not in log, log
 
 
 @pytest.fixture

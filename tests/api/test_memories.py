@@ -486,3 +486,18 @@ def test_replacement_only_with_redact_mode(server: Server, store: Any) -> None:
             json={"mode": "redact", "replacement_content": "[removed by request]"},
         )
         assert redacted.status_code == 200
+
+
+def test_full_store_is_400(server: Server, start_server: Any, store: Any) -> None:
+    limited = server.client(base_url=start_server(MEMFS_MEMORY_LIMIT="2"))
+    memories = limited.beta.memory_stores.memories
+    memories.create(store.id, path="/1.md", content="1")
+    second = memories.create(store.id, path="/2.md", content="2")
+    with pytest.raises(anthropic.BadRequestError) as info:
+        memories.create(store.id, path="/3.md", content="3")
+    assert info.value.type == "invalid_request_error"
+    assert info.value.error_code == "store_full"
+    assert info.value.response.request.headers["x-stainless-retry-count"] == "0"
+    memories.delete(second.id, memory_store_id=store.id)
+    assert memories.create(store.id, path="/3.md", content="3").path == "/3.md"
+    limited.close()
