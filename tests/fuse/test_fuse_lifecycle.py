@@ -122,6 +122,52 @@ def test_sigterm_unmounts_cleanly(mounter: Mounter, mount) -> None:
     mount.unmounted = True
 
 
+def _start_writer(path) -> subprocess.Popen[bytes]:
+    """A process that writes to ``path``, says so, and closes the file when told."""
+    writer = subprocess.Popen(
+        [sys.executable, "-c",
+         "import sys\n"
+         "f = open(sys.argv[1], 'w')\n"
+         "f.write('pending\\n'); f.flush()\n"
+         "print('written', flush=True)\n"
+         "sys.stdin.read()\n"
+         "try:\n"
+         "    f.close()\n"
+         "except OSError as e:\n"
+         "    print('close:', e.strerror, flush=True)\n",
+         str(path)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    )
+    assert writer.stdout is not None
+    assert writer.stdout.readline() == b"written\n"
+    return writer
+
+
+def test_sigterm_commits_pending_writes_before_exiting(mount, store_engine: Engine) -> None:
+    store_id = mount.status["stores"][0]["id"]
+    writer = _start_writer(mount / "notes" / "pending.md")
+    assert "/pending.md" not in {m.path for m in store_engine.all_memories(store_id)}
+    assert mount.process is not None
+    mount.process.send_signal(signal.SIGTERM)
+    assert mount.process.wait(timeout=30) == 0
+    mount.unmounted = True
+    assert store_engine.get_memory_by_path(store_id, "/pending.md").content == "pending\n"
+    writer.communicate(b"", timeout=10)  # its close fails: the mount is gone
+
+
+def test_lazy_umount_lets_open_files_finish(mounter: Mounter, mount, store_engine) -> None:
+    store_id = mount.status["stores"][0]["id"]
+    writer = _start_writer(mount / "notes" / "late.md")
+    completed = run(MEMFS, "umount", "--lazy", mount.path)
+    assert "detached" in completed.stdout
+    assert not mounts.is_mounted(str(mount.path))
+    out, _ = writer.communicate(b"", timeout=10)
+    assert out == b""  # the close succeeded
+    assert mount.process is not None and mount.process.wait(timeout=30) == 0
+    mount.unmounted = True
+    assert store_engine.get_memory_by_path(store_id, "/late.md").content == "pending\n"
+
+
 def test_umount_of_a_path_that_is_not_mounted_fails(tmp_path, memfs_home) -> None:
     completed = run(MEMFS, "umount", tmp_path, check=False)
     assert completed.returncode == 1
