@@ -25,7 +25,7 @@ from memfs.store import Engine, open_engine
 from memfs.wire import memory_to_wire, store_to_wire, version_to_wire
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-RUN_TIMEOUT_S = 60
+RUN_TIMEOUT_S = 180  # a bound for a hung command, not a performance target
 # Author of the writes tests make in-process to set the scene (not under test).
 SETUP_ACTOR = Actor.user("test-setup")
 

@@ -243,12 +243,12 @@ def test_export_jsonl_round_trip_keeps_metadata(
     assert cli.error("export", STORE, "-") == "exporting to stdout (-) needs --format jsonl"
 
 
-def run_on_terminal(cli: Cli, *args: str) -> str:
-    """Runs memfs with stdout and stderr on a pseudo-terminal; returns what it printed."""
+def run_on_terminal(cli: Cli, *args: str, expect: int = 0) -> str:
+    """Runs memfs with stdin, stdout and stderr on a pseudo-terminal; returns its output."""
     primary, secondary = pty.openpty()
     process = subprocess.Popen(
         [sys.executable, "-m", "memfs.cli", *args],
-        stdin=subprocess.DEVNULL,
+        stdin=secondary,
         stdout=secondary,
         stderr=secondary,
         env={**cli.env, "TERM": "xterm-256color"},
@@ -268,7 +268,7 @@ def run_on_terminal(cli: Cli, *args: str) -> str:
             break
         output += chunk
     os.close(primary)
-    assert process.wait(timeout=60) == 0
+    assert process.wait(timeout=60) == expect
     return output.decode("utf-8", "replace")
 
 
@@ -306,3 +306,9 @@ def test_listings_walk_every_page(cli: Cli, store: dict[str, Any], tmp_path: Pat
     assert len(cli.run("memory", "ls", STORE).lines) == 1 + 105
     assert version_count(cli) == 105
     assert cli.run("store", "show", STORE, "--json").json()["entry_count"] == 105
+
+
+def test_put_does_not_wait_for_a_terminal(cli: Cli, store: dict[str, Any]) -> None:
+    output = run_on_terminal(cli, "memory", "put", STORE, "/a.md", expect=1)
+    assert "memfs: error: no content: pass --content TEXT or pipe the content on stdin" in output
+    assert cli.paths(STORE) == []
