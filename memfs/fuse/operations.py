@@ -694,7 +694,8 @@ class Operations(pyfuse3.Operations):
             return
         except (MemfsError, ReadOnly) as exc:
             self._reject(node, data, exc)
-        node.dirty = False
+        # A write that arrived while the store call ran stays pending for the next close.
+        node.dirty = node.buffer is not None and bytes(node.buffer) != data
         self._table.set_memory(node, memory)
         node.base_sha256 = memory.content_sha256
         node.kernel_sha256 = memory.content_sha256

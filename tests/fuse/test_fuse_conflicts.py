@@ -46,3 +46,26 @@ def test_a_close_after_another_writer_keeps_both_contents(mount, store_engine: E
     status = mount.status
     assert status["conflict_count"] == 1
     assert status["conflicts"][0]["conflict_path"] == copy_path
+
+
+def test_a_file_deleted_elsewhere_while_written_is_created_again(mount, store_engine) -> None:
+    mount.expect_log("was deleted elsewhere while open")
+    store_id = str(mount.status["stores"][0]["id"])
+    old_id = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False).id
+    path = mount / "notes" / "hello.md"
+    out = run_python(f"""
+        from memfs.store import open_engine
+        f = open({str(path)!r}, "a")
+        f.write("appended\\n")
+        f.flush()
+        engine = open_engine()
+        engine.delete_memory({store_id!r}, {old_id!r}, actor=None)
+        engine.close()
+        f.close()  # nothing is lost: the content is stored again
+        print("closed")
+    """)
+    assert out == "closed\n"
+    memory = store_engine.get_memory_by_path(store_id, "/hello.md")
+    assert memory.content == "hello\nappended\n"
+    assert memory.id != old_id
+    assert [v.operation for v in versions(store_engine, store_id, memory.id)] == ["created"]
