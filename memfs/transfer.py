@@ -257,17 +257,24 @@ def _file_candidate(
     return ImportCandidate(source, path, file=file)
 
 
-def plan_jsonl_import(lines: Iterable[str], *, source_name: str) -> list[ImportCandidate]:
+def plan_jsonl_import(
+    lines: Iterable[str], *, source_name: str, prefix: str = "/"
+) -> list[ImportCandidate]:
     """Reads memory records from JSON Lines, as written by :func:`export_jsonl`.
 
     Each line is an object with ``path`` and ``content`` (strings) and optionally
     ``metadata``; other fields (``id``, timestamps …) are ignored, so the memory wire
-    objects of api-contract §4.3 round-trip. Blank lines are skipped.
+    objects of api-contract §4.3 round-trip. Blank lines are skipped. A record's path
+    ``/a/b`` is imported at ``<prefix>a/b``.
+
+    Raises:
+        InvalidPath: ``prefix`` is not ``/`` or a valid directory prefix.
 
     Returns:
         One candidate per non-blank line; a malformed line becomes a refused candidate
         named ``SOURCE:LINE``.
     """
+    validate_path_prefix(prefix)
     candidates: list[ImportCandidate] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
@@ -285,7 +292,7 @@ def plan_jsonl_import(lines: Iterable[str], *, source_name: str) -> list[ImportC
                 ImportCandidate(source, None, refusal=("invalid_record", "no string field 'path'"))
             )
             continue
-        path = record["path"]
+        path = prefix[:-1] + record["path"]
         content = record.get("content")
         if not isinstance(content, str):
             candidates.append(

@@ -920,7 +920,7 @@ def import_command(
     as_json: JsonOption = False,
     database: DatabaseOption = None,
 ) -> None:
-    """Import a folder: DIR/a/b.txt becomes PREFIX/a/b.txt.
+    """Import a folder: DIR/a/b.txt becomes PREFIX/a/b.txt (a .jsonl file: PREFIX/PATH).
 
     Files that can't be memories (binary, over 102,400 bytes, invalid names, path conflicts,
     hidden or scratch files) are refused and reported with the reason; the rest is imported.
@@ -933,7 +933,9 @@ def import_command(
     try:
         if source.is_file() and source.suffix == ".jsonl":
             with open(source, encoding="utf-8") as stream:
-                candidates = transfer.plan_jsonl_import(stream, source_name=source.name)
+                candidates = transfer.plan_jsonl_import(
+                    stream, source_name=source.name, prefix=target_prefix
+                )
         else:
             candidates = transfer.plan_directory_import(
                 source, prefix=target_prefix, include_hidden=include_hidden
@@ -945,6 +947,7 @@ def import_command(
     total_bytes = 0
     terminal = _is_terminal() and not as_json
     fatal: MemfsError | None = None
+    interrupted = False
     with _engine(database) as engine:
         try:
             found = engine.find_store(store)
@@ -961,7 +964,7 @@ def import_command(
                 if progress
                 else None
             )
-            say = progress.console.print if progress else _stderr
+            say = _terminal_printer(progress.console) if progress else _stderr
             try:
                 for outcome in transfer.import_candidates(
                     engine, found.id, candidates, actor=_actor()
@@ -976,6 +979,8 @@ def import_command(
                         progress.advance(task)
             except MemfsError as exc:
                 fatal = exc
+            except KeyboardInterrupt:
+                interrupted = True
         store_name = found.name
         store_id = found.id
     refused = counts[transfer.ImportStatus.REFUSED]
@@ -998,15 +1003,27 @@ def import_command(
             f"{counts[transfer.ImportStatus.UNCHANGED]} unchanged, {refused} refused "
             f"({imported} files, {total_bytes:,} bytes)"
         )
+    not_done = len(candidates) - len(outcomes)
     if fatal is not None:
-        not_done = len(candidates) - len(outcomes)
         _fail(f"import stopped: {fatal.message} ({not_done} entries not imported)")
+    if interrupted:
+        typer.echo(f"memfs: error: import interrupted ({not_done} entries not imported)", err=True)
+        raise typer.Exit(130)
     if strict and refused:
         raise typer.Exit(1)
 
 
 def _stderr(message: str) -> None:
     typer.echo(message, err=True)
+
+
+def _terminal_printer(console: Any) -> Callable[[str], None]:
+    """Prints lines above a live progress bar, verbatim (file names are not rich markup)."""
+
+    def say(message: str) -> None:
+        console.print(message, markup=False, highlight=False, soft_wrap=True)
+
+    return say
 
 
 def _report_outcome(outcome: Any, verbose: bool, say: Callable[[str], None]) -> None:

@@ -237,6 +237,8 @@ def test_export_jsonl_round_trip_keeps_metadata(
         ("/b/c.md", {}),
     ]
     assert cli.content("Copy", "/a.md") == "α\n"
+    cli.run("import", str(file), "--store", "Copy", "--prefix", "/restored/")
+    assert cli.paths("Copy") == ["/a.md", "/b/c.md", "/restored/a.md", "/restored/b/c.md"]
     assert cli.error("export", STORE, str(file), "--format", "jsonl") == (
         f"{file} exists (pass --force to overwrite it)"
     )
