@@ -132,7 +132,7 @@ ERROR_TABLE: dict[type[MemfsError], tuple[HTTPStatus, str]] = {
 def status_and_type(exc: MemfsError) -> tuple[HTTPStatus, str]:
     """The HTTP status and ``error.type`` of ``exc`` (most specific table entry wins)."""
     for cls in type(exc).__mro__:
-        entry = ERROR_TABLE.get(cls)  # type: ignore[call-overload]
+        entry = ERROR_TABLE.get(cls)
         if entry is not None:
             return entry
     raise AssertionError(f"{type(exc).__name__} is not a MemfsError")  # pragma: no cover

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema, model_validator
+from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, model_validator
 
 __all__ = [
     "DeletedObject",
@@ -41,8 +41,8 @@ Sha256 = Annotated[str, Field(pattern=SHA256_PATTERN, description="64 lowercase 
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 # Documented approximations of SPEC §1; the server checks with memfs.rules, which names
 # the broken rule (so these are not enforced by the schema layer).
-_PATH_SCHEMA = {"pattern": r"^(/[^/\\\x00-\x1f\x7f]+)+$", "maxLength": 1024}
-_CONTENT_SCHEMA = {"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"}
+_PATH_SCHEMA: dict[str, JsonValue] = {"pattern": r"^(/[^/\\\x00-\x1f\x7f]+)+$", "maxLength": 1024}
+_CONTENT_SCHEMA: dict[str, JsonValue] = {"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"}
 
 
 NUL_MESSAGE = "strings can't contain the NUL character (U+0000)"
