@@ -56,3 +56,15 @@ def test_a_store_archived_while_mounted_turns_read_only(mount, store_engine: Eng
         assert _attempt(notes, code) == "EROFS", operation
     assert (notes / "hello.md").read_text() == "hello\n"
     assert len(versions(store_engine, store_id)) == 2
+
+
+def test_a_store_deleted_while_mounted_empties_and_turns_read_only(
+    mount, store_engine: Engine
+) -> None:
+    mount.expect_log("was deleted; its directory is empty now")
+    store_id = str(mount.status["stores"][0]["id"])
+    notes = mount / "notes"
+    store_engine.delete_store(store_id)
+    wait_until(lambda: os.listdir(notes) == [], "the deleted store's files to go")
+    assert _attempt(notes, MUTATIONS["create"]) == "EROFS"
+    assert _attempt(notes, MUTATIONS["mkdir"]) == "EROFS"
