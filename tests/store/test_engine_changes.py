@@ -60,7 +60,7 @@ def test_change_kinds_and_gap_free_seqs(engine: Engine, store: MemoryStore, acto
         engine.last_change_seq(store.id)
 
 
-def test_refused_operations_write_no_change(
+def test_refused_operations_write_no_change_and_feeds_are_per_store(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     memory = engine.create_memory(store.id, "/a", "x", actor=actor)
@@ -80,9 +80,7 @@ def test_refused_operations_write_no_change(
         with pytest.raises(error):
             call()
     assert engine.last_change_seq(store.id) == 1
-
-
-def test_feeds_are_per_store(engine: Engine, actor: Actor) -> None:
+    # Feeds are per store.
     first = engine.create_store("first")
     second = engine.create_store("second")
     engine.create_memory(first.id, "/a", "x", actor=actor)

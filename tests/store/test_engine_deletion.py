@@ -104,35 +104,24 @@ def test_delete_with_expected_sha256(engine: Engine, store: MemoryStore, actor: 
         engine.get_memory(store.id, memory.id)
 
 
-def test_delete_refuses_unknown_deleted_and_foreign(
-    engine: Engine, store: MemoryStore, actor: Actor
-) -> None:
+def test_delete_refusals_change_nothing(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     other = engine.create_store("other")
     foreign = engine.create_memory(other.id, "/a", "x", actor=actor)
     memory = engine.create_memory(store.id, "/a", "x", actor=actor)
     engine.delete_memory(store.id, memory.id, actor=actor)
+    live = engine.create_memory(store.id, "/live", "x", actor=actor)
     before = snapshot(engine, store.id)
     for memory_id in (memory.id, foreign.id, "mem_nope"):
         with pytest.raises(NotFound):
             engine.delete_memory(store.id, memory_id, actor=actor)
-    assert snapshot(engine, store.id) == before
-    assert engine.get_memory(other.id, foreign.id).content == "x"
-
-
-def test_delete_refuses_a_bad_replacement(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
-    before = snapshot(engine, store.id)
     with pytest.raises(InvalidContent):
         engine.delete_memory(
-            store.id, memory.id, actor=actor, mode=DeleteMode.REDACT, replacement="\x00"
+            store.id, live.id, actor=actor, mode=DeleteMode.REDACT, replacement="\x00"
         )
+    with pytest.raises(InvalidInput, match="^mode must be soft_delete, redact or hard_delete$"):
+        engine.delete_memory(store.id, live.id, actor=actor, mode="purge")  # type: ignore[arg-type]
     assert snapshot(engine, store.id) == before
-
-
-def test_delete_refuses_an_unknown_mode(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
-    with pytest.raises(InvalidInput):
-        engine.delete_memory(store.id, memory.id, actor=actor, mode="purge")  # type: ignore[arg-type]
+    assert engine.get_memory(other.id, foreign.id).content == "x"
 
 
 def test_restore_refusals(engine: Engine, store: MemoryStore, actor: Actor) -> None:
@@ -220,14 +209,10 @@ def test_redact_mode(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     assert (counted.entry_count, counted.total_size_bytes) == (1, len("kept"))
     # The path is free again.
     assert engine.create_memory(store.id, "/q", "new", actor=actor).content == "new"
-
-
-def test_redact_mode_keeps_content_another_memory_holds(
-    engine: Engine, store: MemoryStore, actor: Actor
-) -> None:
-    memory = engine.create_memory(store.id, "/a", "shared", actor=actor)
-    twin = engine.create_memory(store.id, "/b", "shared", actor=actor)
-    engine.delete_memory(store.id, memory.id, actor=actor, mode=DeleteMode.REDACT)
+    # Bytes another live memory holds stay.
+    shared = engine.create_memory(store.id, "/s1", "shared", actor=actor)
+    twin = engine.create_memory(store.id, "/s2", "shared", actor=actor)
+    engine.delete_memory(store.id, shared.id, actor=actor, mode=DeleteMode.REDACT)
     assert engine.get_memory(store.id, twin.id).content == "shared"
 
 

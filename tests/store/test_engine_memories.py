@@ -57,17 +57,14 @@ def test_create_memory(engine: Engine, store: MemoryStore, actor: Actor) -> None
     assert counted.updated_at == store.updated_at  # memory changes don't touch the store
 
 
-def test_create_empty_memory(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+def test_create_empty_and_maximal_memories(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
     memory = engine.create_memory(store.id, "/empty", "", actor=actor)
     assert memory.content == "" and memory.content_sha256 == SHA256_EMPTY
     assert memory.content_size_bytes == 0
     assert engine.get_memory(store.id, memory.id).content == ""
     assert engine.get_version(store.id, memory.memory_version_id).content == ""
-
-
-def test_create_memory_with_metadata_and_max_content(
-    engine: Engine, store: MemoryStore, actor: Actor
-) -> None:
     memory = engine.create_memory(
         store.id, "/big", "x" * 102_400, actor=actor, metadata={"type": "semantic"}
     )
@@ -97,11 +94,6 @@ def test_create_memory_refuses_bad_input(engine: Engine, store: MemoryStore, act
         assert snapshot(engine, store.id) == before
 
 
-def test_create_in_unknown_store(engine: Engine, actor: Actor) -> None:
-    with pytest.raises(NotFound, match="memory store 'memstore_nope' not found"):
-        engine.create_memory("memstore_nope", "/a", "x", actor=actor)
-
-
 CONFLICTS = [
     ("/a", "/a", "a memory already exists at '/c0/a'"),
     ("/a", "/a/b", "path '/c1/a/b' is below the memory '/c1/a', which is a file"),
@@ -126,19 +118,17 @@ def test_create_never_overwrites_and_names_the_blocker(
         assert snapshot(engine, store.id) == before
 
 
-def test_paths_that_only_share_a_string_prefix_coexist(
+def test_paths_that_share_a_string_prefix_or_differ_in_case_coexist(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     for path in ("/a", "/ab", "/a-b/c", "/a.b", "/a0/x", "/notes/x", "/notes-archive/x"):
         engine.create_memory(store.id, path, path, actor=actor)
     assert len(engine.all_memories(store.id)) == 7
-
-
-def test_paths_are_case_sensitive(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    engine.create_memory(store.id, "/Notes", "upper", actor=actor)
-    engine.create_memory(store.id, "/notes", "lower", actor=actor)
-    assert engine.get_memory_by_path(store.id, "/Notes").content == "upper"
-    assert engine.get_memory_by_path(store.id, "/notes").content == "lower"
+    # Paths are case-sensitive.
+    engine.create_memory(store.id, "/Case", "upper", actor=actor)
+    engine.create_memory(store.id, "/case", "lower", actor=actor)
+    assert engine.get_memory_by_path(store.id, "/Case").content == "upper"
+    assert engine.get_memory_by_path(store.id, "/case").content == "lower"
 
 
 def test_store_full(engine: Engine, database: str, actor: Actor) -> None:
@@ -165,7 +155,7 @@ def test_store_full(engine: Engine, database: str, actor: Actor) -> None:
 # ------------------------------------------------------------------------ read
 
 
-def test_get_refuses_unknown_deleted_and_foreign(
+def test_unknown_deleted_and_foreign_memories(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     other = engine.create_store("other")
@@ -184,6 +174,9 @@ def test_get_refuses_unknown_deleted_and_foreign(
         engine.get_memory_by_path(store.id, "/x")
     with pytest.raises(NotFound):
         engine.get_memory("memstore_nope", foreign.id)
+    for memory_id in (gone.id, foreign.id, "mem_nope"):
+        with pytest.raises(NotFound):
+            engine.update_memory(store.id, memory_id, actor=actor, content="y")
 
 
 # ---------------------------------------------------------------------- update
@@ -233,14 +226,11 @@ def test_rename_keeps_the_id(engine: Engine, store: MemoryStore, actor: Actor) -
     )
     assert (both.id, both.path, both.content) == (memory.id, "/final", "new body")
     assert len(collect(engine.list_versions, store_id=store.id, memory_id=memory.id)) == 3
-
-
-def test_rename_into_its_own_directory_and_back(
-    engine: Engine, store: MemoryStore, actor: Actor
-) -> None:
-    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
-    assert engine.update_memory(store.id, memory.id, actor=actor, path="/a/b").path == "/a/b"
-    assert engine.update_memory(store.id, memory.id, actor=actor, path="/a").path == "/a"
+    # A file may move into a directory of its own name and back.
+    assert engine.update_memory(store.id, memory.id, actor=actor, path="/final/x").path == (
+        "/final/x"
+    )
+    assert engine.update_memory(store.id, memory.id, actor=actor, path="/final").path == "/final"
 
 
 def test_update_that_changes_nothing_writes_no_version(
@@ -341,15 +331,6 @@ def test_update_refuses_bad_input(engine: Engine, store: MemoryStore, actor: Act
         with pytest.raises(error):
             engine.update_memory(store.id, memory.id, actor=actor, **kwargs)
         assert snapshot(engine, store.id) == before
-
-
-def test_update_unknown_or_deleted(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
-    engine.delete_memory(store.id, memory.id, actor=actor)
-    with pytest.raises(NotFound):
-        engine.update_memory(store.id, memory.id, actor=actor, content="y")
-    with pytest.raises(NotFound):
-        engine.update_memory(store.id, "mem_nope", actor=actor, content="y")
 
 
 # ------------------------------------------------------------------- listing

@@ -33,12 +33,9 @@ def test_create_store_defaults(engine: Engine) -> None:
     assert created.created_at.tzinfo is not None
     assert (created.entry_count, created.total_size_bytes) == (0, 0)
     assert engine.get_store(created.id) == created
-
-
-def test_create_store_with_description_and_metadata(engine: Engine) -> None:
-    created = engine.create_store("N", description="d" * 1024, metadata={"team": "core"})
-    assert engine.get_store(created.id).description == "d" * 1024
-    assert engine.get_store(created.id).metadata == {"team": "core"}
+    full = engine.create_store("N", description="d" * 1024, metadata={"team": "core"})
+    assert engine.get_store(full.id).description == "d" * 1024
+    assert engine.get_store(full.id).metadata == {"team": "core"}
 
 
 BAD_STORES = [
@@ -66,9 +63,22 @@ def test_create_store_refuses_bad_fields(engine: Engine) -> None:
     assert engine.statistics()["stores"] == 0
 
 
-def test_get_unknown_store(engine: Engine) -> None:
+def test_unknown_store_ids(engine: Engine, actor: Actor) -> None:
     with pytest.raises(NotFound, match="^memory store 'memstore_nope' not found$"):
         engine.get_store("memstore_nope")
+    for call in (
+        lambda: engine.update_store("memstore_nope", name="x"),
+        lambda: engine.archive_store("memstore_nope"),
+        lambda: engine.delete_store("memstore_nope"),
+        lambda: engine.list_memories("memstore_nope"),
+        lambda: engine.all_memories("memstore_nope"),
+        lambda: engine.deleted_memories("memstore_nope"),
+        lambda: engine.last_change_seq("memstore_nope"),
+        lambda: engine.create_memory("memstore_nope", "/a", "x", actor=actor),
+    ):
+        with pytest.raises(NotFound, match="memory store 'memstore_nope' not found"):
+            call()
+    assert engine.changes_since("memstore_nope", 0) == []
 
 
 def test_find_store_by_id_name_and_slug(engine: Engine) -> None:
@@ -121,7 +131,7 @@ def test_update_store_without_change_keeps_updated_at(engine: Engine) -> None:
     assert engine.last_change_seq(created.id) == seq
 
 
-def test_update_store_refuses_more_than_16_keys_after_merge(engine: Engine) -> None:
+def test_update_store_limits_keys_after_the_merge(engine: Engine) -> None:
     created = engine.create_store("S", metadata={f"k{i}": "v" for i in range(10)})
     before = snapshot(engine, created.id)
     with pytest.raises(InvalidMetadata) as info:
@@ -137,14 +147,11 @@ def test_update_store_refuses_more_than_16_keys_after_merge(engine: Engine) -> N
         )
         == 16
     )
-
-
-def test_update_store_limits_keys_after_the_change_not_in_the_patch(engine: Engine) -> None:
-    created = engine.create_store("S", metadata={f"k{i}": "v" for i in range(10)})
+    # The limit applies after the change, not to the patch (api-contract §5.3).
     patch: dict[str, str | None] = {f"k{i}": None for i in range(10)}
-    patch.update({f"n{i}": "v" for i in range(7)})  # 17 entries, 7 keys after the change
+    patch.update({f"x{i}": "v" for i in range(7)})  # 17 entries, 13 keys after the change
     updated = engine.update_store(created.id, metadata_patch=patch)
-    assert updated.metadata == {f"n{i}": "v" for i in range(7)}
+    assert updated.metadata == {f"n{i}": "v" for i in range(6)} | {f"x{i}": "v" for i in range(7)}
 
 
 def test_update_store_refuses_bad_fields(engine: Engine, store: MemoryStore) -> None:
@@ -159,11 +166,6 @@ def test_update_store_refuses_bad_fields(engine: Engine, store: MemoryStore) -> 
         with pytest.raises(error):
             engine.update_store(store.id, **kwargs)
         assert snapshot(engine, store.id) == before
-
-
-def test_update_unknown_store(engine: Engine) -> None:
-    with pytest.raises(NotFound):
-        engine.update_store("memstore_nope", name="x")
 
 
 # --------------------------------------------------------------------- archive
@@ -275,7 +277,11 @@ def test_list_stores_created_bounds_are_inclusive(engine: Engine) -> None:
     ]
 
 
-def test_list_stores_cursor_belongs_to_its_query(engine: Engine, actor: Actor) -> None:
+def test_list_stores_refusals(engine: Engine, actor: Actor) -> None:
+    for limit in (0, 101, -1):
+        with pytest.raises(InvalidInput, match="^limit must be an integer from 1 to 100$"):
+            engine.list_stores(limit=limit)
+    # A cursor belongs to the query it was issued for.
     for i in range(3):
         engine.create_store(f"s{i}")
     cursor = engine.list_stores(limit=1).next_cursor
@@ -292,13 +298,6 @@ def test_list_stores_cursor_belongs_to_its_query(engine: Engine, actor: Actor) -
     for garbage in ("", "not-a-cursor", "!!!", "eyJxIjoiYSJ9"):
         with pytest.raises(InvalidCursor):
             engine.list_stores(cursor=garbage)
-
-
-def test_list_stores_limit_out_of_range(engine: Engine) -> None:
-    for limit in (0, 101, -1):
-        with pytest.raises(InvalidInput, match="^limit must be an integer from 1 to 100$"):
-            engine.list_stores(limit=limit)
-    assert len(engine.list_stores(limit=100).items) == 0
 
 
 # ---------------------------------------------------------------------- delete

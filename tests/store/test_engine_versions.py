@@ -151,9 +151,17 @@ def test_redact_version(engine: Engine, store: MemoryStore, actor: Actor) -> Non
     # Idempotent: the first redaction's time and actor stay.
     assert engine.redact_version(store.id, old, actor=actor) == redacted
     assert engine.audit_events(store.id)[0]["action"] == "redact_version"
+    # Bytes another version of the same memory holds stay.
+    kept = engine.create_memory(store.id, "/kept", "A", actor=actor)
+    engine.update_memory(store.id, kept.id, actor=actor, content="B")
+    head = engine.update_memory(store.id, kept.id, actor=actor, content="A")
+    engine.redact_version(store.id, kept.memory_version_id, actor=actor)
+    assert engine.get_memory(store.id, kept.id).content == "A"
+    assert engine.read_blob(head.blob_key) == b"A"
+    assert engine.statistics()["blobs"] == 3  # "public", "A", "B"; "private" is gone
 
 
-def test_redacting_the_head_of_a_live_memory_is_refused(
+def test_redaction_refusals_change_nothing(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     memory = engine.create_memory(store.id, "/a", "x", actor=actor)
@@ -168,10 +176,8 @@ def test_redacting_the_head_of_a_live_memory_is_refused(
     # After a delete, the former head may be redacted.
     engine.delete_memory(store.id, memory.id, actor=actor)
     assert engine.redact_version(store.id, memory.memory_version_id, actor=actor).redacted_at
-
-
-def test_redact_version_of_another_store(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
+    # Unknown ids and another store's version.
+    memory = engine.create_memory(store.id, "/other-store", "x", actor=actor)
     engine.update_memory(store.id, memory.id, actor=actor, content="y")
     other = engine.create_store("other")
     before = snapshot(engine, store.id)
@@ -182,15 +188,3 @@ def test_redact_version_of_another_store(engine: Engine, store: MemoryStore, act
     with pytest.raises(NotFound):
         engine.redact_version("memstore_nope", memory.memory_version_id, actor=actor)
     assert snapshot(engine, store.id) == before
-
-
-def test_redacting_keeps_bytes_other_versions_hold(
-    engine: Engine, store: MemoryStore, actor: Actor
-) -> None:
-    memory = engine.create_memory(store.id, "/a", "A", actor=actor)
-    engine.update_memory(store.id, memory.id, actor=actor, content="B")
-    head = engine.update_memory(store.id, memory.id, actor=actor, content="A")
-    engine.redact_version(store.id, memory.memory_version_id, actor=actor)
-    assert engine.get_memory(store.id, memory.id).content == "A"
-    assert engine.read_blob(head.blob_key) == b"A"
-    assert engine.statistics()["blobs"] == 2
