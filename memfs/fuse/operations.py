@@ -655,9 +655,9 @@ class Operations(pyfuse3.Operations):
         """Writes ``node``'s buffer as one version (SPEC §4). The caller holds the lock.
 
         Raises:
-            RefusedWrite: the store refused the content (its bytes are kept under
-                ``rejected/``); the errno is the refusal's.
-            ReadOnly: the store is not writable (nothing changed, bytes stay pending).
+            RefusedWrite: the store refused the content, or is read-only now; its bytes
+                are kept under ``rejected/`` and the errno is the refusal's (EILSEQ,
+                EFBIG, ENOSPC, EROFS, …).
         """
         if not node.dirty or node.buffer is None:
             node.dirty = False
@@ -676,9 +676,9 @@ class Operations(pyfuse3.Operations):
             target = self._table.content_target(node)
             text = validate_content_bytes(data)
             memory = await self._write_content(node, target, path, text)
-        except NotFound:
+        except NotFound as exc:
             if node.memory is None:
-                raise
+                self._reject(node, data, exc)  # the store itself is gone
             # Deleted elsewhere while open: create it again, nothing is lost.
             log.warning("%s was deleted elsewhere while open; creating it again", path)
             self._table.set_memory(node, None)
