@@ -24,7 +24,6 @@ import subprocess
 import sys
 import time
 import uuid
-import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,21 +44,6 @@ SERVER_START_TIMEOUT_S = 30.0
 SERVER_STOP_TIMEOUT_S = 15.0
 SDK_TIMEOUT_S = 30.0
 SHA256_EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _import_schemathesis_quietly() -> None:
-    """schemathesis' pytest plugin imports ``schemathesis._hypothesis`` lazily in its
-    ``pytest_pyfunc_call`` hook, i.e. inside the first test, where jsonschema's
-    DeprecationWarning (RefResolutionError) is an error under ``filterwarnings = error``.
-    Importing it once here (not at conftest import: Hypothesis forbids that), with that
-    one warning ignored, keeps the tests clean. pyproject's filterwarnings should ignore
-    it instead (reported to the lead)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", "jsonschema.exceptions.RefResolutionError", DeprecationWarning
-        )
-        import schemathesis._hypothesis  # noqa: F401
 
 
 def memfs_command(*args: str) -> list[str]:
