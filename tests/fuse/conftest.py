@@ -12,7 +12,6 @@ Every test in this directory gets the ``fuse`` marker.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -23,19 +22,6 @@ from memfs.model import MemoryStore
 from memfs.store import Engine, open_engine
 
 _HERE = Path(__file__).parent
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _import_schemathesis_quietly() -> None:
-    """schemathesis' pytest plugin imports ``schemathesis._hypothesis`` inside the first
-    test, where jsonschema's DeprecationWarning would be an error (warnings are errors).
-    Import it once, quietly: the work-around of tests/api/conftest.py (pyproject's
-    filterwarnings should ignore it instead)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", "jsonschema.exceptions.RefResolutionError", DeprecationWarning
-        )
-        import schemathesis._hypothesis  # noqa: F401
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
