@@ -235,10 +235,14 @@ def validate_metadata(
     for key, value in metadata.items():
         if not isinstance(key, str) or not 1 <= len(key) <= MAX_METADATA_KEY_CHARS:
             problems.append(f"key {key!r} must be 1 to {MAX_METADATA_KEY_CHARS} characters")
+        elif "\x00" in key:
+            problems.append(f"key {key!r} must not contain the NUL character")
         if value is None and allow_null_values:
             continue
         if not isinstance(value, str):
             problems.append(f"value of {key!r} must be a string")
+        elif "\x00" in value:
+            problems.append(f"value of {key!r} must not contain the NUL character")
         elif len(value) > MAX_METADATA_VALUE_CHARS:
             problems.append(
                 f"value of {key!r} is {len(value)} characters; "
@@ -276,6 +280,8 @@ def validate_store_description(description: object) -> str:
     """
     if not isinstance(description, str):
         raise InvalidStoreField("description must be a string")
+    if "\x00" in description:
+        raise InvalidStoreField("description must not contain the NUL character")
     if len(description) > MAX_STORE_DESCRIPTION_CHARS:
         raise InvalidStoreField(
             f"description is {len(description)} characters; "
@@ -294,6 +300,8 @@ def validate_instructions(instructions: object) -> str | None:
         return None
     if not isinstance(instructions, str):
         raise InvalidInput("instructions must be a string")
+    if "\x00" in instructions:
+        raise InvalidInput("instructions must not contain the NUL character")
     if len(instructions) > MAX_INSTRUCTIONS_CHARS:
         raise InvalidInput(
             f"instructions are {len(instructions)} characters; "

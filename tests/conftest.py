@@ -42,7 +42,9 @@ def memfs_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def pg_database_url() -> Iterator[Callable[[], str]]:
     base = os.environ.get(PG_URL_ENV)
     if not base:
-        pytest.skip(f"${PG_URL_ENV} is not set; scripts/test starts a PostgreSQL server and sets it")
+        pytest.skip(
+            f"${PG_URL_ENV} is not set; scripts/test starts a PostgreSQL server and sets it"
+        )
     admin = create_engine(database_url(base), isolation_level="AUTOCOMMIT")
     created: list[str] = []
 

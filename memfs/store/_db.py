@@ -14,17 +14,22 @@ PostgreSQL (psycopg 3): READ COMMITTED; writers serialize per store with
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic.config import Config
-from alembic.migration import MigrationContext
-from alembic.script import ScriptDirectory
 from sqlalchemy import Connection, create_engine, event, inspect, text
 from sqlalchemy import Engine as SAEngine
 
+if TYPE_CHECKING:
+    from alembic.config import Config
+
+from memfs.errors import InvalidInput
 from memfs.store.schema import metadata
 
-__all__ = ["WRITE", "alembic_config", "make_sa_engine", "prepare_schema"]
+__all__ = ["SCHEMA_HEAD", "WRITE", "alembic_config", "make_sa_engine", "prepare_schema"]
+
+# The newest migration's revision id; a test checks it against the migration scripts.
+# Opening an up-to-date database compares against it without loading Alembic.
+SCHEMA_HEAD = "0001"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
@@ -68,12 +73,34 @@ def make_sa_engine(url: str, *, synchronous_full: bool = True) -> SAEngine:
             else:
                 connection.exec_driver_sql("BEGIN")
 
+        _refuse_nul_parameters(sa_engine)
         return sa_engine
-    return create_engine(url, pool_size=8, max_overflow=8, pool_pre_ping=True)
+    sa_engine = create_engine(url, pool_size=8, max_overflow=8, pool_pre_ping=True)
+    _refuse_nul_parameters(sa_engine)
+    return sa_engine
+
+
+def _refuse_nul_parameters(sa_engine: SAEngine) -> None:
+    """PostgreSQL text can't hold U+0000 and psycopg raises a bare ValueError on one.
+    Refuse it before the statement runs, as the typed error every edge translates (the
+    rules refuse NUL in every field they check; this catches ids and anything else)."""
+
+    @event.listens_for(sa_engine, "before_cursor_execute")
+    def _check(
+        _conn: Any, _cursor: Any, _statement: str, parameters: Any, _context: Any, _many: bool
+    ) -> None:
+        rows = parameters if isinstance(parameters, list) else [parameters]
+        for row in rows:
+            values = row.values() if isinstance(row, dict) else (row or ())
+            for value in values:
+                if isinstance(value, str) and "\x00" in value:
+                    raise InvalidInput("text must not contain the NUL character (U+0000)")
 
 
 def alembic_config() -> Config:
     """The Alembic configuration of the packaged migrations (no alembic.ini needed)."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(_MIGRATIONS_DIR))
     return config
@@ -85,6 +112,15 @@ def prepare_schema(sa_engine: SAEngine) -> None:
     the creation run in one write transaction (SQLite) or under an advisory lock
     (PostgreSQL).
     """
+    with sa_engine.connect() as conn, conn.begin():
+        if inspect(conn).has_table("alembic_version"):
+            current = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
+            if current == SCHEMA_HEAD:
+                return
+    # Alembic is imported only here, not at module load: it costs every CLI call ~65 ms.
+    from alembic.migration import MigrationContext
+    from alembic.script import ScriptDirectory
+
     with sa_engine.connect() as conn:
         conn.execution_options(**{WRITE: True})
         with conn.begin():

@@ -24,8 +24,9 @@ import hashlib
 import json
 import os
 import secrets
+import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -210,6 +211,9 @@ class Engine:
         self.memory_limit = memory_limit
         self._sa = make_sa_engine(url, synchronous_full=synchronous_full)
         self.dialect = self._sa.dialect.name
+        self._write_lock: AbstractContextManager[Any] = (
+            threading.Lock() if self.dialect == "sqlite" else nullcontext()
+        )
         prepare_schema(self._sa)
 
     def close(self) -> None:
@@ -233,7 +237,10 @@ class Engine:
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
-        with self._sa.connect() as conn:
+        # SQLite admits one writer; waiting writers of other connections poll with a
+        # sleeping busy handler, so 16 threads see multi-second tails. In-process writers
+        # take turns on a lock instead; busy_timeout still arbitrates between processes.
+        with self._write_lock, self._sa.connect() as conn:
             conn.execution_options(**{WRITE: True})
             with conn.begin():
                 yield conn
@@ -1237,7 +1244,7 @@ class Engine:
                 raise InvalidCursor("page cursor is malformed")
             op, key = decoded[0], str(decoded[1])
         upper = _descendant_upper_bound(path_prefix) if path_prefix != "/" else None
-        items: list[Memory | MemoryPrefix] = []
+        items: list[Row[Any] | MemoryPrefix] = []
         more = False
         with self._read() as conn:
             self._store_row(conn, store_id)

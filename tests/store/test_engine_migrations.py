@@ -86,3 +86,13 @@ def test_two_servers_opening_a_fresh_database_at_once(database: str) -> None:
     finally:
         for eng in engines:
             eng.close()
+
+
+def test_schema_head_constant_matches_the_migration_scripts() -> None:
+    """_db.SCHEMA_HEAD lets an up-to-date database open without loading Alembic; it must
+    name the newest migration, or every open would take the slow path (or skip one)."""
+    from alembic.script import ScriptDirectory
+
+    from memfs.store._db import SCHEMA_HEAD, alembic_config
+
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == SCHEMA_HEAD
