@@ -15,12 +15,6 @@ from pathlib import Path
 
 import pytest
 
-# schemathesis' pytest plugin imports a module that warns inside the first test it sees;
-# pyproject's filterwarnings should ignore it (reported to the lead).
-pytestmark = pytest.mark.filterwarnings(
-    "ignore:jsonschema.exceptions.RefResolutionError:DeprecationWarning"
-)
-
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "memfs"
 

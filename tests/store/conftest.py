@@ -8,7 +8,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 
 import pytest
@@ -16,19 +15,6 @@ from store_helpers import ACTOR
 
 from memfs.model import Actor, MemoryStore
 from memfs.store import Engine
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _import_schemathesis_quietly() -> None:
-    """schemathesis' pytest plugin imports ``schemathesis._hypothesis`` inside the first
-    test, where jsonschema's DeprecationWarning is an error under ``filterwarnings =
-    error``; import it once here with that warning ignored (same work-around as
-    tests/api/conftest.py, until pyproject ignores it)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", "jsonschema.exceptions.RefResolutionError", DeprecationWarning
-        )
-        import schemathesis._hypothesis  # noqa: F401
 
 
 @pytest.fixture
