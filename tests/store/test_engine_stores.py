@@ -331,3 +331,32 @@ def test_delete_store_removes_its_rows_and_only_its_blobs(engine: Engine, actor:
             call()
     assert [s.id for s in engine.list_stores(include_archived=True).items] == [kept.id]
     assert engine.audit_events(doomed.id)[0]["action"] == "store_delete"
+
+
+def test_nul_is_refused_everywhere(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    """PostgreSQL text can't hold U+0000: every field refuses it on both dialects alike, as
+    a typed InvalidInput, before anything is written."""
+    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
+    before = snapshot(engine, store.id)
+    refused = [
+        lambda: engine.create_store("n\x00"),
+        lambda: engine.create_store("n", description="d\x00"),
+        lambda: engine.create_store("n", metadata={"k": "v\x00"}),
+        lambda: engine.create_store("n", metadata={"k\x00": "v"}),
+        lambda: engine.update_store(store.id, description="\x00"),
+        lambda: engine.create_memory(store.id, "/b\x00", "x", actor=actor),
+        lambda: engine.create_memory(store.id, "/b", "\x00", actor=actor),
+        lambda: engine.create_memory(store.id, "/b", "x", actor=Actor.api_key("k\x00")),
+        lambda: engine.update_memory(store.id, memory.id, actor=actor, metadata={"k": "\x00"}),
+        lambda: engine.delete_memory(store.id, memory.id, actor=actor, reason="why\x00"),
+        lambda: engine.create_session([ResourceSpec(store.id, instructions="\x00")]),
+        lambda: engine.create_session([ResourceSpec(store.id)], title="t\x00"),
+        lambda: engine.create_session([ResourceSpec(store.id)], mount_root="/m\x00"),
+        lambda: engine.create_api_key("k\x00", ["memory:read"]),  # type: ignore[list-item]
+    ]
+    for call in refused:
+        with pytest.raises(InvalidInput):
+            call()
+        assert snapshot(engine, store.id) == before
+    assert engine.list_api_keys() == []
+    assert [s.id for s in engine.list_stores(include_archived=True).items] == [store.id]
