@@ -1142,9 +1142,10 @@ class Operations(pyfuse3.Operations):
             except NotFound:
                 memory = None
             self._apply_memory(attachment, change.memory_id, memory)
-        elif change.kind is ChangeKind.VERSION_REDACTED:
+        elif change.kind is ChangeKind.BLOB_PURGED:
+            # Redaction or hard delete erased these bytes: purge them here too (SPEC §2).
             if change.blob_key:
-                self._cache.discard(change.blob_key)  # SPEC §2: purge local caches
+                self._cache.discard(change.blob_key)
         elif change.kind is ChangeKind.STORE_ARCHIVED:
             log.info("store %r was archived; its files are read-only now", attachment.name)
             attachment.archived = True
