@@ -32,7 +32,7 @@ from typing import Any
 
 import xxhash
 from sqlalchemy import Connection, Row, and_, delete, func, insert, or_, select, text, update
-from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.dialects import postgresql
 
 from memfs import rules
 from memfs.config import DEFAULT_MEMORY_LIMIT, MAX_PAGE_LIMIT, MAX_STORES_PER_SESSION
@@ -254,10 +254,6 @@ class Engine:
         with self._sa.connect() as conn:
             conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
-    def _insert_ignore(self, table: Any) -> Any:
-        dialect = postgresql if self.dialect == "postgresql" else sqlite
-        return dialect.insert(table).on_conflict_do_nothing()
-
     def _lock_store(self, conn: Connection, store_id: str) -> Row[Any]:
         row = conn.execute(select(stores).where(stores.c.id == store_id).with_for_update()).first()
         if row is None:
@@ -358,14 +354,28 @@ class Engine:
         """
         key = blob_key_of(data)
         digest = sha256_of(data)
-        existing = conn.execute(select(blobs.c.sha256).where(blobs.c.key == key)).scalar()
-        if existing is None:
-            conn.execute(
-                self._insert_ignore(blobs).values(
-                    key=key, sha256=digest, size_bytes=len(data), data=data
-                )
+        if self.dialect == "postgresql":
+            # Blobs are shared across stores, whose writers lock different store rows. The
+            # upsert row-locks the blob until commit, so a concurrent purge in another
+            # store (which locks the row before checking references, see _gc_blobs) either
+            # waits and then sees our reference, or commits first and we insert anew.
+            statement = postgresql.insert(blobs).values(
+                key=key, sha256=digest, size_bytes=len(data), data=data
             )
-        elif existing != digest:
+            existing = conn.execute(
+                statement.on_conflict_do_update(
+                    index_elements=[blobs.c.key], set_={"key": statement.excluded.key}
+                ).returning(blobs.c.sha256)
+            ).scalar()
+        else:
+            # SQLite has one writer at a time: a read then an insert is race-free.
+            existing = conn.execute(select(blobs.c.sha256).where(blobs.c.key == key)).scalar()
+            if existing is None:
+                conn.execute(
+                    insert(blobs).values(key=key, sha256=digest, size_bytes=len(data), data=data)
+                )
+                existing = digest
+        if existing != digest:
             raise CorruptedStore(f"blob {key} holds different bytes than its key promises")
         return key, digest
 
@@ -374,7 +384,14 @@ class Engine:
         the change feed of ``store_id`` (``blob_purged``) so mounts drop them from caches.
         Returns how many were deleted."""
         purged = 0
-        for key in {k for k in keys if k is not None}:
+        for key in sorted({k for k in keys if k is not None}):
+            # Lock the blob first (PostgreSQL), so a writer of another store taking a new
+            # reference to it either finished before we look or waits for our decision.
+            digest = conn.execute(
+                select(blobs.c.sha256).where(blobs.c.key == key).with_for_update()
+            ).scalar()
+            if digest is None:
+                continue
             referenced = conn.execute(
                 select(
                     or_(
@@ -385,7 +402,6 @@ class Engine:
             ).scalar()
             if referenced:
                 continue
-            digest = conn.execute(select(blobs.c.sha256).where(blobs.c.key == key)).scalar()
             conn.execute(delete(blobs).where(blobs.c.key == key))
             purged += 1
             if store_id is not None:
@@ -1681,7 +1697,8 @@ class Engine:
         with self._write() as conn:
             store_rows = []
             for spec in resources:
-                row = self._store_row(conn, spec.memory_store_id)
+                # Locked, so an archive can't commit between this check and our insert.
+                row = self._lock_store(conn, spec.memory_store_id)
                 if row.archived_at is not None:
                     raise StoreArchived(
                         f"memory store {row.id!r} is archived and can't be attached to a session"

@@ -158,6 +158,15 @@ def check_owners(conn: Connection) -> Iterator[str]:
             select(table.c.id, table.c.store_id).where(table.c.store_id.not_in(select(stores.c.id)))
         ):
             yield f"{label} {row_id}: its store {store_id} does not exist"
+    for version_id, version_store, memory_store in conn.execute(
+        select(versions.c.id, versions.c.store_id, memories.c.store_id)
+        .join(memories, memories.c.id == versions.c.memory_id)
+        .where(versions.c.store_id != memories.c.store_id)
+    ):
+        yield (
+            f"version {version_id}: belongs to store {version_store} but its memory "
+            f"to {memory_store}"
+        )
     for version_id, memory_id in conn.execute(
         select(versions.c.id, versions.c.memory_id).where(
             versions.c.memory_id.not_in(select(memories.c.id))

@@ -10,7 +10,6 @@ from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
-from sqlalchemy.exc import IntegrityError
 from store_helpers import collect
 
 from memfs import rules
@@ -237,14 +236,6 @@ def race(
     return outcome_1, outcome_2, second_went_first
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=IntegrityError,
-    reason="engine bug: blobs are shared across stores but writers lock only their own "
-    "store row; on PostgreSQL a create in store B that finds the blob present can race "
-    "the deletion of that blob's last reference in store A, and B fails with a raw "
-    "ForeignKeyViolation (IntegrityError) instead of storing the content",
-)
 def test_shared_blob_survives_a_concurrent_purge_in_another_store(
     engine: Engine, second_engine: Engine, database: str, actor: Actor
 ) -> None:
@@ -271,13 +262,6 @@ def test_shared_blob_survives_a_concurrent_purge_in_another_store(
     assert engine.get_memory_by_path(store_b.id, "/y").content == "shared content"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="engine bug: create_session reads the stores it attaches without locking them; on "
-    "PostgreSQL an archive that commits meanwhile is not seen, so a session attaches an "
-    "archived store (SPEC §2: an archived store can't be attached to new sessions)",
-)
 def test_an_archive_racing_a_new_session(
     engine: Engine, second_engine: Engine, database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -240,6 +240,23 @@ def test_owners(engine: Engine, database: str, store: MemoryStore, actor: Actor)
     assert f"version {b.memory_version_id}: its store memstore_ghost does not exist" in found
 
 
+@covers("check_owners")
+def test_owners_version_in_another_store_than_its_memory(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    other = engine.create_store("other")
+    a = engine.create_memory(store.id, "/a", "a", actor=actor)
+    engine.update_memory(store.id, a.id, actor=actor, content="a2")
+    first = engine.list_versions(store.id, memory_id=a.id).items[-1]
+    engine.execute_raw_for_tests(
+        f"UPDATE versions SET store_id = '{other.id}' WHERE id = '{first.id}'"
+    )
+    assert (
+        f"version {first.id}: belongs to store {other.id} but its memory to {store.id}"
+        in findings(engine)
+    )
+
+
 @covers("check_counters")
 def test_counters(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     engine.create_memory(store.id, "/a", "12345", actor=actor)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
@@ -18,6 +19,7 @@ from memfs.store.schema import metadata
 ACTOR = Actor.api_key("apikey_tests")
 
 
+@pytest.mark.empty_database
 def test_fresh_database_is_at_the_head_and_matches_the_metadata(
     engine: Engine, database: str
 ) -> None:
@@ -61,6 +63,7 @@ def test_reopening_keeps_data_and_revision(engine: Engine, database: str) -> Non
         assert [m.path for m in third.all_memories(store.id)] == ["/a", "/b"]
 
 
+@pytest.mark.empty_database
 def test_two_servers_opening_a_fresh_database_at_once(database: str) -> None:
     barrier = threading.Barrier(4)
     opened: list[Engine | Exception] = []

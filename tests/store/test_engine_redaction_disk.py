@@ -120,7 +120,8 @@ def test_redacted_path_leaves_every_file(sqlite_engine: Engine, db_dir: Path) ->
 
 @pytest.mark.xfail(
     strict=True,
-    reason="engine bug: on PostgreSQL a redacted blob is only DELETEd, so its bytes stay in "
+    reason="known limitation (README, 'Redaction on PostgreSQL'): a redacted blob is only "
+    "DELETEd, so its bytes stay in "
     "the table's heap file as a dead tuple (and in pg_wal) after redact_version returns "
     "(SPEC §2: the bytes must be gone from every place memfs keeps data, database pages "
     "and WAL included)",
