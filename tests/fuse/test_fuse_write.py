@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fuse_helpers import Mounter, errno_of, exists, live, run, run_python, versions
+from fuse_helpers import Mounter, errno_of, exists, live, run, run_python, versions, wait_until
 
 from memfs.config import MAX_CONTENT_BYTES
 from memfs.model import Operation
@@ -125,7 +125,9 @@ def test_cp_of_a_binary_file_is_refused_with_eilseq_and_nothing_is_stored(
     assert completed.returncode != 0
     assert "Invalid or incomplete multibyte or wide character" in completed.stderr
     assert "/image.png" not in live(store_engine, _store_id(mount))
-    assert not exists(mount / "notes" / "image.png")
+    # The kernel sends RELEASE after close(2) has returned, so the never-stored file
+    # leaves the directory a moment after cp exits.
+    wait_until(lambda: not exists(mount / "notes" / "image.png"), "the refused file to disappear")
 
 
 def test_a_forbidden_control_byte_is_refused_at_write(mount, store_engine: Engine) -> None:
@@ -208,10 +210,13 @@ def test_a_full_store_gives_enospc(
     monkeypatch.setenv("MEMFS_MEMORY_LIMIT", "2")
     mount = mounter.mount("Notes")
     mount.expect_log("refused (ENOSPC")
-    assert errno_of(f"""
-        with open({str(mount / 'notes' / 'three.md')!r}, "w") as f:
+    assert (
+        errno_of(f"""
+        with open({str(mount / "notes" / "three.md")!r}, "w") as f:
             f.write("3\\n")
-    """) == "ENOSPC"
+    """)
+        == "ENOSPC"
+    )
     assert sorted(live(store_engine, store.id)) == ["/one.md", "/two.md"]
     assert not exists(mount / "notes" / "three.md")
     assert os.statvfs(mount.path).f_ffree == 0
