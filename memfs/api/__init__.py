@@ -6,7 +6,8 @@ The only package that knows HTTP. Modules, one concern each:
 ``app``            the FastAPI application factory, request-id and body-size
                    middleware, error handlers, ``/openapi.json``
 ``routes``         the endpoints (api-contract §0, SPEC §2 deletion modes,
-                   sessions)
+                   sessions, the remote-mount extensions of issue 4)
+``changes``        the change feed's wire form and its long polls
 ``schemas``        request bodies (strict) and documented response shapes
 ``auth``           credentials → :class:`~memfs.api.auth.Principal`; scope table
 ``errors``         the ONE table from :mod:`memfs.errors` to status + ``error.type``

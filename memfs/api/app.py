@@ -22,6 +22,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memfs.api import schemas
+from memfs.api.changes import ChangeNotifier
 from memfs.api.errors import (
     MAX_REQUEST_BODY_BYTES,
     InternalError,
@@ -258,6 +259,7 @@ def create_app(engine: Engine, *, insecure_dev: bool = False) -> FastAPI:
     )
     app.state.engine = engine
     app.state.insecure_dev = insecure_dev
+    app.state.change_notifier = ChangeNotifier(engine.last_change_seq)
     app.include_router(router)
 
     @app.get("/healthz", include_in_schema=False)

@@ -21,13 +21,16 @@ What each scope allows (one line per route family, enforced by the routes throug
 operation                                   API key needs         session token needs
 ==========================================  ====================  =====================
 any read (stores, memories, versions)       ``memory:read``       store attached
+read a store's change feed                  ``memory:read``       store attached
 create / update / archive a store           ``memory:write``      refused
 create / update / restore a memory          ``memory:write``      ``read_write`` attach.
+rename a directory (``rename_prefix``)      ``memory:write``      ``read_write`` attach.
 soft delete a memory                        ``memory:delete``     ``read_write`` attach.
 delete ``mode=redact``, redact a version    ``memory:delete``     refused
 delete ``mode=hard_delete``, delete store   ``memory:hard_delete``  refused
 create a session                            read/write per store  refused
 audit trail                                 ``admin``             refused
+the caller's own session (``current``)      refused               always
 ==========================================  ====================  =====================
 
 Deleting a store erases every memory and version permanently, which is what

@@ -6,7 +6,9 @@ Every error response of the API has the envelope of api-contract §2.1::
      "error": {"type": "<error.type>", "message": "...",
                "details": {"error_code": "<MemfsError.code>"},
                # memory_path_conflict_error only:
-               "conflicting_memory_id": "mem_…", "conflicting_path": "/…"},
+               "conflicting_memory_id": "mem_…", "conflicting_path": "/…",
+               # memory_precondition_failed_error only (memfs extension):
+               "actual_content_sha256": "<64 hex>"},
      "request_id": "req_…"}
 
 with the headers ``request-id`` (every response, see :mod:`memfs.api.app`) and
@@ -143,7 +145,9 @@ def error_body(exc: MemfsError, request_id: str | None) -> tuple[HTTPStatus, dic
 
     ``memory_path_conflict_error`` carries ``conflicting_memory_id`` and
     ``conflicting_path`` in the error object (api-contract §2.1, SPEC §2 "naming the
-    conflicting memory").
+    conflicting memory"); ``memory_precondition_failed_error`` carries
+    ``actual_content_sha256``, the head's digest at the check, so that a writer can
+    tell what it lost to without another request (issue 4, remote mounts).
     """
     status, error_type = status_and_type(exc)
     # A 5xx does not leak internals; the traceback is in the server log by request_id.
@@ -157,6 +161,8 @@ def error_body(exc: MemfsError, request_id: str | None) -> tuple[HTTPStatus, dic
     if isinstance(exc, PathConflict):
         error["conflicting_memory_id"] = exc.conflicting_memory_id
         error["conflicting_path"] = exc.conflicting_path
+    if isinstance(exc, PreconditionFailed):
+        error["actual_content_sha256"] = exc.actual_sha256
     return status, {"type": "error", "error": error, "request_id": request_id}
 
 

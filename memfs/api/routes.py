@@ -1,11 +1,17 @@
 """The routes: the 14 endpoints of api-contract §0, the SPEC §2 deletion extensions,
-sessions (api-contract §7, SPEC §3) and the audit trail.
+sessions (api-contract §7, SPEC §3), the audit trail, and the three endpoints remote
+mounts use (issue 4; wire shapes in :mod:`memfs.remote.client`): the token's own
+session, directory rename, and the change feed (a long poll, :mod:`memfs.api.changes`).
 
 Every handler has the same shape: parse the query, then one call into
 :func:`_run`, which authenticates the caller and runs one engine operation in a worker
 thread (never on the event loop), and serializes the result with :mod:`memfs.wire`.
 The scope check comes first inside that call, before the target is resolved, so a
 caller without the scope learns nothing about the target (403 before 404).
+
+Every request that may write to a store wakes the long polls parked on it when it ends
+(:meth:`ChangeNotifier.notify`), so changes made through this server reach the mounts
+watching it at once.
 
 Defaults of ``view`` (api-contract §5): ``full`` for retrieving a memory or a version,
 ``basic`` everywhere else. With ``view=full`` a page holds at most 20 items: a larger
@@ -26,10 +32,26 @@ from fastapi.security import APIKeyHeader, HTTPBearer
 
 from memfs.api import schemas
 from memfs.api.auth import Principal, authenticate, credential_from_headers
+from memfs.api.changes import (
+    MAX_CHANGES_LIMIT,
+    MAX_LONG_POLL_TIMEOUT_S,
+    ChangeNotifier,
+    change_to_wire,
+    run_until_disconnected,
+)
 from memfs.api.errors import InternalError
 from memfs.config import DEFAULT_PAGE_LIMIT, MAX_FULL_VIEW_PAGE_LIMIT, MAX_PAGE_LIMIT
-from memfs.errors import InvalidContent, InvalidInput, MemfsError
-from memfs.model import Access, DeleteMode, Memory, MemoryPrefix, Operation, Scope
+from memfs.errors import InvalidContent, InvalidInput, MemfsError, NotFound, PermissionDenied
+from memfs.model import (
+    Access,
+    Change,
+    ChangeKind,
+    DeleteMode,
+    Memory,
+    MemoryPrefix,
+    Operation,
+    Scope,
+)
 from memfs.store.engine import Engine, ResourceSpec
 from memfs.wire import (
     memory_deleted_to_wire,
@@ -73,7 +95,9 @@ def _doc(model: type) -> dict[int | str, dict[str, Any]]:
 
 
 async def _run(request: Request, operation: Callable[[Engine, Principal], T]) -> T:
-    """Authenticates the request and runs ``operation`` in a worker thread.
+    """Authenticates the request and runs ``operation`` in a worker thread; then, for a
+    request other than GET on a store, wakes the long polls parked on that store
+    (whether it succeeded or not: a spurious wake-up only costs one read).
 
     Raises:
         MemfsError: whatever the authentication or the operation raised; any other
@@ -96,6 +120,15 @@ async def _run(request: Request, operation: Callable[[Engine, Principal], T]) ->
     except Exception as exc:
         log.exception("request %s failed", getattr(request.state, "request_id", "?"))
         raise InternalError("internal server error") from exc
+    finally:
+        store_id = request.path_params.get("memory_store_id")
+        if request.method != "GET" and store_id is not None:
+            _notifier(request).notify(store_id)
+
+
+def _notifier(request: Request) -> ChangeNotifier:
+    notifier: ChangeNotifier = request.app.state.change_notifier
+    return notifier
 
 
 def _json(content: dict[str, Any]) -> JSONResponse:
@@ -333,6 +366,35 @@ async def retrieve_memory(
     return _json(await _run(request, op))
 
 
+@router.post(
+    "/v1/memory_stores/{memory_store_id}/memories/rename_prefix",
+    responses=_doc(schemas.MemoryList),
+)
+async def rename_prefix(
+    request: Request, memory_store_id: str, body: schemas.RenamePrefix
+) -> JSONResponse:
+    """Directory rename (SPEC §4, ``Engine.rename_prefix``): every live memory under
+    ``old_prefix`` moves below ``new_prefix`` in one transaction, one ``modified``
+    version each, ids kept. Returns the moved memories (``view=basic``) in new-path
+    order; ``[]`` when nothing is under ``old_prefix``, so a replayed request is
+    harmless. 400 ``invalid_path`` (a prefix, or a resulting path), ``invalid_input``
+    (the root, or a move into itself), ``store_archived``; 409
+    ``memory_path_conflict_error`` naming a memory in the way (nothing moved).
+
+    Registered before ``POST …/memories/{memory_id}``, which would take
+    ``rename_prefix`` for a memory id.
+    """
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id)
+        moved = engine.rename_prefix(
+            memory_store_id, body.old_prefix, body.new_prefix, actor=principal.actor
+        )
+        return {"data": [memory_to_wire(m, full=False) for m in moved], "next_page": None}
+
+    return _json(await _run(request, op))
+
+
 async def _update_memory(
     request: Request,
     memory_store_id: str,
@@ -355,6 +417,7 @@ async def _update_memory(
             path=body.path,
             expected_sha256=expected,
             metadata=body.metadata,
+            replace=body.replace,
         )
         return memory_to_wire(memory, full=view == "full")
 
@@ -371,8 +434,11 @@ async def update_memory(
     body: schemas.MemoryUpdate,
     view: View = "basic",
 ) -> JSONResponse:
-    """api-contract §5.9: 409 ``memory_precondition_failed_error`` on a stale sha,
-    409 ``memory_path_conflict_error`` when renaming onto an occupied path."""
+    """api-contract §5.9: 409 ``memory_precondition_failed_error`` on a stale sha (with
+    ``actual_content_sha256``), 409 ``memory_path_conflict_error`` when renaming onto an
+    occupied path, unless ``replace: true`` (memfs extension) soft-deletes the memory
+    there in the same transaction. A path taken by an ancestor or a descendant is a
+    conflict even with ``replace``."""
     return await _update_memory(request, memory_store_id, memory_id, body, view)
 
 
@@ -588,6 +654,87 @@ async def redact_memory_version(
     return _json(await _run(request, op))
 
 
+# -------------------------------------------------------------- change feed
+
+# SQLite integers are signed 64-bit; a larger ``after`` could not even be compared.
+MAX_SEQ = 2**63 - 1
+
+
+def _read_changes(
+    engine: Engine, store_id: str, after: int, limit: int
+) -> tuple[list[Change], int, bool]:
+    """The changes after ``after`` (at most ``limit``), the store's newest seq, and
+    whether the store still exists.
+
+    A deleted store answers until its final ``store_deleted`` entry has been read; its
+    newest seq is then that entry's.
+
+    Raises:
+        NotFound: an unknown store, or a deleted one whose feed was read to the end.
+    """
+    # Changes first: the newest seq read after them is never below the last one returned.
+    changes = engine.changes_since(store_id, after, limit=limit)
+    try:
+        return changes, engine.last_change_seq(store_id), True
+    except NotFound:
+        pass
+    # Gone: read again (it may have been deleted between the two reads), then find the
+    # final entry, reading on past a truncated batch.
+    changes = engine.changes_since(store_id, after, limit=limit)
+    if not changes:
+        raise NotFound(f"memory store {store_id!r} not found")
+    final = changes[-1]
+    while final.kind is not ChangeKind.STORE_DELETED:
+        more = engine.changes_since(store_id, final.seq, limit=MAX_CHANGES_LIMIT)
+        if not more:
+            break
+        final = more[-1]
+    return changes, final.seq, False
+
+
+@router.get("/v1/memory_stores/{memory_store_id}/changes", responses=_doc(schemas.ChangePage))
+async def list_changes(
+    request: Request,
+    memory_store_id: str,
+    after: Annotated[
+        int, Query(ge=0, le=MAX_SEQ, description="The last seq the caller has seen.")
+    ] = 0,
+    timeout_s: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_LONG_POLL_TIMEOUT_S,
+            allow_inf_nan=False,
+            description="Seconds to wait for a change when there is none yet (0 to 30).",
+        ),
+    ] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_CHANGES_LIMIT)] = MAX_CHANGES_LIMIT,
+) -> JSONResponse:
+    """The store's change feed, a long poll (issue 4; wire shape in
+    :mod:`memfs.remote.client`): changes with ``seq > after``, oldest first, at once if
+    there are any; else it waits up to ``timeout_s`` for one, and answers ``data: []``
+    if none came. It never waits when ``after > last_seq`` (the feed was reset: the
+    caller must resynchronize) or when the store is deleted. A deleted store answers
+    until its ``store_deleted`` entry has been read, then 404. Readable with
+    ``memory:read``, or by a session the store is attached to."""
+
+    def read(engine: Engine, principal: Principal) -> tuple[list[dict[str, Any]], int, bool]:
+        principal.require(Scope.READ, memory_store_id)
+        changes, last_seq, alive = _read_changes(engine, memory_store_id, after, limit)
+        return [change_to_wire(c) for c in changes], last_seq, alive
+
+    data, last_seq, alive = await _run(request, read)
+    if not data and alive and timeout_s > 0 and after <= last_seq:
+        notifier = _notifier(request)
+
+        async def wait() -> None:
+            await notifier.wait(memory_store_id, after, timeout_s)
+
+        if await run_until_disconnected(request.receive, wait):
+            data, last_seq, _ = await _run(request, read)
+    return _json({"data": data, "last_seq": last_seq})
+
+
 # ----------------------------------------------------------------- sessions
 
 
@@ -611,6 +758,24 @@ async def create_session(request: Request, body: schemas.SessionCreate) -> JSONR
             principal.require(scope, spec.memory_store_id, agents=False)
         session, token = engine.create_session(specs, title=body.title)
         return {**session_to_wire(session), "token": token}
+
+    return _json(await _run(request, op))
+
+
+@router.get("/v1/sessions/current", responses=_doc(schemas.SessionOut))
+async def retrieve_current_session(request: Request) -> JSONResponse:
+    """The session of the bearer session token, without its token (what a remote mount
+    asks first: its stores, their access and mount paths). An API key gets 403
+    ``session_not_allowed``: it has no session. Registered before
+    ``GET /v1/sessions/{session_id}``, which would take ``current`` for an id."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        if principal.session is None:
+            raise PermissionDenied(
+                "only a session token has a current session; this credential is an API key",
+                code="session_not_allowed",
+            )
+        return session_to_wire(principal.session)
 
     return _json(await _run(request, op))
 

@@ -17,10 +17,13 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, model_validator
 
 __all__ = [
+    "ChangeOut",
+    "ChangePage",
     "DeletedObject",
     "ErrorEnvelope",
     "MemoryCreate",
     "MemoryForget",
+    "MemoryList",
     "MemoryOut",
     "MemoryPage",
     "MemoryRestore",
@@ -32,6 +35,7 @@ __all__ = [
     "MemoryVersionOut",
     "MemoryVersionPage",
     "Precondition",
+    "RenamePrefix",
     "SessionCreate",
     "SessionOut",
 ]
@@ -42,6 +46,7 @@ Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 # Documented approximations of SPEC §1; the server checks with memfs.rules, which names
 # the broken rule (so these are not enforced by the schema layer).
 _PATH_SCHEMA: dict[str, JsonValue] = {"pattern": r"^(/[^/\\\x00-\x1f\x7f]+)+$", "maxLength": 1024}
+_PREFIX_SCHEMA: dict[str, JsonValue] = {"pattern": r"^(/[^/\\\x00-\x1f\x7f]+)+/$"}
 _CONTENT_SCHEMA: dict[str, JsonValue] = {"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"}
 
 
@@ -125,13 +130,37 @@ class MemoryCreate(_Request):
 
 
 class MemoryUpdate(_Request):
-    """api-contract §5.9; ``null`` for ``content`` or ``path`` means unchanged."""
+    """api-contract §5.9; ``null`` for ``content`` or ``path`` means unchanged.
+
+    ``metadata`` and ``replace`` are memfs extensions.
+    """
 
     content: str | None = None
     path: str | None = None
     precondition: Precondition | None = None
     metadata: dict[str, str] | None = Field(
         default=None, description="memfs extension: replaces the memory's metadata."
+    )
+    replace: bool = Field(
+        default=False,
+        description=(
+            "memfs extension: with a new path, a live memory already at that path is "
+            "soft-deleted in the same transaction (rename(2) over an existing file); "
+            "otherwise an occupied path is a 409 memory_path_conflict_error."
+        ),
+    )
+
+
+class RenamePrefix(_Request):
+    """Body of ``POST …/memories/rename_prefix`` (directory rename, SPEC §4)."""
+
+    old_prefix: str = Field(
+        description="The directory to move: starts and ends with '/', not '/' itself.",
+        json_schema_extra=_PREFIX_SCHEMA,
+    )
+    new_prefix: str = Field(
+        description="Where it goes: starts and ends with '/', not '/', not inside old_prefix.",
+        json_schema_extra=_PREFIX_SCHEMA,
     )
 
 
@@ -269,6 +298,13 @@ class MemoryPage(_Response):
     next_page: str | None
 
 
+class MemoryList(_Response):
+    """Memories answered in one piece (``next_page`` is always null)."""
+
+    data: list[MemoryOut]
+    next_page: None = None
+
+
 class MemoryVersionPage(_Response):
     data: list[MemoryVersionOut]
     next_page: str | None
@@ -311,10 +347,48 @@ class AuditEventList(_Response):
     next_page: None = None
 
 
+class ChangeOut(_Response):
+    """One entry of a store's change feed (issue 4; ``seq`` 1, 2, 3 … without gaps)."""
+
+    type: Literal["memory_store_change"]
+    seq: int
+    memory_store_id: str
+    kind: Literal[
+        "memory_written",
+        "memory_deleted",
+        "version_redacted",
+        "store_updated",
+        "store_archived",
+        "store_deleted",
+        "blob_purged",
+    ]
+    memory_id: str | None
+    path: str | None
+    old_path: str | None = Field(description="Set when a memory_written entry is a rename.")
+    content_sha256: str | None = Field(
+        description="memory_written: the new head's digest; blob_purged: the erased bytes'."
+    )
+    memory_version_id: str | None = Field(description="memory_written: the new head version.")
+    created_at: Timestamp
+
+
+class ChangePage(_Response):
+    """Answer of ``GET …/changes``: entries after ``after``, oldest first."""
+
+    data: list[ChangeOut]
+    last_seq: int = Field(description="The store's newest seq when the answer was made.")
+
+
 class ErrorObject(_Response):
+    """api-contract §2.1; ``conflicting_*`` on memory_path_conflict_error only,
+    ``actual_content_sha256`` on memory_precondition_failed_error only."""
+
     type: str
     message: str
     details: dict[str, Any] | None = None
+    conflicting_memory_id: str | None = None
+    conflicting_path: str | None = None
+    actual_content_sha256: str | None = None
 
 
 class ErrorEnvelope(_Response):
