@@ -482,20 +482,25 @@ class MemfsClient:
         path: str | None = None,
         expected_sha256: str | None = None,
         metadata: dict[str, str] | None = None,
+        replace: bool = False,
     ) -> RemoteMemory:
         """``POST …/memories/{id}`` (api-contract §5.9): new content and/or path, with a
         ``content_sha256`` precondition when ``expected_sha256`` is given (the digest
         the file had when it was opened, SPEC §4 concurrent writers). An update that
         changes nothing writes no version and returns the memory as it is.
         ``metadata`` (memfs extension) replaces the memory's metadata when given.
+        ``replace`` (memfs extension, body ``"replace": true``): a live memory already
+        at the new ``path`` is soft-deleted in the same transaction, rename(2) over an
+        existing file; without it an occupied path raises PathConflict.
 
         Returns:
             The memory after the update (``view=basic``).
 
         Raises:
-            PreconditionFailed, PathConflict (new path taken), NotFound, StoreArchived,
-            PermissionDenied, the validation errors of :meth:`create_memory`,
-            AuthenticationFailed, ServerUnavailable.
+            PreconditionFailed (``actual_sha256`` is the head's digest), PathConflict
+            (new path taken; with ``replace``, only by an ancestor or a descendant),
+            NotFound, StoreArchived, PermissionDenied, the validation errors of
+            :meth:`create_memory`, AuthenticationFailed, ServerUnavailable.
         """
         body: dict[str, Any] = {}
         if content is not None:
@@ -506,6 +511,8 @@ class MemfsClient:
             body["metadata"] = metadata
         if expected_sha256 is not None:
             body["precondition"] = {"type": "content_sha256", "content_sha256": expected_sha256}
+        if replace:
+            body["replace"] = True
         data = await self._request(
             "POST", _memory_url(store_id, memory_id), params={"view": "basic"}, body=body
         )
