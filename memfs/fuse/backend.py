@@ -1,32 +1,123 @@
 """What a mount needs from a store, as an async interface, and its embedded implementation.
 
-The FUSE layer never sees SQL, HTTP or the engine: it talks to a :class:`Backend`.
-:class:`EmbeddedBackend` wraps :class:`memfs.store.Engine` in the same process, running
-every engine call in a worker thread (``trio.to_thread.run_sync``) so the trio loop that
-serves the kernel never blocks. A remote backend (HTTP, later) implements the same
-Protocol; both raise only the domain errors of :mod:`memfs.errors`.
+The FUSE layer never sees SQL, HTTP or the engine: it talks to a :class:`Backend`. Two
+implementations, one FUSE layer (issue 4):
+
+* :class:`EmbeddedBackend` wraps :class:`memfs.store.Engine` in the same process,
+  running every engine call in a worker thread (``trio.to_thread.run_sync``) so the
+  trio loop that serves the kernel never blocks;
+* :class:`memfs.remote.backend.RemoteBackend` talks to a ``memfs serve`` elsewhere with
+  a session token, through a local content cache and a durable outbox.
+
+Both raise only the domain errors of :mod:`memfs.errors` (a remote backend adds
+:class:`BackendUnavailable` for "the server can't be asked now").
 
 Writes are attributed to the session the backend opened with :meth:`Backend.open_session`
-(SPEC §3: writes through a mount are attributed to ``session_actor {session_id}``).
+(SPEC §3: writes through a mount are attributed to ``session_actor {session_id}``). A
+backend may come with its session already (a session token): then
+:meth:`Backend.preset_session` names its stores, access modes and mount paths.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import trio
 
-from memfs.model import Access, Actor, Change, Memory, MemoryStore
+from memfs.errors import MemfsError
+from memfs.model import Access, Actor, Change, Memory, MemoryStore, Session
 
 if TYPE_CHECKING:
     from memfs.store import Engine
 
-__all__ = ["AttachmentSpec", "Backend", "EmbeddedBackend"]
+__all__ = [
+    "EMBEDDED_CHANGE_POLL_INTERVAL_S",
+    "AttachmentSpec",
+    "Backend",
+    "BackendEvent",
+    "BackendStatistics",
+    "BackendUnavailable",
+    "EmbeddedBackend",
+]
 
 T = TypeVar("T")
+
+# How often an embedded backend looks at the engine's change feed while a caller waits
+# for changes (the engine has no notification; SPEC §4 asks for about one second).
+EMBEDDED_CHANGE_POLL_INTERVAL_S = 0.1
+_PASSWORD_IN_URL_RE = re.compile(r"(://[^:/@]+:)[^@]*@")
+
+
+class BackendUnavailable(MemfsError):
+    """Raised when the store can't be asked now (a remote server is unreachable or
+    answered 5xx); nothing about the request itself is wrong, and asking again later
+    may succeed. Reads of uncached content fail with it (EIO); writes are queued by the
+    backend instead of raising it."""
+
+    code = "backend_unavailable"
+
+
+@dataclass(frozen=True)
+class BackendEvent:
+    """Something a backend met on its own, outside any request of the kernel (e.g. while
+    replaying queued writes), shown by ``memfs status``.
+
+    Attributes:
+        at: when (UTC).
+        path: the memory path concerned ("" when none).
+        message: one line for people.
+        conflict_path: for a conflict: where this mount's content was saved.
+        saved_to: for a refused write: where its bytes are kept locally.
+        error: for a refused write: the refusal (its errno is shown).
+    """
+
+    at: datetime
+    path: str
+    message: str
+    conflict_path: str | None = None
+    saved_to: str | None = None
+    error: MemfsError | None = None
+
+
+@dataclass(frozen=True)
+class BackendStatistics:
+    """A snapshot of a backend for ``memfs status`` (issue 4: outbox depth, server state,
+    last errors, conflicts).
+
+    Attributes:
+        kind: ``embedded`` or ``remote``.
+        location: the database URL (password hidden) or the server URL.
+        server_state: ``in-process`` (embedded), ``reachable``, ``unreachable`` or
+            ``unknown`` (nothing asked yet).
+        outbox_depth: writes accepted by the mount and not yet confirmed by the server.
+        outbox_oldest_at: when the oldest of them was accepted.
+        cache_entries, cache_size_bytes, cache_max_size_bytes: the backend's own
+            content cache (the remote disk cache); 0 when it has none.
+        conflict_count, conflicts: conflicts the backend resolved (both contents kept),
+            since start; the newest few.
+        rejected_count, rejected: writes the server refused for good (bytes kept).
+        error_count, last_errors: failures to reach the store.
+    """
+
+    kind: str
+    location: str
+    server_state: str
+    outbox_depth: int = 0
+    outbox_oldest_at: datetime | None = None
+    cache_entries: int = 0
+    cache_size_bytes: int = 0
+    cache_max_size_bytes: int = 0
+    conflict_count: int = 0
+    conflicts: tuple[BackendEvent, ...] = ()
+    rejected_count: int = 0
+    rejected: tuple[BackendEvent, ...] = ()
+    error_count: int = 0
+    last_errors: tuple[BackendEvent, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -47,6 +138,14 @@ class Backend(Protocol):
     """The store as seen by a mount. Every method may raise :class:`memfs.errors.MemfsError`
     subclasses (NotFound, StoreArchived, PathConflict, PreconditionFailed, …), nothing else
     on purpose."""
+
+    async def preset_session(self) -> Session | None:
+        """The session this backend is bound to before any mount (a remote backend holds
+        a session token: its resources are the stores to mount, with their access
+        modes and mount paths), or None when the mount makes its own session with
+        :meth:`open_session` (embedded). Raises AuthenticationFailed,
+        BackendUnavailable."""
+        ...
 
     async def resolve_store(self, name_or_id: str) -> MemoryStore:
         """A store by id, exact name or slug. Raises NotFound, InvalidInput (ambiguous)."""
@@ -117,8 +216,29 @@ class Backend(Protocol):
         """The newest change-feed seq of a store (0 when none). Raises NotFound."""
         ...
 
-    async def changes_since(self, store_id: str, after_seq: int) -> list[Change]:
-        """Change-feed entries with seq > ``after_seq``, oldest first (a bounded batch)."""
+    async def changes_since(
+        self, store_id: str, after_seq: int, *, timeout_s: float = 0.0
+    ) -> list[Change]:
+        """Change-feed entries with seq > ``after_seq``, oldest first (a bounded batch).
+
+        Args:
+            timeout_s: when there are none yet, wait up to this long for the first one
+                (a long poll), then return what there is (maybe nothing).
+
+        Raises:
+            NotFound (the store is gone and its feed fully read), BackendUnavailable.
+        """
+        ...
+
+    async def maintain(self) -> None:
+        """The backend's own background work for the life of the mount, run by the
+        daemon as a named task and cancelled at unmount; never returns and never raises
+        (failures are logged and counted in :meth:`statistics`). Remote: replays queued
+        writes whenever there are some and the server answers. Embedded: nothing."""
+        ...
+
+    def statistics(self) -> BackendStatistics:
+        """A snapshot for ``memfs status``; cheap (no request to the store)."""
         ...
 
     async def aclose(self) -> None:
@@ -150,6 +270,9 @@ class EmbeddedBackend:
 
     async def _run(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    async def preset_session(self) -> Session | None:
+        return None  # the mount attaches the stores it is given (open_session)
 
     async def resolve_store(self, name_or_id: str) -> MemoryStore:
         return await self._run(self._engine.find_store, name_or_id)
@@ -238,9 +361,29 @@ class EmbeddedBackend:
     async def last_change_seq(self, store_id: str) -> int:
         return await self._run(self._engine.last_change_seq, store_id)
 
-    async def changes_since(self, store_id: str, after_seq: int) -> list[Change]:
-        return await self._run(
-            self._engine.changes_since, store_id, after_seq, limit=self.CHANGE_BATCH
+    async def changes_since(
+        self, store_id: str, after_seq: int, *, timeout_s: float = 0.0
+    ) -> list[Change]:
+        """See the Protocol. The engine has no notification: a wait polls its feed every
+        :data:`EMBEDDED_CHANGE_POLL_INTERVAL_S`."""
+        deadline = trio.current_time() + timeout_s
+        while True:
+            changes = await self._run(
+                self._engine.changes_since, store_id, after_seq, limit=self.CHANGE_BATCH
+            )
+            remaining_s = deadline - trio.current_time()
+            if changes or remaining_s <= 0:
+                return changes
+            await trio.sleep(min(EMBEDDED_CHANGE_POLL_INTERVAL_S, remaining_s))
+
+    async def maintain(self) -> None:
+        await trio.sleep_forever()  # every write is committed when it is made
+
+    def statistics(self) -> BackendStatistics:
+        return BackendStatistics(
+            kind="embedded",
+            location=_PASSWORD_IN_URL_RE.sub(r"\1***@", self._engine.url),
+            server_state="in-process",
         )
 
     async def aclose(self) -> None:

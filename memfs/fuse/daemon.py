@@ -1,14 +1,20 @@
 """The mount daemon: attach stores, mount, serve the kernel until unmounted.
 
-:func:`run` is what ``memfs mount --foreground`` executes. It resolves the stores,
-opens the mount's session (writes are attributed to it, SPEC §3), loads every store's
-tree, mounts, reports readiness, then runs three named tasks until the filesystem is
-unmounted (``memfs umount``, ``fusermount3 -u``) or the process gets SIGTERM/SIGINT/
-SIGHUP:
+:func:`run` is what ``memfs mount --foreground`` executes, with an embedded or a remote
+backend alike. It resolves the stores (those given, or those of the backend's preset
+session: a remote mount holds a session token), opens the mount's session (writes are
+attributed to it, SPEC §3), loads every store's tree, mounts, reports readiness, then
+runs named tasks until the filesystem is unmounted (``memfs umount``,
+``fusermount3 -u``) or the process gets SIGTERM/SIGINT/SIGHUP:
 
-* ``memfs-fuse``: pyfuse3's request loop;
-* ``memfs-change-poller``: applies the change feed (changes made elsewhere);
-* ``memfs-invalidator``: tells the kernel which cached entries changed.
+* pyfuse3's request loop (``pyfuse3.main``);
+* ``memfs-changes-<directory>``: one per store, applies its change feed (changes made
+  elsewhere; a long poll on a remote backend);
+* ``memfs-invalidator``: tells the kernel which cached entries changed;
+* ``memfs-backend``: the backend's own work (a remote one replays its outbox);
+* ``memfs-status``: keeps the status file current (server state, outbox depth, caches,
+  conflicts and refusals the backend met on its own);
+* ``memfs-signals``: turns SIGTERM/SIGINT/SIGHUP into an unmount.
 
 On the way out it commits writes still pending in open files, unmounts, and removes
 its status file last, so ``memfs umount`` knows the flush is done when the file is
@@ -17,25 +23,36 @@ gone.
 
 from __future__ import annotations
 
+import dataclasses
+import errno
 import logging
 import os
 import signal
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import pyfuse3
 import trio
 
-from memfs.errors import InvalidInput
-from memfs.fuse.backend import AttachmentSpec, Backend
+from memfs.errors import InvalidInput, InvalidPath
+from memfs.fuse.backend import AttachmentSpec, Backend, BackendEvent, BackendStatistics
+from memfs.fuse.errno_table import errno_for
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
 from memfs.fuse.mounts import is_mounted, is_stale, unmount
 from memfs.fuse.operations import Operations
 from memfs.fuse.status import MountStatus, log_path
-from memfs.model import format_timestamp, utcnow
-from memfs.rules import unique_slugs
+from memfs.model import Access, format_timestamp, utcnow
+from memfs.rules import unique_slugs, validate_segment
 
-__all__ = ["MOUNT_OPTIONS", "MountConfig", "StoreRequest", "run", "serve"]
+__all__ = [
+    "MOUNT_OPTIONS",
+    "STATUS_REFRESH_INTERVAL_S",
+    "MountConfig",
+    "StoreRequest",
+    "run",
+    "serve",
+]
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +60,8 @@ log = logging.getLogger(__name__)
 # the mode bits of read-only files before memfs could give the EROFS SPEC §4 asks for;
 # memfs enforces access itself. Only the mounting user sees the mount (no allow_other).
 MOUNT_OPTIONS = frozenset({"fsname=memfs", "subtype=memfs", "noatime"})
+# How often the status file is brought up to date with the backend (memfs status).
+STATUS_REFRESH_INTERVAL_S = 0.25
 
 
 @dataclass(frozen=True)
@@ -67,7 +86,8 @@ class MountConfig:
 
     Attributes:
         mountpoint: an existing empty directory.
-        stores: in attachment order (1–8).
+        stores: in attachment order (1–8); empty means every store of the backend's
+            preset session (a remote mount).
         layout: per-store (default) or flat.
         memory_limit: live memories per store, for ``statfs``.
     """
@@ -78,33 +98,63 @@ class MountConfig:
     memory_limit: int
 
 
+def _directory_of(mount_path: str) -> str | None:
+    """The last segment of a session resource's mount path, if it is a valid name."""
+    name = mount_path.rstrip("/").rsplit("/", 1)[-1]
+    try:
+        return validate_segment(name)
+    except InvalidPath:
+        return None
+
+
 async def _attach(backend: Backend, config: MountConfig) -> list[Attachment]:
     """Resolves the requested stores into attachments (SPEC §4 layouts).
 
-    Per-store: each store in its slug directory (``memfs.rules.unique_slugs``). Flat:
-    the first store not asked read-only is the writable default, every other one is
-    read-only; the default comes first in priority, then attachment order.
+    With a preset session (a remote mount's token), the stores default to the session's
+    resources in their order, a ``read_only`` resource is attached read-only, and each
+    store's directory is the last segment of its resource's mount path (SPEC §3: the
+    session decides access modes and mount paths). Otherwise each store is in its slug
+    directory (``memfs.rules.unique_slugs``).
+
+    Per-store: one directory per store. Flat: the first store not read-only is the
+    writable default, every other one is read-only; the default comes first in
+    priority, then attachment order.
 
     Raises:
         InvalidInput: no store, or a store given twice. NotFound: unknown store.
+        AuthenticationFailed, BackendUnavailable: from the preset session.
     """
-    if not config.stores:
+    session = await backend.preset_session()
+    requests = list(config.stores)
+    resource_read_only: dict[str, bool] = {}
+    directories: dict[str, str] = {}
+    if session is not None:
+        if not requests:
+            requests = [StoreRequest(r.memory_store_id, False) for r in session.resources]
+        for resource in session.resources:
+            resource_read_only[resource.memory_store_id] = resource.access is Access.READ_ONLY
+            directory = _directory_of(resource.mount_path)
+            if directory is not None:
+                directories[resource.memory_store_id] = directory
+    if not requests:
         raise InvalidInput("give at least one --store")
-    stores = [await backend.resolve_store(request.name_or_id) for request in config.stores]
+    stores = [await backend.resolve_store(request.name_or_id) for request in requests]
     ids = [store.id for store in stores]
     if len(set(ids)) != len(ids):
         raise InvalidInput("the same store is given twice")
     slugs = unique_slugs([(store.id, store.name) for store in stores])
+    if len(set(directories.get(i, slugs[i]) for i in ids)) != len(ids):
+        directories = {}  # mount paths that collide here: fall back to the slugs
     attachments = [
         Attachment(
             store_id=store.id,
             name=store.name,
-            directory=slugs[store.id],
+            directory=directories.get(store.id, slugs[store.id]),
             priority=index,
-            read_only=request.read_only,
+            read_only=request.read_only or resource_read_only.get(store.id, False),
             archived=store.archived,
         )
-        for index, (store, request) in enumerate(zip(stores, config.stores, strict=True))
+        for index, (store, request) in enumerate(zip(stores, requests, strict=True))
     ]
     if config.layout is Layout.FLAT:
         default = next((a for a in attachments if not a.read_only), None)
@@ -117,6 +167,88 @@ async def _attach(backend: Backend, config: MountConfig) -> list[Attachment]:
                 attachment.priority += 0 if attachment is default else 1
             default.priority = 0
     return attachments
+
+
+def _stores_status(attachments: Sequence[Attachment], layout: Layout) -> list[dict[str, Any]]:
+    return [
+        {
+            "id": a.store_id,
+            "name": a.name,
+            "directory": a.directory if layout is Layout.PER_STORE else ".",
+            "access": "read_only" if a.read_only else "read_write",
+            "archived": a.archived,
+            "deleted": a.deleted,
+            "seq": a.seq,
+        }
+        for a in attachments
+    ]
+
+
+@dataclass
+class _StatusFeed:
+    """Copies what a backend met on its own into the mount's status (``memfs status``):
+    new conflicts, refusals and errors since the last look, and the live fields."""
+
+    status: MountStatus
+    operations: Operations
+    backend: Backend
+    table: InodeTable
+    conflicts_seen: int = 0
+    rejected_seen: int = 0
+    errors_seen: int = 0
+
+    @staticmethod
+    def _new(events: tuple[BackendEvent, ...], count: int, seen: int) -> list[BackendEvent]:
+        fresh = count - seen
+        return list(events[-fresh:]) if fresh > 0 else []
+
+    def publish(self) -> None:
+        stats = self.backend.statistics()
+        for event in self._new(stats.conflicts, stats.conflict_count, self.conflicts_seen):
+            self.status.record_conflict(event.path, event.conflict_path or "", at=event.at)
+        for event in self._new(stats.rejected, stats.rejected_count, self.rejected_seen):
+            code = errno_for(event.error) if event.error is not None else errno.EIO
+            self.status.record_rejected(
+                event.path, errno.errorcode[code], event.saved_to or "", event.message,
+                at=event.at,
+            )
+        for event in self._new(stats.last_errors, stats.error_count, self.errors_seen):
+            self.status.record_error(event.message, at=event.at)
+        self.conflicts_seen = stats.conflict_count
+        self.rejected_seen = stats.rejected_count
+        self.errors_seen = stats.error_count
+        cache = self.operations.cache_statistics()
+        self.status.set_live(
+            backend=_backend_status(stats),
+            memory_cache=dataclasses.asdict(cache),
+            stores=_stores_status(self.table.attachments, self.table.layout),
+        )
+
+    async def run(self) -> None:
+        while True:
+            await trio.sleep(STATUS_REFRESH_INTERVAL_S)
+            try:
+                self.publish()
+            except OSError as exc:  # a full disk must not end the mount
+                log.warning("could not update the status file: %s", exc)
+
+
+def _backend_status(stats: BackendStatistics) -> dict[str, Any]:
+    return {
+        "kind": stats.kind,
+        "location": stats.location,
+        "server_state": stats.server_state,
+        "outbox_depth": stats.outbox_depth,
+        "outbox_oldest_at": (
+            format_timestamp(stats.outbox_oldest_at) if stats.outbox_oldest_at else None
+        ),
+        "cache_entries": stats.cache_entries,
+        "cache_size_bytes": stats.cache_size_bytes,
+        "cache_max_size_bytes": stats.cache_max_size_bytes,
+        "conflict_count": stats.conflict_count,
+        "rejected_count": stats.rejected_count,
+        "error_count": stats.error_count,
+    }
 
 
 async def serve(
@@ -165,37 +297,36 @@ async def serve(
             "session_id": session_id,
             "started_at": format_timestamp(utcnow()),
             "log_file": str(log_path(mountpoint)),
-            "stores": [
-                {
-                    "id": a.store_id,
-                    "name": a.name,
-                    "directory": a.directory if config.layout is Layout.PER_STORE else ".",
-                    "access": "read_only" if a.read_only else "read_write",
-                    "archived": a.archived,
-                }
-                for a in attachments
-            ],
+            "stores": _stores_status(attachments, config.layout),
         },
     )
     table = InodeTable(config.layout, attachments)
     operations = Operations(
         backend, table, session_id=session_id, status=status, memory_limit=config.memory_limit
     )
+    feed = _StatusFeed(status, operations, backend, table)
     try:
         await operations.load()
         pyfuse3.init(operations, mountpoint, set(MOUNT_OPTIONS))
     except BaseException:
         await backend.aclose()
         raise
-    log.info("mounted %s (%s layout, session %s, %d inodes)", mountpoint,
-             config.layout.value, session_id, len(table))
+    location = backend.statistics().location
+    log.info("mounted %s (%s layout, session %s, %d inodes, %s)", mountpoint,
+             config.layout.value, session_id, len(table), location)
     try:
-        status.write()
+        feed.publish()
         if on_ready is not None:
             on_ready()
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(operations.poll_changes, name="memfs-change-poller")
+            for attachment in attachments:
+                nursery.start_soon(
+                    operations.follow_changes, attachment,
+                    name=f"memfs-changes-{attachment.directory}",
+                )
             nursery.start_soon(operations.deliver_notices, name="memfs-invalidator")
+            nursery.start_soon(backend.maintain, name="memfs-backend")
+            nursery.start_soon(feed.run, name="memfs-status")
             nursery.start_soon(_terminate_on_signal, name="memfs-signals")
             await pyfuse3.main()
             nursery.cancel_scope.cancel()

@@ -234,6 +234,10 @@ class InodeTable:
             raise NoSuchEntry(f"no entry {name!r} in {self.display_path(parent)}")
         return node
 
+    def store_root(self, attachment: Attachment) -> Node:
+        """The directory holding ``attachment``'s paths (the mount root in a flat layout)."""
+        return self._store_roots[attachment.store_id]
+
     def node_for_memory(self, store_id: str, memory_id: str) -> Node | None:
         """The node showing (or parking, or shadowing) a memory, if any."""
         return self._by_memory.get((store_id, memory_id))

@@ -3,7 +3,8 @@
 Everything here lives under ``$MEMFS_HOME``:
 
 * ``mounts/<key>.json``: the status of a running mount daemon (pid, stores, session,
-  rejected writes, conflicts, last errors), read by ``memfs status`` and ``memfs umount``.
+  rejected writes, conflicts, last errors, and the live state of its backend: server
+  state, outbox depth, caches), read by ``memfs status`` and ``memfs umount``.
   ``<key>`` is derived from the mount point's real path. The daemon removes the file as
   the very last step of a clean shutdown, after pending writes are committed.
 * ``rejected/<session_id>/<UTC timestamp>-<name>``: the bytes of every write refused at
@@ -118,34 +119,45 @@ class MountStatus:
     def __init__(self, mountpoint: str, info: dict[str, Any]) -> None:
         self.path = status_path(mountpoint)
         self._info = dict(info, mountpoint=os.path.realpath(mountpoint))
+        self._live: dict[str, Any] = {}
         self._rejected: deque[dict[str, str]] = deque(maxlen=MAX_RECORDED_EVENTS)
         self._conflicts: deque[dict[str, str]] = deque(maxlen=MAX_RECORDED_EVENTS)
         self._errors: deque[dict[str, str]] = deque(maxlen=MAX_RECORDED_EVENTS)
         self.rejected_count = 0
         self.conflict_count = 0
+        self._written: str | None = None
 
-    def record_rejected(self, path: str, errno_name: str, saved_to: str, message: str) -> None:
+    def record_rejected(
+        self, path: str, errno_name: str, saved_to: str, message: str, *, at: datetime | None = None
+    ) -> None:
         self.rejected_count += 1
         self._rejected.append(
-            {"at": format_timestamp(utcnow()), "path": path, "errno": errno_name,
+            {"at": format_timestamp(at or utcnow()), "path": path, "errno": errno_name,
              "saved_to": saved_to, "message": message}
         )
         self.write()
 
-    def record_conflict(self, path: str, conflict_path: str) -> None:
+    def record_conflict(self, path: str, conflict_path: str, *, at: datetime | None = None) -> None:
         self.conflict_count += 1
         self._conflicts.append(
-            {"at": format_timestamp(utcnow()), "path": path, "conflict_path": conflict_path}
+            {"at": format_timestamp(at or utcnow()), "path": path, "conflict_path": conflict_path}
         )
         self.write()
 
-    def record_error(self, message: str) -> None:
-        self._errors.append({"at": format_timestamp(utcnow()), "message": message})
+    def record_error(self, message: str, *, at: datetime | None = None) -> None:
+        self._errors.append({"at": format_timestamp(at or utcnow()), "message": message})
+        self.write()
+
+    def set_live(self, **fields: Any) -> None:
+        """Replaces the live fields (backend state, caches, stores) and rewrites the file
+        if anything changed. Values must be JSON-serialisable."""
+        self._live = fields
         self.write()
 
     def snapshot(self) -> dict[str, Any]:
         return dict(
             self._info,
+            **self._live,
             rejected_count=self.rejected_count,
             rejected_writes=list(self._rejected),
             conflict_count=self.conflict_count,
@@ -154,13 +166,19 @@ class MountStatus:
         )
 
     def write(self) -> None:
-        """Replaces the status file (write to a temporary name, then rename)."""
+        """Replaces the status file (write to a temporary name, then rename), unless it
+        already holds exactly this snapshot."""
+        text = json.dumps(self.snapshot(), indent=2) + "\n"
+        if text == self._written and self.path.exists():
+            return
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(json.dumps(self.snapshot(), indent=2) + "\n")
+        temporary.write_text(text)
         temporary.replace(self.path)
+        self._written = text
 
     def remove(self) -> None:
+        self._written = None
         with contextlib.suppress(FileNotFoundError):
             self.path.unlink()
 
