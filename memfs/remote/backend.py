@@ -18,10 +18,21 @@ their store is an in-process engine or a server elsewhere. This backend differs 
   order the mount accepted them. Direct writes raise the server's answer as it is
   (``PreconditionFailed``, ``PathConflict``, refusals): the FUSE layer makes the
   conflict copy or keeps the rejected bytes, as for the embedded backend.
-* **Replay** runs at the start of every :meth:`RemoteBackend.changes_since` (the FUSE
-  layer polls it every 0.2 s) while the outbox is not empty, through
+* **Replay** of the outbox runs in :meth:`RemoteBackend.maintain` (the daemon's
+  ``memfs-backend`` task) whenever the outbox holds writes, retrying every
+  :data:`REPLAY_RETRY_MAX_S` at most while the server is unreachable; also when the
+  session is opened (before the tree is loaded) and at the start of
+  :meth:`RemoteBackend.changes_since`. It goes through
   :func:`memfs.remote.replay.replay_outbox`; conflicts and refusals found then are
   resolved there (conflict copy / ``rejected/``) and recorded for ``memfs status``.
+* **Change feed**: :meth:`RemoteBackend.changes_since` is the server's long poll
+  (``GET …/changes?timeout_s=N``), so a change made elsewhere reaches the mount in one
+  round trip. A memory with writes still in the outbox keeps its queued state in
+  :meth:`RemoteBackend.get_memory`: the server's older state never overwrites what
+  the mount has accepted.
+* **Startup**: the session (:meth:`RemoteBackend.preset_session`) is fetched once;
+  while the server is unreachable the first fetch is retried for up to
+  ``startup_wait_s`` (a mount restarted before its server, e.g. after a crash).
 * **Provisional ids.** When the create of ``mem_local_<seq>`` reaches the server, the
   next change that names the real id is handed to the FUSE layer under the provisional
   id, and :meth:`RemoteBackend.get_memory` of the provisional id returns the real
@@ -29,12 +40,11 @@ their store is an in-process engine or a server elsewhere. This backend differs 
 
 Limitations, stated here so nobody relies on them:
 
-* A mount started with writes in its outbox shows the server's tree until they replay
-  (a fraction of a second when the server is up); queued writes are not overlaid.
-* ``update_memory(replace=True)`` (rename over an existing file) has no wire form yet:
-  done directly it deletes the occupant, then renames (two requests, not one
-  transaction); queued, a taken destination makes the rename a conflict (nothing
-  moves, nothing is lost).
+* A mount needs its server to start (session, tree); once running, cached reads and
+  queued writes work without it.
+* A mount started with writes in its outbox shows the server's tree once they have
+  been replayed (at start, when the server is up); writes that could not be replayed
+  then (refused, or the server went away again) are not overlaid on the tree.
 * Metadata changes (``user.meta.*`` xattrs) are not queued: with the server
   unreachable they fail with :class:`ServerUnavailable`.
 * A refused queued create leaves its provisional file in the tree until remount (its
@@ -48,15 +58,14 @@ import hashlib
 import logging
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
 import trio
 
 from memfs.config import memfs_home
-from memfs.errors import InvalidInput, MemfsError, NotFound, PathConflict, PermissionDenied
-from memfs.fuse.backend import AttachmentSpec
+from memfs.errors import InvalidInput, MemfsError, NotFound, PermissionDenied
+from memfs.fuse.backend import AttachmentSpec, BackendEvent, BackendStatistics
 from memfs.model import (
     Access,
     Change,
@@ -64,27 +73,28 @@ from memfs.model import (
     Memory,
     MemoryStore,
     Session,
-    format_timestamp,
     utcnow,
 )
-from memfs.remote.cache import CacheStatistics, ContentCache, default_cache_root
+from memfs.remote.cache import ContentCache, default_cache_root
 from memfs.remote.client import MemfsClient, ServerUnavailable
 from memfs.remote.outbox import (
     Outbox,
     OutboxEntry,
-    OutboxStatistics,
     PendingWrite,
     WriteOperation,
+    WriteOutcome,
 )
 from memfs.remote.records import RemoteChange, RemoteMemory, RemoteStore
 from memfs.remote.replay import ApplyResult, replay_outbox
 from memfs.rules import slugify
 
 __all__ = [
+    "CLOSE_REPLAY_TIMEOUT_S",
     "PENDING_VERSION_PREFIX",
     "PROVISIONAL_ID_PREFIX",
+    "REPLAY_RETRY_MAX_S",
+    "REPLAY_RETRY_MIN_S",
     "RemoteBackend",
-    "RemoteStatistics",
 ]
 
 log = logging.getLogger(__name__)
@@ -97,27 +107,22 @@ PENDING_VERSION_PREFIX = "memver_pending_"
 MAX_RECORDED_EVENTS = 20
 # How long aclose() tries a last replay before leaving the writes queued.
 CLOSE_REPLAY_TIMEOUT_S = 5.0
+# How long open_session() tries to replay queued writes before the tree is loaded.
+OPEN_REPLAY_TIMEOUT_S = 10.0
+# Pause between replays of a non-empty outbox while the server can't take it: doubles
+# from the minimum to the maximum (so a returning server is used within a second).
+REPLAY_RETRY_MIN_S = 0.1
+REPLAY_RETRY_MAX_S = 1.0
+# Pause between tries of the first session fetch while the server is unreachable.
+STARTUP_RETRY_MAX_S = 1.0
 
 
-@dataclass(frozen=True)
-class RemoteStatistics:
-    """What ``memfs status`` shows of a remote mount (issue 4).
-
-    Attributes:
-        server_state: ``reachable``, ``unreachable`` or ``unknown`` (nothing asked yet).
-        outbox: the outbox (None before :meth:`RemoteBackend.open_session`).
-        cache: the content cache.
-        last_errors: recent failures to reach the server, ``"<time> <message>"``.
-        conflicts: conflicts resolved while replaying, one line each.
-        rejected: queued writes the server refused, one line each.
-    """
-
-    server_state: str
-    outbox: OutboxStatistics | None
-    cache: CacheStatistics
-    last_errors: tuple[str, ...]
-    conflicts: tuple[str, ...]
-    rejected: tuple[str, ...]
+def _location(url: str) -> str:
+    """The server URL without credentials, for logs and ``memfs status``."""
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url.rstrip("/")
+    return (scheme + sep + rest.rpartition("@")[2]).rstrip("/")
 
 
 def _sha256(text: str) -> str:
@@ -163,6 +168,8 @@ def _change(remote: RemoteChange, memory_id: str | None) -> Change:
         path=remote.path,
         old_path=remote.old_path,
         blob_key=remote.content_sha256,
+        content_sha256=remote.content_sha256,
+        memory_version_id=remote.memory_version_id,
         created_at=remote.created_at,
     )
 
@@ -176,25 +183,37 @@ class RemoteBackend:
         cache: the content cache; default ``$MEMFS_HOME/cache``.
         home: where the outbox (``outbox/<session_id>``) and refused writes
             (``rejected/<session_id>``) live; default ``$MEMFS_HOME``.
+        startup_wait_s: how long the first session fetch keeps retrying while the
+            server is unreachable (0: fail at once).
     """
 
     def __init__(
-        self, client: MemfsClient, *, cache: ContentCache | None = None, home: Path | None = None
+        self,
+        client: MemfsClient,
+        *,
+        cache: ContentCache | None = None,
+        home: Path | None = None,
+        startup_wait_s: float = 0.0,
     ) -> None:
         self._client = client
         self._home = home if home is not None else memfs_home()
         self._cache = cache if cache is not None else ContentCache(default_cache_root())
+        self._startup_wait_s = startup_wait_s
         self._session: Session | None = None
         self._outbox: Outbox | None = None
         self._write_lock = trio.Lock()  # direct writes vs. queued ones and replay
+        self._queued = trio.Event()  # set while the outbox may hold writes (maintain)
         self._known: dict[str, Memory] = {}  # memory id (provisional too) → last state
         self._real_ids: dict[str, str] = {}  # provisional id → server id
         self._unclaimed: dict[str, str] = {}  # server id → provisional id, until a
         # change naming it has been handed out under the provisional id
         self._server_state = "unknown"
-        self._errors: deque[str] = deque(maxlen=MAX_RECORDED_EVENTS)
-        self._conflicts: deque[str] = deque(maxlen=MAX_RECORDED_EVENTS)
-        self._rejected: deque[str] = deque(maxlen=MAX_RECORDED_EVENTS)
+        self._errors: deque[BackendEvent] = deque(maxlen=MAX_RECORDED_EVENTS)
+        self._conflicts: deque[BackendEvent] = deque(maxlen=MAX_RECORDED_EVENTS)
+        self._rejected: deque[BackendEvent] = deque(maxlen=MAX_RECORDED_EVENTS)
+        self._error_count = 0
+        self._conflict_count = 0
+        self._rejected_count = 0
 
     # ---------------------------------------------------------------- helpers
 
@@ -215,7 +234,8 @@ class RemoteBackend:
         if self._server_state != "unreachable":
             log.warning("the server is unreachable: %s", exc)
         self._server_state = "unreachable"
-        self._errors.append(f"{format_timestamp(utcnow())} {exc}")
+        self._error_count += 1
+        self._errors.append(BackendEvent(utcnow(), "", f"server unreachable: {exc}"))
 
     def _remember(self, memory: Memory) -> Memory:
         self._known[memory.id] = memory
@@ -261,6 +281,7 @@ class RemoteBackend:
                 entry = await self._thread(outbox.append, write)
                 log.info("queued %s %s (outbox seq %d)", write.operation, write.path, entry.seq)
             assert entry is not None
+            self._queued.set()
             return entry
 
     def _provisional(
@@ -295,14 +316,40 @@ class RemoteBackend:
 
     async def session(self) -> Session:
         """The session of the token (fetched once): its stores, access modes and mount
-        paths, from which ``memfs mount --api`` builds its store list.
+        paths, from which ``memfs mount --api`` builds its store list. The first fetch
+        retries for up to ``startup_wait_s`` while the server is unreachable.
 
         Raises:
             AuthenticationFailed, ServerUnavailable.
         """
-        if self._session is None:
-            self._session = await self._ask(self._client.retrieve_session())
-        return self._session
+        if self._session is not None:
+            return self._session
+        deadline = trio.current_time() + self._startup_wait_s
+        pause_s = REPLAY_RETRY_MIN_S
+        while True:
+            try:
+                self._session = await self._ask(self._client.retrieve_session())
+            except ServerUnavailable as exc:
+                if trio.current_time() + pause_s > deadline:
+                    raise
+                if pause_s == REPLAY_RETRY_MIN_S:
+                    log.warning(
+                        "waiting up to %.0f s for the server %s: %s",
+                        self._startup_wait_s, self.location, exc,
+                    )
+                await trio.sleep(pause_s)
+                pause_s = min(2 * pause_s, STARTUP_RETRY_MAX_S)
+                continue
+            return self._session
+
+    async def preset_session(self) -> Session:
+        """The token's session (:meth:`session`): its resources are what the mount shows."""
+        return await self.session()
+
+    @property
+    def location(self) -> str:
+        """The server's URL, without credentials."""
+        return _location(str(self._client.base_url))
 
     async def resolve_store(self, name_or_id: str) -> MemoryStore:
         """A store of the session by id, name, slug or mount directory name.
@@ -363,6 +410,9 @@ class RemoteBackend:
             depth = len(self._outbox)
             if depth:
                 log.info("outbox of session %s holds %d write(s) to replay", session.id, depth)
+                self._queued.set()
+                with trio.move_on_after(OPEN_REPLAY_TIMEOUT_S):
+                    await self.replay()
         return session.id
 
     # --------------------------------------------------------------- reading
@@ -371,9 +421,44 @@ class RemoteBackend:
         remote = await self._ask(self._client.list_memories(store_id))
         return [self._remember(_memory(m)) for m in remote]
 
+    def _queued_state(self, memory_id: str) -> Memory | None:
+        """The state this mount gave ``memory_id`` if writes to it are still queued (None
+        when none are, or the mount does not know it).
+
+        Raises:
+            NotFound: its last queued write deletes it.
+        """
+        outbox = self._outbox
+        if outbox is None or len(outbox) == 0:
+            return None
+        known = self._known.get(memory_id)
+        server_id = self._server_id(memory_id)
+        last: PendingWrite | None = None
+        for entry in outbox.pending():
+            write = entry.write
+            if write.memory_id is not None:
+                hit = write.memory_id == server_id
+            else:
+                hit = known is not None and known.path in (write.path, write.new_path)
+            if hit:
+                last = write
+        if last is None:
+            return None
+        if last.operation is WriteOperation.DELETE:
+            raise NotFound(f"memory {memory_id} is deleted (the delete is queued)")
+        return known
+
     async def get_memory(self, store_id: str, memory_id: str) -> Memory:
         """The memory (a provisional id gives the server's memory once its create
-        replayed). Raises NotFound, ServerUnavailable (also for a create still queued)."""
+        replayed). While writes to it are still queued, the state they give it: the
+        server's is older.
+
+        Raises:
+            NotFound, ServerUnavailable (also for a create still queued).
+        """
+        queued = self._queued_state(memory_id)
+        if queued is not None:
+            return queued
         server_id = self._server_id(memory_id)
         if server_id is None:
             raise ServerUnavailable(f"{memory_id} is still in the outbox")
@@ -459,23 +544,15 @@ class RemoteBackend:
         async def direct() -> RemoteMemory:
             if server_id is None:
                 raise NotFound(f"{memory_id} was never created on the server")
-            call = functools.partial(
-                self._client.update_memory,
+            return await self._client.update_memory(
                 store_id,
                 server_id,
                 content=content,
                 path=path,
                 expected_sha256=expected_sha256,
                 metadata=metadata,
+                replace=replace,
             )
-            try:
-                return await call()
-            except PathConflict as exc:
-                if not (replace and path is not None and exc.conflicting_path == path):
-                    raise
-                # rename(2) over an existing file: no wire form yet (module docstring).
-                await self._client.delete_memory(store_id, exc.conflicting_memory_id)
-                return await call()
 
         if content is None and path is None:
             if metadata is None:
@@ -493,6 +570,7 @@ class RemoteBackend:
                     current_path,
                     memory_id=server_id,
                     new_path=path,
+                    replace=replace,
                 )
             )
         if content is not None:
@@ -577,27 +655,46 @@ class RemoteBackend:
         batch = await self._ask(self._client.changes(store_id, after=0, limit=1))
         return batch.last_seq
 
-    async def changes_since(self, store_id: str, after_seq: int) -> list[Change]:
+    async def changes_since(
+        self, store_id: str, after_seq: int, *, timeout_s: float = 0.0
+    ) -> list[Change]:
         """Replays the outbox if it holds writes, then returns the store's changes after
-        ``after_seq`` (purging the disk cache of bytes a redaction erased).
+        ``after_seq``, waiting up to ``timeout_s`` for the first one (the server's long
+        poll). Bytes a redaction erased (``blob_purged``) leave the disk cache before
+        the changes are returned.
 
         Raises:
             ServerUnavailable, NotFound, AuthenticationFailed.
         """
         await self.replay()
-        batch = await self._ask(self._client.changes(store_id, after=after_seq))
+        batch = await self._ask(
+            self._client.changes(store_id, after=after_seq, timeout_s=timeout_s)
+        )
+        if batch.last_seq < after_seq:
+            log.warning(
+                "the change feed of %s restarted (seq %d < %d): remount to resynchronise",
+                store_id, batch.last_seq, after_seq,
+            )
         changes: list[Change] = []
         claimed: set[str] = set()
-        for remote in batch.changes:
-            if remote.kind is ChangeKind.BLOB_PURGED and remote.content_sha256:
-                await self._thread(self._cache.purge, remote.content_sha256)
-            memory_id = remote.memory_id
-            if memory_id is not None and memory_id in self._unclaimed:
-                claimed.add(memory_id)
-                memory_id = self._unclaimed[memory_id]
-            changes.append(_change(remote, memory_id))
-        for server_id in claimed:
-            del self._unclaimed[server_id]
+        # A replay running now may be creating memories whose changes this batch holds:
+        # map them to their provisional ids only once it is done.
+        async with self._write_lock:
+            for remote in batch.changes:
+                if (
+                    remote.kind is ChangeKind.BLOB_PURGED
+                    and remote.content_sha256
+                    and await self._thread(self._cache.purge, remote.content_sha256)
+                ):
+                    log.info("purged redacted content %s from the disk cache",
+                             remote.content_sha256)
+                memory_id = remote.memory_id
+                if memory_id is not None and memory_id in self._unclaimed:
+                    claimed.add(memory_id)
+                    memory_id = self._unclaimed[memory_id]
+                changes.append(_change(remote, memory_id))
+            for server_id in claimed:
+                del self._unclaimed[server_id]
         return changes
 
     async def replay(self) -> None:
@@ -615,32 +712,86 @@ class RemoteBackend:
             self._unreachable(report.stopped_by)
         else:
             self._server_state = "reachable"
+        done = len(report.results) + len(report.rejected)
+        if done:
+            log.info("replayed %d queued write(s); %d left", done, len(outbox))
+
+    async def maintain(self) -> None:
+        """Replays the outbox whenever it holds writes (see the Protocol): at once after
+        a write is queued, then every :data:`REPLAY_RETRY_MIN_S` … :data:`REPLAY_RETRY_MAX_S`
+        while the server can't take them."""
+        pause_s = REPLAY_RETRY_MIN_S
+        while True:
+            await self._queued.wait()
+            try:
+                await self.replay()
+            except Exception as exc:  # e.g. OSError from the journal: keep the mount up
+                log.exception("replaying the outbox failed")
+                self._error_count += 1
+                self._errors.append(BackendEvent(utcnow(), "", f"replay: {exc}"))
+            outbox = self._outbox
+            if outbox is None or len(outbox) == 0:
+                self._queued = trio.Event()
+                pause_s = REPLAY_RETRY_MIN_S
+                continue
+            await trio.sleep(pause_s)
+            pause_s = min(2 * pause_s, REPLAY_RETRY_MAX_S)
 
     def _on_replayed(self, entry: OutboxEntry, result: ApplyResult | MemfsError) -> None:
         write = entry.write
         if isinstance(result, MemfsError):
-            self._rejected.append(f"{write.operation} {write.path}: {result}")
+            self._rejected_count += 1
+            saved_to = str(self._outbox.rejected_dir) if self._outbox is not None else ""
+            self._rejected.append(
+                BackendEvent(
+                    utcnow(), write.path, f"queued {write.operation} refused: {result}",
+                    saved_to=saved_to, error=result,
+                )
+            )
             return
-        if result.detail:
-            self._conflicts.append(result.detail)
+        if result.outcome is WriteOutcome.CONFLICT:
+            self._conflict_count += 1
+            self._conflicts.append(
+                BackendEvent(
+                    utcnow(), write.path, result.detail, conflict_path=result.conflict_path
+                )
+            )
         if write.operation is WriteOperation.CREATE and result.memory is not None:
             provisional = f"{PROVISIONAL_ID_PREFIX}{entry.seq}"
-            self._real_ids[provisional] = result.memory.id
-            self._unclaimed[result.memory.id] = provisional
-            self._known.pop(provisional, None)
+            if provisional in self._known:
+                # Handed out by this process: the FUSE layer holds a node under it.
+                # (A create queued by an earlier daemon is known to nobody here.)
+                self._real_ids[provisional] = result.memory.id
+                self._unclaimed[result.memory.id] = provisional
+                self._known.pop(provisional, None)
 
     # ------------------------------------------------------------- lifecycle
 
-    def statistics(self) -> RemoteStatistics:
-        """A snapshot for ``memfs status`` (cheap; no I/O but two stats)."""
-        return RemoteStatistics(
+    def statistics(self) -> BackendStatistics:
+        """A snapshot for ``memfs status`` (cheap; no I/O but one fstat)."""
+        outbox = self._outbox.statistics() if self._outbox is not None else None
+        cache = self._cache.statistics()
+        return BackendStatistics(
+            kind="remote",
+            location=self.location,
             server_state=self._server_state,
-            outbox=self._outbox.statistics() if self._outbox is not None else None,
-            cache=self._cache.statistics(),
-            last_errors=tuple(self._errors),
+            outbox_depth=outbox.depth if outbox is not None else 0,
+            outbox_oldest_at=outbox.oldest_created_at if outbox is not None else None,
+            cache_entries=cache.entries,
+            cache_size_bytes=cache.size_bytes,
+            cache_max_size_bytes=cache.max_size_bytes,
+            conflict_count=self._conflict_count,
             conflicts=tuple(self._conflicts),
+            rejected_count=self._rejected_count,
             rejected=tuple(self._rejected),
+            error_count=self._error_count,
+            last_errors=tuple(self._errors),
         )
+
+    @property
+    def cache(self) -> ContentCache:
+        """The disk cache (tests, benchmarks)."""
+        return self._cache
 
     async def aclose(self) -> None:
         """Closes the outbox (queued writes stay on disk for the next mount) and the

@@ -62,7 +62,8 @@ again later::
 
     MemfsError
     ├── …the domain tree of memfs.errors, mapped from 4xx responses
-    └── ServerUnavailable          transport failure, timeout, 5xx, 408, 429
+    └── BackendUnavailable         (memfs.fuse.backend: "the store can't be asked now")
+        └── ServerUnavailable      transport failure, timeout, 5xx, 408, 429
 
 The client never retries: retrying belongs to the outbox (:mod:`memfs.remote.replay`),
 which knows what is safe to repeat.
@@ -99,6 +100,7 @@ from memfs.errors import (
     StoreArchived,
     StoreFull,
 )
+from memfs.fuse.backend import BackendUnavailable
 from memfs.model import Session
 from memfs.remote.records import (
     ChangeBatch,
@@ -136,7 +138,7 @@ BETA_HEADER = "agent-memory-2026-07-22"
 USER_AGENT = "memfs-mount/0.1"
 
 
-class ServerUnavailable(MemfsError):
+class ServerUnavailable(BackendUnavailable):
     """Raised when the server could not be asked or did not answer the question:
     no connection, a timeout, a 5xx, 408 or 429, or a success body that is not a JSON
     object. Whether a write sent just before was applied is unknown; the outbox
@@ -308,6 +310,11 @@ class MemfsClient:
                 "user-agent": USER_AGENT,
             },
         )
+
+    @property
+    def base_url(self) -> str:
+        """The server's URL, as given."""
+        return str(self._http.base_url)
 
     async def __aenter__(self) -> Self:
         return self

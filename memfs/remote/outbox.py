@@ -22,6 +22,7 @@ the CRC-32 taken over the UTF-8 JSON text. Records::
      "operation": "create" | "update" | "delete" | "rename" | "rename_prefix",
      "memory_id": "mem_…" | null, "path": "/…", "new_path": "/…" | null,
      "content": "…" | null, "expected_sha256": "<64 hex>" | null,
+     "replace": true | false,                       # rename only; absent = false
      "created_at": "<RFC 3339>"}
     {"type": "done", "seq": 7, "outcome": "applied" | "already_applied" |
                                          "conflict" | "rejected"}
@@ -141,6 +142,8 @@ class PendingWrite:
         content: the full new content (create, update).
         expected_sha256: the digest the file had when it was opened (update, delete):
             the precondition of SPEC §4 "concurrent writers".
+        replace: rename only: a memory at ``new_path`` is soft-deleted in the same
+            transaction (rename(2) over an existing file; the API's ``replace``).
         created_at: when the mount accepted the write (UTC); also names its conflict
             copy, so a replay after a crash makes the same name.
 
@@ -155,6 +158,7 @@ class PendingWrite:
     new_path: str | None = None
     content: str | None = None
     expected_sha256: str | None = None
+    replace: bool = False
     created_at: datetime = field(default_factory=utcnow)
 
     def __post_init__(self) -> None:
@@ -180,6 +184,7 @@ class PendingWrite:
             "new_path": self.new_path,
             "content": self.content,
             "expected_sha256": self.expected_sha256,
+            "replace": self.replace,
             "created_at": format_timestamp(self.created_at),
         }
 
@@ -193,6 +198,7 @@ class PendingWrite:
             new_path=record.get("new_path"),
             content=record.get("content"),
             expected_sha256=record.get("expected_sha256"),
+            replace=bool(record.get("replace", False)),
             created_at=datetime.fromisoformat(record["created_at"]),
         )
 

@@ -26,6 +26,8 @@ delete             deleted / already gone           applied / already applied
 delete             precondition failed              conflict: their newer content stays
 rename             renamed (or already there)       applied
 rename             memory gone / destination taken  conflict: nothing moves, nothing lost
+                   (taken without ``replace``, or
+                   by an ancestor/descendant)
 rename_prefix      moved (nothing left to move)     applied
 rename_prefix      a destination is taken           conflict: nothing moves
 any                server unreachable, 5xx          raises ServerUnavailable: keep queued
@@ -227,7 +229,9 @@ async def _rename(client: MemfsClient, write: PendingWrite) -> ApplyResult:
             return _rename_conflict(write, f"{write.path} no longer exists")
         memory_id = found.id
     try:
-        memory = await client.update_memory(write.store_id, memory_id, path=write.new_path)
+        memory = await client.update_memory(
+            write.store_id, memory_id, path=write.new_path, replace=write.replace
+        )
     except NotFound:
         return _rename_conflict(write, f"{write.path} was deleted elsewhere")
     except PathConflict as exc:
@@ -336,7 +340,7 @@ async def replay_outbox(
             result = await apply_write(client, entry.write, session_id=session_id)
         except RETRYABLE_ERRORS as exc:
             report.stopped_by = exc
-            log.info("outbox replay paused at seq %d: %s", entry.seq, exc)
+            log.debug("outbox replay paused at seq %d: %s", entry.seq, exc)
             return report
         except MemfsError as exc:
             reason = f"{type(exc).__name__} ({exc.code}): {exc.message}"

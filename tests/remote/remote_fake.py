@@ -256,6 +256,7 @@ class FakeServer:
             path=body.get("path"),
             expected_sha256=precondition.get("content_sha256"),
             metadata=body.get("metadata"),
+            replace=bool(body.get("replace", False)),
         )
         return memory_to_wire(memory, full=query.get("view") == "full")
 
@@ -300,8 +301,9 @@ class FakeServer:
                     "memory_id": c.memory_id,
                     "path": c.path,
                     "old_path": c.old_path,
-                    "content_sha256": self._sha_of_blob.get(c.blob_key or ""),
-                    "memory_version_id": None,
+                    "content_sha256": c.content_sha256
+                    or self._sha_of_blob.get(c.blob_key or ""),
+                    "memory_version_id": c.memory_version_id,
                     "created_at": c.created_at.isoformat(),
                 }
                 for c in changes

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from remote_fake import BASE_URL, FakeServer
 
-from memfs.errors import NotFound, PermissionDenied, PreconditionFailed
+from memfs.errors import NotFound, PermissionDenied, PreconditionFailed, StoreArchived
 from memfs.fuse.backend import AttachmentSpec, Backend
 from memfs.model import ChangeKind, MemoryStore, Operation
 from memfs.remote import MemfsClient, ServerUnavailable
@@ -167,7 +167,7 @@ async def test_writes_go_straight_to_a_reachable_server(
     assert contents(store_engine, rw_store.id) == {"/b.md": "v2"}
     assert store_engine.get_memory(rw_store.id, created.id).metadata == {"k": "v"}
     stats = backend.statistics()
-    assert (stats.server_state, stats.outbox and stats.outbox.depth) == ("reachable", 0)
+    assert (stats.server_state, stats.outbox_depth) == ("reachable", 0)
 
 
 async def test_a_direct_conflict_is_raised_for_the_fuse_layer(
@@ -206,7 +206,7 @@ async def test_writes_while_down_are_queued_and_replayed_in_order(
     assert (renamed.path, renamed.content_sha256) == ("/final.md", second.content_sha256)
     assert await backend.read_content(renamed) == b"2"  # from the outbox/cache, offline
     stats = backend.statistics()
-    assert (stats.server_state, stats.outbox and stats.outbox.depth) == ("unreachable", 3)
+    assert (stats.server_state, stats.outbox_depth) == ("unreachable", 3)
     assert stats.last_errors
 
     # The server comes back; a write now still queues behind the outbox.
@@ -236,7 +236,7 @@ async def test_writes_while_down_are_queued_and_replayed_in_order(
     await backend.update_memory(rw_store.id, created.id, content="3", expected_sha256=sha("2"))
     assert contents(store_engine, rw_store.id)["/final.md"] == "3"
     stats = backend.statistics()
-    assert (stats.server_state, stats.outbox and stats.outbox.depth) == ("reachable", 0)
+    assert (stats.server_state, stats.outbox_depth) == ("reachable", 0)
 
 
 async def test_a_replay_conflict_keeps_both_and_is_reported(
@@ -255,8 +255,12 @@ async def test_a_replay_conflict_keeps_both_and_is_reported(
     copies = {p: c for p, c in contents(store_engine, rw_store.id).items() if ".conflict-" in p}
     assert list(copies.values()) == ["mine"]
     assert contents(store_engine, rw_store.id)["/todo.md"] == "theirs"
-    (conflict,) = backend.statistics().conflicts
-    assert "changed elsewhere" in conflict
+    stats = backend.statistics()
+    (conflict,) = stats.conflicts
+    assert stats.conflict_count == 1
+    assert "changed elsewhere" in conflict.message
+    assert conflict.path == "/todo.md"
+    assert conflict.conflict_path is not None and conflict.conflict_path in copies
 
 
 async def test_a_refused_queued_write_is_kept_under_rejected(
@@ -274,7 +278,8 @@ async def test_a_refused_queued_write_is_kept_under_rejected(
     await backend.changes_since(rw_store.id, 0)
 
     (rejected,) = backend.statistics().rejected
-    assert "/late.md" in rejected
+    assert rejected.path == "/late.md" and "archived" in rejected.message
+    assert isinstance(rejected.error, StoreArchived)
     kept = list((home / "rejected" / fake.session.id).glob("*-late.md"))
     assert [p.read_text() for p in kept] == ["written before the archive"]
 
@@ -292,16 +297,14 @@ async def test_kill_9_then_remount_replays_the_outbox(
 
     fake.down = False
     second = make_backend(fake, home)
+    # Opening the session replays the outbox before the mount loads its tree.
     await second.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
-    assert second.statistics().outbox is not None
-    assert second.statistics().outbox.depth == 1  # type: ignore[union-attr]
-    changes = await second.changes_since(rw_store.id, 0)
+    assert second.statistics().outbox_depth == 0
     assert contents(store_engine, rw_store.id) == {"/a.md": "queued"}
-    # A fresh daemon never saw the provisional node: it gets the change under the
-    # provisional id, whose get_memory gives the server's memory (FUSE adds the node).
-    (change,) = changes
-    memory = await second.get_memory(rw_store.id, change.memory_id or "")
-    assert memory.path == "/a.md"
+    # A fresh daemon never handed out the provisional id: the change names the real one.
+    (change,) = await second.changes_since(rw_store.id, 0)
+    (memory,) = await second.list_memories(rw_store.id)
+    assert change.memory_id == memory.id and memory.path == "/a.md"
     await second.aclose()
 
 
