@@ -1,10 +1,23 @@
 """``memfs mount``, ``memfs umount`` and ``memfs status`` (SPEC §5 components).
 
+Two kinds of mount, one filesystem (issue 4):
+
+* embedded: ``memfs mount DIR --store NAME…`` opens the database itself
+  (``--database``, else ``$MEMFS_DATABASE``, else ``$MEMFS_HOME/memfs.db``);
+* remote: ``memfs mount DIR --api URL --token SESSION_TOKEN`` talks to a
+  ``memfs serve`` and holds nothing but the session token (SPEC §3). It mounts exactly
+  the session's stores, with their access modes and mount paths, reads through the
+  local content cache (``$MEMFS_HOME/cache``) and queues writes in a durable outbox
+  (``$MEMFS_HOME/outbox/<session>``) while the server is unreachable. The token may
+  come from ``$MEMFS_TOKEN`` instead of the command line (which other users can read
+  in ``/proc``).
+
 ``mount`` without ``--foreground`` starts the daemon as a child process in its own
 session, logging to ``$MEMFS_HOME/logs/mount-<key>.log``, and returns once the mount is
 live: the child writes ``ready`` (or ``error: …``) to a pipe whose write end it
-inherits (``--ready-fd``, hidden). The child runs ``python -m memfs.cli.mounting``: these
-three commands alone, which start faster than the whole ``memfs`` command.
+inherits (``--ready-fd``, hidden). The token reaches the child in its environment,
+never in its arguments. The child runs ``python -m memfs.cli.mounting``: these three
+commands alone, which start faster than the whole ``memfs`` command.
 """
 
 from __future__ import annotations
@@ -16,6 +29,7 @@ import select
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 import typer
@@ -28,6 +42,9 @@ __all__ = ["register"]
 MOUNT_READY_TIMEOUT_S = 60.0
 # How long `memfs umount` waits for the daemon to commit pending writes and exit.
 DEFAULT_UMOUNT_TIMEOUT_S = 30.0
+# How long a remote mount starting while its server is unreachable keeps trying.
+DEFAULT_SERVER_WAIT_S = 30.0
+TOKEN_ENV = "MEMFS_TOKEN"
 _LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
 
 
@@ -51,9 +68,24 @@ def _memory_limit() -> int:
 def mount(
     mountpoint: Annotated[str, typer.Argument(help="An existing empty directory.")],
     store: Annotated[
-        list[str],
-        typer.Option("--store", "-s", help="NAME_OR_ID[:ro]; repeat for several stores."),
-    ],
+        list[str] | None,
+        typer.Option(
+            "--store", "-s",
+            help="NAME_OR_ID[:ro]; repeat for several stores. With --api: default every "
+            "store of the session.",
+        ),
+    ] = None,
+    api: Annotated[
+        str | None,
+        typer.Option("--api", help="URL of a memfs serve to mount from (needs --token)."),
+    ] = None,
+    token: Annotated[
+        str | None,
+        typer.Option(
+            "--token", envvar=TOKEN_ENV, show_envvar=True,
+            help="The session token (memfs_st_…) of a remote mount.",
+        ),
+    ] = None,
     layout: Annotated[
         str, typer.Option("--layout", help="per-store (a directory per store) or flat.")
     ] = "per-store",
@@ -63,38 +95,90 @@ def mount(
     database: Annotated[
         str | None, typer.Option("--database", help="Database URL or SQLite file.")
     ] = None,
+    wait_for_server_s: Annotated[
+        float,
+        typer.Option(
+            "--wait-for-server",
+            help="Seconds a remote mount waits for an unreachable server at start.",
+        ),
+    ] = DEFAULT_SERVER_WAIT_S,
     debug: Annotated[bool, typer.Option("--debug", help="Log every request.")] = False,
     ready_fd: Annotated[int | None, typer.Option("--ready-fd", hidden=True)] = None,
 ) -> None:
-    """Mount memory stores as a directory tree (FUSE)."""
+    """Mount memory stores as a directory tree (FUSE): from the database, or from a
+    memfs server with a session token (--api URL --token T)."""
     from memfs.fuse.inodes import Layout
 
     try:
         layout_value = Layout(layout)
     except ValueError:
         raise _fail(f"--layout must be per-store or flat, not {layout!r}") from None
+    stores = list(store or [])
+    if api is not None:
+        if database is not None:
+            raise _fail("--api and --database exclude each other")
+        if not token:
+            raise _fail(f"a remote mount needs --token (or ${TOKEN_ENV})")
+    elif token is not None and os.environ.get(TOKEN_ENV) != token:
+        raise _fail("--token needs --api URL")
+    elif not stores:
+        raise _fail("give at least one --store (or --api URL --token T)")
+    request = _MountRequest(
+        mountpoint=str(mountpoint),
+        stores=stores,
+        layout=layout_value,
+        database=database,
+        api=api,
+        token=token if api is not None else None,
+        wait_for_server_s=wait_for_server_s,
+        debug=debug,
+    )
     if not foreground:
-        _mount_in_background(mountpoint, store, layout_value, database, debug)
+        _mount_in_background(request)
         return
-    _mount_in_foreground(mountpoint, store, layout_value, database, debug, ready_fd)
+    _mount_in_foreground(request, ready_fd)
 
 
-def _mount_in_foreground(
-    mountpoint: str,
-    stores: list[str],
-    layout: Any,
-    database: str | None,
-    debug: bool,
-    ready_fd: int | None,
-) -> None:
-    from memfs.errors import MemfsError
+@dataclass(frozen=True)
+class _MountRequest:
+    mountpoint: str
+    stores: list[str]
+    layout: Any
+    database: str | None
+    api: str | None
+    token: str | None
+    wait_for_server_s: float
+    debug: bool
+
+
+def _backend(request: _MountRequest) -> Any:
+    """The mount's backend: remote (``--api``) or embedded."""
+    if request.api is not None:
+        from memfs.remote import MemfsClient
+        from memfs.remote.backend import RemoteBackend
+
+        assert request.token is not None
+        client = MemfsClient(request.api, request.token)
+        return RemoteBackend(client, startup_wait_s=request.wait_for_server_s)
     from memfs.fuse.backend import EmbeddedBackend
-    from memfs.fuse.daemon import MountConfig, StoreRequest, run
     from memfs.store import open_engine
 
+    return EmbeddedBackend(open_engine(request.database))
+
+
+def _mount_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
+    from memfs.errors import MemfsError
+    from memfs.fuse.daemon import MountConfig, StoreRequest, run
+
     logging.basicConfig(
-        level=logging.DEBUG if debug else logging.INFO, format=_LOG_FORMAT, stream=sys.stderr
+        level=logging.DEBUG if request.debug else logging.INFO,
+        format=_LOG_FORMAT,
+        stream=sys.stderr,
     )
+    if not request.debug:
+        # One line per HTTP request would drown the mount's own story (long polls).
+        logging.getLogger("httpx").setLevel(logging.WARNING)
+        logging.getLogger("httpcore").setLevel(logging.WARNING)
 
     def report(line: str) -> None:
         if ready_fd is not None:
@@ -105,42 +189,47 @@ def _mount_in_foreground(
                 pass
 
     config = MountConfig(
-        mountpoint=str(mountpoint),
-        stores=[StoreRequest.parse(s) for s in stores],
-        layout=layout,
+        mountpoint=request.mountpoint,
+        stores=[StoreRequest.parse(s) for s in request.stores],
+        layout=request.layout,
         memory_limit=_memory_limit(),
     )
     try:
-        engine = open_engine(database)
-        run(EmbeddedBackend(engine), config, on_ready=lambda: report("ready"))
+        run(_backend(request), config, on_ready=lambda: report("ready"))
     except (MemfsError, RuntimeError, OSError) as exc:
         report(f"error: {exc}")
-        logging.getLogger("memfs.mount").error("mount of %s failed: %s", mountpoint, exc)
+        logging.getLogger("memfs.mount").error(
+            "mount of %s failed: %s", request.mountpoint, exc
+        )
         raise _fail(str(exc)) from None
 
 
-def _mount_in_background(
-    mountpoint: str, stores: list[str], layout: Any, database: str | None, debug: bool
-) -> None:
+def _mount_in_background(request: _MountRequest) -> None:
     from memfs.fuse.status import log_path
 
-    target = os.path.realpath(mountpoint)
+    target = os.path.realpath(request.mountpoint)
     log_file = log_path(target)
     log_file.parent.mkdir(parents=True, exist_ok=True)
     read_end, write_end = os.pipe()
     command = [
         sys.executable, "-m", "memfs.cli.mounting",
-        "mount", target, "--layout", layout.value, "--foreground", "--ready-fd", str(write_end),
+        "mount", target, "--layout", request.layout.value, "--foreground",
+        "--ready-fd", str(write_end),
     ]
-    for argument in stores:
+    for argument in request.stores:
         command += ["--store", argument]
-    if database:
-        command += ["--database", database]
-    if debug:
+    if request.database:
+        command += ["--database", request.database]
+    env = dict(os.environ)
+    if request.api is not None:
+        assert request.token is not None
+        command += ["--api", request.api, "--wait-for-server", str(request.wait_for_server_s)]
+        env[TOKEN_ENV] = request.token  # never in argv: /proc/<pid>/cmdline is public
+    if request.debug:
         command.append("--debug")
     with open(log_file, "ab") as log:
         process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
             pass_fds=(write_end,), start_new_session=True,
         )
     os.close(write_end)
@@ -151,12 +240,16 @@ def _mount_in_background(
     if message.startswith("ready"):
         typer.echo(f"mounted {target} (daemon pid {process.pid}, log {log_file})")
         return
-    if not message:
+    if not message or process.poll() is None:
         try:
             process.wait(timeout=5)
         except subprocess.TimeoutExpired:
-            process.terminate()
-        message = f"the mount daemon exited with status {process.returncode}; see {log_file}"
+            process.terminate()  # not ready in time: don't leave it mounting behind us
+            process.wait(timeout=30)
+        if not message:
+            message = (
+                f"the mount daemon exited with status {process.returncode}; see {log_file}"
+            )
     raise _fail(message.strip().removeprefix("error: "))
 
 
@@ -251,9 +344,30 @@ def _print_status(target: str, state: str, record: dict[str, Any] | None) -> Non
     typer.echo(f"layout:       {record['layout']}")
     typer.echo(f"started at:   {record['started_at']}")
     typer.echo(f"log:          {record['log_file']}")
+    backend = record.get("backend")
+    if backend is not None:
+        typer.echo(f"backend:      {backend['kind']} {backend['location']}")
+        if backend["kind"] == "remote":
+            typer.echo(f"server:       {backend['server_state']}")
+            oldest = backend.get("outbox_oldest_at")
+            since = f" (oldest accepted {oldest})" if oldest else ""
+            typer.echo(f"outbox:       {backend['outbox_depth']} write(s) to replay{since}")
+            typer.echo(
+                f"disk cache:   {backend['cache_entries']} entries, "
+                f"{_size(backend['cache_size_bytes'])} of {_size(backend['cache_max_size_bytes'])}"
+            )
+    memory_cache = record.get("memory_cache")
+    if memory_cache is not None:
+        typer.echo(
+            f"memory cache: {memory_cache['entries']} entries, "
+            f"{_size(memory_cache['size_bytes'])} ({memory_cache['hits']} hits, "
+            f"{memory_cache['misses']} misses)"
+        )
     typer.echo("stores:")
     for store in record["stores"]:
-        flags = store["access"] + (", archived" if store["archived"] else "")
+        flags = store["access"] + "".join(
+            f", {flag}" for flag in ("archived", "deleted") if store.get(flag)
+        )
         typer.echo(f"  {store['directory']:<24} {store['name']} ({store['id']}, {flags})")
     typer.echo(f"rejected writes: {record['rejected_count']}")
     for event in record["rejected_writes"]:
@@ -264,6 +378,14 @@ def _print_status(target: str, state: str, record: dict[str, Any] | None) -> Non
     typer.echo(f"last errors: {len(record['last_errors'])}")
     for event in record["last_errors"]:
         typer.echo(f"  {event['at']} {event['message']}")
+
+
+def _size(size_bytes: int) -> str:
+    if size_bytes < 1024:
+        return f"{size_bytes} B"
+    if size_bytes < 1024 * 1024:
+        return f"{size_bytes / 1024:.1f} KiB"
+    return f"{size_bytes / (1024 * 1024):.1f} MiB"
 
 
 def _standalone() -> None:
