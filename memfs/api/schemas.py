@@ -45,8 +45,9 @@ Sha256 = Annotated[str, Field(pattern=SHA256_PATTERN, description="64 lowercase 
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 # Documented approximations of SPEC §1; the server checks with memfs.rules, which names
 # the broken rule (so these are not enforced by the schema layer).
-_PATH_SCHEMA: dict[str, JsonValue] = {"pattern": r"^(/[^/\\\x00-\x1f\x7f]+)+$", "maxLength": 1024}
-_PREFIX_SCHEMA: dict[str, JsonValue] = {"pattern": r"^(/[^/\\\x00-\x1f\x7f]+)+/$"}
+_SEGMENT = r"[^/\\\x00-\x1f\x7f-\x9f\u2028\u2029]+"  # no slash, backslash, control
+_PATH_SCHEMA: dict[str, JsonValue] = {"pattern": rf"^(/{_SEGMENT})+$", "maxLength": 1024}
+_PREFIX_SCHEMA: dict[str, JsonValue] = {"pattern": rf"^(/{_SEGMENT})+/$"}
 _CONTENT_SCHEMA: dict[str, JsonValue] = {"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"}
 
 

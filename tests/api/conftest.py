@@ -155,6 +155,18 @@ class Server:
         headers = {"authorization": f"Bearer {secret or self.admin_secret}"}
         return httpx.Client(base_url=self.url, headers=headers, timeout=SDK_TIMEOUT_S)
 
+    def session(self, *attachments: tuple[str, str]) -> dict[str, Any]:
+        """A new session (with its ``token``) attaching ``(store_id, access)`` pairs."""
+        resources = [
+            {"type": "memory_store", "memory_store_id": store_id, "access": access}
+            for store_id, access in attachments
+        ]
+        with self.http() as http:
+            response = http.post("/v1/sessions", json={"resources": resources})
+        assert response.status_code == 200, response.text
+        session: dict[str, Any] = response.json()
+        return session
+
     def close(self) -> None:
         for client in self._clients.values():
             client.close()
