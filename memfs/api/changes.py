@@ -120,6 +120,15 @@ class ChangeNotifier:
         self._read_last_seq = read_last_seq
         self._poll_interval_s = poll_interval_s
         self._watches: dict[str, _StoreWatch] = {}
+        self._closed = False
+
+    def close(self) -> None:
+        """Ends every wait now and every later one at once (the server is shutting down:
+        parked long polls answer instead of holding the graceful shutdown up)."""
+        self._closed = True
+        for watch in self._watches.values():
+            watch.ended = True
+            watch.wake()
 
     def notify(self, store_id: str) -> None:
         """Tells requests parked on ``store_id`` that it may have changed (this server
@@ -136,12 +145,14 @@ class ChangeNotifier:
 
     async def wait(self, store_id: str, after: int, timeout_s: float) -> None:
         """Returns once the store's newest seq is beyond ``after``, once the store is
-        gone, or after ``timeout_s`` seconds, whichever comes first. The caller then
-        reads the feed again: this only says *when*.
+        gone, after ``timeout_s`` seconds, or at :meth:`close`, whichever comes first.
+        The caller then reads the feed again: this only says *when*.
 
         Never raises for a store that disappears or can't be read (that ends the wait;
         the caller's next read reports it). Cancellation is safe at any point.
         """
+        if self._closed:
+            return
         watch = self._watches.get(store_id)
         if watch is None:
             watch = self._watches[store_id] = _StoreWatch()

@@ -2,9 +2,13 @@
 
 One process, one event loop, engine calls in worker threads. SIGINT or SIGTERM stops
 accepting connections and lets requests in flight finish (up to
-:data:`GRACEFUL_TIMEOUT_S`), then the engine is closed. Once listening, one line
-``memfs: serving on http://HOST:PORT`` is printed to stdout (flushed), with the real port
-when ``--port 0`` asked the kernel for a free one; tests and scripts wait for it.
+:data:`GRACEFUL_TIMEOUT_S`), then the engine is closed. Long polls of the change feed
+parked at that moment answer at once (with what they have, usually nothing), so that the
+mounts waiting on them learn of the shutdown instead of a dropped connection.
+
+Once listening, one line ``memfs: serving on http://HOST:PORT`` is printed to stdout
+(flushed), with the real port when ``--port 0`` asked the kernel for a free one; tests and
+scripts wait for it.
 """
 
 from __future__ import annotations
@@ -48,17 +52,21 @@ def _bind(host: str, port: int) -> str:
     return f"{host}:{port}"
 
 
-async def _wait_for_signal() -> None:
+async def _wait_for_signal(app: Any) -> None:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async for signum in signals:
             log.info("received %s, shutting down", signal.Signals(signum).name)
+            app.state.change_notifier.close()
             return
 
 
 async def _serve(app: Any, config: Config) -> None:
     async with trio.open_nursery() as nursery:
         serve = functools.partial(
-            hypercorn.trio.serve, app, config, shutdown_trigger=_wait_for_signal
+            hypercorn.trio.serve,
+            app,
+            config,
+            shutdown_trigger=functools.partial(_wait_for_signal, app),
         )
         binds = await nursery.start(serve)
         for bind in binds:

@@ -7,6 +7,8 @@
   backend), with an admin key made by ``memfs key create``. Its log must hold no
   traceback when the session ends.
 - ``second_url``: a second ``memfs serve`` on the same database (concurrency tests).
+- ``start_server``, ``spawn_server``: more servers on that database, by URL or as
+  processes the test stops itself.
 - ``admin``: an ``anthropic.Anthropic`` client with the admin key.
 - ``store``: a fresh memory store for one test.
 
@@ -267,6 +269,26 @@ def start_server(server: Server, tmp_path: Path) -> Iterator[Callable[..., str]]
         return processes[-1].url
 
     yield start
+    for process in processes:
+        status = process.stop()
+        log = process.log_text()
+        assert status == 0 and "Traceback" not in log, log
+
+
+@pytest.fixture
+def spawn_server(server: Server, tmp_path: Path) -> Iterator[Callable[[], ServerProcess]]:
+    """Starts more ``memfs serve`` processes on the database of ``server`` that the test
+    may stop itself (``ServerProcess.stop``); the others are stopped at teardown, and
+    every one must have exited with 0 and logged no traceback."""
+    processes: list[ServerProcess] = []
+
+    def spawn() -> ServerProcess:
+        home = tmp_path / f"spawned-{len(processes)}"
+        home.mkdir()
+        processes.append(ServerProcess(server.database, home / "server.log", env=server_env(home)))
+        return processes[-1]
+
+    yield spawn
     for process in processes:
         status = process.stop()
         log = process.log_text()

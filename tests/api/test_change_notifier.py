@@ -200,3 +200,18 @@ async def test_run_until_disconnected(disconnect: bool) -> None:
     assert finished is not disconnect
     assert cancelled is disconnect
     assert finished_waiting.is_set() is not disconnect
+
+
+async def test_close_ends_every_wait_now_and_later() -> None:
+    feed = FakeFeed(seq=1)
+    notifier = ChangeNotifier(feed.last_change_seq, poll_interval_s=60)
+    async with trio.open_nursery() as nursery:
+        for store in (STORE, STORE, "memstore_other"):
+            nursery.start_soon(notifier.wait, store, 1, 30)
+        await parked(notifier, 2)
+        notifier.close()
+        with trio.fail_after(DEADLINE_S):
+            while notifier.waiting(STORE) or notifier.waiting("memstore_other"):
+                await trio.sleep(0.01)
+    with trio.fail_after(DEADLINE_S / 2):
+        await notifier.wait(STORE, 1, timeout_s=30)

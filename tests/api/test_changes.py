@@ -25,6 +25,7 @@ from hypercorn.config import Config
 
 from memfs.api import create_app
 from memfs.api.changes import ChangeNotifier
+from memfs.api.serve import GRACEFUL_TIMEOUT_S
 from memfs.errors import NotFound, PermissionDenied
 from memfs.model import Access, ChangeKind, Scope
 from memfs.remote import MemfsClient
@@ -33,7 +34,7 @@ from memfs.store import Engine
 from memfs.store.engine import ResourceSpec
 
 if TYPE_CHECKING:
-    from tests.api.conftest import Server
+    from tests.api.conftest import Server, ServerProcess
 
 # A change must reach a parked long poll well within SPEC §4's "about one second".
 PROPAGATION_DEADLINE_S = 1.0
@@ -253,6 +254,23 @@ async def test_a_deleted_store_answers_until_its_end_was_read(server: Server) ->
         gone = http.get(f"/v1/memory_stores/{store.id}/changes?after={end}")
     assert gone.status_code == 404
     assert gone.json()["error"]["type"] == "not_found_error"
+
+
+async def test_shutdown_answers_parked_long_polls(
+    server: Server, store: Any, spawn_server: Callable[[], ServerProcess]
+) -> None:
+    """SIGTERM: a parked poll answers (empty) at once, so neither it nor the shutdown
+    waits out the graceful timeout."""
+    process = spawn_server()
+    token = server.session((store.id, "read_only"))["token"]
+    async with MemfsClient(process.url, token) as client, trio.open_nursery() as nursery:
+        last = (await client.changes(store.id, after=0)).last_seq  # connection kept alive
+        poll = await start_poll(nursery, client, store.id, last, timeout_s=30)
+        start = trio.current_time()
+        assert await trio.to_thread.run_sync(process.stop) == 0
+        assert trio.current_time() - start < GRACEFUL_TIMEOUT_S / 2
+        batch = await finished(poll, within_s=1.0)
+        assert batch.changes == [] and batch.last_seq == last
 
 
 # ------------------------------------------------------------------- access
