@@ -212,8 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     args = _parse_args(argv)
     progress = _Progress()
     load_at_start = os.getloadavg()
-    signal.signal(signal.SIGTERM, _raise_interrupt)
-    signal.signal(signal.SIGHUP, _raise_interrupt)
+    # Also SIGINT: a shell starts background jobs with SIGINT ignored, and Python keeps it so.
+    for signum in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+        signal.signal(signum, _raise_interrupt)
     args.scratch_dir.mkdir(parents=True, exist_ok=True)
     disk = Path(tempfile.mkdtemp(prefix="memfs-bench-", dir=args.scratch_dir)).resolve()
     progress(f"scratch directory {disk}")

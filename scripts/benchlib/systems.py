@@ -52,6 +52,7 @@ __all__ = [
 
 MOUNT_TIMEOUT_S = 60.0
 UNMOUNT_TIMEOUT_S = 120.0
+UNMOUNT_RETRY_S = 5.0
 SETTLE_TIMEOUT_S = 300.0
 POLL_INTERVAL_S = 0.002
 LOG_TAIL_BYTES = 2000
@@ -222,12 +223,42 @@ class TmpfsSystem(System):
         self.root = None
 
 
+def process_alive(pid: int) -> bool:
+    """True while ``pid`` exists and is not a zombie (``/proc/PID/stat`` state ``Z``)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def processes_mentioning(text: str) -> list[int]:
+    """PIDs (other than this process) with an argument equal to ``text``."""
+    wanted = os.fsencode(text)
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit() or int(entry) == os.getpid():
+            continue
+        try:
+            arguments = Path(f"/proc/{entry}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if wanted in arguments and process_alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
 class FuseDaemonSystem(System):
-    """A system served by a FUSE daemon process that this object starts and stops."""
+    """A system served by a FUSE daemon process that this object starts and stops.
+
+    By default the daemon runs in the foreground as this process's child
+    (:meth:`daemon_argv`); a subclass whose command daemonizes overrides :meth:`_start`.
+    """
 
     def __init__(self, scratch: Scratch) -> None:
         super().__init__(scratch)
-        self.process: subprocess.Popen[bytes] | None = None
+        self.process: subprocess.Popen[bytes] | None = None  # when the daemon is our child
+        self.pid: int | None = None
         self.mount_point: Path | None = None
         self.log_path: Path | None = None
         self._ready_entry: str | None = None
@@ -247,29 +278,31 @@ class FuseDaemonSystem(System):
         assert self.mount_point is not None
         return [fusermount_command(), "-u", str(self.mount_point)]
 
+    def log_files(self) -> list[Path]:
+        """Where the daemon's output goes."""
+        return [self.log_path] if self.log_path is not None else []
+
     # Mechanics.
     def daemon_problems(self) -> str:
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        lines = self.log_path.read_bytes()[-200_000:].decode("utf-8", errors="replace")
         markers = ("ERROR", "WARNING", "CRITICAL", "Traceback", "Error:")
-        problems = [line for line in lines.splitlines() if any(m in line for m in markers)]
+        problems = []
+        for path in self.log_files():
+            with contextlib.suppress(OSError):
+                text = path.read_bytes()[-200_000:].decode("utf-8", errors="replace")
+                problems += [line for line in text.splitlines() if any(m in line for m in markers)]
         return " / ".join(problems[-3:])[-LOG_TAIL_BYTES:]
 
     def _log_tail(self) -> str:
-        if self.log_path is None or not self.log_path.exists():
-            return ""
-        data = self.log_path.read_bytes()[-LOG_TAIL_BYTES:]
-        return data.decode("utf-8", errors="replace").strip()
+        tails = []
+        for path in self.log_files():
+            with contextlib.suppress(OSError):
+                tails.append(path.read_bytes()[-LOG_TAIL_BYTES:].decode("utf-8", "replace"))
+        return "\n".join(tails).strip()[-LOG_TAIL_BYTES:]
 
-    def _mount(self, *, drop_caches: bool) -> None:
-        assert self.mount_point is not None and self.log_path is not None
-        self.mount_point.mkdir(parents=True, exist_ok=True)
-        if drop_caches:
-            host.drop_caches()
-        argv = self.daemon_argv()
+    def _start(self, argv: list[str], deadline: float) -> None:
+        """Starts the daemon in the foreground, as a child in its own session."""
+        assert self.log_path is not None
         with open(self.log_path, "ab") as log:
-            started = time.perf_counter()
             self.process = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
@@ -279,16 +312,29 @@ class FuseDaemonSystem(System):
                 start_new_session=True,
                 cwd=self.scratch.disk,
             )
-        root = self.session_root()
+        self.pid = self.process.pid
+
+    def _mount(self, *, drop_caches: bool) -> None:
+        assert self.mount_point is not None
+        self.mount_point.mkdir(parents=True, exist_ok=True)
+        if drop_caches:
+            host.drop_caches()
+        argv = self.daemon_argv()
+        started = time.perf_counter()
         deadline = started + MOUNT_TIMEOUT_S
-        while True:
-            if self.process.poll() is not None:
+        self._start(argv, deadline)
+        root = self.session_root()
+        while not self._ready(root):
+            if self.pid is None or not process_alive(self.pid):
+                if self.process is not None:
+                    self.process.wait()
+                    status = f"exited with status {self.process.returncode}"
+                else:
+                    status = "has no live daemon"
                 raise SetupFailed(
-                    f"`{' '.join(argv)}` exited with status {self.process.returncode} before "
-                    f"the mount was ready: {self._log_tail() or '(no output)'}"
+                    f"`{' '.join(argv)}` {status} before the mount was ready: "
+                    f"{self._log_tail() or '(no output)'}"
                 )
-            if self._ready(root):
-                break
             if time.perf_counter() > deadline:
                 raise SetupFailed(
                     f"`{' '.join(argv)}` not ready after {MOUNT_TIMEOUT_S:.0f} s: "
@@ -308,44 +354,79 @@ class FuseDaemonSystem(System):
             return False
         return self._ready_entry is None or self._ready_entry in names
 
-    def _unmount(self) -> None:
-        if self.process is None:
-            return
-        process, self.process, self.root = self.process, None, None
-        failure = None
-        if self.mount_point is not None and host.is_mount_point(self.mount_point):
-            result = subprocess.run(
-                self.unmount_argv(), capture_output=True, text=True, timeout=UNMOUNT_TIMEOUT_S
-            )
-            if result.returncode != 0:
-                failure = (
-                    f"`{' '.join(self.unmount_argv())}` exited {result.returncode}: "
-                    + (result.stderr or result.stdout).strip()[-LOG_TAIL_BYTES:]
-                )
-        try:
-            process.wait(timeout=UNMOUNT_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            failure = failure or f"daemon {process.pid} still running after unmount"
-        if failure is not None:
-            self._force_stop(process)
-            raise SetupFailed(failure)
+    def _wait_gone(self, timeout_s: float) -> bool:
+        """Waits for the daemon to exit (reaping it when it is our child)."""
+        if self.process is not None:
+            try:
+                self.process.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+        deadline = time.monotonic() + timeout_s
+        while self.pid is not None and process_alive(self.pid):
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.01)
+        return True
 
-    def _force_stop(self, process: subprocess.Popen[bytes] | None) -> None:
+    def _unmount_politely(self) -> str | None:
+        """Runs :meth:`unmount_argv`, retrying while the kernel says the mount is busy.
+
+        Right after a mount, ``umount`` can fail with EBUSY for a moment (seen when a
+        Ctrl-C lands just as a daemon starts); a retry a tenth of a second later works.
+
+        Returns:
+            None once unmounted, else the last failure.
+        """
+        assert self.mount_point is not None
+        argv = self.unmount_argv()
+        deadline = time.monotonic() + UNMOUNT_RETRY_S
+        while True:
+            result = subprocess.run(
+                argv, capture_output=True, text=True, timeout=UNMOUNT_TIMEOUT_S,
+                env=self.daemon_environment(),
+            )  # fmt: skip
+            if result.returncode == 0 or not host.is_mount_point(self.mount_point):
+                return None
+            if time.monotonic() > deadline:
+                output = (result.stderr or result.stdout).strip()[-LOG_TAIL_BYTES:]
+                return f"`{' '.join(argv)}` exited {result.returncode}: {output}"
+            time.sleep(0.1)
+
+    def _unmount(self) -> None:
+        mounted = self.mount_point is not None and host.is_mount_point(self.mount_point)
+        if self.pid is None and not mounted:
+            return
+        self.root = None
+        failure = None
+        if mounted:
+            failure = self._unmount_politely()
+        if failure is None and not self._wait_gone(UNMOUNT_TIMEOUT_S):
+            failure = f"daemon {self.pid} still running after unmount"
+        if failure is not None:
+            self._force_stop()
+            raise SetupFailed(failure)
+        self.pid = self.process = None
+
+    def _force_stop(self) -> None:
+        """Lazy unmount, then SIGTERM and SIGKILL to the daemon by its PID. Never raises."""
         if self.mount_point is not None and host.is_mount_point(self.mount_point):
-            subprocess.run(
-                [fusermount_command(), "-u", "-z", str(self.mount_point)],
-                capture_output=True,
-                timeout=30,
-            )
-        if process is not None and process.poll() is None:
-            for sig in (signal.SIGTERM, signal.SIGKILL):
-                with contextlib.suppress(ProcessLookupError):
-                    process.send_signal(sig)
-                try:
-                    process.wait(timeout=10)
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+            with contextlib.suppress(Exception):
+                subprocess.run(
+                    [fusermount_command(), "-u", "-z", str(self.mount_point)],
+                    capture_output=True,
+                    timeout=30,
+                )
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            if self.pid is None or not process_alive(self.pid):
+                break
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, sig)
+            self._wait_gone(10)
+        if self.process is not None and self.process.poll() is None:
+            with contextlib.suppress(Exception):
+                self.process.wait(timeout=10)
+        self.pid = self.process = None
 
     def _start_session(self, session: str) -> None:
         self.session = session
@@ -357,19 +438,21 @@ class FuseDaemonSystem(System):
         self._mount(drop_caches=drop_caches)
 
     def daemon_pid(self) -> int | None:
-        return self.process.pid if self.process is not None else None
+        return self.pid
 
     def close_session(self) -> None:
         self._unmount()
 
     def abandon(self) -> None:
-        process, self.process, self.root = self.process, None, None
+        self.root = None
         with contextlib.suppress(Exception):
-            if process is not None and process.poll() is None and self.mount_point is not None:
-                subprocess.run(self.unmount_argv(), capture_output=True, timeout=30)
-                process.wait(timeout=30)
-        with contextlib.suppress(Exception):
-            self._force_stop(process)
+            if (
+                self.pid is not None
+                and process_alive(self.pid)
+                and self._unmount_politely() is None
+            ):
+                self._wait_gone(UNMOUNT_TIMEOUT_S)
+        self._force_stop()
 
 
 class RcloneSystem(FuseDaemonSystem):
@@ -454,7 +537,8 @@ class FloorSystem(FuseDaemonSystem):
         if not host.can_drop_caches():
             self.cold_note = "NOT cold: page cache cannot be dropped (not root)"
         self.notes = [
-            "scripts/floorfs.py: in-memory pyfuse3 + trio filesystem (dicts and bytearrays)",
+            "scripts/floorfs.py: in-memory pyfuse3 + trio filesystem (dicts and bytearrays; "
+            "keep_cache on open, 300 s entry and attribute timeouts)",
             "cold = drop the page cache only (a remount would lose the in-memory data)",
             "its mount time is that of an empty filesystem (preloading goes through the mount)",
         ]
@@ -488,7 +572,12 @@ class FloorSystem(FuseDaemonSystem):
 
 
 class MemfsSystem(FuseDaemonSystem):
-    """memfs's embedded mount: ``memfs mount MOUNTPOINT --store NAME --foreground``.
+    """memfs's embedded mount, started the way a user does: ``memfs mount MOUNTPOINT
+    --store NAME``, which returns once the daemon it starts in the background is ready.
+
+    The mount time is that command's duration (plus the first ``readdir``); the daemon's
+    PID, for its memory figures, is found in ``/proc`` by the mount point in its
+    arguments (it is not this process's child).
 
     Stores are created and preloaded through the engine (``memfs.store.Engine``), not
     through the mount: preloading is not what is measured, and a 10,000-memory store
@@ -510,7 +599,8 @@ class MemfsSystem(FuseDaemonSystem):
         self.notes = [
             "memfs embedded mount (SQLite WAL in $MEMFS_HOME on the backing dir, "
             "synchronous=FULL: every close is a durable commit)",
-            "cold = memfs umount, drop the page cache, mount",
+            "cold = memfs umount, drop the page cache, mount; mount time = `memfs mount` "
+            "(background daemon, the default) until the store directory lists",
             f"MEMFS_MEMORY_LIMIT={self.MEMORY_LIMIT} so every repeat's copy fits in one store",
         ]
 
@@ -526,14 +616,51 @@ class MemfsSystem(FuseDaemonSystem):
 
     def daemon_argv(self) -> list[str]:
         assert self.mount_point is not None and self.store_name is not None
-        return [
-            self.memfs_command,
-            "mount",
-            str(self.mount_point),
-            "--store",
-            self.store_name,
-            "--foreground",
-        ]
+        return [self.memfs_command, "mount", str(self.mount_point), "--store", self.store_name]
+
+    def log_files(self) -> list[Path]:
+        # The command's own output, then the background daemon's log in $MEMFS_HOME.
+        return super().log_files() + sorted(self._session_home().glob("logs/*.log"))
+
+    def _start(self, argv: list[str], deadline: float) -> None:
+        assert self.log_path is not None and self.mount_point is not None
+        try:
+            with open(self.log_path, "ab") as log:
+                result = subprocess.run(
+                    argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                    env=self.daemon_environment(), cwd=self.scratch.disk,
+                    timeout=max(1.0, deadline - time.perf_counter()),
+                )  # fmt: skip
+        except subprocess.TimeoutExpired as exc:
+            self._discover_daemon()
+            raise SetupFailed(f"`{' '.join(argv)}` did not return in time") from exc
+        finally:
+            # Even when the command failed or we were interrupted, a daemon may have been
+            # left behind: know its PID so that clean-up can stop it.
+            daemons = self._discover_daemon()
+        if result.returncode != 0:
+            self._force_stop()
+            raise SetupFailed(
+                f"`{' '.join(argv)}` exited with status {result.returncode}: "
+                f"{self._log_tail() or '(no output)'}"
+            )
+        if self.pid is None:
+            raise SetupFailed(
+                f"`{' '.join(argv)}` succeeded but {len(daemons)} processes name "
+                f"{self.mount_point} in their arguments (expected the one daemon)"
+            )
+
+    def _discover_daemon(self) -> list[int]:
+        """Sets :attr:`pid` to the one process naming the mount point, if exactly one."""
+        assert self.mount_point is not None
+        daemons = processes_mentioning(str(self.mount_point))
+        self.pid = daemons[0] if len(daemons) == 1 else None
+        return daemons
+
+    def abandon(self) -> None:
+        if self.pid is None and self.mount_point is not None:
+            self._discover_daemon()
+        super().abandon()
 
     def unmount_argv(self) -> list[str]:
         assert self.mount_point is not None
