@@ -8,6 +8,7 @@ counted: that is how a client that goes away is shown to leave nothing behind.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -192,7 +193,7 @@ async def test_a_write_reaches_a_parked_long_poll_in_under_a_second(
         for round_ in range(3):
             poll = await start_poll(nursery, client, store.id, after, timeout_s=5)
             memory = await trio.to_thread.run_sync(
-                lambda r=round_: sdk.memories.create(store.id, path=f"/r{r}.md", content="x")
+                functools.partial(sdk.memories.create, store.id, path=f"/r{round_}.md", content="x")
             )
             written_at = trio.current_time()
             batch = await finished(poll, PROPAGATION_DEADLINE_S)
@@ -334,11 +335,9 @@ async def local_server(tmp_path: Path) -> AsyncIterator[LocalServer]:
     stop = trio.Event()
     try:
         async with trio.open_nursery() as nursery:
-            binds = await nursery.start(
-                lambda task_status: hypercorn.trio.serve(
-                    app, config, shutdown_trigger=stop.wait, task_status=task_status
-                )
-            )
+            asgi: Any = app
+            serve = functools.partial(hypercorn.trio.serve, asgi, config)
+            binds = await nursery.start(functools.partial(serve, shutdown_trigger=stop.wait))
             yield LocalServer(binds[0], engine, app, secret)
             stop.set()
     finally:

@@ -14,6 +14,7 @@ import pytest
 from memfs.errors import (
     InvalidInput,
     InvalidPath,
+    MemfsError,
     NotFound,
     PathConflict,
     PermissionDenied,
@@ -123,7 +124,7 @@ async def test_rename_prefix_refusals_change_nothing(
             await client.rename_prefix(store.id, "/a/", "/b/")
         assert conflict.value.conflicting_memory_id == blocker.id
         assert conflict.value.conflicting_path == "/b/one.md"
-        refusals: list[tuple[str, str, type[Exception], str]] = [
+        refusals: list[tuple[str, str, type[MemfsError], str]] = [
             ("/a", "/c/", InvalidPath, "invalid_path"),
             ("/a/", "c/", InvalidPath, "invalid_path"),
             ("/a/", "/c /", InvalidPath, "invalid_path"),
@@ -206,7 +207,9 @@ async def test_update_with_replace_renames_over_an_existing_memory(
         draft.id, memory_store_id=store.id, path="/notes.md", extra_body={"replace": True}
     )
     assert saved.id == draft.id and saved.path == "/notes.md"
-    assert [(m.id, m.path) for m in sdk.memories.list(store.id)] == [(draft.id, "/notes.md")]
+    assert [(getattr(m, "id", None), m.path) for m in sdk.memories.list(store.id)] == [
+        (draft.id, "/notes.md")
+    ]
     with pytest.raises(anthropic.NotFoundError):
         sdk.memories.retrieve(target.id, memory_store_id=store.id)
     [deleted] = list(sdk.memory_versions.list(store.id, memory_id=target.id, operation="deleted"))
