@@ -522,11 +522,19 @@ class Operations(pyfuse3.Operations):
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
         if writable or flags & os.O_TRUNC:
             self._table.content_target(node)
-        buffer = await self._ensure_buffer(node)
-        if flags & os.O_TRUNC and buffer:
-            buffer.clear()
-            node.dirty = True
-            node.mtime_ns = time.time_ns()
+        if flags & os.O_TRUNC and node.buffer is None:
+            # The old content is not needed (and not fetched: a remote mount can do this
+            # with its server away); the precondition stays the head's digest.
+            if node.memory is not None and node.memory.content_size_bytes > 0:
+                node.dirty = True
+                node.mtime_ns = time.time_ns()
+            node.buffer = bytearray()
+        else:
+            buffer = await self._ensure_buffer(node)
+            if flags & os.O_TRUNC and buffer:
+                buffer.clear()
+                node.dirty = True
+                node.mtime_ns = time.time_ns()
         fh = self._open_handle(node, writable=writable)
         # keep_cache only when the kernel's pages hold exactly what this open serves.
         served = node.base_sha256 if not node.dirty else None

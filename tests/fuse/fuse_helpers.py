@@ -214,7 +214,9 @@ class Mounter:
                         f"the mount daemon exited {process.returncode}:\n{log_file.read_text()}"
                     )
                 record = read_status(str(path))
-                return mounts.is_mounted(str(path)) and record and record["pid"] == process.pid
+                return bool(
+                    mounts.is_mounted(str(path)) and record and record["pid"] == process.pid
+                )
 
             wait_until(ready, f"the mount at {path}", MOUNT_TIMEOUT_S)
         self.mounts.append(mount)

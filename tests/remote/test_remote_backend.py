@@ -4,17 +4,25 @@ API over the real engine (no kernel mount here; the FUSE tests mount for real)."
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
+import trio
+import trio.testing
 from remote_fake import BASE_URL, FakeServer
 
 from memfs.errors import NotFound, PermissionDenied, PreconditionFailed, StoreArchived
 from memfs.fuse.backend import AttachmentSpec, Backend
 from memfs.model import ChangeKind, MemoryStore, Operation
 from memfs.remote import MemfsClient, ServerUnavailable
-from memfs.remote.backend import PENDING_VERSION_PREFIX, PROVISIONAL_ID_PREFIX, RemoteBackend
+from memfs.remote.backend import (
+    PENDING_VERSION_PREFIX,
+    PROVISIONAL_ID_PREFIX,
+    REPLAY_RETRY_MAX_S,
+    REPLAY_RETRY_MIN_S,
+    RemoteBackend,
+)
 from memfs.remote.cache import ContentCache
 from memfs.store import Engine
 
@@ -386,3 +394,136 @@ def test_the_remote_package_needs_neither_the_engine_nor_the_api_nor_pyfuse3() -
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
     )
     assert result.stdout == "[]\n"
+
+
+# ------------------------------------------- long poll, replay task, startup, queued
+
+
+async def test_changes_since_waits_for_the_next_change(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    seq = await backend.last_change_seq(rw_store.id)
+    got: list[list[str | None]] = []
+
+    async def follow() -> None:
+        changes = await backend.changes_since(rw_store.id, seq, timeout_s=10.0)
+        got.append([c.path for c in changes])
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(follow)
+        await trio.testing.wait_all_tasks_blocked()
+        assert got == []  # parked on the server
+        (_, path, query, _) = fake.requests[-1]
+        assert path.endswith("/changes") and query["timeout_s"] == "10"
+        store_engine.create_memory(rw_store.id, "/new.md", "elsewhere", actor=None)
+        fake.notify()
+    assert got == [["/new.md"]]
+
+
+async def wait_for(predicate: Callable[[], bool], timeout_s: float) -> None:
+    with trio.fail_after(timeout_s):
+        while not predicate():
+            await trio.sleep(0.01)
+
+
+async def test_maintain_replays_as_soon_as_the_server_is_back(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    # Real time: the outbox works in threads, which a mock clock would jump over.
+    fake.down = True
+    await backend.create_memory(rw_store.id, "/a.md", "queued")
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(backend.maintain)
+        await wait_for(
+            lambda: sum(1 for method, _, _, _ in fake.requests if method == "POST") >= 4, 5.0
+        )  # it keeps trying: pauses of 0.1, 0.2, 0.4 s …
+        assert backend.statistics().outbox_depth == 1
+        fake.down = False
+        await wait_for(lambda: backend.statistics().outbox_depth == 0, REPLAY_RETRY_MAX_S + 1.0)
+        assert contents(store_engine, rw_store.id) == {"/a.md": "queued"}
+        # Idle with an empty outbox: no request at all.
+        fake.requests.clear()
+        await trio.sleep(3 * REPLAY_RETRY_MIN_S)
+        assert fake.requests == []
+        # A new queued write wakes it.
+        fake.down = True
+        await backend.create_memory(rw_store.id, "/b.md", "queued too")
+        fake.down = False
+        await wait_for(lambda: backend.statistics().outbox_depth == 0, REPLAY_RETRY_MAX_S + 1.0)
+        assert contents(store_engine, rw_store.id)["/b.md"] == "queued too"
+        nursery.cancel_scope.cancel()
+
+
+async def test_the_first_session_fetch_waits_for_a_server_that_is_not_up_yet(
+    fake: FakeServer, home: Path, rw_store: MemoryStore, autojump_clock: trio.testing.MockClock
+) -> None:
+    client = MemfsClient(BASE_URL, fake.token, transport=fake.transport())
+    remote = RemoteBackend(
+        client, cache=ContentCache(home / "cache"), home=home, startup_wait_s=30.0
+    )
+    fake.down = True
+
+    async def come_back() -> None:
+        await trio.sleep(12.0)
+        fake.down = False
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(come_back)
+        session = await remote.preset_session()
+    assert session.id == fake.session.id
+    assert trio.current_time() >= 12.0
+    await remote.aclose()
+
+    fake.down = True
+    impatient = make_backend(fake, home)  # startup_wait_s=0: fail at once
+    with pytest.raises(ServerUnavailable):
+        await impatient.preset_session()
+    fake.down = False
+    await impatient.aclose()
+
+
+async def test_a_memory_with_queued_writes_keeps_its_queued_state(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    server = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
+    other = store_engine.create_memory(rw_store.id, "/b.md", "b", actor=None)
+    await backend.list_memories(rw_store.id)
+    fake.down = True
+    queued = await backend.update_memory(
+        rw_store.id, server.id, content="mine", expected_sha256=sha("v1")
+    )
+    await backend.delete_memory(rw_store.id, other.id)
+    # The server is back but this mount's writes have not been replayed yet: the
+    # server's (older) state must not replace what the mount accepted.
+    fake.down = False
+    assert (await backend.get_memory(rw_store.id, server.id)) == queued
+    with pytest.raises(NotFound):
+        await backend.get_memory(rw_store.id, other.id)
+
+    await backend.replay()
+    fresh = await backend.get_memory(rw_store.id, server.id)
+    assert fresh.content_sha256 == sha("mine")
+    assert not fresh.memory_version_id.startswith(PENDING_VERSION_PREFIX)
+
+
+async def test_a_queued_rename_over_a_file_replaces_it(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    draft = await backend.create_memory(rw_store.id, "/draft.md", "new")
+    await backend.create_memory(rw_store.id, "/final.md", "old")
+    fake.down = True
+    await backend.update_memory(rw_store.id, draft.id, path="/final.md", replace=True)
+    fake.down = False
+    await backend.replay()
+    assert contents(store_engine, rw_store.id) == {"/final.md": "new"}
+    assert backend.statistics().conflict_count == 0
+
+
+async def test_changes_carry_the_new_head_so_a_mount_need_not_fetch_its_own_writes(
+    backend: RemoteBackend, rw_store: MemoryStore
+) -> None:
+    created = await backend.create_memory(rw_store.id, "/a.md", "v1")
+    (change,) = await backend.changes_since(rw_store.id, 0)
+    assert (change.memory_id, change.memory_version_id, change.content_sha256) == (
+        created.id, created.memory_version_id, sha("v1")
+    )

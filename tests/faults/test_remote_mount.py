@@ -1,0 +1,238 @@
+"""Remote mounts end to end (issue 4 §1–§2): ``memfs mount --api URL`` daemons against a
+real ``memfs serve``, beside embedded mounts of the same database.
+
+Propagation is measured from the moment a write returned to the moment another mount
+reads it, against the one-second deadline of SPEC §4.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import httpx
+from faults_helpers import (
+    PROPAGATION_DEADLINE_S,
+    Server,
+    backend_status,
+    memfs_status,
+    memory_cache_entries,
+    mount_remote,
+    reads,
+)
+from fuse_helpers import MEMFS, Mounter, errno_of, run, versions, wait_until
+
+from memfs.model import Actor, MemoryStore, Operation, Scope
+from memfs.store import Engine
+
+
+def api(server: Server, engine: Engine) -> httpx.Client:
+    """An HTTP client of the server with a new admin key."""
+    _, secret = engine.create_api_key("test", [Scope.ADMIN])
+    return httpx.Client(
+        base_url=server.url, headers={"authorization": f"Bearer {secret}"}, timeout=30
+    )
+
+
+def visible_within(paths: list[Path], text: str, since: float, deadline_s: float) -> float:
+    """Polls until every path reads ``text``; returns the seconds since ``since`` (when
+    the write returned). Fails once ``deadline_s`` has passed since then."""
+    for path in paths:
+        remaining_s = since + deadline_s - time.monotonic()
+        wait_until(reads(path, text), f"{path} to read {text!r}", max(remaining_s, 0.0))
+    return time.monotonic() - since
+
+
+def test_a_remote_mount_shows_exactly_the_sessions_stores_with_their_access(
+    mounter: Mounter,
+    server: Server,
+    engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    make_session: Callable[..., str],
+) -> None:
+    notes = make_store("Notes", {"/hello.md": "hello\n"})
+    reference = make_store("Reference Docs", {"/ref.md": "ref\n"})
+    make_store("Other", {"/secret.md": "not attached\n"})
+    token = make_session(notes, (reference, "read_only"))
+
+    mount = mount_remote(mounter, server, token)
+
+    # Directories are the last segments of the session's mount paths.
+    session = engine.authenticate_session(token)
+    assert sorted(os.listdir(mount.path)) == sorted(
+        r.mount_path.rsplit("/", 1)[1] for r in session.resources
+    ) == ["notes", "reference-docs"]
+    assert (mount / "notes/hello.md").read_text() == "hello\n"
+    assert (mount / "reference-docs/ref.md").read_text() == "ref\n"
+    assert errno_of(f"open({str(mount / 'reference-docs/ref.md')!r}, 'w')") == "EROFS"
+    assert errno_of(f"open({str(mount / 'reference-docs/new.md')!r}, 'w')") == "EROFS"
+
+    (mount / "notes/new.md").write_text("written through the server\n")
+    memory = engine.get_memory_by_path(notes.id, "/new.md")
+    assert memory.content == "written through the server\n"
+    (created,) = versions(engine, notes.id, memory.id)
+    # SPEC §3: a mount's writes are attributed to its session.
+    assert created.operation is Operation.CREATED
+    assert created.created_by == Actor.session(session.id) and mount.session_id == session.id
+
+    text = memfs_status(mount)
+    assert f"backend:      remote {server.url}" in text
+    assert "server:       reachable" in text
+    assert "outbox:       0 write(s) to replay" in text
+    assert "reference-docs           Reference Docs" in text and "read_only" in text
+
+
+def test_a_cached_file_is_read_from_disk_without_the_server(
+    mounter: Mounter,
+    server: Server,
+    make_store: Callable[..., MemoryStore],
+    make_session: Callable[..., str],
+    memfs_home: Path,
+) -> None:
+    notes = make_store("Notes", {"/cached.md": "read once before\n", "/cold.md": "never read\n"})
+    token = make_session(notes)
+    first = mount_remote(mounter, server, token)
+    assert (first / "notes/cached.md").read_text() == "read once before\n"
+    mounter.unmount(first)
+
+    # A new daemon: nothing in its memory; the disk cache survived the restart.
+    mount = mount_remote(mounter, server, token, path=first.path)
+    server.kill()
+    mount.expect_log("the server is unreachable")
+    assert (mount / "notes/cached.md").read_text() == "read once before\n"
+    assert errno_of(f"open({str(mount / 'notes/cold.md')!r}).read()") == "EIO"
+    status = backend_status(mount)
+    assert status["cache_entries"] >= 1
+    wait_until(lambda: backend_status(mount)["server_state"] == "unreachable",
+               "the status to say the server is unreachable")
+    text = memfs_status(mount)
+    assert "server:       unreachable" in text and "server unreachable" in text
+
+    server.start()
+    (mount / "notes/cached.md").write_text("after the restart\n")
+    wait_until(lambda: backend_status(mount)["server_state"] == "reachable",
+               "the server to be reachable again")
+
+
+def test_a_write_through_a_mount_the_api_or_the_cli_shows_in_another_within_a_second(
+    mounter: Mounter,
+    server: Server,
+    engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    make_session: Callable[..., str],
+) -> None:
+    notes = make_store("Notes", {"/shared.md": "v0\n"})
+    writer = mount_remote(mounter, server, make_session(notes))
+    reader = mount_remote(mounter, server, make_session(notes))
+    embedded = mounter.mount("Notes")
+    targets = [reader / "notes/shared.md", embedded / "notes/shared.md"]
+    visible_within(targets, "v0\n", time.monotonic(), PROPAGATION_DEADLINE_S)  # cached now
+    memory = engine.get_memory_by_path(notes.id, "/shared.md", with_content=False)
+    latencies: list[float] = []
+
+    for round_number in range(3):
+        text = f"from mount A, round {round_number}\n"
+        (writer / "notes/shared.md").write_text(text)
+        latencies.append(visible_within(targets, text, time.monotonic(), PROPAGATION_DEADLINE_S))
+
+    with api(server, engine) as http:
+        text = "from the API\n"
+        response = http.post(
+            f"/v1/memory_stores/{notes.id}/memories/{memory.id}", json={"content": text}
+        )
+        assert response.status_code == 200, response.text
+        latencies.append(visible_within(
+            [*targets, writer / "notes/shared.md"], text, time.monotonic(),
+            PROPAGATION_DEADLINE_S,
+        ))
+
+    text = "from the CLI\n"
+    run(MEMFS, "memory", "put", "Notes", "/shared.md", "--content", text)
+    latencies.append(visible_within(
+        [*targets, writer / "notes/shared.md"], text, time.monotonic(), PROPAGATION_DEADLINE_S
+    ))
+    assert max(latencies) < PROPAGATION_DEADLINE_S
+
+    # A new file and a delete propagate too.
+    (writer / "notes/new.md").write_text("new\n")
+    visible_within([reader / "notes/new.md", embedded / "notes/new.md"], "new\n",
+                   time.monotonic(), PROPAGATION_DEADLINE_S)
+    (writer / "notes/new.md").unlink()
+    wait_until(lambda: not (reader / "notes/new.md").exists(), "the delete to reach B",
+               PROPAGATION_DEADLINE_S)
+
+
+def test_archiving_a_store_turns_its_remote_mounts_read_only(
+    mounter: Mounter,
+    server: Server,
+    engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    make_session: Callable[..., str],
+) -> None:
+    notes = make_store("Notes", {"/a.md": "a\n"})
+    mount = mount_remote(mounter, server, make_session(notes))
+    path = mount / "notes/a.md"
+    path.write_text("still writable\n")
+
+    with api(server, engine) as http:
+        response = http.post(f"/v1/memory_stores/{notes.id}/archive")
+        assert response.status_code == 200, response.text
+    archived_at = time.monotonic()
+
+    def refused() -> bool:
+        try:
+            with open(path, "a"):
+                return False
+        except OSError as exc:
+            assert exc.errno == errno.EROFS, exc
+            return True
+
+    wait_until(refused, "the archived store to turn read-only", PROPAGATION_DEADLINE_S)
+    assert time.monotonic() - archived_at < PROPAGATION_DEADLINE_S
+    assert path.read_text() == "still writable\n"
+    assert errno_of(f"open({str(mount / 'notes/b.md')!r}, 'w')") == "EROFS"
+    wait_until(lambda: mount.status["stores"][0]["archived"], "memfs status to say archived")
+    assert "read_write, archived" in memfs_status(mount)
+
+
+def test_a_redaction_purges_the_bytes_from_every_mounts_caches(
+    mounter: Mounter,
+    server: Server,
+    engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    make_session: Callable[..., str],
+    memfs_home: Path,
+) -> None:
+    secret = "api_token=s3cr3t-to-be-redacted\n"
+    notes = make_store("Notes", {"/config.md": secret})
+    remote = mount_remote(mounter, server, make_session(notes))
+    embedded = mounter.mount("Notes")
+    for mount in (remote, embedded):
+        assert (mount / "notes/config.md").read_text() == secret
+    (remote / "notes/config.md").write_text("api_token=<redacted>\n")
+    visible_within([embedded / "notes/config.md"], "api_token=<redacted>\n", time.monotonic(),
+                   PROPAGATION_DEADLINE_S)
+    cache_dir = memfs_home / "cache"
+
+    def files_holding_the_secret() -> list[Path]:
+        return [p for p in cache_dir.rglob("*") if p.is_file() and b"s3cr3t" in p.read_bytes()]
+
+    assert files_holding_the_secret()  # the remote mount's disk cache has it
+    for mount in (remote, embedded):  # the status file is refreshed every 0.25 s
+        wait_until(memory_cache_entries(mount, 2), f"{mount.path} to cache both contents")
+    before = {m.path: m.status["memory_cache"] for m in (remote, embedded)}
+
+    first = versions(engine, notes.id)[0]
+    engine.redact_version(notes.id, first.id, actor=None)
+
+    wait_until(lambda: not files_holding_the_secret(), "the disk cache to drop the secret",
+               PROPAGATION_DEADLINE_S * 3)
+    for mount in (remote, embedded):
+        wait_until(memory_cache_entries(mount, 1),
+                   f"the memory cache of {mount.path} to drop the secret")
+        after = mount.status["memory_cache"]
+        assert after["size_bytes"] == before[mount.path]["size_bytes"] - len(secret)
+    assert backend_status(remote)["cache_entries"] == 1
