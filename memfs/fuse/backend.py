@@ -49,7 +49,7 @@ T = TypeVar("T")
 
 # How often an embedded backend looks at the engine's change feed while a caller waits
 # for changes (the engine has no notification; SPEC §4 asks for about one second).
-EMBEDDED_CHANGE_POLL_INTERVAL_S = 0.1
+EMBEDDED_CHANGE_POLL_INTERVAL_S = 0.05
 _PASSWORD_IN_URL_RE = re.compile(r"(://[^:/@]+:)[^@]*@")
 
 
