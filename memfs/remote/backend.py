@@ -41,7 +41,12 @@ their store is an in-process engine or a server elsewhere. This backend differs 
 Limitations, stated here so nobody relies on them:
 
 * A mount needs its server to start (session, tree); once running, cached reads and
-  queued writes work without it.
+  queued writes work without it. Content never read (not cached) can't be read while
+  the server is away (EIO), nor appended to; it can be overwritten (``O_TRUNC``).
+* A file whose queued writes were replayed shows ``memver_pending_<seq>`` as its
+  ``user.memfs.version_id`` until the change feed brings a newer state of it.
+* A change feed that restarted (``last_seq`` below the mount's seq: a store recreated
+  on a new database) is logged, not followed: remount.
 * A mount started with writes in its outbox shows the server's tree once they have
   been replayed (at start, when the server is up); writes that could not be replayed
   then (refused, or the server went away again) are not overlaid on the tree.
@@ -801,6 +806,13 @@ class RemoteBackend:
                 await self.replay()
         finally:
             if self._outbox is not None:
+                left = len(self._outbox)
+                if left:
+                    log.warning(
+                        "%d write(s) stay queued in %s: they are replayed when session %s is "
+                        "mounted again", left, self._outbox.directory,
+                        self._session.id if self._session else "?",
+                    )
                 await self._thread(self._outbox.close)
                 self._outbox = None
             await self._client.aclose()

@@ -23,8 +23,9 @@ from faults_helpers import (
     mount_remote,
     reads,
 )
-from fuse_helpers import MEMFS, Mounter, errno_of, run, versions, wait_until
+from fuse_helpers import MEMFS, Mount, Mounter, errno_of, run, versions, wait_until
 
+from memfs.fuse.status import read_status
 from memfs.model import Actor, MemoryStore, Operation, Scope
 from memfs.store import Engine
 
@@ -236,3 +237,49 @@ def test_a_redaction_purges_the_bytes_from_every_mounts_caches(
         after = mount.status["memory_cache"]
         assert after["size_bytes"] == before[mount.path]["size_bytes"] - len(secret)
     assert backend_status(remote)["cache_entries"] == 1
+
+
+def test_a_flat_remote_mount_merges_the_sessions_stores(
+    mounter: Mounter,
+    server: Server,
+    engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    make_session: Callable[..., str],
+) -> None:
+    main = make_store("Main", {"/shared.md": "main wins\n"})
+    reference = make_store("Reference", {"/shared.md": "shadowed\n", "/guide.md": "guide\n"})
+    mount = mount_remote(mounter, server, make_session(main, (reference, "read_only")),
+                         layout="flat")
+    assert sorted(os.listdir(mount.path)) == ["guide.md", "shared.md"]
+    assert (mount / "shared.md").read_text() == "main wins\n"
+    (mount / "guide.md").write_text("copied up\n")  # SPEC §4 overlay: into the default
+    assert engine.get_memory_by_path(main.id, "/guide.md").content == "copied up\n"
+    assert engine.get_memory_by_path(reference.id, "/guide.md").content == "guide\n"
+    assert errno_of(f"os.unlink({str(mount / 'guide.md')!r}); os.unlink("
+                    f"{str(mount / 'guide.md')!r})") == "EROFS"
+
+
+def test_a_background_remote_mount_keeps_its_token_out_of_its_command_line(
+    mounter: Mounter,
+    server: Server,
+    make_store: Callable[..., MemoryStore],
+    make_session: Callable[..., str],
+    tmp_path: Path,
+) -> None:
+    notes = make_store("Notes", {"/a.md": "a\n"})
+    token = make_session(notes)
+    path = tmp_path / "background"
+    path.mkdir()
+    out = run(MEMFS, "mount", path, "--api", server.url, "--token", token).stdout
+    assert out.startswith(f"mounted {path}")
+    record = read_status(str(path))
+    assert record is not None
+    mount = Mount(path, int(record["pid"]), Path(record["log_file"]), None)
+    mounter.mounts.append(mount)
+    cmdline = Path(f"/proc/{mount.pid}/cmdline").read_bytes()
+    assert token.encode() not in cmdline and b"--api" in cmdline
+    assert (path / "notes/a.md").read_text() == "a\n"
+    mount.expect_log("is already a mount point")  # the same log file
+    again = run(MEMFS, "mount", path, "--api", server.url, "--token", token, check=False)
+    assert again.returncode == 1 and "already a mount point" in again.stderr
+    mounter.unmount(mount)
