@@ -598,7 +598,8 @@ class MemfsSystem(FuseDaemonSystem):
         self.seed_rate_ms: float | None = None
         self.notes = [
             "memfs embedded mount (SQLite WAL in $MEMFS_HOME on the backing dir, "
-            "synchronous=FULL: every close is a durable commit)",
+            f"synchronous={os.environ.get('MEMFS_SQLITE_SYNC', 'normal').upper()}: every "
+            "close is a commit before close() returns)",
             "cold = memfs umount, drop the page cache, mount; mount time = `memfs mount` "
             "(background daemon, the default) until the store directory lists",
             f"MEMFS_MEMORY_LIMIT={self.MEMORY_LIMIT} so every repeat's copy fits in one store",
