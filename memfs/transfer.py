@@ -28,11 +28,13 @@ precondition so that a concurrent writer is never overwritten silently.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import enum
 import hashlib
 import json
 import os
+import secrets
 import stat
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -471,7 +473,10 @@ def export_tree(
         on_total: called once with the number of memories to export (for progress).
 
     Raises:
-        NotFound: unknown store. InvalidPath: bad prefix. OSError: a file can't be written.
+        NotFound: unknown store. InvalidPath: bad prefix. OSError: a file can't be written
+            (``filename`` names it). Each file is written whole or not at all (a temporary
+            name, then a rename), so the files yielded before the error are complete and
+            nothing else was written; the caller reports them (``memfs export`` lists them).
     """
     memories = _selected(engine, store_id, prefix)
     if on_total is not None:
@@ -486,10 +491,38 @@ def export_tree(
         data = full.content.encode("utf-8")
         target = directory.joinpath(*full.path[len(prefix) :].split("/"))
         target.parent.mkdir(parents=True, exist_ok=True)
-        temporary = target.with_name(f".{target.name}.memfs-export")
-        temporary.write_bytes(data)
-        temporary.replace(target)
+        _write_atomically(target, data)
         yield ExportOutcome(full.path, target, len(data))
+
+
+def _write_atomically(target: Path, data: bytes) -> None:
+    """Writes ``data`` to a short temporary name beside ``target``, then renames it over.
+
+    The temporary name (``.memfs-export-<16 hex>.tmp``, 34 bytes) fits NAME_MAX whatever
+    the length of ``target``'s name (a memory path segment may itself be 255 bytes, SPEC
+    §1), and is a scratch name (``*.tmp``, SPEC §4), so exporting into a memfs mount
+    stores one version of ``target`` only. The file gets the mode a plain ``open()``
+    would give (0666 minus the umask). A reader never sees a half-written ``target``; on
+    failure the temporary file is removed.
+
+    Raises:
+        OSError: the file can't be created, written or renamed.
+    """
+    temporary = target.with_name(f".memfs-export-{secrets.token_hex(8)}.tmp")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(target)) from exc
+    try:
+        with open(fd, "wb") as stream:
+            stream.write(data)
+        os.replace(temporary, target)
+    except BaseException as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        if isinstance(exc, OSError):  # name the file the user asked for, not ours
+            raise OSError(exc.errno, exc.strerror, str(target)) from exc
+        raise
 
 
 def export_jsonl(

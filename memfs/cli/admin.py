@@ -1080,6 +1080,8 @@ def export_command(
     terminal = _is_terminal() and not to_stdout
     count = 0
     total_bytes = 0
+    selected = 0
+    written: list[Path] = []
     with _engine(database) as engine:
         found = engine.find_store(store)
         with contextlib.ExitStack() as stack:
@@ -1087,6 +1089,8 @@ def export_command(
             task = progress.add_task(f"exporting {found.name}", total=None) if progress else None
 
             def on_total(total: int) -> None:
+                nonlocal selected
+                selected = total
                 if progress is not None:
                     progress.update(task, total=total)
 
@@ -1107,12 +1111,25 @@ def export_command(
                 for outcome in outcomes:
                     count += 1
                     total_bytes += outcome.size_bytes
+                    if outcome.file is not None:
+                        written.append(outcome.file)
                     if progress is not None:
                         progress.advance(task)
             except BrokenPipeError:
                 raise  # the reader went away (`| head`): click exits quietly
             except OSError as exc:
-                _fail(f"cannot write {exc.filename or target}: {_os_reason(exc)}")
+                if progress is not None:
+                    stack.close()  # take the progress bar down before printing
+                reason = f"cannot write {exc.filename or target}: {_os_reason(exc)}"
+                if output_format is ExportFormat.FILES:
+                    # Each file is written whole or not at all: say which ones were.
+                    for file in written:
+                        _stderr(f"written {file}")
+                    reason += (
+                        f" (export stopped: {len(written)} of {selected} memories written"
+                        f"{', listed above' if written else ''})"
+                    )
+                _fail(reason)
     if not to_stdout:
         typer.echo(
             f'exported {count} memories ({total_bytes:,} bytes) from "{found.name}" to {target}'

@@ -210,6 +210,42 @@ def test_export_files_round_trip(cli: Cli, store: dict[str, Any], tmp_path: Path
     cli.run("export", STORE, str(out), "--force")
 
 
+def test_export_writes_a_memory_whose_name_is_255_bytes(
+    cli: Cli, store: dict[str, Any], tmp_path: Path
+) -> None:
+    # A segment of 255 bytes is a valid memory name (SPEC §1) and a valid file name
+    # (NAME_MAX): the temporary file the export writes first must not be longer.
+    long_name = "n" * 252 + ".md"
+    cli.put(STORE, f"/a/{long_name}", "long\n")
+    cli.put(STORE, "/b.md", "short\n")
+    out = tmp_path / "out"
+    for extra in ((), ("--force",)):
+        exported = cli.run("export", STORE, str(out), *extra)
+        assert exported.stdout.startswith("exported 2 memories (11 bytes)")
+        assert (out / "a" / long_name).read_text() == "long\n"
+        assert (out / "b.md").read_text() == "short\n"
+        assert sorted(p.name for p in out.rglob("*")) == ["a", "b.md", long_name]
+
+
+def test_export_error_lists_the_files_written_before_it(
+    cli: Cli, store: dict[str, Any], tmp_path: Path
+) -> None:
+    for path in ("/0.md", "/a/b.md", "/z.md"):
+        cli.put(STORE, path, f"{path}\n")
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "a").write_text("a file where the export needs a folder\n")
+    result = cli.run("export", STORE, str(out), "--force", expect=1)
+    assert result.stderr.splitlines() == [
+        f"written {out / '0.md'}",
+        f"memfs: error: cannot write {out / 'a'}: File exists "
+        "(export stopped: 1 of 3 memories written, listed above)",
+    ]
+    # What was written is whole, and no temporary file is left behind.
+    assert sorted(p.name for p in out.iterdir()) == ["0.md", "a"]
+    assert (out / "0.md").read_text() == "/0.md\n"
+
+
 def test_export_jsonl_round_trip_keeps_metadata(
     cli: Cli, store: dict[str, Any], tmp_path: Path
 ) -> None:
