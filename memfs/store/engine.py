@@ -205,6 +205,17 @@ def _check_limit(limit: int) -> int:
     return limit
 
 
+def _check_precondition(row: Row[Any], expected_sha256: str | None) -> None:
+    """SPEC §2 optimistic concurrency: raises PreconditionFailed unless the memory's
+    head digest is ``expected_sha256`` (None: no precondition)."""
+    if expected_sha256 is not None and expected_sha256 != row.content_sha256:
+        raise PreconditionFailed(
+            f"memory {row.id!r} has content_sha256 {row.content_sha256}, "
+            f"not the expected {expected_sha256}",
+            actual_sha256=row.content_sha256,
+        )
+
+
 class ResourceSpec:
     """A store to attach to a new session: id, access mode and optional instructions."""
 
@@ -961,12 +972,7 @@ class Engine:
             store_row = self._lock_store(conn, store_id)
             row = self._live_row(conn, store_id, memory_id)
             self._require_writable(store_row)
-            if expected_sha256 is not None and expected_sha256 != row.content_sha256:
-                raise PreconditionFailed(
-                    f"memory {memory_id!r} has content_sha256 {row.content_sha256}, "
-                    f"not the expected {expected_sha256}",
-                    actual_sha256=row.content_sha256,
-                )
+            _check_precondition(row, expected_sha256)
             new_sha = sha256_of(data) if data is not None else row.content_sha256
             content_changed = data is not None and new_sha != row.content_sha256
             path_changed = path is not None and path != row.path
@@ -1026,16 +1032,26 @@ class Engine:
             )
             return self._memory_after(conn, memory_id, True)
 
-    def _soft_delete(
+    def _tombstone(
         self,
         conn: Connection,
         store_id: str,
         row: Row[Any],
         *,
+        mode: DeleteMode,
         actor: Actor | None,
         reason: str | None,
         now: str,
+        content: dict[str, Any],
     ) -> None:
+        """Turns a live memory into a tombstone: a ``deleted`` version (keeping the path),
+        the row marked with ``mode``, the audit entry and the change, in one go.
+
+        Args:
+            content: the row's content columns after the change (``blob_key`` None for a
+                soft delete; the replacement's key, digest, size and cleared metadata for
+                a redaction).
+        """
         version_id = self._insert_version(
             conn,
             store_id=store_id,
@@ -1053,14 +1069,14 @@ class Engine:
             update(memories)
             .where(memories.c.id == row.id)
             .values(
-                blob_key=None,
                 deleted_at=now,
-                delete_mode=DeleteMode.SOFT_DELETE.value,
+                delete_mode=mode.value,
                 head_version_id=version_id,
                 updated_at=now,
+                **content,
             )
         )
-        self._audit(conn, store_id, "soft_delete", memory_id=row.id, actor=actor, reason=reason)
+        self._audit(conn, store_id, mode.value, memory_id=row.id, actor=actor, reason=reason)
         self._emit(
             conn,
             store_id,
@@ -1069,6 +1085,27 @@ class Engine:
             path=row.path,
             entries=-1,
             size_bytes=-row.size_bytes,
+        )
+
+    def _soft_delete(
+        self,
+        conn: Connection,
+        store_id: str,
+        row: Row[Any],
+        *,
+        actor: Actor | None,
+        reason: str | None,
+        now: str,
+    ) -> None:
+        self._tombstone(
+            conn,
+            store_id,
+            row,
+            mode=DeleteMode.SOFT_DELETE,
+            actor=actor,
+            reason=reason,
+            now=now,
+            content={"blob_key": None},
         )
 
     def _redact_version_row(
@@ -1151,12 +1188,7 @@ class Engine:
         with self._write() as conn:
             self._lock_store(conn, store_id)
             row = self._live_row(conn, store_id, memory_id)
-            if expected_sha256 is not None and expected_sha256 != row.content_sha256:
-                raise PreconditionFailed(
-                    f"memory {memory_id!r} has content_sha256 {row.content_sha256}, "
-                    f"not the expected {expected_sha256}",
-                    actual_sha256=row.content_sha256,
-                )
+            _check_precondition(row, expected_sha256)
             now = _now()
             if mode is DeleteMode.SOFT_DELETE:
                 self._soft_delete(conn, store_id, row, actor=actor, reason=reason, now=now)
@@ -1170,46 +1202,36 @@ class Engine:
                 for version_row in old_versions:
                     if version_row.redacted_at is None:
                         self._redact_version_row(conn, version_row, actor, now)
-                version_id = self._insert_version(
+                self._tombstone(
                     conn,
-                    store_id=store_id,
-                    memory_id=memory_id,
-                    operation=Operation.DELETED,
-                    path=row.path,
-                    blob_key=None,
-                    sha=None,
-                    size=None,
+                    store_id,
+                    row,
+                    mode=DeleteMode.REDACT,
                     actor=actor,
-                    now=now,
                     reason=reason,
-                )
-                conn.execute(
-                    update(memories)
-                    .where(memories.c.id == memory_id)
-                    .values(
-                        blob_key=key,
-                        content_sha256=digest,
-                        size_bytes=len(replacement_data),
-                        metadata_json="{}",
-                        deleted_at=now,
-                        delete_mode=DeleteMode.REDACT.value,
-                        head_version_id=version_id,
-                        updated_at=now,
-                    )
+                    now=now,
+                    content={
+                        "blob_key": key,
+                        "content_sha256": digest,
+                        "size_bytes": len(replacement_data),
+                        "metadata_json": "{}",
+                    },
                 )
             else:
                 conn.execute(delete(versions).where(versions.c.memory_id == memory_id))
                 conn.execute(delete(memories).where(memories.c.id == memory_id))
-            self._audit(conn, store_id, mode.value, memory_id=memory_id, actor=actor, reason=reason)
-            self._emit(
-                conn,
-                store_id,
-                ChangeKind.MEMORY_DELETED,
-                memory_id=memory_id,
-                path=row.path,
-                entries=-1,
-                size_bytes=-row.size_bytes,
-            )
+                self._audit(
+                    conn, store_id, mode.value, memory_id=memory_id, actor=actor, reason=reason
+                )
+                self._emit(
+                    conn,
+                    store_id,
+                    ChangeKind.MEMORY_DELETED,
+                    memory_id=memory_id,
+                    path=row.path,
+                    entries=-1,
+                    size_bytes=-row.size_bytes,
+                )
             self._gc_blobs(conn, store_id, purged_keys)
         self._checkpoint()
 
