@@ -197,11 +197,15 @@ def _is_local_scratch(node: Node) -> bool:
 
 @dataclass(eq=False)
 class _Handle:
-    """An open file. ``wrote``: data was written (or truncated) through this handle."""
+    """An open file. ``wrote``: data was written (or truncated) through this handle.
+    ``append``: opened with ``O_APPEND``: every write goes to the end of the content the
+    mount holds, whatever offset the kernel computed from its cached (maybe stale) size
+    (write(2): "the file offset is first set to the end of the file")."""
 
     node: Node
     writable: bool
     wrote: bool = False
+    append: bool = False
 
 
 class Operations(pyfuse3.Operations):
@@ -509,7 +513,7 @@ class Operations(pyfuse3.Operations):
             node = self._table.new_file(parent, text_name, attachment)
             node.buffer = bytearray()
             node.dirty = True  # a new file becomes a memory at its first close
-            fh = self._open_handle(node, writable=True)
+            fh = self._open_handle(node, writable=True, append=bool(flags & os.O_APPEND))
             attributes = self._remember(node)
         self._send_notices()
         return pyfuse3.FileInfo(fh=fh, keep_cache=False), attributes
@@ -535,16 +539,21 @@ class Operations(pyfuse3.Operations):
                 buffer.clear()
                 node.dirty = True
                 node.mtime_ns = time.time_ns()
-        fh = self._open_handle(node, writable=writable)
+        fh = self._open_handle(node, writable=writable, append=bool(flags & os.O_APPEND))
         # keep_cache only when the kernel's pages hold exactly what this open serves.
         served = node.base_sha256 if not node.dirty else None
         keep_cache = served is not None and node.kernel_sha256 == served
+        if node.kernel_sha256 is not None and node.kernel_sha256 != served:
+            # The kernel was last told of other content: its cached size is stale too.
+            # Invalidated by the notice task, never from inside this handler.
+            self._table.notice(Notice(node.inode, attr_only=True))
+            self._send_notices()
         node.kernel_sha256 = served
         return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache)
 
-    def _open_handle(self, node: Node, *, writable: bool) -> int:
+    def _open_handle(self, node: Node, *, writable: bool, append: bool = False) -> int:
         fh = next(self._next_fh)
-        self._handles[fh] = _Handle(node, writable)
+        self._handles[fh] = _Handle(node, writable, append=append)
         node.open_count += 1
         return fh
 
@@ -564,6 +573,13 @@ class Operations(pyfuse3.Operations):
         handle = self._handle(fh)
         node = handle.node
         self._table.content_target(node)
+        if handle.append:
+            end_of_content = len(await self._ensure_buffer(node))
+            if off != end_of_content:
+                # The kernel's size was stale: so is the size it will cache after this.
+                self._table.notice(Notice(node.inode, attr_only=True))
+                self._send_notices()
+            off = end_of_content
         end = off + len(buf)
         try:
             self._check_size(node, end)

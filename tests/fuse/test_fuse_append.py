@@ -1,0 +1,72 @@
+"""O_APPEND through a mount: every write of an O_APPEND descriptor goes to the end of
+the content the file shows (POSIX write(2)), even when the kernel's cached size is
+stale because the memory was changed elsewhere (SPEC §4: nothing is silently lost)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+
+from fuse_helpers import live, run, run_python
+
+
+def test_an_append_after_a_change_elsewhere_goes_to_the_end(mount, store_engine) -> None:
+    store_id = str(mount.status["stores"][0]["id"])
+    path = mount / "notes" / "f.md"
+    run("sh", "-c", f"echo one > {path}")
+    out = run_python(f"""
+        import os, time
+        from memfs.store import open_engine
+        reader = open({str(path)!r})  # an open reader: the mount keeps what it served
+        assert os.stat({str(path)!r}).st_size == 4
+        engine = open_engine()  # another writer (like the API or the CLI)
+        memory = engine.get_memory_by_path({store_id!r}, "/f.md", with_content=False)
+        new = engine.update_memory({store_id!r}, memory.id,
+                                   content="one\\nTWO written via API\\n", actor=None)
+        engine.close()
+        deadline = time.monotonic() + 5
+        while os.getxattr({str(path)!r}, "user.memfs.version_id").decode() != \\
+                new.memory_version_id:
+            assert time.monotonic() < deadline, "the change never reached the mount"
+            time.sleep(0.02)
+        os.stat({str(path)!r})  # the kernel caches a size now
+        reader.close()
+        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_APPEND)
+        os.write(fd, b"X\\n")
+        os.close(fd)
+        print("appended")
+    """)
+    assert out == "appended\n"
+    memories = live(store_engine, store_id)
+    conflicts = [p for p in memories if ".conflict-" in p]
+    assert memories["/f.md"].content == "one\nTWO written via API\nX\n", (
+        memories["/f.md"].content, conflicts
+    )
+    assert conflicts == []
+
+
+def test_two_mounts_appending_at_once_lose_no_line(mounter, make_store, store_engine) -> None:
+    store = make_store("Notes", {"/f.md": "start\n"})
+    first = mounter.mount("Notes")
+    second = mounter.mount("Notes")
+    for m in (first, second):
+        m.expect_log("conflict: /f.md was changed by another writer")
+    loops = [
+        subprocess.Popen(
+            ["sh", "-c", f"for i in $(seq 50); do echo {tag}$i >> {m / 'notes' / 'f.md'}; done"]
+        )
+        for tag, m in (("A", first), ("B", second))
+    ]
+    assert [p.wait(timeout=60) for p in loops] == [0, 0]
+    memories = live(store_engine, store.id)
+    assert set(memories) <= {"/f.md"} | {p for p in memories if ".conflict-" in p}
+    found: set[str] = set()
+    for memory in memories.values():
+        assert memory.content is not None
+        found.update(memory.content.splitlines())
+    expected = {f"{tag}{i}" for tag in "AB" for i in range(1, 51)}
+    missing = sorted(expected - found, key=lambda s: (s[0], int(s[1:])))
+    assert not missing, f"lines lost: {missing}"
+    # Every line in the head is whole (no write landed inside another one).
+    head = memories["/f.md"].content or ""
+    assert all(re.fullmatch(r"start|[AB]\d+", line) for line in head.splitlines()), head
