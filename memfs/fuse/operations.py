@@ -928,12 +928,21 @@ class Operations(pyfuse3.Operations):
                 node.parked = True
             return
         memory: Memory
+        # Writes not yet closed stay pending: the close that follows commits them under
+        # the new name, with the precondition the file was opened with. Without a
+        # writable handle left to close, they are committed with the rename.
+        keep_pending = (
+            node.memory is not None
+            and not node.parked
+            and node.dirty
+            and any(h.writable and h.node is node for h in self._handles.values())
+        )
         if node.memory is not None:
             # A stored or parked file gets a real name: rename the memory (one version,
             # id kept; rename(2) replaces the target). A parked file renamed to where
             # its memory still is changes nothing in the store.
             content = None
-            if node.parked and node.dirty:
+            if node.dirty and not keep_pending:
                 content = validate_content_bytes(bytes(await self._ensure_buffer(node)))
             memory = await self._backend.update_memory(
                 target.store_id, node.memory.id, path=new_path, content=content, replace=True
@@ -972,10 +981,11 @@ class Operations(pyfuse3.Operations):
                 await self._discard(existing, target, store_replaced=True)
             self._cache.put(memory.blob_key, data)
         self._table.move(node, new_parent, new_name)
-        node.dirty = False
+        node.dirty = keep_pending
         node.parked = False
         self._table.set_memory(node, memory)
-        node.base_sha256 = memory.content_sha256
+        if not keep_pending:
+            node.base_sha256 = memory.content_sha256
         node.kernel_sha256 = None
         for ancestor in self._table.ancestors(node):
             ancestor.held = False

@@ -70,3 +70,43 @@ def test_two_mounts_appending_at_once_lose_no_line(mounter, make_store, store_en
     # Every line in the head is whole (no write landed inside another one).
     head = memories["/f.md"].content or ""
     assert all(re.fullmatch(r"start|[AB]\d+", line) for line in head.splitlines()), head
+
+
+def test_renaming_a_file_with_unclosed_writes_keeps_them(mount, store_engine) -> None:
+    store_id = str(mount.status["stores"][0]["id"])
+    notes = mount / "notes"
+    run("sh", "-c", f"echo line1 > {notes / 'log.md'}")
+    run_python(f"""
+        import os
+        f = open({str(notes / 'log.md')!r}, "a")
+        f.write("line2\\n")
+        f.flush()
+        os.rename({str(notes / 'log.md')!r}, {str(notes / 'log-old.md')!r})
+        f.close()
+    """)
+    memories = live(store_engine, store_id)
+    assert "/log.md" not in memories
+    assert memories["/log-old.md"].content == "line1\nline2\n"
+    assert (notes / "log-old.md").read_text() == "line1\nline2\n"
+
+
+def test_renaming_over_an_existing_file_with_unclosed_writes_keeps_them(
+    mount, store_engine
+) -> None:
+    store_id = str(mount.status["stores"][0]["id"])
+    notes = mount / "notes"
+    run("sh", "-c", f"echo line1 > {notes / 'log.md'}")
+    run_python(f"""
+        import os
+        f = open({str(notes / 'log.md')!r}, "a")
+        f.write("line2\\n")
+        f.flush()
+        os.rename({str(notes / 'log.md')!r}, {str(notes / 'hello.md')!r})
+        f.close()
+        with open({str(notes / 'hello.md')!r}, "a") as g:  # and once more, by its new name
+            g.write("line3\\n")
+    """)
+    memories = live(store_engine, store_id)
+    assert sorted(memories) == ["/hello.md", "/projects/plan.md"]
+    assert memories["/hello.md"].content == "line1\nline2\nline3\n"
+    assert (notes / "hello.md").read_text() == "line1\nline2\nline3\n"
