@@ -9,6 +9,11 @@ mounts waiting on them learn of the shutdown instead of a dropped connection.
 Once listening, one line ``memfs: serving on http://HOST:PORT`` is printed to stdout
 (flushed), with the real port when ``--port 0`` asked the kernel for a free one; tests and
 scripts wait for it.
+
+Startup failures are one :class:`~memfs.errors.MemfsError` each (the CLI prints its
+message as one line, exit status 1), never a traceback: the database is opened, and the
+listening socket bound, before the event loop starts, so their errors are plain
+exceptions rather than Hypercorn's nested exception groups.
 """
 
 from __future__ import annotations
@@ -16,18 +21,20 @@ from __future__ import annotations
 import functools
 import ipaddress
 import logging
+import re
 import signal
 import sys
 from typing import Any
 
-import hypercorn.trio
 import trio
-from hypercorn.config import Config
+from hypercorn.config import Config, Sockets
+from hypercorn.trio.run import worker_serve
+from hypercorn.utils import wrap_app
 
 from memfs.api.app import create_app
 from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT
-from memfs.errors import InvalidInput
-from memfs.store import open_engine
+from memfs.errors import InvalidInput, MemfsError
+from memfs.store import Engine, open_engine
 
 __all__ = ["GRACEFUL_TIMEOUT_S", "READY_PREFIX", "serve"]
 
@@ -60,12 +67,67 @@ async def _wait_for_signal(app: Any) -> None:
             return
 
 
-async def _serve(app: Any, config: Config) -> None:
+def _reason(exc: BaseException) -> str:
+    """The first line of an exception's text, without SQLAlchemy's ``(module.Class)`` tag."""
+    if isinstance(exc, OSError) and exc.strerror:
+        text = exc.strerror
+        return text[:1].lower() + text[1:]
+    lines = str(exc).strip().splitlines()
+    if not lines:
+        return type(exc).__name__
+    return re.sub(r"^\([\w.]+\) ", "", lines[0])
+
+
+def _open_engine(database: str | None) -> Engine:
+    """Opens the store database, or raises MemfsError with one line saying why not.
+
+    Raises:
+        MemfsError: the database can't be opened (unreachable PostgreSQL server, bad
+            credentials, a URL of an unsupported kind, an unwritable SQLite file…).
+    """
+    try:
+        return open_engine(database)
+    except MemfsError:
+        raise
+    except (ImportError, ValueError) as exc:  # no driver, or a URL SQLAlchemy can't parse
+        raise MemfsError(
+            f"cannot open the store database: {_reason(exc)} (use a SQLite file path, "
+            "sqlite:///PATH or postgresql://USER@HOST/DB)",
+            code="database_unavailable",
+        ) from exc
+    except Exception as exc:  # noqa: BLE001 - any other failure to open is the setup's
+        raise MemfsError(
+            f"cannot open the store database: {_reason(exc)}", code="database_unavailable"
+        ) from exc
+
+
+def _listen(config: Config, host: str, port: int) -> Sockets:
+    """Binds and listens on ``config.bind`` before the event loop starts.
+
+    Raises:
+        MemfsError: the address is in use, not local, or the host name is unknown;
+            the message reads ``cannot listen on HOST:PORT: <reason>``.
+    """
+    try:
+        sockets = config.create_sockets()
+        for sock in sockets.insecure_sockets:
+            sock.listen(config.backlog)
+    except (OSError, OverflowError) as exc:
+        raise MemfsError(
+            f"cannot listen on {_bind(host, port)}: {_reason(exc)}", code="cannot_listen"
+        ) from exc
+    return sockets
+
+
+async def _serve(app: Any, config: Config, sockets: Sockets) -> None:
     async with trio.open_nursery() as nursery:
+        # hypercorn.trio.serve() minus its own socket creation: the sockets are bound
+        # already (the path Hypercorn's own multi-worker runner takes).
         serve = functools.partial(
-            hypercorn.trio.serve,
-            app,
+            worker_serve,
+            wrap_app(app, config.wsgi_max_body_size, None),
             config,
+            sockets=sockets,
             shutdown_trigger=functools.partial(_wait_for_signal, app),
         )
         binds = await nursery.start(serve)
@@ -91,25 +153,34 @@ def serve(
 
     Raises:
         InvalidInput: ``insecure_dev`` on a non-loopback host.
+        MemfsError: the database can't be opened (``cannot open the store database:
+            …``) or the address can't be listened on (``cannot listen on HOST:PORT: …``).
     """
     if insecure_dev and not _is_loopback(host):
         raise InvalidInput(f"--insecure-dev is only allowed on a loopback host, not {host!r}")
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
-    if insecure_dev:
-        log.warning("--insecure-dev: requests without a valid credential act as an admin")
-    engine = open_engine(database)
+    config = Config()
+    config.bind = [_bind(host, port)]
+    config.accesslog = None
+    # A Logger (not "-") so Hypercorn adds no handler of its own beside basicConfig's.
+    config.errorlog = logging.getLogger("hypercorn.error")
+    config.graceful_timeout = GRACEFUL_TIMEOUT_S
+    # Bind and open before logging is configured, so that a startup failure is the one
+    # error line alone (not after the INFO lines of the schema migrations).
+    sockets = _listen(config, host, port)
     try:
-        config = Config()
-        config.bind = [_bind(host, port)]
-        config.accesslog = None
-        # A Logger (not "-") so Hypercorn adds no handler of its own beside basicConfig's.
-        config.errorlog = logging.getLogger("hypercorn.error")
-        config.graceful_timeout = GRACEFUL_TIMEOUT_S
-        app = create_app(engine, insecure_dev=insecure_dev)
-        trio.run(_serve, app, config)
+        engine = _open_engine(database)
+        try:
+            logging.basicConfig(
+                level=logging.INFO,
+                format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                stream=sys.stderr,
+            )
+            if insecure_dev:
+                log.warning("--insecure-dev: requests without a valid credential act as an admin")
+            app = create_app(engine, insecure_dev=insecure_dev)
+            trio.run(_serve, app, config, sockets)
+        finally:
+            engine.close()
     finally:
-        engine.close()
+        for sock in sockets.insecure_sockets:
+            sock.close()

@@ -20,6 +20,7 @@ import enum
 import getpass
 import json
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from datetime import UTC, datetime
@@ -51,7 +52,7 @@ from memfs.wire import (
     version_to_wire,
 )
 
-__all__ = ["register"]
+__all__ = ["command_engine", "print_table", "register"]
 
 _PAGE_LIMIT = 100  # items per engine call when a command walks a whole listing
 
@@ -102,11 +103,13 @@ def _fail(message: str) -> NoReturn:
 
 
 @contextlib.contextmanager
-def _engine(database: str | None) -> Iterator[Engine]:
+def command_engine(database: str | None) -> Iterator[Engine]:
     """Opens the engine for one command and closes it afterwards.
 
-    OS-level failures (unwritable ``$MEMFS_HOME``, a missing parent directory) become one
-    error line; MemfsError passes through to ``memfs.cli.main``.
+    Failures to open (unwritable ``$MEMFS_HOME``, a missing parent directory, an
+    unreachable PostgreSQL server, a URL of an unknown kind) become one error line,
+    ``cannot open the store database: …``; MemfsError passes through to
+    ``memfs.cli.main``. Used by the ``server`` commands too.
     """
     from memfs.store import open_engine
 
@@ -123,8 +126,9 @@ def _engine(database: str | None) -> Iterator[Engine]:
 
 
 def _one_line(exc: BaseException) -> str:
+    """The first line of an exception's text, without SQLAlchemy's ``(module.Class)`` tag."""
     text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__
+    return re.sub(r"^\([\w.]+\) ", "", text[0]) if text else type(exc).__name__
 
 
 def _actor() -> Actor:
@@ -159,7 +163,7 @@ def _size(size_bytes: int | None) -> str:
     return "" if size_bytes is None else f"{size_bytes:,}"
 
 
-def _print_table(columns: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str) -> None:
+def print_table(columns: Sequence[str], rows: Sequence[Sequence[str]], *, empty: str) -> None:
     """A table: rich on a terminal, aligned plain text with a header on a pipe.
 
     Numeric columns (named in ``_RIGHT_ALIGNED``) are right-aligned. Nothing is printed
@@ -290,7 +294,7 @@ def store_create(
     database: DatabaseOption = None,
 ) -> None:
     """Create a memory store."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         store = engine.create_store(name, description, _parse_metadata(metadata))
     _print_store(store, as_json)
 
@@ -304,7 +308,7 @@ def store_list(
     database: DatabaseOption = None,
 ) -> None:
     """List stores, newest first."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         stores = list(
             _all_pages(
                 lambda cursor: engine.list_stores(
@@ -326,7 +330,7 @@ def store_list(
         )
         for s in stores
     ]
-    _print_table(
+    print_table(
         ("ID", "NAME", "MEMORIES", "SIZE", "CREATED", "STATE"), rows, empty="no memory stores"
     )
 
@@ -336,7 +340,7 @@ def store_show(
     store: StoreArgument, as_json: JsonOption = False, database: DatabaseOption = None
 ) -> None:
     """Show one store with its counters."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
     _print_store(found, as_json)
 
@@ -360,7 +364,7 @@ def store_update(
     patch: dict[str, str | None] = dict(_parse_metadata(metadata))
     for key in unset or ():
         patch[key] = None
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         updated = engine.update_store(
             found.id, name=name, description=description, metadata_patch=patch or None
@@ -373,7 +377,7 @@ def store_archive(
     store: StoreArgument, as_json: JsonOption = False, database: DatabaseOption = None
 ) -> None:
     """Archive a store: one-way; it becomes read-only (SPEC §2)."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         archived = engine.archive_store(found.id, actor=_actor())
     if as_json:
@@ -390,7 +394,7 @@ def store_delete(
     database: DatabaseOption = None,
 ) -> None:
     """Delete a store with all its memories and versions (permanent)."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         if not yes:
             if not sys.stdin.isatty():
@@ -440,7 +444,7 @@ def memory_ls(
 ) -> None:
     """List memories (and, with --depth, directories ending in /)."""
     path_prefix = _prefix(prefix)
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         if deleted:
             items: list[Memory | MemoryPrefix] = [
@@ -476,9 +480,9 @@ def memory_ls(
             for m in items
             if isinstance(m, Memory)
         ]
-        _print_table(("PATH", "SIZE", "DELETED", "ID"), rows, empty="no deleted memories")
+        print_table(("PATH", "SIZE", "DELETED", "ID"), rows, empty="no deleted memories")
     else:
-        _print_table(("PATH", "SIZE", "UPDATED", "ID"), _memory_rows(items), empty="no memories")
+        print_table(("PATH", "SIZE", "UPDATED", "ID"), _memory_rows(items), empty="no memories")
 
 
 @memory_app.command("cat")
@@ -488,7 +492,7 @@ def memory_cat(
     database: DatabaseOption = None,
 ) -> None:
     """Print a memory's content, byte for byte."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         memory = _find_memory(engine, found.id, path)
     assert memory.content is not None
@@ -524,7 +528,7 @@ def memory_put(
     validate_path(path)
     memory_metadata = _parse_metadata(metadata) if metadata else None
     actor = _actor()
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         try:
             current: Memory | None = engine.get_memory_by_path(found.id, path, with_content=False)
@@ -568,7 +572,7 @@ def memory_mv(
 ) -> None:
     """Rename a memory (its id is kept), or move a whole directory in one transaction."""
     actor = _actor()
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         memory: Memory | None = None
         if not old.endswith("/"):
@@ -618,7 +622,7 @@ def memory_rm(
     database: DatabaseOption = None,
 ) -> None:
     """Delete a memory (soft by default: restorable with `memfs memory restore`)."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         memory = _find_memory(engine, found.id, path)
         engine.delete_memory(
@@ -658,7 +662,7 @@ def memory_restore(
     database: DatabaseOption = None,
 ) -> None:
     """Bring back a soft-deleted memory with its id, path and content."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         deleted = engine.deleted_memories(found.id)  # newest deletion first
         key = "id" if reference.startswith("mem_") else "path"
@@ -737,7 +741,7 @@ def version_ls(
     database: DatabaseOption = None,
 ) -> None:
     """List versions, newest first, with their operation, path, author and time."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         if path is not None:
             versions = _versions_for_path(engine, found.id, path)
@@ -782,7 +786,7 @@ def version_ls(
         )
         for v in versions
     ]
-    _print_table(
+    print_table(
         ("VERSION", "TIME", "OPERATION", "PATH", "AUTHOR", "SIZE"), rows, empty="no versions"
     )
     if more:
@@ -800,7 +804,7 @@ def version_show(
     database: DatabaseOption = None,
 ) -> None:
     """Show one version with its content."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         version = engine.get_version(found.id, version_id, with_content=True)
     if as_json:
@@ -852,7 +856,7 @@ def version_redact(
     database: DatabaseOption = None,
 ) -> None:
     """Scrub a historical version's content and path for good (SPEC §2 redaction)."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         version = engine.redact_version(found.id, version_id, actor=_actor())
     if as_json:
@@ -948,7 +952,7 @@ def import_command(
     terminal = _is_terminal() and not as_json
     fatal: MemfsError | None = None
     interrupted = False
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         try:
             found = engine.find_store(store)
         except NotFound:
@@ -1082,7 +1086,7 @@ def export_command(
     total_bytes = 0
     selected = 0
     written: list[Path] = []
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         found = engine.find_store(store)
         with contextlib.ExitStack() as stack:
             progress = stack.enter_context(_progress(terminal))
@@ -1142,7 +1146,7 @@ def export_command(
 def fsck_command(database: DatabaseOption = None) -> None:
     """Check every storage invariant; print each problem and exit 1 if there is any."""
     findings = 0
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         for finding in engine.iter_fsck_findings():
             findings += 1
             typer.echo(f"fsck: {finding}")
@@ -1210,7 +1214,7 @@ def prompt_command(
         given[key] = value
     if session_id is not None and given:
         raise typer.BadParameter("with --session the instructions are the session's own")
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         if session_id is not None:
             resources = engine.get_session(session_id).resources
         else:

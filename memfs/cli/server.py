@@ -11,17 +11,16 @@ Errors print one line, ``memfs: error: <message>``, on stderr and exit with stat
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Iterator
 from typing import Annotated, Any
 
 import typer
 
+from memfs.cli.admin import command_engine
 from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT
 from memfs.errors import InvalidInput
 from memfs.model import Access, ApiKey, Scope, Session, format_timestamp
-from memfs.store import Engine, ResourceSpec
+from memfs.store import ResourceSpec
 from memfs.wire import session_to_wire
 
 __all__ = ["register"]
@@ -50,17 +49,6 @@ def register(app: typer.Typer) -> None:
     app.add_typer(session_app, name="session")
 
 
-@contextlib.contextmanager
-def _engine(database: str | None) -> Iterator[Engine]:
-    from memfs.store import open_engine
-
-    engine = open_engine(database)
-    try:
-        yield engine
-    finally:
-        engine.close()
-
-
 def _print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
 
@@ -70,7 +58,9 @@ def _print_json(value: Any) -> None:
 
 def serve_command(
     host: Annotated[str, typer.Option(help="Address to listen on.")] = DEFAULT_API_HOST,
-    port: Annotated[int, typer.Option(help="TCP port; 0 picks a free one.")] = DEFAULT_API_PORT,
+    port: Annotated[
+        int, typer.Option(help="TCP port; 0 picks a free one.", min=0, max=65535)
+    ] = DEFAULT_API_PORT,
     database: DatabaseOption = None,
     insecure_dev: Annotated[
         bool,
@@ -84,6 +74,7 @@ def serve_command(
     """Serve the REST API (anthropic SDK compatible) with Hypercorn on trio.
 
     Prints 'memfs: serving on http://HOST:PORT' once listening; SIGINT/SIGTERM stop it.
+    A port in use or a database that can't be opened is one error line, exit status 1.
     """
     from memfs.api.serve import serve
 
@@ -140,7 +131,7 @@ def key_create(
 ) -> None:
     """Create an API key and print its secret (shown this once)."""
     scopes = _parse_scopes(scope)
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         store_ids = [engine.find_store(value).id for value in store or []]
         key, secret = engine.create_api_key(name, scopes, store_ids)
     if as_json:
@@ -156,7 +147,7 @@ def key_create(
 @key_app.command("list")
 def key_list(database: DatabaseOption = None, as_json: JsonOption = False) -> None:
     """List API keys, newest first (never their secrets)."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         keys = engine.list_api_keys()
     if as_json:
         _print_json({"data": [_key_to_json(k) for k in keys], "next_page": None})
@@ -175,7 +166,7 @@ def key_revoke(
     as_json: JsonOption = False,
 ) -> None:
     """Revoke an API key (idempotent); requests with it get 401 from then on."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         key = engine.revoke_api_key(api_key_id)
     if as_json:
         _print_json(_key_to_json(key))
@@ -239,7 +230,7 @@ def session_create(
     texts = list(instructions or [])
     if len(texts) > len(store):
         raise InvalidInput("there are more --instructions than --store options")
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         specs = []
         for position, value in enumerate(store):
             name_or_id, access = _parse_store_spec(value)
@@ -257,6 +248,6 @@ def session_show(
     as_json: JsonOption = False,
 ) -> None:
     """Show a session and its resources (its token is never shown again)."""
-    with _engine(database) as engine:
+    with command_engine(database) as engine:
         session = engine.get_session(session_id)
     _print_session(session, None, as_json)
