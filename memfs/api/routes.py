@@ -522,6 +522,36 @@ async def delete_memory(
     )
 
 
+_FORGET_FIELDS = tuple(schemas.MemoryForget.model_fields)
+
+
+def _forget_options(
+    request: Request, body: schemas.MemoryForget | None, query: dict[str, str | None]
+) -> dict[str, Any]:
+    """The options of a forget: body fields and (already validated) query parameters.
+
+    Returns:
+        Every field of :class:`schemas.MemoryForget`, None where not given.
+
+    Raises:
+        InvalidInput: an unknown query parameter, or a field given in both places with
+            different values.
+    """
+    unknown = sorted(set(request.query_params) - set(_FORGET_FIELDS))
+    if unknown:
+        raise InvalidInput(
+            f"unknown query parameter {unknown[0]!r}; forget takes {', '.join(_FORGET_FIELDS)}"
+        )
+    given = body.model_dump(exclude_none=True) if body is not None else {}
+    for name, value in query.items():
+        if value is None:
+            continue
+        if name in given and given[name] != value:
+            raise InvalidInput(f"{name} is given in the body and the query with different values")
+        given[name] = value
+    return {name: given.get(name) for name in _FORGET_FIELDS}
+
+
 @router.post(
     "/v1/memory_stores/{memory_store_id}/memories/{memory_id}/forget",
     responses=_doc(schemas.DeletedObject),
@@ -531,18 +561,39 @@ async def forget_memory(
     memory_store_id: str,
     memory_id: str,
     body: Annotated[schemas.MemoryForget | None, Body()] = None,
+    mode: Annotated[
+        Literal["soft_delete", "redact", "hard_delete"] | None,
+        Query(description="As the body's mode; default redact."),
+    ] = None,
+    reason: Annotated[str | None, Query(description="Recorded in the audit trail.")] = None,
+    replacement_content: Annotated[str | None, Query(description="mode=redact only.")] = None,
+    expected_content_sha256: Annotated[str | None, Query(pattern=schemas.SHA256_PATTERN)] = None,
 ) -> JSONResponse:
-    """The delete of SPEC §2 with its options in a JSON body (an empty body is a soft
-    delete without a reason)."""
-    body = body or schemas.MemoryForget()
+    """Forget a memory: the user wants it gone (SPEC §2 deletion modes).
+
+    Default mode ``redact``: the content is replaced by ``[REDACTED]`` (or
+    ``replacement_content``), metadata cleared and every earlier version redacted; it is
+    not restorable. ``mode=soft_delete`` (restorable) and ``mode=hard_delete`` (needs
+    ``memory:hard_delete``) are the other modes. Options come in a JSON body or as query
+    parameters (as on ``DELETE``), ``reason`` is recorded in the audit trail; unknown
+    fields or parameters are 400. Redact and hard delete need an API key (a session
+    token may only soft-delete, api-contract §4.6).
+    """
+    query = {
+        "mode": mode,
+        "reason": reason,
+        "replacement_content": replacement_content,
+        "expected_content_sha256": expected_content_sha256,
+    }
+    options = _forget_options(request, body, query)
     return await _delete_memory(
         request,
         memory_store_id,
         memory_id,
-        mode=DeleteMode(body.mode),
-        reason=body.reason,
-        expected_sha256=body.expected_content_sha256,
-        replacement=body.replacement_content,
+        mode=DeleteMode(options["mode"] or DeleteMode.REDACT.value),
+        reason=options["reason"],
+        expected_sha256=options["expected_content_sha256"],
+        replacement=options["replacement_content"],
     )
 
 

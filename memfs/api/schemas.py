@@ -166,9 +166,19 @@ class RenamePrefix(_Request):
 
 
 class MemoryForget(_Request):
-    """Body of ``POST …/memories/{id}/forget`` (SPEC §2 deletion modes)."""
+    """Body of ``POST …/memories/{id}/forget`` (SPEC §2 deletion modes).
 
-    mode: Literal["soft_delete", "redact", "hard_delete"] = "soft_delete"
+    Every field may also be given as a query parameter of the same name (as on
+    ``DELETE``); a field given both ways must have the same value. ``mode`` defaults to
+    ``redact``: forgetting is the user wanting the content gone, not restorable.
+    Unknown fields are refused (400).
+    """
+
+    mode: Literal["soft_delete", "redact", "hard_delete"] | None = Field(
+        default=None,
+        description="redact (default: content replaced, history redacted, not restorable), "
+        "soft_delete (restorable) or hard_delete (erased; needs memory:hard_delete).",
+    )
     reason: str | None = Field(default=None, description="Recorded in the audit trail.")
     replacement_content: str | None = Field(
         default=None, description="mode=redact only: the tombstone's text ([REDACTED] by default)."

@@ -458,17 +458,94 @@ def test_hard_delete_erases_versions(server: Server, store: Any) -> None:
     assert versions_of(admin, store.id, created.id) == []
 
 
-def test_forget_with_empty_body_is_a_soft_delete(server: Server, store: Any) -> None:
-    created = server.client().beta.memory_stores.memories.create(
-        store.id, path="/f.md", content="x"
-    )
+def _forget_audit(http: Any, store_id: str, memory_id: str) -> tuple[str, str | None]:
+    events = http.get(
+        f"/v1/memory_stores/{store_id}/audit_events", params={"memory_id": memory_id}
+    ).json()["data"]
+    return events[0]["action"], events[0]["reason"]
+
+
+def test_forget_with_empty_body_redacts(server: Server, store: Any) -> None:
+    # Forget = the user wants it gone (SPEC §2): redact, not a restorable soft delete.
+    admin = server.client()
+    created = admin.beta.memory_stores.memories.create(store.id, path="/f.md", content="pii")
     with server.http() as http:
         response = http.post(
             f"/v1/memory_stores/{store.id}/memories/{created.id}/forget",
             headers={"content-type": "application/json"},
         )
-    assert response.status_code == 200, response.text
-    assert response.json()["mode"] == "soft_delete"
+        assert response.status_code == 200, response.text
+        assert response.json()["mode"] == "redact"
+        restore = http.post(f"/v1/memory_stores/{store.id}/memories/{created.id}/restore")
+        assert restore.status_code == 409
+        assert _forget_audit(http, store.id, created.id) == ("redact", None)
+    history = list(
+        admin.beta.memory_stores.memory_versions.list(
+            store.id, memory_id=created.id, view="full", limit=20
+        )
+    )
+    assert all(v.content != "pii" for v in history)
+
+
+def test_forget_takes_its_options_as_query_parameters(server: Server, store: Any) -> None:
+    memories = server.client().beta.memory_stores.memories
+    redacted = memories.create(store.id, path="/q1.md", content="x")
+    soft = memories.create(store.id, path="/q2.md", content="y")
+    with server.http() as http:
+        response = http.post(
+            f"/v1/memory_stores/{store.id}/memories/{redacted.id}/forget",
+            params={"reason": "pii"},
+        )
+        assert (response.status_code, response.json()["mode"]) == (200, "redact")
+        assert _forget_audit(http, store.id, redacted.id) == ("redact", "pii")
+        response = http.post(
+            f"/v1/memory_stores/{store.id}/memories/{soft.id}/forget",
+            params={"mode": "soft_delete", "reason": "tidy up"},
+        )
+        assert (response.status_code, response.json()["mode"]) == (200, "soft_delete")
+        assert _forget_audit(http, store.id, soft.id) == ("soft_delete", "tidy up")
+        restore = http.post(f"/v1/memory_stores/{store.id}/memories/{soft.id}/restore")
+        assert restore.status_code == 200, restore.text
+
+
+@pytest.mark.parametrize(
+    ("params", "body"),
+    [
+        ({"resaon": "pii"}, None),  # a misspelt query parameter is not silently ignored
+        ({}, {"resaon": "pii"}),  # nor a misspelt body field
+        ({"mode": "erase"}, None),
+        ({"mode": "redact"}, {"mode": "soft_delete"}),  # the two places disagree
+    ],
+)
+def test_forget_refuses_unknown_or_contradictory_options(
+    server: Server, store: Any, params: dict[str, str], body: dict[str, str] | None
+) -> None:
+    created = server.client().beta.memory_stores.memories.create(
+        store.id, path="/kept.md", content="x"
+    )
+    with server.http() as http:
+        response = http.post(
+            f"/v1/memory_stores/{store.id}/memories/{created.id}/forget", params=params, json=body
+        )
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["type"] == "invalid_request_error"
+    assert server.client().beta.memory_stores.memories.retrieve(
+        created.id, memory_store_id=store.id
+    ).content == "x"
+
+
+def test_forget_is_documented_as_redact_by_default(server: Server) -> None:
+    with server.http() as http:
+        operation = http.get("/openapi.json").json()["paths"][
+            "/v1/memory_stores/{memory_store_id}/memories/{memory_id}/forget"
+        ]["post"]
+    assert "Default mode ``redact``" in operation["description"]
+    assert {p["name"] for p in operation["parameters"] if p["in"] == "query"} == {
+        "mode",
+        "reason",
+        "replacement_content",
+        "expected_content_sha256",
+    }
 
 
 def test_replacement_only_with_redact_mode(server: Server, store: Any) -> None:
