@@ -41,6 +41,8 @@ _INTRO = (
     "symbolic links and special files are refused.\n"
     "- A change is saved when you close the file; a file renamed over another "
     "(an editor's atomic save) counts as one change.\n"
+    "- Files with editor scratch names (*.tmp, *~, .#*, 4913, sedXXXXXX, vim .*.swp) are "
+    "not saved to memory; rename them to a real name to keep them.\n"
     '- Writing to a read-only store fails with "Read-only file system" (EROFS); '
     "so does creating anything directly in the mount root.\n"
     "- A file written by someone else while you were editing it is not overwritten: your "

@@ -315,10 +315,11 @@ def status(
 ) -> None:
     """Show a mount's daemon, stores, session, rejected writes and last errors."""
     from memfs.fuse import mounts
-    from memfs.fuse.status import read_status
+    from memfs.fuse.status import read_saved_scratch, read_status
 
     target = os.path.realpath(mountpoint)
     record = read_status(target)
+    saved_scratch = read_saved_scratch(target)
     mounted = mounts.is_mounted(target)
     if record is None:
         state = "mounted (no status record)" if mounted else "not mounted"
@@ -327,9 +328,13 @@ def status(
     else:
         state = "running" if mounted else "starting"
     if as_json:
-        typer.echo(json.dumps(dict(record or {}, mountpoint=target, state=state), indent=2))
+        typer.echo(json.dumps(
+            dict(record or {}, mountpoint=target, state=state, saved_scratch=saved_scratch),
+            indent=2,
+        ))
     else:
         _print_status(target, state, record)
+        _print_saved_scratch(saved_scratch)
     if state != "running":
         raise typer.Exit(1)
 
@@ -378,6 +383,14 @@ def _print_status(target: str, state: str, record: dict[str, Any] | None) -> Non
     typer.echo(f"last errors: {len(record['last_errors'])}")
     for event in record["last_errors"]:
         typer.echo(f"  {event['at']} {event['message']}")
+
+
+def _print_saved_scratch(saved: list[dict[str, str]]) -> None:
+    if not saved:
+        return
+    typer.echo(f"scratch files saved at unmount (never stored as memories): {len(saved)}")
+    for event in saved:
+        typer.echo(f"  {event['at']} {event['path']}: kept in {event['saved_to']}")
 
 
 def _size(size_bytes: int) -> str:

@@ -16,7 +16,8 @@ runs named tasks until the filesystem is unmounted (``memfs umount``,
   conflicts and refusals the backend met on its own);
 * ``memfs-signals``: turns SIGTERM/SIGINT/SIGHUP into an unmount.
 
-On the way out it commits writes still pending in open files, unmounts, and removes
+On the way out it commits writes still pending in open files, keeps the bytes of
+scratch files (which never reach the store) under ``rejected/``, unmounts, and removes
 its status file last, so ``memfs umount`` knows the flush is done when the file is
 gone.
 """
@@ -41,7 +42,7 @@ from memfs.fuse.errno_table import errno_for
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
 from memfs.fuse.mounts import is_mounted, is_stale, unmount
 from memfs.fuse.operations import Operations
-from memfs.fuse.status import MountStatus, log_path
+from memfs.fuse.status import MountStatus, log_path, record_saved_scratch
 from memfs.model import Access, format_timestamp, utcnow
 from memfs.rules import unique_slugs, validate_segment
 
@@ -333,6 +334,10 @@ async def serve(
     finally:
         with trio.CancelScope(shield=True):
             await operations.commit_pending()
+            try:
+                record_saved_scratch(mountpoint, operations.save_scratch())
+            except OSError as exc:
+                log.error("could not record the scratch files saved at unmount: %s", exc)
             pyfuse3.close(unmount=True)
             await backend.aclose()
         status.remove()

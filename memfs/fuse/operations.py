@@ -95,7 +95,7 @@ from memfs.fuse.errors import (
 )
 from memfs.fuse.inodes import Attachment, InodeTable, Layout, Node, Notice
 from memfs.fuse.status import MountStatus, conflict_name, save_rejected
-from memfs.model import Change, ChangeKind, Memory, utcnow
+from memfs.model import Change, ChangeKind, Memory, format_timestamp, utcnow
 from memfs.rules import is_scratch_name, validate_content_bytes, validate_path, validate_segment
 
 __all__ = [
@@ -277,6 +277,34 @@ class Operations(pyfuse3.Operations):
                     except (MemfsError, FilesystemError) as exc:
                         log.warning("pending write to %s not committed: %s",
                                     self._table.display_path(node), exc)
+
+    def save_scratch(self) -> list[dict[str, str]]:
+        """Keeps the bytes of every scratch file still in the tree under ``rejected/``
+        (daemon shutdown): scratch names never reach the store (SPEC §4 atomic save),
+        but nothing a user wrote is silently lost. Each one is logged as a WARNING.
+
+        Returns:
+            ``{"at", "path", "saved_to"}`` per saved file (for ``memfs status``).
+        """
+        saved: list[dict[str, str]] = []
+        for node in list(self._table.files_below(self._table.root)):
+            if not _is_local_scratch(node) or not node.buffer:
+                continue
+            if node.parked and not node.dirty:
+                continue  # its content is still in the store at the memory's path
+            display = self._table.display_path(node)
+            try:
+                kept = save_rejected(self._session_id, node.name, bytes(node.buffer))
+            except OSError as exc:
+                log.error("scratch file %s (%d bytes) could not be saved: %s",
+                          display, len(node.buffer), exc)
+                continue
+            log.warning("scratch file %s was never saved to memory (scratch names stay in "
+                        "the mount); its %d bytes are kept in %s",
+                        display, len(node.buffer), kept)
+            saved.append({"at": format_timestamp(utcnow()), "path": display,
+                          "saved_to": str(kept)})
+        return saved
 
     # ---------------------------------------------------------------- attributes
 

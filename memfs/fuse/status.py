@@ -8,7 +8,11 @@ Everything here lives under ``$MEMFS_HOME``:
   ``<key>`` is derived from the mount point's real path. The daemon removes the file as
   the very last step of a clean shutdown, after pending writes are committed.
 * ``rejected/<session_id>/<UTC timestamp>-<name>``: the bytes of every write refused at
-  close (SPEC §4: "a write rejected at close is never silently dropped").
+  close (SPEC §4: "a write rejected at close is never silently dropped"), and of every
+  scratch file still holding bytes when the mount ended (scratch names never reach the
+  store, SPEC §4 atomic save).
+* ``mounts/<key>.scratch.json``: the scratch files saved at the end of mounts of that
+  mount point (newest last), kept after unmount so ``memfs status`` can list them.
 * ``logs/mount-<key>.log``: the daemon's log when it runs in the background.
 """
 
@@ -32,7 +36,9 @@ __all__ = [
     "compact_timestamp",
     "conflict_name",
     "log_path",
+    "read_saved_scratch",
     "read_status",
+    "record_saved_scratch",
     "save_rejected",
     "status_path",
 ]
@@ -189,3 +195,33 @@ def read_status(mountpoint: str) -> dict[str, Any] | None:
         return json.loads(status_path(mountpoint).read_text())  # type: ignore[no-any-return]
     except FileNotFoundError:
         return None
+
+
+def _saved_scratch_path(mountpoint: str) -> Path:
+    return memfs_home() / "mounts" / f"{_key(mountpoint)}.scratch.json"
+
+
+def record_saved_scratch(mountpoint: str, entries: list[dict[str, str]]) -> None:
+    """Adds scratch files saved at unmount to ``mounts/<key>.scratch.json`` (the newest
+    :data:`MAX_RECORDED_EVENTS` are kept), for ``memfs status``.
+
+    Args:
+        entries: ``{"at", "path", "saved_to"}`` each: the file's path below the mount
+            point and where its bytes are kept.
+    """
+    if not entries:
+        return
+    records = (read_saved_scratch(mountpoint) + entries)[-MAX_RECORDED_EVENTS:]
+    path = _saved_scratch_path(mountpoint)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")
+    temporary.write_text(json.dumps(records, indent=2) + "\n")
+    temporary.replace(path)
+
+
+def read_saved_scratch(mountpoint: str) -> list[dict[str, str]]:
+    """The scratch files saved when mounts of ``mountpoint`` ended, oldest first."""
+    try:
+        return json.loads(_saved_scratch_path(mountpoint).read_text())  # type: ignore[no-any-return]
+    except FileNotFoundError:
+        return []
