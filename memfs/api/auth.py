@@ -33,6 +33,12 @@ audit trail                                 ``admin``             refused
 the caller's own session (``current``)      refused               always
 ==========================================  ====================  =====================
 
+A store the caller can't reach — another store's id with a key limited to some stores,
+a store not attached to the session — is 404 ``not_found_error`` with the very message of
+an unknown id, so that its existence is not revealed (SPEC §3); only the caller's own
+read-only attachment is a 403. A missing scope is checked first, and is a 403 whatever
+the id.
+
 Deleting a store erases every memory and version permanently, which is what
 ``hard_delete`` guards (SPEC §2), hence its scope. A key limited to some stores can't
 create stores (it could not reach them) and sees only its stores in listings.
@@ -46,7 +52,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memfs.errors import AuthenticationFailed, PermissionDenied
+from memfs.errors import AuthenticationFailed, NotFound, PermissionDenied
 from memfs.model import Access, Actor, ApiKey, Scope, Session
 from memfs.store.engine import SESSION_TOKEN_PREFIX, Engine
 
@@ -64,6 +70,12 @@ INSECURE_DEV_KEY_ID = "apikey_insecure_dev"
 def _scope_missing(message: str) -> PermissionDenied:
     # The SDK maps (403, "api_key_scope_missing") to BetaAPIKeyScopeMissingError.
     return PermissionDenied(message, code="api_key_scope_missing")
+
+
+def _unreachable(store_id: str) -> NotFound:
+    # Word for word the engine's NotFound for an unknown store id, so a caller can't tell
+    # a store it may not reach from one that does not exist.
+    return NotFound(f"memory store {store_id!r} not found")
 
 
 @dataclass(frozen=True)
@@ -105,8 +117,9 @@ class Principal:
 
         Raises:
             PermissionDenied: with ``error_code`` ``api_key_scope_missing`` (key lacks
-                the scope), ``store_not_allowed`` (key or session not on that store),
-                ``read_only_attachment`` or ``session_not_allowed``.
+                the scope), ``read_only_attachment`` or ``session_not_allowed``.
+            NotFound: the key is limited to other stores, or the store is not attached
+                to the session: the same 404 as an unknown id (module docstring).
         """
         if self.session is not None:
             self._require_session(self.session, scope, store_id, agents=agents)
@@ -118,10 +131,7 @@ class Principal:
         if not key.allows(scope):
             raise _scope_missing(f"API key {key.id} lacks the scope {scope.value}")
         if store_id is not None and not key.allows(scope, store_id):
-            raise PermissionDenied(
-                f"API key {key.id} is limited to other memory stores than {store_id}",
-                code="store_not_allowed",
-            )
+            raise _unreachable(store_id)
 
     @staticmethod
     def _require_session(
@@ -134,10 +144,7 @@ class Principal:
             )
         resource = next((r for r in session.resources if r.memory_store_id == store_id), None)
         if resource is None:
-            raise PermissionDenied(
-                f"memory store {store_id} is not attached to session {session.id}",
-                code="store_not_allowed",
-            )
+            raise _unreachable(store_id)
         if scope is not Scope.READ and resource.access is Access.READ_ONLY:
             raise PermissionDenied(
                 f"memory store {store_id} is attached read_only to session {session.id}",

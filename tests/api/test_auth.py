@@ -136,9 +136,10 @@ def test_key_limited_to_stores(server: Server, admin: anthropic.Anthropic) -> No
     secret = server.key(Scope.READ, Scope.WRITE, stores=(mine.id,))
     limited = server.client(secret).beta.memory_stores
     assert limited.memories.create(mine.id, path="/ok.md", content="ok").path == "/ok.md"
-    error = _scope_error(lambda: limited.retrieve(theirs.id))
-    assert error.error_code == "store_not_allowed"
-    _scope_error(lambda: limited.memories.create(theirs.id, path="/no.md", content="no"))
+    with pytest.raises(anthropic.NotFoundError):
+        limited.retrieve(theirs.id)
+    with pytest.raises(anthropic.NotFoundError):
+        limited.memories.create(theirs.id, path="/no.md", content="no")
     _scope_error(lambda: limited.create(name="new"))
     listed = [s.id for s in limited.list(created_at_gte=mine.created_at, limit=100)]
     assert listed == [mine.id]
@@ -182,3 +183,40 @@ def test_cli_key_create_rejects_unknown_scope(server: Server, memfs_cli: Any) ->
     )
     assert result.returncode == 1
     assert "unknown scope 'memory:everything'" in result.stderr
+
+
+def test_another_stores_id_is_indistinguishable_from_an_unknown_one(
+    server: Server, admin: anthropic.Anthropic
+) -> None:
+    # A 403 for an id that exists and a 404 for one that does not would tell a limited
+    # key which stores exist (SPEC §3): both are the same 404.
+    mine = admin.beta.memory_stores.create(name="mine")
+    theirs = admin.beta.memory_stores.create(name="theirs")
+    memory = admin.beta.memory_stores.memories.create(theirs.id, path="/t.md", content="t")
+    unknown = "memstore_" + "0" * 26
+    secret = server.key(Scope.READ, Scope.WRITE, Scope.DELETE, stores=(mine.id,))
+
+    def answers(store_id: str) -> list[tuple[int, str, str]]:
+        with server.http(secret) as http:
+            responses = [
+                http.get(f"/v1/memory_stores/{store_id}"),
+                http.get(f"/v1/memory_stores/{store_id}/memories"),
+                http.get(f"/v1/memory_stores/{store_id}/memories/{memory.id}"),
+                http.post(
+                    f"/v1/memory_stores/{store_id}/memories", json={"path": "/x", "content": "x"}
+                ),
+                http.delete(f"/v1/memory_stores/{store_id}/memories/{memory.id}"),
+            ]
+        return [
+            (
+                r.status_code,
+                r.json()["error"]["type"],
+                r.json()["error"]["message"].replace(store_id, "ID"),
+            )
+            for r in responses
+        ]
+
+    assert answers(theirs.id) == answers(unknown)
+    assert {status for status, _, _ in answers(theirs.id)} == {404}
+    assert {kind for _, kind, _ in answers(theirs.id)} == {"not_found_error"}
+    assert admin.beta.memory_stores.memories.retrieve(memory.id, memory_store_id=theirs.id)
