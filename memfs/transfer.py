@@ -90,7 +90,9 @@ class ImportCandidate:
     Attributes:
         source: how to name the entry to a human: the path relative to the imported
             folder (non-UTF-8 bytes shown as ``\\xNN``), or ``FILE:LINE`` for JSON Lines.
-        path: the memory path it maps to, or None when the name itself is refused.
+        path: the memory path it maps to — also for an entry refused for its kind
+            (hidden, scratch name, link to a directory: the path it would have had; a
+            directory's ends in ``/``) — or None when the name is not a valid path.
         file: the file to read, or None when ``content`` is given (JSON Lines) or the
             entry is refused already.
         content: the text of a JSON Lines record.
@@ -146,6 +148,21 @@ def _join(prefix: str, relative_parts: Iterable[str]) -> str:
     return prefix + "/".join(relative_parts)
 
 
+def _would_be_path(prefix: str, relative_parts: Iterable[str], *, directory: bool) -> str | None:
+    """The memory path (``directory``: the memory directory, ending in ``/``) an entry
+    refused for its kind rather than its name would have had, or None if its name is not
+    a valid path either (SPEC §1)."""
+    path = _join(prefix, relative_parts)
+    try:
+        if directory:
+            validate_path_prefix(path + "/")
+        else:
+            validate_path(path)
+    except InvalidInput:
+        return None
+    return path + "/" if directory else path
+
+
 def plan_directory_import(
     directory: Path, *, prefix: str = "/", include_hidden: bool = False
 ) -> list[ImportCandidate]:
@@ -183,11 +200,12 @@ def plan_directory_import(
         kept: list[str] = []
         for name in sorted(dirnames):
             relative = "/".join((*relative_dir, name))
+            would_be = _would_be_path(prefix, (*relative_dir, name), directory=True)
             if name.startswith(".") and not include_hidden:
                 candidates.append(
                     ImportCandidate(
                         _display(relative) + "/",
-                        None,
+                        would_be,
                         refusal=("hidden", "hidden directory, not imported (--include-hidden)"),
                     )
                 )
@@ -195,7 +213,7 @@ def plan_directory_import(
                 candidates.append(
                     ImportCandidate(
                         _display(relative) + "/",
-                        None,
+                        would_be,
                         refusal=("not_regular_file", "symbolic link to a directory, not followed"),
                     )
                 )
@@ -227,12 +245,14 @@ def _file_candidate(
     name = relative_parts[-1]
     if name.startswith(".") and not include_hidden:
         return ImportCandidate(
-            source, None, refusal=("hidden", "hidden file, not imported (--include-hidden)")
+            source,
+            _would_be_path(prefix, relative_parts, directory=False),
+            refusal=("hidden", "hidden file, not imported (--include-hidden)"),
         )
     if is_scratch_name(name):
         return ImportCandidate(
             source,
-            None,
+            _would_be_path(prefix, relative_parts, directory=False),
             refusal=(
                 "scratch_name",
                 "editor or tool scratch file name; memfs never stores these (SPEC §4)",

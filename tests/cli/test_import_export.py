@@ -97,6 +97,22 @@ def test_import_reports_each_refusal_with_its_reason(
     assert reasons["fifo"].endswith("not a regular file")
     assert "scratch" in reasons["notes.md~"]
     assert "--include-hidden" in reasons[".git/"]
+    # Every refusal names the memory path it would have had, when its name is a valid one.
+    assert {
+        source: line.split(" -> ")[1].split(": ")[0]
+        for source, line in reasons.items()
+        if " -> " in line
+    } == {
+        ".git/": "/docs/.git/",
+        ".hidden": "/docs/.hidden",
+        "binary.png": "/docs/binary.png",
+        "dangling": "/docs/dangling",
+        "dirlink/": "/docs/dirlink/",
+        "fifo": "/docs/fifo",
+        "huge.txt": "/docs/huge.txt",
+        "latin1.txt": "/docs/latin1.txt",
+        "notes.md~": "/docs/notes.md~",
+    }
     assert contents(cli) == IMPORTED
 
     report = cli.run("import", str(source), "--store", STORE, "--prefix", "/docs", "--json").json()
