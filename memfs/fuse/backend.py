@@ -167,6 +167,14 @@ class Backend(Protocol):
         """Every live memory of a store, without content, in path order. Raises NotFound."""
         ...
 
+    async def memory_room(self, store_id: str) -> int | None:
+        """How many more live memories the store accepts now (SPEC §1 limit: live
+        memories per store), so a mount can refuse ``create`` with ENOSPC before it
+        accepts bytes it can't store (SPEC §4: fail early). 0 when full; None when the
+        backend can't tell (then the commit at close refuses, as always). Raises
+        NotFound, BackendUnavailable."""
+        ...
+
     async def get_memory(self, store_id: str, memory_id: str) -> Memory:
         """A live memory without content. Raises NotFound (unknown or deleted)."""
         ...
@@ -295,6 +303,11 @@ class EmbeddedBackend:
 
     async def list_memories(self, store_id: str) -> list[Memory]:
         return await self._run(self._engine.all_memories, store_id)
+
+    async def memory_room(self, store_id: str) -> int | None:
+        """See the Protocol: the engine's limit minus the store's live ``entry_count``."""
+        store = await self._run(self._engine.get_store, store_id)
+        return max(0, self._engine.memory_limit - store.entry_count)
 
     async def get_memory(self, store_id: str, memory_id: str) -> Memory:
         return await self._run(

@@ -73,6 +73,7 @@ from memfs.errors import (
     PathConflict,
     PathTooLong,
     PreconditionFailed,
+    StoreFull,
 )
 from memfs.fuse.backend import Backend, BackendUnavailable
 from memfs.fuse.cache import BlobCache, BlobCacheStatistics
@@ -537,7 +538,8 @@ class Operations(pyfuse3.Operations):
         async with self._lock:
             parent = self._directory(parent_inode)
             attachment = self._table.write_target(parent)
-            text_name, _ = self._new_entry_name(parent, name)
+            text_name, path = self._new_entry_name(parent, name)
+            await self._check_room(attachment, text_name, path)
             node = self._table.new_file(parent, text_name, attachment)
             node.buffer = bytearray()
             node.dirty = True  # a new file becomes a memory at its first close
@@ -578,6 +580,22 @@ class Operations(pyfuse3.Operations):
             self._send_notices()
         node.kernel_sha256 = served
         return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache)
+
+    async def _check_room(self, attachment: Attachment, name: str, path: str) -> None:
+        """Refuses a new file in a full store at create (SPEC §4 errno table: ENOSPC,
+        "fail early"): bash ignores errors of close(2), so a refusal only at close would
+        look like a save. Scratch names never reach the store and stay allowed; a name a
+        parked memory holds reuses that memory. A backend that can't tell (None) leaves
+        the refusal to the commit.
+
+        Raises:
+            StoreFull: the store holds as many live memories as it may.
+        """
+        if is_scratch_name(name) or self._table.parked_holder(attachment, path) is not None:
+            return
+        room = await self._backend.memory_room(attachment.store_id)
+        if room is not None and room <= 0:
+            raise StoreFull(f"memory store {attachment.name!r} is full: delete a memory first")
 
     def _open_handle(self, node: Node, *, writable: bool, append: bool = False) -> int:
         fh = next(self._next_fh)

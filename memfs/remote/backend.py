@@ -656,6 +656,11 @@ class RemoteBackend:
 
     # ----------------------------------------------------------- change feed
 
+    async def memory_room(self, store_id: str) -> int | None:
+        """Unknown (None): the server does not expose its per-store memory limit, so a
+        full store is refused by the commit at close (bytes kept under ``rejected/``)."""
+        return None
+
     async def last_change_seq(self, store_id: str) -> int:
         batch = await self._ask(self._client.changes(store_id, after=0, limit=1))
         return batch.last_seq

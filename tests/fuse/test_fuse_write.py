@@ -223,3 +223,32 @@ def test_a_full_store_gives_enospc(
     # Overwriting an existing memory still works.
     (mount / "notes" / "two.md").write_text("2, again\n")
     assert live(store_engine, store.id)["/two.md"].content == "2, again\n"
+
+
+def test_creating_a_file_in_a_full_store_is_refused_at_create(
+    mounter: Mounter, make_store, store_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = make_store("Notes", {"/one.md": "1\n", "/two.md": "2\n"})
+    monkeypatch.setenv("MEMFS_MEMORY_LIMIT", "2")
+    mount = mounter.mount("Notes")
+    notes = mount / "notes"
+    # bash ignores errors of close(2): only a refused open(2) makes `echo x > f` fail.
+    completed = run("bash", "-c", f"echo x > {notes / 'new.md'}", check=False)
+    assert completed.returncode == 1
+    assert "No space left on device" in completed.stderr
+    assert errno_of(f"open({str(notes / 'new.md')!r}, 'w')") == "ENOSPC"
+    assert not exists(notes / "new.md")
+    assert sorted(live(store_engine, store.id)) == ["/one.md", "/two.md"]
+    assert mount.status["rejected_count"] == 0  # nothing was accepted, so nothing kept
+    # Scratch names live only in the mount: still allowed (editors need them)...
+    run("bash", "-c", f"echo x > {notes / 'draft.tmp'}")
+    # ...and so is vim's save (`f` renamed to `f~`, a new `f`: the memory is reused).
+    os.rename(notes / "two.md", notes / "two.md~")
+    run("bash", "-c", f"echo 2 again > {notes / 'two.md'}")
+    os.unlink(notes / "two.md~")
+    assert live(store_engine, store.id)["/two.md"].content == "2 again\n"
+    # After a delete there is room again.
+    os.unlink(notes / "one.md")
+    run("bash", "-c", f"echo x > {notes / 'new.md'}")
+    assert sorted(live(store_engine, store.id)) == ["/new.md", "/two.md"]
+    os.unlink(notes / "draft.tmp")
