@@ -16,7 +16,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memfs.cli.admin import command_engine
+from memfs.cli.admin import command_engine, print_table
 from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT
 from memfs.errors import InvalidInput
 from memfs.model import Access, ApiKey, Scope, Session, format_timestamp
@@ -152,11 +152,21 @@ def key_list(database: DatabaseOption = None, as_json: JsonOption = False) -> No
     if as_json:
         _print_json({"data": [_key_to_json(k) for k in keys], "next_page": None})
         return
-    for key in keys:
-        state = "revoked" if key.revoked_at else "active"
-        stores = ",".join(key.store_ids) or "all"
-        scopes = ",".join(s.value for s in key.scopes)
-        typer.echo(f"{key.id}\t{state}\t{scopes}\t{stores}\t{key.name}")
+    print_table(
+        ("ID", "STATE", "SCOPES", "STORES", "CREATED", "NAME"),
+        [
+            (
+                key.id,
+                "revoked" if key.revoked_at else "active",
+                ",".join(s.value for s in key.scopes),
+                ",".join(key.store_ids) or "all",
+                format_timestamp(key.created_at),
+                key.name,
+            )
+            for key in keys
+        ],
+        empty="no API keys (create one with `memfs key create --scope admin`)",
+    )
 
 
 @key_app.command("revoke")
@@ -195,11 +205,17 @@ def _print_session(session: Session, token: str | None, as_json: bool) -> None:
     typer.echo(f"session: {session.id}")
     if token is not None:
         typer.echo(f"token:   {token}")
-    for resource in session.resources:
-        typer.echo(
-            f"  {resource.mount_path}\t{resource.access.value}\t{resource.memory_store_id}"
-            f"\t{resource.name}"
-        )
+    if session.title:
+        typer.echo(f"title:   {session.title}")
+    typer.echo(f"created: {format_timestamp(session.created_at)}")
+    print_table(
+        ("MOUNT PATH", "ACCESS", "STORE", "NAME"),
+        [
+            (r.mount_path, r.access.value, r.memory_store_id, r.name)
+            for r in session.resources
+        ],
+        empty="no stores attached",
+    )
 
 
 @session_app.command("create")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import TYPE_CHECKING, Any
 
 import anthropic
@@ -201,4 +202,4 @@ def test_cli_session_create_and_show(
     shown = memfs_cli("session", "show", session["id"], "--database", server.database)
     assert shown.returncode == 0, shown.stderr
     assert session["id"] in shown.stdout and session["token"] not in shown.stdout
-    assert "/mnt/memory/cli-ro\tread_only" in shown.stdout
+    assert re.search(r"^/mnt/memory/cli-ro +read_only +" + ro.id, shown.stdout, re.MULTILINE)
