@@ -201,12 +201,15 @@ class _Handle:
     """An open file. ``wrote``: data was written (or truncated) through this handle.
     ``append``: opened with ``O_APPEND``: every write goes to the end of the content the
     mount holds, whatever offset the kernel computed from its cached (maybe stale) size
-    (write(2): "the file offset is first set to the end of the file")."""
+    (write(2): "the file offset is first set to the end of the file").
+    ``snapshot``: a read-only handle whose file was changed elsewhere while it was open
+    keeps reading what it was opened with; new opens see the new head (close-to-open)."""
 
     node: Node
     writable: bool
     wrote: bool = False
     append: bool = False
+    snapshot: bytearray | None = None
 
 
 class Operations(pyfuse3.Operations):
@@ -611,7 +614,10 @@ class Operations(pyfuse3.Operations):
 
     @_handler
     async def read(self, fh: int, off: int, size: int) -> bytes:
-        buffer = await self._ensure_buffer(self._handle(fh).node)
+        handle = self._handle(fh)
+        buffer = handle.snapshot
+        if buffer is None:
+            buffer = await self._ensure_buffer(handle.node)
         return bytes(buffer[off : off + size])
 
     @_handler
@@ -1331,10 +1337,17 @@ class Operations(pyfuse3.Operations):
             return
         content_changed = old is None or old.content_sha256 != memory.content_sha256
         self._table.set_memory(node, memory)
-        # An open file keeps showing what it was opened with (close-to-open); its next
-        # commit meets the new head through its precondition.
-        if content_changed and not node.dirty and node.open_count == 0:
+        # A file open for writing keeps showing what it was opened with; its next commit
+        # meets the new head through its precondition. A file open only for reading:
+        # each handle keeps its snapshot, new opens and stat see the new head
+        # (close-to-open, SPEC §4).
+        handles = [h for h in self._handles.values() if h.node is node]
+        if content_changed and not node.dirty and not any(h.writable for h in handles):
+            for handle in handles:
+                if handle.snapshot is None and node.buffer is not None:
+                    handle.snapshot = node.buffer
             node.buffer = None
+            node.base_sha256 = memory.content_sha256
             node.kernel_sha256 = None
             self._table.notice(Notice(node.inode))
         else:

@@ -17,7 +17,8 @@ def test_an_append_after_a_change_elsewhere_goes_to_the_end(mount, store_engine)
     out = run_python(f"""
         import os, time
         from memfs.store import open_engine
-        reader = open({str(path)!r})  # an open reader: the mount keeps what it served
+        # Open for writing (and not written): the mount keeps what it served.
+        reader = open({str(path)!r}, "r+")
         assert os.stat({str(path)!r}).st_size == 4
         engine = open_engine()  # another writer (like the API or the CLI)
         memory = engine.get_memory_by_path({store_id!r}, "/f.md", with_content=False)
@@ -110,3 +111,33 @@ def test_renaming_over_an_existing_file_with_unclosed_writes_keeps_them(
     assert sorted(memories) == ["/hello.md", "/projects/plan.md"]
     assert memories["/hello.md"].content == "line1\nline2\nline3\n"
     assert (notes / "hello.md").read_text() == "line1\nline2\nline3\n"
+
+
+def test_a_file_held_open_does_not_hide_a_change_from_new_opens(mount, store_engine) -> None:
+    store_id = str(mount.status["stores"][0]["id"])
+    path = mount / "notes" / "st.md"
+    run("sh", "-c", f"echo short > {path}")
+    new_content = "longer content, written elsewhere\n"
+    out = run_python(f"""
+        import os, subprocess, time
+        from memfs.store import open_engine
+        held = os.open({str(path)!r}, os.O_RDONLY)  # like `exec 3<st.md`
+        engine = open_engine()
+        memory = engine.get_memory_by_path({store_id!r}, "/st.md", with_content=False)
+        engine.update_memory({store_id!r}, memory.id, content={new_content!r}, actor=None)
+        engine.close()
+        deadline = time.monotonic() + 5
+        while os.stat({str(path)!r}).st_size != {len(new_content)}:
+            assert time.monotonic() < deadline, "stat still shows the old size"
+            time.sleep(0.02)
+        cat = subprocess.run(["cat", {str(path)!r}], capture_output=True, text=True)
+        print(cat.stdout, end="")
+        subprocess.run(["sh", "-c", "echo more >> " + {str(path)!r}], check=True)
+        print(os.read(held, 100).decode(), end="")  # the old descriptor keeps its snapshot
+        os.close(held)
+    """)
+    assert out == new_content + "short\n"
+    memories = live(store_engine, store_id)
+    assert [p for p in memories if ".conflict-" in p] == []
+    assert memories["/st.md"].content == new_content + "more\n"
+    assert path.read_text() == new_content + "more\n"
