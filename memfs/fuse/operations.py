@@ -1109,12 +1109,13 @@ class Operations(pyfuse3.Operations):
 
     @_handler
     async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> list[bytes]:
+        # Only user.meta.*: the read-only user.memfs.* are answered by getxattr but not
+        # listed, so tools that copy every listed xattr (cp -a, mv across stores, rsync
+        # -X) don't try to set them and print EPERM complaints.
         node = self._table.get(inode)
         if node.is_dir:
             return []
-        names = [n.encode() for n in _XATTR_MEMFS_FIELDS] if node.stored else []
-        names += [(XATTR_META_PREFIX + key).encode() for key in sorted(self._metadata(node))]
-        return names
+        return [(XATTR_META_PREFIX + key).encode() for key in sorted(self._metadata(node))]
 
     @_handler
     async def setxattr(

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from fuse_helpers import errno_of, versions
+from fuse_helpers import Mounter, errno_of, live, run, versions
 
 from memfs.store import Engine
 
@@ -39,10 +39,10 @@ def test_user_meta_attributes_are_memory_metadata(mount, store_engine: Engine) -
         "topic": "greetings", "importance": "high",
     }
     assert os.getxattr(path, "user.meta.topic") == b"greetings"
-    assert sorted(os.listxattr(path)) == [
-        "user.memfs.id", "user.memfs.sha256", "user.memfs.version_id",
-        "user.meta.importance", "user.meta.topic",
-    ]
+    # The read-only user.memfs.* are not listed (tools that copy xattrs would try to set
+    # them); getxattr by name still answers.
+    assert sorted(os.listxattr(path)) == ["user.meta.importance", "user.meta.topic"]
+    assert os.getxattr(path, "user.memfs.id") == memory_id.encode()
     os.removexattr(path, "user.meta.importance")
     assert store_engine.get_memory(store_id, memory_id).metadata == {"topic": "greetings"}
     assert errno_of(f"os.removexattr({str(path)!r}, 'user.meta.importance')") == "ENODATA"
@@ -73,3 +73,18 @@ def test_metadata_set_before_the_first_close_is_stored_with_the_file(
     """)
     memory = store_engine.get_memory_by_path(store_id, "/tagged.md")
     assert memory.metadata == {"type": "semantic"} and memory.content == "tagged\n"
+
+
+def test_mv_across_stores_copies_without_xattr_complaints(
+    mounter: Mounter, make_store, store_engine: Engine
+) -> None:
+    notes = make_store("Notes", {"/hello.md": "hello\n"})
+    other = make_store("Other")
+    mount = mounter.mount("Notes", "Other")
+    os.setxattr(mount / "notes" / "hello.md", "user.meta.topic", b"greetings")
+    completed = run("mv", mount / "notes" / "hello.md", mount / "other" / "hello.md")
+    assert completed.stderr == ""
+    assert live(store_engine, notes.id) == {}
+    moved = live(store_engine, other.id)["/hello.md"]
+    assert moved.content == "hello\n"
+    assert moved.metadata == {"topic": "greetings"}  # user.meta.* is copied along
