@@ -103,6 +103,12 @@ def mount(
         ),
     ] = DEFAULT_SERVER_WAIT_S,
     debug: Annotated[bool, typer.Option("--debug", help="Log every request.")] = False,
+    nonempty: Annotated[
+        bool,
+        typer.Option(
+            "--nonempty", help="Mount over a directory that holds files (hidden while mounted)."
+        ),
+    ] = False,
     ready_fd: Annotated[int | None, typer.Option("--ready-fd", hidden=True)] = None,
 ) -> None:
     """Mount memory stores as a directory tree (FUSE): from the database, or from a
@@ -123,6 +129,8 @@ def mount(
         raise _fail("--token needs --api URL")
     elif not stores:
         raise _fail("give at least one --store (or --api URL --token T)")
+    if not nonempty:
+        _refuse_non_empty(mountpoint)
     request = _MountRequest(
         mountpoint=str(mountpoint),
         stores=stores,
@@ -149,6 +157,27 @@ class _MountRequest:
     token: str | None
     wait_for_server_s: float
     debug: bool
+
+
+def _refuse_non_empty(mountpoint: str) -> None:
+    """Refuses a mount point that holds files: mounting would hide them (fuse3 mounts
+    over them without a word). A path that is already a mount point, missing or not a
+    directory is left to the daemon, which reports those precisely."""
+    from memfs.fuse import mounts
+
+    target = os.path.realpath(mountpoint)
+    if not os.path.isdir(target) or mounts.is_mounted(target):
+        return
+    try:
+        with os.scandir(target) as entries:
+            holds_files = any(True for _ in entries)
+    except OSError:
+        return
+    if holds_files:
+        raise _fail(
+            f"{target} is not empty (its files would be hidden while mounted); "
+            "give --nonempty to mount over them anyway"
+        )
 
 
 def _backend(request: _MountRequest) -> Any:
@@ -214,7 +243,7 @@ def _mount_in_background(request: _MountRequest) -> None:
     command = [
         sys.executable, "-m", "memfs.cli.mounting",
         "mount", target, "--layout", request.layout.value, "--foreground",
-        "--ready-fd", str(write_end),
+        "--ready-fd", str(write_end), "--nonempty",  # checked above, before the start
     ]
     for argument in request.stores:
         command += ["--store", argument]

@@ -176,6 +176,7 @@ class Mounter:
         background: bool = False,
         cli: bool = False,
         path: Path | None = None,
+        extra_args: tuple[str, ...] = (),
     ) -> Mount:
         """Mounts ``stores``; waits until the mount is live.
 
@@ -185,6 +186,7 @@ class Mounter:
                 daemon runs as ``python -m memfs.cli.mounting mount --foreground``, the
                 same command without loading the other command groups (a faster start).
             path: the mount point (default: a new directory under the test's tmp_path).
+            extra_args: more options of ``memfs mount`` (e.g. ``--nonempty``).
         """
         index = len(self.mounts)
         if path is None:
@@ -194,6 +196,7 @@ class Mounter:
         args = [*program, "mount", str(path), "--layout", layout]
         for store in stores:
             args += ["--store", store]
+        args += extra_args
         if background:
             run(*args)
             record = read_status(str(path))

@@ -198,3 +198,24 @@ def test_mount_on_a_missing_directory_fails(fuse_available, tmp_path, make_store
     completed = run(MEMFS, "mount", tmp_path / "nowhere", "--store", "Notes", check=False)
     assert completed.returncode == 1
     assert "is not a directory" in completed.stderr
+
+
+def test_mount_on_a_non_empty_directory_is_refused_unless_nonempty(
+    mounter: Mounter, make_store, tmp_path
+) -> None:
+    make_store("Notes", {"/hello.md": "hello\n"})
+    target = tmp_path / "busy"
+    target.mkdir()
+    (target / "mine.txt").write_text("not memfs\n")
+    for extra in ((), ("--foreground",)):
+        completed = run(MEMFS, "mount", target, "--store", "Notes", *extra, check=False)
+        assert completed.returncode == 1
+        assert completed.stderr.splitlines() == [
+            f"memfs: error: {target} is not empty (its files would be hidden while "
+            "mounted); give --nonempty to mount over them anyway"
+        ]
+        assert not mounts.is_mounted(str(target))
+    mount = mounter.mount("Notes", path=target, background=True, extra_args=("--nonempty",))
+    assert (mount / "notes" / "hello.md").read_text() == "hello\n"
+    mounter.unmount(mount)
+    assert (target / "mine.txt").read_text() == "not memfs\n"
