@@ -22,10 +22,21 @@ app = typer.Typer(
 )
 
 
-def _register() -> None:
+# Commands whose module is imported alone when one of them is invoked: `memfs mount`
+# starts in a fraction of the time without the admin and server modules (SQLAlchemy,
+# FastAPI). Any other command, --help or a typo registers every module.
+_MOUNTING_COMMANDS = frozenset({"mount", "umount", "status"})
+
+
+def _register(argv: list[str] | None = None) -> None:
+    """Registers the sub-apps: only ``mounting`` for its own commands (``argv[1]``),
+    every module otherwise."""
     import importlib
 
-    for name in ("admin", "mounting", "server"):
+    names: tuple[str, ...] = ("admin", "mounting", "server")
+    if argv is not None and len(argv) > 1 and argv[1] in _MOUNTING_COMMANDS:
+        names = ("mounting",)
+    for name in names:
         try:
             module = importlib.import_module(f"memfs.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -37,7 +48,7 @@ def _register() -> None:
 
 def main() -> None:
     """Entry point of the ``memfs`` console script."""
-    _register()
+    _register(sys.argv)
     try:
         app()
     except MemfsError as exc:
