@@ -11,6 +11,7 @@ import pytest
 from fuse_helpers import Mounter, errno_of, exists, live, run, run_python, versions, wait_until
 
 from memfs.config import MAX_CONTENT_BYTES
+from memfs.fuse.operations import ROOM_MARGIN
 from memfs.model import Operation
 from memfs.store import Engine
 
@@ -252,3 +253,23 @@ def test_creating_a_file_in_a_full_store_is_refused_at_create(
     run("bash", "-c", f"echo x > {notes / 'new.md'}")
     assert sorted(live(store_engine, store.id)) == ["/new.md", "/two.md"]
     os.unlink(notes / "draft.tmp")
+
+
+def test_the_store_s_last_free_memories_are_counted_exactly_at_create(
+    mounter: Mounter, make_store, store_engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Far from the limit the mount remembers the store's room for a moment instead of
+    # asking at every create (ROOM_CACHE_S); its estimate must still reach the limit
+    # exactly: the first create beyond it is refused at open, not at close.
+    limit = ROOM_MARGIN + 5
+    store = make_store("Notes", {})
+    monkeypatch.setenv("MEMFS_MEMORY_LIMIT", str(limit))
+    mount = mounter.mount("Notes")
+    run_python(f"""
+        for i in range({limit}):
+            with open({str(mount / "notes")!r} + f"/n{{i}}.md", "w") as f:
+                f.write("x\\n")
+    """)
+    assert errno_of(f"open({str(mount / 'notes' / 'over.md')!r}, 'w')") == "ENOSPC"
+    assert len(live(store_engine, store.id)) == limit
+    assert mount.status["rejected_count"] == 0
