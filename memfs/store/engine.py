@@ -28,11 +28,13 @@ import threading
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
+from types import SimpleNamespace
 from typing import Any
 
 import xxhash
 from sqlalchemy import (
     Connection,
+    LargeBinary,
     Row,
     and_,
     bindparam,
@@ -45,7 +47,6 @@ from sqlalchemy import (
     union_all,
     update,
 )
-from sqlalchemy.dialects import postgresql, sqlite
 
 from memfs import rules
 from memfs.config import DEFAULT_MEMORY_LIMIT, MAX_PAGE_LIMIT, MAX_STORES_PER_SESSION
@@ -196,7 +197,73 @@ _BUMP_STORE = (
     .returning(stores.c.last_change_seq)
 )
 _LOCK_STORE = select(stores).where(stores.c.id == bindparam("store_id")).with_for_update()
-_INSERT_BLOB_SQLITE = sqlite.insert(blobs).on_conflict_do_nothing()
+_LIVE_MEMORY = select(memories).where(
+    memories.c.id == bindparam("memory_id"),
+    memories.c.store_id == bindparam("store_id"),
+    memories.c.deleted_at.is_(None),
+)
+_MEMORY_BY_ID = select(memories).where(memories.c.id == bindparam("memory_id"))
+# No .values(): the SET clause is the executed parameters other than memory_id, and
+# SQLAlchemy caches one compiled form per set of parameter names. It silently skips a
+# name that is no column, so run it through _set_memory_columns, which checks.
+_UPDATE_MEMORY = update(memories).where(memories.c.id == bindparam("memory_id"))
+_MEMORY_COLUMNS = frozenset(memories.c.keys())
+_INSERT_MEMORY = insert(memories)
+_INSERT_VERSION = insert(versions)
+_INSERT_CHANGE = insert(changes)
+_INSERT_AUDIT = insert(audit_log)
+_BLOB_DATA = select(blobs.c.data).where(blobs.c.key == bindparam("key"))
+_BLOB_SHA256 = select(blobs.c.sha256).where(blobs.c.key == bindparam("key"))
+# The blob upserts are text because SQLAlchemy 2.0 never caches the dialect-specific
+# insert() with ON CONFLICT (inherit_cache=False), so it would be compiled on every
+# write. The SQL is what sqlite.insert(...).on_conflict_do_nothing() and
+# postgresql.insert(...).on_conflict_do_update(...) render.
+_INSERT_BLOB_SQLITE = text(
+    'INSERT INTO blobs ("key", sha256, size_bytes, data) '
+    "VALUES (:key, :sha256, :size_bytes, :data) ON CONFLICT DO NOTHING"
+).bindparams(bindparam("data", type_=LargeBinary))
+# Blobs are shared across stores, whose writers lock different store rows. The upsert
+# row-locks the blob until commit, so a concurrent purge in another store (which locks
+# the row before checking references, see _gc_blobs) either waits and then sees our
+# reference, or commits first and we insert anew.
+_UPSERT_BLOB_POSTGRESQL = (
+    text(
+        "INSERT INTO blobs (key, sha256, size_bytes, data) "
+        "VALUES (:key, :sha256, :size_bytes, :data) "
+        "ON CONFLICT (key) DO UPDATE SET key = excluded.key RETURNING blobs.sha256"
+    )
+    .bindparams(bindparam("data", type_=LargeBinary))
+    .columns(blobs.c.sha256)
+)
+
+
+def _path_check_statement(*, ignoring: bool) -> Any:
+    """The query of Engine._check_path_free, with ``:paths`` (the path and its ancestors,
+    expanding), ``:below``/``:below_end`` (the descendant range) and, if ``ignoring``,
+    ``:ignore_id``."""
+    live = and_(memories.c.store_id == bindparam("store_id"), memories.c.deleted_at.is_(None))
+    if ignoring:
+        live = and_(live, memories.c.id != bindparam("ignore_id"))
+    # One round trip: the exact path and its ancestors by the unique index, plus the
+    # first descendant by a range scan of the same index (each branch indexable).
+    exact_or_above = select(memories).where(
+        live, memories.c.path.in_(bindparam("paths", expanding=True))
+    )
+    first_below = (
+        select(memories)
+        .where(
+            live,
+            memories.c.path >= bindparam("below"),
+            memories.c.path < bindparam("below_end"),
+        )
+        .order_by(memories.c.path)
+        .limit(1)
+    )
+    return union_all(exact_or_above, select(first_below.subquery()))
+
+
+_PATH_CHECK = _path_check_statement(ignoring=False)
+_PATH_CHECK_IGNORING = _path_check_statement(ignoring=True)
 
 
 def _check_limit(limit: int) -> int:
@@ -341,25 +408,21 @@ class Engine:
         """Appends one change-feed entry and applies counter deltas in the same statement
         that bumps the store's seq; the store row must be locked. Returns the seq.
 
-        A ``memory_written`` entry records the memory's new head version and digest
-        (given, or read from its row, so then call this after the row is written);
+        A ``memory_written`` entry records the memory's new head version and digest,
+        which the caller passes as ``version_id`` and ``content_sha256``;
         ``blob_purged`` entries carry the purged blob's key and SHA-256.
 
         Args:
             entries, size_bytes: deltas of the store's entry_count and total_size_bytes.
         """
-        if kind is ChangeKind.MEMORY_WRITTEN and memory_id is not None and version_id is None:
-            head = conn.execute(
-                select(memories.c.head_version_id, memories.c.content_sha256).where(
-                    memories.c.id == memory_id
-                )
-            ).one()
-            version_id, content_sha256 = head.head_version_id, head.content_sha256
+        assert kind is not ChangeKind.MEMORY_WRITTEN or (
+            version_id is not None and content_sha256 is not None
+        ), "a memory_written change needs the new head version and digest"
         seq = conn.execute(
             _BUMP_STORE, {"store_id": store_id, "entries": entries, "size_bytes": size_bytes}
         ).scalar_one()
         conn.execute(
-            insert(changes),
+            _INSERT_CHANGE,
             dict(
                 store_id=store_id,
                 seq=seq,
@@ -387,7 +450,7 @@ class Engine:
     ) -> None:
         actor_type, actor_id = _actor_columns(actor)
         conn.execute(
-            insert(audit_log),
+            _INSERT_AUDIT,
             dict(
                 store_id=store_id,
                 memory_id=memory_id,
@@ -408,31 +471,15 @@ class Engine:
         """
         key = blob_key_of(data)
         digest = sha256_of(data)
+        params = {"key": key, "sha256": digest, "size_bytes": len(data), "data": data}
         if self.dialect == "postgresql":
-            # Blobs are shared across stores, whose writers lock different store rows. The
-            # upsert row-locks the blob until commit, so a concurrent purge in another
-            # store (which locks the row before checking references, see _gc_blobs) either
-            # waits and then sees our reference, or commits first and we insert anew.
-            statement = postgresql.insert(blobs).values(
-                key=key, sha256=digest, size_bytes=len(data), data=data
-            )
-            existing = conn.execute(
-                statement.on_conflict_do_update(
-                    index_elements=[blobs.c.key], set_={"key": statement.excluded.key}
-                ).returning(blobs.c.sha256)
-            ).scalar()
+            # Row-locks the blob until commit (see _UPSERT_BLOB_POSTGRESQL).
+            existing = conn.execute(_UPSERT_BLOB_POSTGRESQL, params).scalar()
         else:
             # SQLite has one writer at a time, so this is race-free; new content costs
             # one statement, known content a second one to verify the digest.
-            inserted = conn.execute(
-                _INSERT_BLOB_SQLITE,
-                {"key": key, "sha256": digest, "size_bytes": len(data), "data": data},
-            ).rowcount
-            existing = (
-                digest
-                if inserted
-                else conn.execute(select(blobs.c.sha256).where(blobs.c.key == key)).scalar()
-            )
+            inserted = conn.execute(_INSERT_BLOB_SQLITE, params).rowcount
+            existing = digest if inserted else conn.execute(_BLOB_SHA256, {"key": key}).scalar()
         if existing != digest:
             raise CorruptedStore(f"blob {key} holds different bytes than its key promises")
         return key, digest
@@ -485,7 +532,8 @@ class Engine:
         )
 
     @staticmethod
-    def _memory_model(row: Row[Any], content: bytes | None = None) -> Memory:
+    def _memory_model(row: Row[Any] | SimpleNamespace, content: bytes | None = None) -> Memory:
+        # row: a memories row, or a namespace of its columns as just written.
         return Memory(
             id=row.id,
             memory_store_id=row.store_id,
@@ -522,7 +570,7 @@ class Engine:
     def _blob_data(self, conn: Connection, key: str | None) -> bytes | None:
         if key is None:
             return None
-        data = conn.execute(select(blobs.c.data).where(blobs.c.key == key)).scalar()
+        data = conn.execute(_BLOB_DATA, {"key": key}).scalar()
         if data is None:
             raise CorruptedStore(f"blob {key} is referenced but missing")
         return bytes(data)
@@ -735,13 +783,7 @@ class Engine:
     # ----------------------------------------------------------- memories
 
     def _live_row(self, conn: Connection, store_id: str, memory_id: str) -> Row[Any]:
-        row = conn.execute(
-            select(memories).where(
-                memories.c.id == memory_id,
-                memories.c.store_id == store_id,
-                memories.c.deleted_at.is_(None),
-            )
-        ).first()
+        row = conn.execute(_LIVE_MEMORY, {"memory_id": memory_id, "store_id": store_id}).first()
         if row is None:
             raise NotFound(f"memory {memory_id!r} not found in memory store {store_id!r}")
         return row
@@ -752,25 +794,17 @@ class Engine:
         """Raises PathConflict when an ancestor or descendant of ``path`` is a live
         memory (SPEC §1: ``/a`` and ``/a/b`` can't coexist). Returns the live memory at
         exactly ``path`` (other than ``ignore_id``), or None; the caller decides."""
-        live = and_(memories.c.store_id == store_id, memories.c.deleted_at.is_(None))
-        if ignore_id is not None:
-            live = and_(live, memories.c.id != ignore_id)
-        ancestors = _ancestors(path)
         below = path + "/"
-        # One round trip: the exact path and its ancestors by the unique index, plus the
-        # first descendant by a range scan of the same index (each branch indexable).
-        exact_or_above = select(memories).where(live, memories.c.path.in_([path, *ancestors]))
-        first_below = (
-            select(memories)
-            .where(
-                live,
-                memories.c.path >= below,
-                memories.c.path < _descendant_upper_bound(below),
-            )
-            .order_by(memories.c.path)
-            .limit(1)
-        )
-        rows = conn.execute(union_all(exact_or_above, select(first_below.subquery()))).all()
+        params = {
+            "store_id": store_id,
+            "paths": [path, *_ancestors(path)],
+            "below": below,
+            "below_end": _descendant_upper_bound(below),
+        }
+        if ignore_id is None:
+            rows = conn.execute(_PATH_CHECK, params).all()
+        else:
+            rows = conn.execute(_PATH_CHECK_IGNORING, {**params, "ignore_id": ignore_id}).all()
         exact = None
         for row in sorted(rows, key=lambda r: len(r.path)):
             if row.path == path:
@@ -807,7 +841,7 @@ class Engine:
         version_id = new_id("version")
         actor_type, actor_id = _actor_columns(actor)
         conn.execute(
-            insert(versions),
+            _INSERT_VERSION,
             dict(
                 id=version_id,
                 store_id=store_id,
@@ -825,8 +859,15 @@ class Engine:
         )
         return version_id
 
+    @staticmethod
+    def _set_memory_columns(conn: Connection, memory_id: str, values: dict[str, Any]) -> None:
+        """UPDATE memories SET ``values`` for one memory (a prebuilt statement)."""
+        if not values.keys() <= _MEMORY_COLUMNS:
+            raise ValueError(f"not columns of memories: {sorted(values.keys() - _MEMORY_COLUMNS)}")
+        conn.execute(_UPDATE_MEMORY, {"memory_id": memory_id, **values})
+
     def _memory_after(self, conn: Connection, memory_id: str, with_content: bool) -> Memory:
-        row = conn.execute(select(memories).where(memories.c.id == memory_id)).one()
+        row = conn.execute(_MEMORY_BY_ID, {"memory_id": memory_id}).one()
         return self._memory_model(
             row, self._blob_data(conn, row.blob_key) if with_content else None
         )
@@ -881,21 +922,19 @@ class Engine:
                 actor=actor,
                 now=now,
             )
-            conn.execute(
-                insert(memories),
-                dict(
-                    id=memory_id,
-                    store_id=store_id,
-                    path=path,
-                    blob_key=key,
-                    content_sha256=digest,
-                    size_bytes=len(data),
-                    head_version_id=version_id,
-                    metadata_json=json.dumps(clean, sort_keys=True),
-                    created_at=now,
-                    updated_at=now,
-                ),
+            columns = dict(
+                id=memory_id,
+                store_id=store_id,
+                path=path,
+                blob_key=key,
+                content_sha256=digest,
+                size_bytes=len(data),
+                head_version_id=version_id,
+                metadata_json=json.dumps(clean, sort_keys=True),
+                created_at=now,
+                updated_at=now,
             )
+            conn.execute(_INSERT_MEMORY, columns)
             self._emit(
                 conn,
                 store_id,
@@ -907,9 +946,7 @@ class Engine:
                 entries=1,
                 size_bytes=len(data),
             )
-            return self._memory_model(
-                conn.execute(select(memories).where(memories.c.id == memory_id)).one(), data
-            )
+            return self._memory_model(SimpleNamespace(**columns, deleted_at=None), data)
 
     def get_memory(self, store_id: str, memory_id: str, *, with_content: bool = True) -> Memory:
         """A live memory by id. Raises NotFound (unknown, deleted, other store)."""
@@ -977,8 +1014,12 @@ class Engine:
             content_changed = data is not None and new_sha != row.content_sha256
             path_changed = path is not None and path != row.path
             metadata_changed = clean is not None and clean != json.loads(row.metadata_json)
+            # Unchanged content given again is the stored bytes (same SHA-256): no read.
+            current = data if data is not None and not content_changed else None
             if not (content_changed or path_changed or metadata_changed):
-                return self._memory_model(row, self._blob_data(conn, row.blob_key))
+                if current is None:
+                    current = self._blob_data(conn, row.blob_key)
+                return self._memory_model(row, current)
             now = _now()
             values: dict[str, Any] = {"updated_at": now}
             if metadata_changed:
@@ -1020,7 +1061,8 @@ class Engine:
                 values.update(
                     blob_key=key, content_sha256=digest, size_bytes=size, head_version_id=version_id
                 )
-            conn.execute(update(memories).where(memories.c.id == memory_id).values(**values))
+            self._set_memory_columns(conn, memory_id, values)
+            after = SimpleNamespace(**{**row._mapping, **values})
             self._emit(
                 conn,
                 store_id,
@@ -1028,9 +1070,15 @@ class Engine:
                 memory_id=memory_id,
                 path=new_path,
                 old_path=row.path if path_changed else None,
-                size_bytes=values.get("size_bytes", row.size_bytes) - row.size_bytes,
+                content_sha256=after.content_sha256,
+                version_id=after.head_version_id,
+                size_bytes=after.size_bytes - row.size_bytes,
             )
-            return self._memory_after(conn, memory_id, True)
+            # The row as just written, without reading it (or its blob) back.
+            written = data if content_changed else current
+            if written is None:
+                written = self._blob_data(conn, after.blob_key)
+            return self._memory_model(after, written)
 
     def _tombstone(
         self,
@@ -1065,16 +1113,16 @@ class Engine:
             now=now,
             reason=reason,
         )
-        conn.execute(
-            update(memories)
-            .where(memories.c.id == row.id)
-            .values(
-                deleted_at=now,
-                delete_mode=mode.value,
-                head_version_id=version_id,
-                updated_at=now,
+        self._set_memory_columns(
+            conn,
+            row.id,
+            {
+                "deleted_at": now,
+                "delete_mode": mode.value,
+                "head_version_id": version_id,
+                "updated_at": now,
                 **content,
-            )
+            },
         )
         self._audit(conn, store_id, mode.value, memory_id=row.id, actor=actor, reason=reason)
         self._emit(
