@@ -125,6 +125,9 @@ class Node:
         kernel_sha256: the digest of the content the kernel may hold in its page cache
             (``keep_cache`` is given only when the head still has this digest).
         pending_metadata: ``user.meta.*`` set on a file that has no memory yet.
+        kernel_attributes: ``(st_size, mtime_ns)`` last handed to the kernel, which may
+            cache them for the attribute timeout; None when it holds none that can be
+            stale (see :meth:`InodeTable.notice_if_stale`).
     """
 
     inode: int
@@ -146,6 +149,7 @@ class Node:
     refusal: BaseException | None = None
     kernel_sha256: str | None = None
     pending_metadata: dict[str, str] = field(default_factory=dict)
+    kernel_attributes: tuple[int, int] | None = None
 
     @property
     def is_dir(self) -> bool:
@@ -422,6 +426,18 @@ class InodeTable:
         if not node.dirty and node.open_count == 0:
             # An open file keeps the digest it was opened with (the precondition).
             node.base_sha256 = memory.content_sha256
+        self.notice_if_stale(node)
+
+    def notice_if_stale(self, node: Node) -> None:
+        """Invalidates the kernel's cached attributes of file ``node`` when they differ
+        from what it shows now: a commit, rename or metadata change moves mtime to the
+        version's ``updated_at``; a conflict or a refusal puts the head's size back. (The
+        kernel drops its size and times itself after each of its writes.)"""
+        if node.is_dir or node.kernel_attributes is None:
+            return
+        if node.kernel_attributes != (node.size_bytes, node.mtime_ns):
+            node.kernel_attributes = None
+            self._notices.append(Notice(node.inode, attr_only=True))
 
     def _attachment(self, store_id: str) -> Attachment:
         for attachment in self.attachments:
