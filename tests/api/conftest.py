@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
 import signal
 import subprocess
 import sys
@@ -34,9 +33,9 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
+from serve_helpers import read_ready_url
 from sqlalchemy import create_engine, text
 
-from memfs.api.serve import READY_PREFIX
 from memfs.config import database_url
 from memfs.model import Scope
 from memfs.store import Engine
@@ -85,17 +84,9 @@ class ServerProcess:
 
     def _wait_ready(self) -> str:
         assert self.process.stdout is not None
-        deadline = time.monotonic() + SERVER_START_TIMEOUT_S
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            while time.monotonic() < deadline:
-                if not selector.select(timeout=deadline - time.monotonic()):
-                    break
-                line = self.process.stdout.readline()
-                if not line:
-                    break
-                if line.startswith(READY_PREFIX):
-                    return line[len(READY_PREFIX) :].strip()
+        url = read_ready_url(self.process.stdout, time.monotonic() + SERVER_START_TIMEOUT_S)
+        if url is not None:
+            return url
         self.stop()
         raise AssertionError(f"memfs serve did not start:\n{self.log_path.read_text()}")
 

@@ -1,17 +1,19 @@
 """Fixtures of the fault tests (issue 4 §3): real processes only.
 
-- ``engine``: an engine on ``$MEMFS_HOME/memfs.db``, the database the server serves (and
-  embedded mounts use).
+- ``fuse_available``, ``store_engine``, ``make_store``: those of the FUSE tests
+  (``tests/fuse/fuse_fixtures.py``); ``store_engine`` is an engine on
+  ``$MEMFS_HOME/memfs.db``, the database the server serves (and embedded mounts use).
 - ``server``: ``memfs serve`` on loopback over that database; tests kill and restart
   it. At teardown it must stop cleanly, and no run may have logged a traceback.
 - ``mounter``: the FUSE tests' :class:`Mounter`: embedded mounts, and every remote mount
   started with :func:`faults_helpers.mount_remote`, are unmounted at teardown with the
   same checks (daemon exit status, no unannounced WARNING/ERROR in its log); then
   ``memfs fsck`` must say the database is clean.
-- ``make_store``, ``make_session``: a store with memories; a session token on stores.
+- ``make_session``: a session token on stores.
+- ``make_remote_mount``: a live remote mount of a new session on stores.
 
-Every test here gets the ``fuse`` marker. The FUSE tests' helper module is imported
-from ``tests/fuse`` (one copy of the mount helpers).
+Every test here gets the ``fuse`` marker. The FUSE tests' helper modules are imported
+from ``tests/fuse`` (one copy of the mount helpers and fixtures).
 """
 
 from __future__ import annotations
@@ -25,36 +27,26 @@ import pytest
 _HERE = Path(__file__).parent
 sys.path.insert(0, str(_HERE.parent / "fuse"))
 
-from faults_helpers import Server  # noqa: E402
-from fuse_helpers import FUSE_UNAVAILABLE_REASON, MEMFS, Mounter, run  # noqa: E402
+import fuse_fixtures  # noqa: E402
+from faults_helpers import Server, mount_remote  # noqa: E402
+from fuse_helpers import MEMFS, Mount, Mounter, run  # noqa: E402
 
 from memfs.model import Access, MemoryStore  # noqa: E402
-from memfs.store import Engine, ResourceSpec, open_engine  # noqa: E402
+from memfs.store import Engine, ResourceSpec  # noqa: E402
+
+# Shared with tests/fuse; naming them in this module is what makes them this
+# directory's fixtures.
+fuse_available = fuse_fixtures.fuse_available
+store_engine = fuse_fixtures.store_engine
+make_store = fuse_fixtures.make_store
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    for item in items:
-        if _HERE in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.fuse)
+    fuse_fixtures.mark_fuse_tests(items, _HERE)
 
 
 @pytest.fixture
-def fuse_available() -> None:
-    if FUSE_UNAVAILABLE_REASON is not None:
-        pytest.skip(FUSE_UNAVAILABLE_REASON)
-
-
-@pytest.fixture
-def engine(memfs_home: Path) -> Iterator[Engine]:
-    engine = open_engine()
-    try:
-        yield engine
-    finally:
-        engine.close()
-
-
-@pytest.fixture
-def server(engine: Engine, memfs_home: Path, tmp_path: Path) -> Iterator[Server]:
+def server(store_engine: Engine, memfs_home: Path, tmp_path: Path) -> Iterator[Server]:
     log_dir = tmp_path / "server-logs"
     log_dir.mkdir()
     server = Server(memfs_home / "memfs.db", log_dir)
@@ -68,9 +60,9 @@ def server(engine: Engine, memfs_home: Path, tmp_path: Path) -> Iterator[Server]
 
 @pytest.fixture
 def mounter(
-    fuse_available: None, server: Server, engine: Engine, tmp_path: Path
+    fuse_available: None, server: Server, store_engine: Engine, tmp_path: Path
 ) -> Iterator[Mounter]:
-    mounter = Mounter(tmp_path, engine)
+    mounter = Mounter(tmp_path, store_engine)
     try:
         yield mounter
     finally:
@@ -83,18 +75,7 @@ def mounter(
 
 
 @pytest.fixture
-def make_store(engine: Engine) -> Callable[..., MemoryStore]:
-    def make(name: str = "Notes", files: dict[str, str] | None = None) -> MemoryStore:
-        store = engine.create_store(name)
-        for path, content in (files or {}).items():
-            engine.create_memory(store.id, path, content, actor=None)
-        return store
-
-    return make
-
-
-@pytest.fixture
-def make_session(engine: Engine) -> Callable[..., str]:
+def make_session(store_engine: Engine) -> Callable[..., str]:
     """``make_session(store, (other, "read_only"), …)`` → a session token."""
 
     def make(*stores: MemoryStore | tuple[MemoryStore, str]) -> str:
@@ -102,8 +83,22 @@ def make_session(engine: Engine) -> Callable[..., str]:
         for item in stores:
             store, access = item if isinstance(item, tuple) else (item, "read_write")
             specs.append(ResourceSpec(store.id, Access(access)))
-        _, token = engine.create_session(specs, mount_root="/mnt/memory")
+        _, token = store_engine.create_session(specs, mount_root="/mnt/memory")
         assert token is not None
         return token
+
+    return make
+
+
+@pytest.fixture
+def make_remote_mount(
+    mounter: Mounter, server: Server, make_session: Callable[..., str]
+) -> Callable[..., Mount]:
+    """``make_remote_mount(store, (other, "read_only"), …, layout="flat")`` → a live
+    remote mount (:func:`faults_helpers.mount_remote`) of a new session on those stores.
+    A test that mounts one session twice calls ``mount_remote`` with its token."""
+
+    def make(*stores: MemoryStore | tuple[MemoryStore, str], layout: str = "per-store") -> Mount:
+        return mount_remote(mounter, server, make_session(*stores), layout=layout)
 
     return make

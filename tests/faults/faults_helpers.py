@@ -3,13 +3,13 @@ the same port, and remote mounts served by real ``memfs mount --api`` daemons.
 
 The FUSE tests' helpers (``tests/fuse/fuse_helpers.py``: running commands, polling with
 a deadline, the :class:`Mount` record and the :class:`Mounter` that cleans up every
-mount) are reused, not copied.
+mount) are reused, not copied; so is the wait for ``memfs serve``'s ready line
+(``tests/serve_helpers.py``, shared with the API tests).
 """
 
 from __future__ import annotations
 
 import os
-import selectors
 import signal
 import subprocess
 import sys
@@ -18,9 +18,17 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from fuse_helpers import MEMFS, MOUNT_TIMEOUT_S, Mount, Mounter, run, wait_until
+from fuse_helpers import (
+    COMMAND_TIMEOUT_S,
+    MEMFS,
+    MOUNT_TIMEOUT_S,
+    Mount,
+    Mounter,
+    run,
+    wait_until,
+)
+from serve_helpers import read_ready_url
 
-from memfs.api.serve import READY_PREFIX
 from memfs.fuse import mounts
 from memfs.fuse.status import read_status
 
@@ -72,16 +80,9 @@ class Server:
 
     def _wait_ready(self, deadline: float) -> str | None:
         assert self.process is not None and self.process.stdout is not None
-        with selectors.DefaultSelector() as selector:
-            selector.register(self.process.stdout, selectors.EVENT_READ)
-            while time.monotonic() < deadline:
-                if not selector.select(timeout=deadline - time.monotonic()):
-                    break
-                line = self.process.stdout.readline()
-                if not line:
-                    break
-                if line.startswith(READY_PREFIX):
-                    return line[len(READY_PREFIX):].strip()
+        url = read_ready_url(self.process.stdout, deadline)
+        if url is not None:
+            return url
         self.process.wait(timeout=SERVER_STOP_TIMEOUT_S)
         self.process.stdout.close()
         return None
@@ -166,6 +167,14 @@ def wait_live(mount: Mount, timeout_s: float = MOUNT_TIMEOUT_S) -> None:
         )
 
     wait_until(ready, f"the mount at {mount.path}", timeout_s)
+
+
+def kill_daemon(mount: Mount) -> None:
+    """``kill -9`` of the mount's daemon (started by the test); asserts that it died of
+    the signal. The mount point is left stale."""
+    assert mount.process is not None
+    os.kill(mount.pid, signal.SIGKILL)
+    assert mount.process.wait(timeout=COMMAND_TIMEOUT_S) == -signal.SIGKILL
 
 
 def backend_status(mount: Mount) -> dict[str, Any]:

@@ -7,7 +7,6 @@ racing on one file. Each test ends with ``fsck`` clean on the server's database 
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -18,6 +17,7 @@ from faults_helpers import (
     PROPAGATION_DEADLINE_S,
     Server,
     backend_status,
+    kill_daemon,
     memfs_status,
     mount_remote,
     reads,
@@ -75,14 +75,13 @@ def contents_in_order(engine: Engine, store_id: str, memory_id: str) -> list[str
 
 
 def test_a_server_killed_mid_stream_of_writes_loses_none_and_repeats_none(
-    mounter: Mounter,
     server: Server,
-    engine: Engine,
+    store_engine: Engine,
     make_store: Callable[..., MemoryStore],
-    make_session: Callable[..., str],
+    make_remote_mount: Callable[..., Mount],
 ) -> None:
     notes = make_store("Notes")
-    mount = mount_remote(mounter, server, make_session(notes))
+    mount = make_remote_mount(notes)
     mount.expect_log("the server is unreachable")
     target = mount / "notes/stream.md"
     writer = subprocess.Popen(
@@ -112,17 +111,17 @@ def test_a_server_killed_mid_stream_of_writes_loses_none_and_repeats_none(
     assert out.split()[-1] == str(WRITES - 1)
 
     wait_outbox_empty(mount)
-    memory = engine.get_memory_by_path(notes.id, "/stream.md")
+    memory = store_engine.get_memory_by_path(notes.id, "/stream.md")
     assert memory.content == lines(WRITES)
     # Every close made exactly one version, in the order of the closes.
-    assert contents_in_order(engine, notes.id, memory.id) == [
+    assert contents_in_order(store_engine, notes.id, memory.id) == [
         lines(count) for count in range(1, WRITES + 1)
     ]
-    assert [v.operation for v in versions(engine, notes.id, memory.id)] == [
+    assert [v.operation for v in versions(store_engine, notes.id, memory.id)] == [
         Operation.CREATED, *[Operation.MODIFIED] * (WRITES - 1)
     ]
     assert target.read_text() == lines(WRITES)
-    assert list(live(engine, notes.id)) == ["/stream.md"]  # no conflict copy
+    assert list(live(store_engine, notes.id)) == ["/stream.md"]  # no conflict copy
     status = mount.status
     assert status["conflict_count"] == 0 and status["rejected_count"] == 0
     assert any("unreachable" in e["message"] for e in status["last_errors"])
@@ -131,7 +130,7 @@ def test_a_server_killed_mid_stream_of_writes_loses_none_and_repeats_none(
 def test_a_daemon_killed_with_writes_in_its_outbox_replays_them_after_a_remount(
     mounter: Mounter,
     server: Server,
-    engine: Engine,
+    store_engine: Engine,
     make_store: Callable[..., MemoryStore],
     make_session: Callable[..., str],
     memfs_home: Path,
@@ -152,8 +151,7 @@ def test_a_daemon_killed_with_writes_in_its_outbox_replays_them_after_a_remount(
     # close() returned 0: each write is in the durable outbox.
     outbox = memfs_home / "outbox" / session_id
     assert len(read_pending(outbox)) == 5
-    os.kill(first.pid, signal.SIGKILL)
-    assert first.process is not None and first.process.wait(timeout=COMMAND_TIMEOUT_S) == -9
+    kill_daemon(first)
     assert errno_of(f"os.stat({str(first / 'notes')!r})") == "ENOTCONN"
     assert "stale (daemon gone)" in run(MEMFS, "status", first.path, check=False).stdout
 
@@ -166,12 +164,12 @@ def test_a_daemon_killed_with_writes_in_its_outbox_replays_them_after_a_remount(
     wait_live(second)
     wait_outbox_empty(second)
 
-    assert {p: m.content for p, m in live(engine, notes.id).items()} == {
+    assert {p: m.content for p, m in live(store_engine, notes.id).items()} == {
         "/renamed.md": "start\n" + "".join(f"offline {i}\n" for i in range(3)),
         "/new.md": "created offline\n",
     }
-    renamed = engine.get_memory_by_path(notes.id, "/renamed.md")
-    assert contents_in_order(engine, notes.id, renamed.id) == [
+    renamed = store_engine.get_memory_by_path(notes.id, "/renamed.md")
+    assert contents_in_order(store_engine, notes.id, renamed.id) == [
         "start\n" + "".join(f"offline {i}\n" for i in range(count)) for count in range(4)
     ] + ["start\n" + "".join(f"offline {i}\n" for i in range(3))]  # the rename
     assert read_pending(outbox) == []
@@ -180,15 +178,13 @@ def test_a_daemon_killed_with_writes_in_its_outbox_replays_them_after_a_remount(
 
 
 def test_two_mounts_racing_on_one_file_keep_both_contents(
-    mounter: Mounter,
-    server: Server,
-    engine: Engine,
+    store_engine: Engine,
     make_store: Callable[..., MemoryStore],
-    make_session: Callable[..., str],
+    make_remote_mount: Callable[..., Mount],
 ) -> None:
     notes = make_store("Notes", {"/plan.md": "base\n"})
-    first = mount_remote(mounter, server, make_session(notes))
-    second = mount_remote(mounter, server, make_session(notes))
+    first = make_remote_mount(notes)
+    second = make_remote_mount(notes)
     second.expect_log("conflict: /plan.md")
     # Both open the same version; the first close wins the head.
     run_python(f"""
@@ -199,7 +195,7 @@ def test_two_mounts_racing_on_one_file_keep_both_contents(
         b.seek(0); b.write("from the second mount\\n"); b.truncate(); b.close()
     """)
 
-    files = {p: m.content for p, m in live(engine, notes.id).items()}
+    files = {p: m.content for p, m in live(store_engine, notes.id).items()}
     assert files.pop("/plan.md") == "from the first mount\n"
     ((copy_path, copy),) = files.items()
     assert copy == "from the second mount\n"
@@ -218,15 +214,14 @@ def test_two_mounts_racing_on_one_file_keep_both_contents(
 
 
 def test_two_mounts_writing_one_file_while_the_server_is_down_keep_both(
-    mounter: Mounter,
     server: Server,
-    engine: Engine,
+    store_engine: Engine,
     make_store: Callable[..., MemoryStore],
-    make_session: Callable[..., str],
+    make_remote_mount: Callable[..., Mount],
 ) -> None:
     notes = make_store("Notes", {"/plan.md": "base\n"})
-    first = mount_remote(mounter, server, make_session(notes))
-    second = mount_remote(mounter, server, make_session(notes))
+    first = make_remote_mount(notes)
+    second = make_remote_mount(notes)
     for mount in (first, second):
         mount.expect_log("the server is unreachable", "conflict on /plan.md")
     server.kill()
@@ -236,7 +231,7 @@ def test_two_mounts_writing_one_file_while_the_server_is_down_keep_both(
     for mount in (first, second):
         wait_outbox_empty(mount)
 
-    files = {p: m.content or "" for p, m in live(engine, notes.id).items()}
+    files = {p: m.content or "" for p, m in live(store_engine, notes.id).items()}
     head = files.pop("/plan.md")
     ((copy_path, copy),) = files.items()
     assert {head, copy} == {"first, offline\n", "second, offline\n"}
@@ -252,15 +247,12 @@ def test_two_mounts_writing_one_file_while_the_server_is_down_keep_both(
 
 
 def test_umount_cleans_up_a_mount_whose_daemon_is_gone(
-    mounter: Mounter,
-    server: Server,
     make_store: Callable[..., MemoryStore],
-    make_session: Callable[..., str],
+    make_remote_mount: Callable[..., Mount],
 ) -> None:
     notes = make_store("Notes", {"/a.md": "a\n"})
-    mount: Mount = mount_remote(mounter, server, make_session(notes))
-    os.kill(mount.pid, signal.SIGKILL)
-    assert mount.process is not None and mount.process.wait(timeout=COMMAND_TIMEOUT_S) == -9
+    mount = make_remote_mount(notes)
+    kill_daemon(mount)
     assert mounts.is_stale(str(mount.path))
 
     out = run(MEMFS, "umount", mount.path).stdout

@@ -50,7 +50,7 @@ def visible_within(paths: list[Path], text: str, since: float, deadline_s: float
 def test_a_remote_mount_shows_exactly_the_sessions_stores_with_their_access(
     mounter: Mounter,
     server: Server,
-    engine: Engine,
+    store_engine: Engine,
     make_store: Callable[..., MemoryStore],
     make_session: Callable[..., str],
 ) -> None:
@@ -62,7 +62,7 @@ def test_a_remote_mount_shows_exactly_the_sessions_stores_with_their_access(
     mount = mount_remote(mounter, server, token)
 
     # Directories are the last segments of the session's mount paths.
-    session = engine.authenticate_session(token)
+    session = store_engine.authenticate_session(token)
     assert sorted(os.listdir(mount.path)) == sorted(
         r.mount_path.rsplit("/", 1)[1] for r in session.resources
     ) == ["notes", "reference-docs"]
@@ -72,9 +72,9 @@ def test_a_remote_mount_shows_exactly_the_sessions_stores_with_their_access(
     assert errno_of(f"open({str(mount / 'reference-docs/new.md')!r}, 'w')") == "EROFS"
 
     (mount / "notes/new.md").write_text("written through the server\n")
-    memory = engine.get_memory_by_path(notes.id, "/new.md")
+    memory = store_engine.get_memory_by_path(notes.id, "/new.md")
     assert memory.content == "written through the server\n"
-    (created,) = versions(engine, notes.id, memory.id)
+    (created,) = versions(store_engine, notes.id, memory.id)
     # SPEC §3: a mount's writes are attributed to its session.
     assert created.operation is Operation.CREATED
     assert created.created_by == Actor.session(session.id) and mount.session_id == session.id
@@ -121,17 +121,17 @@ def test_a_cached_file_is_read_from_disk_without_the_server(
 def test_a_write_through_a_mount_the_api_or_the_cli_shows_in_another_within_a_second(
     mounter: Mounter,
     server: Server,
-    engine: Engine,
+    store_engine: Engine,
     make_store: Callable[..., MemoryStore],
-    make_session: Callable[..., str],
+    make_remote_mount: Callable[..., Mount],
 ) -> None:
     notes = make_store("Notes", {"/shared.md": "v0\n"})
-    writer = mount_remote(mounter, server, make_session(notes))
-    reader = mount_remote(mounter, server, make_session(notes))
+    writer = make_remote_mount(notes)
+    reader = make_remote_mount(notes)
     embedded = mounter.mount("Notes")
     targets = [reader / "notes/shared.md", embedded / "notes/shared.md"]
     visible_within(targets, "v0\n", time.monotonic(), PROPAGATION_DEADLINE_S)  # cached now
-    memory = engine.get_memory_by_path(notes.id, "/shared.md", with_content=False)
+    memory = store_engine.get_memory_by_path(notes.id, "/shared.md", with_content=False)
     latencies: list[float] = []
 
     for round_number in range(3):
@@ -139,7 +139,7 @@ def test_a_write_through_a_mount_the_api_or_the_cli_shows_in_another_within_a_se
         (writer / "notes/shared.md").write_text(text)
         latencies.append(visible_within(targets, text, time.monotonic(), PROPAGATION_DEADLINE_S))
 
-    with api(server, engine) as http:
+    with api(server, store_engine) as http:
         text = "from the API\n"
         response = http.post(
             f"/v1/memory_stores/{notes.id}/memories/{memory.id}", json={"content": text}
@@ -167,18 +167,17 @@ def test_a_write_through_a_mount_the_api_or_the_cli_shows_in_another_within_a_se
 
 
 def test_archiving_a_store_turns_its_remote_mounts_read_only(
-    mounter: Mounter,
     server: Server,
-    engine: Engine,
+    store_engine: Engine,
     make_store: Callable[..., MemoryStore],
-    make_session: Callable[..., str],
+    make_remote_mount: Callable[..., Mount],
 ) -> None:
     notes = make_store("Notes", {"/a.md": "a\n"})
-    mount = mount_remote(mounter, server, make_session(notes))
+    mount = make_remote_mount(notes)
     path = mount / "notes/a.md"
     path.write_text("still writable\n")
 
-    with api(server, engine) as http:
+    with api(server, store_engine) as http:
         response = http.post(f"/v1/memory_stores/{notes.id}/archive")
         assert response.status_code == 200, response.text
     archived_at = time.monotonic()
@@ -201,15 +200,14 @@ def test_archiving_a_store_turns_its_remote_mounts_read_only(
 
 def test_a_redaction_purges_the_bytes_from_every_mounts_caches(
     mounter: Mounter,
-    server: Server,
-    engine: Engine,
+    store_engine: Engine,
     make_store: Callable[..., MemoryStore],
-    make_session: Callable[..., str],
+    make_remote_mount: Callable[..., Mount],
     memfs_home: Path,
 ) -> None:
     secret = "api_token=s3cr3t-to-be-redacted\n"
     notes = make_store("Notes", {"/config.md": secret})
-    remote = mount_remote(mounter, server, make_session(notes))
+    remote = make_remote_mount(notes)
     embedded = mounter.mount("Notes")
     for mount in (remote, embedded):
         assert (mount / "notes/config.md").read_text() == secret
@@ -226,8 +224,8 @@ def test_a_redaction_purges_the_bytes_from_every_mounts_caches(
         wait_until(memory_cache_entries(mount, 2), f"{mount.path} to cache both contents")
     before = {m.path: m.status["memory_cache"] for m in (remote, embedded)}
 
-    first = versions(engine, notes.id)[0]
-    engine.redact_version(notes.id, first.id, actor=None)
+    first = versions(store_engine, notes.id)[0]
+    store_engine.redact_version(notes.id, first.id, actor=None)
 
     wait_until(lambda: not files_holding_the_secret(), "the disk cache to drop the secret",
                PROPAGATION_DEADLINE_S * 3)
@@ -240,21 +238,18 @@ def test_a_redaction_purges_the_bytes_from_every_mounts_caches(
 
 
 def test_a_flat_remote_mount_merges_the_sessions_stores(
-    mounter: Mounter,
-    server: Server,
-    engine: Engine,
+    store_engine: Engine,
     make_store: Callable[..., MemoryStore],
-    make_session: Callable[..., str],
+    make_remote_mount: Callable[..., Mount],
 ) -> None:
     main = make_store("Main", {"/shared.md": "main wins\n"})
     reference = make_store("Reference", {"/shared.md": "shadowed\n", "/guide.md": "guide\n"})
-    mount = mount_remote(mounter, server, make_session(main, (reference, "read_only")),
-                         layout="flat")
+    mount = make_remote_mount(main, (reference, "read_only"), layout="flat")
     assert sorted(os.listdir(mount.path)) == ["guide.md", "shared.md"]
     assert (mount / "shared.md").read_text() == "main wins\n"
     (mount / "guide.md").write_text("copied up\n")  # SPEC §4 overlay: into the default
-    assert engine.get_memory_by_path(main.id, "/guide.md").content == "copied up\n"
-    assert engine.get_memory_by_path(reference.id, "/guide.md").content == "guide\n"
+    assert store_engine.get_memory_by_path(main.id, "/guide.md").content == "copied up\n"
+    assert store_engine.get_memory_by_path(reference.id, "/guide.md").content == "guide\n"
     assert errno_of(f"os.unlink({str(mount / 'guide.md')!r}); os.unlink("
                     f"{str(mount / 'guide.md')!r})") == "EROFS"
 

@@ -8,14 +8,13 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from faults_helpers import Server, wait_live
+from faults_helpers import Server, kill_daemon, wait_live
 from fuse_helpers import COMMAND_TIMEOUT_S, Mount, Mounter, run
 
 from memfs.fuse import mounts
@@ -98,8 +97,7 @@ def test_the_units_commands_run_a_remote_mount_and_start_again_after_a_crash(
 
     first = start_service(1)
     assert (mountpoint / "notes/a.md").read_text() == "a\n"
-    os.kill(first.pid, signal.SIGKILL)  # the daemon crashes: Restart=on-failure
-    assert first.process is not None and first.process.wait(timeout=COMMAND_TIMEOUT_S) == -9
+    kill_daemon(first)  # the daemon crashes: Restart=on-failure
 
     second = start_service(2)
     second.expect_log("removing the stale mount")

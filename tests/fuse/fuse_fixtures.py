@@ -1,0 +1,59 @@
+"""Fixtures shared by the FUSE tests (``tests/fuse``) and the fault tests
+(``tests/faults``): both conftests import them from here, so one copy serves both.
+
+- ``fuse_available``: skips (with the precise reason) only when FUSE truly is absent.
+- ``store_engine``: an engine on ``$MEMFS_HOME/memfs.db``, the database that the mount
+  daemons, the CLI and ``memfs serve`` of these tests use. Not the top-level ``engine``
+  fixture (a fresh database of each dialect, unseen by any subprocess).
+- ``make_store``: creates a store with optional ``{path: content}`` memories.
+- :func:`mark_fuse_tests`: what each conftest's ``pytest_collection_modifyitems`` does.
+
+Each conftest keeps its own ``mounter`` fixture: the two check different things at
+teardown (the FUSE tests fsck in-process; the fault tests run ``memfs fsck`` on the
+server's database while the server still runs).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from fuse_helpers import FUSE_UNAVAILABLE_REASON
+
+from memfs.model import MemoryStore
+from memfs.store import Engine, open_engine
+
+
+def mark_fuse_tests(items: list[pytest.Item], directory: Path) -> None:
+    """Gives the ``fuse`` marker to the tests below ``directory``. (The hook sees every
+    test of the session, not only those of the conftest's directory.)"""
+    for item in items:
+        if directory in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.fuse)
+
+
+@pytest.fixture
+def fuse_available() -> None:
+    if FUSE_UNAVAILABLE_REASON is not None:
+        pytest.skip(FUSE_UNAVAILABLE_REASON)
+
+
+@pytest.fixture
+def store_engine(memfs_home: Path) -> Iterator[Engine]:
+    engine = open_engine()
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+@pytest.fixture
+def make_store(store_engine: Engine) -> Callable[..., MemoryStore]:
+    def make(name: str = "Notes", files: dict[str, str] | None = None) -> MemoryStore:
+        store = store_engine.create_store(name)
+        for path, content in (files or {}).items():
+            store_engine.create_memory(store.id, path, content, actor=None)
+        return store
+
+    return make
