@@ -183,6 +183,13 @@ class Backend(Protocol):
         """The bytes of ``memory``'s head content. Raises NotFound."""
         ...
 
+    async def read_contents(self, memories: Sequence[Memory]) -> dict[str, bytes]:
+        """Read-ahead: the head contents of several memories, keyed by blob key, in as
+        few round trips as the backend can. Best effort: content that is gone or can't
+        be fetched now is left out (the read that needs it asks :meth:`read_content`,
+        which raises)."""
+        ...
+
     async def create_memory(
         self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
     ) -> Memory:
@@ -316,6 +323,10 @@ class EmbeddedBackend:
 
     async def read_content(self, memory: Memory) -> bytes:
         return await self._run(self._engine.read_blob, memory.blob_key)
+
+    async def read_contents(self, memories: Sequence[Memory]) -> dict[str, bytes]:
+        """See the Protocol: one query for every blob."""
+        return await self._run(self._engine.read_blobs, [m.blob_key for m in memories])
 
     async def create_memory(
         self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None

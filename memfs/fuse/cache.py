@@ -50,6 +50,10 @@ class BlobCache:
         self._entries.move_to_end(blob_key)
         return data
 
+    def __contains__(self, blob_key: object) -> bool:
+        """Whether ``blob_key`` is cached (counts neither a hit nor a miss)."""
+        return blob_key in self._entries
+
     def put(self, blob_key: str, data: bytes) -> None:
         """Caches ``data`` under ``blob_key``, evicting least recently used entries."""
         self.discard(blob_key)

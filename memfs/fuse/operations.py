@@ -131,6 +131,10 @@ ROOM_CACHE_S = 1.0
 # Pause after a failed read of the feed, doubling while failures last.
 CHANGE_RETRY_MIN_S = 0.1
 CHANGE_RETRY_MAX_S = 1.0
+# Read-ahead on a content cache miss (Operations._read_ahead): at most this many files
+# and bytes per store round trip.
+READ_AHEAD_FILES = 32
+READ_AHEAD_BYTES = 1024 * 1024
 BLOCK_SIZE_BYTES = 4096
 STAT_BLOCK_BYTES = 512  # st_blocks counts 512-byte units (stat(2))
 # Scratch files are not memories, but they live in the daemon's memory: bound them.
@@ -771,11 +775,48 @@ class Operations(pyfuse3.Operations):
                 break
             data = self._cache.get(memory.blob_key)
             if data is None:
-                data = await self._backend.read_content(memory)
-                self._cache.put(memory.blob_key, data)
+                data = await self._read_ahead(node, memory)
             if node.buffer is None and node.memory is memory:
                 node.buffer = bytearray(data)
         return node.buffer
+
+    async def _read_ahead(self, node: Node, memory: Memory) -> bytes:
+        """The head content of ``node`` (a cache miss), fetched together with the
+        uncached contents of the files after it in its directory (by name, wrapping),
+        up to :data:`READ_AHEAD_FILES` files and :data:`READ_AHEAD_BYTES`: `cat *` and
+        `grep -r` on a cold mount then cost one store round trip per batch, not per
+        file. Everything fetched goes to the content cache.
+
+        Raises:
+            NotFound, BackendUnavailable: as :meth:`Backend.read_content`.
+        """
+        batch = [memory]
+        directory = node.parent
+        if directory is not None and len(directory.children) > 1:
+            budget = READ_AHEAD_BYTES - memory.content_size_bytes
+            names = sorted(directory.children)
+            start = bisect.bisect_right(names, node.name)
+            for name in names[start:] + names[:start]:
+                if len(batch) >= READ_AHEAD_FILES or budget <= 0:
+                    break
+                sibling = directory.children[name].memory
+                if (
+                    sibling is None
+                    or sibling is memory
+                    or sibling.content_size_bytes > budget
+                    or sibling.blob_key in self._cache
+                ):
+                    continue
+                batch.append(sibling)
+                budget -= sibling.content_size_bytes
+        found = await self._backend.read_contents(batch) if len(batch) > 1 else {}
+        for blob_key, content in found.items():
+            self._cache.put(blob_key, content)
+        data = found.get(memory.blob_key)
+        if data is None:
+            data = await self._backend.read_content(memory)
+            self._cache.put(memory.blob_key, data)
+        return data
 
     # ----------------------------------------------------------------- commits
 

@@ -110,6 +110,8 @@ PROVISIONAL_ID_PREFIX = "mem_local_"
 PENDING_VERSION_PREFIX = "memver_pending_"
 # How many conflicts, refusals and errors statistics() remembers (newest last).
 MAX_RECORDED_EVENTS = 20
+# Read-ahead requests in flight at once (Backend.read_contents).
+READ_AHEAD_CONCURRENCY = 8
 # How long aclose() tries a last replay before leaving the writes queued.
 CLOSE_REPLAY_TIMEOUT_S = 5.0
 # How long open_session() tries to replay queued writes before the tree is loaded.
@@ -471,6 +473,31 @@ class RemoteBackend:
         if remote.content is not None:
             await self._cache_put(remote.content)
         return self._remember(_memory(remote))
+
+    async def read_contents(self, memories: Sequence[Memory]) -> dict[str, bytes]:
+        """Read-ahead (see the Protocol): each memory as :meth:`read_content` would read
+        it, :data:`READ_AHEAD_CONCURRENCY` requests at a time; failures are left out
+        (the read that needs that content asks again and gets the error)."""
+        found: dict[str, bytes] = {}
+        limiter = trio.CapacityLimiter(READ_AHEAD_CONCURRENCY)
+        unreachable = False
+
+        async def fetch(memory: Memory) -> None:
+            nonlocal unreachable
+            async with limiter:
+                if unreachable:
+                    return  # one failure to reach the server is enough
+                try:
+                    found[memory.blob_key] = await self.read_content(memory)
+                except ServerUnavailable:
+                    unreachable = True
+                except MemfsError as exc:
+                    log.debug("read-ahead of %s skipped: %s", memory.path, exc)
+
+        async with trio.open_nursery() as nursery:
+            for memory in memories:
+                nursery.start_soon(fetch, memory)
+        return found
 
     async def read_content(self, memory: Memory) -> bytes:
         """The head content of ``memory``: from the disk cache (no round trip), else from

@@ -213,6 +213,9 @@ _INSERT_VERSION = insert(versions)
 _INSERT_CHANGE = insert(changes)
 _INSERT_AUDIT = insert(audit_log)
 _BLOB_DATA = select(blobs.c.data).where(blobs.c.key == bindparam("key"))
+_BLOBS_DATA = select(blobs.c.key, blobs.c.data).where(
+    blobs.c.key.in_(bindparam("keys", expanding=True))
+)
 _BLOB_SHA256 = select(blobs.c.sha256).where(blobs.c.key == bindparam("key"))
 # A mount's whole tree (all_memories): the columns of a live memory without content, as
 # plain tuples, in path order (index ix_memories_live_path). store_id and deleted_at are
@@ -1634,6 +1637,19 @@ class Engine:
         if data is None:
             raise NotFound(f"content {blob_key} is not stored (it may have been redacted)")
         return bytes(data)
+
+    def read_blobs(self, blob_keys: Sequence[str]) -> dict[str, bytes]:
+        """The bytes of several blobs in one query (a mount's read-ahead), keyed by blob
+        key; keys not stored (purged or unknown) are left out, never an error.
+
+        Args:
+            blob_keys: at most a few hundred keys (one ``IN`` list).
+        """
+        if not blob_keys:
+            return {}
+        with self._read() as conn:
+            rows = conn.execute(_BLOBS_DATA, {"keys": list(dict.fromkeys(blob_keys))}).all()
+        return {row.key: bytes(row.data) for row in rows}
 
     # ----------------------------------------------------------- versions
 

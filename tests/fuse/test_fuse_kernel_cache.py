@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from fuse_helpers import Mounter, run, run_python, wait_until
+from fuse_helpers import Mounter, live, run, run_python, wait_until
 
 from memfs.fuse.operations import ATTR_TIMEOUT_S, ENTRY_TIMEOUT_S
 from memfs.store import Engine
@@ -41,7 +41,8 @@ def test_stat_after_close_shows_the_committed_version(mount, store_engine: Engin
     assert info.st_mtime_ns // 1000 == _updated_at_us(store_engine, store_id, "/hello.md")
 
     created = mount / "notes" / "touched.md"
-    run("touch", created)  # create + release: the commit happens at release
+    run("touch", created)  # create, no write: the commit happens at release (async)
+    wait_until(lambda: "/touched.md" in live(store_engine, store_id), "touch's commit")
     info = os.stat(created)
     assert info.st_size == 0
     assert info.st_mtime_ns // 1000 == _updated_at_us(store_engine, store_id, "/touched.md")

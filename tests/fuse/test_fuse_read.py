@@ -87,3 +87,21 @@ def test_two_mounts_of_one_store_see_each_others_closes(mounter: Mounter, make_s
                "the second mount to see the first one's close")
     (second / "notes" / "fresh.md").write_text("fresh\n")
     wait_until(lambda: exists(first / "notes" / "fresh.md"), "the first mount to see a create")
+
+
+def test_a_cold_read_fetches_its_directory_ahead(mounter: Mounter, make_store) -> None:
+    """A cache miss fetches the file's uncached siblings in the same store round trip
+    (Operations._read_ahead), so `cat *` on a cold mount misses about once per batch of
+    READ_AHEAD_FILES, not once per file; every byte is still the file's own."""
+    contents = {f"/d/note-{i:02d}.md": f"note {i}\n" * (i + 1) for i in range(40)}
+    make_store("Notes", contents)
+    mount = mounter.mount("Notes")
+    directory = mount / "notes" / "d"
+    output = run("sh", "-c", 'for f in *; do cat "$f"; done', cwd=directory).stdout
+    assert output == "".join(contents[p] for p in sorted(contents))
+
+    def misses() -> int | None:
+        cache = mount.status.get("memory_cache") or {}
+        return cache.get("misses") if cache.get("entries") == len(contents) else None
+
+    assert wait_until(misses, "the status file to show the cache") <= 3

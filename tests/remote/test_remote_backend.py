@@ -14,7 +14,7 @@ from remote_fake import BASE_URL, FakeServer
 
 from memfs.errors import NotFound, PermissionDenied, PreconditionFailed, StoreArchived
 from memfs.fuse.backend import AttachmentSpec, Backend
-from memfs.model import ChangeKind, MemoryStore, Operation
+from memfs.model import ChangeKind, DeleteMode, MemoryStore, Operation
 from memfs.remote import MemfsClient, ServerUnavailable
 from memfs.remote.backend import (
     PENDING_VERSION_PREFIX,
@@ -156,6 +156,34 @@ async def test_an_uncached_read_with_the_server_down_fails(
     with pytest.raises(ServerUnavailable):
         await backend.read_content(memory)
     assert backend.statistics().server_state == "unreachable"
+
+
+async def test_read_ahead_fetches_what_it_can_and_caches_it(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    for name in "abcde":
+        store_engine.create_memory(rw_store.id, f"/{name}.md", f"content {name}", actor=None)
+    memories = sorted(await backend.list_memories(rw_store.id), key=lambda m: m.path)
+    gone = memories[-1]
+    store_engine.delete_memory(rw_store.id, gone.id, actor=None, mode=DeleteMode.REDACT)
+    found = await backend.read_contents(memories)
+    assert found == {m.blob_key: f"content {m.path[1]}".encode() for m in memories[:-1]}
+    fake.requests.clear()
+    fake.down = True
+    for memory in memories[:-1]:
+        assert await backend.read_content(memory) == f"content {memory.path[1]}".encode()
+    assert fake.requests == []  # every read-ahead result is in the disk cache
+
+
+async def test_read_ahead_with_the_server_down_returns_nothing(
+    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    for name in "abcdefghijkl":
+        store_engine.create_memory(rw_store.id, f"/{name}.md", name, actor=None)
+    memories = await backend.list_memories(rw_store.id)
+    fake.down = True
+    assert await backend.read_contents(memories) == {}
+    assert len(fake.requests) < len(memories)  # the first failure stops the rest
 
 
 # ----------------------------------------------------------------- writing

@@ -504,3 +504,7 @@ def test_identical_content_is_stored_once(engine: Engine, store: MemoryStore, ac
     assert engine.statistics()["blobs"] == 2
     with pytest.raises(NotFound):
         engine.read_blob("0" * 32)
+    # Read-ahead: several blobs in one query; unknown keys are left out, not an error.
+    both = engine.read_blobs([first.blob_key, "0" * 32, first.blob_key])
+    assert both == {first.blob_key: b"same bytes"}
+    assert engine.read_blobs([]) == {}
