@@ -93,7 +93,12 @@ def test_a_cached_file_is_read_from_disk_without_the_server(
     make_session: Callable[..., str],
     memfs_home: Path,
 ) -> None:
-    notes = make_store("Notes", {"/cached.md": "read once before\n", "/cold.md": "never read\n"})
+    # A read fetches its own directory ahead (neighbour.md), not others (cold.md).
+    notes = make_store("Notes", {
+        "/cached.md": "read once before\n",
+        "/neighbour.md": "read ahead\n",
+        "/elsewhere/cold.md": "never read\n",
+    })
     token = make_session(notes)
     first = mount_remote(mounter, server, token)
     assert (first / "notes/cached.md").read_text() == "read once before\n"
@@ -104,7 +109,8 @@ def test_a_cached_file_is_read_from_disk_without_the_server(
     server.kill()
     mount.expect_log("the server is unreachable")
     assert (mount / "notes/cached.md").read_text() == "read once before\n"
-    assert errno_of(f"open({str(mount / 'notes/cold.md')!r}).read()") == "EIO"
+    assert (mount / "notes/neighbour.md").read_text() == "read ahead\n"
+    assert errno_of(f"open({str(mount / 'notes/elsewhere/cold.md')!r}).read()") == "EIO"
     status = backend_status(mount)
     assert status["cache_entries"] >= 1
     wait_until(lambda: backend_status(mount)["server_state"] == "unreachable",
