@@ -90,7 +90,7 @@ class Attachment:
         return not (self.read_only or self.archived or self.deleted)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class Node:
     """One inode.
 
