@@ -203,6 +203,9 @@ class InodeTable:
         self._nodes: dict[int, Node] = {}
         self._by_memory: dict[tuple[str, str], Node] = {}
         self._shadowed: list[Node] = []
+        # Nodes parked by park(); one whose ``parked`` was cleared since is dropped at the
+        # next parked_holder, so a create asks a handful of nodes, not the whole store.
+        self._parked: set[Node] = set()
         self._notices: list[Notice] = []
         self.root = Node(
             ROOT_INODE, Kind.DIRECTORY, "", None, None, store_root=layout is Layout.FLAT
@@ -246,12 +249,20 @@ class InodeTable:
         """The node showing (or parking, or shadowing) a memory, if any."""
         return self._by_memory.get((store_id, memory_id))
 
+    def park(self, node: Node) -> None:
+        """Marks stored file ``node`` (just renamed to a scratch name) as parked: its
+        memory stays at its path until the name is reused (see ``Node.parked``)."""
+        node.parked = True
+        self._parked.add(node)
+
     def parked_holder(self, attachment: Attachment, path: str) -> Node | None:
-        """The parked node whose memory sits at ``path`` in ``attachment``'s store."""
-        for node in self._by_memory.values():
-            if (
-                node.parked
-                and node.attachment is attachment
+        """The parked node whose memory sits at ``path`` in ``attachment``'s store.
+        Costs the number of parked nodes (a few scratch renames), not the store size."""
+        for node in list(self._parked):
+            if not node.parked:
+                self._parked.discard(node)
+            elif (
+                node.attachment is attachment
                 and node.memory is not None
                 and node.memory.path == path
             ):

@@ -1065,7 +1065,7 @@ class Operations(pyfuse3.Operations):
             await self._discard(existing, target, store_replaced=False)
             self._table.move(node, new_parent, new_name)
             if node.memory is not None:
-                node.parked = True
+                self._table.park(node)
             return
         memory: Memory
         # Writes not yet closed stay pending: the close that follows commits them under
