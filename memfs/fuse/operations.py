@@ -146,6 +146,7 @@ MAX_SCRATCH_BYTES = 16 * 1024 * 1024
 # one is refused at once (SPEC §4: EILSEQ "at write").
 _FORBIDDEN_BYTES_RE = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\xc0\xc1\xf5-\xff]")
 
+XATTR_USER_PREFIX = "user."
 XATTR_MEMFS_PREFIX = "user.memfs."
 XATTR_META_PREFIX = "user.meta."
 _XATTR_MEMFS_FIELDS = {
@@ -1186,6 +1187,12 @@ class Operations(pyfuse3.Operations):
     async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
         node = self._table.get(inode)
         text = name.decode("utf-8", "replace")
+        if not text.startswith(XATTR_USER_PREFIX):
+            # No security labels, no POSIX ACLs: ENOTSUP, as the kernel answers for a
+            # namespace a local filesystem has no handler for. ls -l then remembers the
+            # filesystem lacks both and stops asking (coreutils caches ENOTSUP per
+            # device): two round trips per mount instead of two per file (issue 5).
+            raise UnknownAttribute(f"{text}: memfs serves only user.* attributes")
         memory = node.memory if node.stored else None
         if text in _XATTR_MEMFS_FIELDS and memory is not None:
             return str(getattr(memory, _XATTR_MEMFS_FIELDS[text])).encode()

@@ -29,6 +29,16 @@ def test_memfs_attributes_mirror_the_head_and_are_read_only(mount, store_engine)
     assert os.getxattr(path, "user.memfs.sha256") == head.content_sha256.encode()
 
 
+def test_namespaces_other_than_user_are_not_supported(mount) -> None:
+    """No security labels, no POSIX ACLs: ENOTSUP (not ENODATA), which ls -l caches per
+    filesystem, so it stops asking for both at every file (issue 5: ls -lR)."""
+    for path in (mount / "notes" / "hello.md", mount / "notes"):
+        for name in ("security.selinux", "system.posix_acl_access", "trusted.x"):
+            assert errno_of(f"os.getxattr({str(path)!r}, {name!r})") == "ENOTSUP"
+    listing = run("ls", "-l", mount / "notes").stdout.splitlines()[1:]
+    assert listing and all(line[10] == " " for line in listing)  # no '+' or '.' marker
+
+
 def test_user_meta_attributes_are_memory_metadata(mount, store_engine: Engine) -> None:
     store_id = str(mount.status["stores"][0]["id"])
     path = mount / "notes" / "hello.md"
