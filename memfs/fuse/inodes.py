@@ -128,6 +128,8 @@ class Node:
         kernel_attributes: ``(st_size, mtime_ns)`` last handed to the kernel, which may
             cache them for the attribute timeout; None when it holds none that can be
             stale (see :meth:`InodeTable.notice_if_stale`).
+        subdirectories: directories only: how many of ``children`` are directories
+            (kept by the table as entries are linked and unlinked).
     """
 
     inode: int
@@ -150,6 +152,7 @@ class Node:
     kernel_sha256: str | None = None
     pending_metadata: dict[str, str] = field(default_factory=dict)
     kernel_attributes: tuple[int, int] | None = None
+    subdirectories: int = 0
 
     @property
     def is_dir(self) -> bool:
@@ -372,7 +375,8 @@ class InodeTable:
         return "attached read-only"
 
     def subdirectory_count(self, directory: Node) -> int:
-        return sum(1 for child in directory.children.values() if child.is_dir)
+        """How many directories ``directory`` holds (its st_nlink is 2 + this); O(1)."""
+        return directory.subdirectories
 
     def files_below(self, directory: Node) -> Iterator[Node]:
         """Every file node in the subtree of ``directory``."""
@@ -457,6 +461,11 @@ class InodeTable:
         raise NoSuchEntry(f"store {store_id} is not attached")
 
     def _link(self, parent: Node, name: str, node: Node) -> None:
+        previous = parent.children.get(name)
+        if previous is not None and previous is not node and previous.is_dir:
+            parent.subdirectories -= 1
+        if node.is_dir and previous is not node:
+            parent.subdirectories += 1
         parent.children[name] = node
         node.parent = parent
         node.name = name
@@ -470,6 +479,8 @@ class InodeTable:
             return
         if parent.children.get(node.name) is node:
             del parent.children[node.name]
+            if node.is_dir:
+                parent.subdirectories -= 1
         node.parent = None
         parent.mtime_ns = time.time_ns()
         self._notices.append(Notice(parent.inode, node.name.encode("utf-8", "surrogateescape")))

@@ -121,3 +121,36 @@ def test_a_taken_path_shadows_until_it_is_free() -> None:
     table.remove(blocker)
     table.retry_shadowed()
     assert table.display_path(below) == "/notes/a/b.md"
+
+
+def test_subdirectory_counts_follow_every_tree_change() -> None:
+    """st_nlink of a directory is 2 + its subdirectories, counted as entries are linked
+    and unlinked (O(1) per getattr): checked against a recount after each change."""
+    store = _store("Notes")
+    table = InodeTable(Layout.PER_STORE, [store])
+
+    def check() -> None:
+        stack = [table.root]
+        while stack:
+            directory = stack.pop()
+            children = list(directory.children.values())
+            assert table.subdirectory_count(directory) == sum(c.is_dir for c in children)
+            stack.extend(c for c in children if c.is_dir)
+
+    root = table._store_roots[store.store_id]
+    nodes = [table.add_memory(store, _memory(store, f"/d{i}/e{i % 2}/f.md")) for i in range(6)]
+    check()
+    held = table.new_directory(root, "held", held=True)
+    check()
+    table.move(held, table.child(root, "d1"), "moved")
+    check()
+    table.move(held, root, "back")
+    check()
+    for node in nodes[:3]:
+        parent = node.parent
+        table.remove(node)
+        table.prune(parent)
+        check()
+    table.unlink(table.child(root, "d4"))
+    check()
+    assert table.subdirectory_count(table.root) == 1  # the store directory
