@@ -219,13 +219,18 @@ class _Handle:
     mount holds, whatever offset the kernel computed from its cached (maybe stale) size
     (write(2): "the file offset is first set to the end of the file").
     ``snapshot``: a read-only handle whose file was changed elsewhere while it was open
-    keeps reading what it was opened with; new opens see the new head (close-to-open)."""
+    keeps reading what it was opened with; new opens see the new head (close-to-open).
+    ``opened``: the head a read-only handle was opened on before anything was loaded;
+    ``detached``: that head was replaced by a change made elsewhere before the first
+    read, which then takes ``opened``'s content as the snapshot."""
 
     node: Node
     writable: bool
     wrote: bool = False
     append: bool = False
     snapshot: bytearray | None = None
+    opened: Memory | None = None
+    detached: bool = False
 
 
 @dataclass
@@ -607,13 +612,18 @@ class Operations(pyfuse3.Operations):
                 node.dirty = True
                 node.mtime_ns = time.time_ns()
             node.buffer = bytearray()
-        else:
+        elif writable or flags & os.O_TRUNC:
             buffer = await self._ensure_buffer(node)
             if flags & os.O_TRUNC and buffer:
                 buffer.clear()
                 node.dirty = True
                 node.mtime_ns = time.time_ns()
+        # A read-only open loads nothing: the first read does (Operations.read). With
+        # keep_cache the kernel's pages answer the reads, so a warm `cat` or `grep -r`
+        # never copies the content out of the cache or the store.
         fh = self._open_handle(node, writable=writable, append=bool(flags & os.O_APPEND))
+        if node.buffer is None:
+            self._handles[fh].opened = node.memory
         # keep_cache only when the kernel's pages hold exactly what this open serves.
         served = node.base_sha256 if not node.dirty else None
         keep_cache = served is not None and node.kernel_sha256 == served
@@ -666,7 +676,17 @@ class Operations(pyfuse3.Operations):
         handle = self._handle(fh)
         buffer = handle.snapshot
         if buffer is None:
-            buffer = await self._ensure_buffer(handle.node)
+            node, opened = handle.node, handle.opened
+            if handle.detached and opened is not None:
+                # Changed elsewhere between this open and its first read: the handle
+                # reads what it was opened on (close-to-open), fetched now.
+                data = self._cache.get(opened.blob_key)
+                if data is None:
+                    data = await self._backend.read_content(opened)
+                    self._cache.put(opened.blob_key, data)
+                handle.snapshot = buffer = bytearray(data)
+            else:
+                buffer = await self._ensure_buffer(node)
         return bytes(buffer[off : off + size])
 
     @_handler
@@ -1440,8 +1460,12 @@ class Operations(pyfuse3.Operations):
         handles = [h for h in self._handles.values() if h.node is node]
         if content_changed and not node.dirty and not any(h.writable for h in handles):
             for handle in handles:
-                if handle.snapshot is None and node.buffer is not None:
+                if handle.snapshot is not None:
+                    continue
+                if node.buffer is not None:
                     handle.snapshot = node.buffer
+                elif handle.opened is not None:
+                    handle.detached = True  # nothing read yet: fetched at the first read
             node.buffer = None
             node.base_sha256 = memory.content_sha256
             node.kernel_sha256 = None
