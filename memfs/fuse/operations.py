@@ -218,19 +218,14 @@ class _Handle:
     ``append``: opened with ``O_APPEND``: every write goes to the end of the content the
     mount holds, whatever offset the kernel computed from its cached (maybe stale) size
     (write(2): "the file offset is first set to the end of the file").
-    ``snapshot``: a read-only handle whose file was changed elsewhere while it was open
-    keeps reading what it was opened with; new opens see the new head (close-to-open).
-    ``opened``: the head a read-only handle was opened on before anything was loaded;
-    ``detached``: that head was replaced by a change made elsewhere before the first
-    read, which then takes ``opened``'s content as the snapshot."""
+    Every handle of a node reads the node's one content, as on a local filesystem: the
+    kernel's page cache is per inode, so a per-handle snapshot would leak into the pages
+    other opens read."""
 
     node: Node
     writable: bool
     wrote: bool = False
     append: bool = False
-    snapshot: bytearray | None = None
-    opened: Memory | None = None
-    detached: bool = False
 
 
 @dataclass
@@ -282,6 +277,10 @@ class Operations(pyfuse3.Operations):
         self._lock = trio.Lock()
         self._notices_send, self._notices_receive = trio.open_memory_channel[Notice](math.inf)
         self._room: dict[str, tuple[float, int]] = {}  # store_id -> (monotonic s, room)
+        # Purge marks (see _purge): blob key -> the purge sequence number that dropped it.
+        self._purge_seq = 0
+        self._purged: dict[str, int] = {}
+        self._fetches = 0  # content fetches in flight
         self._uid = os.getuid()
         self._gid = os.getgid()
 
@@ -622,8 +621,6 @@ class Operations(pyfuse3.Operations):
         # keep_cache the kernel's pages answer the reads, so a warm `cat` or `grep -r`
         # never copies the content out of the cache or the store.
         fh = self._open_handle(node, writable=writable, append=bool(flags & os.O_APPEND))
-        if node.buffer is None:
-            self._handles[fh].opened = node.memory
         # keep_cache only when the kernel's pages hold exactly what this open serves.
         served = node.base_sha256 if not node.dirty else None
         keep_cache = served is not None and node.kernel_sha256 == served
@@ -673,20 +670,7 @@ class Operations(pyfuse3.Operations):
 
     @_handler
     async def read(self, fh: int, off: int, size: int) -> bytes:
-        handle = self._handle(fh)
-        buffer = handle.snapshot
-        if buffer is None:
-            node, opened = handle.node, handle.opened
-            if handle.detached and opened is not None:
-                # Changed elsewhere between this open and its first read: the handle
-                # reads what it was opened on (close-to-open), fetched now.
-                data = self._cache.get(opened.blob_key)
-                if data is None:
-                    data = await self._backend.read_content(opened)
-                    self._cache.put(opened.blob_key, data)
-                handle.snapshot = buffer = bytearray(data)
-            else:
-                buffer = await self._ensure_buffer(node)
+        buffer = await self._ensure_buffer(self._handle(fh).node)
         return bytes(buffer[off : off + size])
 
     @_handler
@@ -830,14 +814,24 @@ class Operations(pyfuse3.Operations):
                     continue
                 batch.append(sibling)
                 budget -= sibling.content_size_bytes
-        found = await self._backend.read_contents(batch) if len(batch) > 1 else {}
-        for blob_key, content in found.items():
-            self._cache.put(blob_key, content)
-        data = found.get(memory.blob_key)
-        if data is None:
-            data = await self._backend.read_content(memory)
-            self._cache.put(memory.blob_key, data)
-        return data
+        self._fetches += 1
+        try:
+            since = self._purge_seq
+            found = await self._backend.read_contents(batch) if len(batch) > 1 else {}
+            for blob_key, content in found.items():
+                self._cache_fetched(blob_key, content, since)
+            data = found.get(memory.blob_key)
+            if data is None:
+                since = self._purge_seq
+                data = await self._backend.read_content(memory)
+                self._cache_fetched(memory.blob_key, data, since)
+            if self._purged.get(memory.blob_key, 0) > since:
+                raise NotFound(f"the content of {memory.path} was erased while it was read")
+            return data
+        finally:
+            self._fetches -= 1
+            if not self._fetches:
+                self._purged.clear()  # no fetch left that began before those purges
 
     # ----------------------------------------------------------------- commits
 
@@ -1362,6 +1356,11 @@ class Operations(pyfuse3.Operations):
         )
         applied = 0
         async with self._lock:
+            # Purged bytes leave the cache before any other entry of the batch is applied
+            # (applying one may wait on the store, and a read could run meanwhile).
+            for change in changes:
+                if change.kind is ChangeKind.BLOB_PURGED and change.blob_key:
+                    self._purge(change.blob_key)
             fetched: set[str] = set()
             for change in changes:
                 if change.seq <= attachment.seq:
@@ -1398,7 +1397,7 @@ class Operations(pyfuse3.Operations):
         elif change.kind is ChangeKind.BLOB_PURGED:
             # Redaction or hard delete erased these bytes: purge them here too (SPEC §2).
             if change.blob_key:
-                self._cache.discard(change.blob_key)
+                self._purge(change.blob_key)
         elif change.kind is ChangeKind.STORE_ARCHIVED:
             log.info("store %r was archived; its files are read-only now", attachment.name)
             attachment.archived = True
@@ -1411,6 +1410,19 @@ class Operations(pyfuse3.Operations):
                 self._table.remove(node)
                 self._table.prune(parent)
             self._notice_modes(attachment)
+
+    def _purge(self, blob_key: str) -> None:
+        """Drops purged content from the cache, and marks it so that a fetch already in
+        flight (read-ahead, a read) does not put it back (SPEC §2 redaction)."""
+        self._cache.discard(blob_key)
+        self._purge_seq += 1
+        self._purged[blob_key] = self._purge_seq
+
+    def _cache_fetched(self, blob_key: str, data: bytes, since: int) -> None:
+        """Caches content fetched by a store call that began at purge mark ``since``,
+        unless it was purged meanwhile."""
+        if self._purged.get(blob_key, 0) <= since:
+            self._cache.put(blob_key, data)
 
     def _notice_modes(self, attachment: Attachment) -> None:
         """The kernel's cached modes of a store's entries are stale (now read-only)."""
@@ -1436,6 +1448,11 @@ class Operations(pyfuse3.Operations):
                 node.dirty = node.dirty or not node.parked
                 return
             parent = node.parent
+            # A descriptor still open reads the deleted head from the store again (as an
+            # unlinked file stays readable), never bytes held here: a redaction purges
+            # them, and the read then fails.
+            node.buffer = None
+            node.kernel_sha256 = None
             self._table.remove(node)
             self._table.prune(parent)
             self._table.retry_shadowed()
@@ -1454,18 +1471,11 @@ class Operations(pyfuse3.Operations):
         content_changed = old is None or old.content_sha256 != memory.content_sha256
         self._table.set_memory(node, memory)
         # A file open for writing keeps showing what it was opened with; its next commit
-        # meets the new head through its precondition. A file open only for reading:
-        # each handle keeps its snapshot, new opens and stat see the new head
-        # (close-to-open, SPEC §4).
+        # meets the new head through its precondition. Otherwise every handle, open or
+        # new, reads the new head (as on a local filesystem; SPEC §4 close-to-open), and
+        # the kernel drops the pages of the old one.
         handles = [h for h in self._handles.values() if h.node is node]
         if content_changed and not node.dirty and not any(h.writable for h in handles):
-            for handle in handles:
-                if handle.snapshot is not None:
-                    continue
-                if node.buffer is not None:
-                    handle.snapshot = node.buffer
-                elif handle.opened is not None:
-                    handle.detached = True  # nothing read yet: fetched at the first read
             node.buffer = None
             node.base_sha256 = memory.content_sha256
             node.kernel_sha256 = None

@@ -133,11 +133,49 @@ def test_a_file_held_open_does_not_hide_a_change_from_new_opens(mount, store_eng
         cat = subprocess.run(["cat", {str(path)!r}], capture_output=True, text=True)
         print(cat.stdout, end="")
         subprocess.run(["sh", "-c", "echo more >> " + {str(path)!r}], check=True)
-        print(os.read(held, 100).decode(), end="")  # the old descriptor keeps its snapshot
+        print(os.read(held, 100).decode(), end="")  # like a local file: the latest content
         os.close(held)
     """)
-    assert out == new_content + "short\n"
+    assert out == new_content + new_content + "more\n"
     memories = live(store_engine, store_id)
     assert [p for p in memories if ".conflict-" in p] == []
     assert memories["/st.md"].content == new_content + "more\n"
     assert path.read_text() == new_content + "more\n"
+
+
+def test_an_old_descriptor_never_puts_old_content_in_front_of_new_opens(
+    mount, store_engine
+) -> None:
+    """The kernel's page cache is per inode: a descriptor opened before a change made
+    elsewhere must read the new head too, or its reads would put the old bytes in the
+    pages new opens read, and a `sed -i` would then write them back over the change."""
+    store_id = str(mount.status["stores"][0]["id"])
+    path = mount / "notes" / "race.md"
+    for read_first in (False, True):
+        run("sh", "-c", f"printf 'AAAA original line\\n' > {path}")
+        out = run_python(f"""
+            import os, subprocess, time
+            from memfs.store import open_engine
+            held = os.open({str(path)!r}, os.O_RDONLY)
+            if {read_first!r}:
+                os.read(held, 100)
+            engine = open_engine()
+            memory = engine.get_memory_by_path({store_id!r}, "/race.md", with_content=False)
+            engine.update_memory({store_id!r}, memory.id, content="BBBB new\\n", actor=None)
+            engine.close()
+            deadline = time.monotonic() + 5
+            while os.stat({str(path)!r}).st_size != len("BBBB new\\n"):
+                assert time.monotonic() < deadline, "stat still shows the old size"
+                time.sleep(0.02)
+            other = os.open({str(path)!r}, os.O_RDONLY)
+            print(os.pread(held, 100, 0).decode(), end="")
+            cat = subprocess.run(["cat", {str(path)!r}], capture_output=True, text=True)
+            print(cat.stdout, end="")
+            subprocess.run(["sed", "-i", "s/$/ edited/", {str(path)!r}], check=True)
+            os.close(held)
+            os.close(other)
+        """)
+        assert out == "BBBB new\n" * 2, read_first
+        memories = live(store_engine, store_id)
+        assert memories["/race.md"].content == "BBBB new edited\n", read_first
+        assert [p for p in memories if ".conflict-" in p] == []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 
-from fuse_helpers import Mounter, errno_of, exists, run, wait_until
+from fuse_helpers import Mounter, errno_of, exists, run, run_python, wait_until
 
 from memfs.store import Engine
 
@@ -105,3 +105,39 @@ def test_a_cold_read_fetches_its_directory_ahead(mounter: Mounter, make_store) -
         return cache.get("misses") if cache.get("entries") == len(contents) else None
 
     assert wait_until(misses, "the status file to show the cache") <= 3
+
+
+def test_a_redaction_makes_the_bytes_unreadable_through_open_descriptors(
+    mount, store_engine: Engine
+) -> None:
+    """SPEC §2: after a redaction the bytes are gone from every cache, including the
+    content a descriptor opened (and read) before the redaction would read again."""
+    store_id = mount.status["stores"][0]["id"]
+    secret = "api_token=s3cr3t\n"
+    (mount / "notes" / "secret.md").write_text(secret)
+    out = run_python(f"""
+        import os, time
+        from memfs.model import DeleteMode
+        from memfs.store import open_engine
+        path = {str(mount / "notes" / "secret.md")!r}
+        read_before = os.open(path, os.O_RDONLY)
+        assert os.read(read_before, 100) == {secret.encode()!r}
+        not_read = os.open(path, os.O_RDONLY)
+        engine = open_engine()
+        memory = engine.get_memory_by_path({store_id!r}, "/secret.md", with_content=False)
+        engine.delete_memory({store_id!r}, memory.id, actor=None, mode=DeleteMode.REDACT)
+        engine.close()
+        deadline = time.monotonic() + 5
+        while os.path.exists(path):
+            assert time.monotonic() < deadline, "the redacted file is still listed"
+            time.sleep(0.02)
+        for fd in (read_before, not_read):
+            try:
+                data = os.pread(fd, 100, 0)
+            except OSError as exc:
+                print(exc.errno)
+            else:
+                print(repr(data))
+    """)
+    assert "s3cr3t" not in out
+    assert len(out.split()) == 2
