@@ -347,6 +347,14 @@ def umount(
         return
     result = mounts.unmount(target, lazy=lazy)
     if not result.ok:
+        if "busy" in result.message.lower():
+            # Nothing is lost: a file open for writing commits when its process closes it.
+            raise _fail(
+                f"{target} is busy: a process has a file or directory open in it (see "
+                f"`fuser -vm {target}`). Nothing was unmounted; open files commit when "
+                "they are closed. Close them and retry, or use --lazy to detach now and "
+                "let the daemon finish when the last one closes"
+            )
         raise _fail(f"unmounting {target} failed: {result.message}")
     if lazy:
         # The daemon serves open files until they are closed, then commits and exits.
