@@ -612,7 +612,13 @@ def memory_rm(
         str | None, typer.Option("--reason", help="Recorded in the audit trail.")
     ] = None,
     replacement: Annotated[
-        str, typer.Option("--replacement", help="Content left by --mode redact.")
+        str,
+        typer.Option(
+            "--replacement",
+            help="With --mode redact: the text the memory's tombstone keeps in place of "
+            "its content (stored, not served: a deleted memory and its deleted version "
+            "show no content).",
+        ),
     ] = "[REDACTED]",
     expected_sha256: Annotated[
         str | None,
