@@ -130,6 +130,10 @@ class Node:
             stale (see :meth:`InodeTable.notice_if_stale`).
         subdirectories: directories only: how many of ``children`` are directories
             (kept by the table as entries are linked and unlinked).
+        opened_sha256: the content this mount last handed out for this file (an open,
+            or its own commit). An editor's save (a temporary file renamed over this
+            one) is committed with it as the precondition: a change made elsewhere
+            after the editor read the file then conflicts instead of being replaced.
     """
 
     inode: int
@@ -153,6 +157,7 @@ class Node:
     pending_metadata: dict[str, str] = field(default_factory=dict)
     kernel_attributes: tuple[int, int] | None = None
     subdirectories: int = 0
+    opened_sha256: str | None = None
 
     @property
     def is_dir(self) -> bool:

@@ -630,6 +630,8 @@ class Operations(pyfuse3.Operations):
             self._table.notice(Notice(node.inode, attr_only=True))
             self._send_notices()
         node.kernel_sha256 = served
+        if served is not None:
+            node.opened_sha256 = served
         return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache)
 
     async def _check_room(self, attachment: Attachment, name: str, path: str) -> None:
@@ -869,12 +871,12 @@ class Operations(pyfuse3.Operations):
             try:
                 memory = await self._backend.create_memory(target.store_id, path, text)
             except (PathConflict, PreconditionFailed):
-                await self._keep_both(node, target, path, text, data)
+                await self._keep_both(node, target, path, text, data, follow_buffer=True)
                 return
             except MemfsError as exc:
                 self._reject(node, data, exc)
         except (PathConflict, PreconditionFailed):
-            await self._keep_both(node, target, path, text, data)
+            await self._keep_both(node, target, path, text, data, follow_buffer=True)
             return
         except (MemfsError, ReadOnly) as exc:
             self._reject(node, data, exc)
@@ -883,6 +885,7 @@ class Operations(pyfuse3.Operations):
         self._table.set_memory(node, memory)
         node.base_sha256 = memory.content_sha256
         node.kernel_sha256 = memory.content_sha256
+        node.opened_sha256 = memory.content_sha256
         node.pending_metadata = {}
         self._cache.put(memory.blob_key, data)
         for ancestor in self._table.ancestors(node):
@@ -905,7 +908,7 @@ class Operations(pyfuse3.Operations):
             await self._ensure_buffer(holder)
             memory = await self._backend.update_memory(
                 target.store_id, holder.memory.id, content=text,
-                expected_sha256=holder.memory.content_sha256,
+                expected_sha256=holder.opened_sha256 or holder.memory.content_sha256,
             )
             self._table.set_memory(holder, None)
             holder.dirty = True  # its bytes now exist only in the mount
@@ -926,17 +929,32 @@ class Operations(pyfuse3.Operations):
         )
 
     async def _keep_both(
-        self, node: Node, target: Attachment, path: str, text: str, data: bytes
+        self,
+        node: Node,
+        target: Attachment,
+        path: str,
+        text: str,
+        data: bytes,
+        *,
+        follow_buffer: bool = False,
     ) -> None:
         """SPEC §4 concurrent writers: the head keeps the other content, this one is
-        created beside it as a conflict copy; the node shows the head again."""
+        created beside it as a conflict copy; the node shows the head again.
+
+        Args:
+            follow_buffer: ``data`` was taken from ``node``'s buffer (a close). Writes
+                that other handles of the node made meanwhile (while this called the
+                store) go into the conflict copy too before the node is reset, so
+                they are not lost with the buffer.
+        """
         directory, _, name = path.rpartition("/")
         copy_path = _join(directory or "/", conflict_name(name, utcnow(), self._session_id))
         try:
             copy = await self._backend.create_memory(target.store_id, copy_path, text)
         except MemfsError as exc:
             self._reject(node, data, exc)
-        self._table.add_memory(target, copy)
+        copy_node = self._table.add_memory(target, copy)
+        self._cache.put(copy.blob_key, data)
         log.warning("conflict: %s was changed by another writer since it was opened; "
                     "the head keeps their content, this writer's is saved as %s",
                     path, copy_path)
@@ -947,8 +965,19 @@ class Operations(pyfuse3.Operations):
                 head = await self._backend.get_memory(target.store_id, node.memory.id)
             except NotFound:
                 head = None
+        sent = data
+        while follow_buffer and node.buffer is not None and bytes(node.buffer) != sent:
+            latest = bytes(node.buffer)
+            try:
+                copy = await self._backend.update_memory(
+                    target.store_id, copy.id, content=validate_content_bytes(latest)
+                )
+            except (MemfsError, BackendUnavailable) as exc:
+                self._reject(node, latest, exc)
+            self._table.set_memory(copy_node, copy)
+            self._cache.put(copy.blob_key, latest)
+            sent = latest
         self._reset_to_head(node, head)
-        self._cache.put(copy.blob_key, data)
 
     def _reset_to_head(self, node: Node, head: Memory | None = None) -> None:
         """Forgets pending content: ``node`` shows its head (``head`` if given) again, or
@@ -1113,12 +1142,18 @@ class Operations(pyfuse3.Operations):
                 try:
                     memory = await self._backend.update_memory(
                         target.store_id, existing.memory.id, content=text,
-                        expected_sha256=existing.base_sha256,
+                        expected_sha256=existing.opened_sha256 or existing.base_sha256,
                     )
                 except PreconditionFailed:
-                    # The target changed elsewhere meanwhile: keep both (SPEC §4).
+                    # The target changed elsewhere meanwhile: keep both (SPEC §4). The
+                    # rename succeeds for the kernel, which then points the target name
+                    # at the temporary file's inode: that entry must be dropped, so the
+                    # name shows the head again (not the content that lost).
                     await self._keep_both(existing, target, new_path, text, data)
                     self._table.remove(node)
+                    self._table.notice(
+                        Notice(new_parent.inode, new_name.encode("utf-8", "surrogateescape"))
+                    )
                     return
                 self._table.remove(existing)
             elif holder is not None:
@@ -1126,7 +1161,7 @@ class Operations(pyfuse3.Operations):
                 await self._ensure_buffer(holder)
                 memory = await self._backend.update_memory(
                     target.store_id, holder.memory.id, content=text,
-                    expected_sha256=holder.memory.content_sha256,
+                    expected_sha256=holder.opened_sha256 or holder.memory.content_sha256,
                 )
                 self._table.set_memory(holder, None)
                 holder.dirty = True
@@ -1141,6 +1176,7 @@ class Operations(pyfuse3.Operations):
         self._table.set_memory(node, memory)
         if not keep_pending:
             node.base_sha256 = memory.content_sha256
+            node.opened_sha256 = memory.content_sha256
         node.kernel_sha256 = None
         for ancestor in self._table.ancestors(node):
             ancestor.held = False

@@ -4,8 +4,9 @@ file was opened with; if another writer changed it meanwhile, both contents are 
 from __future__ import annotations
 
 import re
+import subprocess
 
-from fuse_helpers import live, run_python, versions
+from fuse_helpers import live, run_python, versions, wait_until
 
 from memfs.model import Actor
 from memfs.store import Engine
@@ -69,3 +70,59 @@ def test_a_file_deleted_elsewhere_while_written_is_created_again(mount, store_en
     assert memory.content == "hello\nappended\n"
     assert memory.id != old_id
     assert [v.operation for v in versions(store_engine, store_id, memory.id)] == ["created"]
+
+
+def test_appends_racing_from_two_mounts_are_never_lost(mounter, make_store, store_engine) -> None:
+    """Three appenders, two of them on one mount: a close that meets another mount's
+    version makes a conflict copy, and writes other handles of the same file made while
+    that close was asking the store go into the copy too (the node's buffer is reset
+    afterwards). Every line ends up in the head or in a conflict copy."""
+    store = make_store("Notes", {"/ap.md": "start\n"})
+    first = mounter.mount("Notes")
+    second = mounter.mount("Notes")
+    first.expect_log("conflict:")
+    second.expect_log("conflict:")
+    script = 'for i in $(seq 40); do echo "$1-$i" >> "$2"; done'
+    processes = [
+        subprocess.Popen(["bash", "-c", script, "x", prefix, str(mount / "notes" / "ap.md")])
+        for prefix, mount in (("m1", first), ("m2", second), ("p1b", first))
+    ]
+    assert [p.wait(timeout=120) for p in processes] == [0, 0, 0]
+    text = "".join(m.content or "" for m in live(store_engine, store.id).values())
+    missing = [f"{p}-{i}" for p in ("m1", "m2", "p1b") for i in range(1, 41)
+               if f"\n{p}-{i}\n" not in "\n" + text]
+    assert missing == []
+
+
+def test_an_editor_save_after_a_change_elsewhere_conflicts(mounter, make_store,
+                                                           store_engine) -> None:
+    """sed -i style: read the file, write a temporary file, rename it over the file. A
+    version written elsewhere after the read, even once this mount has applied it, is
+    not replaced: the save becomes a conflict copy, and the name shows the head at once
+    (not the temporary file's inode the kernel moved there)."""
+    store = make_store("Notes", {"/k.md": "AAAA original\n"})
+    first = mounter.mount("Notes")
+    second = mounter.mount("Notes")
+    first.expect_log("conflict:")
+    for wait_s in (0.0, 0.3):  # before and after the first mount applies the change
+        path, other = first / "notes" / "k.md", second / "notes" / "k.md"
+        run_python(f"""
+            import os, time
+            data = open({str(path)!r}).read()
+            tmp = os.path.join(os.path.dirname({str(path)!r}), "sedAbc125")
+            with open(tmp, "w") as f:
+                f.write(data.replace("original", "edited"))
+            with open({str(other)!r}, "w") as f:
+                f.write("BBBB written on mount2, {wait_s}\\n")
+            time.sleep({wait_s})
+            os.rename(tmp, {str(path)!r})
+        """)
+        head = f"BBBB written on mount2, {wait_s}\n"
+        assert live(store_engine, store.id)["/k.md"].content == head
+        assert path.read_text() == head  # no 10 s entry-cache window
+        copies = [m for p, m in live(store_engine, store.id).items() if ".conflict-" in p]
+        assert any("edited" in (m.content or "") for m in copies)
+        for copy in copies:
+            store_engine.delete_memory(store.id, copy.id, actor=None)
+        path.write_text("AAAA original\n")
+        wait_until(lambda o=other: o.read_text() == "AAAA original\n", "the reset to reach mount 2")
