@@ -456,8 +456,14 @@ class InodeTable:
         if node.is_dir or node.kernel_attributes is None:
             return
         if node.kernel_attributes != (node.size_bytes, node.mtime_ns):
-            node.kernel_attributes = None
+            # kernel_attributes stays as it is until the kernel asks again: an open in
+            # between knows the kernel's size may still be the old one.
             self._notices.append(Notice(node.inode, attr_only=True))
+
+    def all_nodes(self) -> list[Node]:
+        """Every node the table holds: in the tree, or out of it but still known to the
+        kernel or open."""
+        return list(self._nodes.values())
 
     def _attachment(self, store_id: str) -> Attachment:
         for attachment in self.attachments:

@@ -632,7 +632,12 @@ class Operations(pyfuse3.Operations):
         node.kernel_sha256 = served
         if served is not None:
             node.opened_sha256 = served
-        return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache)
+        # The kernel clamps cached reads to the size it holds: if that may still be the
+        # old size (a change from elsewhere whose invalidation is on its way), this open
+        # reads around the page cache, or it could see the new content cut or padded.
+        known = node.kernel_attributes
+        direct = known is not None and known[0] != node.size_bytes
+        return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache and not direct, direct_io=direct)
 
     async def _check_room(self, attachment: Attachment, name: str, path: str) -> None:
         """Refuses a new file in a full store at create (SPEC §4 errno table: ENOSPC,
@@ -1396,7 +1401,7 @@ class Operations(pyfuse3.Operations):
             # (applying one may wait on the store, and a read could run meanwhile).
             for change in changes:
                 if change.kind is ChangeKind.BLOB_PURGED and change.blob_key:
-                    self._purge(change.blob_key)
+                    self._purge(change.blob_key, change.content_sha256)
             fetched: set[str] = set()
             for change in changes:
                 if change.seq <= attachment.seq:
@@ -1433,7 +1438,7 @@ class Operations(pyfuse3.Operations):
         elif change.kind is ChangeKind.BLOB_PURGED:
             # Redaction or hard delete erased these bytes: purge them here too (SPEC §2).
             if change.blob_key:
-                self._purge(change.blob_key)
+                self._purge(change.blob_key, change.content_sha256)
         elif change.kind is ChangeKind.STORE_ARCHIVED:
             log.info("store %r was archived; its files are read-only now", attachment.name)
             attachment.archived = True
@@ -1447,12 +1452,37 @@ class Operations(pyfuse3.Operations):
                 self._table.prune(parent)
             self._notice_modes(attachment)
 
-    def _purge(self, blob_key: str) -> None:
+    def _purge(self, blob_key: str, sha256: str | None = None) -> None:
         """Drops purged content from the cache, and marks it so that a fetch already in
-        flight (read-ahead, a read) does not put it back (SPEC §2 redaction)."""
+        flight (read-ahead, a read) does not put it back (SPEC §2 redaction).
+
+        Files whose content (or whose unsaved changes) derive from the purged bytes
+        drop them too, even while open for writing: unsaved changes made on top of
+        redacted content are discarded, and the next close of such a file reports it
+        (ENOENT) instead of writing the bytes back.
+        """
         self._cache.discard(blob_key)
         self._purge_seq += 1
         self._purged[blob_key] = self._purge_seq
+        if sha256 is None:
+            return
+        for node in self._table.all_nodes():
+            memory = node.memory
+            derived = node.base_sha256 == sha256 or (
+                memory is not None and memory.content_sha256 == sha256
+            )
+            if node.is_dir or node.buffer is None or not derived:
+                continue
+            if node.dirty:
+                node.refusal = NotFound(
+                    f"{self._table.display_path(node)}: the content it was opened with was "
+                    "redacted elsewhere; its unsaved changes were discarded with it"
+                )
+                log.warning("%s", node.refusal)
+            node.buffer = None
+            node.dirty = False
+            node.kernel_sha256 = None
+            self._table.notice(Notice(node.inode))
 
     def _cache_fetched(self, blob_key: str, data: bytes, since: int) -> None:
         """Caches content fetched by a store call that began at purge mark ``since``,

@@ -3,10 +3,11 @@ the read-only mount root, and changes made elsewhere appearing in the mount."""
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 
-from fuse_helpers import Mounter, errno_of, exists, run, run_python, wait_until
+from fuse_helpers import Mounter, errno_of, exists, live, run, run_python, wait_until
 
 from memfs.store import Engine
 
@@ -141,3 +142,98 @@ def test_a_redaction_makes_the_bytes_unreadable_through_open_descriptors(
     """)
     assert "s3cr3t" not in out
     assert len(out.split()) == 2
+
+
+def test_a_redaction_reaches_files_open_for_writing(mount, store_engine: Engine) -> None:
+    """A writer's buffer derived from redacted bytes is dropped too: new opens and
+    grep can't see them, and the writer's close can't write them back; its unsaved
+    change is reported (ENOENT at close), not kept."""
+    mount.expect_log("the content it was opened with was redacted elsewhere")
+    mount.expect_log("conflict: /t.md was changed by another writer")
+    store_id = mount.status["stores"][0]["id"]
+    notes = mount / "notes"
+    (notes / "u.md").write_text("apikey=OKAPI-SECRET-77\nline2\n")
+    (notes / "t.md").write_text("token=ZEBRA-SECRET-42\n")
+    out = run_python(f"""
+        import os, subprocess, time
+        from memfs.model import DeleteMode
+        from memfs.store import open_engine
+        notes = {str(notes)!r}
+        dirty = os.open(notes + "/u.md", os.O_RDWR)
+        os.pwrite(dirty, b"A", 0)                    # an unsaved change on the secret
+        clean = os.open(notes + "/t.md", os.O_RDWR)  # open for writing, nothing written
+        engine = open_engine()
+        u = engine.get_memory_by_path({store_id!r}, "/u.md", with_content=False)
+        engine.delete_memory({store_id!r}, u.id, actor=None, mode=DeleteMode.REDACT)
+        t = engine.get_memory_by_path({store_id!r}, "/t.md", with_content=False)
+        engine.update_memory({store_id!r}, t.id, content="token=<removed>\\n", actor=None)
+        old = [v for v in engine.list_versions({store_id!r}, memory_id=t.id).items
+               if v.content_size_bytes == len("token=ZEBRA-SECRET-42\\n")][0]
+        engine.redact_version({store_id!r}, old.id, actor=None)
+        engine.close()
+        time.sleep(1)
+        # No fork while the writers are open: an exec'd child's close-on-exec flushes
+        # them too, and would be the close told of the discarded change.
+        for directory, _, names in os.walk(notes):
+            for name in names:
+                text = open(os.path.join(directory, name)).read()
+                if "SECRET" in text:
+                    print("readable:", name, text)
+        print(open(notes + "/t.md").read(), end="")
+        os.pwrite(clean, b"!", 0)
+        os.close(clean)
+        try:
+            os.close(dirty)
+        except OSError as exc:
+            print("close of the dirty writer:", exc.errno)
+        print(subprocess.run(["grep", "-r", "SECRET", notes], capture_output=True,
+                             text=True).stdout or "grep: nothing")
+    """)
+    assert "SECRET" not in out
+    assert "token=<removed>" in out
+    assert f"close of the dirty writer: {errno.ENOENT}" in out
+    memories = live(store_engine, store_id)
+    assert "/u.md" not in memories
+    assert all("SECRET" not in (m.content or "") for m in memories.values())
+
+
+def test_reads_right_after_a_change_elsewhere_are_whole_versions(
+    mounter: Mounter, make_store
+) -> None:
+    """Between a change arriving from elsewhere and the kernel dropping the size it
+    cached, an open must not read the new content cut to the old size or padded with
+    NULs to it (the open reads around the page cache then)."""
+    make_store("Notes", {"/race.md": "start\n"})
+    writer = mounter.mount("Notes")
+    reader = mounter.mount("Notes")
+    out = run_python(f"""
+        import threading, time
+        wpath = {str(writer / "notes" / "race.md")!r}
+        rpath = {str(reader / "notes" / "race.md")!r}
+        sizes = [20, 9000, 50, 5000, 10, 300]
+
+        def content(i):
+            body = (f"{{i:06d}}-" * (sizes[i % 6] // 7 + 1))[: sizes[i % 6]]
+            return f"H{{i:06d}}\\n{{body}}\\n".encode()
+
+        valid = {{content(i) for i in range(13)}} | {{b"start\\n"}}
+        bad, stop = [], False
+
+        def read_loop():
+            while not stop:
+                with open(rpath, "rb") as f:
+                    data = f.read()
+                if data not in valid:
+                    bad.append((len(data), data.count(b"\\0")))
+
+        thread = threading.Thread(target=read_loop)
+        thread.start()
+        for i in range(1, 13):
+            with open(wpath, "wb") as f:
+                f.write(content(i))
+            time.sleep(0.25)
+        stop = True
+        thread.join()
+        print(bad)
+    """)
+    assert out.strip() == "[]"
