@@ -61,6 +61,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
+import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -112,6 +113,8 @@ PENDING_VERSION_PREFIX = "memver_pending_"
 MAX_RECORDED_EVENTS = 20
 # Read-ahead requests in flight at once (Backend.read_contents).
 READ_AHEAD_CONCURRENCY = 8
+# Change-feed entries per request when catching up on purges missed while unmounted.
+MISSED_PURGES_BATCH = 1000
 # How long aclose() tries a last replay before leaving the writes queued.
 CLOSE_REPLAY_TIMEOUT_S = 5.0
 # How long open_session() tries to replay queued writes before the tree is loaded.
@@ -689,8 +692,36 @@ class RemoteBackend:
         return None
 
     async def last_change_seq(self, store_id: str) -> int:
+        """The store's newest seq. First, the purges this ``$MEMFS_HOME`` missed while no
+        mount of the store ran are applied to the disk cache: the feed is read from the
+        position saved by the last mount (SPEC §2: redacted bytes leave every cache)."""
         batch = await self._ask(self._client.changes(store_id, after=0, limit=1))
+        await self._purge_missed(store_id, batch.last_seq)
         return batch.last_seq
+
+    def _feed_position_path(self, store_id: str) -> Path:
+        return self._home / "feed" / f"{store_id}.seq"
+
+    async def _purge_missed(self, store_id: str, current: int) -> None:
+        path = self._feed_position_path(store_id)
+        saved = await self._thread(_read_position, path)
+        after = saved if saved is not None and saved < current else current
+        while after < current:
+            batch = await self._ask(
+                self._client.changes(store_id, after=after, limit=MISSED_PURGES_BATCH)
+            )
+            if not batch.changes:
+                break
+            for remote in batch.changes:
+                if (
+                    remote.kind is ChangeKind.BLOB_PURGED
+                    and remote.content_sha256
+                    and await self._thread(self._cache.purge, remote.content_sha256)
+                ):
+                    log.info("purged content %s redacted while unmounted from the disk "
+                             "cache", remote.content_sha256)
+            after = batch.changes[-1].seq
+        await self._thread(_write_position, path, current)
 
     async def changes_since(
         self, store_id: str, after_seq: int, *, timeout_s: float = 0.0
@@ -732,6 +763,10 @@ class RemoteBackend:
                 changes.append(_change(remote, memory_id))
             for server_id in claimed:
                 del self._unclaimed[server_id]
+        if batch.changes:  # the disk cache has had this batch's purges
+            await self._thread(
+                _write_position, self._feed_position_path(store_id), batch.changes[-1].seq
+            )
         return changes
 
     async def replay(self) -> None:
@@ -848,3 +883,24 @@ class RemoteBackend:
                 await self._thread(self._outbox.close)
                 self._outbox = None
             await self._client.aclose()
+
+
+def _read_position(path: Path) -> int | None:
+    """The change-feed seq saved at ``path`` (see RemoteBackend._purge_missed), or None
+    when there is none or it is unreadable."""
+    try:
+        return int(path.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+def _write_position(path: Path, seq: int) -> None:
+    """Saves a change-feed seq atomically (write a temporary file, rename it). A failure
+    (a full disk) is logged, not raised: it only makes the next mount read more."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        temporary.write_text(f"{seq}\n")
+        os.replace(temporary, path)
+    except OSError as exc:
+        log.warning("could not save the change-feed position %s: %s", path, exc)

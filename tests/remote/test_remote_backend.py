@@ -147,6 +147,31 @@ async def test_the_cache_serves_a_restarted_daemon(
     await second.aclose()
 
 
+async def test_a_redaction_while_unmounted_is_purged_at_the_next_start(
+    fake: FakeServer, home: Path, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    """SPEC §2: redacted bytes leave every local cache. A daemon that was not running
+    when the redaction happened reads the feed from where the last one stopped."""
+    secret = store_engine.create_memory(rw_store.id, "/s.md", "db_password=OFFLINE", actor=None)
+    first = make_backend(fake, home)
+    await first.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
+    seq = await first.last_change_seq(rw_store.id)
+    await first.changes_since(rw_store.id, 0)
+    (memory,) = await first.list_memories(rw_store.id)
+    assert await first.read_content(memory) == b"db_password=OFFLINE"
+    await first.aclose()
+
+    store_engine.delete_memory(rw_store.id, secret.id, actor=None, mode=DeleteMode.REDACT)
+    cache = ContentCache(home / "cache")
+    assert cache.get(sha("db_password=OFFLINE")) is not None  # nothing ran to purge it
+
+    second = make_backend(fake, home)
+    await second.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
+    assert await second.last_change_seq(rw_store.id) > seq
+    assert ContentCache(home / "cache").get(sha("db_password=OFFLINE")) is None
+    await second.aclose()
+
+
 async def test_an_uncached_read_with_the_server_down_fails(
     backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
