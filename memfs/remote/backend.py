@@ -821,6 +821,12 @@ class RemoteBackend:
                 )
             )
             return
+        if result.discarded and write.content is not None:
+            # Built on redacted content: its bytes leave the disk cache too.
+            try:
+                self._cache.purge(_sha256(write.content))
+            except OSError as exc:
+                log.warning("could not purge discarded content from the cache: %s", exc)
         if result.outcome is WriteOutcome.CONFLICT:
             self._conflict_count += 1
             self._conflicts.append(

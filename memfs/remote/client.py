@@ -458,6 +458,28 @@ class MemfsClient:
         )
         return RemoteVersion.model_validate(data)
 
+    async def list_versions(self, store_id: str, memory_id: str) -> list[RemoteVersion]:
+        """Every version of one memory, newest first (``GET …/memory_versions?memory_id=``,
+        api-contract §5.12, ``view=basic``: no contents), following ``next_page``.
+
+        Raises:
+            NotFound (the store), PermissionDenied, AuthenticationFailed,
+            ServerUnavailable.
+        """
+        params: dict[str, str | int] = {"memory_id": memory_id, "limit": LIST_PAGE_LIMIT}
+        result: list[RemoteVersion] = []
+        page: str | None = None
+        while True:
+            query = dict(params) if page is None else {**params, "page": page}
+            data = await self._request(
+                "GET", f"{_store_url(store_id)}/memory_versions", params=query
+            )
+            items = data.get("data") or []
+            result.extend(RemoteVersion.model_validate(item) for item in items)
+            page = data.get("next_page")
+            if not page or not items:
+                return result
+
     async def create_memory(
         self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
     ) -> RemoteMemory:

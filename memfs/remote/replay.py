@@ -97,12 +97,15 @@ class ApplyResult:
         conflict_path: the path of the conflict copy, if one was made.
         moved: the memories a ``rename_prefix`` moved.
         detail: one line for the log and ``memfs status`` (conflicts).
+        discarded: the write's content was dropped, not kept anywhere: it was an edit
+            of content redacted elsewhere meanwhile (SPEC §2).
     """
 
     outcome: WriteOutcome
     memory: RemoteMemory | None = None
     conflict_path: str | None = None
     moved: list[RemoteMemory] = field(default_factory=list)
+    discarded: bool = False
     detail: str = ""
 
 
@@ -187,6 +190,15 @@ async def _update(client: MemfsClient, write: PendingWrite, *, session_id: str) 
             client, write, session_id=session_id, reason=f"{head.path} was changed elsewhere"
         )
     except NotFound:
+        if await _was_redacted(client, write.store_id, memory_id):
+            # SPEC §2: after a redaction the bytes must be gone everywhere. This edit was
+            # made on the redacted content, so it is not written back, nor kept.
+            detail = (
+                f"{write.path} was redacted elsewhere; this mount's queued edit of the "
+                "redacted content is discarded"
+            )
+            log.warning("%s in %s: %s", write.path, write.store_id, detail)
+            return ApplyResult(WriteOutcome.CONFLICT, detail=detail, discarded=True)
         # Deleted elsewhere while this mount edited it: keep the edit by re-creating the
         # memory at its path (what the SDK's own sync helper does on 404, api-contract
         # §7.6). A 404 for the store itself fails again in create and is raised.
@@ -197,6 +209,16 @@ async def _update(client: MemfsClient, write: PendingWrite, *, session_id: str) 
         )
         return await _create(client, write, session_id=session_id)
     return ApplyResult(WriteOutcome.APPLIED, memory=memory)
+
+
+async def _was_redacted(client: MemfsClient, store_id: str, memory_id: str) -> bool:
+    """Whether a memory that is gone was redacted (``redact`` mode scrubs every earlier
+    version), as opposed to deleted: its versions show ``redacted_at``."""
+    try:
+        versions = await client.list_versions(store_id, memory_id)
+    except NotFound:
+        return False
+    return any(version.redacted_at is not None for version in versions)
 
 
 async def _delete(client: MemfsClient, write: PendingWrite) -> ApplyResult:

@@ -133,6 +133,7 @@ class FakeServer:
                 re.compile(rf"/v1/memory_stores/({_ID})/memory_versions/({_ID})"),
                 self._version,
             ),
+            ("GET", re.compile(rf"/v1/memory_stores/({_ID})/memory_versions"), self._versions),
         ]
 
     def transport(self) -> httpx.MockTransport:
@@ -278,6 +279,13 @@ class FakeServer:
         self._require(store_id, write=False)
         version = self.engine.get_version(store_id, version_id)
         return version_to_wire(version, full=query.get("view", "full") == "full")
+
+    async def _versions(self, store_id: str, *, query: dict[str, str], body: Any) -> Any:
+        self._require(store_id, write=False)
+        page = self.engine.list_versions(
+            store_id, memory_id=query.get("memory_id"), limit=int(query.get("limit", 20))
+        )
+        return {"data": [version_to_wire(v, full=False) for v in page.items], "next_page": None}
 
     async def _changes(self, store_id: str, *, query: dict[str, str], body: Any) -> Any:
         self._require(store_id, write=False)

@@ -391,6 +391,32 @@ async def test_a_directory_rename_while_down_is_replayed(
     assert contents(store_engine, rw_store.id) == {"/e/a.md": "a", "/e/s/b.md": "b"}
 
 
+async def test_queued_edits_of_content_redacted_meanwhile_are_discarded(
+    backend: RemoteBackend,
+    fake: FakeServer,
+    store_engine: Engine,
+    rw_store: MemoryStore,
+    home: Path,
+) -> None:
+    """SPEC §2: a redaction made while this mount's edits were queued wins; the edits
+    were made on the redacted content, so the replay neither writes them back (nor
+    re-creates the memory) nor keeps them anywhere, and says so."""
+    created = await backend.create_memory(rw_store.id, "/ob.md", "header\nSECRET7")
+    fake.down = True
+    await backend.update_memory(
+        rw_store.id, created.id, content="header\nSECRET7\nedit",
+        expected_sha256=sha("header\nSECRET7"),
+    )
+    store_engine.delete_memory(rw_store.id, created.id, actor=None, mode=DeleteMode.REDACT)
+    fake.down = False
+    await backend.changes_since(rw_store.id, 0)
+    assert store_engine.all_memories(rw_store.id) == []
+    assert ContentCache(home / "cache").get(sha("header\nSECRET7\nedit")) is None
+    stats = backend.statistics()
+    assert stats.outbox_depth == 0 and stats.rejected_count == 0
+    assert any("redacted elsewhere" in event.message for event in stats.conflicts)
+
+
 async def test_a_delete_while_down_is_replayed(
     backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
