@@ -134,6 +134,9 @@ class Node:
             or its own commit). An editor's save (a temporary file renamed over this
             one) is committed with it as the precondition: a change made elsewhere
             after the editor read the file then conflicts instead of being replaced.
+        fresh: the pending content was written after a truncation to empty, so none of
+            the content it was opened with is in it (a redaction of that content
+            leaves it alone).
     """
 
     inode: int
@@ -158,6 +161,7 @@ class Node:
     kernel_attributes: tuple[int, int] | None = None
     subdirectories: int = 0
     opened_sha256: str | None = None
+    fresh: bool = False
 
     @property
     def is_dir(self) -> bool:

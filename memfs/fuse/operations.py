@@ -439,6 +439,8 @@ class Operations(pyfuse3.Operations):
             self._table.content_target(node)
             self._check_size(node, attr.st_size)
             buffer = await self._ensure_buffer(node)
+            if attr.st_size == 0:
+                node.fresh = True  # nothing of the old content is left
             if attr.st_size != len(buffer):
                 if attr.st_size < len(buffer):
                     del buffer[attr.st_size:]
@@ -611,12 +613,15 @@ class Operations(pyfuse3.Operations):
                 node.dirty = True
                 node.mtime_ns = time.time_ns()
             node.buffer = bytearray()
+            node.fresh = True
         elif writable or flags & os.O_TRUNC:
             buffer = await self._ensure_buffer(node)
-            if flags & os.O_TRUNC and buffer:
-                buffer.clear()
-                node.dirty = True
-                node.mtime_ns = time.time_ns()
+            if flags & os.O_TRUNC:
+                node.fresh = True
+                if buffer:
+                    buffer.clear()
+                    node.dirty = True
+                    node.mtime_ns = time.time_ns()
         # A read-only open loads nothing: the first read does (Operations.read). With
         # keep_cache the kernel's pages answer the reads, so a warm `cat` or `grep -r`
         # never copies the content out of the cache or the store.
@@ -892,6 +897,7 @@ class Operations(pyfuse3.Operations):
         node.kernel_sha256 = memory.content_sha256
         node.opened_sha256 = memory.content_sha256
         node.pending_metadata = {}
+        node.fresh = False  # what is pending now builds on this version
         self._cache.put(memory.blob_key, data)
         for ancestor in self._table.ancestors(node):
             ancestor.held = False
@@ -990,6 +996,7 @@ class Operations(pyfuse3.Operations):
         node.dirty = False
         node.refusal = None
         node.buffer = None
+        node.fresh = False
         node.kernel_sha256 = None
         if head is not None:
             self._table.set_memory(node, head)
@@ -1473,6 +1480,8 @@ class Operations(pyfuse3.Operations):
             )
             if node.is_dir or node.buffer is None or not derived:
                 continue
+            if node.dirty and node.fresh:
+                continue  # truncated since: none of the redacted bytes are in it
             if node.dirty:
                 node.refusal = NotFound(
                     f"{self._table.display_path(node)}: the content it was opened with was "

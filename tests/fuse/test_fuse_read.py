@@ -237,3 +237,30 @@ def test_reads_right_after_a_change_elsewhere_are_whole_versions(
         print(bad)
     """)
     assert out.strip() == "[]"
+
+
+def test_a_redaction_leaves_content_written_after_a_truncation(
+    mount, store_engine: Engine
+) -> None:
+    """Content written after O_TRUNC holds none of the redacted bytes: the close commits
+    it (the memory is created again) instead of discarding it."""
+    mount.expect_log("was deleted elsewhere while open; creating it again")
+    store_id = mount.status["stores"][0]["id"]
+    path = mount / "notes" / "f.md"
+    path.write_text("SECRET-in-the-old-content\n")
+    out = run_python(f"""
+        import os, time
+        from memfs.model import DeleteMode
+        from memfs.store import open_engine
+        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, b"brand new text\\n")
+        engine = open_engine()
+        memory = engine.get_memory_by_path({store_id!r}, "/f.md", with_content=False)
+        engine.delete_memory({store_id!r}, memory.id, actor=None, mode=DeleteMode.REDACT)
+        engine.close()
+        time.sleep(1)
+        os.close(fd)
+        print("closed")
+    """)
+    assert out.strip() == "closed"
+    assert live(store_engine, store_id)["/f.md"].content == "brand new text\n"
