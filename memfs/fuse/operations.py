@@ -135,6 +135,7 @@ CHANGE_RETRY_MAX_S = 1.0
 # and bytes per store round trip.
 READ_AHEAD_FILES = 32
 READ_AHEAD_BYTES = 1024 * 1024
+READ_AHEAD_SCAN = 4 * READ_AHEAD_FILES  # names looked at per miss
 BLOCK_SIZE_BYTES = 4096
 STAT_BLOCK_BYTES = 512  # st_blocks counts 512-byte units (stat(2))
 # Scratch files are not memories, but they live in the daemon's memory: bound them.
@@ -811,12 +812,19 @@ class Operations(pyfuse3.Operations):
         directory = node.parent
         if directory is not None and len(directory.children) > 1:
             budget = READ_AHEAD_BYTES - memory.content_size_bytes
+            # Entries are mostly in name order already (loaded sorted, then appended),
+            # which makes this sort close to linear.
             names = sorted(directory.children)
             start = bisect.bisect_right(names, node.name)
-            for name in names[start:] + names[:start]:
+            # At most READ_AHEAD_SCAN names are looked at: a miss in a big directory
+            # whose files are mostly cached costs a bounded scan, not the directory.
+            for name in itertools.islice(
+                itertools.chain(names[start:], names[:start]), READ_AHEAD_SCAN
+            ):
                 if len(batch) >= READ_AHEAD_FILES or budget <= 0:
                     break
-                sibling = directory.children[name].memory
+                child = directory.children.get(name)
+                sibling = child.memory if child is not None else None
                 if (
                     sibling is None
                     or sibling is memory
