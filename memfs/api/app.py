@@ -35,7 +35,7 @@ from memfs.api.errors import (
 from memfs.api.routes import router
 from memfs.errors import InvalidInput, InvalidMetadata, MemfsError
 from memfs.ids import new_id
-from memfs.store.engine import Engine
+from memfs.store import Engine
 
 __all__ = ["RequestContextMiddleware", "create_app", "error_response"]
 

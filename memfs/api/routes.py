@@ -52,7 +52,7 @@ from memfs.model import (
     Operation,
     Scope,
 )
-from memfs.store.engine import Engine, ResourceSpec
+from memfs.store import Engine, ResourceSpec
 from memfs.wire import (
     memory_deleted_to_wire,
     memory_to_wire,

@@ -44,9 +44,9 @@ from memfs.errors import (
     StoreArchived,
     StoreFull,
 )
+from memfs.ids import blob_key_of, sha256_of
 from memfs.model import Access, Actor, Session
 from memfs.store import Engine
-from memfs.store.engine import blob_key_of, sha256_of
 from memfs.wire import memory_to_wire, session_to_wire, store_to_wire, version_to_wire
 
 BASE_URL = "http://memfs.test"
