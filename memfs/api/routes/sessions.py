@@ -24,12 +24,23 @@ __all__ = ["router"]
 
 router = APIRouter()
 
+# What a caller must hold on a store to attach it with each access (SPEC §3).
+ATTACHMENT_SCOPES: dict[Access, tuple[Scope, ...]] = {
+    Access.READ_WRITE: (Scope.READ, Scope.WRITE),
+    Access.READ_ONLY: (Scope.READ,),
+}
+
 
 @router.post("/v1/sessions", responses=doc(schemas.SessionOut))
 async def create_session(request: Request, body: schemas.SessionCreate) -> JSONResponse:
     """Attaches 1–8 stores to a new session (api-contract §7, SPEC §3) and returns it
-    with its ``token``, shown only here. The caller needs ``memory:write`` on each
-    ``read_write`` store and ``memory:read`` on each ``read_only`` one."""
+    with its ``token``, shown only here.
+
+    A caller hands a session only what it holds itself (SPEC §3): each ``read_write``
+    attachment needs ``memory:read`` and ``memory:write`` on its store, each
+    ``read_only`` one ``memory:read``; a session token can't create sessions. One
+    attachment beyond the caller refuses the whole session (403
+    ``api_key_scope_missing``, or 404 for a store the key can't reach)."""
     specs = [
         ResourceSpec(
             r.memory_store_id,
@@ -41,8 +52,8 @@ async def create_session(request: Request, body: schemas.SessionCreate) -> JSONR
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         for spec in specs:
-            scope = Scope.WRITE if spec.access is Access.READ_WRITE else Scope.READ
-            principal.require(scope, spec.memory_store_id, agents=False)
+            for scope in ATTACHMENT_SCOPES[spec.access]:
+                principal.require(scope, spec.memory_store_id, agents=False)
         session, token = engine.create_session(specs, title=body.title)
         return {**session_to_wire(session), "token": token}
 
