@@ -10,8 +10,9 @@
 ``_common``    what they share: :func:`~memfs.api.routes._common.run`, query types
 =============  ===================================================================
 
-Every route gets the dependencies of :data:`~memfs.api.routes._common.ROUTER_DEPENDENCIES`
-(the documented credentials, the NUL check of the URL).
+Every route gets the dependencies of :data:`~memfs.api.routes._common.ROUTER_DEPENDENCIES`:
+authentication first (:func:`authenticate_request`), the documented credentials, the NUL
+check of the URL.
 """
 
 from __future__ import annotations
@@ -19,9 +20,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from memfs.api.routes import feed, memories, sessions, stores, versions
-from memfs.api.routes._common import ROUTER_DEPENDENCIES
+from memfs.api.routes._common import ROUTER_DEPENDENCIES, authenticate_request
 
-__all__ = ["router"]
+__all__ = ["authenticate_request", "router"]
 
 router = APIRouter(dependencies=ROUTER_DEPENDENCIES)
 for _module in (stores, memories, versions, feed, sessions):

@@ -1,8 +1,15 @@
 """What every route module shares: the one way a handler runs, and the query types.
 
+Authentication comes first (SPEC §3): the first dependency of every route,
+:func:`authenticated`, resolves the credential before FastAPI validates the path, the
+query or the body, so a request without a valid credential gets 401 and learns nothing
+about the shapes the server accepts. (A body that is not JSON at all is parsed before
+any dependency runs; :func:`memfs.api.app` authenticates in its validation error
+handler for that case.)
+
 Every handler has the same shape: parse the query, then one call into :func:`run`,
-which authenticates the caller and runs one engine operation in a worker thread (never
-on the event loop); the result is serialized with :mod:`memfs.wire`. The scope check
+which runs one engine operation in a worker thread (never on the event loop) as the
+authenticated caller; the result is serialized with :mod:`memfs.wire`. The scope check
 comes first inside that call, before the target is resolved, so a caller without the
 scope learns nothing about the target (403 before 404).
 
@@ -38,6 +45,7 @@ from memfs.store import Engine
 
 __all__ = [
     "ROUTER_DEPENDENCIES",
+    "authenticate_request",
     "CreatedGte",
     "CreatedLte",
     "LimitQuery",
@@ -60,6 +68,30 @@ _bearer = HTTPBearer(auto_error=False, description="An API key secret or a sessi
 _x_api_key = APIKeyHeader(name="x-api-key", auto_error=False, description="Same as Bearer.")
 
 
+async def authenticate_request(request: Request) -> Principal:
+    """The caller of ``request``, authenticated in a worker thread and kept in
+    ``request.state.principal`` for :func:`run`.
+
+    Raises:
+        AuthenticationFailed: no credential, an unknown, revoked or expired one, or an
+            ``Authorization`` header that is not ``Bearer``.
+    """
+    token = credential_from_headers(
+        request.headers.get("authorization"), request.headers.get("x-api-key")
+    )
+    engine: Engine = request.app.state.engine
+    insecure_dev: bool = request.app.state.insecure_dev
+    principal = await anyio.to_thread.run_sync(
+        lambda: authenticate(engine, token, insecure_dev=insecure_dev)
+    )
+    request.state.principal = principal
+    return principal
+
+
+async def _authenticated(request: Request) -> None:
+    await authenticate_request(request)
+
+
 async def _refuse_nul_in_url(request: Request) -> None:
     """Path and query parameters holding U+0000 are refused with 400 (see
     :class:`memfs.api.schemas._NoNul`; PostgreSQL text can't hold it)."""
@@ -69,8 +101,10 @@ async def _refuse_nul_in_url(request: Request) -> None:
             raise InvalidInput(f"parameter {name!r}: {schemas.NUL_MESSAGE}", code="nul_character")
 
 
-# The dependencies of every route (memfs.api.routes builds the one router with them).
+# The dependencies of every route (memfs.api.routes builds the one router with them),
+# in this order: authentication before anything looks at the request (SPEC §3).
 ROUTER_DEPENDENCIES: list[DependsParam] = [
+    Depends(_authenticated),
     Security(_bearer),
     Security(_x_api_key),
     Depends(_refuse_nul_in_url),
@@ -84,23 +118,28 @@ def doc(model: type) -> dict[int | str, dict[str, Any]]:
     return {200: {"model": model}}
 
 
-async def run(request: Request, operation: Callable[[Engine, Principal], T]) -> T:
-    """Authenticates the request and runs ``operation`` in a worker thread; then, for a
-    request other than GET on a store, wakes the long polls parked on that store
-    (whether it succeeded or not: a spurious wake-up only costs one read).
+async def run(
+    request: Request, operation: Callable[[Engine, Principal], T], *, reauthenticate: bool = False
+) -> T:
+    """Runs ``operation`` in a worker thread as the caller :func:`authenticate_request`
+    found; then, for a request other than GET on a store, wakes the long polls parked
+    on that store (whether it succeeded or not: a spurious wake-up only costs one read).
+
+    Args:
+        reauthenticate: check the credential again first (a long poll's second read,
+            which may come 30 s later: a token revoked meanwhile gets 401).
 
     Raises:
         MemfsError: whatever the authentication or the operation raised; any other
             exception is logged and raised as :class:`InternalError`.
     """
-    token = credential_from_headers(
-        request.headers.get("authorization"), request.headers.get("x-api-key")
-    )
+    principal: Principal | None = getattr(request.state, "principal", None)
+    if principal is None or reauthenticate:
+        principal = await authenticate_request(request)
     engine: Engine = request.app.state.engine
-    insecure_dev: bool = request.app.state.insecure_dev
 
     def work() -> T:
-        principal = authenticate(engine, token, insecure_dev=insecure_dev)
+        assert principal is not None
         return operation(engine, principal)
 
     try:

@@ -100,5 +100,5 @@ async def list_changes(
             await change_notifier.wait(memory_store_id, after, timeout_s)
 
         if await run_until_disconnected(request.receive, wait):
-            data, last_seq, _ = await run(request, read)
+            data, last_seq, _ = await run(request, read, reauthenticate=True)
     return json_response({"data": data, "last_seq": last_seq})
