@@ -12,19 +12,18 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from _support.mount import Mount
+
+from memfs.model import MemoryStore
+from memfs.store import Engine
+
 HERE = Path(__file__).parent
 REPO = HERE.parent.parent
-FUSE_TESTS = HERE.parent / "fuse"
-# The FUSE tests' helpers (fuse_helpers, fuse_fixtures and their conftest) serve these
-# tests too: one copy of the mount harness. Importing this module makes them importable.
-if str(FUSE_TESTS) not in sys.path:
-    sys.path.insert(0, str(FUSE_TESTS))
 EXPECTATIONS_FILE = HERE / "expectations.toml"
 BUILD_SCRIPT = REPO / "scripts" / "build-conformance"
 README = REPO / "README.md"
@@ -41,6 +40,10 @@ FSX_COMMON_ARGS = (
     "-q", "-l", "100000", "-W", "-a",
     "-F", "-K", "-u", "-H", "-z", "-C", "-I", "-0", "-J", "-B", "-E",
 )
+
+# The store every conformance test mounts, and its directory in a per-store mount.
+STORE_NAME = "Conformance"
+STORE_DIR = "conformance"
 
 README_BEGIN = "<!-- conformance tables: rendered from tests/conformance/expectations.toml -->"
 README_END = "<!-- end of conformance tables -->"
@@ -77,6 +80,21 @@ class Build:
     @property
     def fsx_text(self) -> Path:
         return self.root / "fsx_text"
+
+
+@dataclass(frozen=True)
+class StoreMount:
+    """A mounted store (the ``store_mount`` fixture): the engine on its database, the
+    store, the live mount."""
+
+    engine: Engine
+    store: MemoryStore
+    mount: Mount
+
+    @property
+    def directory(self) -> Path:
+        """The store's directory in the mount (the mount root itself is read-only)."""
+        return Path(self.mount.path, STORE_DIR)
 
 
 class SourcesMissing(Exception):

@@ -15,7 +15,8 @@ def test_every_reason_named_is_explained_and_every_explained_reason_is_named() -
         named |= {entry["bail_out"]} if "bail_out" in entry else set()
     assert named == set(expectations["reasons"])
     for key, reason in expectations["reasons"].items():
-        assert reason["why"] and reason["spec"], key
+        assert reason["why"], key
+        assert reason["spec"], key
 
 
 def test_racy_tests_are_only_those_a_memfs_bug_makes_racy() -> None:

@@ -11,15 +11,11 @@ from __future__ import annotations
 
 import os
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from conformance_helpers import FSX_COMMON_ARGS, Build, load_expectations
-from fuse_helpers import Mounter, run
-
-from memfs.model import MemoryStore
-from memfs.store import Engine
+from _support.mount import run
+from conformance_helpers import FSX_COMMON_ARGS, Build, StoreMount, load_expectations
 
 pytestmark = pytest.mark.fuse
 
@@ -31,12 +27,7 @@ FSX_TIMEOUT_S = 600.0
 
 @pytest.mark.parametrize("mode", list(FSX_MODES))
 def test_fsx_text_passes(
-    mode: str,
-    conformance_build: Build,
-    mounter: Mounter,
-    make_store: Callable[..., MemoryStore],
-    store_engine: Engine,
-    tmp_path: Path,
+    mode: str, conformance_build: Build, store_mount: StoreMount, tmp_path: Path
 ) -> None:
     entry = FSX_MODES[mode]
     if "-c" in entry["args"] and os.geteuid() != 0:
@@ -44,11 +35,9 @@ def test_fsx_text_passes(
             "fsx's close/reopen writes /proc/sys/vm/drop_caches after each close, "
             "which only root may write"
         )
-    store = make_store("Fsx")
-    mount = mounter.mount("Fsx")
     logs = tmp_path / "fsx-logs"  # its .fsxlog/.fsxops/.fsxgood, outside the store
     logs.mkdir()
-    target = mount / "fsx" / f"{mode}.txt"
+    target = store_mount.directory / f"{mode}.txt"
     ops = entry["ops"]
     command = [
         str(conformance_build.fsx_text), *FSX_COMMON_ARGS, *entry["args"],
@@ -65,7 +54,8 @@ def test_fsx_text_passes(
     assert completed.returncode == 0, report
     assert f"All {ops} operations completed A-OK!" in completed.stdout, report
     shown = run("cat", target).stdout
-    (memory,) = store_engine.all_memories(store.id)
+    engine, store = store_mount.engine, store_mount.store
+    (memory,) = engine.all_memories(store.id)
     assert memory.path == f"/{mode}.txt"
-    stored = store_engine.get_memory(store.id, memory.id, with_content=True).content
+    stored = engine.get_memory(store.id, memory.id, with_content=True).content
     assert stored == shown, "the store does not hold what the mount shows after fsx"

@@ -12,19 +12,16 @@ from __future__ import annotations
 import re
 import subprocess
 import time
-from collections.abc import Callable
 
 import pytest
 from conformance_helpers import (
     APPLICABLE_LIST,
     Build,
+    StoreMount,
     compare,
     load_expectations,
     parse_tap,
 )
-from fuse_helpers import Mounter
-
-from memfs.model import MemoryStore
 
 pytestmark = pytest.mark.fuse
 
@@ -47,14 +44,12 @@ def test_expectations_describe_each_file_as_pjdfstest_does(conformance_build: Bu
 
 
 def test_pjdfstest_reports_exactly_the_expected_results(
-    conformance_build: Build, mounter: Mounter, make_store: Callable[..., MemoryStore]
+    conformance_build: Build, store_mount: StoreMount
 ) -> None:
-    make_store("Conformance")
-    mount = mounter.mount("Conformance")
     # The zero-filling truncates of */02.t are refused with EILSEQ (reason zero-fill);
     # the mount logs each refusal and keeps its bytes in rejected/.
-    mount.expect_log("refused (EILSEQ")
-    store_dir = mount / "conformance"
+    store_mount.mount.expect_log("refused (EILSEQ")
+    store_dir = store_mount.directory
     problems: list[str] = []
     started = time.monotonic()
     for name, entry in load_expectations()["pjdfstest"].items():
