@@ -27,13 +27,15 @@ exit status.
     ├── StoreFull                       the per-store memory limit is reached
     ├── PermissionDenied                credential lacks a scope / read-only attachment
     ├── AuthenticationFailed            missing or invalid credential
-    └── CorruptedStore                  an invariant fsck checks was found broken
+    ├── CorruptedStore                  an invariant fsck checks was found broken
+    └── BackendUnavailable              the store can't be asked now (a remote server away)
 """
 
 from __future__ import annotations
 
 __all__ = [
     "AuthenticationFailed",
+    "BackendUnavailable",
     "Conflict",
     "ContentTooLarge",
     "CorruptedStore",
@@ -218,3 +220,12 @@ class CorruptedStore(MemfsError):
     hash to its key). ``memfs fsck`` reports the same conditions without raising."""
 
     code = "corrupted_store"
+
+
+class BackendUnavailable(MemfsError):
+    """Raised when the store can't be asked now (a remote server is unreachable or
+    answered 5xx); nothing about the request itself is wrong, and asking again later
+    may succeed. Reads of uncached content fail with it (EIO); writes are queued by the
+    remote backend instead of raising it (issue 4)."""
+
+    code = "backend_unavailable"

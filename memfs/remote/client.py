@@ -62,7 +62,7 @@ again later::
 
     MemfsError
     ├── …the domain tree of memfs.errors, mapped from 4xx responses
-    └── BackendUnavailable         (memfs.fuse.backend: "the store can't be asked now")
+    └── BackendUnavailable         (memfs.errors: "the store can't be asked now")
         └── ServerUnavailable      transport failure, timeout, 5xx, 408, 429
 
 The client never retries: retrying belongs to the outbox (:mod:`memfs.remote.replay`),
@@ -81,6 +81,7 @@ import httpx
 
 from memfs.errors import (
     AuthenticationFailed,
+    BackendUnavailable,
     Conflict,
     ContentTooLarge,
     HeadVersionRedaction,
@@ -100,7 +101,6 @@ from memfs.errors import (
     StoreArchived,
     StoreFull,
 )
-from memfs.fuse.backend import BackendUnavailable
 from memfs.model import Session
 from memfs.remote.records import (
     ChangeBatch,
