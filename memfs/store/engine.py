@@ -22,7 +22,6 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
-import os
 import secrets
 import threading
 from collections.abc import Iterable, Iterator, Sequence
@@ -48,8 +47,8 @@ from sqlalchemy import (
     update,
 )
 
-from memfs import rules
-from memfs.config import DEFAULT_MEMORY_LIMIT, MAX_PAGE_LIMIT, MAX_STORES_PER_SESSION
+from memfs import config, rules
+from memfs.config import MAX_PAGE_LIMIT, MAX_STORES_PER_SESSION
 from memfs.errors import (
     AuthenticationFailed,
     CorruptedStore,
@@ -338,14 +337,11 @@ class Engine:
         self, url: str, *, memory_limit: int | None = None, synchronous_full: bool | None = None
     ) -> None:
         if memory_limit is None:
-            memory_limit = int(os.environ.get("MEMFS_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT))
+            memory_limit = config.memory_limit()
         self.url = url
         self.memory_limit = memory_limit
         if synchronous_full is None:
-            sync = os.environ.get("MEMFS_SQLITE_SYNC", "normal").lower()
-            if sync not in ("full", "normal"):
-                raise InvalidInput("MEMFS_SQLITE_SYNC must be 'full' or 'normal'")
-            synchronous_full = sync == "full"
+            synchronous_full = config.sqlite_synchronous_full()
         self._sa = make_sa_engine(url, synchronous_full=synchronous_full)
         self.dialect = self._sa.dialect.name
         self._write_lock: AbstractContextManager[Any] = (
