@@ -27,7 +27,6 @@ database.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -36,8 +35,7 @@ from typing import Any
 
 from sqlalchemy import Connection
 
-from memfs.config import DEFAULT_MEMORY_LIMIT
-from memfs.errors import InvalidInput
+from memfs import config
 from memfs.model import (
     Actor,
     ActorType,
@@ -81,14 +79,11 @@ class Engine:
         self, url: str, *, memory_limit: int | None = None, synchronous_full: bool | None = None
     ) -> None:
         if memory_limit is None:
-            memory_limit = int(os.environ.get("MEMFS_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT))
+            memory_limit = config.memory_limit()
         self.url = url
         self.memory_limit = memory_limit
         if synchronous_full is None:
-            sync = os.environ.get("MEMFS_SQLITE_SYNC", "normal").lower()
-            if sync not in ("full", "normal"):
-                raise InvalidInput("MEMFS_SQLITE_SYNC must be 'full' or 'normal'")
-            synchronous_full = sync == "full"
+            synchronous_full = config.sqlite_synchronous_full()
         self._sa = make_sa_engine(url, synchronous_full=synchronous_full)
         self.dialect = self._sa.dialect.name
         self._write_lock: AbstractContextManager[Any] = (
