@@ -29,7 +29,7 @@ __all__ = ["SCHEMA_HEAD", "WRITE", "alembic_config", "make_sa_engine", "prepare_
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0001"
+SCHEMA_HEAD = "0002"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"

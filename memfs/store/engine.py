@@ -552,32 +552,107 @@ class Engine:
         mount_root: str = "/mnt/memory",
         with_token: bool = True,
         title: str | None = None,
+        ttl_s: int | None = None,
+        api_key_id: str | None = None,
     ) -> tuple[Session, str | None]:
         """Attaches 1–8 non-archived stores; returns the session and its token (once).
 
         Each resource snapshots the store's name and description and gets a mount path
         ``<mount_root>/<slug>`` (SPEC §4 per-store layout; collisions get ``-2``, ``-3``).
-        The token is ``memfs_st_…``; only its SHA-256 is stored.
+        The token is ``memfs_st_…``; only its SHA-256 is stored. It expires ``ttl_s``
+        seconds after creation (``Session.expires_at``; SPEC §3 credential lifecycle).
+
+        Args:
+            with_token: False for an embedded mount's session: no token, no expiry.
+            ttl_s: the token's lifetime in seconds, 1 to 30 days (2,592,000); None means
+                the default, 24 h (:data:`memfs.config.DEFAULT_SESSION_TTL_S`).
+            api_key_id: the API key creating the session (the API passes its caller's);
+                revoking that key revokes the session. None for local callers.
 
         Raises:
-            InvalidInput: no store, more than 8, a store twice, bad access or instructions.
-            NotFound: an unknown store.
+            InvalidInput: no store, more than 8, a store twice, bad access or instructions,
+                a ttl without a token.
+            InvalidTtl: ttl_s not an int from 1 to 2,592,000.
+            NotFound: an unknown store or API key.
+            CredentialRevoked: ``api_key_id`` is revoked.
             StoreArchived: an archived store can't be attached.
         """
         with self._write() as conn:
             return access.create_session(
-                conn, resources, mount_root=mount_root, with_token=with_token, title=title
+                conn,
+                resources,
+                mount_root=mount_root,
+                with_token=with_token,
+                title=title,
+                ttl_s=ttl_s,
+                api_key_id=api_key_id,
             )
 
     def get_session(self, session_id: str) -> Session:
-        """Raises NotFound."""
+        """A session, whatever its state (check ``expires_at``, ``revoked_at``,
+        ``archived_at``). Raises NotFound."""
         with self._read() as conn:
             return access.get_session(conn, session_id)
 
     def authenticate_session(self, token: str) -> Session:
-        """The session a ``memfs_st_…`` token belongs to. Raises AuthenticationFailed."""
+        """The session a ``memfs_st_…`` token belongs to, if the token still works.
+
+        Raises:
+            AuthenticationFailed: no session has this token.
+            CredentialRevoked: the session was revoked (itself, or with the API key that
+                created it) or archived.
+            CredentialExpired: the session's ``expires_at`` has passed.
+        """
         with self._read() as conn:
             return access.authenticate_session(conn, token)
+
+    def list_sessions(
+        self,
+        store_id: str | None = None,
+        *,
+        include_archived: bool = False,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Page[Session]:
+        """Sessions newest first (by id), expired and revoked ones included; archived ones
+        only with ``include_archived`` (the SDK's ``sessions.list`` default).
+
+        Args:
+            store_id: only sessions that attach this store (``memory_store_id=`` of the
+                SDK's ``client.beta.sessions.list``); an unknown id gives an empty page.
+
+        Raises:
+            InvalidInput: limit outside 1–100.
+            InvalidCursor: a cursor from another query.
+        """
+        with self._read() as conn:
+            return access.list_sessions(
+                conn,
+                store_id=store_id,
+                include_archived=include_archived,
+                limit=limit,
+                cursor=cursor,
+            )
+
+    def revoke_session(self, session_id: str) -> Session:
+        """Revokes a session: its token gets CredentialRevoked from now on (idempotent;
+        the session stays listed). Raises NotFound."""
+        with self._write() as conn:
+            return access.revoke_session(conn, session_id)
+
+    def archive_session(self, session_id: str) -> Session:
+        """Archives a session (the SDK's ``sessions.archive``): it is ended, its token
+        gets CredentialRevoked, and listings leave it out unless ``include_archived``.
+        Idempotent. Raises NotFound."""
+        with self._write() as conn:
+            return access.archive_session(conn, session_id)
+
+    def delete_session(self, session_id: str) -> None:
+        """Deletes a session and its attachments (the SDK's ``sessions.delete``); its token
+        then gets AuthenticationFailed. Memories and versions it wrote keep its id as
+        their actor. Raises NotFound."""
+        with self._write() as conn:
+            access.delete_session(conn, session_id)
 
     def create_api_key(
         self, name: str, scopes: Sequence[Scope], store_ids: Sequence[str] = ()
@@ -597,12 +672,18 @@ class Engine:
             return access.list_api_keys(conn)
 
     def revoke_api_key(self, api_key_id: str) -> ApiKey:
-        """Revokes a key (idempotent). Raises NotFound."""
+        """Revokes a key and, in the same transaction, every session it created (SPEC §3
+        credential lifecycle). Idempotent. Raises NotFound."""
         with self._write() as conn:
             return access.revoke_api_key(conn, api_key_id)
 
     def authenticate_api_key(self, secret: str) -> ApiKey:
-        """The active key with this secret. Raises AuthenticationFailed (unknown or revoked)."""
+        """The active key with this secret.
+
+        Raises:
+            AuthenticationFailed: no key has this secret.
+            CredentialRevoked: the key is revoked.
+        """
         with self._read() as conn:
             return access.authenticate_api_key(conn, secret)
 
