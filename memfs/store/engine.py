@@ -30,14 +30,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import OperationalError
 
 from memfs.config import DEFAULT_MEMORY_LIMIT
-from memfs.errors import InvalidInput
+from memfs.errors import InvalidInput, StoreBusy
 from memfs.model import (
     Actor,
     ActorType,
@@ -55,7 +55,13 @@ from memfs.model import (
 )
 from memfs.store import access, blobs, feed, listing, memories, stores, versions
 from memfs.store import fsck as _fsck
-from memfs.store._db import WRITE, make_sa_engine, prepare_schema
+from memfs.store._db import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    WRITE,
+    busy_error,
+    make_sa_engine,
+    prepare_schema,
+)
 from memfs.store.access import ResourceSpec
 
 __all__ = ["Engine", "ResourceSpec"]
@@ -75,10 +81,19 @@ class Engine:
             process crash — the WAL is written before commit returns — and fsyncs at
             checkpoints; a power loss may roll back the newest commits, never corrupt.
             None reads ``$MEMFS_SQLITE_SYNC`` (``full`` or ``normal``), else ``normal``.
+        busy_timeout_s: how long a call waits for a lock another writer holds (another
+            thread, process or server) before it raises StoreBusy, changing nothing.
+
+    Every method may raise StoreBusy (issue 10 item 6: contention gives a typed outcome).
     """
 
     def __init__(
-        self, url: str, *, memory_limit: int | None = None, synchronous_full: bool | None = None
+        self,
+        url: str,
+        *,
+        memory_limit: int | None = None,
+        synchronous_full: bool | None = None,
+        busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_MS / 1000,
     ) -> None:
         if memory_limit is None:
             memory_limit = int(os.environ.get("MEMFS_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT))
@@ -89,10 +104,15 @@ class Engine:
             if sync not in ("full", "normal"):
                 raise InvalidInput("MEMFS_SQLITE_SYNC must be 'full' or 'normal'")
             synchronous_full = sync == "full"
-        self._sa = make_sa_engine(url, synchronous_full=synchronous_full)
+        self._busy_timeout_s = busy_timeout_s
+        self._sa = make_sa_engine(
+            url, synchronous_full=synchronous_full, busy_timeout_ms=int(busy_timeout_s * 1000)
+        )
         self.dialect = self._sa.dialect.name
-        self._write_lock: AbstractContextManager[Any] = (
-            threading.Lock() if self.dialect == "sqlite" else nullcontext()
+        # SQLite admits one writer; in-process writers take turns on this lock (see
+        # _write). PostgreSQL writers serialize on store rows instead.
+        self._write_lock: threading.Lock | None = (
+            threading.Lock() if self.dialect == "sqlite" else None
         )
         prepare_schema(self._sa)
 
@@ -112,7 +132,7 @@ class Engine:
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
-        with self._sa.connect() as conn, conn.begin():
+        with self._busy_is_typed(), self._sa.connect() as conn, conn.begin():
             yield conn
 
     @contextmanager
@@ -120,10 +140,37 @@ class Engine:
         # SQLite admits one writer; waiting writers of other connections poll with a
         # sleeping busy handler, so 16 threads see multi-second tails. In-process writers
         # take turns on a lock instead; busy_timeout still arbitrates between processes.
-        with self._write_lock, self._sa.connect() as conn:
+        with self._busy_is_typed(), self._turn_to_write(), self._sa.connect() as conn:
             conn.execution_options(**{WRITE: True})
             with conn.begin():
                 yield conn
+
+    @contextmanager
+    def _turn_to_write(self) -> Iterator[None]:
+        """Holds the in-process write lock (SQLite), waiting at most the busy timeout."""
+        if self._write_lock is None:
+            yield
+            return
+        if not self._write_lock.acquire(timeout=self._busy_timeout_s):
+            raise StoreBusy(
+                f"another writer of this process held the database for {self._busy_timeout_s:g}"
+                " s; nothing was changed, try again"
+            )
+        try:
+            yield
+        finally:
+            self._write_lock.release()
+
+    @contextmanager
+    def _busy_is_typed(self) -> Iterator[None]:
+        """Turns the driver's "database is locked" / lock timeout into StoreBusy."""
+        try:
+            yield
+        except OperationalError as exc:
+            busy = busy_error(exc, self._busy_timeout_s)
+            if busy is None:
+                raise
+            raise busy from exc
 
     def _checkpoint(self) -> None:
         """Moves the WAL into the main file and truncates it, so bytes erased by
@@ -381,7 +428,8 @@ class Engine:
             InvalidInput (moving a directory into itself).
         """
         with self._write() as conn:
-            return memories.rename_prefix(conn, store_id, old_prefix, new_prefix, actor=actor)
+            moved = memories.rename_prefix(conn, store_id, old_prefix, new_prefix, actor=actor)
+        return memories.as_memories(moved)
 
     # ------------------------------------------------------------ listing
 
