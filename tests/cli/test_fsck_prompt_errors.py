@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_runner import Cli
+from _support.cli import Cli
 
 from memfs.model import Access, MemoryStore, SessionResource, utcnow
 from memfs.prompt import plan_resources, render_prompt
