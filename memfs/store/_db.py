@@ -13,6 +13,9 @@ PostgreSQL (psycopg 3): READ COMMITTED; writers serialize per store with
 
 from __future__ import annotations
 
+import random
+import sqlite3
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -98,11 +101,11 @@ def make_sa_engine(
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
             cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            _use_wal(cursor, busy_timeout_ms / 1000)
             cursor.execute(f"PRAGMA synchronous={synchronous}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA secure_delete=ON")
-            cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             cursor.close()
 
         @event.listens_for(sa_engine, "begin")
@@ -123,6 +126,32 @@ def make_sa_engine(
     )
     _refuse_nul_parameters(sa_engine)
     return sa_engine
+
+
+def _use_wal(cursor: sqlite3.Cursor, timeout_s: float) -> None:
+    """Puts the database in WAL mode (once per database file; later connections find it
+    so and skip the switch), waiting at most ``timeout_s`` for other connections.
+
+    Switching a fresh file into WAL takes an exclusive lock. When several connections
+    open a fresh database at once (four servers starting), two of them can both hold the
+    shared lock and both want the exclusive one; SQLite then answers SQLITE_BUSY at once,
+    without calling the busy handler (its deadlock rule), and the open failed with
+    "database is locked" (issue 10 item 11). The switch is retried here, with a short
+    randomized backoff, until the busy timeout: the one that wins finishes in
+    microseconds, and the others then find WAL mode already set.
+    """
+    deadline = time.monotonic() + timeout_s
+    backoff_s = 0.001
+    while True:
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != _SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(backoff_s * (1 + random.random()))
+        backoff_s = min(backoff_s * 2, 0.05)
 
 
 def _refuse_nul_parameters(sa_engine: SAEngine) -> None:

@@ -114,7 +114,8 @@ class Engine:
         self._write_lock: threading.Lock | None = (
             threading.Lock() if self.dialect == "sqlite" else None
         )
-        prepare_schema(self._sa)
+        with self._busy_is_typed():
+            prepare_schema(self._sa)
 
     def close(self) -> None:
         """Releases every pooled connection (checkpointing the SQLite WAL)."""
