@@ -17,8 +17,20 @@ __all__ = [
 ]
 
 
-def open_engine(database: str | None = None, *, memory_limit: int | None = None) -> Engine:
-    """Opens the configured database (see :func:`memfs.config.database_url`)."""
+def open_engine(
+    database: str | None = None,
+    *,
+    memory_limit: int | None = None,
+    create: bool = True,
+    read_only: bool | None = None,
+) -> Engine:
+    """Opens the configured database (see :func:`memfs.config.database_url`).
+
+    ``create`` and ``read_only`` are :class:`Engine`'s: commands that only read or check
+    pass ``create=False`` (a missing database is then DatabaseNotFound, not a new file).
+    """
     from memfs.config import database_url
 
-    return Engine(database_url(database), memory_limit=memory_limit)
+    return Engine(
+        database_url(database), memory_limit=memory_limit, create=create, read_only=read_only
+    )

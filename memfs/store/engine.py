@@ -34,10 +34,17 @@ from contextlib import contextmanager
 from datetime import datetime
 
 from sqlalchemy import Connection
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
 from memfs.config import DEFAULT_MEMORY_LIMIT
-from memfs.errors import InvalidInput, StoreBusy
+from memfs.errors import (
+    DatabaseReadOnly,
+    DatabaseUnavailable,
+    InvalidInput,
+    MemfsError,
+    StoreBusy,
+)
 from memfs.model import (
     Actor,
     ActorType,
@@ -59,12 +66,35 @@ from memfs.store._db import (
     SQLITE_BUSY_TIMEOUT_MS,
     WRITE,
     busy_error,
+    check_sqlite_file,
     make_sa_engine,
     prepare_schema,
+    sqlite_path,
 )
 from memfs.store.access import ResourceSpec
 
 __all__ = ["Engine", "ResourceSpec"]
+
+
+def _where(url: str) -> str:
+    """``url`` as shown in messages: a SQLite file's path, else the URL without password."""
+    path = sqlite_path(url)
+    if path is not None:
+        return str(path)
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return repr(url)
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of what the driver (or the OS) said, without SQLAlchemy's dressing."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
 
 
 class Engine:
@@ -83,6 +113,19 @@ class Engine:
             None reads ``$MEMFS_SQLITE_SYNC`` (``full`` or ``normal``), else ``normal``.
         busy_timeout_s: how long a call waits for a lock another writer holds (another
             thread, process or server) before it raises StoreBusy, changing nothing.
+        create: SQLite: make the file (and its directory) when it does not exist; False
+            raises DatabaseNotFound instead (commands that only read or check, issue 11
+            item 7).
+        read_only: open for reading only: nothing is ever written (no journal-mode
+            switch, no checkpoint; writes raise DatabaseReadOnly). None: read-only
+            exactly when the SQLite file exists and this process may not write it.
+
+    Raises:
+        DatabaseNotFound: a missing SQLite file with ``create=False`` (or ``read_only``).
+        ForeignDatabase: the database holds another application's tables; untouched.
+        DatabaseReadOnly: ``read_only`` and the schema needs an upgrade.
+        DatabaseUnavailable: the database can't be opened (the reason is named).
+        StoreBusy: another process held the database past the busy timeout.
 
     Every method may raise StoreBusy (issue 10 item 6: contention gives a typed outcome).
     """
@@ -94,6 +137,8 @@ class Engine:
         memory_limit: int | None = None,
         synchronous_full: bool | None = None,
         busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_MS / 1000,
+        create: bool = True,
+        read_only: bool | None = None,
     ) -> None:
         if memory_limit is None:
             memory_limit = int(os.environ.get("MEMFS_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT))
@@ -105,8 +150,34 @@ class Engine:
                 raise InvalidInput("MEMFS_SQLITE_SYNC must be 'full' or 'normal'")
             synchronous_full = sync == "full"
         self._busy_timeout_s = busy_timeout_s
+        try:
+            self._open(url, synchronous_full, create=create, read_only=read_only)
+        except MemfsError:
+            raise
+        except (ArgumentError, ImportError, ValueError) as exc:  # a URL we can't use
+            raise DatabaseUnavailable(
+                f"cannot open the store database: {_reason(exc)} (use a SQLite file path, "
+                "sqlite:///PATH or postgresql://USER@HOST/DB)"
+            ) from exc
+        except (DBAPIError, OSError) as exc:
+            raise DatabaseUnavailable(
+                f"cannot open the store database: {_reason(exc)} ({_where(url)})"
+            ) from exc
+
+    def _open(
+        self, url: str, synchronous_full: bool, *, create: bool, read_only: bool | None
+    ) -> None:
+        path = sqlite_path(url)
+        if path is not None:
+            check_sqlite_file(path, create=create and not read_only)
+            if read_only is None:
+                read_only = path.exists() and not os.access(path, os.W_OK)
+        self.read_only = bool(read_only)
         self._sa = make_sa_engine(
-            url, synchronous_full=synchronous_full, busy_timeout_ms=int(busy_timeout_s * 1000)
+            url,
+            synchronous_full=synchronous_full,
+            busy_timeout_ms=int(self._busy_timeout_s * 1000),
+            read_only=self.read_only,
         )
         self.dialect = self._sa.dialect.name
         # SQLite admits one writer; in-process writers take turns on this lock (see
@@ -115,11 +186,11 @@ class Engine:
             threading.Lock() if self.dialect == "sqlite" else None
         )
         with self._busy_is_typed():
-            prepare_schema(self._sa)
+            prepare_schema(self._sa, read_only=self.read_only)
 
     def close(self) -> None:
         """Releases every pooled connection (checkpointing the SQLite WAL)."""
-        if self.dialect == "sqlite":
+        if self.dialect == "sqlite" and not self.read_only:
             self._checkpoint()
         self._sa.dispose()
 
@@ -138,6 +209,10 @@ class Engine:
 
     @contextmanager
     def _write(self) -> Iterator[Connection]:
+        if self.read_only:
+            raise DatabaseReadOnly(
+                f"the store database {_where(self.url)} is open read-only; nothing was changed"
+            )
         # SQLite admits one writer; waiting writers of other connections poll with a
         # sleeping busy handler, so 16 threads see multi-second tails. In-process writers
         # take turns on a lock instead; busy_timeout still arbitrates between processes.
@@ -177,7 +252,7 @@ class Engine:
         """Moves the WAL into the main file and truncates it, so bytes erased by
         redaction leave the WAL too (SPEC §2 redaction). Best effort: a reader holding an
         old snapshot makes SQLite skip frames; the next checkpoint gets them."""
-        if self.dialect != "sqlite":
+        if self.dialect != "sqlite" or self.read_only:
             return
         with self._sa.connect() as conn:
             conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
