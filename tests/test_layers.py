@@ -176,6 +176,7 @@ def test_the_store_exports_exactly_its_face() -> None:
         "SESSION_TOKEN_PREFIX",
         "Engine",
         "ResourceSpec",
+        "fsck_database",
         "open_engine",
     }
     namespace: dict[str, object] = {}

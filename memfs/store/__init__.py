@@ -13,6 +13,7 @@ __all__ = [
     "SESSION_TOKEN_PREFIX",
     "Engine",
     "ResourceSpec",
+    "fsck_database",
     "open_engine",
 ]
 
@@ -34,3 +35,27 @@ def open_engine(
     return Engine(
         database_url(database), memory_limit=memory_limit, create=create, read_only=read_only
     )
+
+
+def fsck_database(
+    database: str | None = None, *, sqlite_check: str | None = "integrity"
+) -> list[str]:
+    """Everything ``memfs fsck`` reports about a database, one line per finding; [] when
+    sound (issue 10 item 12).
+
+    Opens the database read-only and never creates it: a database that can't be opened
+    (missing, foreign, unreadable, needing an upgrade) is itself the one finding
+    ``database: <why>``. Then SQLite's ``integrity_check`` (``sqlite_check="quick"``:
+    ``quick_check``; None: neither) and every memfs invariant (memfs/store/fsck.py).
+
+    Raises:
+        InvalidInput: an unknown ``sqlite_check``.
+    """
+    from memfs.errors import DatabaseUnavailable
+
+    try:
+        engine = open_engine(database, create=False, read_only=True)
+    except DatabaseUnavailable as exc:
+        return [f"database: {exc}"]
+    with engine:
+        return list(engine.iter_fsck_findings(sqlite_check=sqlite_check))

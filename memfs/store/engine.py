@@ -827,8 +827,23 @@ class Engine:
         with self._read() as conn:
             return stores.statistics(conn)
 
-    def iter_fsck_findings(self) -> Iterator[str]:
-        """One line per broken invariant, from one consistent snapshot (memfs/store/fsck.py)."""
-        with self._read() as conn:
-            findings = list(_fsck.run_checks(conn))
+    def iter_fsck_findings(self, *, sqlite_check: str | None = None) -> Iterator[str]:
+        """One line per broken invariant, from one consistent snapshot (memfs/store/fsck.py).
+
+        Args:
+            sqlite_check: also run SQLite's page-level check first: ``"integrity"``
+                (``PRAGMA integrity_check``) or ``"quick"`` (``quick_check``); ignored on
+                PostgreSQL. None: the memfs invariants only.
+
+        Raises:
+            InvalidInput: an unknown ``sqlite_check``.
+        """
+        findings: list[str] = []
+        try:
+            with self._read() as conn:
+                if sqlite_check is not None and self.dialect == "sqlite":
+                    findings.extend(_fsck.sqlite_findings(conn, sqlite_check))
+                findings.extend(_fsck.run_checks(conn))
+        except DBAPIError as exc:  # a damaged file: what was found stands, and this too
+            findings.append(f"database: reading it failed: {exc.orig}")
         yield from findings
