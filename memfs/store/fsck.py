@@ -20,6 +20,7 @@ from memfs import rules
 from memfs.config import MAX_SESSION_TTL_S
 from memfs.errors import InvalidInput
 from memfs.ids import blob_key_of, sha256_of
+from memfs.store.memories import REDACTED_PATH
 from memfs.store.schema import api_keys, blobs, changes, memories, sessions, stores, versions
 
 __all__ = ["CHECKS", "SQLITE_CHECKS", "run_checks", "sqlite_findings"]
@@ -87,9 +88,16 @@ def check_memory_digests(conn: Connection) -> Iterator[str]:
 
 def check_memory_states(conn: Connection) -> Iterator[str]:
     """Live memories have content; soft-deleted tombstones have none; redacted ones have
-    their replacement; delete_mode is set exactly when deleted_at is."""
-    for memory_id, blob_key, deleted_at, mode in conn.execute(
-        select(memories.c.id, memories.c.blob_key, memories.c.deleted_at, memories.c.delete_mode)
+    their replacement and the placeholder path; delete_mode is set exactly when
+    deleted_at is."""
+    for memory_id, blob_key, deleted_at, mode, path in conn.execute(
+        select(
+            memories.c.id,
+            memories.c.blob_key,
+            memories.c.deleted_at,
+            memories.c.delete_mode,
+            memories.c.path,
+        )
     ):
         if (deleted_at is None) != (mode is None):
             yield f"memory {memory_id}: deleted_at and delete_mode disagree"
@@ -99,6 +107,8 @@ def check_memory_states(conn: Connection) -> Iterator[str]:
             yield f"memory {memory_id}: soft-deleted tombstone still references content"
         elif mode == "redact" and blob_key is None:
             yield f"memory {memory_id}: redacted tombstone has no replacement content"
+        elif mode == "redact" and path != REDACTED_PATH:
+            yield f"memory {memory_id}: redacted tombstone still holds its path"
         elif mode not in (None, "soft_delete", "redact"):
             yield f"memory {memory_id}: unknown delete_mode {mode!r}"
 

@@ -55,6 +55,7 @@ from memfs.store.schema import memories, versions
 from memfs.store.versions import insert_version, insert_versions, redact_version_row
 
 __all__ = [
+    "REDACTED_PATH",
     "as_memories",
     "check_path_free",
     "create_memory",
@@ -65,6 +66,10 @@ __all__ = [
     "restore_memory",
     "update_memory",
 ]
+
+# The path of a redacted tombstone: its own is erased (SPEC §2). Never a valid memory
+# path, and only tombstones (outside the unique index of live paths) hold it.
+REDACTED_PATH = "/.redacted"
 
 _LIVE_MEMORY = select(memories).where(
     memories.c.id == bindparam("memory_id"),
@@ -378,26 +383,34 @@ def _tombstone(
     now: str,
     content: dict[str, Any],
 ) -> None:
-    """Turns a live memory into a tombstone: a ``deleted`` version (keeping the path),
-    the row marked with ``mode``, the audit entry and the change, in one go.
+    """Turns a live memory into a tombstone: a ``deleted`` version, the row marked with
+    ``mode``, the audit entry and the change, in one go.
+
+    A soft delete keeps the path (in the version, the row and the change: it is
+    restorable). A redaction erases it (SPEC §2: content *and* path, everywhere): the
+    ``deleted`` version is written redacted (path null, ``redacted_at`` set,
+    api-contract §4.6), the row's path becomes :data:`REDACTED_PATH` and the change
+    carries no path.
 
     Args:
         content: the row's content columns after the change (``blob_key`` None for a
             soft delete; the replacement's key, digest, size and cleared metadata for
             a redaction).
     """
+    redacting = mode is DeleteMode.REDACT
     version_id = insert_version(
         conn,
         store_id=store_id,
         memory_id=row.id,
         operation=Operation.DELETED,
-        path=row.path,
+        path=None if redacting else row.path,
         blob_key=None,
         sha=None,
         size=None,
         actor=actor,
         now=now,
         reason=reason,
+        redacted=redacting,
     )
     _set_memory_columns(
         conn,
@@ -407,6 +420,7 @@ def _tombstone(
             "delete_mode": mode.value,
             "head_version_id": version_id,
             "updated_at": now,
+            **({"path": REDACTED_PATH} if redacting else {}),
             **content,
         },
     )
@@ -416,7 +430,7 @@ def _tombstone(
         store_id,
         ChangeKind.MEMORY_DELETED,
         memory_id=row.id,
-        path=row.path,
+        path=None if redacting else row.path,
         entries=-1,
         size_bytes=-row.size_bytes,
     )
@@ -486,10 +500,11 @@ def delete_memory(
             store_id,
             ChangeKind.MEMORY_DELETED,
             memory_id=memory_id,
-            path=row.path,
             entries=-1,
             size_bytes=-row.size_bytes,
         )
+    # Every path the memory ever had leaves the change feed too (ids stay).
+    feed.forget_paths(conn, memory_id)
     gc_blobs(conn, store_id, purged_keys)
 
 

@@ -16,10 +16,10 @@ import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, inspect, text
 
 from memfs.errors import StoreBusy
-from memfs.model import Actor, utcnow
+from memfs.model import Actor, DeleteMode, utcnow
 from memfs.store import Engine, ResourceSpec, _db
 from memfs.store._db import alembic_config
 from memfs.store.schema import metadata
@@ -147,7 +147,7 @@ def test_upgrading_0001_gives_sessions_a_lifecycle(database: str) -> None:
             context = MigrationContext.configure(
                 conn, opts={"compare_type": True, "compare_server_default": True}
             )
-            assert context.get_current_revision() == "0002"
+            assert context.get_current_revision() == _db.SCHEMA_HEAD
             assert compare_metadata(context, metadata) == []
     finally:
         raw.dispose()
@@ -251,3 +251,55 @@ def test_eight_servers_opening_fresh_databases_at_once_under_load(tmp_path: Path
         for burner in burners:
             burner.kill()
             burner.join()
+
+
+@pytest.mark.empty_database
+def test_upgrading_0002_erases_the_paths_redactions_left(database: str) -> None:
+    """Migration 0003 (issue 11 item 4): redactions and hard deletes made at 0002 kept
+    the path in the tombstone, its deleted version and the change feed."""
+    from alembic import command
+
+    with Engine(database) as engine:
+        store = engine.create_store("s")
+        redacted = engine.create_memory(store.id, "/secret-name.md", "x", actor=ACTOR)
+        hard = engine.create_memory(store.id, "/hard-secret.md", "y", actor=ACTOR)
+        kept = engine.create_memory(store.id, "/kept.md", "z", actor=ACTOR)
+        engine.delete_memory(store.id, redacted.id, actor=ACTOR, mode=DeleteMode.REDACT)
+        engine.delete_memory(store.id, hard.id, actor=ACTOR, mode=DeleteMode.HARD_DELETE)
+    raw = create_engine(database)
+    try:
+        with raw.begin() as conn:
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0002")
+            # What a redaction at 0002 wrote.
+            conn.execute(
+                text("UPDATE memories SET path = '/secret-name.md' WHERE id = :id").bindparams(
+                    id=redacted.id
+                )
+            )
+            conn.execute(
+                text(
+                    "UPDATE versions SET path = '/secret-name.md', redacted_at = NULL, "
+                    "redacted_by_type = NULL, redacted_by_id = NULL "
+                    "WHERE memory_id = :id AND operation = 'deleted'"
+                ).bindparams(id=redacted.id)
+            )
+            conn.execute(
+                text(
+                    "UPDATE changes SET path = '/hard-secret.md' WHERE memory_id = :id"
+                ).bindparams(id=hard.id)
+            )
+    finally:
+        raw.dispose()
+    with Engine(database) as engine:
+        assert list(engine.iter_fsck_findings()) == []
+        paths = {c.path for c in engine.changes_since(store.id, 0)} | {
+            c.old_path for c in engine.changes_since(store.id, 0)
+        }
+        assert paths == {None, "/kept.md"}
+        deleted = engine.list_versions(store.id, memory_id=redacted.id).items[0]
+        assert deleted.path is None
+        assert deleted.redacted_at == deleted.created_at
+        assert deleted.redacted_by == ACTOR
+        assert engine.get_memory(store.id, kept.id).path == "/kept.md"

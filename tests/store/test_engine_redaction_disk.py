@@ -159,3 +159,37 @@ def test_postgresql_redacted_bytes_leave_the_table_files(
         assert files_holding(files, secret.encode()) == set()
     finally:
         admin.dispose()
+
+
+def test_a_redaction_erases_the_path_from_every_file(sqlite_engine: Engine, db_dir: Path) -> None:
+    """Issue 11 item 4 (SPEC §2: a redaction erases content *and* path everywhere memfs
+    keeps them): a secret in a file name survived ``forget --mode redact`` in the
+    tombstone row, the deleted version, the change feed. Ids stay; no path does."""
+    secret = marker()
+    store = sqlite_engine.create_store("s")
+    for i in range(40):
+        sqlite_engine.create_memory(store.id, f"/n{i:02d}", f"neighbour {i} " * 30, actor=ACTOR)
+    memory = sqlite_engine.create_memory(
+        store.id, f"/people/{secret}/notes.md", f"about {secret}", actor=ACTOR
+    )
+    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content="v2")
+    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, path=f"/{secret}.md")
+    sqlite_engine.rename_prefix(store.id, "/people/", "/persons/", actor=ACTOR)  # unrelated
+    assert files_holding(db_dir, secret.encode())
+
+    sqlite_engine.delete_memory(
+        store.id, memory.id, actor=ACTOR, mode=DeleteMode.REDACT, reason="a name"
+    )
+
+    assert files_holding(db_dir, secret.encode()) == set()
+    versions = sqlite_engine.list_versions(store.id, memory_id=memory.id).items
+    assert [v.path for v in versions] == [None, None, None, None]
+    assert all(v.redacted_at is not None for v in versions)
+    assert all(
+        c.path is None and c.old_path is None
+        for c in sqlite_engine.changes_since(store.id, 0)
+        if c.memory_id == memory.id
+    )
+    assert [e["memory_id"] for e in sqlite_engine.audit_events(store.id)] == [memory.id]
+    sqlite_engine.close()
+    assert files_holding(db_dir, secret.encode()) == set()
