@@ -71,8 +71,7 @@ def mount(
     store: Annotated[
         list[str] | None,
         typer.Option(
-            "--store",
-            "-s",
+            "--store", "-s",
             help="NAME_OR_ID[:ro]; repeat for several stores. With --api: default every "
             "store of the session.",
         ),
@@ -84,9 +83,7 @@ def mount(
     token: Annotated[
         str | None,
         typer.Option(
-            "--token",
-            envvar=TOKEN_ENV,
-            show_envvar=True,
+            "--token", envvar=TOKEN_ENV, show_envvar=True,
             help="The session token (memfs_st_…) of a remote mount.",
         ),
     ] = None,
@@ -249,7 +246,9 @@ def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
         run(_backend(request), config, on_ready=ready)
     except (MemfsError, RuntimeError, OSError) as exc:
         report(f"error: {exc}")
-        logging.getLogger("memfs.mount").error("mount of %s failed: %s", request.mountpoint, exc)
+        logging.getLogger("memfs.mount").error(
+            "mount of %s failed: %s", request.mountpoint, exc
+        )
         raise _fail(str(exc)) from None
 
 
@@ -261,17 +260,9 @@ def _mount_in_background(request: _MountRequest) -> None:
     log_file.parent.mkdir(parents=True, exist_ok=True)
     read_end, write_end = os.pipe()
     command = [
-        sys.executable,
-        "-m",
-        "memfs.cli.mounting",
-        "mount",
-        target,
-        "--layout",
-        request.layout.value,
-        "--foreground",
-        "--ready-fd",
-        str(write_end),
-        "--nonempty",  # checked above, before the start
+        sys.executable, "-m", "memfs.cli.mounting",
+        "mount", target, "--layout", request.layout.value, "--foreground",
+        "--ready-fd", str(write_end), "--nonempty",  # checked above, before the start
     ]
     for argument in request.stores:
         command += ["--store", argument]
@@ -286,13 +277,8 @@ def _mount_in_background(request: _MountRequest) -> None:
         command.append("--debug")
     with open(log_file, "ab") as log:
         process = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            env=env,
-            pass_fds=(write_end,),
-            start_new_session=True,
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+            pass_fds=(write_end,), start_new_session=True,
         )
     os.close(write_end)
     try:
@@ -309,7 +295,9 @@ def _mount_in_background(request: _MountRequest) -> None:
             process.terminate()  # not ready in time: don't leave it mounting behind us
             process.wait(timeout=30)
         if not message:
-            message = f"the mount daemon exited with status {process.returncode}; see {log_file}"
+            message = (
+                f"the mount daemon exited with status {process.returncode}; see {log_file}"
+            )
     raise _fail(message.strip().removeprefix("error: "))
 
 
@@ -396,12 +384,10 @@ def status(
     else:
         state = "running" if mounted else "starting"
     if as_json:
-        typer.echo(
-            json.dumps(
-                dict(record or {}, mountpoint=target, state=state, saved_scratch=saved_scratch),
-                indent=2,
-            )
-        )
+        typer.echo(json.dumps(
+            dict(record or {}, mountpoint=target, state=state, saved_scratch=saved_scratch),
+            indent=2,
+        ))
     else:
         _print_status(target, state, record)
         _print_saved_scratch(saved_scratch)

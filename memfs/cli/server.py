@@ -210,7 +210,10 @@ def _print_session(session: Session, token: str | None, as_json: bool) -> None:
     typer.echo(f"created: {format_timestamp(session.created_at)}")
     print_table(
         ("MOUNT PATH", "ACCESS", "STORE", "NAME"),
-        [(r.mount_path, r.access.value, r.memory_store_id, r.name) for r in session.resources],
+        [
+            (r.mount_path, r.access.value, r.memory_store_id, r.name)
+            for r in session.resources
+        ],
         empty="no stores attached",
     )
 

@@ -317,7 +317,9 @@ class EmbeddedBackend:
         return max(0, self._engine.memory_limit - store.entry_count)
 
     async def get_memory(self, store_id: str, memory_id: str) -> Memory:
-        return await self._run(self._engine.get_memory, store_id, memory_id, with_content=False)
+        return await self._run(
+            self._engine.get_memory, store_id, memory_id, with_content=False
+        )
 
     async def read_content(self, memory: Memory) -> bytes:
         return await self._run(self._engine.read_blob, memory.blob_key)

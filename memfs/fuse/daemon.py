@@ -210,10 +210,7 @@ class _StatusFeed:
         for event in self._new(stats.rejected, stats.rejected_count, self.rejected_seen):
             code = errno_for(event.error) if event.error is not None else errno.EIO
             self.status.record_rejected(
-                event.path,
-                errno.errorcode[code],
-                event.saved_to or "",
-                event.message,
+                event.path, errno.errorcode[code], event.saved_to or "", event.message,
                 at=event.at,
             )
         for event in self._new(stats.last_errors, stats.error_count, self.errors_seen):
@@ -316,14 +313,8 @@ async def serve(
         await backend.aclose()
         raise
     location = backend.statistics().location
-    log.info(
-        "mounted %s (%s layout, session %s, %d inodes, %s)",
-        mountpoint,
-        config.layout.value,
-        session_id,
-        len(table),
-        location,
-    )
+    log.info("mounted %s (%s layout, session %s, %d inodes, %s)", mountpoint,
+             config.layout.value, session_id, len(table), location)
     try:
         feed.publish()
         if on_ready is not None:
@@ -331,8 +322,7 @@ async def serve(
         async with trio.open_nursery() as nursery:
             for attachment in attachments:
                 nursery.start_soon(
-                    operations.follow_changes,
-                    attachment,
+                    operations.follow_changes, attachment,
                     name=f"memfs-changes-{attachment.directory}",
                 )
             nursery.start_soon(operations.deliver_notices, name="memfs-invalidator")

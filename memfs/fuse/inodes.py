@@ -401,11 +401,8 @@ class InodeTable:
 
     def store_nodes(self, attachment: Attachment) -> list[Node]:
         """Every file node indexed for ``attachment``'s store."""
-        return [
-            node
-            for (store_id, _), node in self._by_memory.items()
-            if store_id == attachment.store_id
-        ]
+        return [node for (store_id, _), node in self._by_memory.items()
+                if store_id == attachment.store_id]
 
     # --------------------------------------------------------------- mutation
 
@@ -631,11 +628,8 @@ class InodeTable:
             or node.lookup_count > 0
             or node.open_count > 0
             or node in self._shadowed
-            or (
-                node.memory is not None
-                and node.attachment is not None
-                and self._by_memory.get((node.attachment.store_id, node.memory.id)) is node
-            )
+            or (node.memory is not None and node.attachment is not None
+                and self._by_memory.get((node.attachment.store_id, node.memory.id)) is node)
         ):
             return
         self._nodes.pop(node.inode, None)

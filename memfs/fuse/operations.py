@@ -312,11 +312,8 @@ class Operations(pyfuse3.Operations):
                     try:
                         await self._commit(node)
                     except (MemfsError, FilesystemError) as exc:
-                        log.warning(
-                            "pending write to %s not committed: %s",
-                            self._table.display_path(node),
-                            exc,
-                        )
+                        log.warning("pending write to %s not committed: %s",
+                                    self._table.display_path(node), exc)
 
     def save_scratch(self) -> list[dict[str, str]]:
         """Keeps the bytes of every scratch file still in the tree under ``rejected/``
@@ -336,21 +333,14 @@ class Operations(pyfuse3.Operations):
             try:
                 kept = save_rejected(self._session_id, node.name, bytes(node.buffer))
             except OSError as exc:
-                log.error(
-                    "scratch file %s (%d bytes) could not be saved: %s",
-                    display,
-                    len(node.buffer),
-                    exc,
-                )
+                log.error("scratch file %s (%d bytes) could not be saved: %s",
+                          display, len(node.buffer), exc)
                 continue
-            log.warning(
-                "scratch file %s was never saved to memory (scratch names stay in "
-                "the mount); its %d bytes are kept in %s",
-                display,
-                len(node.buffer),
-                kept,
-            )
-            saved.append({"at": format_timestamp(utcnow()), "path": display, "saved_to": str(kept)})
+            log.warning("scratch file %s was never saved to memory (scratch names stay in "
+                        "the mount); its %d bytes are kept in %s",
+                        display, len(node.buffer), kept)
+            saved.append({"at": format_timestamp(utcnow()), "path": display,
+                          "saved_to": str(kept)})
         return saved
 
     # ---------------------------------------------------------------- attributes
@@ -454,7 +444,7 @@ class Operations(pyfuse3.Operations):
                 node.fresh = True  # nothing of the old content is left
             if attr.st_size != len(buffer):
                 if attr.st_size < len(buffer):
-                    del buffer[attr.st_size :]
+                    del buffer[attr.st_size:]
                 else:
                     buffer.extend(bytes(attr.st_size - len(buffer)))
                 node.dirty = True
@@ -469,11 +459,8 @@ class Operations(pyfuse3.Operations):
                 self._table.notice_if_stale(node)
                 self._send_notices()
         if (
-            fields.update_mode
-            or fields.update_uid
-            or fields.update_gid
-            or fields.update_atime
-            or fields.update_mtime
+            fields.update_mode or fields.update_uid or fields.update_gid
+            or fields.update_atime or fields.update_mtime
         ):
             # SPEC §4: chmod, chown, utimens are accepted and ignored (cp -p, rsync -a),
             # except on what is read-only.
@@ -571,7 +558,7 @@ class Operations(pyfuse3.Operations):
             listing.entries = sorted(directory.children.values(), key=lambda node: node.inode)
             listing.inodes = [child.inode for child in listing.entries]
         assert listing.inodes is not None
-        for child in listing.entries[bisect.bisect_right(listing.inodes, start_id) :]:
+        for child in listing.entries[bisect.bisect_right(listing.inodes, start_id):]:
             if child.parent is not directory or directory.children.get(child.name) is not child:
                 continue  # removed or renamed since the snapshot
             name = child.name.encode("utf-8")
@@ -922,12 +909,8 @@ class Operations(pyfuse3.Operations):
         self._cache.put(memory.blob_key, data)
         for ancestor in self._table.ancestors(node):
             ancestor.held = False
-        log.info(
-            "committed %s (%d bytes, version %s)",
-            self._table.display_path(node),
-            len(data),
-            memory.memory_version_id,
-        )
+        log.info("committed %s (%d bytes, version %s)", self._table.display_path(node),
+                 len(data), memory.memory_version_id)
 
     async def _write_content(self, node: Node, target: Attachment, path: str, text: str) -> Memory:
         """The one store call of a commit: create, copy-up, reuse a parked memory, or
@@ -943,9 +926,7 @@ class Operations(pyfuse3.Operations):
             assert holder.memory is not None
             await self._ensure_buffer(holder)
             memory = await self._backend.update_memory(
-                target.store_id,
-                holder.memory.id,
-                content=text,
+                target.store_id, holder.memory.id, content=text,
                 expected_sha256=holder.opened_sha256 or holder.memory.content_sha256,
             )
             self._table.set_memory(holder, None)
@@ -993,12 +974,9 @@ class Operations(pyfuse3.Operations):
             self._reject(node, data, exc)
         copy_node = self._table.add_memory(target, copy)
         self._cache.put(copy.blob_key, data)
-        log.warning(
-            "conflict: %s was changed by another writer since it was opened; "
-            "the head keeps their content, this writer's is saved as %s",
-            path,
-            copy_path,
-        )
+        log.warning("conflict: %s was changed by another writer since it was opened; "
+                    "the head keeps their content, this writer's is saved as %s",
+                    path, copy_path)
         self.status.record_conflict(path, copy_path)
         head: Memory | None = None
         if node.memory is not None:
@@ -1045,9 +1023,8 @@ class Operations(pyfuse3.Operations):
         saved = save_rejected(self._session_id, node.name, data)
         path = self._table.display_path(node)
         code = errno.errorcode[errno_for(exc)]
-        log.warning(
-            "write to %s refused (%s: %s); its content is kept in %s", path, code, exc, saved
-        )
+        log.warning("write to %s refused (%s: %s); its content is kept in %s",
+                    path, code, exc, saved)
         self.status.record_rejected(path, code, str(saved), str(exc))
         self._reset_to_head(node)
         raise RefusedWrite(str(exc), cause=exc) from exc
@@ -1184,9 +1161,7 @@ class Operations(pyfuse3.Operations):
                 assert existing.memory is not None
                 try:
                     memory = await self._backend.update_memory(
-                        target.store_id,
-                        existing.memory.id,
-                        content=text,
+                        target.store_id, existing.memory.id, content=text,
                         expected_sha256=existing.opened_sha256 or existing.base_sha256,
                     )
                 except PreconditionFailed:
@@ -1205,9 +1180,7 @@ class Operations(pyfuse3.Operations):
                 assert holder.memory is not None
                 await self._ensure_buffer(holder)
                 memory = await self._backend.update_memory(
-                    target.store_id,
-                    holder.memory.id,
-                    content=text,
+                    target.store_id, holder.memory.id, content=text,
                     expected_sha256=holder.opened_sha256 or holder.memory.content_sha256,
                 )
                 self._table.set_memory(holder, None)
@@ -1294,7 +1267,7 @@ class Operations(pyfuse3.Operations):
         if text in _XATTR_MEMFS_FIELDS and memory is not None:
             return str(getattr(memory, _XATTR_MEMFS_FIELDS[text])).encode()
         if text.startswith(XATTR_META_PREFIX) and not node.is_dir:
-            value = self._metadata(node).get(text[len(XATTR_META_PREFIX) :])
+            value = self._metadata(node).get(text[len(XATTR_META_PREFIX):])
             if value is not None:
                 return value.encode()
         raise NoSuchAttribute(f"{text} is not set on {self._table.display_path(node)}")
@@ -1360,7 +1333,7 @@ class Operations(pyfuse3.Operations):
             self._table.check_writable(node)
         else:
             self._table.content_target(node)
-        key = name[len(XATTR_META_PREFIX) :]
+        key = name[len(XATTR_META_PREFIX):]
         if len(key) > MAX_METADATA_KEY_CHARS:
             raise AttributeTooLarge(
                 f"a user.meta key is at most {MAX_METADATA_KEY_CHARS} characters"
@@ -1413,7 +1386,8 @@ class Operations(pyfuse3.Operations):
                 failing = True
             else:
                 if failing:
-                    log.info("change feed of %r resumed at seq %d", attachment.name, attachment.seq)
+                    log.info("change feed of %r resumed at seq %d", attachment.name,
+                             attachment.seq)
                 failing = False
                 retry_s = CHANGE_RETRY_MIN_S
                 continue

@@ -138,13 +138,8 @@ class MountStatus:
     ) -> None:
         self.rejected_count += 1
         self._rejected.append(
-            {
-                "at": format_timestamp(at or utcnow()),
-                "path": path,
-                "errno": errno_name,
-                "saved_to": saved_to,
-                "message": message,
-            }
+            {"at": format_timestamp(at or utcnow()), "path": path, "errno": errno_name,
+             "saved_to": saved_to, "message": message}
         )
         self.write()
 

@@ -345,9 +345,7 @@ class RemoteBackend:
                 if pause_s == REPLAY_RETRY_MIN_S:
                     log.warning(
                         "waiting up to %.0f s for the server %s: %s",
-                        self._startup_wait_s,
-                        self.location,
-                        exc,
+                        self._startup_wait_s, self.location, exc,
                     )
                 await trio.sleep(pause_s)
                 pause_s = min(2 * pause_s, STARTUP_RETRY_MAX_S)
@@ -720,10 +718,8 @@ class RemoteBackend:
                     and remote.content_sha256
                     and await self._thread(self._cache.purge, remote.content_sha256)
                 ):
-                    log.info(
-                        "purged content %s redacted while unmounted from the disk cache",
-                        remote.content_sha256,
-                    )
+                    log.info("purged content %s redacted while unmounted from the disk "
+                             "cache", remote.content_sha256)
             after = batch.changes[-1].seq
         await self._thread(_write_position, path, current)
 
@@ -745,9 +741,7 @@ class RemoteBackend:
         if batch.last_seq < after_seq:
             log.warning(
                 "the change feed of %s restarted (seq %d < %d): remount to resynchronise",
-                store_id,
-                batch.last_seq,
-                after_seq,
+                store_id, batch.last_seq, after_seq,
             )
         changes: list[Change] = []
         claimed: set[str] = set()
@@ -760,9 +754,8 @@ class RemoteBackend:
                     and remote.content_sha256
                     and await self._thread(self._cache.purge, remote.content_sha256)
                 ):
-                    log.info(
-                        "purged redacted content %s from the disk cache", remote.content_sha256
-                    )
+                    log.info("purged redacted content %s from the disk cache",
+                             remote.content_sha256)
                 memory_id = remote.memory_id
                 if memory_id is not None and memory_id in self._unclaimed:
                     claimed.add(memory_id)
@@ -823,11 +816,8 @@ class RemoteBackend:
             saved_to = str(self._outbox.rejected_dir) if self._outbox is not None else ""
             self._rejected.append(
                 BackendEvent(
-                    utcnow(),
-                    write.path,
-                    f"queued {write.operation} refused: {result}",
-                    saved_to=saved_to,
-                    error=result,
+                    utcnow(), write.path, f"queued {write.operation} refused: {result}",
+                    saved_to=saved_to, error=result,
                 )
             )
             return
@@ -893,9 +883,7 @@ class RemoteBackend:
                 if left:
                     log.warning(
                         "%d write(s) stay queued in %s: they are replayed when session %s is "
-                        "mounted again",
-                        left,
-                        self._outbox.directory,
+                        "mounted again", left, self._outbox.directory,
                         self._session.id if self._session else "?",
                     )
                 await self._thread(self._outbox.close)
