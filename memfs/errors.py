@@ -35,7 +35,8 @@ exit status.
     │   ├── DatabaseNotFound            no database there, and creating one was not asked
     │   ├── DatabaseReadOnly            a write to a database opened (or only readable) read-only
     │   └── ForeignDatabase             a database that is not memfs's; left untouched
-    └── CorruptedStore                  an invariant fsck checks was found broken
+    ├── CorruptedStore                  an invariant fsck checks was found broken
+    └── BackendUnavailable              the store can't be asked now (a remote server away)
 
 The registry: every class carries its ``code`` (``details.error_code`` on the wire) and
 its :class:`WireError`, the HTTP status and ``error.type`` it is sent as (api-contract
@@ -66,6 +67,7 @@ from typing import ClassVar
 __all__ = [
     "REGISTRY",
     "AuthenticationFailed",
+    "BackendUnavailable",
     "Conflict",
     "ContentTooLarge",
     "CorruptedStore",
@@ -353,6 +355,16 @@ class CorruptedStore(MemfsError):
 
     code = "corrupted_store"
     wire = _API_ERROR
+
+
+class BackendUnavailable(MemfsError):
+    """Raised when the store can't be asked now (a remote server is unreachable or
+    answered 5xx); nothing about the request itself is wrong, and asking again later
+    may succeed. Reads of uncached content fail with it (EIO); writes are queued by the
+    remote backend instead of raising it (issue 4). Raised by backends, never sent by
+    the server (it is sent as its parent is)."""
+
+    code = "backend_unavailable"
 
 
 def _tree(cls: type[MemfsError]) -> list[type[MemfsError]]:

@@ -37,11 +37,10 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
-from memfs.config import DEFAULT_MEMORY_LIMIT
+from memfs import config
 from memfs.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
-    InvalidInput,
     MemfsError,
     StoreBusy,
 )
@@ -141,14 +140,11 @@ class Engine:
         read_only: bool | None = None,
     ) -> None:
         if memory_limit is None:
-            memory_limit = int(os.environ.get("MEMFS_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT))
+            memory_limit = config.memory_limit()
         self.url = url
         self.memory_limit = memory_limit
         if synchronous_full is None:
-            sync = os.environ.get("MEMFS_SQLITE_SYNC", "normal").lower()
-            if sync not in ("full", "normal"):
-                raise InvalidInput("MEMFS_SQLITE_SYNC must be 'full' or 'normal'")
-            synchronous_full = sync == "full"
+            synchronous_full = config.sqlite_synchronous_full()
         self._busy_timeout_s = busy_timeout_s
         try:
             self._open(url, synchronous_full, create=create, read_only=read_only)
