@@ -46,7 +46,8 @@ def fsck_database(
     Opens the database read-only and never creates it: a database that can't be opened
     (missing, foreign, unreadable, needing an upgrade) is itself the one finding
     ``database: <why>``. Then SQLite's ``integrity_check`` (``sqlite_check="quick"``:
-    ``quick_check``; None: neither) and every memfs invariant (memfs/store/fsck.py).
+    ``quick_check``; None: neither), every memfs invariant (memfs/store/fsck.py), and a
+    pending erasure (:meth:`Engine.erasure_pending`, issue 10 item 10).
 
     Raises:
         InvalidInput: an unknown ``sqlite_check``.
@@ -58,4 +59,12 @@ def fsck_database(
     except DatabaseUnavailable as exc:
         return [f"database: {exc}"]
     with engine:
-        return list(engine.iter_fsck_findings(sqlite_check=sqlite_check))
+        findings = list(engine.iter_fsck_findings(sqlite_check=sqlite_check))
+        pending = engine.erasure_pending()
+    if pending is not None:
+        findings.append(
+            f"database: an erasure is pending since {pending.isoformat()}: bytes a redaction "
+            "or deletion erased may still be in the database file and its WAL, because a "
+            "reader held an older snapshot; the next write or close completes it"
+        )
+    return findings

@@ -58,6 +58,8 @@ from memfs.model import (
     Page,
     Scope,
     Session,
+    format_timestamp,
+    utcnow,
 )
 from memfs.store import access, blobs, feed, listing, memories, stores, versions
 from memfs.store import fsck as _fsck
@@ -72,7 +74,12 @@ from memfs.store._db import (
 )
 from memfs.store.access import ResourceSpec
 
-__all__ = ["Engine", "ResourceSpec"]
+__all__ = ["ERASE_WAIT_S", "Engine", "ResourceSpec"]
+
+# How long an erasing call (redaction, hard delete, store deletion, retention) waits for
+# readers of older snapshots before it leaves the erasure pending (Engine.erasure_pending)
+# rather than stall every writer behind them.
+ERASE_WAIT_S = 1.0
 
 
 def _where(url: str) -> str:
@@ -169,6 +176,7 @@ class Engine:
             if read_only is None:
                 read_only = path.exists() and not os.access(path, os.W_OK)
         self.read_only = bool(read_only)
+        self._erase_marker = None if path is None else path.with_name(path.name + "-erase-pending")
         self._sa = make_sa_engine(
             url,
             synchronous_full=synchronous_full,
@@ -185,10 +193,33 @@ class Engine:
             prepare_schema(self._sa, read_only=self.read_only)
 
     def close(self) -> None:
-        """Releases every pooled connection (checkpointing the SQLite WAL)."""
+        """Releases every pooled connection (checkpointing the SQLite WAL, waiting at most
+        :data:`ERASE_WAIT_S` for readers)."""
         if self.dialect == "sqlite" and not self.read_only:
             self._checkpoint()
         self._sa.dispose()
+
+    def erasure_pending(self) -> datetime | None:
+        """Since when bytes erased by a redaction, hard delete, store deletion or
+        retention may still be in the SQLite file or its WAL (None: they are gone).
+
+        An erasing call checkpoints and truncates the WAL before it returns; a reader
+        holding an old snapshot longer than :data:`ERASE_WAIT_S` makes that wait give up
+        (so writers never stall behind it), and the erasure stays pending — recorded in
+        the file ``<database>-erase-pending`` for every process (``memfs fsck`` and
+        ``memfs status`` report it) — until a later write or close of any engine on this
+        database completes the checkpoint. Always None on PostgreSQL (see README,
+        "Redaction on PostgreSQL").
+        """
+        marker = self._erase_marker
+        if marker is None:
+            return None
+        try:
+            return datetime.fromisoformat(marker.read_text().strip())
+        except FileNotFoundError:
+            return None
+        except ValueError:  # a marker we did not write whole: pending since we don't know
+            return datetime.fromtimestamp(marker.stat().st_mtime, tz=utcnow().tzinfo)
 
     def __enter__(self) -> Engine:
         return self
@@ -216,6 +247,8 @@ class Engine:
             conn.execution_options(**{WRITE: True})
             with conn.begin():
                 yield conn
+        if self._erase_marker is not None and self._erase_marker.exists():
+            self._checkpoint(wait_s=0)  # a pending erasure: try again, never wait
 
     @contextmanager
     def _turn_to_write(self) -> Iterator[None]:
@@ -244,14 +277,38 @@ class Engine:
                 raise
             raise busy from exc
 
-    def _checkpoint(self) -> None:
-        """Moves the WAL into the main file and truncates it, so bytes erased by
-        redaction leave the WAL too (SPEC §2 redaction). Best effort: a reader holding an
-        old snapshot makes SQLite skip frames; the next checkpoint gets them."""
-        if self.dialect != "sqlite" or self.read_only:
-            return
-        with self._sa.connect() as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
+    def _checkpoint(self, wait_s: float = ERASE_WAIT_S) -> bool:
+        """Moves the WAL into the main file and truncates it, so bytes erased by a
+        redaction leave the WAL and the file's old pages too (SPEC §2 redaction;
+        ``secure_delete`` zeroes freed space). Waits at most ``wait_s`` for readers of
+        older snapshots — while it waits, writers wait too, so never the busy timeout
+        (issue 10 item 10: a redaction under a reader took 60 s and stalled writers).
+
+        Returns True when the WAL is empty; otherwise records the erasure as pending
+        (see :meth:`erasure_pending`) and returns False.
+        """
+        if self.dialect != "sqlite" or self.read_only or self._erase_marker is None:
+            return True
+        try:
+            with self._sa.connect() as conn:
+                conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait_s * 1000)}")
+                try:
+                    busy = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()[0]
+                finally:
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout={int(self._busy_timeout_s * 1000)}")
+        except OperationalError as exc:
+            if busy_error(exc, wait_s) is None:
+                raise
+            busy = 1
+        if busy:
+            if not self._erase_marker.exists():
+                # Private like the database beside it (SPEC §3: 0600 whatever the umask).
+                descriptor = os.open(self._erase_marker, os.O_WRONLY | os.O_CREAT, 0o600)
+                with os.fdopen(descriptor, "w") as marker:
+                    marker.write(format_timestamp(utcnow()) + "\n")
+            return False
+        self._erase_marker.unlink(missing_ok=True)
+        return True
 
     # ------------------------------------------------------------- stores
 

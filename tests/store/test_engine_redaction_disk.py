@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,9 +18,11 @@ from sqlalchemy.exc import DBAPIError
 
 from memfs.config import database_url
 from memfs.model import Actor, DeleteMode
-from memfs.store import Engine
+from memfs.store import Engine, fsck_database
 
 ACTOR = Actor.api_key("apikey_tests")
+# A bound far below the 30 s busy timeout the calls used to wait, far above ERASE_WAIT_S.
+BOUNDED_S = 15.0
 
 
 def files_holding(directory: Path, needle: bytes) -> set[str]:
@@ -193,3 +197,41 @@ def test_a_redaction_erases_the_path_from_every_file(sqlite_engine: Engine, db_d
     assert [e["memory_id"] for e in sqlite_engine.audit_events(store.id)] == [memory.id]
     sqlite_engine.close()
     assert files_holding(db_dir, secret.encode()) == set()
+
+
+def test_a_redaction_under_a_concurrent_reader_is_bounded_and_says_it_is_pending(
+    sqlite_engine: Engine, db_dir: Path
+) -> None:
+    """Issue 10 item 10: with another connection reading an older snapshot, a redaction
+    took 60 s (two 30 s busy waits), stalled every writer meanwhile, and left the secret
+    in memfs.db until some later checkpoint. Now the wait is bounded, the erasure is
+    reported as pending (Engine.erasure_pending, fsck), writers go on, and the next
+    write after the reader is gone erases the bytes."""
+    secret = marker()
+    store = sqlite_engine.create_store("s")
+    memory = sqlite_engine.create_memory(store.id, "/a", secret * 50, actor=ACTOR)
+    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content="clean")
+    database = str(db_dir / "store.db")
+    reader = sqlite3.connect(database, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM memories").fetchone() == (1,)
+        started = time.monotonic()
+        sqlite_engine.redact_version(store.id, memory.memory_version_id, actor=ACTOR)
+        assert time.monotonic() - started < BOUNDED_S
+        pending = sqlite_engine.erasure_pending()
+        assert pending is not None
+        assert fsck_database(database)[-1].startswith(
+            f"database: an erasure is pending since {pending.isoformat()}: "
+        )
+        with Engine(database_url(database)) as other_writer:  # another process's writer
+            started = time.monotonic()
+            other_writer.create_memory(store.id, "/b", "not stalled", actor=ACTOR)
+            assert time.monotonic() - started < BOUNDED_S
+    finally:
+        reader.rollback()
+        reader.close()
+    sqlite_engine.create_memory(store.id, "/c", "any write retries the checkpoint", actor=ACTOR)
+    assert sqlite_engine.erasure_pending() is None
+    assert files_holding(db_dir, secret.encode()) == set()
+    assert fsck_database(database) == []
