@@ -3,13 +3,16 @@
 One engine runs on embedded SQLite (WAL) and on PostgreSQL, through SQLAlchemy Core.
 Every public method is synchronous, thread-safe and runs one transaction; callers on
 the trio loop (the FUSE layer, the API) call it through ``trio.to_thread.run_sync``.
-This module owns only the connections, the in-process write lock and the transaction
-of each call; the rules live in one module per aggregate, each a set of functions that
-take the transaction's :class:`~sqlalchemy.Connection`:
+This module only opens one transaction per call on the connections of
+:class:`memfs.store._connections.Database` (which owns opening, the in-process write
+lock, typed contention and the WAL checkpoint); the rules live in one module per
+aggregate, each a set of functions that take the transaction's
+:class:`~sqlalchemy.Connection`:
 
 =================  ===========================================================
 ``stores``         stores: create, find, patch, list, archive, delete; counts
-``memories``       memories: create, read, update, delete, restore, rename
+``memories``       memories: create, read, update, delete, restore
+``renames``        directory renames (one set-based move)
 ``listing``        prefix listings with depth roll-up, a mount's tree, tombstones
 ``versions``       versions and their redaction
 ``access``         sessions, API keys, their tokens and secrets
@@ -17,6 +20,9 @@ take the transaction's :class:`~sqlalchemy.Connection`:
 ``blobs``          content-addressed blobs, their collection, version retention
 ``fsck``           one check per invariant of ``schema.py``
 =================  ===========================================================
+
+The module is long only because the public surface is: each method is its contract (the
+docstring callers rely on) and one delegating call.
 
 Write transactions lock the store row first (``SELECT … FOR UPDATE`` on PostgreSQL,
 ``BEGIN IMMEDIATE`` on SQLite), so the per-store invariants that span rows (path
@@ -27,23 +33,12 @@ database.
 
 from __future__ import annotations
 
-import os
-import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from datetime import datetime
 
-from sqlalchemy import Connection
-from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from memfs import config
-from memfs.errors import (
-    DatabaseReadOnly,
-    DatabaseUnavailable,
-    MemfsError,
-    StoreBusy,
-)
 from memfs.model import (
     Actor,
     ActorType,
@@ -58,49 +53,14 @@ from memfs.model import (
     Page,
     Scope,
     Session,
-    format_timestamp,
-    utcnow,
 )
-from memfs.store import access, blobs, feed, listing, memories, stores, versions
+from memfs.store import access, blobs, feed, listing, memories, renames, stores, versions
 from memfs.store import fsck as _fsck
-from memfs.store._db import (
-    SQLITE_BUSY_TIMEOUT_MS,
-    WRITE,
-    busy_error,
-    check_sqlite_file,
-    make_sa_engine,
-    prepare_schema,
-    sqlite_path,
-)
+from memfs.store._connections import ERASE_WAIT_S, Database
+from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.access import ResourceSpec
 
 __all__ = ["ERASE_WAIT_S", "Engine", "ResourceSpec"]
-
-# How long an erasing call (redaction, hard delete, store deletion, retention) waits for
-# readers of older snapshots before it leaves the erasure pending (Engine.erasure_pending)
-# rather than stall every writer behind them.
-ERASE_WAIT_S = 1.0
-
-
-def _where(url: str) -> str:
-    """``url`` as shown in messages: a SQLite file's path, else the URL without password."""
-    path = sqlite_path(url)
-    if path is not None:
-        return str(path)
-    try:
-        return make_url(url).render_as_string(hide_password=True)
-    except (ArgumentError, ValueError):
-        return repr(url)
-
-
-def _reason(exc: BaseException) -> str:
-    """The first line of what the driver (or the OS) said, without SQLAlchemy's dressing."""
-    if isinstance(exc, DBAPIError) and exc.orig is not None:
-        exc = exc.orig
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror
-    lines = str(exc).strip().splitlines()
-    return lines[0] if lines else type(exc).__name__
 
 
 class Engine:
@@ -146,58 +106,25 @@ class Engine:
         create: bool = True,
         read_only: bool | None = None,
     ) -> None:
-        if memory_limit is None:
-            memory_limit = config.memory_limit()
         self.url = url
-        self.memory_limit = memory_limit
+        self.memory_limit = config.memory_limit() if memory_limit is None else memory_limit
         if synchronous_full is None:
             synchronous_full = config.sqlite_synchronous_full()
-        self._busy_timeout_s = busy_timeout_s
-        try:
-            self._open(url, synchronous_full, create=create, read_only=read_only)
-        except MemfsError:
-            raise
-        except (ArgumentError, ImportError, ValueError) as exc:  # a URL we can't use
-            raise DatabaseUnavailable(
-                f"cannot open the store database: {_reason(exc)} (use a SQLite file path, "
-                "sqlite:///PATH or postgresql://USER@HOST/DB)"
-            ) from exc
-        except (DBAPIError, OSError) as exc:
-            raise DatabaseUnavailable(
-                f"cannot open the store database: {_reason(exc)} ({_where(url)})"
-            ) from exc
-
-    def _open(
-        self, url: str, synchronous_full: bool, *, create: bool, read_only: bool | None
-    ) -> None:
-        path = sqlite_path(url)
-        if path is not None:
-            check_sqlite_file(path, create=create and not read_only)
-            if read_only is None:
-                read_only = path.exists() and not os.access(path, os.W_OK)
-        self.read_only = bool(read_only)
-        self._erase_marker = None if path is None else path.with_name(path.name + "-erase-pending")
-        self._sa = make_sa_engine(
+        self._db = Database(
             url,
             synchronous_full=synchronous_full,
-            busy_timeout_ms=int(self._busy_timeout_s * 1000),
-            read_only=self.read_only,
+            busy_timeout_s=busy_timeout_s,
+            create=create,
+            read_only=read_only,
         )
-        self.dialect = self._sa.dialect.name
-        # SQLite admits one writer; in-process writers take turns on this lock (see
-        # _write). PostgreSQL writers serialize on store rows instead.
-        self._write_lock: threading.Lock | None = (
-            threading.Lock() if self.dialect == "sqlite" else None
-        )
-        with self._busy_is_typed():
-            prepare_schema(self._sa, read_only=self.read_only)
+        self._sa = self._db.sa
+        self.dialect = self._db.dialect
+        self.read_only = self._db.read_only
 
     def close(self) -> None:
         """Releases every pooled connection (checkpointing the SQLite WAL, waiting at most
         :data:`ERASE_WAIT_S` for readers)."""
-        if self.dialect == "sqlite" and not self.read_only:
-            self._checkpoint()
-        self._sa.dispose()
+        self._db.close()
 
     def erasure_pending(self) -> datetime | None:
         """Since when bytes erased by a redaction, hard delete, store deletion or
@@ -211,104 +138,13 @@ class Engine:
         database completes the checkpoint. Always None on PostgreSQL (see README,
         "Redaction on PostgreSQL").
         """
-        marker = self._erase_marker
-        if marker is None:
-            return None
-        try:
-            return datetime.fromisoformat(marker.read_text().strip())
-        except FileNotFoundError:
-            return None
-        except ValueError:  # a marker we did not write whole: pending since we don't know
-            return datetime.fromtimestamp(marker.stat().st_mtime, tz=utcnow().tzinfo)
+        return self._db.erasure_pending()
 
     def __enter__(self) -> Engine:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    # ------------------------------------------------------------ plumbing
-
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        with self._busy_is_typed(), self._sa.connect() as conn, conn.begin():
-            yield conn
-
-    @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        if self.read_only:
-            raise DatabaseReadOnly(
-                f"the store database {_where(self.url)} is open read-only; nothing was changed"
-            )
-        # SQLite admits one writer; waiting writers of other connections poll with a
-        # sleeping busy handler, so 16 threads see multi-second tails. In-process writers
-        # take turns on a lock instead; busy_timeout still arbitrates between processes.
-        with self._busy_is_typed(), self._turn_to_write(), self._sa.connect() as conn:
-            conn.execution_options(**{WRITE: True})
-            with conn.begin():
-                yield conn
-        if self._erase_marker is not None and self._erase_marker.exists():
-            self._checkpoint(wait_s=0)  # a pending erasure: try again, never wait
-
-    @contextmanager
-    def _turn_to_write(self) -> Iterator[None]:
-        """Holds the in-process write lock (SQLite), waiting at most the busy timeout."""
-        if self._write_lock is None:
-            yield
-            return
-        if not self._write_lock.acquire(timeout=self._busy_timeout_s):
-            raise StoreBusy(
-                f"another writer of this process held the database for {self._busy_timeout_s:g}"
-                " s; nothing was changed, try again"
-            )
-        try:
-            yield
-        finally:
-            self._write_lock.release()
-
-    @contextmanager
-    def _busy_is_typed(self) -> Iterator[None]:
-        """Turns the driver's "database is locked" / lock timeout into StoreBusy."""
-        try:
-            yield
-        except OperationalError as exc:
-            busy = busy_error(exc, self._busy_timeout_s)
-            if busy is None:
-                raise
-            raise busy from exc
-
-    def _checkpoint(self, wait_s: float = ERASE_WAIT_S) -> bool:
-        """Moves the WAL into the main file and truncates it, so bytes erased by a
-        redaction leave the WAL and the file's old pages too (SPEC §2 redaction;
-        ``secure_delete`` zeroes freed space). Waits at most ``wait_s`` for readers of
-        older snapshots — while it waits, writers wait too, so never the busy timeout
-        (issue 10 item 10: a redaction under a reader took 60 s and stalled writers).
-
-        Returns True when the WAL is empty; otherwise records the erasure as pending
-        (see :meth:`erasure_pending`) and returns False.
-        """
-        if self.dialect != "sqlite" or self.read_only or self._erase_marker is None:
-            return True
-        try:
-            with self._sa.connect() as conn:
-                conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait_s * 1000)}")
-                try:
-                    busy = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()[0]
-                finally:
-                    conn.exec_driver_sql(f"PRAGMA busy_timeout={int(self._busy_timeout_s * 1000)}")
-        except OperationalError as exc:
-            if busy_error(exc, wait_s) is None:
-                raise
-            busy = 1
-        if busy:
-            if not self._erase_marker.exists():
-                # Private like the database beside it (SPEC §3: 0600 whatever the umask).
-                descriptor = os.open(self._erase_marker, os.O_WRONLY | os.O_CREAT, 0o600)
-                with os.fdopen(descriptor, "w") as marker:
-                    marker.write(format_timestamp(utcnow()) + "\n")
-            return False
-        self._erase_marker.unlink(missing_ok=True)
-        return True
 
     # ------------------------------------------------------------- stores
 
@@ -321,12 +157,12 @@ class Engine:
             InvalidStoreField: name or description breaks SPEC §1.
             InvalidMetadata: metadata breaks SPEC §1 (every problem named).
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return stores.create_store(conn, name, description, metadata)
 
     def get_store(self, store_id: str) -> MemoryStore:
         """A store, archived or not. Raises NotFound."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return stores.get_store(conn, store_id)
 
     def find_store(self, name_or_id: str) -> MemoryStore:
@@ -336,7 +172,7 @@ class Engine:
             NotFound: nothing matches.
             InvalidInput: several stores share that name or slug (the message lists ids).
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return stores.find_store(conn, name_or_id)
 
     def update_store(
@@ -355,7 +191,7 @@ class Engine:
             NotFound, StoreArchived (updating an archived store), InvalidStoreField,
             InvalidMetadata (also when the patched result has more than 16 keys).
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return stores.update_store(
                 conn, store_id, name=name, description=description, metadata_patch=metadata_patch
             )
@@ -375,7 +211,7 @@ class Engine:
             InvalidInput: limit outside 1–100.
             InvalidCursor: a cursor from another query.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return stores.list_stores(
                 conn,
                 include_archived=include_archived,
@@ -387,7 +223,7 @@ class Engine:
 
     def archive_store(self, store_id: str, *, actor: Actor | None = None) -> MemoryStore:
         """Archives a store (one-way; an archived store comes back unchanged). Raises NotFound."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             return stores.archive_store(conn, store_id, actor=actor)
 
     def delete_store(self, store_id: str, *, actor: Actor | None = None) -> None:
@@ -398,9 +234,9 @@ class Engine:
         Raises:
             NotFound.
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             stores.delete_store(conn, store_id, actor=actor)
-        self._checkpoint()
+        self._db.checkpoint()
 
     # ----------------------------------------------------------- memories
 
@@ -420,7 +256,7 @@ class Engine:
             ContentTooLarge, InvalidMetadata, StoreFull, PathConflict (path, ancestor or
             descendant occupied; names the blocker).
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return memories.create_memory(
                 conn,
                 store_id,
@@ -433,12 +269,12 @@ class Engine:
 
     def get_memory(self, store_id: str, memory_id: str, *, with_content: bool = True) -> Memory:
         """A live memory by id. Raises NotFound (unknown, deleted, other store)."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return memories.get_memory(conn, store_id, memory_id, with_content=with_content)
 
     def get_memory_by_path(self, store_id: str, path: str, *, with_content: bool = True) -> Memory:
         """A live memory by path. Raises NotFound."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return memories.get_memory_by_path(conn, store_id, path, with_content=with_content)
 
     def update_memory(
@@ -466,7 +302,7 @@ class Engine:
             NotFound, StoreArchived, PreconditionFailed, PathConflict, and the
             validation errors of create.
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return memories.update_memory(
                 conn,
                 store_id,
@@ -501,7 +337,7 @@ class Engine:
             NotFound, PreconditionFailed, InvalidContent (bad replacement), InvalidInput
             (unknown mode).
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             memories.delete_memory(
                 conn,
                 store_id,
@@ -513,7 +349,7 @@ class Engine:
                 replacement=replacement,
             )
         if mode != DeleteMode.SOFT_DELETE:
-            self._checkpoint()
+            self._db.checkpoint()
 
     def restore_memory(
         self, store_id: str, memory_id: str, *, actor: Actor | None, reason: str | None = None
@@ -529,7 +365,7 @@ class Engine:
             NotRestorable: the memory is live, was redacted, or its content was redacted.
             PathConflict: its path (or an ancestor/descendant) is now taken.
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return memories.restore_memory(
                 conn,
                 store_id,
@@ -556,9 +392,9 @@ class Engine:
             PathConflict (a destination or its ancestor is a memory outside the move),
             InvalidInput (moving a directory into itself).
         """
-        with self._write() as conn:
-            moved = memories.rename_prefix(conn, store_id, old_prefix, new_prefix, actor=actor)
-        return memories.as_memories(moved)
+        with self._db.write() as conn:
+            moved = renames.rename_prefix(conn, store_id, old_prefix, new_prefix, actor=actor)
+        return renames.as_memories(moved)
 
     # ------------------------------------------------------------ listing
 
@@ -581,7 +417,7 @@ class Engine:
         Raises:
             NotFound, InvalidPath (prefix), InvalidInput (depth/limit), InvalidCursor.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return listing.list_memories(
                 conn,
                 store_id,
@@ -602,19 +438,19 @@ class Engine:
         Raises:
             NotFound.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return listing.all_memories(conn, store_id)
 
     def deleted_memories(self, store_id: str) -> list[Memory]:
         """Soft-deleted (restorable) memories, newest deletion first, without content."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return listing.deleted_memories(conn, store_id)
 
     # -------------------------------------------------------------- blobs
 
     def read_blob(self, blob_key: str) -> bytes:
         """The bytes of a content-addressed blob. Raises NotFound (purged or unknown)."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return blobs.read_blob(conn, blob_key)
 
     def read_blobs(self, blob_keys: Sequence[str]) -> dict[str, bytes]:
@@ -626,7 +462,7 @@ class Engine:
         """
         if not blob_keys:
             return {}
-        with self._read() as conn:
+        with self._db.read() as conn:
             return blobs.read_blobs(conn, blob_keys)
 
     # ----------------------------------------------------------- versions
@@ -651,7 +487,7 @@ class Engine:
         Raises:
             NotFound (store), InvalidInput (operation, limit), InvalidCursor.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return versions.list_versions(
                 conn,
                 store_id,
@@ -673,7 +509,7 @@ class Engine:
         self, store_id: str, version_id: str, *, with_content: bool = True
     ) -> MemoryVersion:
         """A version, redacted or not. Raises NotFound."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return versions.get_version(conn, store_id, version_id, with_content=with_content)
 
     def redact_version(
@@ -688,9 +524,9 @@ class Engine:
         Raises:
             NotFound, HeadVersionRedaction (head version of a live memory).
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             result = versions.redact_version(conn, store_id, version_id, actor=actor)
-        self._checkpoint()
+        self._db.checkpoint()
         return result
 
     # -------------------------------------------------- change feed, audit
@@ -704,12 +540,12 @@ class Engine:
             dicts with keys ``action``, ``memory_id``, ``reason``, ``actor_type``,
             ``actor_id``, ``created_at`` (RFC 3339 text). Works after the store is deleted.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return feed.audit_events(conn, store_id, memory_id=memory_id)
 
     def last_change_seq(self, store_id: str) -> int:
         """The newest change seq of a store (0 when none). Raises NotFound."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return feed.last_change_seq(conn, store_id)
 
     def changes_since(self, store_id: str, after_seq: int, *, limit: int = 1000) -> list[Change]:
@@ -717,7 +553,7 @@ class Engine:
 
         Works after the store is deleted (the final entry is ``store_deleted``).
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return feed.changes_since(conn, store_id, after_seq, limit)
 
     # --------------------------------------------------- sessions and keys
@@ -754,7 +590,7 @@ class Engine:
             CredentialRevoked: ``api_key_id`` is revoked.
             StoreArchived: an archived store can't be attached.
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return access.create_session(
                 conn,
                 resources,
@@ -768,7 +604,7 @@ class Engine:
     def get_session(self, session_id: str) -> Session:
         """A session, whatever its state (check ``expires_at``, ``revoked_at``,
         ``archived_at``). Raises NotFound."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return access.get_session(conn, session_id)
 
     def authenticate_session(self, token: str) -> Session:
@@ -780,7 +616,7 @@ class Engine:
                 created it) or archived.
             CredentialExpired: the session's ``expires_at`` has passed.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return access.authenticate_session(conn, token)
 
     def list_sessions(
@@ -802,7 +638,7 @@ class Engine:
             InvalidInput: limit outside 1–100.
             InvalidCursor: a cursor from another query.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return access.list_sessions(
                 conn,
                 store_id=store_id,
@@ -814,21 +650,21 @@ class Engine:
     def revoke_session(self, session_id: str) -> Session:
         """Revokes a session: its token gets CredentialRevoked from now on (idempotent;
         the session stays listed). Raises NotFound."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             return access.revoke_session(conn, session_id)
 
     def archive_session(self, session_id: str) -> Session:
         """Archives a session (the SDK's ``sessions.archive``): it is ended, its token
         gets CredentialRevoked, and listings leave it out unless ``include_archived``.
         Idempotent. Raises NotFound."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             return access.archive_session(conn, session_id)
 
     def delete_session(self, session_id: str) -> None:
         """Deletes a session and its attachments (the SDK's ``sessions.delete``); its token
         then gets AuthenticationFailed. Memories and versions it wrote keep its id as
         their actor. Raises NotFound."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             access.delete_session(conn, session_id)
 
     def create_api_key(
@@ -840,18 +676,18 @@ class Engine:
             InvalidInput: no scope, or an unknown scope.
             NotFound: a listed store does not exist.
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return access.create_api_key(conn, name, scopes, store_ids)
 
     def list_api_keys(self) -> list[ApiKey]:
         """Every key, newest first (secrets are never stored, so never shown)."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return access.list_api_keys(conn)
 
     def revoke_api_key(self, api_key_id: str) -> ApiKey:
         """Revokes a key and, in the same transaction, every session it created (SPEC §3
         credential lifecycle). Idempotent. Raises NotFound."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             return access.revoke_api_key(conn, api_key_id)
 
     def authenticate_api_key(self, secret: str) -> ApiKey:
@@ -861,7 +697,7 @@ class Engine:
             AuthenticationFailed: no key has this secret.
             CredentialRevoked: the key is revoked.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return access.authenticate_api_key(conn, secret)
 
     # -------------------------------------------------------- maintenance
@@ -870,14 +706,14 @@ class Engine:
         """Drops versions written more than ``older_than_s`` seconds ago (SPEC §2
         retention), never the head version of a memory nor the content version a
         soft-deleted memory would be restored from. Returns how many were dropped."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             dropped = blobs.prune_versions(conn, older_than_s=older_than_s)
-        self._checkpoint()
+        self._db.checkpoint()
         return dropped
 
     def statistics(self) -> dict[str, int]:
         """Row counts: ``stores``, ``memories`` (live), ``versions``, ``blobs``."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return stores.statistics(conn)
 
     def iter_fsck_findings(self, *, sqlite_check: str | None = None) -> Iterator[str]:
@@ -893,7 +729,7 @@ class Engine:
         """
         findings: list[str] = []
         try:
-            with self._read() as conn:
+            with self._db.read() as conn:
                 if sqlite_check is not None and self.dialect == "sqlite":
                     findings.extend(_fsck.sqlite_findings(conn, sqlite_check))
                 findings.extend(_fsck.run_checks(conn))
