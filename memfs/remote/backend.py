@@ -25,6 +25,10 @@ their store is an in-process engine or a server elsewhere. This backend differs 
   :meth:`RemoteBackend.changes_since`. It goes through
   :func:`memfs.remote.replay.replay_outbox`; conflicts and refusals found then are
   resolved there (conflict copy / ``rejected/``) and recorded for ``memfs status``.
+  The replay holds the write lock for one entry at a time: a write arriving meanwhile
+  queues behind the rest at once instead of waiting for the drain, and the ids and
+  states a write is built from are read under that lock (a provisional id may turn into
+  the server's while the write waits; issue 10 item 2).
 * **Change feed**: :meth:`RemoteBackend.changes_since` is the server's long poll
   (``GET …/changes?timeout_s=N``), so a change made elsewhere reaches the mount in one
   round trip. A memory with writes still in the outbox keeps its queued state in
@@ -211,7 +215,10 @@ class RemoteBackend:
         self._startup_wait_s = startup_wait_s
         self._session: Session | None = None
         self._outbox: Outbox | None = None
-        self._write_lock = trio.Lock()  # direct writes vs. queued ones and replay
+        # Direct writes vs. queued ones and the replay, which holds it per entry (never
+        # for a whole drain); ids and states of memories are read under it.
+        self._write_lock = trio.Lock()
+        self._replay_lock = trio.Lock()  # one replay at a time
         self._queued = trio.Event()  # set while the outbox may hold writes (maintain)
         self._known: dict[str, Memory] = {}  # memory id (provisional too) → last state
         self._real_ids: dict[str, str] = {}  # provisional id → server id
@@ -271,8 +278,16 @@ class RemoteBackend:
     async def _submit(
         self, writes: Sequence[PendingWrite], direct: Callable[[], Awaitable[T]] | None
     ) -> T | OutboxEntry:
+        """:meth:`_submit_locked` under the write lock."""
+        async with self._write_lock:
+            return await self._submit_locked(writes, direct)
+
+    async def _submit_locked(
+        self, writes: Sequence[PendingWrite], direct: Callable[[], Awaitable[T]] | None
+    ) -> T | OutboxEntry:
         """Runs ``direct`` if nothing is queued and the server answers; else appends
-        ``writes`` to the outbox (fsync'd) and returns the last entry.
+        ``writes`` to the outbox (fsync'd) and returns the last entry. The caller holds
+        the write lock.
 
         Raises:
             The server's answer to ``direct`` other than ServerUnavailable.
@@ -280,19 +295,26 @@ class RemoteBackend:
                 caller, who must report the failure: close() fails).
         """
         outbox = self._require_outbox()
-        async with self._write_lock:
-            if direct is not None and len(outbox) == 0:
-                try:
-                    return await self._ask(direct())
-                except ServerUnavailable:
-                    pass
-            entry: OutboxEntry | None = None
-            for write in writes:
-                entry = await self._thread(outbox.append, write)
-                log.info("queued %s %s (outbox seq %d)", write.operation, write.path, entry.seq)
-            assert entry is not None
-            self._queued.set()
-            return entry
+        if direct is not None and len(outbox) == 0:
+            try:
+                return await self._ask(direct())
+            except ServerUnavailable:
+                pass
+        entry: OutboxEntry | None = None
+        for write in writes:
+            entry = await self._thread(outbox.append, write)
+            log.info("queued %s %s (outbox seq %d)", write.operation, write.path, entry.seq)
+        assert entry is not None
+        self._queued.set()
+        return entry
+
+    def _base(self, memory_id: str, server_id: str | None) -> Memory | None:
+        """The last state of ``memory_id`` this mount knows (a provisional id whose create
+        was replayed is known under the server's id)."""
+        base = self._known.get(memory_id)
+        if base is None and server_id is not None:
+            base = self._known.get(server_id)
+        return base
 
     def _provisional(
         self,
@@ -573,55 +595,37 @@ class RemoteBackend:
             PreconditionFailed, PathConflict, NotFound, StoreArchived, PermissionDenied,
             the validation errors; ServerUnavailable for a metadata-only change.
         """
-        server_id = self._server_id(memory_id)
-        base = self._known.get(memory_id)
+        if content is None and path is None and metadata is None:
+            return await self.get_memory(store_id, memory_id)
+        async with self._write_lock:
+            # Under the lock: a replay may be turning a provisional id into the server's
+            # right now (issue 10 item 2: read before, the write missed its memory).
+            server_id = self._server_id(memory_id)
+            base = self._base(memory_id, server_id)
 
-        async def direct() -> RemoteMemory:
-            if server_id is None:
-                raise NotFound(f"{memory_id} was never created on the server")
-            return await self._client.update_memory(
-                store_id,
-                server_id,
-                content=content,
-                path=path,
-                expected_sha256=expected_sha256,
-                metadata=metadata,
-                replace=replace,
-            )
-
-        if content is None and path is None:
-            if metadata is None:
-                return await self.get_memory(store_id, memory_id)
-            async with self._write_lock:
-                return self._remember(_memory(await self._ask(direct())))
-
-        current_path = base.path if base is not None else (path or "")
-        writes: list[PendingWrite] = []
-        if path is not None and path != current_path:
-            writes.append(
-                PendingWrite(
+            async def direct() -> RemoteMemory:
+                if server_id is None:
+                    raise NotFound(f"{memory_id} was never created on the server")
+                return await self._client.update_memory(
                     store_id,
-                    WriteOperation.RENAME,
-                    current_path,
-                    memory_id=server_id,
-                    new_path=path,
+                    server_id,
+                    content=content,
+                    path=path,
+                    expected_sha256=expected_sha256,
+                    metadata=metadata,
                     replace=replace,
                 )
+
+            if content is None and path is None:  # metadata only: never queued
+                return self._remember(_memory(await self._ask(direct())))
+            current_path = base.path if base is not None else (path or "")
+            writes = _update_writes(
+                store_id, server_id, current_path,
+                path=path, content=content, expected_sha256=expected_sha256, replace=replace,
             )
-        if content is not None:
-            writes.append(
-                PendingWrite(
-                    store_id,
-                    WriteOperation.UPDATE,
-                    path or current_path,
-                    memory_id=server_id,
-                    content=content,
-                    expected_sha256=expected_sha256,
-                )
-            )
-        if not writes:  # a rename onto its own path
+            result = await self._submit_locked(writes, direct) if writes else None
+        if result is None:  # a rename onto its own path
             return await self.get_memory(store_id, memory_id)
-        result = await self._submit(writes, direct)
         if content is not None:
             await self._cache_put(content)
         if isinstance(result, OutboxEntry):
@@ -645,22 +649,26 @@ class RemoteBackend:
     async def delete_memory(
         self, store_id: str, memory_id: str, *, expected_sha256: str | None = None
     ) -> None:
-        server_id = self._server_id(memory_id)
-        base = self._known.pop(memory_id, None)
+        async with self._write_lock:  # ids read under it, as in update_memory
+            server_id = self._server_id(memory_id)
+            base = self._base(memory_id, server_id)
+            self._known.pop(memory_id, None)
 
-        async def direct() -> None:
-            if server_id is None:
-                raise NotFound(f"{memory_id} was never created on the server")
-            await self._client.delete_memory(store_id, server_id, expected_sha256=expected_sha256)
+            async def direct() -> None:
+                if server_id is None:
+                    raise NotFound(f"{memory_id} was never created on the server")
+                await self._client.delete_memory(
+                    store_id, server_id, expected_sha256=expected_sha256
+                )
 
-        write = PendingWrite(
-            store_id,
-            WriteOperation.DELETE,
-            base.path if base is not None else "/",
-            memory_id=server_id,
-            expected_sha256=expected_sha256,
-        )
-        await self._submit([write], direct)
+            write = PendingWrite(
+                store_id,
+                WriteOperation.DELETE,
+                base.path if base is not None else "/",
+                memory_id=server_id,
+                expected_sha256=expected_sha256,
+            )
+            await self._submit_locked([write], direct)
 
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
         async def direct() -> list[RemoteMemory]:
@@ -776,9 +784,13 @@ class RemoteBackend:
         if outbox is None or len(outbox) == 0:
             return
         session = await self.session()
-        async with self._write_lock:
+        async with self._replay_lock:
             report = await replay_outbox(
-                outbox, self._client, session_id=session.id, on_result=self._on_replayed
+                outbox,
+                self._client,
+                session_id=session.id,
+                on_result=self._on_replayed,
+                lock=self._write_lock,
             )
         if report.stopped_by is not None:
             self._unreachable(report.stopped_by)
@@ -842,6 +854,7 @@ class RemoteBackend:
                 self._real_ids[provisional] = result.memory.id
                 self._unclaimed[result.memory.id] = provisional
                 self._known.pop(provisional, None)
+                self._remember(_memory(result.memory))
 
     # ------------------------------------------------------------- lifecycle
 
@@ -889,6 +902,44 @@ class RemoteBackend:
                 await self._thread(self._outbox.close)
                 self._outbox = None
             await self._client.aclose()
+
+
+def _update_writes(
+    store_id: str,
+    server_id: str | None,
+    current_path: str,
+    *,
+    path: str | None,
+    content: str | None,
+    expected_sha256: str | None,
+    replace: bool,
+) -> list[PendingWrite]:
+    """The outbox entries of one update: a ``rename`` if the path changes, then an
+    ``update`` if the content does (``server_id`` None: found by path at replay)."""
+    writes: list[PendingWrite] = []
+    if path is not None and path != current_path:
+        writes.append(
+            PendingWrite(
+                store_id,
+                WriteOperation.RENAME,
+                current_path,
+                memory_id=server_id,
+                new_path=path,
+                replace=replace,
+            )
+        )
+    if content is not None:
+        writes.append(
+            PendingWrite(
+                store_id,
+                WriteOperation.UPDATE,
+                path or current_path,
+                memory_id=server_id,
+                content=content,
+                expected_sha256=expected_sha256,
+            )
+        )
+    return writes
 
 
 def _read_position(path: Path) -> int | None:

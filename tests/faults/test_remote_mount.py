@@ -9,6 +9,9 @@ from __future__ import annotations
 
 import errno
 import os
+import subprocess
+import sys
+import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,8 +25,19 @@ from faults_helpers import (
     memory_cache_entries,
     mount_remote,
     reads,
+    wait_outbox_empty,
 )
-from fuse_helpers import MEMFS, Mount, Mounter, errno_of, run, versions, wait_until
+from fuse_helpers import (
+    COMMAND_TIMEOUT_S,
+    MEMFS,
+    Mount,
+    Mounter,
+    errno_of,
+    live,
+    run,
+    versions,
+    wait_until,
+)
 
 from memfs.fuse.status import read_status
 from memfs.model import Actor, MemoryStore, Operation, Scope
@@ -290,3 +304,81 @@ def test_a_background_remote_mount_keeps_its_token_out_of_its_command_line(
     assert again.returncode == 1
     assert "already a mount point" in again.stderr
     mounter.unmount(mount)
+
+
+# For each line "go" on stdin, appends "line <i>" to a file with
+# open(O_WRONLY|O_APPEND|O_CREAT)/write/close and prints "<i> <seconds close() took>"
+# once close() returned 0; exits at end of input.
+APPENDER = textwrap.dedent(
+    """
+    import os, sys, time
+    for i, _ in enumerate(sys.stdin):
+        fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        os.write(fd, f"line {i}\\n".encode())
+        started = time.monotonic()
+        os.close(fd)
+        print(i, time.monotonic() - started, flush=True)
+    """
+)
+# Appends made while the outbox replays, at most.
+APPENDS_DURING_REPLAY = 30
+
+
+def test_a_file_created_behind_a_full_outbox_stays_itself_while_the_outbox_replays(
+    server: Server,
+    store_engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    make_remote_mount: Callable[..., Mount],
+) -> None:
+    """Issue 10 item 2: with 200 writes queued, a file created and appended to while the
+    replay drains them was taken for "deleted elsewhere while open" and became a
+    conflict copy of itself (the line only in x.conflict-…, then EEXIST at open)."""
+    notes = make_store("Notes")
+    mount = make_remote_mount(notes)
+    mount.expect_log("the server is unreachable")
+    server.kill()
+    for n in range(200):
+        (mount / f"notes/bulk-{n:03d}.md").write_text(f"{n}\n")
+    appender = subprocess.Popen(
+        [sys.executable, "-c", APPENDER, str(mount / "notes/x.md")],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    assert appender.stdin is not None
+    assert appender.stdout is not None
+    appended = 0
+    close_s: list[float] = []
+
+    def append() -> None:
+        nonlocal appended
+        assert appender.stdin is not None
+        assert appender.stdout is not None
+        appender.stdin.write("go\n")
+        appender.stdin.flush()
+        line = appender.stdout.readline()
+        assert line, f"the appender failed: {appender.wait()} {appender.communicate()[1]}"
+        appended += 1
+        close_s.append(float(line.split()[1]))
+
+    try:
+        append()  # x.md is created behind the 200 queued writes
+        server.start()
+        while appended <= APPENDS_DURING_REPLAY and backend_status(mount)["outbox_depth"]:
+            append()  # while the replay drains the outbox
+        wait_outbox_empty(mount, timeout_s=120.0)
+        append()  # and now directly
+        append()
+        _, err = appender.communicate(timeout=COMMAND_TIMEOUT_S)
+    finally:
+        if appender.poll() is None:
+            appender.kill()
+    assert appender.returncode == 0, err
+    wait_outbox_empty(mount)
+
+    expected = "".join(f"line {i}\n" for i in range(appended))
+    assert store_engine.get_memory_by_path(notes.id, "/x.md").content == expected
+    assert (mount / "notes/x.md").read_text() == expected
+    assert sorted(live(store_engine, notes.id)) == sorted(
+        ["/x.md", *(f"/bulk-{n:03d}.md" for n in range(200))]
+    )  # no conflict copy
+    assert mount.status["conflict_count"] == 0
+    print(f"{appended} appends; slowest close {max(close_s):.3f} s")

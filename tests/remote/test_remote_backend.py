@@ -14,7 +14,7 @@ from live_server import BASE_URL, LiveServer
 
 from memfs.errors import NotFound, PermissionDenied, PreconditionFailed, StoreArchived
 from memfs.fuse.backend import AttachmentSpec, Backend
-from memfs.model import ChangeKind, DeleteMode, MemoryStore, Operation
+from memfs.model import ChangeKind, DeleteMode, Memory, MemoryStore, Operation
 from memfs.remote import MemfsClient, ServerUnavailable
 from memfs.remote.backend import (
     PENDING_VERSION_PREFIX,
@@ -617,3 +617,89 @@ async def test_changes_carry_the_new_head_so_a_mount_need_not_fetch_its_own_writ
     assert (change.memory_id, change.memory_version_id, change.content_sha256) == (
         created.id, created.memory_version_id, sha("v1")
     )
+
+
+async def _queue_then_hold_the_replay(
+    backend: RemoteBackend, server: LiveServer, store_id: str, bulk: int
+) -> Memory:
+    """Queues ``bulk`` creates then ``/x.md`` while the server is down; returns the
+    provisional memory of ``/x.md``. The server comes back slow (``gate``)."""
+    server.network.down = True
+    for n in range(bulk):
+        await backend.create_memory(store_id, f"/bulk/{n}.md", f"{n}")
+    created = await backend.create_memory(store_id, "/x.md", "line 0\n")
+    server.network.down = False
+    server.network.requests.clear()
+    server.network.gate = trio.Semaphore(0)
+    return created
+
+
+async def _append(backend: RemoteBackend, memory: Memory, done: list[Memory]) -> None:
+    done.append(
+        await backend.update_memory(
+            memory.memory_store_id, memory.id, content="line 0\nline 1\n",
+            expected_sha256=sha("line 0\n"),
+        )
+    )
+
+
+async def _append_while_entry_1_is_sent(
+    nursery: trio.Nursery,
+    backend: RemoteBackend,
+    server: LiveServer,
+    memory: Memory,
+    done: list[Memory],
+) -> trio.Semaphore:
+    """Starts the replay and, while its first request waits at the gate, an append to
+    ``memory`` (into ``done``); returns the gate once both are blocked."""
+    gate = server.network.gate
+    assert gate is not None
+    nursery.start_soon(backend.replay)
+    await wait_for(lambda: len(server.network.requests) == 1, 5.0)
+    nursery.start_soon(_append, backend, memory, done)
+    await trio.testing.wait_all_tasks_blocked()
+    return gate
+
+
+async def test_an_append_during_the_replay_of_its_files_create_updates_that_file(
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    """Issue 10 item 2, the root: a write to a file whose create is being replayed
+    right now is an update of the memory that create makes, not of a memory "never
+    created" (which the FUSE layer took for "deleted elsewhere" and re-created, making
+    a conflict copy of the file of itself)."""
+    created = await _queue_then_hold_the_replay(backend, server, rw_store.id, bulk=0)
+    appended: list[Memory] = []
+    async with trio.open_nursery() as nursery:
+        gate = await _append_while_entry_1_is_sent(nursery, backend, server, created, appended)
+        server.network.gate = None
+        gate.release()
+    (memory,) = appended
+    assert memory.content_sha256 == sha("line 0\nline 1\n")
+    assert contents(store_engine, rw_store.id) == {"/x.md": "line 0\nline 1\n"}
+    stats = backend.statistics()
+    assert (stats.outbox_depth, stats.conflict_count) == (0, 0)
+
+
+async def test_a_close_during_a_long_replay_waits_for_one_entry_not_the_drain(
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    """Issue 10 item 2: closes of 7 s were seen behind a replay of 200 queued writes.
+    The replay holds the write lock per entry: a close queues behind the entry being
+    replayed and returns."""
+    created = await _queue_then_hold_the_replay(backend, server, rw_store.id, bulk=5)
+    appended: list[Memory] = []
+    async with trio.open_nursery() as nursery:
+        gate = await _append_while_entry_1_is_sent(nursery, backend, server, created, appended)
+        gate.release()  # entry 1 only is answered
+        await wait_for(lambda: bool(appended), 5.0)
+        # Entries 2-6 and the append are still queued: the close did not wait for them.
+        assert backend.statistics().outbox_depth == 6
+        server.network.gate = None
+        gate.release()
+    await backend.replay()
+
+    assert contents(store_engine, rw_store.id)["/x.md"] == "line 0\nline 1\n"
+    assert len(contents(store_engine, rw_store.id)) == 6  # no conflict copy
+    stats = backend.statistics()
+    assert (stats.outbox_depth, stats.conflict_count) == (0, 0)
