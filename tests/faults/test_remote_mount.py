@@ -382,3 +382,51 @@ def test_a_file_created_behind_a_full_outbox_stays_itself_while_the_outbox_repla
     )  # no conflict copy
     assert mount.status["conflict_count"] == 0
     print(f"{appended} appends; slowest close {max(close_s):.3f} s")
+
+
+def test_umount_with_queued_writes_says_how_many_and_where_and_fails_unless_forced(
+    mounter: Mounter,
+    server: Server,
+    store_engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    make_session: Callable[..., str],
+    memfs_home: Path,
+) -> None:
+    """Issue 10 item 9: ``memfs umount`` of a remote mount whose writes could not reach
+    the server said "unmounted" and exited 0. It says how many writes are queued, where,
+    and that they replay at the next mount of that home; exit 1 unless ``--force``."""
+    notes = make_store("Notes")
+    token = make_session(notes)
+    mount = mount_remote(mounter, server, token)
+    mount.expect_log("the server is unreachable", "stay queued")
+    session_id = mount.session_id
+    outbox = memfs_home / "outbox" / session_id
+    server.kill()
+    (mount / "notes/a.md").write_text("queued\n")
+
+    result = run(MEMFS, "umount", mount.path, check=False)
+    mount.unmounted = True
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "1 write(s) did not reach the server" in result.stderr
+    assert str(outbox) in result.stderr
+    assert f"replay when session {session_id} is mounted again" in result.stderr
+    assert mount.process is not None
+    assert mount.process.wait(timeout=COMMAND_TIMEOUT_S) == 0
+    assert not os.path.ismount(mount.path)
+
+    # They do replay at the next mount of that session from this home.
+    server.start()
+    again = mount_remote(mounter, server, token, path=mount.path)
+    again.expect_log("the server is unreachable", "stay queued")
+    wait_outbox_empty(again)
+    assert store_engine.get_memory_by_path(notes.id, "/a.md").content == "queued\n"
+
+    server.kill()
+    (again / "notes/b.md").write_text("queued too\n")
+    forced = run(MEMFS, "umount", again.path, "--force", check=False)
+    again.unmounted = True
+    assert forced.returncode == 0, forced.stderr
+    assert "1 write(s) did not reach the server" in forced.stdout
+    assert again.process is not None
+    assert again.process.wait(timeout=COMMAND_TIMEOUT_S) == 0
+    server.start()
