@@ -62,6 +62,11 @@ Limitations, stated here so nobody relies on them:
   then (refused, or the server went away again) are not overlaid on the tree.
 * Metadata changes (``user.meta.*`` xattrs) are not queued: with the server
   unreachable they fail with :class:`ServerUnavailable`.
+* A revoked or expired session token (401 from the server) ends the sending, not the
+  mount: ``server_state`` becomes ``token refused`` and ``memfs status`` says why;
+  every write is queued (a replay is tried every :data:`TOKEN_RETRY_S`), and the
+  queued writes stay in ``outbox/<session>`` (issue 11 item 1). They replay only at a
+  mount of that same session, so with a new token they are not sent by themselves.
 * A refused queued create leaves its provisional file in the tree until remount (its
   bytes are under ``rejected/``).
 """
@@ -81,7 +86,13 @@ from typing import TypeVar
 import trio
 
 from memfs.config import memfs_home
-from memfs.errors import InvalidInput, MemfsError, NotFound, PermissionDenied
+from memfs.errors import (
+    AuthenticationFailed,
+    InvalidInput,
+    MemfsError,
+    NotFound,
+    PermissionDenied,
+)
 from memfs.fuse.backend import AttachmentSpec, BackendEvent, BackendStatistics
 from memfs.model import (
     Access,
@@ -107,6 +118,7 @@ from memfs.rules import slugify
 
 __all__ = [
     "CLOSE_REPLAY_TIMEOUT_S",
+    "TOKEN_REFUSED",
     "PENDING_VERSION_PREFIX",
     "PROVISIONAL_ID_PREFIX",
     "REPLAY_RETRY_MAX_S",
@@ -128,13 +140,11 @@ READ_AHEAD_CONCURRENCY = 8
 MISSED_PURGES_BATCH = 1000
 # A batch of the change feed naming at least this many memories has their states
 # fetched ahead (changes_since), so that the FUSE layer's get_memory of each is answered
-# here: a directory with LIST_AHEAD_MIN of them by listing it (100 per request), the
-# others READ_AHEAD_CONCURRENCY at a time (issue 10 item 7: 5,000 changes were 5,000
-# requests in a row).
+# here: a directory by listing it (100 per request) when that reads at most
+# LIST_AHEAD_OVERREAD entries per memory wanted there, the others READ_AHEAD_CONCURRENCY
+# at a time (issue 10 item 7: 5,000 changes were 5,000 requests in a row).
 FETCH_AHEAD_MIN = 4
-LIST_AHEAD_MIN = 25
-# A listing reads at most this many entries per change not yet followed (the backlog).
-LIST_AHEAD_OVERREAD = 4
+LIST_AHEAD_OVERREAD = 25
 # How long aclose() tries a last replay before leaving the writes queued.
 CLOSE_REPLAY_TIMEOUT_S = 5.0
 # How long open_session() tries to replay queued writes before the tree is loaded.
@@ -145,6 +155,10 @@ REPLAY_RETRY_MIN_S = 0.1
 REPLAY_RETRY_MAX_S = 1.0
 # Pause between tries of the first session fetch while the server is unreachable.
 STARTUP_RETRY_MAX_S = 1.0
+# server_state once the server refuses the session token (401), and the pause between
+# two replays then (issue 11 item 1).
+TOKEN_REFUSED = "token refused"
+TOKEN_RETRY_S = 30.0
 
 
 def _location(url: str) -> str:
@@ -260,11 +274,15 @@ class RemoteBackend:
         return await trio.to_thread.run_sync(functools.partial(fn, *args))
 
     async def _ask(self, call: Awaitable[T]) -> T:
-        """Awaits one client call, tracking whether the server answers."""
+        """Awaits one client call, tracking whether the server answers and whether it
+        still takes the token."""
         try:
             result = await call
         except ServerUnavailable as exc:
             self._unreachable(exc)
+            raise
+        except AuthenticationFailed as exc:
+            self._token_refused(exc)
             raise
         self._server_state = "reachable"
         return result
@@ -275,6 +293,24 @@ class RemoteBackend:
         self._server_state = "unreachable"
         self._error_count += 1
         self._errors.append(BackendEvent(utcnow(), "", f"server unreachable: {exc}"))
+
+    def _token_refused(self, exc: MemfsError) -> None:
+        """The server answered 401: the session token was revoked or has expired (issue
+        11 item 1). Writes are queued, not sent, until it is taken again; the outbox
+        keeps them."""
+        first = self._server_state != TOKEN_REFUSED
+        self._server_state = TOKEN_REFUSED
+        outbox = self._outbox
+        message = (
+            f"the server refused this mount's session token ({exc}): it was revoked or "
+            "has expired. Writes are no longer sent; they are kept queued in "
+            f"{outbox.directory if outbox is not None else 'the outbox'} "
+            f"({len(outbox) if outbox is not None else 0} now). Mount with a new token"
+        )
+        if first:
+            log.error("%s", message)
+            self._error_count += 1
+            self._errors.append(BackendEvent(utcnow(), "", message))
 
     def _remember(self, memory: Memory) -> Memory:
         self._known[memory.id] = memory
@@ -317,10 +353,10 @@ class RemoteBackend:
                 caller, who must report the failure: close() fails).
         """
         outbox = self._require_outbox()
-        if direct is not None and len(outbox) == 0:
+        if direct is not None and len(outbox) == 0 and self._server_state != TOKEN_REFUSED:
             try:
                 return await self._ask(direct())
-            except ServerUnavailable:
+            except (ServerUnavailable, AuthenticationFailed):
                 pass
         entry: OutboxEntry | None = None
         for write in writes:
@@ -826,10 +862,7 @@ class RemoteBackend:
             return
         try:
             self._take_listed(wanted)
-            await self._list_ahead(
-                store_id, wanted, batch.last_seq,
-                budget=LIST_AHEAD_OVERREAD * (batch.last_seq - after_seq),
-            )
+            await self._list_ahead(store_id, wanted, batch.last_seq)
             self._take_listed(wanted)
             await self._get_ahead(store_id, [i for i in wanted if i not in self._ahead])
         except MemfsError as exc:  # e.g. the server went away: get_memory asks again
@@ -843,11 +876,12 @@ class RemoteBackend:
                 self._ahead[memory_id] = listed[1]
 
     async def _list_ahead(
-        self, store_id: str, wanted: dict[str, RemoteChange], seq: int, *, budget: int
+        self, store_id: str, wanted: dict[str, RemoteChange], seq: int
     ) -> None:
-        """Lists each directory holding :data:`LIST_AHEAD_MIN` or more written memories of
-        ``wanted`` not fetched yet, reading at most ``budget`` entries in all; what it
-        reads is current up to ``seq`` (the feed's newest when the batch came)."""
+        """Lists each directory of written memories of ``wanted`` (not fetched yet) whose
+        listing reads at most :data:`LIST_AHEAD_OVERREAD` entries per memory wanted in
+        it, judged by the entries this mount knows there; what it reads is current up to
+        ``seq`` (the feed's newest when the batch came)."""
         by_directory: dict[str, int] = {}
         for memory_id, change in wanted.items():
             if (
@@ -855,11 +889,17 @@ class RemoteBackend:
                 and change.path
                 and memory_id not in self._ahead
             ):
-                directory = change.path.rsplit("/", 1)[0] + "/"
+                directory = _directory(change.path)
                 by_directory[directory] = by_directory.get(directory, 0) + 1
+        known = dict.fromkeys(by_directory, 0)
+        for memory in self._known.values():
+            directory = _directory(memory.path)
+            if memory.memory_store_id == store_id and directory in known:
+                known[directory] += 1
         for directory, count in by_directory.items():
-            if count < LIST_AHEAD_MIN or budget <= 0:
-                continue
+            budget = LIST_AHEAD_OVERREAD * count
+            if known[directory] + count > budget:
+                continue  # a large directory with few changes: one request each is less
             pages = self._client.memory_pages(store_id, path_prefix=directory, depth=1)
             async with contextlib.aclosing(pages):
                 async for page in pages:
@@ -906,7 +946,9 @@ class RemoteBackend:
                 on_result=self._on_replayed,
                 lock=self._write_lock,
             )
-        if report.stopped_by is not None:
+        if isinstance(report.stopped_by, AuthenticationFailed):
+            self._token_refused(report.stopped_by)
+        elif report.stopped_by is not None:
             self._unreachable(report.stopped_by)
         else:
             self._server_state = "reachable"
@@ -931,6 +973,9 @@ class RemoteBackend:
             if outbox is None or len(outbox) == 0:
                 self._queued = trio.Event()
                 pause_s = REPLAY_RETRY_MIN_S
+                continue
+            if self._server_state == TOKEN_REFUSED:
+                await trio.sleep(TOKEN_RETRY_S)  # a token seldom comes back: ask rarely
                 continue
             await trio.sleep(pause_s)
             pause_s = min(2 * pause_s, REPLAY_RETRY_MAX_S)
@@ -1016,6 +1061,11 @@ class RemoteBackend:
                 await self._thread(self._outbox.close)
                 self._outbox = None
             await self._client.aclose()
+
+
+def _directory(path: str) -> str:
+    """``/a/b.md`` → ``/a/``; ``/b.md`` → ``/``."""
+    return path.rsplit("/", 1)[0] + "/"
 
 
 def _update_writes(

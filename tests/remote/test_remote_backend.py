@@ -21,6 +21,7 @@ from memfs.remote.backend import (
     PROVISIONAL_ID_PREFIX,
     REPLAY_RETRY_MAX_S,
     REPLAY_RETRY_MIN_S,
+    TOKEN_REFUSED,
     RemoteBackend,
 )
 from memfs.remote.cache import ContentCache
@@ -755,3 +756,35 @@ async def test_states_fetched_ahead_are_never_older_than_their_change(
     store_engine.update_memory(rw_store.id, created[0].id, content="v3", actor=None)
     (last,) = await backend.changes_since(rw_store.id, later[-1].seq)
     assert (await backend.get_memory(rw_store.id, created[0].id)).content_sha256 == sha("v3")
+
+
+async def test_a_refused_token_stops_the_writes_and_keeps_them_queued(
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore,
+    home: Path,
+) -> None:
+    """Issue 11 item 1 (remote half): a mount whose session token is revoked or expired
+    (401) stops writing to the server, keeps every write queued, and says why."""
+    created = await backend.create_memory(rw_store.id, "/a.md", "v1")
+    server.network.refuse_token = True
+
+    queued = await backend.update_memory(
+        rw_store.id, created.id, content="v2", expected_sha256=sha("v1")
+    )
+    assert queued.memory_version_id.startswith(PENDING_VERSION_PREFIX)
+    stats = backend.statistics()
+    assert (stats.server_state, stats.outbox_depth) == (TOKEN_REFUSED, 1)
+    (event,) = [e for e in stats.last_errors if "token" in e.message]
+    assert "revoked or has expired" in event.message
+    assert str(home / "outbox" / server.session.id) in event.message
+    # Nothing more is sent: the next write is queued without a request.
+    server.network.requests.clear()
+    await backend.create_memory(rw_store.id, "/b.md", "b")
+    assert server.network.requests == []
+    await backend.replay()  # refused again: still queued
+    assert backend.statistics().outbox_depth == 2
+    assert contents(store_engine, rw_store.id) == {"/a.md": "v1"}
+
+    server.network.refuse_token = False  # (a token taken again: the writes go out)
+    await backend.replay()
+    assert contents(store_engine, rw_store.id) == {"/a.md": "v2", "/b.md": "b"}
+    assert backend.statistics().server_state == "reachable"
