@@ -4,12 +4,13 @@ API in-process (tests/remote/live_server.py); no kernel mount here (tests/faults
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
+from _support.polling import wait_until_async
 from live_server import BASE_URL, LiveServer
 
 from memfs.backend import AttachmentSpec, Backend, MemoryChange
@@ -513,15 +514,6 @@ async def test_changes_since_waits_for_the_next_change(
     assert got == [["/new.md"]]
 
 
-async def wait_for(predicate: Callable[[], bool], timeout_s: float) -> None:
-    """Polls ``predicate`` (state of another task or thread) until true, with a deadline."""
-    with trio.fail_after(timeout_s):
-        while True:
-            if predicate():
-                return
-            await trio.sleep(0.01)
-
-
 async def test_maintain_replays_as_soon_as_the_server_is_back(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
@@ -530,12 +522,16 @@ async def test_maintain_replays_as_soon_as_the_server_is_back(
     await backend.create_memory(rw_store.id, "/a.md", "queued")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(backend.maintain)
-        await wait_for(
-            lambda: sum(1 for r in server.network.requests if r.method == "POST") >= 4, 5.0
-        )  # it keeps trying: pauses of 0.1, 0.2, 0.4 s …
+        await wait_until_async(  # it keeps trying: pauses of 0.1, 0.2, 0.4 s …
+            lambda: sum(1 for r in server.network.requests if r.method == "POST") >= 4,
+            "4 tries", 5.0,
+        )
         assert backend.statistics().outbox_depth == 1
         server.network.down = False
-        await wait_for(lambda: backend.statistics().outbox_depth == 0, REPLAY_RETRY_MAX_S + 1.0)
+        await wait_until_async(
+            lambda: backend.statistics().outbox_depth == 0, "the replay",
+            REPLAY_RETRY_MAX_S + 1.0,
+        )
         assert contents(store_engine, rw_store.id) == {"/a.md": "queued"}
         # Idle with an empty outbox: no request at all.
         server.network.requests.clear()
@@ -545,7 +541,10 @@ async def test_maintain_replays_as_soon_as_the_server_is_back(
         server.network.down = True
         await backend.create_memory(rw_store.id, "/b.md", "queued too")
         server.network.down = False
-        await wait_for(lambda: backend.statistics().outbox_depth == 0, REPLAY_RETRY_MAX_S + 1.0)
+        await wait_until_async(
+            lambda: backend.statistics().outbox_depth == 0, "the replay",
+            REPLAY_RETRY_MAX_S + 1.0,
+        )
         assert contents(store_engine, rw_store.id)["/b.md"] == "queued too"
         nursery.cancel_scope.cancel()
 
@@ -561,7 +560,8 @@ async def test_the_first_session_fetch_waits_for_a_server_that_is_not_up_yet(
     server.network.down = True
 
     async def come_back() -> None:
-        await wait_for(lambda: len(server.network.requests) >= 3, 25.0)  # it kept asking
+        # It kept asking.
+        await wait_until_async(lambda: len(server.network.requests) >= 3, "3 tries", 25.0)
         server.network.down = False
 
     async with trio.open_nursery() as nursery:
@@ -664,7 +664,7 @@ async def _append_while_entry_1_is_sent(
     gate = server.network.gate
     assert gate is not None
     nursery.start_soon(backend.replay)
-    await wait_for(lambda: len(server.network.requests) == 1, 5.0)
+    await wait_until_async(lambda: len(server.network.requests) == 1, "entry 1 sent", 5.0)
     nursery.start_soon(_append, backend, memory, done)
     await trio.testing.wait_all_tasks_blocked()
     return gate
@@ -701,7 +701,7 @@ async def test_a_close_during_a_long_replay_waits_for_one_entry_not_the_drain(
     async with trio.open_nursery() as nursery:
         gate = await _append_while_entry_1_is_sent(nursery, backend, server, created, appended)
         gate.release()  # entry 1 only is answered
-        await wait_for(lambda: bool(appended), 5.0)
+        await wait_until_async(lambda: bool(appended), "the append", 5.0)
         # Entries 2-6 and the append are still queued: the close did not wait for them.
         assert backend.statistics().outbox_depth == 6
         server.network.gate = None
