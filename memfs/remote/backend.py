@@ -304,8 +304,8 @@ class RemoteBackend:
         message = (
             f"the server refused this mount's session token ({exc}): it was revoked or "
             "has expired. Writes are no longer sent; they are kept queued in "
-            f"{outbox.directory if outbox is not None else 'the outbox'} "
-            f"({len(outbox) if outbox is not None else 0} now). Mount with a new token"
+            f"{outbox.directory if outbox is not None else 'the outbox'}. Mount with a "
+            "new token"
         )
         if first:
             log.error("%s", message)
@@ -708,6 +708,8 @@ class RemoteBackend:
             server_id = self._server_id(memory_id)
             base = self._base(memory_id, server_id)
             self._known.pop(memory_id, None)
+            if server_id is not None:
+                self._known.pop(server_id, None)
 
             async def direct() -> None:
                 if server_id is None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import os
-import sqlite3
 import subprocess
 import sys
 import textwrap
@@ -464,13 +463,6 @@ def test_a_bulk_import_reaches_a_remote_mount_within_seconds(
 
 
 
-def _revoke_session_token(database: Path, session_id: str) -> None:
-    """The server no longer knows the session's token (what a revocation or an expiry
-    does to a token; the engine's own revocation is issue 11 item 1's store half)."""
-    with sqlite3.connect(database) as db:
-        db.execute("UPDATE sessions SET token_hash = NULL WHERE id = ?", (session_id,))
-
-
 def test_a_mount_whose_token_is_revoked_keeps_its_writes_queued_and_says_why(
     mounter: Mounter,
     server: Server,
@@ -487,7 +479,7 @@ def test_a_mount_whose_token_is_revoked_keeps_its_writes_queued_and_says_why(
     mount.expect_log("refused this mount's session token", "change feed", "stay queued")
     (mount / "notes/a.md").write_text("v1\n")
     session_id = mount.session_id
-    _revoke_session_token(server.database, session_id)
+    store_engine.revoke_session(session_id)
 
     (mount / "notes/a.md").write_text("v2\n")  # close() returned 0: the write is queued
     (mount / "notes/b.md").write_text("new\n")

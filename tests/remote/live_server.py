@@ -19,8 +19,6 @@ for):
 * ``crash_after_writes = n``: once the n-th further write (any method but GET) has been
   applied, its response is lost and the server goes down (``down`` becomes True): a
   server killed mid-stream of writes, right after committing one.
-* ``refuse_token = True``: the session token is sent as a token the server does not
-  know, so the application answers 401 as it does for a revoked or expired one.
 * ``gate = trio.Semaphore(0)``: a slow server; each request waits for one
   ``gate.release()`` before it is sent (``gate = None`` lets everything through).
 
@@ -69,7 +67,6 @@ class NetworkTransport(httpx.AsyncBaseTransport):
         self.lose_responses = 0
         self.crash_after_writes: int | None = None
         self.gate: trio.Semaphore | None = None
-        self.refuse_token = False
         self.requests: list[Request] = []
         self.applied = 0
 
@@ -87,8 +84,6 @@ class NetworkTransport(httpx.AsyncBaseTransport):
             await self.gate.acquire()
         if self.down:
             raise httpx.ConnectError("connection refused", request=request)
-        if self.refuse_token:
-            request.headers["authorization"] = "Bearer memfs_st_revoked"
         response = await self._inner.handle_async_request(request)
         await response.aread()
         if request.method != "GET":
