@@ -39,7 +39,7 @@ their store is an in-process engine or a server elsewhere. This backend differs 
   change up to S, so it also serves the next batches of the backlog) and the rest
   eight requests at a time; :meth:`RemoteBackend.get_memory` answers from them
   instead of one request per change (issue 10 item 7: 5,000 imported memories
-  appeared ~40 s after the import, now ~2 s).
+  appeared ~43 s after the import, now ~2-4 s).
 * **Startup**: the session (:meth:`RemoteBackend.preset_session`) is fetched once;
   while the server is unreachable the first fetch is retried for up to
   ``startup_wait_s`` (a mount restarted before its server, e.g. after a crash).
@@ -118,11 +118,11 @@ from memfs.rules import slugify
 
 __all__ = [
     "CLOSE_REPLAY_TIMEOUT_S",
-    "TOKEN_REFUSED",
     "PENDING_VERSION_PREFIX",
     "PROVISIONAL_ID_PREFIX",
     "REPLAY_RETRY_MAX_S",
     "REPLAY_RETRY_MIN_S",
+    "TOKEN_REFUSED",
     "RemoteBackend",
 ]
 
