@@ -16,7 +16,8 @@ exit status.
     │   │   └── ContentTooLarge         content > 102,400 bytes
     │   ├── InvalidMetadata             SPEC §1 metadata rules (names every problem)
     │   ├── InvalidStoreField           store name / description rules
-    │   └── InvalidCursor               a pagination cursor we did not issue
+    │   ├── InvalidCursor               a pagination cursor we did not issue
+    │   └── InvalidTtl                  a session lifetime outside 1 s – 30 days
     ├── NotFound                        unknown id, deleted memory, other store's id
     ├── Conflict                        state conflicts (HTTP 409)
     │   ├── PathConflict                path (or a prefix/descendant) is occupied
@@ -27,16 +28,53 @@ exit status.
     ├── StoreFull                       the per-store memory limit is reached
     ├── PermissionDenied                credential lacks a scope / read-only attachment
     ├── AuthenticationFailed            missing or invalid credential
-    └── CorruptedStore                  an invariant fsck checks was found broken
+    │   ├── CredentialExpired           a session token past its expires_at
+    │   └── CredentialRevoked           a revoked key, a revoked or archived session
+    ├── StoreBusy                       the database stayed locked past the busy timeout
+    ├── DatabaseUnavailable             the database can't be opened as asked
+    │   ├── DatabaseNotFound            no database there, and creating one was not asked
+    │   └── ForeignDatabase             a database that is not memfs's; left untouched
+    ├── CorruptedStore                  an invariant fsck checks was found broken
+    └── BackendUnavailable              the store can't be asked now (a remote server away)
+
+The registry: every class carries its ``code`` (``details.error_code`` on the wire) and
+its :class:`WireError`, the HTTP status and ``error.type`` it is sent as (api-contract
+§2.1). A subclass that declares no ``wire`` is sent as its parent is. Both HTTP edges
+read it, and nothing else: the server sends ``type(exc).wire`` (``memfs/api/errors.py``)
+and the client turns a response back into a class with :func:`error_class_for`
+(``memfs/remote/client.py``). The wire of each class (→ status, ``error.type``)::
+
+    MemfsError               500 api_error
+    InvalidInput             400 invalid_request_error   (all its subclasses too,
+    ContentTooLarge          413 invalid_request_error    but ContentTooLarge)
+    NotFound                 404 not_found_error
+    Conflict                 409 conflict_error          (HeadVersionRedaction,
+    PathConflict             409 memory_path_conflict_error          NotRestorable)
+    PreconditionFailed       409 memory_precondition_failed_error
+    StoreArchived, StoreFull 400 invalid_request_error   (permanent refusals; a 409
+                                                          would mean "re-read and retry")
+    PermissionDenied         403 permission_error
+    AuthenticationFailed     401 authentication_error
+    CorruptedStore           500 api_error
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import ClassVar
+
 __all__ = [
+    "REGISTRY",
     "AuthenticationFailed",
+    "BackendUnavailable",
     "Conflict",
     "ContentTooLarge",
     "CorruptedStore",
+    "CredentialExpired",
+    "CredentialRevoked",
+    "DatabaseNotFound",
+    "DatabaseUnavailable",
+    "ForeignDatabase",
     "HeadVersionRedaction",
     "InvalidContent",
     "InvalidCursor",
@@ -44,6 +82,7 @@ __all__ = [
     "InvalidMetadata",
     "InvalidPath",
     "InvalidStoreField",
+    "InvalidTtl",
     "MemfsError",
     "NotFound",
     "NotRestorable",
@@ -52,8 +91,28 @@ __all__ = [
     "PermissionDenied",
     "PreconditionFailed",
     "StoreArchived",
+    "StoreBusy",
     "StoreFull",
+    "WireError",
+    "error_class_for",
 ]
+
+
+@dataclass(frozen=True)
+class WireError:
+    """How an error class is sent at the HTTP edge (api-contract §2.1).
+
+    Attributes:
+        status: the HTTP status code, e.g. 409.
+        type: the envelope's ``error.type``, e.g. ``"memory_path_conflict_error"``.
+    """
+
+    status: int
+    type: str
+
+
+_API_ERROR = WireError(500, "api_error")
+_INVALID_REQUEST = WireError(400, "invalid_request_error")
 
 
 class MemfsError(Exception):
@@ -65,6 +124,7 @@ class MemfsError(Exception):
     """
 
     code: str = "memfs_error"
+    wire: ClassVar[WireError] = _API_ERROR
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
@@ -80,6 +140,7 @@ class InvalidInput(MemfsError):
     """Raised when a request is malformed or breaks a SPEC §1 rule; nothing changed."""
 
     code = "invalid_input"
+    wire = _INVALID_REQUEST
 
 
 class InvalidPath(InvalidInput):
@@ -105,6 +166,7 @@ class ContentTooLarge(InvalidContent):
     """Raised when content exceeds 102,400 bytes (SPEC §1)."""
 
     code = "content_too_large"
+    wire = WireError(413, "invalid_request_error")
 
 
 class InvalidMetadata(InvalidInput):
@@ -133,16 +195,25 @@ class InvalidCursor(InvalidInput):
     code = "invalid_cursor"
 
 
+class InvalidTtl(InvalidInput):
+    """Raised when a session's lifetime is not a whole number of seconds from 1 to 30
+    days (SPEC §3 credential lifecycle)."""
+
+    code = "invalid_ttl"
+
+
 class NotFound(MemfsError):
     """Raised when an id is unknown, deleted, or belongs to another store."""
 
     code = "not_found"
+    wire = WireError(404, "not_found_error")
 
 
 class Conflict(MemfsError):
     """Base of state conflicts (HTTP 409)."""
 
     code = "conflict"
+    wire = WireError(409, "conflict_error")
 
 
 class PathConflict(Conflict):
@@ -155,6 +226,7 @@ class PathConflict(Conflict):
     """
 
     code = "memory_path_conflict"
+    wire = WireError(409, "memory_path_conflict_error")
 
     def __init__(self, message: str, *, conflicting_memory_id: str, conflicting_path: str) -> None:
         super().__init__(message)
@@ -171,6 +243,7 @@ class PreconditionFailed(Conflict):
     """
 
     code = "memory_precondition_failed"
+    wire = WireError(409, "memory_precondition_failed_error")
 
     def __init__(self, message: str, *, actual_sha256: str) -> None:
         super().__init__(message)
@@ -193,24 +266,77 @@ class StoreArchived(MemfsError):
     """Raised on a write the archive rule forbids (SPEC §2 archive)."""
 
     code = "store_archived"
+    wire = _INVALID_REQUEST
 
 
 class StoreFull(MemfsError):
     """Raised when a create would exceed the per-store memory limit (SPEC §1 limits)."""
 
     code = "store_full"
+    wire = _INVALID_REQUEST
 
 
 class PermissionDenied(MemfsError):
     """Raised when the caller's credential lacks the scope, store or access mode needed."""
 
     code = "permission_denied"
+    wire = WireError(403, "permission_error")
 
 
 class AuthenticationFailed(MemfsError):
     """Raised when a credential is missing, unknown or revoked."""
 
     code = "authentication_failed"
+    wire = WireError(401, "authentication_error")
+
+
+class CredentialExpired(AuthenticationFailed):
+    """Raised when a session token is used after its ``expires_at`` (SPEC §3)."""
+
+    code = "credential_expired"
+
+
+class CredentialRevoked(AuthenticationFailed):
+    """Raised when a credential was revoked: an API key, a session (revoked by itself,
+    with the key that created it, or archived), SPEC §3 credential lifecycle."""
+
+    code = "credential_revoked"
+
+
+class StoreBusy(MemfsError):
+    """Raised when the database stayed locked by another writer (or, on SQLite, a
+    checkpoint) for longer than the busy timeout; nothing was changed, and the same
+    call may be retried (issue 10: contention gives a typed outcome, never a 500).
+
+    Attributes:
+        retry_after_s: a suggested wait before retrying, in seconds.
+    """
+
+    code = "store_busy"
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class DatabaseUnavailable(MemfsError):
+    """Base of the reasons a database can't be opened as asked; nothing was changed."""
+
+    code = "database_unavailable"
+
+
+class DatabaseNotFound(DatabaseUnavailable):
+    """Raised when opening a SQLite database file that does not exist, by a caller that
+    did not ask to create it (``Engine(url, create=False)``)."""
+
+    code = "database_not_found"
+
+
+class ForeignDatabase(DatabaseUnavailable):
+    """Raised when a database holds tables but not memfs's schema (no memfs revision in
+    ``alembic_version``): memfs refuses it by name and never modifies it."""
+
+    code = "foreign_database"
 
 
 class CorruptedStore(MemfsError):
@@ -218,3 +344,61 @@ class CorruptedStore(MemfsError):
     hash to its key). ``memfs fsck`` reports the same conditions without raising."""
 
     code = "corrupted_store"
+    wire = _API_ERROR
+
+
+class BackendUnavailable(MemfsError):
+    """Raised when the store can't be asked now (a remote server is unreachable or
+    answered 5xx); nothing about the request itself is wrong, and asking again later
+    may succeed. Reads of uncached content fail with it (EIO); writes are queued by the
+    remote backend instead of raising it (issue 4). Raised by backends, never sent by
+    the server (it is sent as its parent is)."""
+
+    code = "backend_unavailable"
+
+
+def _tree(cls: type[MemfsError]) -> list[type[MemfsError]]:
+    """``cls`` and its subclasses defined in this module, in pre-order (as drawn above)."""
+    found: list[type[MemfsError]] = [cls]
+    for sub in cls.__subclasses__():
+        if sub.__module__ == __name__:
+            found.extend(_tree(sub))
+    return found
+
+
+# The registry: ``code`` → class, for every class of this module, in the order of the
+# tree drawn above (codes are unique: tests/remote/test_error_registry.py).
+REGISTRY: dict[str, type[MemfsError]] = {cls.code: cls for cls in _tree(MemfsError)}
+
+
+def error_class_for(status: int, error_type: str | None, code: str | None) -> type[MemfsError]:
+    """The class an HTTP error response stands for: the inverse of ``wire``.
+
+    Args:
+        status: the response's HTTP status.
+        error_type: its ``error.type``, or None when the body has none.
+        code: its ``details.error_code``, or None.
+
+    Returns:
+        The class registered under ``code``; else the first class of the tree
+        (pre-order: the most general) sent as ``(status, error_type)``; else the first
+        sent as ``error_type`` (a 412 ``memory_precondition_failed_error`` is a
+        PreconditionFailed); else the first sent with ``status``; else
+        :class:`MemfsError`. So a code the registry does not
+        hold (a ``PermissionDenied`` whose code says why, e.g. ``read_only_attachment``,
+        or an error of the HTTP edge only, e.g. ``route_not_found``) comes back as the
+        most general class of its status and type.
+    """
+    if code in REGISTRY:
+        return REGISTRY[code]
+    wire = WireError(status, error_type or "")
+    for cls in REGISTRY.values():
+        if cls.wire == wire:
+            return cls
+    for cls in REGISTRY.values():
+        if cls.wire.type == error_type:
+            return cls
+    for cls in REGISTRY.values():
+        if cls.wire.status == status:
+            return cls
+    return MemfsError

@@ -34,7 +34,7 @@ from memfs.api.openapi import openapi_document
 from memfs.api.routes import allowed_methods, authenticate_request, router
 from memfs.errors import InvalidInput, InvalidMetadata, MemfsError
 from memfs.ids import new_id
-from memfs.store.engine import Engine
+from memfs.store import Engine
 
 __all__ = ["RequestContextMiddleware", "create_app", "error_response"]
 

@@ -55,7 +55,7 @@ from dataclasses import dataclass
 
 from memfs.errors import AuthenticationFailed, NotFound, PermissionDenied
 from memfs.model import Access, Actor, ApiKey, Scope, Session
-from memfs.store.engine import SESSION_TOKEN_PREFIX, Engine
+from memfs.store import SESSION_TOKEN_PREFIX, Engine
 
 __all__ = [
     "INSECURE_DEV_KEY_ID",

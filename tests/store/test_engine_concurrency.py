@@ -13,9 +13,9 @@ from sqlalchemy import create_engine, text
 from store_helpers import collect
 
 from memfs import rules
-from memfs.errors import PathConflict, PreconditionFailed, StoreArchived, StoreFull
+from memfs.errors import PathConflict, PreconditionFailed, StoreArchived, StoreBusy, StoreFull
 from memfs.model import Actor, DeleteMode, MemoryStore, Operation
-from memfs.store import Engine, ResourceSpec
+from memfs.store import Engine, ResourceSpec, memories
 
 THREADS = 8
 ATTEMPTS = 6
@@ -111,7 +111,8 @@ def test_two_servers_racing_for_one_path(
         )
         winners = [r for r in results if not isinstance(r, Exception)]
         losers = [r for r in results if isinstance(r, Exception)]
-        assert len(winners) == 1 and len(losers) == 1, results
+        assert len(winners) == 1, results
+        assert len(losers) == 1, results
         assert isinstance(losers[0], PathConflict), repr(losers[0])
         assert losers[0].conflicting_memory_id == winners[0].id
         assert engine.get_memory_by_path(store.id, path).id == winners[0].id
@@ -237,15 +238,20 @@ def race(
 
 
 def test_shared_blob_survives_a_concurrent_purge_in_another_store(
-    engine: Engine, second_engine: Engine, database: str, actor: Actor
+    engine: Engine,
+    second_engine: Engine,
+    database: str,
+    actor: Actor,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if engine.dialect != "postgresql":
         pytest.skip("SQLite serializes every writer; the race needs PostgreSQL")
     store_a, store_b = engine.create_store("a"), engine.create_store("b")
     doomed = engine.create_memory(store_a.id, "/x", "shared content", actor=actor)
-    # Server B pauses right after it found the blob already stored.
-    paused = Paused(second_engine._put_blob)
-    second_engine._put_blob = paused  # type: ignore[method-assign]
+    # Server B pauses right after it found the blob already stored (the hard delete
+    # of server A stores no blob, so only B's create reaches put_blob).
+    paused = Paused(memories.put_blob)
+    monkeypatch.setattr(memories, "put_blob", paused)
 
     created, purged, _ = race(
         database,
@@ -284,3 +290,67 @@ def test_an_archive_racing_a_new_session(
         assert isinstance(attached.get("error"), StoreArchived), attached
     else:
         assert "result" in attached, attached
+
+
+def test_a_writer_locked_out_past_the_busy_timeout_gets_store_busy(
+    engine: Engine, database: str, actor: Actor
+) -> None:
+    """Issue 10 item 6: contention gives a typed, retryable outcome (StoreBusy), never a
+    driver's "database is locked" (a 500 at the API, a traceback at the CLI)."""
+    store = engine.create_store("s")
+    impatient = Engine(database, busy_timeout_s=0.2)
+    holder = create_engine(database)
+    try:
+        with holder.connect() as conn:
+            # Another process's writer holds the store: a write lock (SQLite) or the
+            # store row (PostgreSQL) until this block ends.
+            if engine.dialect == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            else:
+                conn.begin()
+                conn.execute(text(f"SELECT id FROM stores WHERE id = '{store.id}' FOR UPDATE"))
+            started = time.monotonic()
+            with pytest.raises(StoreBusy) as info:
+                impatient.create_memory(store.id, "/a", "a", actor=actor)
+            assert time.monotonic() - started < JOIN_TIMEOUT_S
+            assert str(info.value) == (
+                "the database stayed locked by another writer for 0.2 s; nothing was "
+                "changed, try again"
+            )
+            conn.rollback()
+        assert impatient.create_memory(store.id, "/a", "a", actor=actor).path == "/a"
+    finally:
+        holder.dispose()
+        impatient.close()
+    assert [m.path for m in engine.all_memories(store.id)] == ["/a"]
+
+
+def test_a_writer_waiting_on_another_thread_past_the_busy_timeout_gets_store_busy(
+    database: str, actor: Actor
+) -> None:
+    impatient = Engine(database, busy_timeout_s=0.2)
+    if impatient.dialect != "sqlite":
+        impatient.close()
+        pytest.skip("only SQLite writers take turns on the in-process write lock")
+    try:
+        store = impatient.create_store("s")
+        held = threading.Event()
+        release = threading.Event()
+
+        def hold_the_write_lock() -> None:
+            with impatient._write():
+                held.set()
+                assert release.wait(JOIN_TIMEOUT_S)
+
+        thread = threading.Thread(target=hold_the_write_lock)
+        thread.start()
+        try:
+            assert held.wait(JOIN_TIMEOUT_S)
+            with pytest.raises(StoreBusy):
+                impatient.create_memory(store.id, "/a", "a", actor=actor)
+        finally:
+            release.set()
+            thread.join(JOIN_TIMEOUT_S)
+        assert impatient.all_memories(store.id) == []
+    finally:
+        impatient.close()
