@@ -42,6 +42,7 @@ _VERSION = f"{_VERSIONS}/{{memory_version_id}}"
 _SESSION = "/v1/sessions/{session_id}"
 
 _STORE_ID = {"memory_store_id": "$response.body#/id"}
+_SESSION_ID = {"session_id": "$response.body#/id"}
 _MEMORY_IDS = {
     "memory_store_id": "$response.body#/memory_store_id",
     "memory_id": "$response.body#/id",
@@ -118,7 +119,13 @@ LINKS: dict[tuple[str, str], dict[str, tuple[str, str, dict[str, str]]]] = {
         ),
     },
     ("post", "/v1/sessions"): {
-        "RetrieveSession": ("get", _SESSION, {"session_id": "$response.body#/id"}),
+        "RetrieveSession": ("get", _SESSION, _SESSION_ID),
+        "RevokeSession": ("post", f"{_SESSION}/revoke", _SESSION_ID),
+        "ArchiveSession": ("post", f"{_SESSION}/archive", _SESSION_ID),
+        "DeleteSession": ("delete", _SESSION, _SESSION_ID),
+    },
+    ("get", "/v1/sessions"): {
+        "NextPage": ("get", "/v1/sessions", {"page": "$response.body#/next_page"}),
     },
 }
 

@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, model_validator
 
+from memfs.config import MAX_SESSION_TTL_S
+
 __all__ = [
     "ChangeOut",
     "ChangePage",
@@ -36,8 +38,10 @@ __all__ = [
     "MemoryVersionPage",
     "Precondition",
     "RenamePrefix",
+    "DeletedSession",
     "SessionCreate",
     "SessionOut",
+    "SessionPage",
 ]
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
@@ -289,6 +293,14 @@ class SessionCreate(_NoNul):
 
     resources: list[SessionResourceParam] = Field(min_length=1, max_length=8)
     title: str | None = None
+    ttl_s: int | None = Field(
+        default=None,
+        description=(
+            "memfs extension: seconds until the token expires, 1 to 2,592,000 (30 days); "
+            "default 86,400 (24 h)."
+        ),
+        json_schema_extra={"minimum": 1, "maximum": MAX_SESSION_TTL_S},
+    )
 
 
 # ----------------------------------------------------------------- responses
@@ -409,14 +421,33 @@ class SessionResourceOut(_Response):
 
 
 class SessionOut(_Response):
-    """A session; ``token`` only in the response that created it."""
+    """A session; ``token`` only in the response that created it. Its token works until
+    ``expires_at``, unless the session is revoked or archived first (SPEC §3)."""
 
     id: str
     type: Literal["session"]
     title: str | None
     created_at: Timestamp
     resources: list[SessionResourceOut]
+    expires_at: Timestamp | None
+    revoked_at: Timestamp | None
+    archived_at: Timestamp | None
     token: str | None = None
+
+
+class SessionPage(_Response):
+    """Answer of ``GET /v1/sessions`` (the SDK's ``BidirectionalPageCursor``)."""
+
+    data: list[SessionOut]
+    next_page: str | None
+    prev_page: None = None
+
+
+class DeletedSession(_Response):
+    """The SDK's ``BetaManagedAgentsDeletedSession``."""
+
+    id: str
+    type: Literal["session_deleted"]
 
 
 class AuditEvent(_Response):

@@ -35,7 +35,8 @@ def _component(document: dict[str, Any], name: str) -> dict[str, Any]:
         ("DELETE", "/v1/memory_stores/{store}/memories/rename_prefix", "POST"),
         ("PUT", "/v1/memory_stores/{store}/memories/mem_x", "DELETE, GET, PATCH, POST"),
         ("DELETE", "/v1/memory_stores/{store}/changes", "GET"),
-        ("PUT", "/v1/sessions", "POST"),
+        ("PUT", "/v1/sessions", "GET, POST"),
+        ("DELETE", "/v1/sessions/current", "GET"),
     ],
 )
 def test_405_names_the_allowed_methods(

@@ -133,5 +133,5 @@ def test_schemathesis_as_a_session_token(server: Server, tmp_path: Path) -> None
     admin = server.client().beta.memory_stores
     read_only = admin.create(name="fuzz read-only")
     session = server.session((ids["memory_store_id"], "read_write"), (read_only.id, "read_only"))
-    ids |= {"session_id": session["id"]}
+    # ids["session_id"] is another session: revoking its own would end the run early.
     _schemathesis(server, session["token"], ids, tmp_path, "fuzzing")
