@@ -95,3 +95,20 @@ def test_stateful_links_lead_from_a_store_to_its_memories(document: dict[str, An
     assert created["CreateMemory"]["parameters"] == {"memory_store_id": "$response.body#/id"}
     memory = document["paths"]["/v1/memory_stores/{memory_store_id}/memories"]["post"]
     assert set(memory["responses"]["200"]["links"]) >= {"RetrieveMemory", "UpdateMemory"}
+
+
+@pytest.mark.parametrize("depth", ["2", "7", "-1", "1.5"])
+def test_depth_is_0_or_1(
+    server: Server, admin: anthropic.Anthropic, store: Any, depth: str
+) -> None:
+    """Seed 003: depth 0 lists the subtree, 1 the direct children, anything else is 400
+    (issue 16)."""
+    admin.beta.memory_stores.memories.create(store.id, path="/a/b/c.md", content="c")
+    if depth.lstrip("-").isdigit():  # what the SDK can send
+        with pytest.raises(anthropic.BadRequestError):
+            admin.beta.memory_stores.memories.list(store.id, depth=int(depth))
+    with server.http() as http:
+        response = http.get(f"/v1/memory_stores/{store.id}/memories", params={"depth": depth})
+    assert response.status_code == 400
+    assert "depth" in response.json()["error"]["message"]
+    assert [m.path for m in admin.beta.memory_stores.memories.list(store.id, depth=1)] == ["/a/"]

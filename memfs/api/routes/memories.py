@@ -76,7 +76,15 @@ async def list_memories(
             json_schema_extra={"pattern": schemas.LISTING_PREFIX_PATTERN},
         ),
     ] = "/",
-    depth: Annotated[int, Query(ge=0, description="0 = everything below.")] = 0,
+    depth: Annotated[
+        int,
+        Query(
+            ge=0,
+            le=1,
+            description="0 (default) lists the whole subtree, 1 only the direct children; "
+            "any other value is a 400 (seed 003).",
+        ),
+    ] = 0,
     view: View = "basic",
     limit: LimitQuery = DEFAULT_PAGE_LIMIT,
     page: PageQuery = None,
