@@ -33,7 +33,7 @@ def _register(argv: list[str] | None = None) -> None:
     every module otherwise."""
     import importlib
 
-    names: tuple[str, ...] = ("admin", "mounting", "server")
+    names: tuple[str, ...] = ("admin", "mounting", "server", "mcp")
     if argv is not None and len(argv) > 1 and argv[1] in _MOUNTING_COMMANDS:
         names = ("mounting",)
     for name in names:

@@ -148,8 +148,6 @@ class MemoryFiles:
     """
 
     def __init__(self, access: StoreAccess, attachments: Sequence[Attachment]) -> None:
-        if not attachments:
-            raise InvalidInput("the memory tool needs at least one attached memory store")
         self.access = access
         self.attachments = list(attachments)
         self._by_slug = {a.slug: a for a in self.attachments}
