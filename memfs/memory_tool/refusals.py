@@ -155,6 +155,8 @@ def refusal_for(exc: BaseException, path: str) -> Refused:
         if found is not None:
             kind, template = found
             message = exc.message if isinstance(exc, domain.MemfsError) else str(exc)
+            # memfs.rules starts some messages with the words the template already has.
+            message = message.removeprefix("invalid path: ")
             return Refused(template.format(path=path, message=message), kind)
     log.error("memory command on %s failed unexpectedly", path, exc_info=exc)
     return Refused(

@@ -1,0 +1,61 @@
+"""Fixtures of the memory-tool tests.
+
+- ``engine`` (top-level: SQLite and PostgreSQL, fsck at teardown): the embedded tests.
+- ``fuse_available``, ``store_engine`` (an engine on ``$MEMFS_HOME/memfs.db``, the
+  database of the mount daemons and of ``memfs serve``), ``make_store``: the FUSE tests'
+  fixtures (``tests/fuse/fuse_fixtures.py``).
+- ``mounter``: the FUSE tests' real-mount harness; at teardown every mount is unmounted
+  and checked (daemon exit status, no unannounced WARNING/ERROR), then fsck.
+- ``server``: a real ``memfs serve`` on ``$MEMFS_HOME/memfs.db`` (``tests/faults``'
+  :class:`Server`); it must stop cleanly and log no traceback.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+_TESTS = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(_TESTS / "fuse"))
+sys.path.insert(0, str(_TESTS / "faults"))
+
+import fuse_fixtures  # noqa: E402
+from faults_helpers import Server  # noqa: E402
+from fuse_helpers import Mounter  # noqa: E402
+
+from memfs.store import Engine  # noqa: E402
+
+fuse_available = fuse_fixtures.fuse_available
+store_engine = fuse_fixtures.store_engine
+make_store = fuse_fixtures.make_store
+
+
+@pytest.fixture
+def mounter(
+    fuse_available: None, memfs_home: Path, tmp_path: Path, store_engine: Engine
+) -> Iterator[Mounter]:
+    mounter = Mounter(tmp_path, store_engine)
+    try:
+        yield mounter
+    finally:
+        mounter.close()
+    findings = list(store_engine.iter_fsck_findings())
+    assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)
+
+
+@pytest.fixture
+def server(store_engine: Engine, memfs_home: Path, tmp_path: Path) -> Iterator[Server]:
+    log_dir = tmp_path / "server-logs"
+    log_dir.mkdir()
+    server = Server(memfs_home / "memfs.db", log_dir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    assert server.tracebacks() == [], "the server logged a traceback"
+    findings = list(store_engine.iter_fsck_findings())
+    assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)
