@@ -12,22 +12,18 @@
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
+import _test_paths  # first: puts tests/fuse and tests/faults on sys.path
+import fuse_fixtures
 import pytest
+from faults_helpers import Server
+from fuse_helpers import Mounter
 
-_TESTS = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(_TESTS / "fuse"))
-sys.path.insert(0, str(_TESTS / "faults"))
+from memfs.store import Engine
 
-import fuse_fixtures  # noqa: E402
-from faults_helpers import Server  # noqa: E402
-from fuse_helpers import Mounter  # noqa: E402
-
-from memfs.store import Engine  # noqa: E402
-
+TESTS = _test_paths.TESTS
 fuse_available = fuse_fixtures.fuse_available
 store_engine = fuse_fixtures.store_engine
 make_store = fuse_fixtures.make_store

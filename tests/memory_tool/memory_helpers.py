@@ -43,8 +43,7 @@ def run(tool: Any, name: str, **fields: Any) -> Outcome:
     try:
         return "ok", tool.execute(command(name, **fields))
     except ToolError as error:
-        assert isinstance(error.content, str)
-        return "error", error.content
+        return "error", str(error.content)
 
 
 async def arun(tool: Any, name: str, **fields: Any) -> Outcome:
@@ -52,8 +51,7 @@ async def arun(tool: Any, name: str, **fields: Any) -> Outcome:
     try:
         return "ok", await tool.execute(command(name, **fields))
     except ToolError as error:
-        assert isinstance(error.content, str)
-        return "error", error.content
+        return "error", str(error.content)
 
 
 def mask_directory_sizes(outcome: Outcome, viewed: str) -> Outcome:

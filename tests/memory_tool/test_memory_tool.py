@@ -49,7 +49,8 @@ def test_every_mutating_command_is_one_version_of_the_tool_session(engine: Engin
     actors = {v.created_by for v in written}
     assert len(actors) == 1
     (actor,) = actors
-    assert actor is not None and actor.type is ActorType.SESSION
+    assert actor is not None
+    assert actor.type is ActorType.SESSION
     assert engine.get_session(actor.id).resources[0].memory_store_id == store.id
     # A rename keeps the id; the delete is a soft delete (restorable).
     assert len({v.memory_id for v in written}) == 1
@@ -116,7 +117,8 @@ def test_content_rules_answer_in_the_tool_words(
         )
         # An edit that would go over the limit is refused too, and changes nothing.
         kind, text = run(tool, "insert", path="/memories/big.md", insert_line=0, insert_text="y")
-        assert kind == "error" and text.startswith("Cannot write /memories/big.md: content is")
+        assert kind == "error"
+        assert text.startswith("Cannot write /memories/big.md: content is")
     assert live(engine, store.id) == {"/big.md": "x" * MAX_CONTENT_BYTES}
 
 
@@ -158,9 +160,9 @@ def test_several_stores_are_directories_and_read_only_ones_refuse(engine: Engine
         )
         assert run(tool, "view", path="/memories/team/rules.md")[0] == "ok"
         assert run(tool, "create", path="/memories/notes/a.md", file_text="a")[0] == "ok"
-        rules = "/memories/team/rules.md"
+        rules, new = "/memories/team/rules.md", "/memories/team/new.md"
         for name, fields, path in [
-            ("create", {"path": "/memories/team/new.md", "file_text": "x"}, "/memories/team/new.md"),
+            ("create", {"path": new, "file_text": "x"}, new),
             ("str_replace", {"path": rules, "old_str": "kind", "new_str": "mean"}, rules),
             ("insert", {"path": rules, "insert_line": 0, "insert_text": "x"}, rules),
             ("delete", {"path": rules}, rules),
@@ -290,7 +292,8 @@ async def test_the_async_tool_runs_every_command_on_trio(engine: Engine) -> None
         assert await arun(tool, "str_replace", path="/memories/a.md", old_str="b", new_str="c")
         assert await arun(tool, "view", path="/memories/a.md") == (
             "ok",
-            "Here's the content of /memories/a.md with line numbers:\n     1\ta\n     2\tc\n     3\t",
+            "Here's the content of /memories/a.md with line numbers:\n"
+            "     1\ta\n     2\tc\n     3\t",
         )
         assert await arun(tool, "rename", old_path="/memories/a.md", new_path="/memories/b.md")
         assert await arun(tool, "delete", path="/memories/b.md") == (
