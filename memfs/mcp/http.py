@@ -27,16 +27,16 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
-from mcp.server.streamable_http import StreamableHTTPServerTransport
 
 from memfs import rules
 from memfs.api.auth import Principal, authenticate, credential_from_headers
-from memfs.mcp.server import build_server
 from memfs.memory_tool.access import Attachment, EngineAccess, attachments_of_session
 from memfs.memory_tool.files import MemoryFiles
 from memfs.model import Access, MemoryStore, Scope
 
 if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
     from memfs.store import Engine
 
 __all__ = ["McpHttpEndpoint", "attachments_of_principal"]
@@ -101,7 +101,17 @@ class McpHttpEndpoint:
         logging.getLogger("mcp.server").setLevel(logging.WARNING)
         self._engine = engine
         self._insecure_dev = insecure_dev
-        self._server = build_server(self._files_of_request)
+        self._server_built: Server[Any, Any] | None = None
+
+    @property
+    def _server(self) -> Server[Any, Any]:
+        # Built at the first request: importing the mcp SDK costs seconds of start-up
+        # that a server nobody asks over MCP should not pay.
+        if self._server_built is None:
+            from memfs.mcp.server import build_server
+
+            self._server_built = build_server(self._files_of_request)
+        return self._server_built
 
     async def _files_of_request(self) -> MemoryFiles:
         request = self._server.request_context.request
@@ -124,7 +134,10 @@ class McpHttpEndpoint:
         return MemoryFiles(access, attachments)
 
     async def __call__(self, scope: Message, receive: Receive, send: Send) -> None:
+        from mcp.server.streamable_http import StreamableHTTPServerTransport
+
         scope[_SCOPE_KEY] = await self._files_of(scope)  # raises AuthenticationFailed
+        server = self._server
         transport = StreamableHTTPServerTransport(
             mcp_session_id=None, is_json_response_enabled=True
         )
@@ -132,10 +145,10 @@ class McpHttpEndpoint:
         async def run_server(*, task_status: anyio.abc.TaskStatus[None]) -> None:
             async with transport.connect() as (read_stream, write_stream):
                 task_status.started()
-                await self._server.run(
+                await server.run(
                     read_stream,
                     write_stream,
-                    self._server.create_initialization_options(),
+                    server.create_initialization_options(),
                     stateless=True,
                 )
 

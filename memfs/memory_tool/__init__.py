@@ -26,10 +26,16 @@ Usage::
 or ``MemfsMemoryTool.remote("http://127.0.0.1:8765", session_token)``.
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from memfs.memory_tool.access import Attachment, StoreAccess
 from memfs.memory_tool.files import MemoryFiles
 from memfs.memory_tool.refusals import RefusalKind, Refused
-from memfs.memory_tool.tool import AsyncMemfsMemoryTool, MemfsMemoryTool
+
+if TYPE_CHECKING:
+    from memfs.memory_tool.tool import AsyncMemfsMemoryTool, MemfsMemoryTool
 
 __all__ = [
     "AsyncMemfsMemoryTool",
@@ -40,3 +46,13 @@ __all__ = [
     "Refused",
     "StoreAccess",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    # The tool classes import the anthropic SDK (seconds on a busy machine); the MCP
+    # server, and so ``memfs serve``, use only the file service and never pay for it.
+    if name in ("AsyncMemfsMemoryTool", "MemfsMemoryTool"):
+        from memfs.memory_tool import tool
+
+        return getattr(tool, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
