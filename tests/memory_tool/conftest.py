@@ -17,8 +17,8 @@ from pathlib import Path
 
 import _test_paths  # first: puts tests/fuse and tests/faults on sys.path
 import fuse_fixtures
+import memory_helpers
 import pytest
-from faults_helpers import Server
 from fuse_helpers import Mounter
 
 from memfs.store import Engine
@@ -27,6 +27,7 @@ TESTS = _test_paths.TESTS
 fuse_available = fuse_fixtures.fuse_available
 store_engine = fuse_fixtures.store_engine
 make_store = fuse_fixtures.make_store
+server = memory_helpers.server
 
 
 @pytest.fixture
@@ -38,20 +39,5 @@ def mounter(
         yield mounter
     finally:
         mounter.close()
-    findings = list(store_engine.iter_fsck_findings())
-    assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)
-
-
-@pytest.fixture
-def server(store_engine: Engine, memfs_home: Path, tmp_path: Path) -> Iterator[Server]:
-    log_dir = tmp_path / "server-logs"
-    log_dir.mkdir()
-    server = Server(memfs_home / "memfs.db", log_dir)
-    server.start()
-    try:
-        yield server
-    finally:
-        server.stop()
-    assert server.tracebacks() == [], "the server logged a traceback"
     findings = list(store_engine.iter_fsck_findings())
     assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)

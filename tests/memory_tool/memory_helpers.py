@@ -1,12 +1,15 @@
 """Helpers of the memory-front-end tests (``tests/memory_tool``, ``tests/mcp``): the SDK's
 command types, running a command on a tool, a store access that lets a test act between
-an edit's read and its write, and the versions a store holds."""
+an edit's read and its write, the versions a store holds, and the ``server`` fixture (a
+real ``memfs serve``; each conftest names it)."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
 from typing import Any
 
+import pytest
 from anthropic.lib.tools import ToolError
 from anthropic.types.beta import (
     BetaMemoryTool20250818CreateCommand,
@@ -16,6 +19,7 @@ from anthropic.types.beta import (
     BetaMemoryTool20250818StrReplaceCommand,
     BetaMemoryTool20250818ViewCommand,
 )
+from faults_helpers import Server
 
 from memfs.memory_tool.access import FileInfo, StoreAccess, StoredFile
 from memfs.model import Memory, MemoryVersion
@@ -129,3 +133,20 @@ class InterferingAccess:
 
     async def aclose(self) -> None:
         await self.inner.aclose()
+
+
+@pytest.fixture
+def server(store_engine: Engine, memfs_home: Path, tmp_path: Path) -> Iterator[Server]:
+    """A real ``memfs serve`` on ``$MEMFS_HOME/memfs.db``; it must stop cleanly and log no
+    traceback, and fsck must find the database clean."""
+    log_dir = tmp_path / "server-logs"
+    log_dir.mkdir()
+    server = Server(memfs_home / "memfs.db", log_dir)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+    assert server.tracebacks() == [], "the server logged a traceback"
+    findings = list(store_engine.iter_fsck_findings())
+    assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)
