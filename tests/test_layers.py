@@ -109,6 +109,8 @@ def test_relative_imports_are_resolved() -> None:
         (("sqlalchemy", "alembic"), "memfs.store"),
         (("pyfuse3",), "memfs.fuse"),
         (("fastapi", "starlette", "hypercorn"), "memfs.api"),
+        (("mcp",), "memfs.mcp"),
+        (("anthropic",), "memfs.memory_tool"),
     ],
 )
 def test_only_one_layer_imports_each_library(libraries: tuple[str, ...], owner: str) -> None:
@@ -126,6 +128,14 @@ def test_store_imports_neither_fuse_nor_api_nor_cli() -> None:
 
 def test_fuse_and_api_never_import_cli() -> None:
     assert offenders(("memfs.fuse", "memfs.api"), (), "memfs.cli") == []
+
+
+def test_the_memory_front_ends_sit_on_one_core() -> None:
+    """memfs.memory_tool (the SDK tool and the memory file service) is the core of both
+    front ends; memfs.mcp is above it, and neither reaches into a mount or the CLI."""
+    front_ends = ("memfs.memory_tool", "memfs.mcp")
+    assert offenders(front_ends, (), "memfs.cli", "memfs.fuse") == []
+    assert offenders(("memfs.memory_tool",), (), "memfs.mcp", "memfs.api") == []
 
 
 # The store's face is memfs.store's __all__; its modules are private to it.

@@ -1,5 +1,5 @@
-"""Puts ``tests/memory_tool`` on ``sys.path`` and, through its ``_test_paths``, the FUSE
-and fault tests' helpers; imported first by this directory's conftest."""
+"""Puts ``tests/memory_tool`` on ``sys.path`` (its :mod:`memory_helpers` serve both
+directories); imported first by this directory's conftest."""
 
 from __future__ import annotations
 
@@ -7,5 +7,7 @@ import importlib
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "memory_tool"))
-TESTS = importlib.import_module("_test_paths").TESTS
+MEMORY_TOOL_TESTS = Path(__file__).resolve().parent.parent / "memory_tool"
+if str(MEMORY_TOOL_TESTS) not in sys.path:
+    sys.path.insert(0, str(MEMORY_TOOL_TESTS))
+memory_helpers = importlib.import_module("memory_helpers")

@@ -11,7 +11,7 @@ from datetime import timedelta
 from typing import Any
 
 import httpx
-from fuse_helpers import MEMFS
+from _support.mount import MEMFS
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client

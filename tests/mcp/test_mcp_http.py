@@ -8,7 +8,7 @@ import json
 
 import httpx
 import pytest
-from faults_helpers import Server
+from _support.serve import ServeProcess
 from mcp.shared.exceptions import McpError
 from mcp_helpers import TOOL_NAMES, call, http_session
 from memory_helpers import live, versions
@@ -19,7 +19,7 @@ from memfs.store import Engine, ResourceSpec
 
 
 async def test_every_tool_over_http_writes_versions_of_the_token_session(
-    server: Server, store_engine: Engine
+    server: ServeProcess, store_engine: Engine
 ) -> None:
     notes = store_engine.create_store("Notes")
     team = store_engine.create_store("Team")
@@ -75,7 +75,7 @@ async def test_every_tool_over_http_writes_versions_of_the_token_session(
 
 
 async def test_a_session_token_reaches_only_its_stores(
-    server: Server, store_engine: Engine
+    server: ServeProcess, store_engine: Engine
 ) -> None:
     mine = store_engine.create_store("Mine")
     other = store_engine.create_store("Other")
@@ -98,7 +98,9 @@ async def test_a_session_token_reaches_only_its_stores(
     assert live(store_engine, other.id) == {"/secret.md": "the secret"}
 
 
-async def test_mcp_over_http_needs_a_valid_credential(server: Server, store_engine: Engine) -> None:
+async def test_mcp_over_http_needs_a_valid_credential(
+    server: ServeProcess, store_engine: Engine
+) -> None:
     initialize = {
         "jsonrpc": "2.0",
         "id": 1,
@@ -123,7 +125,7 @@ async def test_mcp_over_http_needs_a_valid_credential(server: Server, store_engi
 
 
 async def test_an_api_key_writes_as_itself_and_a_read_key_can_not_write(
-    server: Server, store_engine: Engine
+    server: ServeProcess, store_engine: Engine
 ) -> None:
     notes = store_engine.create_store("Notes")
     writer, writer_secret = store_engine.create_api_key(

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from faults_helpers import Server
+from _support.serve import ServeProcess
 from mcp.shared.exceptions import McpError
 from mcp_helpers import TOOL_NAMES, call, stdio_session
 from memory_helpers import live, versions
@@ -120,7 +120,7 @@ async def test_a_resource_of_a_store_not_attached_is_an_mcp_error(store_engine: 
 
 
 async def test_memfs_mcp_with_a_session_token_uses_the_server(
-    server: Server, store_engine: Engine
+    server: ServeProcess, store_engine: Engine
 ) -> None:
     notes = store_engine.create_store("Notes")
     team = store_engine.create_store("Team")

@@ -1,13 +1,12 @@
 """Fixtures of the memory-tool tests.
 
 - ``engine`` (top-level: SQLite and PostgreSQL, fsck at teardown): the embedded tests.
-- ``fuse_available``, ``store_engine`` (an engine on ``$MEMFS_HOME/memfs.db``, the
-  database of the mount daemons and of ``memfs serve``), ``make_store``: the FUSE tests'
-  fixtures (``tests/fuse/fuse_fixtures.py``).
-- ``mounter``: the FUSE tests' real-mount harness; at teardown every mount is unmounted
-  and checked (daemon exit status, no unannounced WARNING/ERROR), then fsck.
-- ``server``: a real ``memfs serve`` on ``$MEMFS_HOME/memfs.db`` (``tests/faults``'
-  :class:`Server`); it must stop cleanly and log no traceback.
+- ``store_engine`` (an engine on ``$MEMFS_HOME/memfs.db``, the database of the mount
+  daemons and of ``memfs serve``), ``fuse_available``, ``server`` (a real ``memfs
+  serve``): from :mod:`memory_helpers`.
+- ``mounter``: the real-mount harness of ``tests/_support/mount.py``; at teardown every
+  mount is unmounted and checked (daemon exit status, no unannounced WARNING/ERROR),
+  then fsck.
 """
 
 from __future__ import annotations
@@ -15,18 +14,14 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import _test_paths  # first: puts tests/fuse and tests/faults on sys.path
-import fuse_fixtures
 import memory_helpers
 import pytest
-from fuse_helpers import Mounter
+from _support.mount import Mounter
 
 from memfs.store import Engine
 
-TESTS = _test_paths.TESTS
-fuse_available = fuse_fixtures.fuse_available
-store_engine = fuse_fixtures.store_engine
-make_store = fuse_fixtures.make_store
+store_engine = memory_helpers.store_engine
+fuse_available = memory_helpers.fuse_available
 server = memory_helpers.server
 
 

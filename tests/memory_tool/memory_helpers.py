@@ -1,7 +1,7 @@
 """Helpers of the memory-front-end tests (``tests/memory_tool``, ``tests/mcp``): the SDK's
 command types, running a command on a tool, a store access that lets a test act between
-an edit's read and its write, the versions a store holds, and the ``server`` fixture (a
-real ``memfs serve``; each conftest names it)."""
+an edit's read and its write, the versions a store holds, and the fixtures both conftests
+name: ``store_engine``, ``fuse_available``, ``server`` (a real ``memfs serve``)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from _support.mount import FUSE_UNAVAILABLE_REASON
+from _support.serve import ServeProcess
 from anthropic.lib.tools import ToolError
 from anthropic.types.beta import (
     BetaMemoryTool20250818CreateCommand,
@@ -19,11 +21,10 @@ from anthropic.types.beta import (
     BetaMemoryTool20250818StrReplaceCommand,
     BetaMemoryTool20250818ViewCommand,
 )
-from faults_helpers import Server
 
 from memfs.memory_tool.access import FileInfo, StoreAccess, StoredFile
 from memfs.model import Memory, MemoryVersion
-from memfs.store import Engine
+from memfs.store import Engine, open_engine
 
 COMMAND_TYPES: dict[str, Any] = {
     "view": BetaMemoryTool20250818ViewCommand,
@@ -136,13 +137,29 @@ class InterferingAccess:
 
 
 @pytest.fixture
-def server(store_engine: Engine, memfs_home: Path, tmp_path: Path) -> Iterator[Server]:
+def store_engine(memfs_home: Path) -> Iterator[Engine]:
+    """An engine on ``$MEMFS_HOME/memfs.db``: the database of the mount daemons, of
+    ``memfs mcp`` and of ``memfs serve`` started by the test."""
+    engine = open_engine()
+    try:
+        yield engine
+    finally:
+        engine.close()
+
+
+@pytest.fixture
+def fuse_available() -> None:
+    if FUSE_UNAVAILABLE_REASON is not None:
+        pytest.skip(FUSE_UNAVAILABLE_REASON)
+
+
+@pytest.fixture
+def server(store_engine: Engine, memfs_home: Path, tmp_path: Path) -> Iterator[ServeProcess]:
     """A real ``memfs serve`` on ``$MEMFS_HOME/memfs.db``; it must stop cleanly and log no
     traceback, and fsck must find the database clean."""
     log_dir = tmp_path / "server-logs"
     log_dir.mkdir()
-    server = Server(memfs_home / "memfs.db", log_dir)
-    server.start()
+    server = ServeProcess(memfs_home / "memfs.db", log_dir)
     try:
         yield server
     finally:

@@ -4,11 +4,9 @@ the read and the write of one ``str_replace``, is never lost (SPEC §2 precondit
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import pytest
 import trio
-from fuse_helpers import Mount, Mounter, run_python, wait_until
+from _support.mount import Mount, Mounter, run_python, wait_until
 from memory_helpers import InterferingAccess, arun, live, run, versions
 
 from memfs.memory_tool import AsyncMemfsMemoryTool, MemfsMemoryTool, MemoryFiles
@@ -19,6 +17,12 @@ from memfs.store import Engine
 pytestmark = pytest.mark.fuse
 
 PLAN = "# Plan\n- one\n- two\n"
+
+
+def make_store(engine: Engine) -> MemoryStore:
+    store = engine.create_store("Notes")
+    engine.create_memory(store.id, "/plan.md", PLAN, actor=None)
+    return store
 
 
 def append_through_mount(path: str, text: str) -> None:
@@ -32,9 +36,9 @@ def read_through_mount(path: str) -> str:
 
 
 def test_a_mount_edit_between_view_and_str_replace_is_kept(
-    mounter: Mounter, make_store: Callable[..., MemoryStore], store_engine: Engine
+    mounter: Mounter, store_engine: Engine
 ) -> None:
-    store = make_store("Notes", {"/plan.md": PLAN})
+    store = make_store(store_engine)
     mount: Mount = mounter.mount("Notes")
     plan = str(mount / "notes" / "plan.md")
     with MemfsMemoryTool.embedded(store_engine, ["Notes"]) as tool:
@@ -57,9 +61,9 @@ def test_a_mount_edit_between_view_and_str_replace_is_kept(
 
 
 async def test_a_mount_write_racing_one_str_replace_is_kept(
-    mounter: Mounter, make_store: Callable[..., MemoryStore], store_engine: Engine
+    mounter: Mounter, store_engine: Engine
 ) -> None:
-    store = make_store("Notes", {"/plan.md": PLAN})
+    store = make_store(store_engine)
     mount: Mount = mounter.mount("Notes")
     plan = str(mount / "notes" / "plan.md")
 

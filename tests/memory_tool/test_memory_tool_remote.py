@@ -6,8 +6,8 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from _support.serve import ServeProcess
 from anthropic.lib.tools import ToolError
-from faults_helpers import Server
 from memory_helpers import InterferingAccess, arun, live, run, versions
 
 from memfs.memory_tool import AsyncMemfsMemoryTool, MemfsMemoryTool, MemoryFiles
@@ -31,7 +31,7 @@ def make_session(engine: Engine) -> tuple[str, str, str, str]:
 
 
 def test_every_command_over_the_server_is_a_version_of_the_session(
-    server: Server, store_engine: Engine
+    server: ServeProcess, store_engine: Engine
 ) -> None:
     session_id, token, notes_id, team_id = make_session(store_engine)
     with MemfsMemoryTool.remote(server.url, token) as tool:
@@ -74,7 +74,7 @@ def test_every_command_over_the_server_is_a_version_of_the_session(
 
 
 async def test_the_server_enforces_a_read_only_attachment_too(
-    server: Server, store_engine: Engine
+    server: ServeProcess, store_engine: Engine
 ) -> None:
     _session_id, token, _notes_id, team_id = make_session(store_engine)
     access = HttpAccess(MemfsClient(server.url, token))
@@ -96,7 +96,7 @@ async def test_the_server_enforces_a_read_only_attachment_too(
 
 
 async def test_a_race_over_http_is_redone_on_the_new_content(
-    server: Server, store_engine: Engine
+    server: ServeProcess, store_engine: Engine
 ) -> None:
     _session_id, token, notes_id, _team_id = make_session(store_engine)
     memory = store_engine.create_memory(notes_id, "/a.md", "x\ny\n", actor=None)
@@ -117,7 +117,7 @@ async def test_a_race_over_http_is_redone_on_the_new_content(
     assert live(store_engine, notes_id) == {"/a.md": "X\ny\nz\n"}
 
 
-def test_a_bad_token_is_refused_in_the_tool_words(server: Server) -> None:
+def test_a_bad_token_is_refused_in_the_tool_words(server: ServeProcess) -> None:
     with pytest.raises(ToolError) as refused:
         MemfsMemoryTool.remote(server.url, "memfs_st_not-a-token")
     assert refused.value.content == (
