@@ -229,7 +229,7 @@ def build_server(files_provider: FilesProvider) -> Server[Any, Any]:
         instructions=(
             "Memory files of memfs stores under /memories: view, create, str_replace, "
             "insert, delete, rename; list_stores names the stores and their access. Every "
-            "change is a new version of the memory, attributed to this session."
+            "change is a new version of the memory, attributed to this session (or API key)."
         ),
     )
 

@@ -145,13 +145,14 @@ class MemfsMemoryTool(BetaAbstractMemoryTool):
 
     def __init__(self, make_files: Callable[[], Awaitable[MemoryFiles]]) -> None:
         super().__init__()
-        self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal()
-        self._portal = self._portal_cm.__enter__()
+        portal_cm = start_blocking_portal()
+        self._portal = portal_cm.__enter__()
         try:
             self.files = self._portal.call(make_files)
         except BaseException:
-            self._portal_cm.__exit__(None, None, None)
+            portal_cm.__exit__(None, None, None)
             raise
+        self._portal_cm: AbstractContextManager[BlockingPortal] | None = portal_cm
 
     @classmethod
     def embedded(cls, engine: Engine, stores: StoreSpecs) -> Self:
@@ -180,13 +181,13 @@ class MemfsMemoryTool(BetaAbstractMemoryTool):
 
     def close(self) -> None:
         """Closes the file service and stops the tool's loop thread (idempotent)."""
-        if self._portal_cm is None:
+        portal_cm, self._portal_cm = self._portal_cm, None
+        if portal_cm is None:
             return
         try:
             self._portal.call(self.files.aclose)
         finally:
-            cm, self._portal_cm = self._portal_cm, None  # type: ignore[assignment]
-            cm.__exit__(None, None, None)
+            portal_cm.__exit__(None, None, None)
 
     def _run(self, func: Callable[..., Awaitable[str]], *args: Any) -> str:
         async def call() -> str:
