@@ -14,7 +14,8 @@ request. The caller's credential decides what the MCP server offers:
   ``memory:delete``.
 
 Every engine call is checked by the principal (``Principal.require``) as the REST routes
-are. An unauthenticated request raises :class:`~memfs.errors.AuthenticationFailed`,
+are. Limitation: an API key's stores are listed again at every request (one engine call
+per 100 stores); session tokens, at most 8 stores, are the intended credential here. An unauthenticated request raises :class:`~memfs.errors.AuthenticationFailed`,
 which the API's error handler answers with 401 and the error envelope.
 """
 
