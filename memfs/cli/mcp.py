@@ -14,12 +14,15 @@ protocol, logs go to stderr. The same server over streamable HTTP is ``/mcp`` un
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import sys
 from typing import Annotated
 
 import typer
+
+from memfs.cli._common import DatabaseOption, command_engine, fail
 
 __all__ = ["register"]
 
@@ -29,11 +32,6 @@ TOKEN_ENV = "MEMFS_TOKEN"
 def register(app: typer.Typer) -> None:
     """Adds ``mcp`` to ``app``."""
     app.command("mcp")(mcp)
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"memfs: error: {message}", err=True)
-    return typer.Exit(1)
 
 
 def mcp(
@@ -46,9 +44,7 @@ def mcp(
             "one store is /memories itself).",
         ),
     ] = None,
-    database: Annotated[
-        str | None, typer.Option("--database", help="Database URL or SQLite file.")
-    ] = None,
+    database: DatabaseOption = None,
     api: Annotated[
         str | None, typer.Option("--api", help="URL of a memfs serve (needs --token).")
     ] = None,
@@ -62,38 +58,37 @@ def mcp(
     as a resource memfs://<store>/<path>."""
     import anyio
 
-    from memfs.cli.server import _parse_store_spec
     from memfs.mcp.stdio import serve_stdio
     from memfs.memory_tool.access import HttpAccess, StoreAccess, open_embedded
     from memfs.memory_tool.refusals import Refused
+    from memfs.model import Access
+    from memfs.rules import parse_store_spec
 
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
-    stores = [_parse_store_spec(s) for s in store or []]
-    engine = None
-    access: StoreAccess
-    if api is not None:
-        if database is not None or stores:
-            raise _fail("--api takes the session's stores; --store and --database go without it")
-        if not token:
-            raise _fail(f"--api needs --token (or ${TOKEN_ENV})")
-        from memfs.remote.client import MemfsClient
+    stores = [
+        (spec.name_or_id, Access.READ_ONLY if spec.read_only else Access.READ_WRITE)
+        for spec in map(parse_store_spec, store or [])
+    ]
+    with contextlib.ExitStack() as resources:
+        access: StoreAccess
+        if api is not None:
+            if database is not None or stores:
+                fail("--api takes the session's stores; --store and --database go without it")
+            if not token:
+                fail(f"--api needs --token (or ${TOKEN_ENV})")
+            from memfs.remote.client import MemfsClient
 
-        access = HttpAccess(MemfsClient(api, token))
-    else:
-        if token is not None and os.environ.get(TOKEN_ENV) != token:
-            raise _fail("--token needs --api URL")
-        if not stores:
-            raise _fail("give at least one --store (or --api URL --token T)")
-        from memfs.store import open_engine
-
-        engine = open_engine(database)
-        access = open_embedded(engine, stores, title="memfs mcp")
-    try:
-        anyio.run(serve_stdio, access)
-    except Refused as refused:
-        raise _fail(refused.text) from None
-    finally:
-        if engine is not None:
-            engine.close()
+            access = HttpAccess(MemfsClient(api, token))
+        else:
+            if token is not None and os.environ.get(TOKEN_ENV) != token:
+                fail("--token needs --api URL")
+            if not stores:
+                fail("give at least one --store (or --api URL --token T)")
+            engine = resources.enter_context(command_engine(database))
+            access = open_embedded(engine, stores, title="memfs mcp")
+        try:
+            anyio.run(serve_stdio, access)
+        except Refused as refused:
+            fail(refused.text)

@@ -15,8 +15,10 @@ request. The caller's credential decides what the MCP server offers:
 
 Every engine call is checked by the principal (``Principal.require``) as the REST routes
 are. Limitation: an API key's stores are listed again at every request (one engine call
-per 100 stores); session tokens, at most 8 stores, are the intended credential here. An unauthenticated request raises :class:`~memfs.errors.AuthenticationFailed`,
-which the API's error handler answers with 401 and the error envelope.
+per 100 stores); session tokens, at most 8 stores, are the intended credential here.
+
+An unauthenticated request raises :class:`~memfs.errors.AuthenticationFailed`, which the
+API's error handler answers with 401 and the error envelope.
 """
 
 from __future__ import annotations

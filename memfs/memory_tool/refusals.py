@@ -117,24 +117,23 @@ REFUSAL_BY_ERROR: dict[type[BaseException], tuple[RefusalKind, str]] = {
         RefusalKind.INTERNAL,
         "memfs found its store damaged while reading {path}: {message}",
     ),
+    # The database stayed locked past the busy timeout: nothing was written.
+    domain.StoreBusy: (
+        RefusalKind.UNAVAILABLE,
+        "memfs is busy; {path} was not changed. Try again: {message}",
+    ),
+    domain.DatabaseUnavailable: (
+        RefusalKind.UNAVAILABLE,
+        "memfs can't open its database, so {path} was not changed or read: {message}",
+    ),
+    # A remote server away (the client's ServerUnavailable): a write whose answer was
+    # lost may still have been applied, so the model is told to look.
+    domain.BackendUnavailable: (
+        RefusalKind.UNAVAILABLE,
+        "The memfs server can't be reached now, so {path} was not changed or read "
+        "(a write may still have been applied; view it to check): {message}",
+    ),
 }
-
-
-def _unavailable_classes() -> dict[type[BaseException], tuple[RefusalKind, str]]:
-    # BackendUnavailable lives with the Backend port (memfs.fuse.backend today); the
-    # remote client raises its subclass ServerUnavailable.
-    from memfs.remote.client import ServerUnavailable
-
-    return {
-        ServerUnavailable: (
-            RefusalKind.UNAVAILABLE,
-            "The memfs server can't be reached now, so {path} was not changed or read "
-            "(a write may still have been applied; view it to check): {message}",
-        )
-    }
-
-
-REFUSAL_BY_ERROR.update(_unavailable_classes())
 
 
 def refusal_for(exc: BaseException, path: str) -> Refused:
