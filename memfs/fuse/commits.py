@@ -91,10 +91,19 @@ class Committer:
             working.unchanged()
             return
         if node.parent is None:
+            if node.attachment is not None and node.attachment.deleted:
+                # The store was deleted while this was pending: refused like the
+                # content of a new file, kept (issue 10 item 3).
+                self.reject(node, data, ReadOnly(f"store {node.attachment.name!r} was deleted"))
             working.unchanged()  # unlinked while open: the content went with its last name
             return
         if is_local_scratch(node):
             return  # scratch content lives only in the mount (SPEC §4 atomic save)
+        if node.memory is None and working.only_refused:
+            # A new file whose every write was refused leaves nothing (SPEC §4: a
+            # refused write changes nothing; the refusal was reported at write).
+            self.reset_to_head(node)
+            return
         if node.stored and sha256_hex(data) == working.base_sha256:
             working.unchanged()  # SPEC §4: none when unchanged
             return
@@ -129,12 +138,42 @@ class Committer:
         log.info("committed %s (%d bytes, version %s)", self._table.display_path(node),
                  len(data), memory.memory_version_id)
 
+    async def drop_refused_create(self, node: Node) -> None:
+        """The last close of a file created at once (``O_EXCL``) whose every write was
+        refused: its empty memory goes again (a soft delete), as a new file in that
+        situation leaves nothing (issue 10 item 5: ``cp`` of a binary file)."""
+        memory = node.memory
+        if (
+            not node.created_here
+            or memory is None
+            or node.parked
+            or memory.content_size_bytes
+            or not node.working.only_refused
+            or node.attachment is None
+        ):
+            return
+        await self.delete_memory(node.attachment, memory)
+        self._table.set_memory(node, None)
+        self.reset_to_head(node)
+
+    def created(self, node: Node, memory: Memory) -> None:
+        """New file ``node`` was created in the store as ``memory`` (empty) by this
+        mount, before any content (an ``O_EXCL`` create)."""
+        node.created_here = True
+        self._table.set_memory(node, memory)
+        node.working.start_empty(dirty=False)
+        node.working.committed(memory.content_sha256, b"")
+        self._reader.remember(memory.blob_key, b"")
+        for ancestor in self._table.ancestors(node):
+            ancestor.held = False
+
     async def _write_content(self, node: Node, target: Attachment, path: str, text: str) -> Memory:
         """The one store call of a commit: create, copy-up, reuse a parked memory, or
         update with the opened digest as precondition."""
         if node.memory is None:
             holder = self._table.parked_holder(target, path)
             if holder is None:
+                node.created_here = True
                 return await self._backend.create_memory(
                     target.store_id, path, text, metadata=node.working.pending_metadata or None
                 )
@@ -256,15 +295,13 @@ class Committer:
         self.reset_to_head(node)
         raise RefusedWrite(str(exc), cause=exc) from exc
 
-    def drop_refused(self, node: Node) -> NoReturn:
-        """The close after a refused write: partial content is not committed."""
-        refusal = node.working.refusal
-        assert refusal is not None
-        data = node.working.pending()
-        if data and not is_local_scratch(node):
-            self.reject(node, data, refusal)
+    def report_lost(self, node: Node) -> NoReturn:
+        """The close after pending changes were discarded (their base was redacted
+        elsewhere): the file shows its head; the close reports why."""
+        lost = node.working.lost
+        assert lost is not None
         self.reset_to_head(node)
-        raise RefusedWrite(str(refusal), cause=refusal)
+        raise RefusedWrite(str(lost), cause=lost)
 
     async def delete_memory(self, attachment: Attachment, memory: Memory) -> None:
         """SPEC §4 ``rm``: a soft delete; already gone elsewhere counts as done."""

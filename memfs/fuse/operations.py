@@ -21,10 +21,12 @@ The layers below, one concern each:
 Content model (SPEC §4 semantics): a file's content lives in its node's working copy
 while open, shared by every handle (close-to-open consistency). ``flush`` (every
 ``close``) and ``fsync`` of a writable handle commit changed content as exactly one
-version; ``release`` only frees. A write is refused early: beyond 102,400 bytes (EFBIG)
-or with a byte that can never be in text content (EILSEQ, :func:`memfs.rules.
-check_content_fragment`). The close that follows a refused write does not commit the
-partial content: it keeps it under ``rejected/`` and reports the same errno.
+version; ``release`` only frees. A write is refused early, in SPEC §4's order of
+refusals: read-only (EROFS), then a byte that can never be in text content (EILSEQ,
+:func:`memfs.rules.check_content_fragment`), then beyond 102,400 bytes (EFBIG). A refused
+write or truncate changes nothing, and the rest is still committed at close; content
+the store refuses as a whole at close (invalid UTF-8) is kept under ``rejected/`` and
+the close reports the errno.
 
 Kernel caches are invalidated by :meth:`Operations.deliver_notices` (a separate task:
 invalidating from inside a handler could deadlock on the inode being handled).
@@ -59,6 +61,7 @@ from memfs.errors import (
     InvalidInput,
     InvalidPath,
     MemfsError,
+    NotFound,
     PathTooLong,
     StoreFull,
 )
@@ -71,6 +74,7 @@ from memfs.fuse.errors import (
     EntryExists,
     FilesystemError,
     IsADirectory,
+    NoSuchEntry,
     NotADirectory,
     NotSupported,
     ReadOnly,
@@ -173,12 +177,14 @@ class _Handle:
     (write(2): "the file offset is first set to the end of the file").
     Every handle of a node reads the node's one content, as on a local filesystem: the
     kernel's page cache is per inode, so a per-handle snapshot would leak into the pages
-    other opens read."""
+    other opens read.
+    ``pid``: the process that opened it (see :meth:`Operations._refused`)."""
 
     node: Node
     writable: bool
     wrote: bool = False
     append: bool = False
+    pid: int = 0
 
 
 @dataclass
@@ -373,8 +379,43 @@ class Operations(pyfuse3.Operations):
         elif name == b"..":
             node = parent.parent or self._table.root
         else:
-            node = self._table.child(parent, _decode_name(name))
+            text = _decode_name(name)
+            try:
+                node = self._table.child(parent, text)
+            except NoSuchEntry:
+                # SPEC §4 close-to-open: a file just created by another embedded mount
+                # is found by the first lookup, not a feed poll later.
+                # (The feed task may have applied it while this looked: ask again.)
+                await self._catch_up(self._attachments_below(parent))
+                node = self._table.child(parent, text)
         return self._remember(node)
+
+    def _attachments_below(self, directory: Node) -> list[Attachment]:
+        """The stores whose paths ``directory`` shows (all of them at a shared root)."""
+        if directory.attachment is not None:
+            return [directory.attachment]
+        return list(self._table.attachments)
+
+    async def _catch_up(self, attachments: Sequence[Attachment]) -> None:
+        """Applies what other writers committed to ``attachments`` before this request
+        goes on (SPEC §4: an open checks the database's change counter and catches up
+        before it returns). Costs one cheap backend read per store when nothing changed;
+        nothing on a backend without a cheap counter (remote: the feed delivers).
+        Failures only leave the change to the feed task (logged).
+        """
+        for attachment in attachments:
+            if attachment.deleted:
+                continue
+            try:
+                try:
+                    newest = await self._backend.change_counter(attachment.store_id)
+                except NotFound:
+                    newest = attachment.seq + 1  # deleted: its feed's last entry says so
+                while newest is not None and newest > attachment.seq:
+                    if not await self.follower.apply(attachment):
+                        break  # the feed task applied them meanwhile
+            except (MemfsError, FilesystemError) as exc:
+                log.info("catching up with %r failed: %s", attachment.name, exc)
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         try:
@@ -401,7 +442,11 @@ class Operations(pyfuse3.Operations):
             if node.is_dir:
                 raise IsADirectory(f"{self._table.display_path(node)} is a directory")
             self._table.content_target(node)
-            self._check_size(node, attr.st_size)
+            try:
+                self._check_size(node, attr.st_size)
+            except MemfsError:
+                node.working.refuse()  # nothing changed (SPEC §4), not even the times
+                raise
             await self.reader.ensure_loaded(node)
             if node.working.truncate(attr.st_size):
                 node.mtime_ns = time.time_ns()
@@ -547,9 +592,26 @@ class Operations(pyfuse3.Operations):
             attachment = self._table.write_target(parent)
             text_name, path = self._new_entry_name(parent, name)
             await self._check_room(attachment, text_name, path)
+            exclusive = (
+                bool(flags & os.O_EXCL)
+                and not is_scratch_name(text_name)
+                and self._table.parked_holder(attachment, path) is None
+            )
+            # SPEC §4: O_EXCL is exclusive across every mount of the store: the create is
+            # committed at once (an empty memory); a second creator elsewhere meets
+            # PathConflict (EEXIST).
+            memory = (
+                await self._backend.create_memory(attachment.store_id, path, "")
+                if exclusive else None
+            )
             node = self._table.new_file(parent, text_name, attachment)
-            node.working.start_empty(dirty=True)  # a memory at its first close
-            fh = self._open_handle(node, writable=True, append=bool(flags & os.O_APPEND))
+            if memory is not None:
+                self.committer.created(node, memory)
+            else:
+                node.working.start_empty(dirty=True)  # a memory at its first close
+            fh = self._open_handle(
+                node, writable=True, append=bool(flags & os.O_APPEND), pid=ctx.pid
+            )
             attributes = self._remember(node)
         self._send_notices()
         return pyfuse3.FileInfo(fh=fh, keep_cache=False), attributes
@@ -559,6 +621,8 @@ class Operations(pyfuse3.Operations):
         node = self._table.get(inode)
         if node.is_dir:
             raise IsADirectory(f"{self._table.display_path(node)} is a directory")
+        if node.attachment is not None:
+            await self._catch_up([node.attachment])  # SPEC §4 close-to-open
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
         if writable or flags & os.O_TRUNC:
             self._table.content_target(node)
@@ -574,7 +638,9 @@ class Operations(pyfuse3.Operations):
         # A read-only open loads nothing: the first read does (Operations.read). With
         # keep_cache the kernel's pages answer the reads, so a warm `cat` or `grep -r`
         # never copies the content out of the cache or the store.
-        fh = self._open_handle(node, writable=writable, append=bool(flags & os.O_APPEND))
+        fh = self._open_handle(
+            node, writable=writable, append=bool(flags & os.O_APPEND), pid=ctx.pid
+        )
         # keep_cache only when the kernel's pages hold exactly what this open serves.
         keep_cache, kernel_stale = working.opened()
         if kernel_stale:
@@ -613,9 +679,11 @@ class Operations(pyfuse3.Operations):
         if room is not None and room <= 0:
             raise StoreFull(f"memory store {attachment.name!r} is full: delete a memory first")
 
-    def _open_handle(self, node: Node, *, writable: bool, append: bool = False) -> int:
+    def _open_handle(
+        self, node: Node, *, writable: bool, append: bool = False, pid: int = 0
+    ) -> int:
         fh = next(self._next_fh)
-        self._handles[fh] = _Handle(node, writable, append=append)
+        self._handles[fh] = _Handle(node, writable, append=append, pid=pid)
         node.open_count += 1
         return fh
 
@@ -642,12 +710,12 @@ class Operations(pyfuse3.Operations):
                 self._table.notice(Notice(node.inode, attr_only=True))
                 self._send_notices()
             off = end_of_content
-        try:
-            self._check_size(node, off + len(buf))
+        try:  # SPEC §4 order of refusals: EROFS (above), then EILSEQ, then EFBIG
             if not is_local_scratch(node):
                 check_content_fragment(buf, off)
-        except MemfsError as exc:
-            node.working.refuse(exc)
+            self._check_size(node, off + len(buf))
+        except MemfsError:
+            self._refused(handle)
             raise
         await self.reader.ensure_loaded(node)
         node.working.write(off, buf)
@@ -655,6 +723,17 @@ class Operations(pyfuse3.Operations):
         node.kernel_attributes = None  # the kernel drops its size and times at a write
         handle.wrote = True
         return len(buf)
+
+    def _refused(self, handle: _Handle) -> None:
+        """A write through ``handle`` was refused: it changed nothing (SPEC §4). New
+        files its process created and still holds open without having written anything
+        count as refused too: a tool that failed on content memfs can't store (sqlite3,
+        whose journal is binary) leaves no empty file behind (issue 10 item 5)."""
+        handle.node.working.refuse()
+        for other in self._handles.values():
+            node = other.node
+            if other.pid == handle.pid and node.memory is None and not node.working.buffer:
+                node.working.refuse()
 
     def _check_size(self, node: Node, size_bytes: int) -> None:
         """Raises ContentTooLarge (EFBIG): content beyond SPEC §1's limit, or a scratch
@@ -674,7 +753,7 @@ class Operations(pyfuse3.Operations):
         # `echo x > f` opens, dup2()s onto stdout and closes the original descriptor
         # before writing, and that close must not make an empty version.
         handle = self._handle(fh)
-        if handle.writable and (handle.wrote or handle.node.working.refusal is not None):
+        if handle.writable and (handle.wrote or handle.node.working.lost is not None):
             await self._close_commit(handle.node)
 
     @_handler
@@ -686,8 +765,8 @@ class Operations(pyfuse3.Operations):
     async def _close_commit(self, node: Node) -> None:
         try:
             async with self._lock:
-                if node.working.refusal is not None:
-                    self.committer.drop_refused(node)
+                if node.working.lost is not None:
+                    self.committer.report_lost(node)
                 elif node.working.dirty:
                     await self.committer.commit(node)
         finally:
@@ -707,6 +786,9 @@ class Operations(pyfuse3.Operations):
                 # now. A refusal can only be logged and kept (release has no caller).
                 async with self._lock:
                     await self.committer.commit(node)
+            elif node.open_count == 0 and node.working.only_refused:
+                async with self._lock:
+                    await self.committer.drop_refused_create(node)
         finally:
             if node.open_count == 0:
                 node.working.closed()
