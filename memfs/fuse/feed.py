@@ -11,12 +11,13 @@ working copy derived from them; archived and deleted stores turn read-only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import trio
 
 from memfs.backend import Backend
 from memfs.errors import BackendUnavailable, MemfsError, NotFound
+from memfs.fuse.errors import FilesystemError
 from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
 from memfs.fuse.reading import ContentReader
 from memfs.fuse.status import MountStatus
@@ -173,6 +174,27 @@ class ChangeFollower:
                 self._table.remove(node)
                 self._table.prune(parent)
             self._notice_modes(attachment)
+
+    async def catch_up(self, attachments: Sequence[Attachment]) -> None:
+        """Applies what other writers committed to ``attachments`` before this request
+        goes on (SPEC §4: an open checks the database's change counter and catches up
+        before it returns). Costs one cheap backend read per store when nothing changed;
+        nothing on a backend without a cheap counter (remote: the feed delivers).
+        Failures only leave the change to the feed task (logged).
+        """
+        for attachment in attachments:
+            if attachment.deleted:
+                continue
+            try:
+                try:
+                    newest = await self._backend.change_counter(attachment.store_id)
+                except NotFound:
+                    newest = attachment.seq + 1  # deleted: its feed's last entry says so
+                while newest is not None and newest > attachment.seq:
+                    if not await self.apply(attachment):
+                        break  # the feed task applied them meanwhile
+            except (MemfsError, FilesystemError) as exc:
+                log.info("catching up with %r failed: %s", attachment.name, exc)
 
     async def _store_gone(self, attachment: Attachment, changes: list[Change]) -> bool:
         """Whether ``attachment``'s store is deleted (its last entry, or no such store)."""

@@ -26,11 +26,19 @@ from dataclasses import dataclass
 from memfs.backend import Backend, MemoryChange
 from memfs.errors import PreconditionFailed
 from memfs.fuse.commits import Committer
-from memfs.fuse.errors import ReadOnly
-from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
+from memfs.fuse.errors import (
+    CrossStore,
+    DirectoryNotEmpty,
+    EntryExists,
+    IsADirectory,
+    NotADirectory,
+    ReadOnly,
+)
+from memfs.fuse.inodes import Attachment, InodeTable, Layout, Node, Notice
+from memfs.fuse.names import join_path
 from memfs.fuse.reading import ContentReader
 from memfs.model import Memory
-from memfs.rules import is_scratch_name, validate_content_bytes
+from memfs.rules import is_scratch_name, validate_content_bytes, validate_path, validate_segment
 
 __all__ = ["Move", "Renamer"]
 
@@ -78,6 +86,39 @@ class Renamer:
         self._reader = reader
         self._committer = committer
         self._has_writer = has_writer
+
+    def plan(self, node: Node, new_parent: Node, new_name: str, *, no_replace: bool) -> Move | None:
+        """Checks the rename of ``node`` to ``new_parent``/``new_name`` (rename(2) and
+        SPEC §4 rules). Returns None when it changes nothing (the same entry).
+
+        Raises:
+            CrossStore (another store, per-store layout), ReadOnly, InvalidPath,
+            PathTooLong, EntryExists (``RENAME_NOREPLACE``), IsADirectory,
+            NotADirectory, DirectoryNotEmpty.
+        """
+        table = self._table
+        target = table.write_target(new_parent)
+        source = node.attachment if not node.is_dir or node.attachment else target
+        if source is not target:
+            if table.layout is Layout.PER_STORE:
+                raise CrossStore(f"{table.display_path(node)} can't be renamed into another store")
+            raise ReadOnly(f"{table.display_path(node)} belongs to a read-only store")
+        table.check_writable(node)
+        validate_segment(new_name)
+        new_path = validate_path(join_path(table.memory_path(new_parent), new_name))
+        existing = new_parent.children.get(new_name)
+        if existing is node:
+            return None
+        if existing is not None:
+            if no_replace:
+                raise EntryExists(f"{new_name!r} exists")
+            if existing.is_dir and not node.is_dir:
+                raise IsADirectory(f"{table.display_path(existing)} is a directory")
+            if node.is_dir and not existing.is_dir:
+                raise NotADirectory(f"{table.display_path(existing)} is a file")
+            if existing.is_dir and existing.children:
+                raise DirectoryNotEmpty(f"{table.display_path(existing)} is not empty")
+        return Move(node, new_parent, new_name, new_path, existing, target)
 
     async def rename_file(self, move: Move) -> None:
         """Renames a file. Raises the store's errors and RefusedWrite."""

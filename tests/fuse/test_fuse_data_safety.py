@@ -126,7 +126,8 @@ def test_deleting_the_store_fails_the_close_of_unsaved_bytes_and_keeps_them(
             except OSError as e:
                 print("close", errno.errorcode[e.errno])
     """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert writer.stdout is not None and writer.stdin is not None
+    assert writer.stdout is not None
+    assert writer.stdin is not None
     assert writer.stdout.readline() == "ready\n"
     run(MEMFS, "store", "delete", "Notes", "--yes")
     out, _ = writer.communicate("go\n", timeout=60)

@@ -11,7 +11,7 @@ import pytest
 from fuse_helpers import Mounter, errno_of, exists, live, run, run_python, versions, wait_until
 
 from memfs.config import MAX_CONTENT_BYTES
-from memfs.fuse.operations import ROOM_MARGIN
+from memfs.fuse.room import ROOM_MARGIN
 from memfs.model import Operation
 from memfs.store import Engine
 
