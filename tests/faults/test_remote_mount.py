@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from _support.mount import MEMFS, Mount, Mounter, errno_of, run, versions, wait_until
 from faults_helpers import (
     PROPAGATION_DEADLINE_S,
     Server,
@@ -23,7 +24,6 @@ from faults_helpers import (
     mount_remote,
     reads,
 )
-from fuse_helpers import MEMFS, Mount, Mounter, errno_of, run, versions, wait_until
 
 from memfs.fuse.status import read_status
 from memfs.model import Actor, MemoryStore, Operation, Scope

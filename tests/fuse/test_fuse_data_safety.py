@@ -14,7 +14,17 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from fuse_helpers import MEMFS, Mount, Mounter, exists, live, run, run_python, versions, wait_until
+from _support.mount import (
+    MEMFS,
+    Mount,
+    Mounter,
+    exists,
+    live,
+    run,
+    run_python,
+    versions,
+    wait_until,
+)
 
 from memfs.config import MAX_CONTENT_BYTES
 from memfs.model import MemoryStore, Operation

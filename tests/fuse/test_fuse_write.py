@@ -8,7 +8,7 @@ import os
 from pathlib import Path
 
 import pytest
-from fuse_helpers import Mounter, errno_of, exists, live, run, run_python, versions, wait_until
+from _support.mount import Mounter, errno_of, exists, live, run, run_python, versions, wait_until
 
 from memfs.config import MAX_CONTENT_BYTES
 from memfs.fuse.room import ROOM_MARGIN
