@@ -12,7 +12,7 @@ import fnmatch
 import re
 import unicodedata
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, NamedTuple
 
 from memfs.config import (
     MAX_CONTENT_BYTES,
@@ -38,10 +38,12 @@ from memfs.errors import (
 
 __all__ = [
     "MetadataProblem",
+    "StoreSpec",
     "check_content_fragment",
     "check_content_size",
     "is_scratch_name",
     "metadata_problems",
+    "parse_store_spec",
     "slugify",
     "unique_slugs",
     "validate_content",
@@ -433,3 +435,35 @@ def is_scratch_name(name: str) -> bool:
     name for which this returns False.
     """
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in _SCRATCH_PATTERNS)
+
+
+class StoreSpec(NamedTuple):
+    """One ``--store NAME_OR_ID[:ro|:rw]`` argument, parsed (:func:`parse_store_spec`)."""
+
+    name_or_id: str
+    read_only: bool
+
+
+def parse_store_spec(spec: str) -> StoreSpec:
+    """``NAME_OR_ID[:ro|:rw]`` → the store reference and its access: the one syntax of
+    ``memfs mount --store``, ``memfs session create --store`` and ``memfs prompt
+    --store``.
+
+    ``notes:ro`` is ``notes`` read-only; ``notes:rw`` and ``notes`` are read-write. Only
+    a final, lower-case ``:ro`` or ``:rw`` is a suffix: ``a:b`` names the store ``a:b``,
+    ``notes:RO`` the store ``notes:RO``, and ``x:ro:ro`` the store ``x:ro`` read-only
+    (a store whose name ends in ``:ro`` is reached that way, or by its id).
+
+    Raises:
+        InvalidInput: nothing before the suffix (``""``, ``":ro"``, ``":rw"``).
+    """
+    name, access = spec, False
+    for suffix, read_only in ((":ro", True), (":rw", False)):
+        if spec.endswith(suffix):
+            name, access = spec[: -len(suffix)], read_only
+            break
+    if not name:
+        raise InvalidInput(
+            f"--store {spec!r}: give a store name or id (optionally followed by :ro or :rw)"
+        )
+    return StoreSpec(name, access)

@@ -1,6 +1,6 @@
 """Names a backend gives on its own: conflict copies (SPEC §4 concurrent writers).
 
-Owns :func:`conflict_name` and the compact UTC timestamp it uses, shared by the FUSE
+Owns :func:`conflict_name` (with :func:`memfs.local.compact_timestamp`), shared by the FUSE
 layer (a close that meets a newer head) and the remote replay (a queued write that
 meets one), so both name conflict copies by one rule.
 """
@@ -10,14 +10,9 @@ from __future__ import annotations
 from datetime import datetime
 
 from memfs.config import MAX_SEGMENT_BYTES
-from memfs.model import format_timestamp
+from memfs.local import compact_timestamp
 
 __all__ = ["compact_timestamp", "conflict_name"]
-
-
-def compact_timestamp(when: datetime) -> str:
-    """UTC time for file names: ``20260102T030405.123456Z`` (no ``:``, sorts by time)."""
-    return format_timestamp(when).replace("-", "").replace(":", "")
 
 
 def conflict_name(name: str, when: datetime, session_id: str) -> str:

@@ -53,6 +53,18 @@ ERRNO_BY_ERROR: dict[type[BaseException], int] = {
     # lacking a scope is an access problem. open(2): EACCES.
     domain.PermissionDenied: errno.EACCES,
     domain.AuthenticationFailed: errno.EACCES,
+    # SPEC §3: an expired or revoked session token is a credential that no longer works.
+    domain.CredentialExpired: errno.EACCES,
+    domain.CredentialRevoked: errno.EACCES,
+    # SPEC §1: a session TTL outside 1 s .. 30 days is bad input.
+    domain.InvalidTtl: errno.EINVAL,
+    # The database stayed locked past the busy timeout; nothing was committed, so the
+    # caller may try again. errno(3): EAGAIN "Resource temporarily unavailable".
+    domain.StoreBusy: errno.EAGAIN,
+    # The database file is missing, foreign or can't be opened: a low-level I/O error.
+    domain.DatabaseUnavailable: errno.EIO,
+    domain.DatabaseNotFound: errno.EIO,
+    domain.ForeignDatabase: errno.EIO,
     domain.CorruptedStore: errno.EIO,
     # A remote server away: a read of content not cached locally can't be answered
     # (writes are queued instead). read(2): EIO "a low-level I/O error".

@@ -61,7 +61,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -72,6 +71,7 @@ import trio
 from memfs.backend import AttachmentSpec, BackendEvent, BackendStatistics, MemoryChange
 from memfs.config import memfs_home
 from memfs.errors import InvalidInput, MemfsError, NotFound, PermissionDenied
+from memfs.local import rejected_directory, write_atomically
 from memfs.model import (
     Access,
     Change,
@@ -414,7 +414,7 @@ class RemoteBackend:
                 functools.partial(
                     Outbox,
                     self._home / "outbox" / session.id,
-                    rejected_dir=self._home / "rejected" / session.id,
+                    rejected_dir=rejected_directory(session.id, self._home),
                 )
             )
             depth = len(self._outbox)
@@ -901,8 +901,6 @@ def _write_position(path: Path, seq: int) -> None:
     (a full disk) is logged, not raised: it only makes the next mount read more."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(f"{seq}\n")
-        os.replace(temporary, path)
+        write_atomically(path, f"{seq}\n".encode(), durable=False)
     except OSError as exc:
         log.warning("could not save the change-feed position %s: %s", path, exc)
