@@ -17,6 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
+from _support.mount import MEMFS, Mount, Mounter, errno_of, run, versions, wait_until
 from faults_helpers import (
     PROPAGATION_DEADLINE_S,
     Server,
