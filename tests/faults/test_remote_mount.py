@@ -17,18 +17,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from _support.mount import MEMFS, Mount, Mounter, errno_of, run, versions, wait_until
-from faults_helpers import (
-    PROPAGATION_DEADLINE_S,
-    Server,
-    backend_status,
-    memfs_status,
-    memory_cache_entries,
-    mount_remote,
-    reads,
-    wait_outbox_empty,
-)
-from fuse_helpers import (
+from _support.mount import (
     COMMAND_TIMEOUT_S,
     MEMFS,
     Mount,
@@ -38,6 +27,16 @@ from fuse_helpers import (
     run,
     versions,
     wait_until,
+)
+from faults_helpers import (
+    PROPAGATION_DEADLINE_S,
+    Server,
+    backend_status,
+    memfs_status,
+    memory_cache_entries,
+    mount_remote,
+    reads,
+    wait_outbox_empty,
 )
 
 from memfs.fuse.status import read_status
