@@ -126,6 +126,11 @@ REFUSAL_BY_ERROR: dict[type[BaseException], tuple[RefusalKind, str]] = {
         RefusalKind.UNAVAILABLE,
         "memfs can't open its database, so {path} was not changed or read: {message}",
     ),
+    # A database opened read-only (or one needing a schema upgrade): reads still work.
+    domain.DatabaseReadOnly: (
+        RefusalKind.READ_ONLY,
+        "Cannot modify {path}: memfs's database is read-only here ({message})",
+    ),
     # A remote server away (the client's ServerUnavailable): a write whose answer was
     # lost may still have been applied, so the model is told to look.
     domain.BackendUnavailable: (
