@@ -60,6 +60,7 @@ __all__ = [
     "print_fields",
     "print_json",
     "print_table",
+    "secure_home",
 ]
 
 PAGE_LIMIT = 100  # items per engine call when a command walks a whole listing
@@ -94,16 +95,26 @@ def fail(message: str) -> NoReturn:
 
 
 @contextlib.contextmanager
-def command_engine(database: str | None) -> Iterator[Engine]:
+def command_engine(database: str | None, *, create: bool = False) -> Iterator[Engine]:
     """Opens the engine for one command and closes it afterwards.
+
+    Args:
+        database: ``--database`` (None: ``$MEMFS_DATABASE``, else ``$MEMFS_HOME/memfs.db``).
+        create: the command makes something (``store create``, ``key create``, ``import
+            --create``) and may create the SQLite file; every other command refuses a
+            missing file by name and leaves nothing behind (issue 11 item 7).
 
     Failures to open (unwritable ``$MEMFS_HOME``, a missing parent directory, an
     unreachable PostgreSQL server, a URL of an unknown kind) become one error line,
     ``cannot open the store database: …``; MemfsError passes through to
     ``memfs.cli.main``.
     """
+    from memfs.config import database_url
     from memfs.store import open_engine
 
+    secure_home()
+    if not create:
+        _refuse_missing_file(database_url(database))
     try:
         engine = open_engine(database)
     except MemfsError:
@@ -114,6 +125,39 @@ def command_engine(database: str | None) -> Iterator[Engine]:
         yield engine
     finally:
         engine.close()
+
+
+def _refuse_missing_file(url: str) -> None:
+    """Fails in one line when ``url`` names a SQLite file that does not exist."""
+    if not url.startswith("sqlite:///"):
+        return
+    path = url.removeprefix("sqlite:///").split("?", 1)[0]
+    if path and path != ":memory:" and not os.path.exists(path):
+        fail(
+            f"no memfs database at {path} (check --database or $MEMFS_DATABASE; "
+            "`memfs store create NAME` makes a new one)"
+        )
+
+
+def secure_home() -> None:
+    """Takes group and other access away from an existing ``$MEMFS_HOME`` (one made
+    before memfs kept its files private, issue 11 item 3) and says so on stderr; says
+    nothing when there was nothing to change. A failure is reported, not fatal."""
+    from memfs import local
+    from memfs.config import memfs_home
+
+    home = memfs_home()
+    try:
+        changed = local.secure_home(home)
+    except OSError as exc:
+        typer.echo(f"memfs: could not make {home} private: {os_reason(exc)}", err=True)
+        return
+    if changed:
+        typer.echo(
+            f"memfs: {home} was readable by other users: took group and other access away "
+            f"from {changed} files and directories",
+            err=True,
+        )
 
 
 def one_line(exc: BaseException) -> str:

@@ -82,7 +82,7 @@ def key_create(
 ) -> None:
     """Create an API key and print its secret (shown this once)."""
     scopes = _parse_scopes(scope)
-    with command_engine(database) as engine:
+    with command_engine(database, create=True) as engine:  # a new server's first key
         store_ids = [engine.find_store(value).id for value in store or []]
         key, secret = engine.create_api_key(name, scopes, store_ids)
     if as_json:

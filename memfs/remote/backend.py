@@ -71,7 +71,7 @@ import trio
 from memfs.config import memfs_home
 from memfs.errors import InvalidInput, MemfsError, NotFound, PermissionDenied
 from memfs.fuse.backend import AttachmentSpec, BackendEvent, BackendStatistics
-from memfs.local import rejected_directory, write_atomically
+from memfs.local import private_directory, rejected_directory, write_atomically
 from memfs.model import (
     Access,
     Change,
@@ -904,7 +904,7 @@ def _write_position(path: Path, seq: int) -> None:
     """Saves a change-feed seq atomically (write a temporary file, rename it). A failure
     (a full disk) is logged, not raised: it only makes the next mount read more."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_directory(path.parent)
         write_atomically(path, f"{seq}\n".encode(), durable=False)
     except OSError as exc:
         log.warning("could not save the change-feed position %s: %s", path, exc)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 from memfs.errors import InvalidInput
+from memfs.local import create_private_file
 from memfs.store.schema import metadata
 
 __all__ = ["SCHEMA_HEAD", "WRITE", "alembic_config", "make_sa_engine", "prepare_schema"]
@@ -46,7 +47,7 @@ def make_sa_engine(url: str, *, synchronous_full: bool = True) -> SAEngine:
     if url.startswith("sqlite"):
         db_path = url.split("///", 1)[1] if "///" in url else ""
         if db_path and db_path != ":memory:":
-            Path(db_path).parent.mkdir(parents=True, exist_ok=True)
+            create_private_file(Path(db_path))  # 0600: SQLite gives -wal/-shm its mode
         sa_engine = create_engine(
             url,
             connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
