@@ -37,6 +37,8 @@ __all__ = [
     "MAX_PATH_SEGMENTS",
     "MAX_SEGMENT_BYTES",
     "MAX_STORES_PER_SESSION",
+    "DEFAULT_SESSION_TTL_S",
+    "MAX_SESSION_TTL_S",
     "MAX_STORE_DESCRIPTION_CHARS",
     "MAX_STORE_NAME_CHARS",
     "TOKEN_ENV",
@@ -59,6 +61,10 @@ MAX_STORE_NAME_CHARS = 255
 MAX_STORE_DESCRIPTION_CHARS = 1024
 MAX_INSTRUCTIONS_CHARS = 4096
 MAX_STORES_PER_SESSION = 8
+# Session tokens expire (SPEC §3 credential lifecycle): after a day unless a ttl is
+# given at creation, and never later than 30 days after it.
+DEFAULT_SESSION_TTL_S = 24 * 3600
+MAX_SESSION_TTL_S = 30 * 24 * 3600
 
 # SPEC §1 limits: memories per store, configurable with MEMFS_MEMORY_LIMIT.
 DEFAULT_MEMORY_LIMIT = 10_000

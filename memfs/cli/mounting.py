@@ -187,7 +187,7 @@ def _backend(request: _MountRequest) -> Any:
         assert request.token is not None
         client = MemfsClient(request.api, request.token)
         return RemoteBackend(client, startup_wait_s=request.wait_for_server_s)
-    from memfs.fuse.backend import EmbeddedBackend
+    from memfs.backend import EmbeddedBackend
     from memfs.store import open_engine
 
     return EmbeddedBackend(open_engine(request.database))

@@ -37,8 +37,8 @@ from typing import Any
 import pyfuse3
 import trio
 
+from memfs.backend import AttachmentSpec, Backend, BackendEvent, BackendStatistics
 from memfs.errors import InvalidInput, InvalidPath
-from memfs.fuse.backend import AttachmentSpec, Backend, BackendEvent, BackendStatistics
 from memfs.fuse.errno_table import errno_for
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
 from memfs.fuse.mounts import is_mounted, is_stale, unmount

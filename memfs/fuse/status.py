@@ -28,14 +28,12 @@ from pathlib import Path
 from typing import Any
 
 from memfs import local
-from memfs.config import MAX_SEGMENT_BYTES, memfs_home
-from memfs.local import compact_timestamp
+from memfs.config import memfs_home
 from memfs.model import format_timestamp, utcnow
 
 __all__ = [
     "MAX_RECORDED_EVENTS",
     "MountStatus",
-    "conflict_name",
     "log_path",
     "read_saved_scratch",
     "read_status",
@@ -60,26 +58,6 @@ def status_path(mountpoint: str) -> Path:
 def log_path(mountpoint: str) -> Path:
     """``$MEMFS_HOME/logs/mount-<key>.log``: where a background daemon logs."""
     return memfs_home() / "logs" / f"mount-{_key(mountpoint)}.log"
-
-
-def conflict_name(name: str, when: datetime, session_id: str) -> str:
-    """The name of a conflict copy beside ``name`` (SPEC §4 concurrent writers).
-
-    ``notes.md`` → ``notes.conflict-<UTC timestamp>-<session>.md``; a name without an
-    extension gets no trailing dot. The stem is shortened so the result stays within
-    255 bytes (NAME_MAX).
-    """
-    stem, dot, extension = name.rpartition(".")
-    if not dot or not stem:
-        stem, extension = name, ""
-    suffix = f".conflict-{compact_timestamp(when)}-{session_id}" + (
-        f".{extension}" if extension else ""
-    )
-    budget = MAX_SEGMENT_BYTES - len(suffix.encode())
-    encoded = stem.encode()
-    if len(encoded) > budget:
-        stem = encoded[: max(budget, 1)].decode("utf-8", "ignore").rstrip() or "file"
-    return stem + suffix
 
 
 def save_rejected(session_id: str, name: str, data: bytes) -> Path:

@@ -1,9 +1,9 @@
-"""The FUSE backend of a remote mount: :class:`memfs.fuse.backend.Backend` over the HTTP
+"""The FUSE backend of a remote mount: :class:`memfs.backend.Backend` over the HTTP
 client, the local content cache and the durable outbox (issue 4, SPEC §4).
 
 One FUSE layer, two backends: the operations in ``memfs/fuse`` do not know whether
 their store is an in-process engine or a server elsewhere. This backend differs from
-:class:`~memfs.fuse.backend.EmbeddedBackend` only where the network shows:
+:class:`~memfs.backend.EmbeddedBackend` only where the network shows:
 
 * **Content addresses.** ``Memory.blob_key`` and ``Change.blob_key`` are opaque to the
   FUSE layer; here they are the content's SHA-256 (the engine's xxh3 key never
@@ -68,9 +68,9 @@ from typing import TypeVar
 
 import trio
 
+from memfs.backend import AttachmentSpec, BackendEvent, BackendStatistics, MemoryChange
 from memfs.config import memfs_home
 from memfs.errors import InvalidInput, MemfsError, NotFound, PermissionDenied
-from memfs.fuse.backend import AttachmentSpec, BackendEvent, BackendStatistics
 from memfs.local import private_directory, rejected_directory, write_atomically
 from memfs.model import (
     Access,
@@ -185,7 +185,7 @@ def _change(remote: RemoteChange, memory_id: str | None) -> Change:
 
 
 class RemoteBackend:
-    """:class:`memfs.fuse.backend.Backend` over a ``memfs serve`` reached with a session
+    """:class:`memfs.backend.Backend` over a ``memfs serve`` reached with a session
     token (see the module docstring).
 
     Args:
@@ -555,17 +555,7 @@ class RemoteBackend:
             )
         return self._remember(_memory(result))
 
-    async def update_memory(
-        self,
-        store_id: str,
-        memory_id: str,
-        *,
-        content: str | None = None,
-        path: str | None = None,
-        expected_sha256: str | None = None,
-        metadata: dict[str, str] | None = None,
-        replace: bool = False,
-    ) -> Memory:
+    async def update_memory(self, store_id: str, memory_id: str, change: MemoryChange) -> Memory:
         """See the Protocol. Queued, a path change and a content change become a
         ``rename`` and an ``update`` entry; metadata is never queued.
 
@@ -573,6 +563,8 @@ class RemoteBackend:
             PreconditionFailed, PathConflict, NotFound, StoreArchived, PermissionDenied,
             the validation errors; ServerUnavailable for a metadata-only change.
         """
+        content, path, metadata = change.content, change.path, change.metadata
+        expected_sha256, replace = change.expected_sha256, change.replace
         server_id = self._server_id(memory_id)
         base = self._known.get(memory_id)
 
