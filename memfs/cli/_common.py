@@ -95,7 +95,12 @@ def fail(message: str) -> NoReturn:
 
 
 @contextlib.contextmanager
-def command_engine(database: str | None, *, create: bool = False) -> Iterator[Engine]:
+def command_engine(
+    database: str | None,
+    *,
+    create: bool = False,
+    cannot_open: Callable[[str], NoReturn] = fail,
+) -> Iterator[Engine]:
     """Opens the engine for one command and closes it afterwards.
 
     Args:
@@ -103,6 +108,8 @@ def command_engine(database: str | None, *, create: bool = False) -> Iterator[En
         create: the command makes something (``store create``, ``key create``, ``import
             --create``) and may create the SQLite file; every other command refuses a
             missing file by name and leaves nothing behind (issue 11 item 7).
+        cannot_open: reports a database that exists but can't be opened and exits
+            (default: :func:`fail`; ``fsck`` reports it as a finding).
 
     Failures to open (unwritable ``$MEMFS_HOME``, a missing parent directory, an
     unreachable PostgreSQL server, a URL of an unknown kind) become one error line,
@@ -120,7 +127,7 @@ def command_engine(database: str | None, *, create: bool = False) -> Iterator[En
     except MemfsError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure to open is the user's setup
-        fail(f"cannot open the store database: {one_line(exc)}")
+        cannot_open(f"cannot open the store database: {one_line(exc)}")
     try:
         yield engine
     finally:

@@ -7,7 +7,7 @@ import enum
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
@@ -36,9 +36,12 @@ def register(app: typer.Typer) -> None:
 
 
 def fsck_command(database: DatabaseOption = None) -> None:
-    """Check every storage invariant; print each problem and exit 1 if there is any."""
+    """Check every storage invariant; print each problem and exit 1 if there is any.
+
+    A database that exists but can't be opened (not a SQLite file, damaged beyond
+    opening) is a finding too; a missing one is an error naming it."""
     findings = 0
-    with command_engine(database) as engine:
+    with command_engine(database, cannot_open=_unopenable) as engine:
         for finding in engine.iter_fsck_findings():
             findings += 1
             typer.echo(f"fsck: {finding}")
@@ -49,6 +52,12 @@ def fsck_command(database: DatabaseOption = None) -> None:
         f"fsck: clean ({counts['stores']} stores, {counts['memories']} memories, "
         f"{counts['versions']} versions, {counts['blobs']} blobs checked)"
     )
+
+
+def _unopenable(message: str) -> NoReturn:
+    """fsck's report of a database that can't be opened: one finding (issue 10 item 12)."""
+    typer.echo(f"fsck: {message}")
+    fail("fsck found 1 problem")
 
 
 class Layout(enum.StrEnum):

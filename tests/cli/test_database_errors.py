@@ -98,3 +98,15 @@ def test_a_reader_without_write_access_reads(cli: Cli, store: dict[str, Any]) ->
     assert "Traceback" not in result.stderr, result.stderr
     assert result.returncode == 0, result.stderr
     assert result.stdout == "shared words\n"
+
+
+def test_fsck_reports_a_database_it_cannot_open_as_a_finding(cli: Cli, tmp_path: Path) -> None:
+    damaged = tmp_path / "damaged.db"
+    damaged.write_bytes(b"this is not a SQLite database, only text\n" * 200)
+    before = damaged.read_bytes()
+    result = cli.run("fsck", "--database", str(damaged), expect=1)
+    [finding] = result.lines
+    assert finding.startswith("fsck: cannot open the store database: "), finding
+    assert "not a database" in finding
+    assert result.stderr == "memfs: error: fsck found 1 problem\n"
+    assert damaged.read_bytes() == before  # looked at, not changed
