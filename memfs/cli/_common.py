@@ -95,55 +95,35 @@ def fail(message: str) -> NoReturn:
 
 
 @contextlib.contextmanager
-def command_engine(
-    database: str | None,
-    *,
-    create: bool = False,
-    cannot_open: Callable[[str], NoReturn] = fail,
-) -> Iterator[Engine]:
+def command_engine(database: str | None, *, create: bool = False) -> Iterator[Engine]:
     """Opens the engine for one command and closes it afterwards.
 
     Args:
         database: ``--database`` (None: ``$MEMFS_DATABASE``, else ``$MEMFS_HOME/memfs.db``).
         create: the command makes something (``store create``, ``key create``, ``import
             --create``) and may create the SQLite file; every other command refuses a
-            missing file by name and leaves nothing behind (issue 11 item 7).
-        cannot_open: reports a database that exists but can't be opened and exits
-            (default: :func:`fail`; ``fsck`` reports it as a finding).
+            missing file by name (DatabaseNotFound) and leaves nothing behind; a file
+            this user may not write is opened read-only (issue 11 item 7).
 
     Failures to open (unwritable ``$MEMFS_HOME``, a missing parent directory, an
     unreachable PostgreSQL server, a URL of an unknown kind) become one error line,
     ``cannot open the store database: …``; MemfsError passes through to
     ``memfs.cli.main``.
     """
-    from memfs.config import database_url
     from memfs.store import open_engine
 
     secure_home()
-    if not create:
-        _refuse_missing_file(database_url(database))
     try:
-        engine = open_engine(database)
+        # read_only=None: read-only exactly when this user may not write the file.
+        engine = open_engine(database, create=create)
     except MemfsError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure to open is the user's setup
-        cannot_open(f"cannot open the store database: {one_line(exc)}")
+        fail(f"cannot open the store database: {one_line(exc)}")
     try:
         yield engine
     finally:
         engine.close()
-
-
-def _refuse_missing_file(url: str) -> None:
-    """Fails in one line when ``url`` names a SQLite file that does not exist."""
-    if not url.startswith("sqlite:///"):
-        return
-    path = url.removeprefix("sqlite:///").split("?", 1)[0]
-    if path and path != ":memory:" and not os.path.exists(path):
-        fail(
-            f"no memfs database at {path} (check --database or $MEMFS_DATABASE; "
-            "`memfs store create NAME` makes a new one)"
-        )
 
 
 def secure_home() -> None:
