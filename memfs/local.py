@@ -5,6 +5,12 @@ What lives there (SPEC §5): the SQLite database, the mount status files
 and outbox (``outbox/``), and the bytes of refused writes (``rejected/``). This module
 owns how such files are written:
 
+Everything here is private to the user running memfs (SPEC §3, issue 11 item 3: other
+local users must not read memories): files are created ``0600`` and directories
+``0700`` whatever the umask (:func:`private_directory`, :func:`open_private`), and
+:func:`secure_home` takes group and other access away from an existing
+``$MEMFS_HOME`` made by an older version.
+
 * :func:`compact_timestamp`: the one timestamp format of file names.
 * :func:`fsync_directory`: makes a rename or a new name in a directory durable.
 * :func:`write_atomically`: temporary file, (fsync), rename — readers see the old
@@ -19,8 +25,10 @@ that keeps local files (fuse, remote, cli) may use it.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import stat
 from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
@@ -30,12 +38,23 @@ from memfs.config import memfs_home
 from memfs.model import format_timestamp, utcnow
 
 __all__ = [
+    "PRIVATE_DIRECTORY_MODE",
+    "PRIVATE_FILE_MODE",
     "compact_timestamp",
+    "create_private_file",
     "fsync_directory",
+    "open_private",
+    "private_directory",
     "rejected_directory",
     "save_rejected",
+    "secure_home",
     "write_atomically",
 ]
+
+# Modes of everything memfs creates under $MEMFS_HOME (and beside a --database file).
+PRIVATE_FILE_MODE = 0o600
+PRIVATE_DIRECTORY_MODE = 0o700
+_GROUP_OTHER_BITS = 0o077
 
 # How many same-named refusals one second may keep before save_rejected gives up.
 _MAX_SAME_NAME = 1000
@@ -46,6 +65,87 @@ _MAX_NAME_CHARS = 200
 def compact_timestamp(when: datetime) -> str:
     """UTC time for file names: ``20260102T030405.123456Z`` (no ``:``, sorts by time)."""
     return format_timestamp(when).replace("-", "").replace(":", "")
+
+
+def private_directory(directory: Path) -> Path:
+    """Creates ``directory`` and its missing parents ``0700`` (whatever the umask);
+    an existing directory is left as it is. Returns ``directory``. Raises OSError."""
+    missing: list[Path] = []
+    current = directory
+    while not current.exists():
+        missing.append(current)
+        if current.parent == current:
+            break
+        current = current.parent
+    for path in reversed(missing):
+        try:
+            os.mkdir(path, PRIVATE_DIRECTORY_MODE)
+        except FileExistsError:
+            continue  # made meanwhile by another process: not ours to change
+        os.chmod(path, PRIVATE_DIRECTORY_MODE)
+    return directory
+
+
+def open_private(path: Path, flags: int) -> int:
+    """``os.open(path, flags | O_CREAT | O_CLOEXEC)`` with mode ``0600``: a new file
+    never has group or other bits (the umask can only take bits away), and with
+    ``O_EXCL`` (the file is surely this call's) it is made exactly ``0600`` whatever
+    the umask. An existing file keeps its mode. Returns the fd. Raises OSError
+    (FileExistsError with ``O_EXCL``)."""
+    fd = os.open(path, flags | os.O_CREAT | os.O_CLOEXEC, PRIVATE_FILE_MODE)
+    try:
+        if os.fstat(fd).st_mode & 0o777 != PRIVATE_FILE_MODE and flags & os.O_EXCL:
+            os.fchmod(fd, PRIVATE_FILE_MODE)  # created by us: the umask took bits away
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def create_private_file(path: Path) -> None:
+    """Creates ``path`` empty and ``0600`` in a private directory unless it exists (so
+    that SQLite, which gives its ``-wal`` and ``-shm`` files the database file's mode,
+    makes them private too). Raises OSError."""
+    private_directory(path.parent)
+    with contextlib.suppress(FileExistsError):
+        os.close(open_private(path, os.O_WRONLY | os.O_EXCL))
+
+
+def secure_home(home: Path | None = None) -> int:
+    """Takes group and other access away from everything under ``$MEMFS_HOME`` (a home
+    made before memfs created its files private): directories become ``0700``, files
+    lose their group and other bits. Symbolic links are not followed.
+
+    Returns:
+        How many files and directories were changed (0 when the home is missing, owned
+        by another user, or already private: the walk then costs one ``lstat`` each).
+    """
+    root = home if home is not None else memfs_home()
+    changed = 0
+    if not root.is_dir() or root.is_symlink() or root.stat().st_uid != os.geteuid():
+        return 0  # another user's home (read through a shared database): not ours
+    for directory, subdirectories, files in os.walk(root):
+        changed += _make_private(Path(directory), PRIVATE_DIRECTORY_MODE)
+        for name in files:
+            path = Path(directory, name)
+            try:
+                mode = path.lstat().st_mode
+            except FileNotFoundError:
+                continue  # removed meanwhile (a cache eviction, a status file)
+            if stat.S_ISREG(mode) and mode & _GROUP_OTHER_BITS:
+                changed += _make_private(path, stat.S_IMODE(mode) & ~_GROUP_OTHER_BITS)
+        subdirectories[:] = [d for d in subdirectories if not Path(directory, d).is_symlink()]
+    return changed
+
+
+def _make_private(path: Path, mode: int) -> int:
+    try:
+        if stat.S_IMODE(path.lstat().st_mode) == mode:
+            return 0
+        os.chmod(path, mode, follow_symlinks=False)
+    except FileNotFoundError:
+        return 0
+    return 1
 
 
 def fsync_directory(directory: Path) -> None:
@@ -72,8 +172,9 @@ def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
             file is removed then.
     """
     temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    temporary.unlink(missing_ok=True)  # left by a crash of a process with our pid
     try:
-        with open(temporary, "wb") as file:
+        with open(open_private(temporary, os.O_WRONLY | os.O_EXCL), "wb") as file:
             file.write(data)
             if durable:
                 file.flush()
@@ -128,7 +229,7 @@ def save_rejected(
     Raises:
         OSError: the directory can't be created or written (the caller reports it).
     """
-    directory.mkdir(parents=True, exist_ok=True)
+    private_directory(directory)
     stem = compact_timestamp(when or utcnow())
     if tag is not None:
         stem += f"-{tag}"
@@ -151,7 +252,8 @@ def _create_exclusively(directory: Path, stem: str, data: bytes) -> Path:
     for attempt in range(1, _MAX_SAME_NAME):
         path = directory / (stem if attempt == 1 else f"{stem}.{attempt}")
         try:
-            with open(path, "xb") as file:  # never overwrite an earlier rejection
+            # never overwrite an earlier rejection
+            with open(open_private(path, os.O_WRONLY | os.O_EXCL), "wb") as file:
                 file.write(data)
                 file.flush()
                 os.fsync(file.fileno())

@@ -1,6 +1,7 @@
 """Fixtures shared by every layer's tests.
 
-- ``memfs_home``: a fresh ``$MEMFS_HOME`` (and no ``$MEMFS_DATABASE``) for the test.
+- ``memfs_home``: a fresh, private (0700) ``$MEMFS_HOME`` (and no ``$MEMFS_DATABASE``)
+  for the test.
 - ``pg_database_url``: factory of fresh PostgreSQL databases (schema only, cloned from a
   session-wide template) on the server named by
   ``$MEMFS_TEST_PG_URL`` (``scripts/test`` starts one); each is dropped at teardown.
@@ -35,7 +36,8 @@ def pytest_configure(config: pytest.Config) -> None:
 @pytest.fixture
 def memfs_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     home = tmp_path / "memfs-home"
-    home.mkdir()
+    home.mkdir(mode=0o700)  # as memfs makes it: a 0755 home would be fixed, and said so
+    home.chmod(0o700)
     monkeypatch.setenv("MEMFS_HOME", str(home))
     monkeypatch.delenv("MEMFS_DATABASE", raising=False)
     monkeypatch.delenv("MEMFS_MEMORY_LIMIT", raising=False)

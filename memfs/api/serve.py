@@ -23,6 +23,7 @@ import ipaddress
 import logging
 import re
 import signal
+import ssl
 import sys
 from typing import Any
 
@@ -101,6 +102,27 @@ def _open_engine(database: str | None) -> Engine:
         ) from exc
 
 
+def _use_tls(config: Config, certfile: str | None, keyfile: str | None) -> None:
+    """Sets the certificate and key (both or neither) and loads them once, so that an
+    unreadable or mismatched pair is one error line before anything listens.
+
+    Raises:
+        InvalidInput: only one of the two, or a pair that can't be loaded.
+    """
+    if (certfile is None) != (keyfile is None):
+        raise InvalidInput("TLS needs both --certfile and --keyfile")
+    if certfile is None:
+        return
+    config.certfile = certfile
+    config.keyfile = keyfile
+    try:
+        config.create_ssl_context()
+    except (OSError, ssl.SSLError) as exc:
+        raise InvalidInput(
+            f"cannot use the TLS certificate {certfile} with the key {keyfile}: {_reason(exc)}"
+        ) from exc
+
+
 def _listen(config: Config, host: str, port: int) -> Sockets:
     """Binds and listens on ``config.bind`` before the event loop starts.
 
@@ -110,7 +132,7 @@ def _listen(config: Config, host: str, port: int) -> Sockets:
     """
     try:
         sockets = config.create_sockets()
-        for sock in sockets.insecure_sockets:
+        for sock in (*sockets.secure_sockets, *sockets.insecure_sockets):
             sock.listen(config.backlog)
     except (OSError, OverflowError) as exc:
         raise MemfsError(
@@ -141,8 +163,14 @@ def serve(
     host: str = DEFAULT_API_HOST,
     port: int = DEFAULT_API_PORT,
     insecure_dev: bool = False,
+    certfile: str | None = None,
+    keyfile: str | None = None,
 ) -> None:
     """Serves the API until SIGINT or SIGTERM (blocking; runs its own trio loop).
+
+    With ``certfile`` and ``keyfile`` it speaks HTTPS only (TLS 1.2 or later; the ready
+    line says ``https://``). Without them on a non-loopback host it warns once: bearer
+    tokens would cross the network in clear text (issue 11 item 8).
 
     Args:
         database: SQLite path, ``sqlite:///`` or ``postgresql://`` URL; None means the
@@ -150,9 +178,11 @@ def serve(
         host: address to listen on.
         port: TCP port; 0 picks a free one (printed on the ready line).
         insecure_dev: see :mod:`memfs.api.auth`; refused unless ``host`` is loopback.
+        certfile, keyfile: PEM files of the server's certificate (chain) and its key.
 
     Raises:
-        InvalidInput: ``insecure_dev`` on a non-loopback host.
+        InvalidInput: ``insecure_dev`` on a non-loopback host; only one of ``certfile``
+            and ``keyfile``; a certificate or key that can't be read or don't match.
         MemfsError: the database can't be opened (``cannot open the store database:
             …``) or the address can't be listened on (``cannot listen on HOST:PORT: …``).
     """
@@ -164,6 +194,7 @@ def serve(
     # A Logger (not "-") so Hypercorn adds no handler of its own beside basicConfig's.
     config.errorlog = logging.getLogger("hypercorn.error")
     config.graceful_timeout = GRACEFUL_TIMEOUT_S
+    _use_tls(config, certfile, keyfile)
     # Bind and open before logging is configured, so that a startup failure is the one
     # error line alone (not after the INFO lines of the schema migrations).
     sockets = _listen(config, host, port)
@@ -177,10 +208,17 @@ def serve(
             )
             if insecure_dev:
                 log.warning("--insecure-dev: requests without a valid credential act as an admin")
+            if not config.ssl_enabled and not _is_loopback(host):
+                log.warning(
+                    "serving on %s without TLS: bearer tokens and memories cross the network "
+                    "in clear text; give --certfile and --keyfile, or put a TLS reverse proxy "
+                    "in front (README, 'TLS')",
+                    host,
+                )
             app = create_app(engine, insecure_dev=insecure_dev)
             trio.run(_serve, app, config, sockets)
         finally:
             engine.close()
     finally:
-        for sock in sockets.insecure_sockets:
+        for sock in (*sockets.secure_sockets, *sockets.insecure_sockets):
             sock.close()

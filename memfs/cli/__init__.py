@@ -12,7 +12,7 @@ module                  commands
 ``import_export``       ``import``, ``export``
 ``fsck_prompt``         ``fsck``, ``prompt``
 ``server``              ``serve``
-``access``              ``key create|list|revoke``, ``session create|show``
+``access``              ``key create|list|revoke``, ``session create|show|list|revoke``
 ``mounting``            ``mount``, ``umount``, ``status``
 ``_common``             the ``--database`` option, opening the database, output
 ======================  ====================================================

@@ -60,6 +60,7 @@ __all__ = [
     "print_fields",
     "print_json",
     "print_table",
+    "secure_home",
 ]
 
 PAGE_LIMIT = 100  # items per engine call when a command walks a whole listing
@@ -94,8 +95,15 @@ def fail(message: str) -> NoReturn:
 
 
 @contextlib.contextmanager
-def command_engine(database: str | None) -> Iterator[Engine]:
+def command_engine(database: str | None, *, create: bool = False) -> Iterator[Engine]:
     """Opens the engine for one command and closes it afterwards.
+
+    Args:
+        database: ``--database`` (None: ``$MEMFS_DATABASE``, else ``$MEMFS_HOME/memfs.db``).
+        create: the command makes something (``store create``, ``key create``, ``import
+            --create``) and may create the SQLite file; every other command refuses a
+            missing file by name (DatabaseNotFound) and leaves nothing behind; a file
+            this user may not write is opened read-only (issue 11 item 7).
 
     Failures to open (unwritable ``$MEMFS_HOME``, a missing parent directory, an
     unreachable PostgreSQL server, a URL of an unknown kind) become one error line,
@@ -104,8 +112,10 @@ def command_engine(database: str | None) -> Iterator[Engine]:
     """
     from memfs.store import open_engine
 
+    secure_home()
     try:
-        engine = open_engine(database)
+        # read_only=None: read-only exactly when this user may not write the file.
+        engine = open_engine(database, create=create)
     except MemfsError:
         raise
     except Exception as exc:  # noqa: BLE001 - any failure to open is the user's setup
@@ -114,6 +124,27 @@ def command_engine(database: str | None) -> Iterator[Engine]:
         yield engine
     finally:
         engine.close()
+
+
+def secure_home() -> None:
+    """Takes group and other access away from an existing ``$MEMFS_HOME`` (one made
+    before memfs kept its files private, issue 11 item 3) and says so on stderr; says
+    nothing when there was nothing to change. A failure is reported, not fatal."""
+    from memfs import local
+    from memfs.config import memfs_home
+
+    home = memfs_home()
+    try:
+        changed = local.secure_home(home)
+    except OSError as exc:
+        typer.echo(f"memfs: could not make {home} private: {os_reason(exc)}", err=True)
+        return
+    if changed:
+        typer.echo(
+            f"memfs: {home} was readable by other users: took group and other access away "
+            f"from {changed} files and directories",
+            err=True,
+        )
 
 
 def one_line(exc: BaseException) -> str:

@@ -1,4 +1,4 @@
-"""``memfs key create|list|revoke`` and ``memfs session create|show``: credentials.
+"""``memfs key create|list|revoke`` and ``memfs session create|show|list|revoke``.
 
 They work directly on the database (``--database``, else ``$MEMFS_DATABASE``, else
 ``$MEMFS_HOME/memfs.db``), so a fresh server can be bootstrapped without a running
@@ -13,9 +13,17 @@ from typing import Annotated, Any
 import typer
 
 from memfs.cli import short_help
-from memfs.cli._common import DatabaseOption, command_engine, print_json, print_table
-from memfs.errors import InvalidInput
-from memfs.model import Access, ApiKey, Scope, Session, format_timestamp
+from memfs.cli._common import (
+    PAGE_LIMIT,
+    DatabaseOption,
+    all_pages,
+    command_engine,
+    page_json,
+    print_json,
+    print_table,
+)
+from memfs.errors import InvalidInput, InvalidTtl
+from memfs.model import Access, ApiKey, Scope, Session, format_timestamp, utcnow
 from memfs.rules import parse_store_spec
 from memfs.store import ResourceSpec
 from memfs.wire import session_to_wire
@@ -82,7 +90,7 @@ def key_create(
 ) -> None:
     """Create an API key and print its secret (shown this once)."""
     scopes = _parse_scopes(scope)
-    with command_engine(database) as engine:
+    with command_engine(database, create=True) as engine:  # a new server's first key
         store_ids = [engine.find_store(value).id for value in store or []]
         key, secret = engine.create_api_key(name, scopes, store_ids)
     if as_json:
@@ -138,12 +146,51 @@ def key_revoke(
 # ----------------------------------------------------------------- sessions
 
 
+_TTL_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+
+
+def _parse_ttl(value: str | None) -> int | None:
+    """``--ttl``: seconds, or a number with ``s``, ``m``, ``h`` or ``d`` (``90m``,
+    ``12h``, ``30d``) → seconds. The range (1 s to 30 days) is the engine's rule.
+
+    Raises:
+        InvalidTtl: not of that form.
+    """
+    if value is None:
+        return None
+    text = value.strip().lower()
+    unit = text[-1:] if text[-1:] in _TTL_UNITS_S else "s"
+    number = text[:-1] if text[-1:] in _TTL_UNITS_S else text
+    if not number.isdigit():
+        raise InvalidTtl(f"--ttl {value!r}: give seconds or a number with s, m, h or d (e.g. 12h)")
+    return int(number) * _TTL_UNITS_S[unit]
+
+
+def _session_state(session: Session) -> str:
+    """archived, revoked, expired or active (what a request with its token meets)."""
+    if session.archived_at is not None:
+        return "archived"
+    if session.revoked_at is not None:
+        return "revoked"
+    if session.expires_at is not None and session.expires_at <= utcnow():
+        return "expired"
+    return "active"
+
+
+def _session_json(session: Session, token: str | None = None) -> dict[str, Any]:
+    """The API's session object, with its lifecycle fields and (at creation) its token."""
+    record = session_to_wire(session)
+    for key in ("expires_at", "revoked_at", "archived_at"):
+        value = getattr(session, key)
+        record.setdefault(key, format_timestamp(value) if value is not None else None)
+    if token is not None:
+        record["token"] = token
+    return record
+
+
 def _print_session(session: Session, token: str | None, as_json: bool) -> None:
     if as_json:
-        record = session_to_wire(session)
-        if token is not None:
-            record["token"] = token
-        print_json(record)
+        print_json(_session_json(session, token))
         return
     typer.echo(f"session: {session.id}")
     if token is not None:
@@ -151,6 +198,11 @@ def _print_session(session: Session, token: str | None, as_json: bool) -> None:
     if session.title:
         typer.echo(f"title:   {session.title}")
     typer.echo(f"created: {format_timestamp(session.created_at)}")
+    if session.expires_at is not None:
+        typer.echo(f"expires: {format_timestamp(session.expires_at)}")
+    state = _session_state(session)
+    if state != "active":
+        typer.echo(f"state:   {state}")
     print_table(
         ("MOUNT PATH", "ACCESS", "STORE", "NAME"),
         [
@@ -182,10 +234,21 @@ def session_create(
     mount_root: Annotated[
         str, typer.Option(help="Where the stores are mounted in the sandbox.")
     ] = "/mnt/memory",
+    ttl: Annotated[
+        str | None,
+        typer.Option(
+            "--ttl",
+            help="How long the token works: seconds, or e.g. 90m, 12h, 7d "
+            "(default 24h, at most 30d).",
+            show_default=False,
+        ),
+    ] = None,
     database: DatabaseOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Create a session over the given stores and print its id, token and resources."""
+    """Create a session over the given stores and print its id, token, expiry and
+    resources."""
+    ttl_s = _parse_ttl(ttl)
     texts = list(instructions or [])
     if len(texts) > len(store):
         raise InvalidInput("there are more --instructions than --store options")
@@ -197,7 +260,9 @@ def session_create(
             store_id = engine.find_store(name_or_id).id
             text = texts[position] if position < len(texts) else None
             specs.append(ResourceSpec(store_id, access, text))
-        session, token = engine.create_session(specs, mount_root=mount_root, title=title)
+        session, token = engine.create_session(
+            specs, mount_root=mount_root, title=title, ttl_s=ttl_s
+        )
     _print_session(session, token, as_json)
 
 
@@ -211,3 +276,60 @@ def session_show(
     with command_engine(database) as engine:
         session = engine.get_session(session_id)
     _print_session(session, None, as_json)
+
+
+@session_app.command("revoke")
+def session_revoke(
+    session_id: Annotated[str, typer.Argument(help="The sesn_… id.")],
+    database: DatabaseOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Revoke a session (idempotent): its token gets 401 from now on, and a remote mount
+    using it stops writing to the server (its queued writes are kept)."""
+    with command_engine(database) as engine:
+        session = engine.revoke_session(session_id)
+    if as_json:
+        print_json(_session_json(session))
+    else:
+        typer.echo(f"{session.id} revoked")
+
+
+@session_app.command("list")
+def session_list(
+    store: Annotated[
+        str | None, typer.Option("--store", help="Only sessions attaching this store.")
+    ] = None,
+    include_archived: Annotated[
+        bool, typer.Option("--archived", help="Include archived sessions.")
+    ] = False,
+    database: DatabaseOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """List sessions, newest first, with their state (active, expired, revoked,
+    archived) and expiry (never their tokens)."""
+    with command_engine(database) as engine:
+        store_id = engine.find_store(store).id if store is not None else None
+        sessions = list(
+            all_pages(
+                lambda cursor: engine.list_sessions(
+                    store_id, include_archived=include_archived, limit=PAGE_LIMIT, cursor=cursor
+                )
+            )
+        )
+    if as_json:
+        print_json(page_json([_session_json(s) for s in sessions]))
+        return
+    print_table(
+        ("ID", "STATE", "EXPIRES", "STORES", "TITLE"),
+        [
+            (
+                s.id,
+                _session_state(s),
+                format_timestamp(s.expires_at) if s.expires_at else "never",
+                ",".join(r.memory_store_id for r in s.resources),
+                s.title or "",
+            )
+            for s in sessions
+        ],
+        empty="no sessions",
+    )

@@ -15,9 +15,11 @@ from memfs.cli._common import (
     DatabaseOption,
     command_engine,
     fail,
+    one_line,
     parse_metadata,
+    secure_home,
 )
-from memfs.errors import InvalidInput
+from memfs.errors import InvalidInput, MemfsError
 from memfs.model import (
     Access,
     MemoryStore,
@@ -35,16 +37,33 @@ def register(app: typer.Typer) -> None:
     app.command("prompt")(prompt_command)
 
 
-def fsck_command(database: DatabaseOption = None) -> None:
-    """Check every storage invariant; print each problem and exit 1 if there is any."""
-    findings = 0
-    with command_engine(database) as engine:
-        for finding in engine.iter_fsck_findings():
-            findings += 1
-            typer.echo(f"fsck: {finding}")
-        counts = engine.statistics()
+def fsck_command(
+    quick: Annotated[
+        bool,
+        typer.Option("--quick", help="SQLite's quick_check instead of the full integrity_check."),
+    ] = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Check the database (SQLite integrity_check) and every storage invariant; print
+    each problem and exit 1 if there is any.
+
+    A database that can't be opened (missing, not memfs's, damaged beyond opening) is
+    itself the one finding; nothing is created or changed (the check is read-only)."""
+    from memfs.store import fsck_database, open_engine
+
+    secure_home()
+    try:
+        findings = fsck_database(database, sqlite_check="quick" if quick else "integrity")
+    except MemfsError:
+        raise
+    except Exception as exc:  # noqa: BLE001 - an unreachable server, an unknown URL
+        findings = [f"database: cannot open the store database: {one_line(exc)}"]
+    for finding in findings:
+        typer.echo(f"fsck: {finding}")
     if findings:
-        fail(f"fsck found {findings} problem{'s' if findings != 1 else ''}")
+        fail(f"fsck found {len(findings)} problem{'s' if len(findings) != 1 else ''}")
+    with open_engine(database, create=False, read_only=True) as engine:
+        counts = engine.statistics()
     typer.echo(
         f"fsck: clean ({counts['stores']} stores, {counts['memories']} memories, "
         f"{counts['versions']} versions, {counts['blobs']} blobs checked)"

@@ -111,7 +111,7 @@ def import_command(
     candidates = _plan_import(source, target_prefix, include_hidden)
     tally = _ImportTally()
     terminal = is_terminal() and not as_json
-    with command_engine(database) as engine:
+    with command_engine(database, create=create) as engine:
         found = _import_target(engine, store, create)
         with _progress(terminal) as progress:
             task = (

@@ -35,7 +35,7 @@ from typing import Annotated, Any
 
 import typer
 
-from memfs.cli._common import DatabaseOption, fail
+from memfs.cli._common import DatabaseOption, fail, secure_home
 from memfs.config import TOKEN_ENV, memory_limit, session_token
 
 __all__ = ["register"]
@@ -127,6 +127,8 @@ def mount(
         fail("give at least one --store (or --api URL --token T)")
     if not nonempty:
         _refuse_non_empty(mountpoint)
+    if ready_fd is None:  # not the daemon `memfs mount` starts: that one checked already
+        secure_home()
     request = _MountRequest(
         mountpoint=str(mountpoint),
         stores=stores,
@@ -249,10 +251,11 @@ def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
 
 def _mount_in_background(request: _MountRequest) -> None:
     from memfs.fuse.status import log_path
+    from memfs.local import open_private, private_directory
 
     target = os.path.realpath(request.mountpoint)
     log_file = log_path(target)
-    log_file.parent.mkdir(parents=True, exist_ok=True)
+    private_directory(log_file.parent)
     read_end, write_end = os.pipe()
     command = [
         sys.executable, "-m", "memfs.cli.mounting",
@@ -270,7 +273,7 @@ def _mount_in_background(request: _MountRequest) -> None:
         env[TOKEN_ENV] = request.token  # never in argv: /proc/<pid>/cmdline is public
     if request.debug:
         command.append("--debug")
-    with open(log_file, "ab") as log:
+    with open(open_private(log_file, os.O_WRONLY | os.O_APPEND), "ab") as log:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
             pass_fds=(write_end,), start_new_session=True,

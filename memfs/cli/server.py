@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from memfs.cli._common import DatabaseOption
+from memfs.cli._common import DatabaseOption, secure_home
 from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT
 
 __all__ = ["register"]
@@ -34,6 +34,15 @@ def serve_command(
             "act as an admin.",
         ),
     ] = False,
+    certfile: Annotated[
+        str | None,
+        typer.Option(
+            "--certfile", help="PEM certificate (chain) to serve HTTPS with (needs --keyfile)."
+        ),
+    ] = None,
+    keyfile: Annotated[
+        str | None, typer.Option("--keyfile", help="PEM private key of --certfile.")
+    ] = None,
 ) -> None:
     """Serve the REST API (anthropic SDK compatible) with Hypercorn on trio.
 
@@ -42,4 +51,8 @@ def serve_command(
     """
     from memfs.api.serve import serve
 
-    serve(database, host=host, port=port, insecure_dev=insecure_dev)
+    secure_home()
+    serve(
+        database, host=host, port=port, insecure_dev=insecure_dev,
+        certfile=certfile, keyfile=keyfile,
+    )

@@ -82,7 +82,7 @@ def store_create(
     database: DatabaseOption = None,
 ) -> None:
     """Create a memory store."""
-    with command_engine(database) as engine:
+    with command_engine(database, create=True) as engine:
         store = engine.create_store(name, description, parse_metadata(metadata))
     _print_store(store, as_json)
 

@@ -130,7 +130,7 @@ class MountStatus:
         text = json.dumps(self.snapshot(), indent=2) + "\n"
         if text == self._written and self.path.exists():
             return
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        local.private_directory(self.path.parent)
         local.write_atomically(self.path, text.encode(), durable=False)
         self._written = text
 
@@ -164,7 +164,7 @@ def record_saved_scratch(mountpoint: str, entries: list[dict[str, str]]) -> None
         return
     records = (read_saved_scratch(mountpoint) + entries)[-MAX_RECORDED_EVENTS:]
     path = _saved_scratch_path(mountpoint)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    local.private_directory(path.parent)
     local.write_atomically(path, (json.dumps(records, indent=2) + "\n").encode(), durable=False)
 
 

@@ -93,7 +93,7 @@ from memfs.errors import (
     NotFound,
     PermissionDenied,
 )
-from memfs.local import rejected_directory, write_atomically
+from memfs.local import private_directory, rejected_directory, write_atomically
 from memfs.model import (
     Access,
     Change,
@@ -1117,7 +1117,7 @@ def _write_position(path: Path, seq: int) -> None:
     """Saves a change-feed seq atomically (write a temporary file, rename it). A failure
     (a full disk) is logged, not raised: it only makes the next mount read more."""
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_directory(path.parent)
         write_atomically(path, f"{seq}\n".encode(), durable=False)
     except OSError as exc:
         log.warning("could not save the change-feed position %s: %s", path, exc)

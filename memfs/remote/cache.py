@@ -51,7 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memfs.config import DEFAULT_CACHE_SIZE_BYTES, memfs_home
-from memfs.local import fsync_directory
+from memfs.local import fsync_directory, open_private, private_directory
 
 __all__ = ["CacheStatistics", "ContentCache", "default_cache_root"]
 
@@ -110,7 +110,7 @@ class ContentCache:
         self._evictions = 0
         self._corrupt = 0
         self._last_stamp_ns = 0
-        self.root.mkdir(parents=True, exist_ok=True)
+        private_directory(self.root)
         self._load()
 
     # ------------------------------------------------------------- helpers
@@ -224,10 +224,10 @@ class ContentCache:
             if sha256 in self._entries and path.exists():
                 self._touch(sha256)
                 return sha256
-            path.parent.mkdir(exist_ok=True)
+            private_directory(path.parent)
             temporary = path.parent / f".{sha256}.{secrets.token_hex(4)}"
             try:
-                with open(temporary, "xb") as file:
+                with open(open_private(temporary, os.O_WRONLY | os.O_EXCL), "wb") as file:
                     file.write(data)
                 os.replace(temporary, path)  # not fsync'd: see the module docstring
             except BaseException:

@@ -78,7 +78,13 @@ from pathlib import Path
 from typing import Any
 
 from memfs.errors import MemfsError
-from memfs.local import compact_timestamp, fsync_directory, save_rejected, write_atomically
+from memfs.local import (
+    compact_timestamp,
+    fsync_directory,
+    private_directory,
+    save_rejected,
+    write_atomically,
+)
 from memfs.model import format_timestamp, utcnow
 
 __all__ = [
@@ -332,7 +338,7 @@ class Outbox:
         self._next_seq = 1
         self._lines = 0  # lines in the journal file, header included
         self._rejected = 0
-        directory.mkdir(parents=True, exist_ok=True)
+        private_directory(directory)
         self._lock_fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(self._lock_fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

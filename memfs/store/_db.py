@@ -35,6 +35,7 @@ from memfs.errors import (
     InvalidInput,
     StoreBusy,
 )
+from memfs.local import create_private_file
 from memfs.store.schema import metadata
 
 __all__ = [
@@ -189,7 +190,7 @@ def make_sa_engine(
         if read_only and path is not None:
             url = f"sqlite:///{path.resolve().as_uri()}?mode=ro&uri=true"
         elif path is not None:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            create_private_file(path)  # 0600: SQLite gives -wal/-shm its mode
         sa_engine = create_engine(url, connect_args=connect_args, pool_size=8, max_overflow=8)
         synchronous = "FULL" if synchronous_full else "NORMAL"
 

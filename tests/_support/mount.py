@@ -179,7 +179,7 @@ class Mount:
 class Mounter:
     """Mounts stores for real and cleans up every mount, even after a failure."""
 
-    def __init__(self, tmp_path: Path, engine: Engine) -> None:
+    def __init__(self, tmp_path: Path, engine: Engine | None = None) -> None:
         self._tmp_path = tmp_path
         self._engine = engine
         self.mounts: list[Mount] = []

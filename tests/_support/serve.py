@@ -9,6 +9,7 @@ directory; :meth:`ServeProcess.tracebacks` names the runs that logged a tracebac
 
 from __future__ import annotations
 
+import os
 import selectors
 import signal
 import subprocess
@@ -85,7 +86,10 @@ class ServeProcess:
         self.runs += 1
         deadline = time.monotonic() + SERVER_START_TIMEOUT_S
         while True:
-            with open(self.log_path, "w") as log:
+            # 0600 like memfs's own files: a log in $MEMFS_HOME must not look like a
+            # file memfs left readable to others.
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with open(fd, "w") as log:
                 self.process = subprocess.Popen(
                     memfs_command(
                         "serve", "--host", "127.0.0.1", "--port", str(self.port),

@@ -59,8 +59,12 @@ def test_every_user_error_is_one_line_without_traceback(
 
     blocked = tmp_path / "blocked"
     blocked.write_text("a file, not a directory")
+    # A command that may create the database, where it can't be created:
+    message = cli.error("store", "create", "x", "--database", str(blocked / "memfs.db"))
+    assert message.startswith("cannot open the store database"), message
+    # Any other command: the file is missing (issue 11 item 7).
     message = cli.error("store", "list", "--database", str(blocked / "memfs.db"))
-    assert message.startswith("cannot open the store database")
+    assert message.startswith(f"no memfs database at {blocked / 'memfs.db'}"), message
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root reads a directory whatever its mode")

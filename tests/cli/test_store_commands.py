@@ -73,6 +73,8 @@ def test_list_plain_and_json(cli: Cli) -> None:
 
 
 def test_list_of_nothing_prints_nothing(cli: Cli) -> None:
+    with cli.engine():
+        pass  # an empty database (a missing one is an error: test_database_errors.py)
     assert cli.run("store", "list").stdout == ""
     assert cli.run("store", "list", "--json").json() == {"data": [], "next_page": None}
 
