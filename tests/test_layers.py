@@ -112,6 +112,8 @@ def test_relative_imports_are_resolved() -> None:
         (("sqlalchemy", "alembic"), "memfs.store"),
         (("pyfuse3",), "memfs.fuse"),
         (("fastapi", "starlette", "hypercorn"), "memfs.api"),
+        (("mcp",), "memfs.mcp"),
+        (("anthropic",), "memfs.memory_tool"),
     ],
 )
 def test_only_one_layer_imports_each_library(libraries: tuple[str, ...], owner: str) -> None:
@@ -142,6 +144,14 @@ def test_fuse_imports_neither_api_nor_remote() -> None:
 def test_backend_imports_no_layer_above_it() -> None:
     above = ("memfs.fuse", "memfs.remote", "memfs.api", "memfs.cli")
     assert offenders(("memfs.backend",), (), *above) == []
+
+
+def test_the_memory_front_ends_sit_on_one_core() -> None:
+    """memfs.memory_tool (the SDK tool and the memory file service) is the core of both
+    front ends; memfs.mcp is above it, and neither reaches into a mount or the CLI."""
+    front_ends = ("memfs.memory_tool", "memfs.mcp")
+    assert offenders(front_ends, (), "memfs.cli", "memfs.fuse") == []
+    assert offenders(("memfs.memory_tool",), (), "memfs.mcp", "memfs.api") == []
 
 
 # The store's face is memfs.store's __all__; its modules are private to it.
