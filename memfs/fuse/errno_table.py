@@ -65,6 +65,9 @@ ERRNO_BY_ERROR: dict[type[BaseException], int] = {
     domain.DatabaseUnavailable: errno.EIO,
     domain.DatabaseNotFound: errno.EIO,
     domain.ForeignDatabase: errno.EIO,
+    # A write to a database opened read-only (or that this user may not write).
+    # open(2)/write(2): EROFS "a write on a read-only filesystem".
+    domain.DatabaseReadOnly: errno.EROFS,
     domain.CorruptedStore: errno.EIO,
     # A remote server away: a read of content not cached locally can't be answered
     # (writes are queued instead). read(2): EIO "a low-level I/O error".
