@@ -19,6 +19,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
 from memfs.api.changes import ChangeNotifier
 from memfs.api.errors import (
@@ -238,6 +239,11 @@ def create_app(engine: Engine, *, insecure_dev: bool = False) -> FastAPI:
     app.state.insecure_dev = insecure_dev
     app.state.change_notifier = ChangeNotifier(engine.last_change_seq)
     app.include_router(router)
+    # Issue 13: the MCP server over streamable HTTP, behind the same bearer-token auth.
+    from memfs.mcp.http import McpHttpEndpoint
+
+    mcp_endpoint = McpHttpEndpoint(engine, insecure_dev=insecure_dev)
+    app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]))
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> JSONResponse:
