@@ -30,9 +30,16 @@ delete ``mode=redact``, redact a version    ``memory:delete``     refused
 delete ``mode=hard_delete``, delete store   ``memory:hard_delete``  refused
 create a session (``read_write`` attach.)   read and write        refused
 create a session (``read_only`` attach.)    ``memory:read``       refused
+list / retrieve sessions                    ``memory:read`` (1)   itself only
+archive / delete a session                  as creating it        refused
+revoke a session                            as creating it        itself only
 audit trail                                 ``admin``             refused
 the caller's own session (``current``)      refused               always
 ==========================================  ====================  =====================
+
+(1) a key sees the sessions whose every attached store it may read; another is the
+404 of an unknown id. A session records the key that created it: revoking the key
+revokes it (SPEC §3 credential lifecycle).
 
 A store the caller can't reach — another store's id with a key limited to some stores,
 a store not attached to the session — is 404 ``not_found_error`` with the very message of
