@@ -13,6 +13,9 @@ rclone      ``rclone mount`` of a new local directory   wait for uploads, unmoun
             writes``, other options rclone's defaults   cache, mount again
 floor       ``scripts/floorfs.py`` (in-memory pyfuse3)  drop the page cache (a remount
                                                         would lose the in-memory data)
+floor_      ``scripts/floorfs.py --kernel-cache``       as floor
+patched     (the patched pyfuse3: noflush, cached
+            listings; issue 17)
 memfs       ``memfs mount --store S --foreground`` of   ``memfs umount``, drop the page
             a new store in ``$MEMFS_HOME`` on the       cache, mount again
             backing disk; preloaded through the engine
@@ -43,6 +46,7 @@ from benchlib.trees import Tree
 __all__ = [
     "FloorSystem",
     "MemfsSystem",
+    "PatchedFloorSystem",
     "RcloneSystem",
     "Scratch",
     "SetupFailed",
@@ -569,6 +573,26 @@ class FloorSystem(FuseDaemonSystem):
 
     def remount(self, *, drop_caches: bool) -> None:
         raise SetupFailed("floorfs keeps its data in memory: a remount would lose it")
+
+
+class PatchedFloorSystem(FloorSystem):
+    """``scripts/floorfs.py --kernel-cache``: the floor with the kernel caching that the
+    patched pyfuse3 can ask for (issue 17): what memfs's reads and scans can reach."""
+
+    key = "floor_patched"
+    title = "patched floor"
+
+    def __init__(self, scratch: Scratch) -> None:
+        super().__init__(scratch)
+        self.notes = [
+            "scripts/floorfs.py --kernel-cache: the floor with the patched pyfuse3 "
+            "(third_party/pyfuse3): noflush on read-only opens, cache_readdir + keep_cache "
+            "from opendir",
+            *self.notes[1:],
+        ]
+
+    def daemon_argv(self) -> list[str]:
+        return [*super().daemon_argv(), "--kernel-cache"]
 
 
 class MemfsSystem(FuseDaemonSystem):

@@ -54,7 +54,8 @@ def _bench(scratch: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_tiny_run_measures_every_system_and_cleans_up(fuse_available: None, tmp_path: Path) -> None:
     scratch = tmp_path / "scratch"
     out = tmp_path / "results.json"
-    systems = ["tmpfs", "floor", "memfs"] + (["rclone"] if shutil.which("rclone") else [])
+    systems = ["tmpfs", "floor", "floor_patched", "memfs"]
+    systems += ["rclone"] if shutil.which("rclone") else []
     result = _bench(scratch, *TINY, "--systems", ",".join(systems), "--json", str(out))
 
     assert result.returncode in (0, 1), result.stderr[-3000:]
@@ -68,7 +69,7 @@ def test_tiny_run_measures_every_system_and_cleans_up(fuse_available: None, tmp_
             assert rows[key][system]["error"] is None, (system, key, rows[key][system])
             assert rows[key][system]["median"] > 0, (system, key)
             assert len(rows[key][system]["samples"]) == 1
-    for system in ("floor", "rclone"):
+    for system in ("floor", "floor_patched", "rclone"):
         if system in systems:
             assert rows["rss_search"][system]["median"] > 1  # MB: a live daemon was read
     any_error = any(cell["error"] for row in rows.values() for cell in row.values())
@@ -78,9 +79,9 @@ def test_tiny_run_measures_every_system_and_cleans_up(fuse_available: None, tmp_
         assert "FAILED" in result.stdout
     # The table has a column per system, in the fixed order, and the targets.
     header = next(line for line in result.stdout.splitlines() if line.startswith("| workload"))
-    order = [s for s in ("tmpfs", "rclone", "pyfuse3 floor", "memfs") if s in header]
+    order = [s for s in ("tmpfs", "rclone", "pyfuse3 floor", "patched floor", "memfs") if s in header]
     assert [header.index(s) for s in order] == sorted(header.index(s) for s in order)
-    assert "Targets (issue 5, for memfs):" in result.stdout
+    assert "Targets (issues 5 and 17, for memfs):" in result.stdout
     _assert_clean(scratch)
 
 

@@ -21,13 +21,15 @@ pytestmark = pytest.mark.fuse
 MOUNT_DEADLINE_S = 20.0
 
 
-@pytest.fixture
-def floor(fuse_available: None, tmp_path: Path) -> Iterator[Path]:
+@pytest.fixture(params=[[], ["--kernel-cache"]], ids=["floor", "patched-floor"])
+def floor(fuse_available: None, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """floorfs mounted as is, and as the patched floor (issue 17: noflush on read-only
+    opens and cached listings, which must not change what the workloads see)."""
     mount_point = tmp_path / "mnt"
     mount_point.mkdir()
     log = (tmp_path / "floorfs.log").open("wb")
     process = subprocess.Popen(
-        [sys.executable, str(SCRIPTS / "floorfs.py"), str(mount_point)],
+        [sys.executable, str(SCRIPTS / "floorfs.py"), str(mount_point), *request.param],
         stdout=log,
         stderr=subprocess.STDOUT,
         start_new_session=True,
