@@ -93,7 +93,8 @@ def evaluate_targets(
     def relative(key: str, base: str, limit: float) -> None:
         mine, theirs = result(MEMFS, key), result(base, key)
         label = labels[key].split(" ", 1)[1]
-        description = f"{label}: memfs ≤ {limit:g}× {base}"
+        name = "patched floor" if base == FLOOR_PATCHED else base
+        description = f"{label}: memfs ≤ {limit:g}× {name}"
         if mine is None or theirs is None or theirs <= 0:
             targets.append(Target(description, "not measured", None))
             return

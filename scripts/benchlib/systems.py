@@ -640,7 +640,8 @@ class MemfsSystem(FuseDaemonSystem):
         return self.home / (self.session or "none")
 
     def daemon_argv(self) -> list[str]:
-        assert self.mount_point is not None and self.store_name is not None
+        assert self.mount_point is not None
+        assert self.store_name is not None
         return [self.memfs_command, "mount", str(self.mount_point), "--store", self.store_name]
 
     def log_files(self) -> list[Path]:
@@ -648,7 +649,8 @@ class MemfsSystem(FuseDaemonSystem):
         return super().log_files() + sorted(self._session_home().glob("logs/*.log"))
 
     def _start(self, argv: list[str], deadline: float) -> None:
-        assert self.log_path is not None and self.mount_point is not None
+        assert self.log_path is not None
+        assert self.mount_point is not None
         try:
             with open(self.log_path, "ab") as log:
                 result = subprocess.run(
@@ -692,7 +694,8 @@ class MemfsSystem(FuseDaemonSystem):
         return [self.memfs_command, "umount", str(self.mount_point)]
 
     def session_root(self) -> Path:
-        assert self.mount_point is not None and self.store_name is not None
+        assert self.mount_point is not None
+        assert self.store_name is not None
         from memfs.rules import slugify
 
         return self.mount_point / slugify(self.store_name)

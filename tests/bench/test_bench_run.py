@@ -79,7 +79,8 @@ def test_tiny_run_measures_every_system_and_cleans_up(fuse_available: None, tmp_
         assert "FAILED" in result.stdout
     # The table has a column per system, in the fixed order, and the targets.
     header = next(line for line in result.stdout.splitlines() if line.startswith("| workload"))
-    order = [s for s in ("tmpfs", "rclone", "pyfuse3 floor", "patched floor", "memfs") if s in header]
+    columns = ("tmpfs", "rclone", "pyfuse3 floor", "patched floor", "memfs")
+    order = [s for s in columns if s in header]
     assert [header.index(s) for s in order] == sorted(header.index(s) for s in order)
     assert "Targets (issues 5 and 17, for memfs):" in result.stdout
     _assert_clean(scratch)
@@ -98,7 +99,8 @@ def test_a_failing_system_reads_failed_and_the_others_still_run(
     assert result.returncode == 1, result.stderr[-3000:]
     document = json.loads(out.read_text())
     failure = document["systems"]["memfs"]["failure"]
-    assert "/bin/false mount" in failure and "exited with status 1" in failure
+    assert "/bin/false mount" in failure
+    assert "exited with status 1" in failure
     rows = {row["key"]: row["results"] for row in document["workloads"]}
     assert rows["copy_generated"]["memfs"]["error"].startswith("not run: ")
     assert rows["copy_generated"]["tmpfs"]["median"] > 0
