@@ -1,4 +1,5 @@
-"""Object ids: a type prefix plus a time-sortable random suffix (SPEC §1 objects).
+"""Object ids: a type prefix plus a time-sortable random suffix (SPEC §1 objects), and
+the two content digests (the wire's SHA-256 and the store's xxh3-128 blob key).
 
 The suffix is 26 characters of Crockford base32 over 128 bits: a 48-bit Unix time in
 milliseconds followed by 80 random bits, like a ULID. Ids made in the same process are
@@ -8,11 +9,14 @@ ids sort by creation time.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
 import time
 
-__all__ = ["PREFIXES", "new_id"]
+import xxhash
+
+__all__ = ["PREFIXES", "blob_key_of", "new_id", "sha256_of"]
 
 PREFIXES = {
     "store": "memstore_",
@@ -55,3 +59,16 @@ def new_id(kind: str) -> str:
         _last_ms = now_ms
         value = (now_ms << 80) | _last_random
     return prefix + _encode(value)
+
+
+def sha256_of(data: bytes | str) -> str:
+    """Lowercase hex SHA-256 of ``data`` (text is hashed as UTF-8): the wire's
+    ``content_sha256`` (api-contract §4) and every precondition compared with it."""
+    if isinstance(data, str):
+        data = data.encode("utf-8")
+    return hashlib.sha256(data).hexdigest()
+
+
+def blob_key_of(data: bytes) -> str:
+    """The content address of ``data`` in the store: xxh3-128, 32 lowercase hex digits."""
+    return xxhash.xxh3_128_hexdigest(data)

@@ -52,10 +52,11 @@ def imported_names(source: str, module: str, is_package: bool) -> Iterator[str]:
                     yield f"{target}.{alias.name}"
 
 
-def source_imports() -> dict[str, set[str]]:
-    """``{module: imported module names}`` for every module of the memfs package."""
+def source_imports(directory: Path = PACKAGE) -> dict[str, set[str]]:
+    """``{module: imported module names}`` for every module under ``directory`` (the
+    memfs package unless told)."""
     result: dict[str, set[str]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(directory.rglob("*.py")):
         module = module_name(path)
         result[module] = set(
             imported_names(path.read_text(), module, is_package=path.name == "__init__.py")
@@ -64,6 +65,7 @@ def source_imports() -> dict[str, set[str]]:
 
 
 IMPORTS = source_imports()
+TEST_IMPORTS = source_imports(ROOT / "tests")
 
 
 def within(name: str, *prefixes: str) -> bool:
@@ -84,9 +86,10 @@ def offenders(importers: tuple[str, ...] | None, exempt: tuple[str, ...], *targe
 
 
 def test_the_scan_sees_the_package() -> None:
-    assert "memfs.store.engine" in IMPORTS and "memfs.rules" in IMPORTS
+    assert "memfs.store.engine" in IMPORTS
+    assert "memfs.rules" in IMPORTS
     assert "sqlalchemy" in IMPORTS["memfs.store.engine"]
-    assert "memfs.rules" in IMPORTS["memfs.store.engine"]
+    assert "memfs.rules" in IMPORTS["memfs.store.memories"]
 
 
 def test_relative_imports_are_resolved() -> None:
@@ -123,3 +126,58 @@ def test_store_imports_neither_fuse_nor_api_nor_cli() -> None:
 
 def test_fuse_and_api_never_import_cli() -> None:
     assert offenders(("memfs.fuse", "memfs.api"), (), "memfs.cli") == []
+
+
+# The store's face is memfs.store's __all__; its modules are private to it.
+STORE_INSIDES = (
+    "memfs.store.engine",
+    "memfs.store._db",
+    "memfs.store._common",
+    "memfs.store.access",
+    "memfs.store.blobs",
+    "memfs.store.feed",
+    "memfs.store.listing",
+    "memfs.store.memories",
+    "memfs.store.stores",
+    "memfs.store.versions",
+    "memfs.store.schema",
+    "memfs.store.fsck",
+    "memfs.store.migrations",
+)
+
+
+def test_nothing_outside_the_store_imports_its_modules() -> None:
+    """Callers use the facade through ``memfs.store`` (issue 9); only the store's own
+    modules and its own tests (tests/store) reach inside."""
+    assert offenders(None, ("memfs.store",), *STORE_INSIDES) == []
+    outside_tests = [
+        (module, name)
+        for module, names in TEST_IMPORTS.items()
+        if not within(module, "tests.store")
+        for name in sorted(names)
+        if within(name, *STORE_INSIDES)
+    ]
+    assert outside_tests == []
+    assert "memfs.store" in TEST_IMPORTS["tests.conftest"]
+
+
+def test_every_module_of_the_store_is_listed() -> None:
+    store_modules = {m for m in IMPORTS if m.startswith("memfs.store.")}
+    assert {m for m in store_modules if not within(m, "memfs.store.migrations")} == set(
+        STORE_INSIDES
+    ) - {"memfs.store.migrations"}
+
+
+def test_the_store_exports_exactly_its_face() -> None:
+    import memfs.store
+
+    assert set(memfs.store.__all__) == {
+        "API_KEY_SECRET_PREFIX",
+        "SESSION_TOKEN_PREFIX",
+        "Engine",
+        "ResourceSpec",
+        "open_engine",
+    }
+    namespace: dict[str, object] = {}
+    exec("from memfs.store import *", namespace)
+    assert sorted(k for k in namespace if k != "__builtins__") == sorted(memfs.store.__all__)

@@ -5,8 +5,9 @@ The only package that knows HTTP. Modules, one concern each:
 =================  ============================================================
 ``app``            the FastAPI application factory, request-id and body-size
                    middleware, error handlers, ``/openapi.json``
-``routes``         the endpoints (api-contract §0, SPEC §2 deletion modes,
-                   sessions, the remote-mount extensions of issue 4)
+``routes/``        the endpoints, one module per resource (stores, memories,
+                   versions, the change feed, sessions; api-contract §0, SPEC §2
+                   deletion modes, the remote-mount extensions of issue 4)
 ``changes``        the change feed's wire form and its long polls
 ``schemas``        request bodies (strict) and documented response shapes
 ``auth``           credentials → :class:`~memfs.api.auth.Principal`; scope table

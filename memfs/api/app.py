@@ -32,10 +32,10 @@ from memfs.api.errors import (
     error_body,
     error_headers,
 )
-from memfs.api.routes import router
+from memfs.api.routes import authenticate_request, router
 from memfs.errors import InvalidInput, InvalidMetadata, MemfsError
 from memfs.ids import new_id
-from memfs.store.engine import Engine
+from memfs.store import Engine
 
 __all__ = ["RequestContextMiddleware", "create_app", "error_response"]
 
@@ -161,10 +161,27 @@ def _validation_message(error: dict[str, Any]) -> str:
     return f"{location}: {error.get('msg', 'invalid')}"
 
 
+async def _unauthenticated(request: Request) -> JSONResponse | None:
+    """The 401 of a request refused before its route's first dependency authenticated
+    it (a body that is not JSON is parsed first), or None when it is authenticated:
+    authentication comes before validation (SPEC §3)."""
+    if getattr(request.state, "principal", None) is not None:
+        return None
+    try:
+        await authenticate_request(request)
+    except MemfsError as refused:
+        return error_response(refused, _request_id(request))
+    return None
+
+
 async def _validation_error(request: Request, exc: Exception) -> JSONResponse:
     """FastAPI's 422 → 400 ``invalid_request_error`` naming every problem; a problem in
-    a body's ``metadata`` → ``invalid_metadata`` (the SDK's BetaInvalidMetadataError)."""
+    a body's ``metadata`` → ``invalid_metadata`` (the SDK's BetaInvalidMetadataError).
+    An unauthenticated request gets its 401 instead."""
     assert isinstance(exc, RequestValidationError)
+    refused = await _unauthenticated(request)
+    if refused is not None:
+        return refused
     errors = list(exc.errors())
     if any(e.get("type") == "json_invalid" for e in errors):
         problem: MemfsError = InvalidInput(
@@ -186,6 +203,9 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     elif exc.status_code == HTTPStatus.METHOD_NOT_ALLOWED:
         problem = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}")
     elif exc.status_code < HTTPStatus.INTERNAL_SERVER_ERROR:
+        refused = await _unauthenticated(request)
+        if refused is not None:
+            return refused
         problem = InvalidInput(str(exc.detail))
     else:
         problem = InternalError("internal server error")

@@ -28,7 +28,8 @@ rename a directory (``rename_prefix``)      ``memory:write``      ``read_write``
 soft delete a memory                        ``memory:delete``     ``read_write`` attach.
 delete ``mode=redact``, redact a version    ``memory:delete``     refused
 delete ``mode=hard_delete``, delete store   ``memory:hard_delete``  refused
-create a session                            read/write per store  refused
+create a session (``read_write`` attach.)   read and write        refused
+create a session (``read_only`` attach.)    ``memory:read``       refused
 audit trail                                 ``admin``             refused
 the caller's own session (``current``)      refused               always
 ==========================================  ====================  =====================
@@ -54,7 +55,7 @@ from dataclasses import dataclass
 
 from memfs.errors import AuthenticationFailed, NotFound, PermissionDenied
 from memfs.model import Access, Actor, ApiKey, Scope, Session
-from memfs.store.engine import SESSION_TOKEN_PREFIX, Engine
+from memfs.store import SESSION_TOKEN_PREFIX, Engine
 
 __all__ = [
     "INSECURE_DEV_KEY_ID",

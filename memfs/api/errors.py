@@ -1,4 +1,4 @@
-"""The HTTP edge of the error tree: ONE table from :mod:`memfs.errors` to status + type.
+"""The HTTP edge of the error tree: the envelope of :mod:`memfs.errors`' registry.
 
 Every error response of the API has the envelope of api-contract §2.1::
 
@@ -15,11 +15,13 @@ with the headers ``request-id`` (every response, see :mod:`memfs.api.app`) and
 ``x-should-retry: false`` on every deterministic 4xx, so that the SDK does not retry a
 409 twice (api-contract §2.3). 5xx responses omit it: the SDK may retry those.
 
-The table is keyed by exception class; the most specific class in the exception's MRO
-wins. Errors that only exist at the HTTP edge (an unknown route, a method the route does
-not have, a request body over :data:`MAX_REQUEST_BODY_BYTES`, a failure we did not
-foresee) are subclasses of the domain classes defined here, so they go through the same
-table::
+The status and ``error.type`` of an error are its class's ``wire``
+(:class:`memfs.errors.WireError`): the registry in :mod:`memfs.errors` is the one table,
+which the HTTP client of remote mounts reads too. A subclass without its own ``wire`` is
+sent as its nearest ancestor. Errors that only exist at the HTTP edge (an unknown route,
+a method the route does not have, a request body over :data:`MAX_REQUEST_BODY_BYTES`, a
+failure we did not foresee) are subclasses of the domain classes defined here, with
+their own ``wire`` where it differs::
 
     MemfsError
     ├── InvalidInput
@@ -29,7 +31,8 @@ table::
     │   └── RouteNotFound            no such route                      → 404
     └── InternalError                an exception memfs did not raise   → 500
 
-Choices the contract leaves open (api-contract §8), decided here once:
+Choices the contract leaves open (api-contract §8), decided once in the ``wire`` of the
+classes of :mod:`memfs.errors`:
 
 * ``ContentTooLarge`` → **413** ``invalid_request_error`` (SDK ``ContentTooLargeError``);
   the SDK's sync helper treats 400 and 413 alike as a permanent refusal.
@@ -48,25 +51,15 @@ from http import HTTPStatus
 from typing import Any
 
 from memfs.errors import (
-    AuthenticationFailed,
-    Conflict,
-    ContentTooLarge,
-    CorruptedStore,
-    HeadVersionRedaction,
     InvalidInput,
-    InvalidMetadata,
     MemfsError,
     NotFound,
-    NotRestorable,
     PathConflict,
-    PermissionDenied,
     PreconditionFailed,
-    StoreArchived,
-    StoreFull,
+    WireError,
 )
 
 __all__ = [
-    "ERROR_TABLE",
     "MAX_REQUEST_BODY_BYTES",
     "InternalError",
     "MethodNotAllowed",
@@ -88,12 +81,14 @@ class RequestTooLarge(InvalidInput):
     """Raised when a request body exceeds :data:`MAX_REQUEST_BODY_BYTES`."""
 
     code = "request_too_large"
+    wire = WireError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error")
 
 
 class MethodNotAllowed(InvalidInput):
     """Raised when a route exists but not with the request's method."""
 
     code = "method_not_allowed"
+    wire = WireError(HTTPStatus.METHOD_NOT_ALLOWED, "invalid_request_error")
 
 
 class RouteNotFound(NotFound):
@@ -108,36 +103,11 @@ class InternalError(MemfsError):
     code = "internal_error"
 
 
-# The one table: domain class → (status, error.type). Order does not matter; the most
-# specific class of the raised exception's MRO found here wins.
-ERROR_TABLE: dict[type[MemfsError], tuple[HTTPStatus, str]] = {
-    InvalidInput: (HTTPStatus.BAD_REQUEST, "invalid_request_error"),
-    InvalidMetadata: (HTTPStatus.BAD_REQUEST, "invalid_request_error"),  # error_code
-    ContentTooLarge: (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error"),
-    RequestTooLarge: (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error"),
-    MethodNotAllowed: (HTTPStatus.METHOD_NOT_ALLOWED, "invalid_request_error"),
-    NotFound: (HTTPStatus.NOT_FOUND, "not_found_error"),
-    Conflict: (HTTPStatus.CONFLICT, "conflict_error"),
-    PathConflict: (HTTPStatus.CONFLICT, "memory_path_conflict_error"),
-    PreconditionFailed: (HTTPStatus.CONFLICT, "memory_precondition_failed_error"),
-    HeadVersionRedaction: (HTTPStatus.CONFLICT, "conflict_error"),
-    NotRestorable: (HTTPStatus.CONFLICT, "conflict_error"),
-    StoreArchived: (HTTPStatus.BAD_REQUEST, "invalid_request_error"),
-    StoreFull: (HTTPStatus.BAD_REQUEST, "invalid_request_error"),
-    PermissionDenied: (HTTPStatus.FORBIDDEN, "permission_error"),
-    AuthenticationFailed: (HTTPStatus.UNAUTHORIZED, "authentication_error"),
-    CorruptedStore: (HTTPStatus.INTERNAL_SERVER_ERROR, "api_error"),
-    MemfsError: (HTTPStatus.INTERNAL_SERVER_ERROR, "api_error"),
-}
-
-
 def status_and_type(exc: MemfsError) -> tuple[HTTPStatus, str]:
-    """The HTTP status and ``error.type`` of ``exc`` (most specific table entry wins)."""
-    for cls in type(exc).__mro__:
-        entry = ERROR_TABLE.get(cls)
-        if entry is not None:
-            return entry
-    raise AssertionError(f"{type(exc).__name__} is not a MemfsError")  # pragma: no cover
+    """The HTTP status and ``error.type`` of ``exc``: its class's ``wire`` (the most
+    specific class that declares one, :mod:`memfs.errors` registry)."""
+    wire = type(exc).wire
+    return HTTPStatus(wire.status), wire.type
 
 
 def error_body(exc: MemfsError, request_id: str | None) -> tuple[HTTPStatus, dict[str, Any]]:

@@ -54,9 +54,10 @@ serves for remote mounts (SPEC §1 allows extra endpoints)::
         ``timeout_s`` or ``limit`` out of range; 404 unknown store.
 
 Errors come back as the typed errors of :mod:`memfs.errors`, translated from the error
-envelope of api-contract §2.1 by ONE table, :data:`ERROR_TABLE` (the inverse of
-``memfs/api/errors.py``). Every failure that says nothing about the request itself (no
-connection, a timeout, a 5xx, 408, 429, a body that is not JSON) raises
+envelope of api-contract §2.1 by the registry the server sends them with
+(:func:`memfs.errors.error_class_for`, the inverse of each class's ``wire``). Every
+failure that says nothing about the request itself (no connection, a timeout, a 5xx,
+408, 429, a body that is not JSON) raises
 :class:`ServerUnavailable`, so that the caller can queue the write in its outbox and try
 again later::
 
@@ -80,25 +81,11 @@ from typing import Any, Self
 import httpx
 
 from memfs.errors import (
-    AuthenticationFailed,
-    Conflict,
-    ContentTooLarge,
-    HeadVersionRedaction,
-    InvalidContent,
-    InvalidCursor,
-    InvalidInput,
     InvalidMetadata,
-    InvalidPath,
-    InvalidStoreField,
     MemfsError,
-    NotFound,
-    NotRestorable,
     PathConflict,
-    PathTooLong,
-    PermissionDenied,
     PreconditionFailed,
-    StoreArchived,
-    StoreFull,
+    error_class_for,
 )
 from memfs.fuse.backend import BackendUnavailable
 from memfs.model import Session
@@ -114,7 +101,6 @@ __all__ = [
     "BETA_HEADER",
     "DEFAULT_CONNECT_TIMEOUT_S",
     "DEFAULT_TIMEOUT_S",
-    "ERROR_TABLE",
     "LIST_PAGE_LIMIT",
     "LONG_POLL_MARGIN_S",
     "MAX_LONG_POLL_TIMEOUT_S",
@@ -155,61 +141,11 @@ class ServerUnavailable(BackendUnavailable):
         self.status = status
 
 
-# ----------------------------------------------------------------- the table
-
-_BAD_REQUEST = HTTPStatus.BAD_REQUEST
-_INVALID = "invalid_request_error"
-
-# The one table: (status, error.type, details.error_code) → domain class. ``None`` in a
-# key matches anything; of the rows that match a response, the one with the most
-# non-None fields wins. The inverse of memfs/api/errors.py ERROR_TABLE; the error codes
-# are the ``MemfsError.code`` values the API puts in ``details.error_code``.
-ERROR_TABLE: dict[tuple[HTTPStatus, str | None, str | None], type[MemfsError]] = {
-    (_BAD_REQUEST, None, None): InvalidInput,
-    (_BAD_REQUEST, _INVALID, InvalidPath.code): InvalidPath,
-    (_BAD_REQUEST, _INVALID, PathTooLong.code): PathTooLong,
-    (_BAD_REQUEST, _INVALID, InvalidContent.code): InvalidContent,
-    (_BAD_REQUEST, _INVALID, ContentTooLarge.code): ContentTooLarge,
-    (_BAD_REQUEST, _INVALID, InvalidMetadata.code): InvalidMetadata,
-    (_BAD_REQUEST, _INVALID, InvalidStoreField.code): InvalidStoreField,
-    (_BAD_REQUEST, _INVALID, InvalidCursor.code): InvalidCursor,
-    (_BAD_REQUEST, _INVALID, StoreArchived.code): StoreArchived,
-    (_BAD_REQUEST, _INVALID, StoreFull.code): StoreFull,
-    # api-contract §2.2: 413 for content over 102,400 bytes (memfs/api/errors.py).
-    (HTTPStatus.REQUEST_ENTITY_TOO_LARGE, None, None): ContentTooLarge,
-    (HTTPStatus.METHOD_NOT_ALLOWED, None, None): InvalidInput,
-    (HTTPStatus.UNPROCESSABLE_ENTITY, None, None): InvalidInput,
-    (HTTPStatus.UNAUTHORIZED, None, None): AuthenticationFailed,
-    (HTTPStatus.FORBIDDEN, None, None): PermissionDenied,
-    (HTTPStatus.NOT_FOUND, None, None): NotFound,
-    (HTTPStatus.CONFLICT, None, None): Conflict,
-    (HTTPStatus.CONFLICT, "memory_path_conflict_error", None): PathConflict,
-    (HTTPStatus.CONFLICT, "memory_precondition_failed_error", None): PreconditionFailed,
-    (HTTPStatus.CONFLICT, "conflict_error", HeadVersionRedaction.code): HeadVersionRedaction,
-    (HTTPStatus.CONFLICT, "conflict_error", NotRestorable.code): NotRestorable,
-    # api-contract §2.2: the SDK treats 412 on a conditional write like a 409 precondition.
-    (HTTPStatus.PRECONDITION_FAILED, None, None): PreconditionFailed,
-}
+# ------------------------------------------------------------------ errors
 
 # Statuses that say "ask again later", not "your request is wrong" (api-contract §2.3
 # lists them among the ones the SDK retries).
 _TRANSIENT_STATUSES = frozenset({HTTPStatus.REQUEST_TIMEOUT, HTTPStatus.TOO_MANY_REQUESTS})
-
-
-def _lookup(status: int, error_type: str | None, error_code: str | None) -> type[MemfsError]:
-    best: type[MemfsError] = MemfsError
-    best_score = -1
-    for (row_status, row_type, row_code), cls in ERROR_TABLE.items():
-        if row_status != status:
-            continue
-        if row_type is not None and row_type != error_type:
-            continue
-        if row_code is not None and row_code != error_code:
-            continue
-        score = (row_type is not None) + (row_code is not None)
-        if score > best_score:
-            best, best_score = cls, score
-    return best
 
 
 def error_from_response(response: httpx.Response) -> MemfsError:
@@ -217,9 +153,10 @@ def error_from_response(response: httpx.Response) -> MemfsError:
 
     Returns:
         :class:`ServerUnavailable` for 5xx, 408 and 429; else the class
-        :data:`ERROR_TABLE` picks (a plain :class:`MemfsError` for a status it does not
-        list), carrying ``error.message`` as its message and ``details.error_code`` as
-        its ``code`` (so e.g. a 403 ``read_only_attachment`` stays distinguishable).
+        :func:`memfs.errors.error_class_for` picks (a plain :class:`MemfsError` for a
+        status no class is sent with), carrying ``error.message`` as its message and
+        ``details.error_code`` as its ``code`` (so e.g. a 403 ``read_only_attachment``
+        stays distinguishable).
         :class:`PathConflict` gets ``conflicting_memory_id``/``conflicting_path`` from
         the error object (empty strings when absent); :class:`PreconditionFailed` gets
         ``actual_sha256`` from ``error.actual_content_sha256`` if the server sends it,
@@ -247,7 +184,7 @@ def error_from_response(response: httpx.Response) -> MemfsError:
     if status >= HTTPStatus.INTERNAL_SERVER_ERROR or status in _TRANSIENT_STATUSES:
         exc = ServerUnavailable(f"the server answered {status}: {message}", status=status)
     else:
-        cls = _lookup(status, error_type, error_code)
+        cls = error_class_for(status, error_type, error_code)
         if issubclass(cls, PathConflict):
             exc = cls(
                 message,
@@ -277,7 +214,7 @@ class MemfsClient:
     """The memfs API as seen by one session token.
 
     Use it as an async context manager, or call :meth:`aclose`. Every method raises
-    the domain errors of :data:`ERROR_TABLE` or :class:`ServerUnavailable`.
+    the domain errors of :mod:`memfs.errors` or :class:`ServerUnavailable`.
 
     Args:
         base_url: the server, e.g. ``http://127.0.0.1:8765``.
@@ -333,7 +270,7 @@ class MemfsClient:
         *,
         params: Mapping[str, str | int] | None = None,
         body: Mapping[str, Any] | None = None,
-        timeout: httpx.Timeout | None = None,
+        request_timeout: httpx.Timeout | None = None,
     ) -> dict[str, Any]:
         try:
             response = await self._http.request(
@@ -341,7 +278,7 @@ class MemfsClient:
                 url,
                 params=params,
                 json=body,
-                timeout=timeout if timeout is not None else self._timeout,
+                timeout=request_timeout if request_timeout is not None else self._timeout,
             )
         except httpx.TransportError as exc:
             raise ServerUnavailable(f"{method} {url}: {type(exc).__name__}: {exc}") from exc
@@ -601,7 +538,7 @@ class MemfsClient:
                 connect=self._timeout.connect,
             )
         data = await self._request(
-            "GET", f"{_store_url(store_id)}/changes", params=params, timeout=timeout
+            "GET", f"{_store_url(store_id)}/changes", params=params, request_timeout=timeout
         )
         return ChangeBatch(
             changes=[RemoteChange.model_validate(item) for item in data.get("data") or []],

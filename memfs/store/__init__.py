@@ -1,8 +1,20 @@
-"""The store engine: the only package with SQL. See :class:`memfs.store.engine.Engine`."""
+"""The store: the only package with SQL. Use it through this face only.
 
-from memfs.store.engine import Engine, ResourceSpec
+:class:`Engine` is the facade (one transaction per call) over one module per aggregate
+(see :mod:`memfs.store.engine`); nothing outside ``memfs/store`` imports those modules,
+``engine`` or ``_db`` (tests/test_layers.py checks it).
+"""
 
-__all__ = ["Engine", "ResourceSpec", "open_engine"]
+from memfs.store.access import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, ResourceSpec
+from memfs.store.engine import Engine
+
+__all__ = [
+    "API_KEY_SECRET_PREFIX",
+    "SESSION_TOKEN_PREFIX",
+    "Engine",
+    "ResourceSpec",
+    "open_engine",
+]
 
 
 def open_engine(database: str | None = None, *, memory_limit: int | None = None) -> Engine:

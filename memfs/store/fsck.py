@@ -7,15 +7,14 @@ and exits non-zero if there is any.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable, Iterator
 
-import xxhash
 from sqlalchemy import Connection, and_, func, select
 
 from memfs import rules
 from memfs.errors import InvalidInput
+from memfs.ids import blob_key_of, sha256_of
 from memfs.store.schema import blobs, changes, memories, stores, versions
 
 __all__ = ["CHECKS", "run_checks"]
@@ -27,9 +26,9 @@ def check_blob_integrity(conn: Connection) -> Iterator[str]:
         select(blobs.c.key, blobs.c.sha256, blobs.c.size_bytes, blobs.c.data)
     ):
         data = bytes(data)
-        if xxhash.xxh3_128_hexdigest(data) != key:
+        if blob_key_of(data) != key:
             yield f"blob {key}: bytes do not hash to the key"
-        if hashlib.sha256(data).hexdigest() != sha:
+        if sha256_of(data) != sha:
             yield f"blob {key}: bytes do not match the recorded sha256"
         if len(data) != size:
             yield f"blob {key}: size_bytes {size} but {len(data)} bytes stored"

@@ -20,10 +20,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
-import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -33,7 +30,8 @@ from typing import Any
 import anthropic
 import httpx
 import pytest
-from serve_helpers import read_ready_url
+from _support.cli import memfs_env, run_memfs
+from _support.serve import ServeProcess
 from sqlalchemy import create_engine, text
 
 from memfs.config import database_url
@@ -41,73 +39,17 @@ from memfs.model import Scope
 from memfs.store import Engine
 
 PG_URL_ENV = "MEMFS_TEST_PG_URL"
-SERVER_START_TIMEOUT_S = 30.0
-SERVER_STOP_TIMEOUT_S = 15.0
 SDK_TIMEOUT_S = 30.0
 SHA256_EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
 
 
-def memfs_command(*args: str) -> list[str]:
-    """The ``memfs`` CLI of this interpreter's environment."""
-    return [sys.executable, "-m", "memfs.cli", *args]
-
-
 def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """Runs ``memfs ARGS`` and returns the finished process (never raises on status)."""
-    return subprocess.run(
-        memfs_command(*args), capture_output=True, text=True, timeout=60, env=env, check=False
-    )
+    return run_memfs(*args, env=env, timeout_s=60)
 
 
-class ServerProcess:
-    """A ``memfs serve`` subprocess on a free loopback port.
-
-    Args:
-        database: the SQLAlchemy URL it serves.
-        log_path: where its stderr goes.
-        extra_args: more ``memfs serve`` options.
-    """
-
-    def __init__(
-        self, database: str, log_path: Path, *extra_args: str, env: dict[str, str] | None = None
-    ) -> None:
-        self.log_path = log_path
-        self._log = log_path.open("w")
-        self.process = subprocess.Popen(
-            memfs_command("serve", "--port", "0", "--database", database, *extra_args),
-            stdout=subprocess.PIPE,
-            stderr=self._log,
-            text=True,
-            env=env,
-        )
-        self.url = self._wait_ready()
-
-    def _wait_ready(self) -> str:
-        assert self.process.stdout is not None
-        url = read_ready_url(self.process.stdout, time.monotonic() + SERVER_START_TIMEOUT_S)
-        if url is not None:
-            return url
-        self.stop()
-        raise AssertionError(f"memfs serve did not start:\n{self.log_path.read_text()}")
-
-    def stop(self) -> int:
-        """Stops the server with SIGTERM and returns its exit status."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=SERVER_STOP_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.process.stdout is not None:
-            self.process.stdout.close()
-        self._log.close()
-        return self.process.returncode
-
-    def log_text(self) -> str:
-        if not self._log.closed:
-            self._log.flush()
-        return self.log_path.read_text()
+class ServerProcess(ServeProcess):
+    """A ``memfs serve`` subprocess on a free loopback port, logging into ``log_dir``."""
 
 
 @dataclass
@@ -202,10 +144,7 @@ def api_database(
 
 
 def server_env(home: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    env["MEMFS_HOME"] = str(home)
-    env.pop("MEMFS_DATABASE", None)
-    return env
+    return memfs_env(home)
 
 
 @pytest.fixture(scope="session")
@@ -218,7 +157,7 @@ def server(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
     )
     assert created.returncode == 0, created.stderr
     secret = json.loads(created.stdout)["secret"]
-    process = ServerProcess(api_database, home / "server.log", env=env)
+    process = ServerProcess(api_database, home, env=env)
     engine = Engine(database_url(api_database))
     result = Server(process.url, api_database, engine, secret, process)
     try:
@@ -236,7 +175,7 @@ def server(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Itera
 def second_url(server: Server, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """The URL of a second ``memfs serve`` on the database of ``server``."""
     home = tmp_path_factory.mktemp("api-second-home")
-    process = ServerProcess(server.database, home / "second.log", env=server_env(home))
+    process = ServerProcess(server.database, home, env=server_env(home))
     try:
         yield process.url
     finally:
@@ -256,7 +195,7 @@ def start_server(server: Server, tmp_path: Path) -> Iterator[Callable[..., str]]
         home = tmp_path / f"server-{len(processes)}"
         home.mkdir()
         env = server_env(home) | environment
-        processes.append(ServerProcess(server.database, home / "server.log", env=env))
+        processes.append(ServerProcess(server.database, home, env=env))
         return processes[-1].url
 
     yield start
@@ -276,7 +215,7 @@ def spawn_server(server: Server, tmp_path: Path) -> Iterator[Callable[[], Server
     def spawn() -> ServerProcess:
         home = tmp_path / f"spawned-{len(processes)}"
         home.mkdir()
-        processes.append(ServerProcess(server.database, home / "server.log", env=server_env(home)))
+        processes.append(ServerProcess(server.database, home, env=server_env(home)))
         return processes[-1]
 
     yield spawn

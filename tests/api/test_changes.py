@@ -31,8 +31,7 @@ from memfs.errors import NotFound, PermissionDenied
 from memfs.model import Access, ChangeKind, Scope
 from memfs.remote import MemfsClient
 from memfs.remote.records import ChangeBatch
-from memfs.store import Engine
-from memfs.store.engine import ResourceSpec
+from memfs.store import Engine, ResourceSpec
 
 if TYPE_CHECKING:
     from tests.api.conftest import Server, ServerProcess

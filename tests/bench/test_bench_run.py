@@ -8,10 +8,10 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
+from _support.polling import wait_until
 from benchlib.host import mounts_below
 from benchlib.report import TIMED_WORKLOADS
 
@@ -123,16 +123,15 @@ def test_interrupting_a_run_unmounts_everything_and_removes_scratch(
         text=True,
     )  # fmt: skip
     try:
-        deadline = time.monotonic() + 60
-        # Wait until the system is mounted (its mount point is below scratch).
-        while not [m for m in mounts_below(scratch) if m.endswith(f"{system}-files")]:
+        def mounted() -> bool:  # its mount point is below scratch
             if process.poll() is not None:
                 stderr = process.communicate()[1]
                 if f"{system}: FAILED" in stderr:
                     pytest.skip(f"{system} cannot mount here: {stderr[-1000:]}")
                 pytest.fail(f"the benchmark ended before mounting {system}: {stderr[-3000:]}")
-            assert time.monotonic() < deadline, f"the benchmark never mounted {system}"
-            time.sleep(0.01)
+            return any(m.endswith(f"{system}-files") for m in mounts_below(scratch))
+
+        wait_until(mounted, f"the benchmark to mount {system}", 60, interval_s=0.01)
         process.send_signal(signal.SIGINT)
         _, stderr = process.communicate(timeout=60)
     finally:

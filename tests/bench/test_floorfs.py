@@ -8,11 +8,11 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from _support.polling import wait_until
 from benchlib.host import is_mount_point
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -35,11 +35,11 @@ def floor(fuse_available: None, tmp_path: Path, request: pytest.FixtureRequest) 
         stderr=subprocess.STDOUT,
         start_new_session=True,
     )
-    deadline = time.monotonic() + MOUNT_DEADLINE_S
-    while not is_mount_point(mount_point):
+    def mounted() -> bool:
         assert process.poll() is None, (tmp_path / "floorfs.log").read_text()
-        assert time.monotonic() < deadline, "floorfs did not mount in time"
-        time.sleep(0.01)
+        return is_mount_point(mount_point)
+
+    wait_until(mounted, "floorfs to mount", MOUNT_DEADLINE_S, interval_s=0.01)
     try:
         yield mount_point
     finally:

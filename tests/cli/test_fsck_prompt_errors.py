@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_runner import Cli
+from _support.cli import Cli
 
 from memfs.model import Access, MemoryStore, SessionResource, utcnow
 from memfs.prompt import plan_resources, render_prompt
@@ -29,15 +30,17 @@ def test_fsck_clean_after_writes(cli: Cli, store: dict[str, Any]) -> None:
 
 def test_fsck_reports_each_finding_and_fails(cli: Cli, store: dict[str, Any]) -> None:
     cli.put(STORE, "/a.md", "a")
-    engine = open_engine(f"sqlite:///{cli.home / 'memfs.db'}")
+    database = sqlite3.connect(cli.home / "memfs.db")
     try:
-        engine.execute_raw_for_tests("UPDATE stores SET entry_count = 7")
+        with database:
+            database.execute("UPDATE stores SET entry_count = 7")
         result = cli.run("fsck", expect=1)
         assert result.stdout == f"fsck: store {store['id']}: entry_count 7 but 1 live memories\n"
         assert result.stderr == "memfs: error: fsck found 1 problem\n"
     finally:
-        engine.execute_raw_for_tests("UPDATE stores SET entry_count = 1")
-        engine.close()
+        with database:
+            database.execute("UPDATE stores SET entry_count = 1")
+        database.close()
 
 
 def test_every_user_error_is_one_line_without_traceback(

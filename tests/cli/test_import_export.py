@@ -8,13 +8,12 @@ import os
 import pty
 import select
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from cli_runner import Cli
+from _support.cli import Cli, memfs_command
 
 STORE = "Project Notes"
 
@@ -301,7 +300,7 @@ def run_on_terminal(cli: Cli, *args: str, expect: int = 0) -> str:
     """Runs memfs with stdin, stdout and stderr on a pseudo-terminal; returns its output."""
     primary, secondary = pty.openpty()
     process = subprocess.Popen(
-        [sys.executable, "-m", "memfs.cli", *args],
+        memfs_command(*args),
         stdin=secondary,
         stdout=secondary,
         stderr=secondary,

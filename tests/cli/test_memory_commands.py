@@ -6,7 +6,7 @@ import getpass
 import hashlib
 from typing import Any
 
-from cli_runner import Cli
+from _support.cli import Cli
 
 STORE = "Project Notes"
 

@@ -6,7 +6,7 @@ import socket
 from collections.abc import Iterator
 
 import pytest
-from cli_runner import Cli
+from _support.cli import Cli
 
 
 @pytest.fixture

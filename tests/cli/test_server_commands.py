@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cli_runner import Cli
+from _support.cli import Cli
 from test_import_export import run_on_terminal
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from cli_runner import Cli
+from _support.cli import Cli
 
 STORE_FIELDS = [
     "id",

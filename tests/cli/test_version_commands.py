@@ -5,7 +5,7 @@ from __future__ import annotations
 import getpass
 from typing import Any
 
-from cli_runner import Cli
+from _support.cli import Cli
 
 STORE = "Project Notes"
 

@@ -5,7 +5,7 @@
   ``$MEMFS_HOME/memfs.db``, the database the server serves (and embedded mounts use).
 - ``server``: ``memfs serve`` on loopback over that database; tests kill and restart
   it. At teardown it must stop cleanly, and no run may have logged a traceback.
-- ``mounter``: the FUSE tests' :class:`Mounter`: embedded mounts, and every remote mount
+- ``mounter``: :class:`_support.mount.Mounter`: embedded mounts, and every remote mount
   started with :func:`faults_helpers.mount_remote`, are unmounted at teardown with the
   same checks (daemon exit status, no unannounced WARNING/ERROR in its log); then
   ``memfs fsck`` must say the database is clean.
@@ -28,8 +28,8 @@ _HERE = Path(__file__).parent
 sys.path.insert(0, str(_HERE.parent / "fuse"))
 
 import fuse_fixtures  # noqa: E402
+from _support.mount import MEMFS, Mount, Mounter, run  # noqa: E402
 from faults_helpers import Server, mount_remote  # noqa: E402
-from fuse_helpers import MEMFS, Mount, Mounter, run  # noqa: E402
 
 from memfs.model import Access, MemoryStore  # noqa: E402
 from memfs.store import Engine, ResourceSpec  # noqa: E402
@@ -54,7 +54,10 @@ def server(store_engine: Engine, memfs_home: Path, tmp_path: Path) -> Iterator[S
     try:
         yield server
     finally:
-        server.stop()
+        running = server.process is not None and server.process.poll() is None
+        status = server.stop()
+    if running:  # a test may end with the server killed
+        assert status == 0, f"memfs serve exited {status}:\n{server.log_text()}"
     assert server.tracebacks() == [], "the server logged a traceback"
 
 

@@ -13,18 +13,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from faults_helpers import (
-    PROPAGATION_DEADLINE_S,
-    Server,
-    backend_status,
-    kill_daemon,
-    memfs_status,
-    mount_remote,
-    reads,
-    wait_live,
-    wait_outbox_empty,
-)
-from fuse_helpers import (
+from _support.mount import (
     COMMAND_TIMEOUT_S,
     MEMFS,
     Mount,
@@ -35,6 +24,17 @@ from fuse_helpers import (
     run_python,
     versions,
     wait_until,
+)
+from faults_helpers import (
+    PROPAGATION_DEADLINE_S,
+    Server,
+    backend_status,
+    kill_daemon,
+    memfs_status,
+    mount_remote,
+    reads,
+    wait_live,
+    wait_outbox_empty,
 )
 
 from memfs.fuse import mounts

@@ -77,13 +77,15 @@ def test_a_remote_mount_shows_exactly_the_sessions_stores_with_their_access(
     (created,) = versions(store_engine, notes.id, memory.id)
     # SPEC §3: a mount's writes are attributed to its session.
     assert created.operation is Operation.CREATED
-    assert created.created_by == Actor.session(session.id) and mount.session_id == session.id
+    assert created.created_by == Actor.session(session.id)
+    assert mount.session_id == session.id
 
     text = memfs_status(mount)
     assert f"backend:      remote {server.url}" in text
     assert "server:       reachable" in text
     assert "outbox:       0 write(s) to replay" in text
-    assert "reference-docs           Reference Docs" in text and "read_only" in text
+    assert "reference-docs           Reference Docs" in text
+    assert "read_only" in text
 
 
 def test_a_cached_file_is_read_from_disk_without_the_server(
@@ -116,7 +118,8 @@ def test_a_cached_file_is_read_from_disk_without_the_server(
     wait_until(lambda: backend_status(mount)["server_state"] == "unreachable",
                "the status to say the server is unreachable")
     text = memfs_status(mount)
-    assert "server:       unreachable" in text and "server unreachable" in text
+    assert "server:       unreachable" in text
+    assert "server unreachable" in text
 
     server.start()
     (mount / "notes/cached.md").write_text("after the restart\n")
@@ -193,7 +196,8 @@ def test_archiving_a_store_turns_its_remote_mounts_read_only(
             with open(path, "a"):
                 return False
         except OSError as exc:
-            assert exc.errno == errno.EROFS, exc
+            if exc.errno != errno.EROFS:
+                raise
             return True
 
     wait_until(refused, "the archived store to turn read-only", PROPAGATION_DEADLINE_S)
@@ -278,9 +282,11 @@ def test_a_background_remote_mount_keeps_its_token_out_of_its_command_line(
     mount = Mount(path, int(record["pid"]), Path(record["log_file"]), None)
     mounter.mounts.append(mount)
     cmdline = Path(f"/proc/{mount.pid}/cmdline").read_bytes()
-    assert token.encode() not in cmdline and b"--api" in cmdline
+    assert token.encode() not in cmdline
+    assert b"--api" in cmdline
     assert (path / "notes/a.md").read_text() == "a\n"
     mount.expect_log("is already a mount point")  # the same log file
     again = run(MEMFS, "mount", path, "--api", server.url, "--token", token, check=False)
-    assert again.returncode == 1 and "already a mount point" in again.stderr
+    assert again.returncode == 1
+    assert "already a mount point" in again.stderr
     mounter.unmount(mount)

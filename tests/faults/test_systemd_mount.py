@@ -14,8 +14,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from _support.mount import COMMAND_TIMEOUT_S, Mount, Mounter, run
 from faults_helpers import Server, kill_daemon, wait_live
-from fuse_helpers import COMMAND_TIMEOUT_S, Mount, Mounter, run
 
 from memfs.fuse import mounts
 from memfs.model import MemoryStore

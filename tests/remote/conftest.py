@@ -1,21 +1,22 @@
 """Fixtures of the remote-mount tests (those of tests/conftest.py come first).
 
 - ``store_engine``: a real :class:`memfs.store.Engine` on SQLite in the test's tmp dir,
-  standing behind the fake server.
-- ``rw_store``, ``ro_store``: two stores; the fake's session attaches the first
+  behind the real API.
+- ``rw_store``, ``ro_store``: two stores; the server's session attaches the first
   ``read_write`` and the second ``read_only``.
-- ``fake``: :class:`remote_fake.FakeServer`, the in-process API.
+- ``server``: :class:`live_server.LiveServer`, the in-process API.
 - ``client``: a :class:`memfs.remote.MemfsClient` holding only the session token.
 """
 
 from __future__ import annotations
 
+import importlib
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
-from remote_fake import BASE_URL, FakeServer
+from live_server import BASE_URL, LiveServer
 
 from memfs.config import database_url
 from memfs.model import Access, MemoryStore
@@ -33,7 +34,7 @@ def _import_schemathesis_quietly() -> None:
         warnings.filterwarnings(
             "ignore", "jsonschema.exceptions.RefResolutionError", DeprecationWarning
         )
-        import schemathesis._hypothesis  # noqa: F401
+        importlib.import_module("schemathesis._hypothesis")
 
 
 @pytest.fixture
@@ -58,8 +59,8 @@ def ro_store(store_engine: Engine) -> MemoryStore:
 
 
 @pytest.fixture
-def fake(store_engine: Engine, rw_store: MemoryStore, ro_store: MemoryStore) -> FakeServer:
-    return FakeServer(
+def server(store_engine: Engine, rw_store: MemoryStore, ro_store: MemoryStore) -> LiveServer:
+    return LiveServer(
         store_engine,
         [
             ResourceSpec(rw_store.id, Access.READ_WRITE),
@@ -69,6 +70,6 @@ def fake(store_engine: Engine, rw_store: MemoryStore, ro_store: MemoryStore) -> 
 
 
 @pytest.fixture
-async def client(fake: FakeServer) -> AsyncIterator[MemfsClient]:
-    async with MemfsClient(BASE_URL, fake.token, transport=fake.transport()) as client:
+async def client(server: LiveServer) -> AsyncIterator[MemfsClient]:
+    async with MemfsClient(BASE_URL, server.token, transport=server.transport()) as client:
         yield client

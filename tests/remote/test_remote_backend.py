@@ -1,5 +1,5 @@
-"""RemoteBackend: the FUSE backend Protocol over client + cache + outbox, against the fake
-API over the real engine (no kernel mount here; the FUSE tests mount for real)."""
+"""RemoteBackend: the FUSE backend Protocol over client + cache + outbox, against the real
+API in-process (tests/remote/live_server.py); no kernel mount here (tests/faults mount)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import trio
 import trio.testing
-from remote_fake import BASE_URL, FakeServer
+from live_server import BASE_URL, LiveServer
 
 from memfs.errors import NotFound, PermissionDenied, PreconditionFailed, StoreArchived
 from memfs.fuse.backend import AttachmentSpec, Backend
@@ -38,8 +38,8 @@ def contents(engine: Engine, store_id: str) -> dict[str, str]:
     }
 
 
-def make_backend(fake: FakeServer, home: Path) -> RemoteBackend:
-    client = MemfsClient(BASE_URL, fake.token, transport=fake.transport())
+def make_backend(server: LiveServer, home: Path) -> RemoteBackend:
+    client = MemfsClient(BASE_URL, server.token, transport=server.transport())
     return RemoteBackend(client, cache=ContentCache(home / "cache"), home=home)
 
 
@@ -50,20 +50,20 @@ def home(tmp_path: Path) -> Path:
 
 @pytest.fixture
 async def backend(
-    fake: FakeServer, home: Path, rw_store: MemoryStore, ro_store: MemoryStore
+    server: LiveServer, home: Path, rw_store: MemoryStore, ro_store: MemoryStore
 ) -> AsyncIterator[RemoteBackend]:
-    remote = make_backend(fake, home)
+    remote = make_backend(server, home)
     await remote.open_session(
         [AttachmentSpec(rw_store.id, False), AttachmentSpec(ro_store.id, True)],
         mount_root="/mnt/x",
     )
     yield remote
-    fake.down = False
+    server.network.down = False
     await remote.aclose()
 
 
-def requests_to(fake: FakeServer, suffix: str) -> int:
-    return sum(1 for _, path, _, _ in fake.requests if path.endswith(suffix))
+def requests_to(server: LiveServer, suffix: str) -> int:
+    return sum(1 for _, path, _, _ in server.network.requests if path.endswith(suffix))
 
 
 async def test_it_implements_the_fuse_backend_protocol(backend: RemoteBackend) -> None:
@@ -77,9 +77,9 @@ async def test_it_implements_the_fuse_backend_protocol(backend: RemoteBackend) -
 
 
 async def test_open_session_checks_attachments_against_the_token(
-    fake: FakeServer, home: Path, rw_store: MemoryStore, ro_store: MemoryStore
+    server: LiveServer, home: Path, rw_store: MemoryStore, ro_store: MemoryStore
 ) -> None:
-    remote = make_backend(fake, home)
+    remote = make_backend(server, home)
     with pytest.raises(PermissionDenied) as writable_ro:
         await remote.open_session([AttachmentSpec(ro_store.id, False)], mount_root="/m")
     assert writable_ro.value.code == "read_only_attachment"
@@ -88,7 +88,7 @@ async def test_open_session_checks_attachments_against_the_token(
     assert foreign.value.code == "store_not_allowed"
     # Mounting a read_write attachment read-only is allowed.
     session_id = await remote.open_session([AttachmentSpec(rw_store.id, True)], mount_root="/m")
-    assert session_id == fake.session.id
+    assert session_id == server.session.id
     assert (home / "outbox" / session_id / "journal.jsonl").exists()
     await remote.aclose()
 
@@ -98,7 +98,8 @@ async def test_resolve_store_by_id_name_slug_or_directory(
 ) -> None:
     for name in (rw_store.id, "Notes", "notes"):
         store = await backend.resolve_store(name)
-        assert store.id == rw_store.id and store.name == "Notes"
+        assert store.id == rw_store.id
+        assert store.name == "Notes"
     with pytest.raises(NotFound):
         await backend.resolve_store("nope")
 
@@ -116,44 +117,44 @@ async def test_memories_are_keyed_by_their_sha256(
 
 
 async def test_a_cached_file_is_read_without_a_round_trip(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     store_engine.create_memory(rw_store.id, "/a.md", "alpha", actor=None)
     (memory,) = await backend.list_memories(rw_store.id)
     assert await backend.read_content(memory) == b"alpha"
-    assert requests_to(fake, f"/memory_versions/{memory.memory_version_id}") == 1
+    assert requests_to(server, f"/memory_versions/{memory.memory_version_id}") == 1
 
-    fake.requests.clear()
-    fake.down = True
+    server.network.requests.clear()
+    server.network.down = True
     assert await backend.read_content(memory) == b"alpha"
-    assert fake.requests == []
+    assert server.network.requests == []
 
 
 async def test_the_cache_serves_a_restarted_daemon(
-    fake: FakeServer, home: Path, store_engine: Engine, rw_store: MemoryStore
+    server: LiveServer, home: Path, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     store_engine.create_memory(rw_store.id, "/a.md", "alpha", actor=None)
-    first = make_backend(fake, home)
+    first = make_backend(server, home)
     await first.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
     (memory,) = await first.list_memories(rw_store.id)
     await first.read_content(memory)
     await first.aclose()
 
-    second = make_backend(fake, home)
+    second = make_backend(server, home)
     await second.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
-    fake.requests.clear()
+    server.network.requests.clear()
     assert await second.read_content(memory) == b"alpha"
-    assert fake.requests == []
+    assert server.network.requests == []
     await second.aclose()
 
 
 async def test_a_redaction_while_unmounted_is_purged_at_the_next_start(
-    fake: FakeServer, home: Path, store_engine: Engine, rw_store: MemoryStore
+    server: LiveServer, home: Path, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     """SPEC §2: redacted bytes leave every local cache. A daemon that was not running
     when the redaction happened reads the feed from where the last one stopped."""
     secret = store_engine.create_memory(rw_store.id, "/s.md", "db_password=OFFLINE", actor=None)
-    first = make_backend(fake, home)
+    first = make_backend(server, home)
     await first.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
     seq = await first.last_change_seq(rw_store.id)
     await first.changes_since(rw_store.id, 0)
@@ -165,7 +166,7 @@ async def test_a_redaction_while_unmounted_is_purged_at_the_next_start(
     cache = ContentCache(home / "cache")
     assert cache.get(sha("db_password=OFFLINE")) is not None  # nothing ran to purge it
 
-    second = make_backend(fake, home)
+    second = make_backend(server, home)
     await second.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
     assert await second.last_change_seq(rw_store.id) > seq
     assert ContentCache(home / "cache").get(sha("db_password=OFFLINE")) is None
@@ -173,18 +174,18 @@ async def test_a_redaction_while_unmounted_is_purged_at_the_next_start(
 
 
 async def test_an_uncached_read_with_the_server_down_fails(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     store_engine.create_memory(rw_store.id, "/a.md", "alpha", actor=None)
     (memory,) = await backend.list_memories(rw_store.id)
-    fake.down = True
+    server.network.down = True
     with pytest.raises(ServerUnavailable):
         await backend.read_content(memory)
     assert backend.statistics().server_state == "unreachable"
 
 
 async def test_read_ahead_fetches_what_it_can_and_caches_it(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     for name in "abcde":
         store_engine.create_memory(rw_store.id, f"/{name}.md", f"content {name}", actor=None)
@@ -193,22 +194,22 @@ async def test_read_ahead_fetches_what_it_can_and_caches_it(
     store_engine.delete_memory(rw_store.id, gone.id, actor=None, mode=DeleteMode.REDACT)
     found = await backend.read_contents(memories)
     assert found == {m.blob_key: f"content {m.path[1]}".encode() for m in memories[:-1]}
-    fake.requests.clear()
-    fake.down = True
+    server.network.requests.clear()
+    server.network.down = True
     for memory in memories[:-1]:
         assert await backend.read_content(memory) == f"content {memory.path[1]}".encode()
-    assert fake.requests == []  # every read-ahead result is in the disk cache
+    assert server.network.requests == []  # every read-ahead result is in the disk cache
 
 
 async def test_read_ahead_with_the_server_down_returns_nothing(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     for name in "abcdefghijkl":
         store_engine.create_memory(rw_store.id, f"/{name}.md", name, actor=None)
     memories = await backend.list_memories(rw_store.id)
-    fake.down = True
+    server.network.down = True
     assert await backend.read_contents(memories) == {}
-    assert len(fake.requests) < len(memories)  # the first failure stops the rest
+    assert len(server.network.requests) < len(memories)  # the first failure stops the rest
 
 
 # ----------------------------------------------------------------- writing
@@ -253,9 +254,9 @@ async def test_rename_with_replace_takes_the_place_of_the_target(
 
 
 async def test_writes_while_down_are_queued_and_replayed_in_order(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    fake.down = True
+    server.network.down = True
     created = await backend.create_memory(rw_store.id, "/log.md", "1")
     assert created.id == f"{PROVISIONAL_ID_PREFIX}1"
     assert created.memory_version_id == f"{PENDING_VERSION_PREFIX}1"
@@ -271,7 +272,7 @@ async def test_writes_while_down_are_queued_and_replayed_in_order(
     assert stats.last_errors
 
     # The server comes back; a write now still queues behind the outbox.
-    fake.down = False
+    server.network.down = False
     await backend.create_memory(rw_store.id, "/after.md", "later")
     assert store_engine.all_memories(rw_store.id) == []
 
@@ -301,15 +302,15 @@ async def test_writes_while_down_are_queued_and_replayed_in_order(
 
 
 async def test_a_replay_conflict_keeps_both_and_is_reported(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     created = await backend.create_memory(rw_store.id, "/todo.md", "base")
-    fake.down = True
+    server.network.down = True
     await backend.update_memory(
         rw_store.id, created.id, content="mine", expected_sha256=sha("base")
     )
     store_engine.update_memory(rw_store.id, created.id, content="theirs", actor=None)
-    fake.down = False
+    server.network.down = False
 
     await backend.changes_since(rw_store.id, 0)
 
@@ -321,43 +322,45 @@ async def test_a_replay_conflict_keeps_both_and_is_reported(
     assert stats.conflict_count == 1
     assert "changed elsewhere" in conflict.message
     assert conflict.path == "/todo.md"
-    assert conflict.conflict_path is not None and conflict.conflict_path in copies
+    assert conflict.conflict_path is not None
+    assert conflict.conflict_path in copies
 
 
 async def test_a_refused_queued_write_is_kept_under_rejected(
     backend: RemoteBackend,
-    fake: FakeServer,
+    server: LiveServer,
     store_engine: Engine,
     rw_store: MemoryStore,
     home: Path,
 ) -> None:
-    fake.down = True
+    server.network.down = True
     await backend.create_memory(rw_store.id, "/late.md", "written before the archive")
     store_engine.archive_store(rw_store.id)
-    fake.down = False
+    server.network.down = False
 
     await backend.changes_since(rw_store.id, 0)
 
     (rejected,) = backend.statistics().rejected
-    assert rejected.path == "/late.md" and "archived" in rejected.message
+    assert rejected.path == "/late.md"
+    assert "archived" in rejected.message
     assert isinstance(rejected.error, StoreArchived)
-    kept = list((home / "rejected" / fake.session.id).glob("*-late.md"))
+    kept = list((home / "rejected" / server.session.id).glob("*-late.md"))
     assert [p.read_text() for p in kept] == ["written before the archive"]
 
 
 async def test_kill_9_then_remount_replays_the_outbox(
-    fake: FakeServer, home: Path, store_engine: Engine, rw_store: MemoryStore
+    server: LiveServer, home: Path, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    first = make_backend(fake, home)
+    first = make_backend(server, home)
     await first.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
-    fake.down = True
+    server.network.down = True
     await first.create_memory(rw_store.id, "/a.md", "queued")
     # A killed daemon closes nothing; the kernel drops its lock. Here: release it by hand.
     assert first._outbox is not None
     first._outbox.close()
 
-    fake.down = False
-    second = make_backend(fake, home)
+    server.network.down = False
+    second = make_backend(server, home)
     # Opening the session replays the outbox before the mount loads its tree.
     await second.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
     assert second.statistics().outbox_depth == 0
@@ -365,35 +368,36 @@ async def test_kill_9_then_remount_replays_the_outbox(
     # A fresh daemon never handed out the provisional id: the change names the real one.
     (change,) = await second.changes_since(rw_store.id, 0)
     (memory,) = await second.list_memories(rw_store.id)
-    assert change.memory_id == memory.id and memory.path == "/a.md"
+    assert change.memory_id == memory.id
+    assert memory.path == "/a.md"
     await second.aclose()
 
 
 async def test_metadata_changes_are_not_queued(
-    backend: RemoteBackend, fake: FakeServer, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, rw_store: MemoryStore
 ) -> None:
     created = await backend.create_memory(rw_store.id, "/a.md", "x")
-    fake.down = True
+    server.network.down = True
     with pytest.raises(ServerUnavailable):
         await backend.update_memory(rw_store.id, created.id, metadata={"k": "v"})
 
 
 async def test_a_directory_rename_while_down_is_replayed(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     await backend.create_memory(rw_store.id, "/d/a.md", "a")
     await backend.create_memory(rw_store.id, "/d/s/b.md", "b")
-    fake.down = True
+    server.network.down = True
     moved = await backend.rename_prefix(rw_store.id, "/d/", "/e/")
     assert [m.path for m in moved] == ["/e/a.md", "/e/s/b.md"]
-    fake.down = False
+    server.network.down = False
     await backend.changes_since(rw_store.id, 0)
     assert contents(store_engine, rw_store.id) == {"/e/a.md": "a", "/e/s/b.md": "b"}
 
 
 async def test_queued_edits_of_content_redacted_meanwhile_are_discarded(
     backend: RemoteBackend,
-    fake: FakeServer,
+    server: LiveServer,
     store_engine: Engine,
     rw_store: MemoryStore,
     home: Path,
@@ -402,29 +406,30 @@ async def test_queued_edits_of_content_redacted_meanwhile_are_discarded(
     were made on the redacted content, so the replay neither writes them back (nor
     re-creates the memory) nor keeps them anywhere, and says so."""
     created = await backend.create_memory(rw_store.id, "/ob.md", "header\nSECRET7")
-    fake.down = True
+    server.network.down = True
     await backend.update_memory(
         rw_store.id, created.id, content="header\nSECRET7\nedit",
         expected_sha256=sha("header\nSECRET7"),
     )
     store_engine.delete_memory(rw_store.id, created.id, actor=None, mode=DeleteMode.REDACT)
-    fake.down = False
+    server.network.down = False
     await backend.changes_since(rw_store.id, 0)
     assert store_engine.all_memories(rw_store.id) == []
     assert ContentCache(home / "cache").get(sha("header\nSECRET7\nedit")) is None
     stats = backend.statistics()
-    assert stats.outbox_depth == 0 and stats.rejected_count == 0
+    assert stats.outbox_depth == 0
+    assert stats.rejected_count == 0
     assert any("redacted elsewhere" in event.message for event in stats.conflicts)
 
 
 async def test_a_delete_while_down_is_replayed(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     created = await backend.create_memory(rw_store.id, "/a.md", "x")
-    fake.down = True
+    server.network.down = True
     await backend.delete_memory(rw_store.id, created.id, expected_sha256=sha("x"))
     assert len(store_engine.all_memories(rw_store.id)) == 1
-    fake.down = False
+    server.network.down = False
     await backend.changes_since(rw_store.id, 0)
     assert store_engine.all_memories(rw_store.id) == []
 
@@ -434,7 +439,7 @@ async def test_a_delete_while_down_is_replayed(
 
 async def test_changes_follow_the_feed_and_purge_redacted_bytes(
     backend: RemoteBackend,
-    fake: FakeServer,
+    server: LiveServer,
     store_engine: Engine,
     rw_store: MemoryStore,
     home: Path,
@@ -479,7 +484,7 @@ def test_the_remote_package_needs_neither_the_engine_nor_the_api_nor_pyfuse3() -
 
 
 async def test_changes_since_waits_for_the_next_change(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     seq = await backend.last_change_seq(rw_store.id)
     got: list[list[str | None]] = []
@@ -492,107 +497,113 @@ async def test_changes_since_waits_for_the_next_change(
         nursery.start_soon(follow)
         await trio.testing.wait_all_tasks_blocked()
         assert got == []  # parked on the server
-        (_, path, query, _) = fake.requests[-1]
-        assert path.endswith("/changes") and query["timeout_s"] == "10"
+        (_, path, query, _) = server.network.requests[-1]
+        assert path.endswith("/changes")
+        assert query["timeout_s"] == "10"
+        # Written elsewhere: the server's poll of the change counter wakes the feed.
         store_engine.create_memory(rw_store.id, "/new.md", "elsewhere", actor=None)
-        fake.notify()
     assert got == [["/new.md"]]
 
 
 async def wait_for(predicate: Callable[[], bool], timeout_s: float) -> None:
+    """Polls ``predicate`` (state of another task or thread) until true, with a deadline."""
     with trio.fail_after(timeout_s):
-        while not predicate():
+        while True:
+            if predicate():
+                return
             await trio.sleep(0.01)
 
 
 async def test_maintain_replays_as_soon_as_the_server_is_back(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     # Real time: the outbox works in threads, which a mock clock would jump over.
-    fake.down = True
+    server.network.down = True
     await backend.create_memory(rw_store.id, "/a.md", "queued")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(backend.maintain)
         await wait_for(
-            lambda: sum(1 for method, _, _, _ in fake.requests if method == "POST") >= 4, 5.0
+            lambda: sum(1 for r in server.network.requests if r.method == "POST") >= 4, 5.0
         )  # it keeps trying: pauses of 0.1, 0.2, 0.4 s …
         assert backend.statistics().outbox_depth == 1
-        fake.down = False
+        server.network.down = False
         await wait_for(lambda: backend.statistics().outbox_depth == 0, REPLAY_RETRY_MAX_S + 1.0)
         assert contents(store_engine, rw_store.id) == {"/a.md": "queued"}
         # Idle with an empty outbox: no request at all.
-        fake.requests.clear()
+        server.network.requests.clear()
         await trio.sleep(3 * REPLAY_RETRY_MIN_S)
-        assert fake.requests == []
+        assert server.network.requests == []
         # A new queued write wakes it.
-        fake.down = True
+        server.network.down = True
         await backend.create_memory(rw_store.id, "/b.md", "queued too")
-        fake.down = False
+        server.network.down = False
         await wait_for(lambda: backend.statistics().outbox_depth == 0, REPLAY_RETRY_MAX_S + 1.0)
         assert contents(store_engine, rw_store.id)["/b.md"] == "queued too"
         nursery.cancel_scope.cancel()
 
 
 async def test_the_first_session_fetch_waits_for_a_server_that_is_not_up_yet(
-    fake: FakeServer, home: Path, rw_store: MemoryStore, autojump_clock: trio.testing.MockClock
+    server: LiveServer, home: Path, rw_store: MemoryStore
 ) -> None:
-    client = MemfsClient(BASE_URL, fake.token, transport=fake.transport())
+    # Real time: the application works in threads, which a mock clock would jump over.
+    client = MemfsClient(BASE_URL, server.token, transport=server.transport())
     remote = RemoteBackend(
         client, cache=ContentCache(home / "cache"), home=home, startup_wait_s=30.0
     )
-    fake.down = True
+    server.network.down = True
 
     async def come_back() -> None:
-        await trio.sleep(12.0)
-        fake.down = False
+        await wait_for(lambda: len(server.network.requests) >= 3, 25.0)  # it kept asking
+        server.network.down = False
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(come_back)
         session = await remote.preset_session()
-    assert session.id == fake.session.id
-    assert trio.current_time() >= 12.0
+    assert session.id == server.session.id
     await remote.aclose()
 
-    fake.down = True
-    impatient = make_backend(fake, home)  # startup_wait_s=0: fail at once
+    server.network.down = True
+    server.network.requests.clear()
+    impatient = make_backend(server, home)  # startup_wait_s=0: fail at once
     with pytest.raises(ServerUnavailable):
         await impatient.preset_session()
-    fake.down = False
+    assert len(server.network.requests) == 1
+    server.network.down = False
     await impatient.aclose()
 
 
 async def test_a_memory_with_queued_writes_keeps_its_queued_state(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    server = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
+    theirs = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
     other = store_engine.create_memory(rw_store.id, "/b.md", "b", actor=None)
     await backend.list_memories(rw_store.id)
-    fake.down = True
+    server.network.down = True
     queued = await backend.update_memory(
-        rw_store.id, server.id, content="mine", expected_sha256=sha("v1")
+        rw_store.id, theirs.id, content="mine", expected_sha256=sha("v1")
     )
     await backend.delete_memory(rw_store.id, other.id)
     # The server is back but this mount's writes have not been replayed yet: the
     # server's (older) state must not replace what the mount accepted.
-    fake.down = False
-    assert (await backend.get_memory(rw_store.id, server.id)) == queued
+    server.network.down = False
+    assert (await backend.get_memory(rw_store.id, theirs.id)) == queued
     with pytest.raises(NotFound):
         await backend.get_memory(rw_store.id, other.id)
 
     await backend.replay()
-    fresh = await backend.get_memory(rw_store.id, server.id)
+    fresh = await backend.get_memory(rw_store.id, theirs.id)
     assert fresh.content_sha256 == sha("mine")
     assert not fresh.memory_version_id.startswith(PENDING_VERSION_PREFIX)
 
 
 async def test_a_queued_rename_over_a_file_replaces_it(
-    backend: RemoteBackend, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     draft = await backend.create_memory(rw_store.id, "/draft.md", "new")
     await backend.create_memory(rw_store.id, "/final.md", "old")
-    fake.down = True
+    server.network.down = True
     await backend.update_memory(rw_store.id, draft.id, path="/final.md", replace=True)
-    fake.down = False
+    server.network.down = False
     await backend.replay()
     assert contents(store_engine, rw_store.id) == {"/final.md": "new"}
     assert backend.statistics().conflict_count == 0

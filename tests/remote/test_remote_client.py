@@ -1,4 +1,4 @@
-"""The remote mount's HTTP client against the in-process fake API (tests/remote/remote_fake)."""
+"""The remote mount's HTTP client against the real API in-process (tests/remote/live_server)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import httpx
 import pytest
 import trio
 import trio.testing
-from remote_fake import BASE_URL, FakeServer
+from live_server import BASE_URL, LiveServer
 
 from memfs.errors import (
     AuthenticationFailed,
@@ -48,10 +48,10 @@ def sha(text: str) -> str:
 
 
 async def test_retrieve_session_returns_attachments_with_access(
-    client: MemfsClient, fake: FakeServer, rw_store: MemoryStore, ro_store: MemoryStore
+    client: MemfsClient, server: LiveServer, rw_store: MemoryStore, ro_store: MemoryStore
 ) -> None:
     session = await client.retrieve_session()
-    assert session.id == fake.session.id
+    assert session.id == server.session.id
     assert [(r.memory_store_id, r.access) for r in session.resources] == [
         (rw_store.id, Access.READ_WRITE),
         (ro_store.id, Access.READ_ONLY),
@@ -60,26 +60,27 @@ async def test_retrieve_session_returns_attachments_with_access(
         "/mnt/memory/notes",
         "/mnt/memory/reference",
     ]
-    method, path, _query, _body = fake.requests[-1]
+    method, path, _query, _body = server.network.requests[-1]
     assert (method, path) == ("GET", "/v1/sessions/current")
 
 
-async def test_requests_carry_only_the_session_token(client: MemfsClient, fake: FakeServer) -> None:
+async def test_requests_carry_only_the_session_token(server: LiveServer) -> None:
     seen: list[httpx.Request] = []
 
-    async def spy(request: httpx.Request) -> httpx.Response:
-        seen.append(request)
-        return await fake.handle(request)
+    class Spy(httpx.AsyncBaseTransport):
+        async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+            seen.append(request)
+            return await server.transport().handle_async_request(request)
 
-    async with MemfsClient(BASE_URL, fake.token, transport=httpx.MockTransport(spy)) as spied:
+    async with MemfsClient(BASE_URL, server.token, transport=Spy()) as spied:
         await spied.retrieve_session()
-    assert seen[0].headers["authorization"] == f"Bearer {fake.token}"
+    assert seen[0].headers["authorization"] == f"Bearer {server.token}"
     assert seen[0].headers["anthropic-beta"] == "agent-memory-2026-07-22"
     assert "x-api-key" not in seen[0].headers
 
 
-async def test_a_wrong_token_raises_authentication_failed(fake: FakeServer) -> None:
-    async with MemfsClient(BASE_URL, "memfs_st_wrong", transport=fake.transport()) as client:
+async def test_a_wrong_token_raises_authentication_failed(server: LiveServer) -> None:
+    async with MemfsClient(BASE_URL, "memfs_st_wrong", transport=server.transport()) as client:
         with pytest.raises(AuthenticationFailed) as info:
             await client.retrieve_session()
     assert info.value.code == "authentication_failed"
@@ -99,37 +100,41 @@ async def test_retrieve_store_reports_archival(
 
 
 async def test_list_memories_follows_pages_to_the_end(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     count = 2 * LIST_PAGE_LIMIT + 50
     for index in range(count):
         store_engine.create_memory(rw_store.id, f"/d{index % 3}/m{index:04d}.md", "x", actor=None)
-    fake.requests.clear()
+    server.network.requests.clear()
 
     memories = await client.list_memories(rw_store.id)
 
     assert len(memories) == count
     assert [m.path for m in memories] == sorted(m.path for m in memories)
     assert all(m.content is None and m.content_sha256 == sha("x") for m in memories)
-    pages = [query for method, path, query, _ in fake.requests if path.endswith("/memories")]
+    pages = [r.query for r in server.network.requests if r.path.endswith("/memories")]
     assert len(pages) == 3
     assert all(q["view"] == "basic" and q["limit"] == str(LIST_PAGE_LIMIT) for q in pages)
-    assert "page" not in pages[0] and pages[1]["page"] and pages[2]["page"]
+    assert "page" not in pages[0]
+    assert pages[1]["page"]
+    assert pages[2]["page"]
 
 
 async def test_find_memory_by_path_lists_only_its_directory(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     store_engine.create_memory(rw_store.id, "/a/b/c.md", "deep", actor=None)
     store_engine.create_memory(rw_store.id, "/a/b.md", "shallow", actor=None)
     store_engine.create_memory(rw_store.id, "/top.md", "top", actor=None)
 
     found = await client.find_memory_by_path(rw_store.id, "/a/b.md")
-    assert found is not None and found.content_sha256 == sha("shallow")
-    assert fake.requests[-1][2]["path_prefix"] == "/a/"
-    assert fake.requests[-1][2]["depth"] == "1"
+    assert found is not None
+    assert found.content_sha256 == sha("shallow")
+    assert server.network.requests[-1][2]["path_prefix"] == "/a/"
+    assert server.network.requests[-1][2]["depth"] == "1"
     top = await client.find_memory_by_path(rw_store.id, "/top.md")
-    assert top is not None and top.path == "/top.md"
+    assert top is not None
+    assert top.path == "/top.md"
     assert await client.find_memory_by_path(rw_store.id, "/a/missing.md") is None
 
 
@@ -163,11 +168,11 @@ async def test_create_retrieve_update_delete_round_trip(
 
 
 async def test_update_sends_the_precondition_of_the_contract(
-    client: MemfsClient, fake: FakeServer, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, rw_store: MemoryStore
 ) -> None:
     memory = await client.create_memory(rw_store.id, "/p.md", "v1")
     await client.update_memory(rw_store.id, memory.id, content="v2", expected_sha256=sha("v1"))
-    method, path, query, body = fake.requests[-1]
+    method, path, query, body = server.network.requests[-1]
     assert (method, path) == ("POST", f"/v1/memory_stores/{rw_store.id}/memories/{memory.id}")
     assert body == {
         "content": "v2",
@@ -220,7 +225,7 @@ async def test_archived_store_raises_store_archived(
     [
         ("no-slash", "x", InvalidPath),
         ("/" + "a" * 256, "x", PathTooLong),
-        ("/bad.md", "nul\x00", InvalidContent),
+        ("/bad.md", "bell\x07", InvalidContent),
         ("/big.md", "x" * 102_401, ContentTooLarge),
     ],
 )
@@ -233,7 +238,7 @@ async def test_validation_errors_come_back_typed(
 
 
 async def test_rename_prefix_moves_a_directory(
-    client: MemfsClient, fake: FakeServer, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, rw_store: MemoryStore
 ) -> None:
     first = await client.create_memory(rw_store.id, "/old/a.md", "a")
     await client.create_memory(rw_store.id, "/old/sub/b.md", "b")
@@ -242,7 +247,7 @@ async def test_rename_prefix_moves_a_directory(
 
     assert [m.path for m in moved] == ["/new/a.md", "/new/sub/b.md"]
     assert moved[0].id == first.id
-    method, path, _query, body = fake.requests[-1]
+    method, path, _query, body = server.network.requests[-1]
     assert (method, path) == ("POST", f"/v1/memory_stores/{rw_store.id}/memories/rename_prefix")
     assert body == {"old_prefix": "/old/", "new_prefix": "/new/"}
     assert await client.rename_prefix(rw_store.id, "/old/", "/new/") == []
@@ -274,7 +279,7 @@ async def test_changes_returns_the_feed_after_a_seq(
 
 
 async def test_long_poll_returns_when_a_change_arrives(
-    client: MemfsClient, fake: FakeServer, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, rw_store: MemoryStore
 ) -> None:
     results = []
 
@@ -285,7 +290,7 @@ async def test_long_poll_returns_when_a_change_arrives(
         nursery.start_soon(poll)
         await trio.testing.wait_all_tasks_blocked()
         assert results == []  # the poll is waiting
-        assert fake.requests[-1][2] == {"after": "0", "timeout_s": "25"}
+        assert server.network.requests[-1][2] == {"after": "0", "timeout_s": "25"}
         await client.create_memory(rw_store.id, "/new.md", "hello")
 
     (batch,) = results
@@ -301,7 +306,7 @@ async def test_long_poll_times_out_empty(
 
 
 async def test_redaction_announces_the_purged_digest(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     memory = await client.create_memory(rw_store.id, "/secret.md", "password=hunter2")
     first_version = memory.memory_version_id
@@ -319,29 +324,27 @@ async def test_redaction_announces_the_purged_digest(
 
 
 async def test_unreachable_server_raises_server_unavailable(
-    client: MemfsClient, fake: FakeServer, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, rw_store: MemoryStore
 ) -> None:
-    fake.down = True
+    server.network.down = True
     with pytest.raises(ServerUnavailable) as info:
         await client.create_memory(rw_store.id, "/a.md", "x")
     assert info.value.status is None
-    assert fake.applied == 0
+    assert server.network.applied == 0
 
 
 @pytest.mark.parametrize("status", [500, 502, 503, 504, 408, 429])
-async def test_transient_statuses_raise_server_unavailable(
-    client: MemfsClient, fake: FakeServer, rw_store: MemoryStore, status: int
-) -> None:
-    fake.fail_with_status = [status]
-    with pytest.raises(ServerUnavailable) as info:
-        await client.list_memories(rw_store.id)
-    assert info.value.status == status
+def test_transient_statuses_raise_server_unavailable(status: int) -> None:
+    """What a proxy in front of the server answers (no memfs envelope) is transient."""
+    exc = error_from_response(_response(status, None))
+    assert isinstance(exc, ServerUnavailable)
+    assert exc.status == status
 
 
 async def test_a_lost_response_raises_server_unavailable_after_applying(
-    client: MemfsClient, fake: FakeServer, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, rw_store: MemoryStore
 ) -> None:
-    fake.lose_responses = 1
+    server.network.lose_responses = 1
     with pytest.raises(ServerUnavailable):
         await client.create_memory(rw_store.id, "/a.md", "x")
     assert [m.path for m in await client.list_memories(rw_store.id)] == ["/a.md"]
@@ -398,6 +401,8 @@ def _error(error_type: str, code: str | None = None, **extra: object) -> dict[st
         (409, _error("conflict_error"), Conflict),
         (412, _error("memory_precondition_failed_error"), PreconditionFailed),
         (402, _error("billing_error"), MemfsError),
+        (405, _error("invalid_request_error", "method_not_allowed"), InvalidInput),
+        (404, _error("not_found_error", "route_not_found"), NotFound),
         (404, None, NotFound),
     ],
 )

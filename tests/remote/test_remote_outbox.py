@@ -107,7 +107,7 @@ def test_every_field_round_trips_through_the_journal(directory: Path, rejected_d
     ],
 )
 def test_a_write_missing_what_its_operation_needs_is_refused(fields: dict[str, str]) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ValueError, match="needs|must end with|is not a valid"):
         PendingWrite(store_id=STORE, **fields)  # type: ignore[arg-type]
 
 

@@ -1,5 +1,5 @@
 """Applying writes once and replaying the outbox in order, losing nothing
-(memfs/remote/replay.py against the fake API over the real engine)."""
+(memfs/remote/replay.py against the real API in-process, tests/remote/live_server.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
-from remote_fake import BASE_URL, FakeServer
+from live_server import BASE_URL, LiveServer
 
 from memfs.errors import (
     AuthenticationFailed,
@@ -95,47 +95,49 @@ def test_conflict_path_stays_within_name_max() -> None:
 
 
 async def test_create_is_applied(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     result = await apply_write(
-        client, create(rw_store.id, "/a.md", "hello"), session_id=fake.session.id
+        client, create(rw_store.id, "/a.md", "hello"), session_id=server.session.id
     )
     assert result.outcome is WriteOutcome.APPLIED
-    assert result.memory is not None and result.memory.path == "/a.md"
+    assert result.memory is not None
+    assert result.memory.path == "/a.md"
     assert contents(store_engine, rw_store.id) == {"/a.md": "hello"}
 
 
 async def test_a_create_whose_response_was_lost_is_not_applied_twice(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     write = create(rw_store.id, "/a.md", "hello")
-    fake.lose_responses = 1
+    server.network.lose_responses = 1
     with pytest.raises(ServerUnavailable):
-        await apply_write(client, write, session_id=fake.session.id)
+        await apply_write(client, write, session_id=server.session.id)
 
-    result = await apply_write(client, write, session_id=fake.session.id)
+    result = await apply_write(client, write, session_id=server.session.id)
 
     assert result.outcome is WriteOutcome.ALREADY_APPLIED
     (memory,) = store_engine.all_memories(rw_store.id)
-    assert result.memory is not None and result.memory.id == memory.id
+    assert result.memory is not None
+    assert result.memory.id == memory.id
     assert versions(store_engine, rw_store.id, memory.id) == [Operation.CREATED]
 
 
 async def test_a_create_on_a_path_taken_elsewhere_keeps_both(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     store_engine.create_memory(rw_store.id, "/a.md", "theirs", actor=None)
     result = await apply_write(
-        client, create(rw_store.id, "/a.md", "mine"), session_id=fake.session.id
+        client, create(rw_store.id, "/a.md", "mine"), session_id=server.session.id
     )
-    copy = f"/a.conflict-20260102T030405.123456Z-{fake.session.id}.md"
+    copy = f"/a.conflict-20260102T030405.123456Z-{server.session.id}.md"
     assert result.outcome is WriteOutcome.CONFLICT
     assert result.conflict_path == copy
     assert contents(store_engine, rw_store.id) == {"/a.md": "theirs", copy: "mine"}
 
 
 async def test_a_conflict_copy_is_made_once_across_a_lost_response(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     memory = store_engine.create_memory(rw_store.id, "/a.md", "base", actor=None)
     store_engine.update_memory(rw_store.id, memory.id, content="theirs", actor=None)
@@ -143,13 +145,13 @@ async def test_a_conflict_copy_is_made_once_across_a_lost_response(
 
     # The update fails its precondition, then the conflict copy's create is applied
     # but its response is lost.
-    fake.crash_after_writes = 2
+    server.network.crash_after_writes = 2
     with pytest.raises(ServerUnavailable):
-        await apply_write(client, write, session_id=fake.session.id)
-    fake.down = False
-    result = await apply_write(client, write, session_id=fake.session.id)
+        await apply_write(client, write, session_id=server.session.id)
+    server.network.down = False
+    result = await apply_write(client, write, session_id=server.session.id)
 
-    copy = f"/a.conflict-20260102T030405.123456Z-{fake.session.id}.md"
+    copy = f"/a.conflict-20260102T030405.123456Z-{server.session.id}.md"
     assert result.outcome is WriteOutcome.CONFLICT
     assert contents(store_engine, rw_store.id) == {"/a.md": "theirs", copy: "mine"}
 
@@ -158,26 +160,26 @@ async def test_a_conflict_copy_is_made_once_across_a_lost_response(
 
 
 async def test_update_with_the_opened_content_is_applied(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
     result = await apply_write(
-        client, update(rw_store.id, "/a.md", "v2", "v1", memory.id), session_id=fake.session.id
+        client, update(rw_store.id, "/a.md", "v2", "v1", memory.id), session_id=server.session.id
     )
     assert result.outcome is WriteOutcome.APPLIED
     assert contents(store_engine, rw_store.id) == {"/a.md": "v2"}
 
 
 async def test_an_update_whose_response_was_lost_is_recognised(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
     write = update(rw_store.id, "/a.md", "v2", "v1", memory.id)
-    fake.lose_responses = 1
+    server.network.lose_responses = 1
     with pytest.raises(ServerUnavailable):
-        await apply_write(client, write, session_id=fake.session.id)
+        await apply_write(client, write, session_id=server.session.id)
 
-    result = await apply_write(client, write, session_id=fake.session.id)
+    result = await apply_write(client, write, session_id=server.session.id)
 
     assert result.outcome is WriteOutcome.ALREADY_APPLIED
     assert versions(store_engine, rw_store.id, memory.id) == [
@@ -188,7 +190,7 @@ async def test_an_update_whose_response_was_lost_is_recognised(
 
 
 async def test_concurrent_writers_keep_both_contents(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     memory = store_engine.create_memory(rw_store.id, "/notes/todo.md", "base", actor=None)
     store_engine.update_memory(rw_store.id, memory.id, content="other mount", actor=None)
@@ -196,10 +198,10 @@ async def test_concurrent_writers_keep_both_contents(
     result = await apply_write(
         client,
         update(rw_store.id, "/notes/todo.md", "this mount", "base", memory.id),
-        session_id=fake.session.id,
+        session_id=server.session.id,
     )
 
-    copy = f"/notes/todo.conflict-20260102T030405.123456Z-{fake.session.id}.md"
+    copy = f"/notes/todo.conflict-20260102T030405.123456Z-{server.session.id}.md"
     assert result.outcome is WriteOutcome.CONFLICT
     assert result.conflict_path == copy
     assert "changed elsewhere" in result.detail
@@ -211,23 +213,23 @@ async def test_concurrent_writers_keep_both_contents(
 
 
 async def test_an_update_of_a_memory_created_offline_finds_it_by_path(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     store_engine.create_memory(rw_store.id, "/d/new.md", "first", actor=None)
     result = await apply_write(
-        client, update(rw_store.id, "/d/new.md", "second", "first"), session_id=fake.session.id
+        client, update(rw_store.id, "/d/new.md", "second", "first"), session_id=server.session.id
     )
     assert result.outcome is WriteOutcome.APPLIED
     assert contents(store_engine, rw_store.id) == {"/d/new.md": "second"}
 
 
 async def test_an_update_of_a_memory_deleted_elsewhere_recreates_it(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
     store_engine.delete_memory(rw_store.id, memory.id, actor=None)
     result = await apply_write(
-        client, update(rw_store.id, "/a.md", "v2", "v1", memory.id), session_id=fake.session.id
+        client, update(rw_store.id, "/a.md", "v2", "v1", memory.id), session_id=server.session.id
     )
     assert result.outcome is WriteOutcome.APPLIED
     assert contents(store_engine, rw_store.id) == {"/a.md": "v2"}
@@ -237,14 +239,14 @@ async def test_an_update_of_a_memory_deleted_elsewhere_recreates_it(
 
 
 async def test_delete_is_applied_once(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
     write = PendingWrite(
         rw_store.id, WriteOperation.DELETE, "/a.md", memory_id=memory.id, expected_sha256=sha("v1")
     )
-    first = await apply_write(client, write, session_id=fake.session.id)
-    again = await apply_write(client, write, session_id=fake.session.id)
+    first = await apply_write(client, write, session_id=server.session.id)
+    again = await apply_write(client, write, session_id=server.session.id)
     assert (first.outcome, again.outcome) == (
         WriteOutcome.APPLIED,
         WriteOutcome.ALREADY_APPLIED,
@@ -253,32 +255,33 @@ async def test_delete_is_applied_once(
 
 
 async def test_a_delete_of_content_changed_elsewhere_keeps_the_newer_content(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
     store_engine.update_memory(rw_store.id, memory.id, content="newer", actor=None)
     write = PendingWrite(
         rw_store.id, WriteOperation.DELETE, "/a.md", memory_id=memory.id, expected_sha256=sha("v1")
     )
-    result = await apply_write(client, write, session_id=fake.session.id)
+    result = await apply_write(client, write, session_id=server.session.id)
     assert result.outcome is WriteOutcome.CONFLICT
     assert contents(store_engine, rw_store.id) == {"/a.md": "newer"}
 
 
 async def test_rename_is_applied_once_and_keeps_the_id(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
     write = PendingWrite(
         rw_store.id, WriteOperation.RENAME, "/a.md", memory_id=memory.id, new_path="/b.md"
     )
-    fake.lose_responses = 1
+    server.network.lose_responses = 1
     with pytest.raises(ServerUnavailable):
-        await apply_write(client, write, session_id=fake.session.id)
-    result = await apply_write(client, write, session_id=fake.session.id)
+        await apply_write(client, write, session_id=server.session.id)
+    result = await apply_write(client, write, session_id=server.session.id)
 
     assert result.outcome is WriteOutcome.APPLIED
-    assert result.memory is not None and result.memory.id == memory.id
+    assert result.memory is not None
+    assert result.memory.id == memory.id
     assert contents(store_engine, rw_store.id) == {"/b.md": "v1"}
     assert versions(store_engine, rw_store.id, memory.id) == [
         Operation.CREATED,
@@ -287,35 +290,35 @@ async def test_rename_is_applied_once_and_keeps_the_id(
 
 
 async def test_a_rename_onto_a_taken_path_moves_nothing(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     memory = store_engine.create_memory(rw_store.id, "/a.md", "mine", actor=None)
     store_engine.create_memory(rw_store.id, "/b.md", "theirs", actor=None)
     write = PendingWrite(
         rw_store.id, WriteOperation.RENAME, "/a.md", memory_id=memory.id, new_path="/b.md"
     )
-    result = await apply_write(client, write, session_id=fake.session.id)
+    result = await apply_write(client, write, session_id=server.session.id)
     assert result.outcome is WriteOutcome.CONFLICT
     assert contents(store_engine, rw_store.id) == {"/a.md": "mine", "/b.md": "theirs"}
 
 
 async def test_a_rename_of_a_memory_created_offline_is_recognised_when_done(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     store_engine.create_memory(rw_store.id, "/b.md", "moved before the crash", actor=None)
     write = PendingWrite(rw_store.id, WriteOperation.RENAME, "/a.md", new_path="/b.md")
-    result = await apply_write(client, write, session_id=fake.session.id)
+    result = await apply_write(client, write, session_id=server.session.id)
     assert result.outcome is WriteOutcome.ALREADY_APPLIED
 
 
 async def test_rename_prefix_is_applied_and_replays_harmlessly(
-    client: MemfsClient, fake: FakeServer, store_engine: Engine, rw_store: MemoryStore
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     store_engine.create_memory(rw_store.id, "/old/a.md", "a", actor=None)
     store_engine.create_memory(rw_store.id, "/old/s/b.md", "b", actor=None)
     write = PendingWrite(rw_store.id, WriteOperation.RENAME_PREFIX, "/old/", new_path="/new/")
-    first = await apply_write(client, write, session_id=fake.session.id)
-    again = await apply_write(client, write, session_id=fake.session.id)
+    first = await apply_write(client, write, session_id=server.session.id)
+    again = await apply_write(client, write, session_id=server.session.id)
     assert [m.path for m in first.moved] == ["/new/a.md", "/new/s/b.md"]
     assert (again.outcome, again.moved) == (WriteOutcome.APPLIED, [])
     assert contents(store_engine, rw_store.id) == {"/new/a.md": "a", "/new/s/b.md": "b"}
@@ -326,16 +329,16 @@ async def test_rename_prefix_is_applied_and_replays_harmlessly(
 
 async def test_final_refusals_are_raised(
     client: MemfsClient,
-    fake: FakeServer,
+    server: LiveServer,
     store_engine: Engine,
     rw_store: MemoryStore,
     ro_store: MemoryStore,
 ) -> None:
     with pytest.raises(PermissionDenied):
-        await apply_write(client, create(ro_store.id, "/a.md", "x"), session_id=fake.session.id)
+        await apply_write(client, create(ro_store.id, "/a.md", "x"), session_id=server.session.id)
     store_engine.archive_store(rw_store.id)
     with pytest.raises(StoreArchived):
-        await apply_write(client, create(rw_store.id, "/a.md", "x"), session_id=fake.session.id)
+        await apply_write(client, create(rw_store.id, "/a.md", "x"), session_id=server.session.id)
 
 
 # ------------------------------------------------------------------- replay
@@ -343,24 +346,24 @@ async def test_final_refusals_are_raised(
 
 async def test_writes_queued_while_down_replay_in_order_once(
     client: MemfsClient,
-    fake: FakeServer,
+    server: LiveServer,
     store_engine: Engine,
     rw_store: MemoryStore,
     outbox: Outbox,
 ) -> None:
-    fake.down = True
+    server.network.down = True
     outbox.append(create(rw_store.id, "/log.md", "1"))
     for n in range(2, 6):
         outbox.append(update(rw_store.id, "/log.md", str(n), str(n - 1)))
     outbox.append(PendingWrite(rw_store.id, WriteOperation.RENAME, "/log.md", new_path="/final.md"))
 
-    paused = await replay_outbox(outbox, client, session_id=fake.session.id)
+    paused = await replay_outbox(outbox, client, session_id=server.session.id)
     assert isinstance(paused.stopped_by, ServerUnavailable)
     assert len(outbox) == 6
     assert store_engine.all_memories(rw_store.id) == []
 
-    fake.down = False
-    report = await replay_outbox(outbox, client, session_id=fake.session.id)
+    server.network.down = False
+    report = await replay_outbox(outbox, client, session_id=server.session.id)
 
     assert report.stopped_by is None
     assert [e.seq for e, _ in report.results] == [1, 2, 3, 4, 5, 6]
@@ -379,7 +382,7 @@ async def test_writes_queued_while_down_replay_in_order_once(
 @pytest.mark.parametrize("crash_after", [1, 2, 3, 4, 5])
 async def test_a_server_killed_mid_stream_gets_every_write_once_in_order(
     client: MemfsClient,
-    fake: FakeServer,
+    server: LiveServer,
     store_engine: Engine,
     rw_store: MemoryStore,
     outbox: Outbox,
@@ -387,14 +390,14 @@ async def test_a_server_killed_mid_stream_gets_every_write_once_in_order(
 ) -> None:
     for n in range(5):
         outbox.append(create(rw_store.id, f"/f{n}.md", f"content {n}"))
-    fake.crash_after_writes = crash_after
+    server.network.crash_after_writes = crash_after
 
-    first = await replay_outbox(outbox, client, session_id=fake.session.id)
+    first = await replay_outbox(outbox, client, session_id=server.session.id)
     assert isinstance(first.stopped_by, ServerUnavailable)
     assert len(outbox) == 5 - (crash_after - 1)
 
-    fake.down = False  # the server restarts
-    second = await replay_outbox(outbox, client, session_id=fake.session.id)
+    server.network.down = False  # the server restarts
+    second = await replay_outbox(outbox, client, session_id=server.session.id)
 
     assert second.stopped_by is None
     outcomes = [r.outcome for _, r in first.results + second.results]
@@ -406,7 +409,7 @@ async def test_a_server_killed_mid_stream_gets_every_write_once_in_order(
 
 async def test_a_daemon_crash_between_applied_and_done_replays_as_already_applied(
     client: MemfsClient,
-    fake: FakeServer,
+    server: LiveServer,
     store_engine: Engine,
     rw_store: MemoryStore,
     tmp_path: Path,
@@ -415,11 +418,11 @@ async def test_a_daemon_crash_between_applied_and_done_replays_as_already_applie
     box = Outbox(tmp_path / "o", rejected_dir=tmp_path / "r")
     entry = box.append(update(rw_store.id, "/a.md", "v2", "v1", memory.id))
     box.append(create(rw_store.id, "/b.md", "b"))
-    await apply_write(client, entry.write, session_id=fake.session.id)
+    await apply_write(client, entry.write, session_id=server.session.id)
     box.close()  # the daemon dies before writing the done line
 
     reopened = Outbox(tmp_path / "o", rejected_dir=tmp_path / "r")
-    report = await replay_outbox(reopened, client, session_id=fake.session.id)
+    report = await replay_outbox(reopened, client, session_id=server.session.id)
     reopened.close()
 
     assert [r.outcome for _, r in report.results] == [
@@ -435,7 +438,7 @@ async def test_a_daemon_crash_between_applied_and_done_replays_as_already_applie
 
 async def test_refused_entries_are_kept_and_the_rest_replays(
     client: MemfsClient,
-    fake: FakeServer,
+    server: LiveServer,
     store_engine: Engine,
     rw_store: MemoryStore,
     ro_store: MemoryStore,
@@ -447,7 +450,7 @@ async def test_refused_entries_are_kept_and_the_rest_replays(
     seen: list[object] = []
 
     report = await replay_outbox(
-        outbox, client, session_id=fake.session.id, on_result=lambda e, r: seen.append(r)
+        outbox, client, session_id=server.session.id, on_result=lambda e, r: seen.append(r)
     )
 
     assert report.stopped_by is None
@@ -462,10 +465,10 @@ async def test_refused_entries_are_kept_and_the_rest_replays(
 
 
 async def test_a_refused_token_pauses_the_replay_and_keeps_the_entry(
-    fake: FakeServer, rw_store: MemoryStore, outbox: Outbox
+    server: LiveServer, rw_store: MemoryStore, outbox: Outbox
 ) -> None:
     outbox.append(create(rw_store.id, "/a.md", "x"))
-    async with MemfsClient(BASE_URL, "memfs_st_revoked", transport=fake.transport()) as client:
-        report = await replay_outbox(outbox, client, session_id=fake.session.id)
+    async with MemfsClient(BASE_URL, "memfs_st_revoked", transport=server.transport()) as client:
+        report = await replay_outbox(outbox, client, session_id=server.session.id)
     assert isinstance(report.stopped_by, AuthenticationFailed)
     assert len(outbox) == 1

@@ -4,12 +4,15 @@ directory on ``sys.path``).
 - :func:`collect`: every item of a paginated listing, checking the cursor contract.
 - :func:`snapshot`: everything observable about a store, to assert that a refused
   operation changed nothing.
+- :func:`execute_sql`: one raw statement on a database, for tests that damage it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
+
+from sqlalchemy import create_engine, text
 
 from memfs.model import Actor, Page
 from memfs.store import Engine
@@ -49,3 +52,14 @@ def snapshot(engine: Engine, store_id: str) -> dict[str, Any]:
         "audit": engine.audit_events(store_id),
         "statistics": engine.statistics(),
     }
+
+
+def execute_sql(url: str, sql: str) -> None:
+    """Runs one SQL statement in its own transaction on the database at ``url`` (an
+    :attr:`Engine.url`), outside any engine: for tests that damage a database on purpose."""
+    raw = create_engine(url)
+    try:
+        with raw.begin() as conn:
+            conn.execute(text(sql))
+    finally:
+        raw.dispose()

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from memfs.errors import HeadVersionRedaction, NotFound, PathConflict, PreconditionFailed
+from memfs.ids import blob_key_of
 from memfs.model import Actor, ChangeKind, DeleteMode, MemoryStore
 from memfs.store import Engine
-from memfs.store.engine import blob_key_of
 
 
 def _feed(engine: Engine, store_id: str, after: int = 0) -> list[tuple]:
@@ -99,7 +99,8 @@ def test_redact_mode_announces_the_purged_blobs(
     seq = engine.last_change_seq(store.id)
     engine.delete_memory(store.id, memory.id, actor=actor, mode=DeleteMode.REDACT)
     feed = engine.changes_since(store.id, seq)
-    assert feed[0].kind is ChangeKind.MEMORY_DELETED and feed[0].path == "/a"
+    assert feed[0].kind is ChangeKind.MEMORY_DELETED
+    assert feed[0].path == "/a"
     assert {c.blob_key for c in feed[1:] if c.kind is ChangeKind.BLOB_PURGED} == {
         blob_key_of(b"one"),
         blob_key_of(b"two"),

@@ -15,7 +15,7 @@ from store_helpers import collect
 from memfs import rules
 from memfs.errors import PathConflict, PreconditionFailed, StoreArchived, StoreFull
 from memfs.model import Actor, DeleteMode, MemoryStore, Operation
-from memfs.store import Engine, ResourceSpec
+from memfs.store import Engine, ResourceSpec, memories
 
 THREADS = 8
 ATTEMPTS = 6
@@ -111,7 +111,8 @@ def test_two_servers_racing_for_one_path(
         )
         winners = [r for r in results if not isinstance(r, Exception)]
         losers = [r for r in results if isinstance(r, Exception)]
-        assert len(winners) == 1 and len(losers) == 1, results
+        assert len(winners) == 1, results
+        assert len(losers) == 1, results
         assert isinstance(losers[0], PathConflict), repr(losers[0])
         assert losers[0].conflicting_memory_id == winners[0].id
         assert engine.get_memory_by_path(store.id, path).id == winners[0].id
@@ -237,15 +238,20 @@ def race(
 
 
 def test_shared_blob_survives_a_concurrent_purge_in_another_store(
-    engine: Engine, second_engine: Engine, database: str, actor: Actor
+    engine: Engine,
+    second_engine: Engine,
+    database: str,
+    actor: Actor,
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     if engine.dialect != "postgresql":
         pytest.skip("SQLite serializes every writer; the race needs PostgreSQL")
     store_a, store_b = engine.create_store("a"), engine.create_store("b")
     doomed = engine.create_memory(store_a.id, "/x", "shared content", actor=actor)
-    # Server B pauses right after it found the blob already stored.
-    paused = Paused(second_engine._put_blob)
-    second_engine._put_blob = paused  # type: ignore[method-assign]
+    # Server B pauses right after it found the blob already stored (the hard delete
+    # of server A stores no blob, so only B's create reaches put_blob).
+    paused = Paused(memories.put_blob)
+    monkeypatch.setattr(memories, "put_blob", paused)
 
     created, purged, _ = race(
         database,

@@ -15,9 +15,9 @@ from memfs.errors import (
     PathConflict,
     PreconditionFailed,
 )
+from memfs.ids import blob_key_of
 from memfs.model import Actor, DeleteMode, MemoryStore, Operation
 from memfs.store import Engine
-from memfs.store.engine import blob_key_of
 
 ADMIN = Actor.user("user_admin")
 
@@ -188,10 +188,12 @@ def test_redact_mode(engine: Engine, store: MemoryStore, actor: Actor) -> None:
         Operation.MODIFIED,
         Operation.CREATED,
     ]
-    assert versions[0].redacted_at is None and versions[0].reason == "pii"
+    assert versions[0].redacted_at is None
+    assert versions[0].reason == "pii"
     for version in versions[1:]:
         full = engine.get_version(store.id, version.id)
-        assert full.redacted_at is not None and full.redacted_by == ADMIN
+        assert full.redacted_at is not None
+        assert full.redacted_by == ADMIN
         assert full.created_by == actor
         assert (full.path, full.content, full.content_sha256, full.content_size_bytes) == (
             None,

@@ -8,16 +8,18 @@ sqlite3 connection without ``foreign_keys``, or PostgreSQL with triggers off).
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import sqlite3
 
 import pytest
 from sqlalchemy import create_engine, text
+from store_helpers import execute_sql
 
 from memfs.errors import CorruptedStore
+from memfs.ids import blob_key_of
 from memfs.model import Actor, DeleteMode, MemoryStore
 from memfs.store import Engine
-from memfs.store.engine import blob_key_of
 from memfs.store.fsck import CHECKS
 
 pytestmark = pytest.mark.corrupts_store
@@ -89,13 +91,12 @@ def test_a_clean_store_has_no_finding(engine: Engine, store: MemoryStore, actor:
 def test_blob_integrity(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     for path, content in (("/a", "aaaa"), ("/b", "bbbb"), ("/c", "cccc")):
         engine.create_memory(store.id, path, content, actor=actor)
-    engine.execute_raw_for_tests(
-        f"UPDATE blobs SET sha256 = '{'0' * 64}' WHERE key = '{key('aaaa')}'"
-    )
-    engine.execute_raw_for_tests(f"UPDATE blobs SET size_bytes = 99 WHERE key = '{key('bbbb')}'")
-    engine.execute_raw_for_tests(
+    execute_sql(engine.url, f"UPDATE blobs SET sha256 = '{'0' * 64}' WHERE key = '{key('aaaa')}'")
+    execute_sql(engine.url, f"UPDATE blobs SET size_bytes = 99 WHERE key = '{key('bbbb')}'")
+    execute_sql(
+        engine.url,
         "UPDATE blobs SET data = (SELECT b.data FROM blobs b WHERE b.key = "
-        f"'{key('bbbb')}') WHERE key = '{key('cccc')}'"
+        f"'{key('bbbb')}') WHERE key = '{key('cccc')}'",
     )
     found = findings(engine)
     assert f"blob {key('aaaa')}: bytes do not match the recorded sha256" in found
@@ -110,9 +111,10 @@ def test_orphan_blob(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     engine.update_memory(store.id, memory.id, actor=actor, content="second")
     assert findings(engine) == []
     # A redaction that forgot to purge the bytes.
-    engine.execute_raw_for_tests(
+    execute_sql(
+        engine.url,
         "UPDATE versions SET blob_key = NULL, content_sha256 = NULL, size_bytes = NULL, "
-        f"path = NULL, redacted_at = '{WHEN}' WHERE id = '{memory.memory_version_id}'"
+        f"path = NULL, redacted_at = '{WHEN}' WHERE id = '{memory.memory_version_id}'",
     )
     assert findings(engine) == [f"blob {key('first')}: orphan (no memory or version references it)"]
 
@@ -137,10 +139,10 @@ def test_dangling_blob_references(
 def test_memory_digests(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     a = engine.create_memory(store.id, "/a", "aaaa", actor=actor)
     b = engine.create_memory(store.id, "/b", "bbbb", actor=actor)
-    engine.execute_raw_for_tests(
-        f"UPDATE memories SET content_sha256 = '{sha('other')}' WHERE id = '{a.id}'"
+    execute_sql(
+        engine.url, f"UPDATE memories SET content_sha256 = '{sha('other')}' WHERE id = '{a.id}'"
     )
-    engine.execute_raw_for_tests(f"UPDATE memories SET size_bytes = 5 WHERE id = '{b.id}'")
+    execute_sql(engine.url, f"UPDATE memories SET size_bytes = 5 WHERE id = '{b.id}'")
     found = findings(engine)
     assert f"memory {a.id}: content_sha256/size differ from its blob" in found
     assert f"memory {b.id}: content_sha256/size differ from its blob" in found
@@ -152,7 +154,7 @@ def test_memory_states(engine: Engine, store: MemoryStore, actor: Actor) -> None
     engine.delete_memory(store.id, m[2].id, actor=actor)
     engine.delete_memory(store.id, m[3].id, actor=actor, mode=DeleteMode.REDACT)
     engine.delete_memory(store.id, m[4].id, actor=actor)
-    raw = engine.execute_raw_for_tests
+    raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE memories SET delete_mode = 'soft_delete' WHERE id = '{m[0].id}'")
     raw(f"UPDATE memories SET blob_key = NULL WHERE id = '{m[1].id}'")
     raw(f"UPDATE memories SET blob_key = '{key('content 0')}' WHERE id = '{m[2].id}'")
@@ -170,7 +172,7 @@ def test_memory_states(engine: Engine, store: MemoryStore, actor: Actor) -> None
 def test_heads(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     m = [engine.create_memory(store.id, f"/m{i}", f"content {i}", actor=actor) for i in range(4)]
     newer = engine.update_memory(store.id, m[2].id, actor=actor, content="newer")
-    raw = engine.execute_raw_for_tests
+    raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE memories SET head_version_id = 'memver_nope' WHERE id = '{m[0].id}'")
     raw(f"UPDATE memories SET head_version_id = '{m[3].memory_version_id}' WHERE id = '{m[1].id}'")
     raw(f"UPDATE memories SET head_version_id = '{m[2].memory_version_id}' WHERE id = '{m[2].id}'")
@@ -194,7 +196,7 @@ def test_version_shapes(engine: Engine, store: MemoryStore, actor: Actor) -> Non
     engine.delete_memory(store.id, m[4].id, actor=actor)
     deleted_version = engine.list_versions(store.id, memory_id=m[4].id).items[0].id
     old = [memory.memory_version_id for memory in m]  # the non-head 'created' versions
-    raw = engine.execute_raw_for_tests
+    raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE versions SET content_sha256 = NULL WHERE id = '{old[0]}'")
     raw(f"UPDATE versions SET operation = 'renamed' WHERE id = '{old[1]}'")
     raw(f"UPDATE versions SET redacted_at = '{WHEN}' WHERE id = '{old[2]}'")
@@ -223,8 +225,9 @@ def test_owners(engine: Engine, database: str, store: MemoryStore, actor: Actor)
     a = engine.create_memory(store.id, "/a", "a", actor=actor)
     engine.update_memory(store.id, a.id, actor=actor, content="a2")
     b = engine.create_memory(store.id, "/b", "b", actor=actor)
-    engine.execute_raw_for_tests(
-        f"UPDATE versions SET memory_id = 'mem_ghost' WHERE id = '{a.memory_version_id}'"
+    execute_sql(
+        engine.url,
+        f"UPDATE versions SET memory_id = 'mem_ghost' WHERE id = '{a.memory_version_id}'",
     )
     damage_unchecked(
         engine, database, f"UPDATE memories SET store_id = 'memstore_ghost' WHERE id = '{b.id}'"
@@ -248,9 +251,7 @@ def test_owners_version_in_another_store_than_its_memory(
     a = engine.create_memory(store.id, "/a", "a", actor=actor)
     engine.update_memory(store.id, a.id, actor=actor, content="a2")
     first = engine.list_versions(store.id, memory_id=a.id).items[-1]
-    engine.execute_raw_for_tests(
-        f"UPDATE versions SET store_id = '{other.id}' WHERE id = '{first.id}'"
-    )
+    execute_sql(engine.url, f"UPDATE versions SET store_id = '{other.id}' WHERE id = '{first.id}'")
     assert (
         f"version {first.id}: belongs to store {other.id} but its memory to {store.id}"
         in findings(engine)
@@ -260,8 +261,9 @@ def test_owners_version_in_another_store_than_its_memory(
 @covers("check_counters")
 def test_counters(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     engine.create_memory(store.id, "/a", "12345", actor=actor)
-    engine.execute_raw_for_tests(
-        f"UPDATE stores SET entry_count = 6, total_size_bytes = 7 WHERE id = '{store.id}'"
+    execute_sql(
+        engine.url,
+        f"UPDATE stores SET entry_count = 6, total_size_bytes = 7 WHERE id = '{store.id}'",
     )
     assert findings(engine) == [
         f"store {store.id}: entry_count 6 but 1 live memories",
@@ -276,7 +278,7 @@ def test_paths(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     file_over_dir = engine.create_memory(store.id, "/other", "x", actor=actor)
     engine.create_memory(store.id, "/dup", "x", actor=actor)
     twin = engine.create_memory(store.id, "/twin", "x", actor=actor)
-    raw = engine.execute_raw_for_tests
+    raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE memories SET path = '/bad/' WHERE id = '{bad.id}'")
     raw(f"UPDATE memories SET path = '/dir' WHERE id = '{file_over_dir.id}'")
     raw("DROP INDEX ix_memories_live_path")
@@ -293,8 +295,8 @@ def test_change_feed(engine: Engine, actor: Actor) -> None:
     for store in (gap, ahead):
         engine.create_memory(store.id, "/a", "a", actor=actor)
         engine.create_memory(store.id, "/b", "b", actor=actor)
-    engine.execute_raw_for_tests(f"DELETE FROM changes WHERE store_id = '{gap.id}' AND seq = 1")
-    engine.execute_raw_for_tests(f"UPDATE stores SET last_change_seq = 3 WHERE id = '{ahead.id}'")
+    execute_sql(engine.url, f"DELETE FROM changes WHERE store_id = '{gap.id}' AND seq = 1")
+    execute_sql(engine.url, f"UPDATE stores SET last_change_seq = 3 WHERE id = '{ahead.id}'")
     found = findings(engine)
     assert f"store {gap.id}: change feed has gaps (1 entries up to seq 2)" in found
     assert f"store {ahead.id}: last_change_seq 3 but newest change is 2" in found
@@ -305,7 +307,7 @@ def test_change_feed(engine: Engine, actor: Actor) -> None:
 def test_metadata_json(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     memory = engine.create_memory(store.id, "/a", "a", actor=actor)
     other = engine.create_store("other")
-    raw = engine.execute_raw_for_tests
+    raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE stores SET metadata_json = 'not json' WHERE id = '{store.id}'")
     raw(f"UPDATE stores SET metadata_json = '[]' WHERE id = '{other.id}'")
     raw(f"""UPDATE memories SET metadata_json = '{{"k": 1}}' WHERE id = '{memory.id}'""")
@@ -325,8 +327,8 @@ def test_engine_refuses_to_overwrite_a_damaged_blob(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     engine.create_memory(store.id, "/a", "payload", actor=actor)
-    engine.execute_raw_for_tests(
-        f"UPDATE blobs SET sha256 = '{'0' * 64}' WHERE key = '{key('payload')}'"
+    execute_sql(
+        engine.url, f"UPDATE blobs SET sha256 = '{'0' * 64}' WHERE key = '{key('payload')}'"
     )
     with pytest.raises(CorruptedStore, match="holds different bytes than its key promises"):
         engine.create_memory(store.id, "/b", "payload", actor=actor)

@@ -48,7 +48,8 @@ def test_create_memory(engine: Engine, store: MemoryStore, actor: Actor) -> None
     assert engine.get_memory(store.id, memory.id) == memory
     assert engine.get_memory_by_path(store.id, "/notes/a.md") == memory
     basic = engine.get_memory(store.id, memory.id, with_content=False)
-    assert basic.content is None and basic.content_sha256 == memory.content_sha256
+    assert basic.content is None
+    assert basic.content_sha256 == memory.content_sha256
     version = engine.get_version(store.id, memory.memory_version_id)
     assert version.operation is Operation.CREATED
     assert (version.path, version.content, version.created_by) == ("/notes/a.md", content, actor)
@@ -61,7 +62,8 @@ def test_create_empty_and_maximal_memories(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     memory = engine.create_memory(store.id, "/empty", "", actor=actor)
-    assert memory.content == "" and memory.content_sha256 == SHA256_EMPTY
+    assert memory.content == ""
+    assert memory.content_sha256 == SHA256_EMPTY
     assert memory.content_size_bytes == 0
     assert engine.get_memory(store.id, memory.id).content == ""
     assert engine.get_version(store.id, memory.memory_version_id).content == ""
@@ -187,7 +189,8 @@ def test_update_content(engine: Engine, store: MemoryStore, actor: Actor) -> Non
     updated = engine.update_memory(
         store.id, memory.id, actor=actor, content="three", expected_sha256=sha("one")
     )
-    assert updated.id == memory.id and updated.path == "/a"
+    assert updated.id == memory.id
+    assert updated.path == "/a"
     assert updated.content == "three"
     assert (updated.content_sha256, updated.content_size_bytes) == (sha("three"), 5)
     assert updated.memory_version_id != memory.memory_version_id

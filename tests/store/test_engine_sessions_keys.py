@@ -9,8 +9,7 @@ import pytest
 
 from memfs.errors import AuthenticationFailed, InvalidInput, NotFound, StoreArchived
 from memfs.model import Access, ApiKey, Scope, utcnow
-from memfs.store import Engine, ResourceSpec
-from memfs.store.engine import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX
+from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, Engine, ResourceSpec
 
 # -------------------------------------------------------------------- sessions
 
@@ -25,8 +24,10 @@ def test_create_session(engine: Engine) -> None:
         ],
         title="agent run",
     )
-    assert session.id.startswith("sesn_") and session.title == "agent run"
-    assert token is not None and token.startswith(SESSION_TOKEN_PREFIX)
+    assert session.id.startswith("sesn_")
+    assert session.title == "agent run"
+    assert token is not None
+    assert token.startswith(SESSION_TOKEN_PREFIX)
     assert [r.to_wire() for r in session.resources] == [
         {
             "type": "memory_store",
@@ -139,14 +140,16 @@ def test_api_key_lifecycle(engine: Engine) -> None:
     key, secret = engine.create_api_key(
         "ci", [Scope.WRITE, Scope.READ, Scope.READ], store_ids=[store.id, store.id]
     )
-    assert key.id.startswith("apikey_") and secret.startswith(API_KEY_SECRET_PREFIX)
+    assert key.id.startswith("apikey_")
+    assert secret.startswith(API_KEY_SECRET_PREFIX)
     assert key.name == "ci"
     assert key.scopes == [Scope.READ, Scope.WRITE]
     assert key.store_ids == [store.id]
     assert key.revoked_at is None
     assert engine.authenticate_api_key(secret) == key
     other, other_secret = engine.create_api_key("admin", ["admin"])  # type: ignore[list-item]
-    assert other.scopes == [Scope.ADMIN] and other.store_ids == []
+    assert other.scopes == [Scope.ADMIN]
+    assert other.store_ids == []
     assert [k.id for k in engine.list_api_keys()] == [other.id, key.id]
     for wrong in ("", secret + "x", other_secret[:-1]):
         with pytest.raises(AuthenticationFailed, match="^invalid or revoked API key$"):
@@ -189,7 +192,8 @@ def test_api_key_allows() -> None:
     assert not reader.allows(Scope.WRITE)
     assert not reader.allows(Scope.HARD_DELETE)
     deleter = _key([Scope.DELETE])
-    assert deleter.allows(Scope.DELETE) and not deleter.allows(Scope.HARD_DELETE)
+    assert deleter.allows(Scope.DELETE)
+    assert not deleter.allows(Scope.HARD_DELETE)
     admin = _key([Scope.ADMIN])
     assert all(admin.allows(scope, "memstore_any") for scope in Scope)
     scoped = _key([Scope.READ, Scope.WRITE], store_ids=("memstore_a",))

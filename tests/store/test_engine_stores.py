@@ -24,11 +24,13 @@ from memfs.store import Engine, ResourceSpec
 
 def test_create_store_defaults(engine: Engine) -> None:
     created = engine.create_store("Notes")
-    assert created.id.startswith("memstore_") and len(created.id) == len("memstore_") + 26
+    assert created.id.startswith("memstore_")
+    assert len(created.id) == len("memstore_") + 26
     assert created.name == "Notes"
     assert created.description == ""
     assert created.metadata == {}
-    assert created.archived_at is None and not created.archived
+    assert created.archived_at is None
+    assert not created.archived
     assert created.created_at == created.updated_at
     assert created.created_at.tzinfo is not None
     assert (created.entry_count, created.total_size_bytes) == (0, 0)
@@ -112,7 +114,8 @@ def test_update_store_is_a_patch(engine: Engine) -> None:
     created = engine.create_store("S", description="old", metadata={"a": "1", "b": "2"})
     updated = engine.update_store(created.id, metadata_patch={"a": None, "c": "3"})
     assert updated.metadata == {"b": "2", "c": "3"}
-    assert updated.name == "S" and updated.description == "old"
+    assert updated.name == "S"
+    assert updated.description == "old"
     assert updated.updated_at > created.updated_at
     renamed = engine.update_store(created.id, name="T", description="")
     assert (renamed.name, renamed.description) == ("T", "")
@@ -173,7 +176,8 @@ def test_update_store_refuses_bad_fields(engine: Engine, store: MemoryStore) -> 
 
 def test_archive_is_one_way_and_idempotent(engine: Engine, store: MemoryStore) -> None:
     archived = engine.archive_store(store.id)
-    assert archived.archived_at is not None and archived.archived
+    assert archived.archived_at is not None
+    assert archived.archived
     assert archived.updated_at == archived.archived_at > store.updated_at
     seq = engine.last_change_seq(store.id)
     again = engine.archive_store(store.id)
@@ -250,7 +254,8 @@ def test_list_stores_paginates_to_the_end(engine: Engine) -> None:
     page = engine.list_stores(limit=7)
     assert page.next_cursor is None
     page = engine.list_stores(limit=3)
-    assert len(page.items) == 3 and page.next_cursor is not None
+    assert len(page.items) == 3
+    assert page.next_cursor is not None
 
 
 def test_list_stores_created_bounds_are_inclusive(engine: Engine) -> None:

@@ -119,9 +119,11 @@ def test_get_version(engine: Engine, store: MemoryStore, actor: Actor) -> None:
         memory.content_sha256,
         4,
     )
-    assert version.created_by == actor and version.redacted_by is None
+    assert version.created_by == actor
+    assert version.redacted_by is None
     basic = engine.get_version(store.id, memory.memory_version_id, with_content=False)
-    assert basic.content is None and basic.content_sha256 == memory.content_sha256
+    assert basic.content is None
+    assert basic.content_sha256 == memory.content_sha256
     other = engine.create_store("other")
     with pytest.raises(NotFound, match="not found in memory store"):
         engine.get_version(other.id, memory.memory_version_id)
@@ -137,7 +139,8 @@ def test_redact_version(engine: Engine, store: MemoryStore, actor: Actor) -> Non
 
     redacted = engine.redact_version(store.id, old, actor=REDACTOR)
 
-    assert redacted.redacted_at is not None and redacted.redacted_by == REDACTOR
+    assert redacted.redacted_at is not None
+    assert redacted.redacted_by == REDACTOR
     assert (
         redacted.content,
         redacted.content_sha256,

@@ -41,7 +41,8 @@ def test_written_memory_is_what_a_read_returns(
     for changes in updates:
         memory = engine.update_memory(store.id, memory.id, actor=actor, **changes)
         _assert_as_read(engine, memory)
-    assert memory.content == same and memory.content_sha256 == digest
+    assert memory.content == same
+    assert memory.content_sha256 == digest
     # A no-op update with the content given again returns it unchanged, writing nothing.
     seq = engine.last_change_seq(store.id)
     again = engine.update_memory(store.id, memory.id, actor=actor, content=same)

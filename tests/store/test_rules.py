@@ -270,7 +270,8 @@ def test_metadata_must_be_a_mapping(metadata: object) -> None:
 def test_metadata_result_is_a_copy() -> None:
     source = {"a": "b"}
     result = rules.validate_metadata(source)
-    assert result == source and result is not source
+    assert result == source
+    assert result is not source
 
 
 # ------------------------------------------------------------ store fields

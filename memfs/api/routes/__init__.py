@@ -1,0 +1,29 @@
+"""The routes, one module per resource, joined into the one :data:`router`.
+
+=============  ===================================================================
+``stores``     memory stores (api-contract §5.1–5.6) and their audit trail
+``memories``   memories (§5.7–5.11), SPEC §2 deletion modes, forget, restore,
+               directory rename (``rename_prefix``)
+``versions``   memory versions (§5.12–5.14)
+``feed``       a store's change feed, the long poll remote mounts follow (issue 4)
+``sessions``   sessions and their tokens (api-contract §7, SPEC §3)
+``_common``    what they share: :func:`~memfs.api.routes._common.run`, query types
+=============  ===================================================================
+
+Every route gets the dependencies of :data:`~memfs.api.routes._common.ROUTER_DEPENDENCIES`:
+authentication first (:func:`authenticate_request`), the documented credentials, the NUL
+check of the URL.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from memfs.api.routes import feed, memories, sessions, stores, versions
+from memfs.api.routes._common import ROUTER_DEPENDENCIES, authenticate_request
+
+__all__ = ["authenticate_request", "router"]
+
+router = APIRouter(dependencies=ROUTER_DEPENDENCIES)
+for _module in (stores, memories, versions, feed, sessions):
+    router.include_router(_module.router)

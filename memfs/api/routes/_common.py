@@ -1,0 +1,186 @@
+"""What every route module shares: the one way a handler runs, and the query types.
+
+Authentication comes first (SPEC §3): the first dependency of every route,
+:func:`authenticated`, resolves the credential before FastAPI validates the path, the
+query or the body, so a request without a valid credential gets 401 and learns nothing
+about the shapes the server accepts. (A body that is not JSON at all is parsed before
+any dependency runs; :func:`memfs.api.app` authenticates in its validation error
+handler for that case.)
+
+Every handler has the same shape: parse the query, then one call into :func:`run`,
+which runs one engine operation in a worker thread (never on the event loop) as the
+authenticated caller; the result is serialized with :mod:`memfs.wire`. The scope check
+comes first inside that call, before the target is resolved, so a caller without the
+scope learns nothing about the target (403 before 404).
+
+Every request that may write to a store wakes the long polls parked on it when it ends
+(:meth:`ChangeNotifier.notify`), so changes made through this server reach the mounts
+watching it at once.
+
+Defaults of ``view`` (api-contract §5): ``full`` for retrieving a memory or a version,
+``basic`` everywhere else. With ``view=full`` a page holds at most 20 items: a larger
+``limit`` is clamped, not refused (api-contract §3).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Annotated, Any, Literal, TypeVar
+
+import anyio.to_thread
+from fastapi import Depends, Query, Request, Security
+from fastapi.params import Depends as DependsParam
+from fastapi.responses import JSONResponse
+from fastapi.security import APIKeyHeader, HTTPBearer
+
+from memfs.api import schemas
+from memfs.api.auth import Principal, authenticate, credential_from_headers
+from memfs.api.changes import ChangeNotifier
+from memfs.api.errors import InternalError
+from memfs.config import MAX_FULL_VIEW_PAGE_LIMIT, MAX_PAGE_LIMIT
+from memfs.errors import InvalidInput, MemfsError
+from memfs.store import Engine
+
+__all__ = [
+    "ROUTER_DEPENDENCIES",
+    "authenticate_request",
+    "CreatedGte",
+    "CreatedLte",
+    "LimitQuery",
+    "PageQuery",
+    "View",
+    "doc",
+    "json_response",
+    "notifier",
+    "page_limit",
+    "run",
+    "utc",
+]
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+# Declared for /openapi.json; the credential itself is read by credential_from_headers.
+_bearer = HTTPBearer(auto_error=False, description="An API key secret or a session token.")
+_x_api_key = APIKeyHeader(name="x-api-key", auto_error=False, description="Same as Bearer.")
+
+
+async def authenticate_request(request: Request) -> Principal:
+    """The caller of ``request``, authenticated in a worker thread and kept in
+    ``request.state.principal`` for :func:`run`.
+
+    Raises:
+        AuthenticationFailed: no credential, an unknown, revoked or expired one, or an
+            ``Authorization`` header that is not ``Bearer``.
+    """
+    token = credential_from_headers(
+        request.headers.get("authorization"), request.headers.get("x-api-key")
+    )
+    engine: Engine = request.app.state.engine
+    insecure_dev: bool = request.app.state.insecure_dev
+    principal = await anyio.to_thread.run_sync(
+        lambda: authenticate(engine, token, insecure_dev=insecure_dev)
+    )
+    request.state.principal = principal
+    return principal
+
+
+async def _authenticated(request: Request) -> None:
+    await authenticate_request(request)
+
+
+async def _refuse_nul_in_url(request: Request) -> None:
+    """Path and query parameters holding U+0000 are refused with 400 (see
+    :class:`memfs.api.schemas._NoNul`; PostgreSQL text can't hold it)."""
+    parameters = [*request.path_params.items(), *request.query_params.multi_items()]
+    for name, value in parameters:
+        if "\x00" in name or "\x00" in value:
+            raise InvalidInput(f"parameter {name!r}: {schemas.NUL_MESSAGE}", code="nul_character")
+
+
+# The dependencies of every route (memfs.api.routes builds the one router with them),
+# in this order: authentication before anything looks at the request (SPEC §3).
+ROUTER_DEPENDENCIES: list[DependsParam] = [
+    Depends(_authenticated),
+    Security(_bearer),
+    Security(_x_api_key),
+    Depends(_refuse_nul_in_url),
+]
+
+View = Literal["basic", "full"]
+
+
+def doc(model: type) -> dict[int | str, dict[str, Any]]:
+    """The ``responses`` of a route answering ``model`` (for /openapi.json)."""
+    return {200: {"model": model}}
+
+
+async def run(
+    request: Request, operation: Callable[[Engine, Principal], T], *, reauthenticate: bool = False
+) -> T:
+    """Runs ``operation`` in a worker thread as the caller :func:`authenticate_request`
+    found; then, for a request other than GET on a store, wakes the long polls parked
+    on that store (whether it succeeded or not: a spurious wake-up only costs one read).
+
+    Args:
+        reauthenticate: check the credential again first (a long poll's second read,
+            which may come 30 s later: a token revoked meanwhile gets 401).
+
+    Raises:
+        MemfsError: whatever the authentication or the operation raised; any other
+            exception is logged and raised as :class:`InternalError`.
+    """
+    principal: Principal | None = getattr(request.state, "principal", None)
+    if principal is None or reauthenticate:
+        principal = await authenticate_request(request)
+    engine: Engine = request.app.state.engine
+
+    def work() -> T:
+        assert principal is not None
+        return operation(engine, principal)
+
+    try:
+        return await anyio.to_thread.run_sync(work)
+    except MemfsError:
+        raise
+    except Exception as exc:
+        log.exception("request %s failed", getattr(request.state, "request_id", "?"))
+        raise InternalError("internal server error") from exc
+    finally:
+        store_id = request.path_params.get("memory_store_id")
+        if request.method != "GET" and store_id is not None:
+            notifier(request).notify(store_id)
+
+
+def notifier(request: Request) -> ChangeNotifier:
+    """The application's :class:`ChangeNotifier` (long polls of the change feed)."""
+    change_notifier: ChangeNotifier = request.app.state.change_notifier
+    return change_notifier
+
+
+def json_response(content: dict[str, Any]) -> JSONResponse:
+    return JSONResponse(content)
+
+
+def page_limit(limit: int, view: View) -> int:
+    """``limit`` clamped to 20 with ``view=full`` (api-contract §3)."""
+    return min(limit, MAX_FULL_VIEW_PAGE_LIMIT) if view == "full" else limit
+
+
+def utc(value: datetime | None) -> datetime | None:
+    """Query datetimes without an offset are taken as UTC (api-contract §1.1)."""
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
+LimitQuery = Annotated[
+    int,
+    Query(ge=1, le=MAX_PAGE_LIMIT, description="1 to 100; at most 20 count with view=full."),
+]
+PageQuery = Annotated[str | None, Query(description="next_page of the previous response.")]
+CreatedGte = Annotated[datetime | None, Query(alias="created_at[gte]")]
+CreatedLte = Annotated[datetime | None, Query(alias="created_at[lte]")]

@@ -1,0 +1,364 @@
+"""Memories of one store: create, list, retrieve, update (``POST`` and its ``PATCH``
+alias), delete (api-contract §5.7–5.11), with the SPEC §2 deletion modes, ``forget``
+and ``restore``, and the directory rename of remote mounts (``rename_prefix``, SPEC §4).
+
+Registration order matters: ``POST …/memories/rename_prefix`` comes before
+``POST …/memories/{memory_id}``, which would take ``rename_prefix`` for an id.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Body, Query, Request
+from fastapi.responses import JSONResponse
+
+from memfs.api import schemas
+from memfs.api.auth import Principal
+from memfs.api.routes._common import (
+    LimitQuery,
+    PageQuery,
+    View,
+    doc,
+    json_response,
+    page_limit,
+    run,
+)
+from memfs.config import DEFAULT_PAGE_LIMIT
+from memfs.errors import InvalidContent, InvalidInput
+from memfs.model import DeleteMode, Memory, MemoryPrefix, Scope
+from memfs.store import Engine
+from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+def _memory_item(item: Memory | MemoryPrefix, *, full: bool) -> dict[str, Any]:
+    if isinstance(item, MemoryPrefix):
+        return prefix_to_wire(item)
+    return memory_to_wire(item, full=full)
+
+
+@router.post("/v1/memory_stores/{memory_store_id}/memories", responses=doc(schemas.MemoryOut))
+async def create_memory(
+    request: Request, memory_store_id: str, body: schemas.MemoryCreate, view: View = "basic"
+) -> JSONResponse:
+    """api-contract §5.7: never overwrites (409 ``memory_path_conflict_error``);
+    ``content: null`` is refused (api-contract §8.2)."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id)
+        if body.content is None:
+            raise InvalidContent('content must be a string; pass "" to create an empty memory')
+        memory = engine.create_memory(
+            memory_store_id, body.path, body.content, actor=principal.actor, metadata=body.metadata
+        )
+        return memory_to_wire(memory, full=view == "full")
+
+    return json_response(await run(request, op))
+
+
+@router.get("/v1/memory_stores/{memory_store_id}/memories", responses=doc(schemas.MemoryPage))
+async def list_memories(
+    request: Request,
+    memory_store_id: str,
+    path_prefix: Annotated[str, Query(description="Ends with '/'; whole segments.")] = "/",
+    depth: Annotated[int, Query(ge=0, description="0 = everything below.")] = 0,
+    view: View = "basic",
+    limit: LimitQuery = DEFAULT_PAGE_LIMIT,
+    page: PageQuery = None,
+) -> JSONResponse:
+    """api-contract §5.10: path order, deeper entries rolled up into ``memory_prefix``."""
+    full = view == "full"
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.READ, memory_store_id)
+        result = engine.list_memories(
+            memory_store_id,
+            path_prefix=path_prefix,
+            depth=depth,
+            limit=page_limit(limit, view),
+            cursor=page,
+            with_content=full,
+        )
+        return {
+            "data": [_memory_item(item, full=full) for item in result.items],
+            "next_page": result.next_cursor,
+        }
+
+    return json_response(await run(request, op))
+
+
+@router.get(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}", responses=doc(schemas.MemoryOut)
+)
+async def retrieve_memory(
+    request: Request, memory_store_id: str, memory_id: str, view: View = "full"
+) -> JSONResponse:
+    """api-contract §5.8 (``view`` defaults to ``full`` here)."""
+    full = view == "full"
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.READ, memory_store_id)
+        memory = engine.get_memory(memory_store_id, memory_id, with_content=full)
+        return memory_to_wire(memory, full=full)
+
+    return json_response(await run(request, op))
+
+
+@router.post(
+    "/v1/memory_stores/{memory_store_id}/memories/rename_prefix",
+    responses=doc(schemas.MemoryList),
+)
+async def rename_prefix(
+    request: Request, memory_store_id: str, body: schemas.RenamePrefix
+) -> JSONResponse:
+    """Directory rename (SPEC §4, ``Engine.rename_prefix``): every live memory under
+    ``old_prefix`` moves below ``new_prefix`` in one transaction, one ``modified``
+    version each, ids kept. Returns the moved memories (``view=basic``) in new-path
+    order; ``[]`` when nothing is under ``old_prefix``, so a replayed request is
+    harmless. 400 ``invalid_path`` (a prefix, or a resulting path), ``invalid_input``
+    (the root, or a move into itself), ``store_archived``; 409
+    ``memory_path_conflict_error`` naming a memory in the way (nothing moved).
+
+    Registered before ``POST …/memories/{memory_id}``, which would take
+    ``rename_prefix`` for a memory id.
+    """
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id)
+        moved = engine.rename_prefix(
+            memory_store_id, body.old_prefix, body.new_prefix, actor=principal.actor
+        )
+        return {"data": [memory_to_wire(m, full=False) for m in moved], "next_page": None}
+
+    return json_response(await run(request, op))
+
+
+async def _update_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    body: schemas.MemoryUpdate,
+    view: View,
+) -> JSONResponse:
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id)
+        expected = None
+        if body.precondition is not None:
+            expected = body.precondition.content_sha256
+            if expected is None:
+                raise InvalidInput("precondition.content_sha256 is required")
+        memory = engine.update_memory(
+            memory_store_id,
+            memory_id,
+            actor=principal.actor,
+            content=body.content,
+            path=body.path,
+            expected_sha256=expected,
+            metadata=body.metadata,
+            replace=body.replace,
+        )
+        return memory_to_wire(memory, full=view == "full")
+
+    return json_response(await run(request, op))
+
+
+@router.post(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}", responses=doc(schemas.MemoryOut)
+)
+async def update_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    body: schemas.MemoryUpdate,
+    view: View = "basic",
+) -> JSONResponse:
+    """api-contract §5.9: 409 ``memory_precondition_failed_error`` on a stale sha (with
+    ``actual_content_sha256``), 409 ``memory_path_conflict_error`` when renaming onto an
+    occupied path, unless ``replace: true`` (memfs extension) soft-deletes the memory
+    there in the same transaction. A path taken by an ancestor or a descendant is a
+    conflict even with ``replace``."""
+    return await _update_memory(request, memory_store_id, memory_id, body, view)
+
+
+@router.patch(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}",
+    responses=doc(schemas.MemoryOut),
+    include_in_schema=False,
+)
+async def patch_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    body: schemas.MemoryUpdate,
+    view: View = "basic",
+) -> JSONResponse:
+    """``PATCH`` alias of the update ([secondary] skills reference, api-contract §0)."""
+    return await _update_memory(request, memory_store_id, memory_id, body, view)
+
+
+_DELETE_SCOPES = {
+    DeleteMode.SOFT_DELETE: (Scope.DELETE, True),
+    DeleteMode.REDACT: (Scope.DELETE, False),  # agents do not redact (api-contract §4.6)
+    DeleteMode.HARD_DELETE: (Scope.HARD_DELETE, False),
+}
+
+
+async def _delete_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    *,
+    mode: DeleteMode,
+    reason: str | None,
+    expected_sha256: str | None,
+    replacement: str | None,
+) -> JSONResponse:
+    scope, agents = _DELETE_SCOPES[mode]
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(scope, memory_store_id, agents=agents)
+        if replacement is not None and mode is not DeleteMode.REDACT:
+            raise InvalidInput("replacement_content is only allowed with mode=redact")
+        engine.delete_memory(
+            memory_store_id,
+            memory_id,
+            actor=principal.actor,
+            expected_sha256=expected_sha256,
+            mode=mode,
+            reason=reason,
+            **({"replacement": replacement} if replacement is not None else {}),
+        )
+        return {**memory_deleted_to_wire(memory_id), "mode": mode.value}
+
+    return json_response(await run(request, op))
+
+
+@router.delete(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}",
+    responses=doc(schemas.DeletedObject),
+)
+async def delete_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    expected_content_sha256: Annotated[str | None, Query(pattern=schemas.SHA256_PATTERN)] = None,
+    mode: Literal["soft_delete", "redact", "hard_delete"] = "soft_delete",
+    reason: Annotated[str | None, Query(description="Recorded in the audit trail.")] = None,
+    replacement_content: Annotated[str | None, Query(description="mode=redact only.")] = None,
+) -> JSONResponse:
+    """api-contract §5.11, with the SPEC §2 modes: ``soft_delete`` (default, restorable),
+    ``redact`` (content replaced, history redacted), ``hard_delete`` (erased; needs
+    ``memory:hard_delete``)."""
+    return await _delete_memory(
+        request,
+        memory_store_id,
+        memory_id,
+        mode=DeleteMode(mode),
+        reason=reason,
+        expected_sha256=expected_content_sha256,
+        replacement=replacement_content,
+    )
+
+
+_FORGET_FIELDS = tuple(schemas.MemoryForget.model_fields)
+
+
+def _forget_options(
+    request: Request, body: schemas.MemoryForget | None, query: dict[str, str | None]
+) -> dict[str, Any]:
+    """The options of a forget: body fields and (already validated) query parameters.
+
+    Returns:
+        Every field of :class:`schemas.MemoryForget`, None where not given.
+
+    Raises:
+        InvalidInput: an unknown query parameter, or a field given in both places with
+            different values.
+    """
+    unknown = sorted(set(request.query_params) - set(_FORGET_FIELDS))
+    if unknown:
+        raise InvalidInput(
+            f"unknown query parameter {unknown[0]!r}; forget takes {', '.join(_FORGET_FIELDS)}"
+        )
+    given = body.model_dump(exclude_none=True) if body is not None else {}
+    for name, value in query.items():
+        if value is None:
+            continue
+        if name in given and given[name] != value:
+            raise InvalidInput(f"{name} is given in the body and the query with different values")
+        given[name] = value
+    return {name: given.get(name) for name in _FORGET_FIELDS}
+
+
+@router.post(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}/forget",
+    responses=doc(schemas.DeletedObject),
+)
+async def forget_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    body: Annotated[schemas.MemoryForget | None, Body()] = None,
+    mode: Annotated[
+        Literal["soft_delete", "redact", "hard_delete"] | None,
+        Query(description="As the body's mode; default redact."),
+    ] = None,
+    reason: Annotated[str | None, Query(description="Recorded in the audit trail.")] = None,
+    replacement_content: Annotated[str | None, Query(description="mode=redact only.")] = None,
+    expected_content_sha256: Annotated[str | None, Query(pattern=schemas.SHA256_PATTERN)] = None,
+) -> JSONResponse:
+    """Forget a memory: the user wants it gone (SPEC §2 deletion modes).
+
+    Default mode ``redact``: the content is replaced by ``[REDACTED]`` (or
+    ``replacement_content``), metadata cleared and every earlier version redacted; it is
+    not restorable. ``mode=soft_delete`` (restorable) and ``mode=hard_delete`` (needs
+    ``memory:hard_delete``) are the other modes. Options come in a JSON body or as query
+    parameters (as on ``DELETE``), ``reason`` is recorded in the audit trail; unknown
+    fields or parameters are 400. Redact and hard delete need an API key (a session
+    token may only soft-delete, api-contract §4.6).
+    """
+    query = {
+        "mode": mode,
+        "reason": reason,
+        "replacement_content": replacement_content,
+        "expected_content_sha256": expected_content_sha256,
+    }
+    options = _forget_options(request, body, query)
+    return await _delete_memory(
+        request,
+        memory_store_id,
+        memory_id,
+        mode=DeleteMode(options["mode"] or DeleteMode.REDACT.value),
+        reason=options["reason"],
+        expected_sha256=options["expected_content_sha256"],
+        replacement=options["replacement_content"],
+    )
+
+
+@router.post(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}/restore",
+    responses=doc(schemas.MemoryOut),
+)
+async def restore_memory(
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    body: Annotated[schemas.MemoryRestore | None, Body()] = None,
+    view: View = "basic",
+) -> JSONResponse:
+    """Brings a soft-deleted memory back with its id, path and content (SPEC §2); 409
+    ``conflict_error`` when it is live, redacted, or its path is taken."""
+    reason = body.reason if body is not None else None
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id)
+        memory = engine.restore_memory(
+            memory_store_id, memory_id, actor=principal.actor, reason=reason
+        )
+        return memory_to_wire(memory, full=view == "full")
+
+    return json_response(await run(request, op))

@@ -1,0 +1,227 @@
+"""Access: sessions (with their attached stores) and API keys, and the tokens and
+secrets that authenticate them.
+
+Owns the ``sessions``, ``session_resources`` and ``api_keys`` tables. Tokens
+(``memfs_st_…``) and secrets (``memfs_sk_…``) are shown once at creation; only their
+SHA-256 is stored.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, insert, select, update
+
+from memfs import rules
+from memfs.config import MAX_STORES_PER_SESSION
+from memfs.errors import AuthenticationFailed, InvalidInput, NotFound, StoreArchived
+from memfs.ids import new_id, sha256_of
+from memfs.model import Access, ApiKey, Scope, Session, SessionResource
+from memfs.store._common import lock_store, now, parse_ts, store_row
+from memfs.store.schema import api_keys, session_resources, sessions
+
+__all__ = [
+    "API_KEY_SECRET_PREFIX",
+    "SESSION_TOKEN_PREFIX",
+    "ResourceSpec",
+    "authenticate_api_key",
+    "authenticate_session",
+    "create_api_key",
+    "create_session",
+    "get_session",
+    "list_api_keys",
+    "revoke_api_key",
+]
+
+SESSION_TOKEN_PREFIX = "memfs_st_"
+API_KEY_SECRET_PREFIX = "memfs_sk_"
+
+
+class ResourceSpec:
+    """A store to attach to a new session: id, access mode and optional instructions."""
+
+    def __init__(
+        self,
+        memory_store_id: str,
+        access: Access = Access.READ_WRITE,
+        instructions: str | None = None,
+    ) -> None:
+        self.memory_store_id = memory_store_id
+        self.access = access
+        self.instructions = instructions
+
+
+def _check_resources(resources: Sequence[ResourceSpec]) -> None:
+    """Raises InvalidInput unless ``resources`` are 1–8 distinct stores with valid access
+    and instructions (SPEC §3 sessions)."""
+    if not resources:
+        raise InvalidInput("a session needs at least one memory store")
+    if len(resources) > MAX_STORES_PER_SESSION:
+        raise InvalidInput(f"a session can attach at most {MAX_STORES_PER_SESSION} memory stores")
+    ids = [r.memory_store_id for r in resources]
+    if len(set(ids)) != len(ids):
+        raise InvalidInput("a memory store can be attached to a session only once")
+    for spec in resources:
+        rules.validate_instructions(spec.instructions)
+        try:
+            Access(spec.access)
+        except ValueError as exc:
+            raise InvalidInput("access must be read_write or read_only") from exc
+
+
+def create_session(
+    conn: Connection,
+    resources: Sequence[ResourceSpec],
+    *,
+    mount_root: str,
+    with_token: bool,
+    title: str | None,
+) -> tuple[Session, str | None]:
+    """See :meth:`memfs.store.Engine.create_session`."""
+    _check_resources(resources)
+    token = SESSION_TOKEN_PREFIX + secrets.token_urlsafe(32) if with_token else None
+    session_id = new_id("session")
+    store_rows = []
+    for spec in resources:
+        # Locked, so an archive can't commit between this check and our insert.
+        row = lock_store(conn, spec.memory_store_id)
+        if row.archived_at is not None:
+            raise StoreArchived(
+                f"memory store {row.id!r} is archived and can't be attached to a session"
+            )
+        store_rows.append(row)
+    slugs = rules.unique_slugs([(r.id, r.name) for r in store_rows])
+    conn.execute(
+        insert(sessions).values(
+            id=session_id,
+            title=title,
+            token_hash=sha256_of(token) if token else None,
+            created_at=now(),
+        )
+    )
+    root = mount_root.rstrip("/")
+    for position, (spec, row) in enumerate(zip(resources, store_rows, strict=True)):
+        conn.execute(
+            insert(session_resources).values(
+                session_id=session_id,
+                position=position,
+                store_id=row.id,
+                access=Access(spec.access).value,
+                instructions=spec.instructions,
+                name=row.name,
+                description=row.description,
+                mount_path=f"{root}/{slugs[row.id]}",
+            )
+        )
+    return get_session(conn, session_id), token
+
+
+def get_session(conn: Connection, session_id: str) -> Session:
+    """A session with its resources. Raises NotFound."""
+    row = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
+    if row is None:
+        raise NotFound(f"session {session_id!r} not found")
+    resource_rows = conn.execute(
+        select(session_resources)
+        .where(session_resources.c.session_id == session_id)
+        .order_by(session_resources.c.position)
+    ).all()
+    return Session(
+        id=row.id,
+        title=row.title,
+        created_at=datetime.fromisoformat(row.created_at),
+        resources=[
+            SessionResource(
+                memory_store_id=r.store_id,
+                access=Access(r.access),
+                instructions=r.instructions,
+                name=r.name,
+                description=r.description,
+                mount_path=r.mount_path,
+            )
+            for r in resource_rows
+        ],
+    )
+
+
+def authenticate_session(conn: Connection, token: str) -> Session:
+    """See :meth:`memfs.store.Engine.authenticate_session`."""
+    session_id = conn.execute(
+        select(sessions.c.id).where(sessions.c.token_hash == sha256_of(token))
+    ).scalar()
+    if session_id is None:
+        raise AuthenticationFailed("invalid session token")
+    return get_session(conn, session_id)
+
+
+def _api_key_model(row: Row[Any]) -> ApiKey:
+    return ApiKey(
+        id=row.id,
+        name=row.name,
+        scopes=[Scope(s) for s in json.loads(row.scopes_json)],
+        store_ids=json.loads(row.store_ids_json),
+        created_at=datetime.fromisoformat(row.created_at),
+        revoked_at=parse_ts(row.revoked_at),
+    )
+
+
+def _api_key_row(conn: Connection, api_key_id: str) -> Row[Any]:
+    row = conn.execute(select(api_keys).where(api_keys.c.id == api_key_id)).first()
+    if row is None:
+        raise NotFound(f"API key {api_key_id!r} not found")
+    return row
+
+
+def create_api_key(
+    conn: Connection, name: str, scopes: Sequence[Scope], store_ids: Sequence[str]
+) -> tuple[ApiKey, str]:
+    """See :meth:`memfs.store.Engine.create_api_key`."""
+    if not scopes:
+        raise InvalidInput("an API key needs at least one scope")
+    try:
+        clean_scopes = sorted({Scope(s).value for s in scopes})
+    except ValueError as exc:
+        raise InvalidInput(
+            "scopes are memory:read, memory:write, memory:delete, memory:hard_delete, admin"
+        ) from exc
+    secret = API_KEY_SECRET_PREFIX + secrets.token_urlsafe(32)
+    key_id = new_id("api_key")
+    for store_id in store_ids:
+        store_row(conn, store_id)
+    conn.execute(
+        insert(api_keys).values(
+            id=key_id,
+            name=name,
+            secret_hash=sha256_of(secret),
+            scopes_json=json.dumps(clean_scopes),
+            store_ids_json=json.dumps(list(dict.fromkeys(store_ids))),
+            created_at=now(),
+        )
+    )
+    return _api_key_model(_api_key_row(conn, key_id)), secret
+
+
+def list_api_keys(conn: Connection) -> list[ApiKey]:
+    """Every key, newest first."""
+    rows = conn.execute(select(api_keys).order_by(api_keys.c.id.desc())).all()
+    return [_api_key_model(r) for r in rows]
+
+
+def revoke_api_key(conn: Connection, api_key_id: str) -> ApiKey:
+    """See :meth:`memfs.store.Engine.revoke_api_key`."""
+    row = _api_key_row(conn, api_key_id)
+    if row.revoked_at is None:
+        conn.execute(update(api_keys).where(api_keys.c.id == api_key_id).values(revoked_at=now()))
+    return _api_key_model(_api_key_row(conn, api_key_id))
+
+
+def authenticate_api_key(conn: Connection, secret: str) -> ApiKey:
+    """See :meth:`memfs.store.Engine.authenticate_api_key`."""
+    row = conn.execute(select(api_keys).where(api_keys.c.secret_hash == sha256_of(secret))).first()
+    if row is None or row.revoked_at is not None:
+        raise AuthenticationFailed("invalid or revoked API key")
+    return _api_key_model(row)

@@ -1,0 +1,176 @@
+"""Content-addressed blobs, their garbage collection, and version retention.
+
+Owns the ``blobs`` table: each distinct content once, keyed by its xxh3-128 digest,
+with its SHA-256 recorded. A blob is written in the same transaction as the first row
+that references it (:func:`put_blob`) and deleted in the same transaction as the last
+reference goes (:func:`gc_blobs`: redaction, hard delete, store deletion, retention), so
+a crash at any point leaves neither an orphan nor a dangling reference.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+
+from sqlalchemy import (
+    Connection,
+    LargeBinary,
+    bindparam,
+    delete,
+    func,
+    or_,
+    select,
+    text,
+)
+
+from memfs.errors import CorruptedStore, NotFound
+from memfs.ids import blob_key_of, sha256_of
+from memfs.model import ChangeKind, DeleteMode, Operation, utcnow
+from memfs.store import feed
+from memfs.store._common import lock_store, ts
+from memfs.store.schema import blobs, memories, stores, versions
+
+__all__ = ["blob_data", "gc_blobs", "prune_versions", "put_blob", "read_blob", "read_blobs"]
+
+_BLOB_DATA = select(blobs.c.data).where(blobs.c.key == bindparam("key"))
+_BLOBS_DATA = select(blobs.c.key, blobs.c.data).where(
+    blobs.c.key.in_(bindparam("keys", expanding=True))
+)
+_BLOB_SHA256 = select(blobs.c.sha256).where(blobs.c.key == bindparam("key"))
+# The blob upserts are text because SQLAlchemy 2.0 never caches the dialect-specific
+# insert() with ON CONFLICT (inherit_cache=False), so it would be compiled on every
+# write. The SQL is what sqlite.insert(...).on_conflict_do_nothing() and
+# postgresql.insert(...).on_conflict_do_update(...) render.
+_INSERT_BLOB_SQLITE = text(
+    'INSERT INTO blobs ("key", sha256, size_bytes, data) '
+    "VALUES (:key, :sha256, :size_bytes, :data) ON CONFLICT DO NOTHING"
+).bindparams(bindparam("data", type_=LargeBinary))
+# Blobs are shared across stores, whose writers lock different store rows. The upsert
+# row-locks the blob until commit, so a concurrent purge in another store (which locks
+# the row before checking references, see gc_blobs) either waits and then sees our
+# reference, or commits first and we insert anew.
+_UPSERT_BLOB_POSTGRESQL = (
+    text(
+        "INSERT INTO blobs (key, sha256, size_bytes, data) "
+        "VALUES (:key, :sha256, :size_bytes, :data) "
+        "ON CONFLICT (key) DO UPDATE SET key = excluded.key RETURNING blobs.sha256"
+    )
+    .bindparams(bindparam("data", type_=LargeBinary))
+    .columns(blobs.c.sha256)
+)
+
+
+def put_blob(conn: Connection, data: bytes) -> tuple[str, str]:
+    """Stores ``data`` once; returns ``(blob_key, sha256)``.
+
+    Raises:
+        CorruptedStore: an existing blob with this key holds other bytes (an xxh3
+            collision or a damaged row); nothing is overwritten.
+    """
+    key = blob_key_of(data)
+    digest = sha256_of(data)
+    params = {"key": key, "sha256": digest, "size_bytes": len(data), "data": data}
+    if conn.dialect.name == "postgresql":
+        # Row-locks the blob until commit (see _UPSERT_BLOB_POSTGRESQL).
+        existing = conn.execute(_UPSERT_BLOB_POSTGRESQL, params).scalar()
+    else:
+        # SQLite has one writer at a time, so this is race-free; new content costs
+        # one statement, known content a second one to verify the digest.
+        inserted = conn.execute(_INSERT_BLOB_SQLITE, params).rowcount
+        existing = digest if inserted else conn.execute(_BLOB_SHA256, {"key": key}).scalar()
+    if existing != digest:
+        raise CorruptedStore(f"blob {key} holds different bytes than its key promises")
+    return key, digest
+
+
+def gc_blobs(conn: Connection, store_id: str | None, keys: Iterable[str | None]) -> int:
+    """Deletes the given blobs that nothing references any more, and announces each in
+    the change feed of ``store_id`` (``blob_purged``) so mounts drop them from caches.
+    Returns how many were deleted."""
+    purged = 0
+    for key in sorted({k for k in keys if k is not None}):
+        # Lock the blob first (PostgreSQL), so a writer of another store taking a new
+        # reference to it either finished before we look or waits for our decision.
+        digest = conn.execute(
+            select(blobs.c.sha256).where(blobs.c.key == key).with_for_update()
+        ).scalar()
+        if digest is None:
+            continue
+        referenced = conn.execute(
+            select(
+                or_(
+                    select(memories.c.id).where(memories.c.blob_key == key).exists(),
+                    select(versions.c.seq).where(versions.c.blob_key == key).exists(),
+                )
+            )
+        ).scalar()
+        if referenced:
+            continue
+        conn.execute(delete(blobs).where(blobs.c.key == key))
+        purged += 1
+        if store_id is not None:
+            feed.emit(conn, store_id, ChangeKind.BLOB_PURGED, blob_key=key, content_sha256=digest)
+    return purged
+
+
+def blob_data(conn: Connection, key: str | None) -> bytes | None:
+    """The bytes of a referenced blob (None for no key). Raises CorruptedStore if gone."""
+    if key is None:
+        return None
+    data = conn.execute(_BLOB_DATA, {"key": key}).scalar()
+    if data is None:
+        raise CorruptedStore(f"blob {key} is referenced but missing")
+    return bytes(data)
+
+
+def read_blob(conn: Connection, blob_key: str) -> bytes:
+    """The bytes of a blob. Raises NotFound (purged or unknown)."""
+    data = conn.execute(_BLOB_DATA, {"key": blob_key}).scalar()
+    if data is None:
+        raise NotFound(f"content {blob_key} is not stored (it may have been redacted)")
+    return bytes(data)
+
+
+def read_blobs(conn: Connection, blob_keys: Sequence[str]) -> dict[str, bytes]:
+    """The stored ones of ``blob_keys`` in one query, keyed by blob key."""
+    if not blob_keys:
+        return {}
+    rows = conn.execute(_BLOBS_DATA, {"keys": list(dict.fromkeys(blob_keys))}).all()
+    return {row.key: bytes(row.data) for row in rows}
+
+
+def prune_versions(conn: Connection, *, older_than_s: int) -> int:
+    """See :meth:`memfs.store.Engine.prune_versions` (SPEC §2 retention)."""
+    cutoff = ts(datetime.fromtimestamp(utcnow().timestamp() - older_than_s, tz=utcnow().tzinfo))
+    dropped = 0
+    for store_id in conn.execute(select(stores.c.id)).scalars().all():
+        lock_store(conn, store_id)
+        heads = select(memories.c.head_version_id)
+        candidates = conn.execute(
+            select(versions).where(
+                versions.c.store_id == store_id,
+                versions.c.created_at < cutoff,
+                versions.c.id.not_in(heads),
+            )
+        ).all()
+        keep: set[int] = set()
+        for tomb in conn.execute(
+            select(memories.c.id).where(
+                memories.c.store_id == store_id,
+                memories.c.delete_mode == DeleteMode.SOFT_DELETE.value,
+            )
+        ).scalars():
+            # The content version a soft-deleted memory would be restored from.
+            seq = conn.execute(
+                select(func.max(versions.c.seq)).where(
+                    versions.c.memory_id == tomb, versions.c.operation != Operation.DELETED.value
+                )
+            ).scalar()
+            if seq is not None:
+                keep.add(int(seq))
+        doomed = [v for v in candidates if v.seq not in keep]
+        for v in doomed:
+            conn.execute(delete(versions).where(versions.c.seq == v.seq))
+        gc_blobs(conn, store_id, [v.blob_key for v in doomed])
+        dropped += len(doomed)
+    return dropped

@@ -1,0 +1,178 @@
+"""The change feed and the audit log: what mounts follow and who did what.
+
+Owns the ``changes`` table (one gap-free ``seq`` per store, bumped together with the
+store's counters by :func:`emit`) and the ``audit_log`` table (deletions, redactions,
+restores and store events, SPEC §2 "audited"). Both outlive the store they describe.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from sqlalchemy import Connection, bindparam, insert, select, update
+
+from memfs.model import Actor, Change, ChangeKind
+from memfs.store._common import actor_columns, now, store_row
+from memfs.store.schema import audit_log, changes, stores
+
+__all__ = [
+    "audit",
+    "audit_events",
+    "changes_since",
+    "emit",
+    "emit_store_deleted",
+    "last_change_seq",
+]
+
+# Hot-path statements built once with bind parameters: SQLAlchemy then skips building a
+# statement and its cache key per call, which profiling showed to be most of a write.
+_BUMP_STORE = (
+    update(stores)
+    .where(stores.c.id == bindparam("store_id"))
+    .values(
+        last_change_seq=stores.c.last_change_seq + 1,
+        entry_count=stores.c.entry_count + bindparam("entries"),
+        total_size_bytes=stores.c.total_size_bytes + bindparam("size_bytes"),
+    )
+    .returning(stores.c.last_change_seq)
+)
+_INSERT_CHANGE = insert(changes)
+_INSERT_AUDIT = insert(audit_log)
+
+
+def emit(
+    conn: Connection,
+    store_id: str,
+    kind: ChangeKind,
+    *,
+    memory_id: str | None = None,
+    path: str | None = None,
+    old_path: str | None = None,
+    blob_key: str | None = None,
+    content_sha256: str | None = None,
+    version_id: str | None = None,
+    entries: int = 0,
+    size_bytes: int = 0,
+) -> int:
+    """Appends one change-feed entry and applies counter deltas in the same statement
+    that bumps the store's seq; the store row must be locked. Returns the seq.
+
+    A ``memory_written`` entry records the memory's new head version and digest,
+    which the caller passes as ``version_id`` and ``content_sha256``;
+    ``blob_purged`` entries carry the purged blob's key and SHA-256.
+
+    Args:
+        entries, size_bytes: deltas of the store's entry_count and total_size_bytes.
+    """
+    assert kind is not ChangeKind.MEMORY_WRITTEN or (
+        version_id is not None and content_sha256 is not None
+    ), "a memory_written change needs the new head version and digest"
+    seq = conn.execute(
+        _BUMP_STORE, {"store_id": store_id, "entries": entries, "size_bytes": size_bytes}
+    ).scalar_one()
+    conn.execute(
+        _INSERT_CHANGE,
+        dict(
+            store_id=store_id,
+            seq=seq,
+            kind=kind.value,
+            memory_id=memory_id,
+            path=path,
+            old_path=old_path,
+            blob_key=blob_key,
+            content_sha256=content_sha256,
+            memory_version_id=version_id,
+            created_at=now(),
+        ),
+    )
+    return int(seq)
+
+
+def emit_store_deleted(conn: Connection, store_id: str, last_seq: int) -> None:
+    """The final ``store_deleted`` entry (seq ``last_seq + 1``), written after the store
+    row is gone, so mounts learn of the deletion."""
+    conn.execute(
+        _INSERT_CHANGE,
+        dict(
+            store_id=store_id,
+            seq=last_seq + 1,
+            kind=ChangeKind.STORE_DELETED.value,
+            created_at=now(),
+        ),
+    )
+
+
+def audit(
+    conn: Connection,
+    store_id: str,
+    action: str,
+    *,
+    memory_id: str | None,
+    actor: Actor | None,
+    reason: str | None,
+) -> None:
+    """Appends one audit-log entry (ids only, never a path or content)."""
+    actor_type, actor_id = actor_columns(actor)
+    conn.execute(
+        _INSERT_AUDIT,
+        dict(
+            store_id=store_id,
+            memory_id=memory_id,
+            action=action,
+            reason=reason,
+            actor_type=actor_type,
+            actor_id=actor_id,
+            created_at=now(),
+        ),
+    )
+
+
+def audit_events(
+    conn: Connection, store_id: str, *, memory_id: str | None = None
+) -> list[dict[str, str | None]]:
+    """See :meth:`memfs.store.Engine.audit_events`."""
+    query = select(audit_log).where(audit_log.c.store_id == store_id)
+    if memory_id is not None:
+        query = query.where(audit_log.c.memory_id == memory_id)
+    rows = conn.execute(query.order_by(audit_log.c.seq.desc())).all()
+    return [
+        {
+            "action": r.action,
+            "memory_id": r.memory_id,
+            "reason": r.reason,
+            "actor_type": r.actor_type,
+            "actor_id": r.actor_id,
+            "created_at": r.created_at,
+        }
+        for r in rows
+    ]
+
+
+def last_change_seq(conn: Connection, store_id: str) -> int:
+    """The newest change seq of a store (0 when none). Raises NotFound."""
+    return int(store_row(conn, store_id).last_change_seq)
+
+
+def changes_since(conn: Connection, store_id: str, after_seq: int, limit: int) -> list[Change]:
+    """Changes with seq > ``after_seq``, oldest first, at most ``limit``."""
+    rows = conn.execute(
+        select(changes)
+        .where(changes.c.store_id == store_id, changes.c.seq > after_seq)
+        .order_by(changes.c.seq)
+        .limit(limit)
+    ).all()
+    return [
+        Change(
+            seq=r.seq,
+            memory_store_id=r.store_id,
+            kind=ChangeKind(r.kind),
+            memory_id=r.memory_id,
+            path=r.path,
+            old_path=r.old_path,
+            blob_key=r.blob_key,
+            content_sha256=r.content_sha256,
+            memory_version_id=r.memory_version_id,
+            created_at=datetime.fromisoformat(r.created_at),
+        )
+        for r in rows
+    ]

@@ -1,0 +1,189 @@
+"""Listing memories: paginated prefix listings with depth roll-up (api-contract §5.10),
+a mount's whole tree, and the restorable tombstones.
+
+Read-only over the ``memories`` table; cursors are the keyset cursors of
+:class:`memfs.store._common.Cursor`.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, bindparam, select
+
+from memfs import rules
+from memfs.errors import InvalidCursor, InvalidInput
+from memfs.model import DeleteMode, Memory, MemoryPrefix, Page
+from memfs.store._common import (
+    Cursor,
+    check_limit,
+    descendant_upper_bound,
+    memory_model,
+    store_row,
+)
+from memfs.store.blobs import blob_data
+from memfs.store.schema import memories
+
+__all__ = ["all_memories", "deleted_memories", "list_memories"]
+
+# A mount's whole tree (all_memories): the columns of a live memory without content, as
+# plain tuples, in path order (index ix_memories_live_path). store_id and deleted_at are
+# known (the argument; NULL), delete_mode is not part of a Memory.
+_LIVE_MEMORY_TREE = (
+    select(
+        memories.c.id,
+        memories.c.path,
+        memories.c.blob_key,
+        memories.c.content_sha256,
+        memories.c.size_bytes,
+        memories.c.head_version_id,
+        memories.c.metadata_json,
+        memories.c.created_at,
+        memories.c.updated_at,
+    )
+    .where(memories.c.store_id == bindparam("store_id"), memories.c.deleted_at.is_(None))
+    .order_by(memories.c.path)
+)
+
+
+def _position(cursor: str | None, fingerprint: str, path_prefix: str) -> tuple[str, str]:
+    """Where a page starts: (">", path) after a memory, (">=", bound) after a rolled-up
+    prefix; the prefix itself without a cursor."""
+    if cursor is None:
+        return ">=", path_prefix
+    decoded = Cursor.decode(cursor, fingerprint)
+    if not (isinstance(decoded, list) and len(decoded) == 2 and decoded[0] in (">", ">=")):
+        raise InvalidCursor("page cursor is malformed")
+    return decoded[0], str(decoded[1])
+
+
+def _page_rows(
+    conn: Connection,
+    store_id: str,
+    path_prefix: str,
+    depth: int,
+    limit: int,
+    position: tuple[str, str],
+) -> list[Row[Any] | MemoryPrefix]:
+    """Up to ``limit + 1`` items from ``position``: rows, or prefixes rolled up by depth."""
+    op, key = position
+    upper = descendant_upper_bound(path_prefix) if path_prefix != "/" else None
+    items: list[Row[Any] | MemoryPrefix] = []
+    while len(items) <= limit:
+        batch = limit + 1 - len(items)
+        query = select(memories).where(
+            memories.c.store_id == store_id,
+            memories.c.deleted_at.is_(None),
+            memories.c.path > key if op == ">" else memories.c.path >= key,
+        )
+        if upper is not None:
+            query = query.where(memories.c.path < upper)
+        rows = conn.execute(query.order_by(memories.c.path).limit(batch)).all()
+        if not rows:
+            break
+        rolled_up = False
+        for row in rows:
+            rel = row.path[len(path_prefix) :].split("/")
+            if depth == 0 or len(rel) <= depth:
+                items.append(row)
+                op, key = ">", row.path
+            else:
+                prefix = path_prefix + "/".join(rel[:depth]) + "/"
+                items.append(MemoryPrefix(path=prefix))
+                op, key = ">=", descendant_upper_bound(prefix)
+                rolled_up = True
+                break
+            if len(items) > limit:
+                break
+        if not rolled_up and len(rows) < batch:
+            break
+    return items
+
+
+def list_memories(
+    conn: Connection,
+    store_id: str,
+    *,
+    path_prefix: str,
+    depth: int,
+    limit: int,
+    cursor: str | None,
+    with_content: bool,
+) -> Page[Memory | MemoryPrefix]:
+    """See :meth:`memfs.store.Engine.list_memories`."""
+    rules.validate_path_prefix(path_prefix)
+    if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
+        raise InvalidInput("depth must be an integer ≥ 0")
+    check_limit(limit)
+    fingerprint = Cursor.fingerprint("memories", store_id, path_prefix, depth)
+    position = _position(cursor, fingerprint, path_prefix)
+    store_row(conn, store_id)
+    items = _page_rows(conn, store_id, path_prefix, depth, limit, position)
+    more = len(items) > limit
+    result: list[Memory | MemoryPrefix] = []
+    for item in items[:limit]:
+        if isinstance(item, MemoryPrefix):
+            result.append(item)
+        else:
+            content = blob_data(conn, item.blob_key) if with_content else None
+            result.append(memory_model(item, content))
+    next_cursor = None
+    if more and result:
+        last = result[-1]
+        after = (
+            [">=", descendant_upper_bound(last.path)]
+            if isinstance(last, MemoryPrefix)
+            else [">", last.path]
+        )
+        next_cursor = Cursor.encode(fingerprint, after)
+    return Page[Memory | MemoryPrefix](items=result, next_cursor=next_cursor)
+
+
+def all_memories(conn: Connection, store_id: str) -> list[Memory]:
+    """See :meth:`memfs.store.Engine.all_memories`."""
+    store_row(conn, store_id)
+    rows = conn.execute(_LIVE_MEMORY_TREE, {"store_id": store_id}).tuples().all()
+    parse_ts = datetime.fromisoformat
+    return [
+        Memory(
+            id=memory_id,
+            memory_store_id=store_id,
+            path=path,
+            content=None,
+            content_sha256=content_sha256,
+            content_size_bytes=size_bytes,
+            memory_version_id=head_version_id,
+            # json.dumps of no metadata (nearly every memory) is "{}".
+            metadata={} if metadata_json == "{}" else json.loads(metadata_json),
+            created_at=parse_ts(created_at),
+            updated_at=parse_ts(updated_at),
+            blob_key=blob_key or "",
+        )
+        for (
+            memory_id,
+            path,
+            blob_key,
+            content_sha256,
+            size_bytes,
+            head_version_id,
+            metadata_json,
+            created_at,
+            updated_at,
+        ) in rows
+    ]
+
+
+def deleted_memories(conn: Connection, store_id: str) -> list[Memory]:
+    """See :meth:`memfs.store.Engine.deleted_memories`."""
+    store_row(conn, store_id)
+    rows = conn.execute(
+        select(memories)
+        .where(
+            memories.c.store_id == store_id,
+            memories.c.delete_mode == DeleteMode.SOFT_DELETE.value,
+        )
+        .order_by(memories.c.deleted_at.desc(), memories.c.id.desc())
+    ).all()
+    return [memory_model(r) for r in rows]

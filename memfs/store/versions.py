@@ -1,0 +1,241 @@
+"""Memory versions and their redaction (SPEC §2 versions, redaction).
+
+Owns the ``versions`` table: immutable snapshots, one per write, of which only
+redaction (and retention pruning, :mod:`memfs.store.blobs`) changes anything. A redacted
+version keeps its id, memory id, operation, time and actors; its path, content, digest
+and size become null, and the path is scrubbed from the change feed once nothing
+unredacted holds it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Connection, Row, insert, or_, select, update
+
+from memfs.errors import HeadVersionRedaction, InvalidCursor, InvalidInput, NotFound
+from memfs.ids import new_id
+from memfs.model import Actor, ActorType, ChangeKind, MemoryVersion, Operation, Page
+from memfs.store import feed
+from memfs.store._common import (
+    Cursor,
+    actor_columns,
+    check_limit,
+    lock_store,
+    now,
+    store_row,
+    ts,
+    version_model,
+)
+from memfs.store.blobs import blob_data, gc_blobs
+from memfs.store.schema import changes, memories, versions
+
+__all__ = [
+    "get_version",
+    "insert_version",
+    "list_versions",
+    "redact_version",
+    "redact_version_row",
+]
+
+_INSERT_VERSION = insert(versions)
+
+
+def insert_version(
+    conn: Connection,
+    *,
+    store_id: str,
+    memory_id: str,
+    operation: Operation,
+    path: str,
+    blob_key: str | None,
+    sha: str | None,
+    size: int | None,
+    actor: Actor | None,
+    now: str,
+    reason: str | None = None,
+) -> str:
+    """Writes one version row; returns its new ``memver_…`` id."""
+    version_id = new_id("version")
+    actor_type, actor_id = actor_columns(actor)
+    conn.execute(
+        _INSERT_VERSION,
+        dict(
+            id=version_id,
+            store_id=store_id,
+            memory_id=memory_id,
+            operation=operation.value,
+            path=path,
+            blob_key=blob_key,
+            content_sha256=sha,
+            size_bytes=size,
+            created_at=now,
+            actor_type=actor_type,
+            actor_id=actor_id,
+            reason=reason,
+        ),
+    )
+    return version_id
+
+
+def list_versions(
+    conn: Connection,
+    store_id: str,
+    *,
+    memory_id: str | None,
+    operation: Operation | None,
+    actor_filters: dict[ActorType, str | None],
+    created_gte: datetime | None,
+    created_lte: datetime | None,
+    limit: int,
+    cursor: str | None,
+    with_content: bool,
+) -> Page[MemoryVersion]:
+    """See :meth:`memfs.store.Engine.list_versions`.
+
+    Args:
+        actor_filters: actor type → the id a version's creator must have (None: any).
+    """
+    check_limit(limit)
+    if operation is not None:
+        try:
+            operation = Operation(operation)
+        except ValueError as exc:
+            raise InvalidInput("operation must be created, modified or deleted") from exc
+    fingerprint = Cursor.fingerprint(
+        "versions",
+        store_id,
+        memory_id,
+        operation,
+        *actor_filters.values(),
+        created_gte,
+        created_lte,
+    )
+    query = select(versions).where(versions.c.store_id == store_id)
+    if memory_id is not None:
+        query = query.where(versions.c.memory_id == memory_id)
+    if operation is not None:
+        query = query.where(versions.c.operation == operation.value)
+    for actor_type, actor_id in actor_filters.items():
+        if actor_id is not None:
+            query = query.where(
+                versions.c.actor_type == actor_type.value, versions.c.actor_id == actor_id
+            )
+    if created_gte is not None:
+        query = query.where(versions.c.created_at >= ts(created_gte))
+    if created_lte is not None:
+        query = query.where(versions.c.created_at <= ts(created_lte))
+    if cursor is not None:
+        seq = Cursor.decode(cursor, fingerprint)
+        if not isinstance(seq, int):
+            raise InvalidCursor("page cursor is malformed")
+        query = query.where(versions.c.seq < seq)
+    query = query.order_by(versions.c.seq.desc()).limit(limit + 1)
+    store_row(conn, store_id)
+    rows = conn.execute(query).all()
+    page_rows = rows[:limit]
+    items = [
+        version_model(r, blob_data(conn, r.blob_key) if with_content else None) for r in page_rows
+    ]
+    next_cursor = (
+        Cursor.encode(fingerprint, page_rows[-1].seq) if len(rows) > limit and page_rows else None
+    )
+    return Page[MemoryVersion](items=items, next_cursor=next_cursor)
+
+
+def _version_row(conn: Connection, store_id: str, version_id: str) -> Row[Any]:
+    row = conn.execute(
+        select(versions).where(versions.c.id == version_id, versions.c.store_id == store_id)
+    ).first()
+    if row is None:
+        raise NotFound(f"memory version {version_id!r} not found in memory store {store_id!r}")
+    return row
+
+
+def get_version(
+    conn: Connection, store_id: str, version_id: str, *, with_content: bool
+) -> MemoryVersion:
+    """See :meth:`memfs.store.Engine.get_version`."""
+    store_row(conn, store_id)
+    row = _version_row(conn, store_id, version_id)
+    return version_model(row, blob_data(conn, row.blob_key) if with_content else None)
+
+
+def redact_version(
+    conn: Connection, store_id: str, version_id: str, *, actor: Actor | None
+) -> MemoryVersion:
+    """See :meth:`memfs.store.Engine.redact_version`."""
+    lock_store(conn, store_id)
+    row = _version_row(conn, store_id, version_id)
+    if row.redacted_at is not None:
+        return version_model(row)
+    head_of_live = conn.execute(
+        select(memories.c.id).where(
+            memories.c.head_version_id == version_id, memories.c.deleted_at.is_(None)
+        )
+    ).first()
+    if head_of_live is not None:
+        raise HeadVersionRedaction(
+            f"memory version {version_id!r} is the head version of the live memory "
+            f"{head_of_live.id!r}: write a new version or delete the memory first"
+        )
+    redact_version_row(conn, row, actor, now())
+    feed.audit(conn, store_id, "redact_version", memory_id=row.memory_id, actor=actor, reason=None)
+    feed.emit(conn, store_id, ChangeKind.VERSION_REDACTED, memory_id=row.memory_id)
+    gc_blobs(conn, store_id, [row.blob_key])
+    return version_model(conn.execute(select(versions).where(versions.c.seq == row.seq)).one())
+
+
+def redact_version_row(
+    conn: Connection, version_row: Row[Any], actor: Actor | None, redacted_at: str
+) -> None:
+    """Nulls a version's path and content columns and records who redacted it; the
+    caller collects its blob (:func:`memfs.store.blobs.gc_blobs`)."""
+    actor_type, actor_id = actor_columns(actor)
+    conn.execute(
+        update(versions)
+        .where(versions.c.seq == version_row.seq)
+        .values(
+            path=None,
+            blob_key=None,
+            content_sha256=None,
+            size_bytes=None,
+            redacted_at=redacted_at,
+            redacted_by_type=actor_type,
+            redacted_by_id=actor_id,
+        )
+    )
+    _scrub_path(conn, version_row.memory_id, version_row.path)
+
+
+def _scrub_path(conn: Connection, memory_id: str, path: str | None) -> None:
+    """Nulls ``path`` out of the change feed of ``memory_id`` once no unredacted
+    version and no memory row holds it any more: redaction scrubs the path too
+    (SPEC §2), and the feed is a place memfs keeps data."""
+    if path is None:
+        return
+    still_held = conn.execute(
+        select(
+            or_(
+                select(versions.c.seq)
+                .where(
+                    versions.c.memory_id == memory_id,
+                    versions.c.path == path,
+                    versions.c.redacted_at.is_(None),
+                )
+                .exists(),
+                select(memories.c.id)
+                .where(memories.c.id == memory_id, memories.c.path == path)
+                .exists(),
+            )
+        )
+    ).scalar()
+    if still_held:
+        return
+    for column in (changes.c.path, changes.c.old_path):
+        conn.execute(
+            update(changes)
+            .where(changes.c.memory_id == memory_id, column == path)
+            .values({column.name: None})
+        )
