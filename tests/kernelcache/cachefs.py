@@ -42,8 +42,10 @@ class CacheFs(pyfuse3.Operations):
         entry.st_ino = inode
         if inode in (ROOT, DIR):
             entry.st_mode = stat.S_IFDIR | 0o755
+            entry.st_nlink = 2
         else:
             entry.st_mode = stat.S_IFREG | 0o644
+            entry.st_nlink = 1
             entry.st_size = len(self._content(inode))
         entry.st_uid, entry.st_gid = os.getuid(), os.getgid()
         entry.st_mtime_ns = entry.st_ctime_ns = entry.st_atime_ns = 1_700_000_000 * 10**9
@@ -57,6 +59,7 @@ class CacheFs(pyfuse3.Operations):
         raise pyfuse3.FUSEError(errno.ENOENT)
 
     async def lookup(self, parent_inode, name, ctx):
+        self.counts["lookup"] += 1
         if parent_inode == ROOT and name == b"d":
             return self._attributes(DIR)
         if parent_inode == DIR and name in self.files:
@@ -64,6 +67,7 @@ class CacheFs(pyfuse3.Operations):
         raise pyfuse3.FUSEError(errno.ENOENT)
 
     async def getattr(self, inode, ctx):
+        self.counts["getattr"] += 1
         return self._attributes(inode)
 
     async def opendir(self, inode, ctx):

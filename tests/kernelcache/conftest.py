@@ -14,11 +14,11 @@ import os
 import shutil
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _support.polling import wait_until
 
 _HERE = Path(__file__).parent
 MOUNT_TIMEOUT_S = 30.0
@@ -47,11 +47,12 @@ def cachefs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
                 stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
             )
         started.append((mount_point, process, log_path))
-        deadline = time.monotonic() + MOUNT_TIMEOUT_S
-        while not os.path.ismount(mount_point):
+
+        def mounted() -> bool:
             assert process.poll() is None, log_path.read_text()
-            assert time.monotonic() < deadline, "cachefs did not mount in time"
-            time.sleep(0.01)
+            return os.path.ismount(mount_point)
+
+        wait_until(mounted, "cachefs to mount", MOUNT_TIMEOUT_S, interval_s=0.01)
         return mount_point
 
     yield mount

@@ -10,16 +10,17 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pyfuse3
 import pytest
+from _support.polling import wait_until
 
 from memfs.fuse import capabilities
 
-# Changes behind the kernel's back must show within this (SPEC §4: about one second).
-PROPAGATION_TIMEOUT_S = 5.0
+T = TypeVar("T")
 
 
 def _counts(mount: Path) -> dict[str, int]:
@@ -56,16 +57,44 @@ def test_noflush_skips_the_flush_of_read_only_opens(cachefs, stock: bool) -> Non
     assert _counts(mount).get("flush", 0) == (3 if stock else 1)
 
 
+def _cache_drops() -> tuple[int, ...]:
+    """How often anyone on this machine wrote /proc/sys/vm/drop_caches (``drop_pagecache``,
+    ``drop_slab`` of /proc/vmstat). The box is shared: another test or benchmark doing
+    that between two listings drops a cached listing as it is meant to."""
+    counters = dict(line.split() for line in Path("/proc/vmstat").read_text().splitlines())
+    return int(counters.get("drop_pagecache", 0)), int(counters.get("drop_slab", 0))
+
+
+def _undisturbed(experiment: Callable[[], T], attempts: int = 10) -> T:
+    """``experiment()`` from a run during which nobody dropped the kernel's caches."""
+    for _ in range(attempts):
+        before = _cache_drops()
+        result = experiment()
+        if _cache_drops() == before:
+            return result
+    raise AssertionError(f"the kernel's caches were dropped during each of {attempts} runs")
+
+
 @pytest.mark.parametrize("stock", [False, True], ids=["patched", "stock"])
 def test_cache_readdir_serves_a_second_listing(cachefs, stock: bool) -> None:
     mount = cachefs(stock=stock)
     directory = mount / "d"
-    assert _run("ls", directory).split() == ["a", "b"]
-    first = _counts(mount)["readdir"]
-    assert _run("ls", directory).split() == ["a", "b"]
-    after = _counts(mount)
-    assert after["opendir"] == 2  # the kernel still opens the directory each time
-    assert after["readdir"] == (2 * first if stock else first)
+
+    def readdirs_of_two_listings() -> tuple[int, int]:
+        counts = [_counts(mount)]
+        for _ in range(2):
+            assert _run("ls", directory).split() == ["a", "b"]
+            counts.append(_counts(mount))
+        opens = [c.get("opendir", 0) for c in counts]
+        assert opens[2] - opens[1] == opens[1] - opens[0] == 1  # each ls opens it
+        first, second = (counts[n + 1]["readdir"] - counts[n].get("readdir", 0) for n in (0, 1))
+        return first, second
+
+    first, second = _undisturbed(readdirs_of_two_listings)
+    if stock:
+        assert first == second > 0
+    else:
+        assert second == 0  # the first listing (of this run or one before) filled the cache
 
 
 def test_invalidate_inode_drops_a_cached_listing(cachefs) -> None:
@@ -74,11 +103,13 @@ def test_invalidate_inode_drops_a_cached_listing(cachefs) -> None:
     assert _run("ls", directory).split() == ["a", "b"]
     assert _run("ls", directory).split() == ["a", "b"]  # now served from the cache
     os.setxattr(mount, "user.add", b"c")  # behind the kernel's back, then invalidated
-    deadline = time.monotonic() + PROPAGATION_TIMEOUT_S
-    while (listed := _run("ls", directory).split()) != ["a", "b", "c"]:
-        assert listed == ["a", "b"]
-        assert time.monotonic() < deadline, "the cached listing was never dropped"
-        time.sleep(0.02)
+
+    def listed_with_c() -> bool:
+        listed = _run("ls", directory).split()
+        assert listed in (["a", "b"], ["a", "b", "c"])
+        return listed == ["a", "b", "c"]
+
+    wait_until(listed_with_c, "the cached listing to be dropped")
     assert (directory / "c").read_text() == "c\n"
 
 
