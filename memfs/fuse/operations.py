@@ -78,6 +78,7 @@ from memfs.errors import (
 )
 from memfs.fuse.backend import Backend, BackendUnavailable
 from memfs.fuse.cache import BlobCache, BlobCacheStatistics
+from memfs.fuse.capabilities import KERNEL_CACHE, directory_reply, file_reply
 from memfs.fuse.errno_table import errno_for
 from memfs.fuse.errors import (
     AttributeTooLarge,
@@ -115,9 +116,12 @@ log = logging.getLogger(__name__)
 # entries and attributes it changed (SPEC §4: "kernel caches are invalidated for
 # exactly the changed entries"). The timeouts only bound how long a missed
 # invalidation could show stale metadata, and let `ls -lR`, `find` and `cat` over a
-# warm tree be answered by the kernel without a round trip (issue 5).
-ENTRY_TIMEOUT_S = 10.0
-ATTR_TIMEOUT_S = 10.0
+# warm tree be answered by the kernel without a round trip (issue 5). With cached
+# listings (the patched pyfuse3, memfs.fuse.capabilities) they are long: a listing the
+# kernel keeps carries no attributes, so once they expired `ls -lR` would send one
+# LOOKUP per entry (issue 17); a directory's listing is dropped by invalidation too.
+ENTRY_TIMEOUT_S = 3600.0 if KERNEL_CACHE.cached_listings else 10.0
+ATTR_TIMEOUT_S = ENTRY_TIMEOUT_S
 # How long one read of the change feed waits for a change: a long poll on a remote
 # backend, engine polling on an embedded one (SPEC §4: changes elsewhere appear within
 # about one second; a change ends the wait at once). Below the server's 30 s cap.
@@ -282,6 +286,7 @@ class Operations(pyfuse3.Operations):
         self._purge_seq = 0
         self._purged: dict[str, int] = {}
         self._fetches = 0  # content fetches in flight
+        self._flushes = {"read_only": 0, "writable": 0}  # FLUSH requests (memfs status)
         self._uid = os.getuid()
         self._gid = os.getgid()
 
@@ -539,11 +544,11 @@ class Operations(pyfuse3.Operations):
         self._send_notices()
 
     @_handler
-    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
+    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int | pyfuse3.FileInfo:
         directory = self._directory(inode)
         fh = next(self._next_fh)
         self._listings[fh] = _Listing(directory)
-        return fh
+        return directory_reply(fh)  # the kernel may keep the listing (issue 17)
 
     @_handler
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
@@ -643,7 +648,10 @@ class Operations(pyfuse3.Operations):
         # reads around the page cache, or it could see the new content cut or padded.
         known = node.kernel_attributes
         direct = known is not None and known[0] != node.size_bytes
-        return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache and not direct, direct_io=direct)
+        # A read-only open has nothing to commit at close: its FLUSH is skipped (issue 17).
+        return file_reply(
+            fh, keep_cache=keep_cache and not direct, direct_io=direct, read_only=not writable
+        )
 
     async def _check_room(self, attachment: Attachment, name: str, path: str) -> None:
         """Refuses a new file in a full store at create (SPEC §4 errno table: ENOSPC,
@@ -736,6 +744,7 @@ class Operations(pyfuse3.Operations):
         # `echo x > f` opens, dup2()s onto stdout and closes the original descriptor
         # before writing, and that close must not make an empty version.
         handle = self._handle(fh)
+        self._flushes["writable" if handle.writable else "read_only"] += 1
         if handle.writable and (handle.wrote or handle.node.refusal is not None):
             await self._close_commit(handle.node)
 
@@ -1517,6 +1526,18 @@ class Operations(pyfuse3.Operations):
     def cache_statistics(self) -> BlobCacheStatistics:
         """The in-memory content cache of this mount (``memfs status``)."""
         return self._cache.statistics()
+
+    def kernel_cache_status(self) -> dict[str, Any]:
+        """What this mount lets the kernel cache (issue 17) and the FLUSH requests it
+        got, by kind of handle (``memfs status``; a read-only open sends none when
+        ``noflush`` is on)."""
+        return {
+            "noflush": KERNEL_CACHE.noflush,
+            "cached_listings": KERNEL_CACHE.cached_listings,
+            "entry_timeout_s": ENTRY_TIMEOUT_S,
+            "attr_timeout_s": ATTR_TIMEOUT_S,
+            "flushes": dict(self._flushes),
+        }
 
     def _apply_memory(self, attachment: Attachment, memory_id: str, memory: Memory | None) -> None:
         """Makes the tree show the current state of one memory changed elsewhere."""
