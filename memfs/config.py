@@ -2,6 +2,16 @@
 
 The limits are SPEC §1 ("Validation rules" and "Limits"); defaults that the SPEC leaves
 open are chosen here and documented once.
+
+Every environment variable memfs reads is read here, and only here:
+
+==========================  =========================================================
+``MEMFS_HOME``              the data directory (:func:`memfs_home`)
+``MEMFS_DATABASE``          the store database (:func:`database_url`)
+``MEMFS_MEMORY_LIMIT``      live memories per store (:func:`memory_limit`)
+``MEMFS_SQLITE_SYNC``       ``full`` or ``normal`` (:func:`sqlite_synchronous_full`)
+``MEMFS_TOKEN``             a remote mount's session token (:func:`session_token`)
+==========================  =========================================================
 """
 
 from __future__ import annotations
@@ -27,10 +37,16 @@ __all__ = [
     "MAX_PATH_SEGMENTS",
     "MAX_SEGMENT_BYTES",
     "MAX_STORES_PER_SESSION",
+    "DEFAULT_SESSION_TTL_S",
+    "MAX_SESSION_TTL_S",
     "MAX_STORE_DESCRIPTION_CHARS",
     "MAX_STORE_NAME_CHARS",
+    "TOKEN_ENV",
     "database_url",
     "memfs_home",
+    "memory_limit",
+    "session_token",
+    "sqlite_synchronous_full",
 ]
 
 # SPEC §1 validation rules.
@@ -45,6 +61,10 @@ MAX_STORE_NAME_CHARS = 255
 MAX_STORE_DESCRIPTION_CHARS = 1024
 MAX_INSTRUCTIONS_CHARS = 4096
 MAX_STORES_PER_SESSION = 8
+# Session tokens expire (SPEC §3 credential lifecycle): after a day unless a ttl is
+# given at creation, and never later than 30 days after it.
+DEFAULT_SESSION_TTL_S = 24 * 3600
+MAX_SESSION_TTL_S = 30 * 24 * 3600
 
 # SPEC §1 limits: memories per store, configurable with MEMFS_MEMORY_LIMIT.
 DEFAULT_MEMORY_LIMIT = 10_000
@@ -63,6 +83,9 @@ DEFAULT_API_PORT = 8765
 
 # Local content cache of a remote mount (SPEC §4).
 DEFAULT_CACHE_SIZE_BYTES = 256 * 1024 * 1024
+
+# Where a remote mount's session token may come from instead of argv (SPEC §3).
+TOKEN_ENV = "MEMFS_TOKEN"
 
 
 def memfs_home() -> Path:
@@ -92,3 +115,32 @@ def database_url(explicit: str | None = None) -> str:
     if "://" in value:
         return value
     return f"sqlite:///{Path(value).expanduser().resolve()}"
+
+
+def memory_limit() -> int:
+    """Live memories allowed per store: ``$MEMFS_MEMORY_LIMIT``, else 10,000 (SPEC §1).
+
+    Raises:
+        ValueError: the variable is not an integer.
+    """
+    value = os.environ.get("MEMFS_MEMORY_LIMIT")
+    return int(value) if value else DEFAULT_MEMORY_LIMIT
+
+
+def sqlite_synchronous_full() -> bool:
+    """``$MEMFS_SQLITE_SYNC``: True for ``full``, False for ``normal`` (the default).
+
+    Raises:
+        InvalidInput: any other value.
+    """
+    value = os.environ.get("MEMFS_SQLITE_SYNC", "normal").lower()
+    if value not in ("full", "normal"):
+        from memfs.errors import InvalidInput
+
+        raise InvalidInput("MEMFS_SQLITE_SYNC must be 'full' or 'normal'")
+    return value == "full"
+
+
+def session_token() -> str | None:
+    """``$MEMFS_TOKEN``: a remote mount's session token, or None when unset or empty."""
+    return os.environ.get(TOKEN_ENV) or None

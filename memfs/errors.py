@@ -16,7 +16,8 @@ exit status.
     │   │   └── ContentTooLarge         content > 102,400 bytes
     │   ├── InvalidMetadata             SPEC §1 metadata rules (names every problem)
     │   ├── InvalidStoreField           store name / description rules
-    │   └── InvalidCursor               a pagination cursor we did not issue
+    │   ├── InvalidCursor               a pagination cursor we did not issue
+    │   └── InvalidTtl                  a session lifetime outside 1 s – 30 days
     ├── NotFound                        unknown id, deleted memory, other store's id
     ├── Conflict                        state conflicts (HTTP 409)
     │   ├── PathConflict                path (or a prefix/descendant) is occupied
@@ -27,7 +28,14 @@ exit status.
     ├── StoreFull                       the per-store memory limit is reached
     ├── PermissionDenied                credential lacks a scope / read-only attachment
     ├── AuthenticationFailed            missing or invalid credential
-    └── CorruptedStore                  an invariant fsck checks was found broken
+    │   ├── CredentialExpired           a session token past its expires_at
+    │   └── CredentialRevoked           a revoked key, a revoked or archived session
+    ├── StoreBusy                       the database stayed locked past the busy timeout
+    ├── DatabaseUnavailable             the database can't be opened as asked
+    │   ├── DatabaseNotFound            no database there, and creating one was not asked
+    │   └── ForeignDatabase             a database that is not memfs's; left untouched
+    ├── CorruptedStore                  an invariant fsck checks was found broken
+    └── BackendUnavailable              the store can't be asked now (a remote server away)
 
 The registry: every class carries its ``code`` (``details.error_code`` on the wire) and
 its :class:`WireError`, the HTTP status and ``error.type`` it is sent as (api-contract
@@ -58,9 +66,15 @@ from typing import ClassVar
 __all__ = [
     "REGISTRY",
     "AuthenticationFailed",
+    "BackendUnavailable",
     "Conflict",
     "ContentTooLarge",
     "CorruptedStore",
+    "CredentialExpired",
+    "CredentialRevoked",
+    "DatabaseNotFound",
+    "DatabaseUnavailable",
+    "ForeignDatabase",
     "HeadVersionRedaction",
     "InvalidContent",
     "InvalidCursor",
@@ -68,6 +82,7 @@ __all__ = [
     "InvalidMetadata",
     "InvalidPath",
     "InvalidStoreField",
+    "InvalidTtl",
     "MemfsError",
     "NotFound",
     "NotRestorable",
@@ -76,6 +91,7 @@ __all__ = [
     "PermissionDenied",
     "PreconditionFailed",
     "StoreArchived",
+    "StoreBusy",
     "StoreFull",
     "WireError",
     "error_class_for",
@@ -179,6 +195,13 @@ class InvalidCursor(InvalidInput):
     code = "invalid_cursor"
 
 
+class InvalidTtl(InvalidInput):
+    """Raised when a session's lifetime is not a whole number of seconds from 1 to 30
+    days (SPEC §3 credential lifecycle)."""
+
+    code = "invalid_ttl"
+
+
 class NotFound(MemfsError):
     """Raised when an id is unknown, deleted, or belongs to another store."""
 
@@ -267,12 +290,71 @@ class AuthenticationFailed(MemfsError):
     wire = WireError(401, "authentication_error")
 
 
+class CredentialExpired(AuthenticationFailed):
+    """Raised when a session token is used after its ``expires_at`` (SPEC §3)."""
+
+    code = "credential_expired"
+
+
+class CredentialRevoked(AuthenticationFailed):
+    """Raised when a credential was revoked: an API key, a session (revoked by itself,
+    with the key that created it, or archived), SPEC §3 credential lifecycle."""
+
+    code = "credential_revoked"
+
+
+class StoreBusy(MemfsError):
+    """Raised when the database stayed locked by another writer (or, on SQLite, a
+    checkpoint) for longer than the busy timeout; nothing was changed, and the same
+    call may be retried (issue 10: contention gives a typed outcome, never a 500).
+
+    Attributes:
+        retry_after_s: a suggested wait before retrying, in seconds.
+    """
+
+    code = "store_busy"
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class DatabaseUnavailable(MemfsError):
+    """Base of the reasons a database can't be opened as asked; nothing was changed."""
+
+    code = "database_unavailable"
+
+
+class DatabaseNotFound(DatabaseUnavailable):
+    """Raised when opening a SQLite database file that does not exist, by a caller that
+    did not ask to create it (``Engine(url, create=False)``)."""
+
+    code = "database_not_found"
+
+
+class ForeignDatabase(DatabaseUnavailable):
+    """Raised when a database holds tables but not memfs's schema (no memfs revision in
+    ``alembic_version``): memfs refuses it by name and never modifies it."""
+
+    code = "foreign_database"
+
+
 class CorruptedStore(MemfsError):
     """Raised when the engine meets a broken invariant (e.g. a blob whose bytes no longer
     hash to its key). ``memfs fsck`` reports the same conditions without raising."""
 
     code = "corrupted_store"
     wire = _API_ERROR
+
+
+class BackendUnavailable(MemfsError):
+    """Raised when the store can't be asked now (a remote server is unreachable or
+    answered 5xx); nothing about the request itself is wrong, and asking again later
+    may succeed. Reads of uncached content fail with it (EIO); writes are queued by the
+    remote backend instead of raising it (issue 4). Raised by backends, never sent by
+    the server (it is sent as its parent is)."""
+
+    code = "backend_unavailable"
 
 
 def _tree(cls: type[MemfsError]) -> list[type[MemfsError]]:

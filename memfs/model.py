@@ -270,12 +270,22 @@ class SessionResource(_Frozen):
 
 
 class Session(_Frozen):
-    """An attachment of up to 8 stores to one agent sandbox (SPEC §1, §3)."""
+    """An attachment of up to 8 stores to one agent sandbox (SPEC §1, §3).
+
+    ``expires_at`` is when its token stops working (None: a session without a token,
+    an embedded mount's); ``revoked_at`` when it was revoked (by itself or with the API
+    key ``api_key_id`` that created it); ``archived_at`` when it was archived (ended:
+    its token no longer works and listings leave it out unless asked).
+    """
 
     id: str
     created_at: datetime
     resources: list[SessionResource]
     title: str | None = None
+    expires_at: datetime | None = None
+    revoked_at: datetime | None = None
+    archived_at: datetime | None = None
+    api_key_id: str | None = None
 
 
 class ApiKey(_Frozen):

@@ -7,10 +7,12 @@ errors of :mod:`memfs.errors` and never touch I/O.
 
 from __future__ import annotations
 
+import enum
 import fnmatch
 import re
 import unicodedata
 from collections.abc import Mapping
+from typing import Any, NamedTuple
 
 from memfs.config import (
     MAX_CONTENT_BYTES,
@@ -35,7 +37,13 @@ from memfs.errors import (
 )
 
 __all__ = [
+    "MetadataProblem",
+    "StoreSpec",
+    "check_content_fragment",
+    "check_content_size",
     "is_scratch_name",
+    "metadata_problems",
+    "parse_store_spec",
     "slugify",
     "unique_slugs",
     "validate_content",
@@ -53,6 +61,10 @@ _LINE_SEPARATORS = frozenset("\u2028\u2029")
 # Content may hold these control characters and no other in U+0000–U+001F, U+007F.
 _ALLOWED_CONTENT_CONTROLS = frozenset("\n\r\t")
 _FORBIDDEN_CONTENT_RE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# The same rule on encoded bytes, plus bytes that occur in no UTF-8 sequence (0xC0, 0xC1,
+# 0xF5-0xFF). None of them can be half of a character split across two writes, so a
+# fragment of content holding one is refused on its own (SPEC §4: EILSEQ "at write").
+_FORBIDDEN_CONTENT_BYTES_RE = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\xc0\xc1\xf5-\xff]")
 
 
 def _segment_problem(segment: str) -> str | None:
@@ -165,16 +177,46 @@ def validate_content_bytes(data: bytes) -> str:
         ContentTooLarge: more than 102,400 bytes.
         InvalidContent: not valid UTF-8, or a forbidden control character.
     """
-    if len(data) > MAX_CONTENT_BYTES:
-        raise ContentTooLarge(
-            f"content is {len(data)} bytes; the limit is {MAX_CONTENT_BYTES} bytes"
-        )
+    check_content_size(len(data))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidContent(f"content is not valid UTF-8 text (byte offset {exc.start})") from exc
     _check_controls(text)
     return text
+
+
+def check_content_size(size_bytes: int) -> None:
+    """Checks a content size in bytes (SPEC §1 content rules: at most 102,400 bytes).
+
+    Raises:
+        ContentTooLarge: over the limit.
+    """
+    if size_bytes > MAX_CONTENT_BYTES:
+        raise ContentTooLarge(
+            f"content is {size_bytes} bytes; the limit is {MAX_CONTENT_BYTES} bytes"
+        )
+
+
+def check_content_fragment(data: bytes, offset: int = 0) -> None:
+    """Checks a fragment of encoded content (one write) for bytes that can never be part
+    of valid content wherever the fragment lands (SPEC §1 content rules, §4 EILSEQ at
+    write): forbidden controls and bytes that occur in no UTF-8 sequence. Whole-content
+    rules (valid UTF-8, size) are :func:`validate_content_bytes`'s. One regex scan.
+
+    Args:
+        data: the bytes.
+        offset: where ``data`` starts in the content (named in the message).
+
+    Raises:
+        InvalidContent: naming the first such byte and its offset.
+    """
+    match = _FORBIDDEN_CONTENT_BYTES_RE.search(data)
+    if match is not None:
+        raise InvalidContent(
+            f"byte 0x{match.group()[0]:02x} at offset {offset + match.start()} "
+            "can't be part of UTF-8 text content (only \\t, \\n, \\r controls)"
+        )
 
 
 def validate_content(content: object) -> str:
@@ -193,8 +235,7 @@ def validate_content(content: object) -> str:
         size = len(content.encode("utf-8"))
     except UnicodeEncodeError as exc:
         raise InvalidContent("content is not valid Unicode (lone surrogate)") from exc
-    if size > MAX_CONTENT_BYTES:
-        raise ContentTooLarge(f"content is {size} bytes; the limit is {MAX_CONTENT_BYTES} bytes")
+    check_content_size(size)
     _check_controls(content)
     return content
 
@@ -206,6 +247,49 @@ def _check_controls(text: str) -> None:
             f"content contains the control character U+{ord(match.group()):04X} "
             f"at character offset {match.start()}; only \\n, \\r and \\t are allowed"
         )
+
+
+class MetadataProblem(enum.Enum):
+    """What kind of SPEC §1 metadata rule an entry breaks (edges map kinds to errnos)."""
+
+    TOO_MANY_KEYS = "too_many_keys"  # more than 16 keys
+    TOO_LONG = "too_long"  # a key over 64 or a value over 512 characters
+    INVALID = "invalid"  # empty key, NUL, not a string
+
+
+def metadata_problems(
+    metadata: Mapping[Any, object], *, allow_null_values: bool = False
+) -> list[tuple[MetadataProblem, str]]:
+    """Every SPEC §1 metadata rule ``metadata`` breaks, as ``(kind, message)`` pairs
+    (empty when it is valid). See :func:`validate_metadata` for ``allow_null_values``."""
+    problems: list[tuple[MetadataProblem, str]] = []
+    # A patch may name more keys than the limit (removals): the merged result is what
+    # counts, and the caller checks it again (api-contract §5.3).
+    if len(metadata) > MAX_METADATA_KEYS and not allow_null_values:
+        problems.append((MetadataProblem.TOO_MANY_KEYS,
+                         f"{len(metadata)} keys; at most {MAX_METADATA_KEYS} are allowed"))
+    for key, value in metadata.items():
+        if not isinstance(key, str) or not key:
+            problems.append((MetadataProblem.INVALID,
+                             f"key {key!r} must be 1 to {MAX_METADATA_KEY_CHARS} characters"))
+        elif len(key) > MAX_METADATA_KEY_CHARS:
+            problems.append((MetadataProblem.TOO_LONG,
+                             f"key {key!r} must be 1 to {MAX_METADATA_KEY_CHARS} characters"))
+        elif "\x00" in key:
+            problems.append((MetadataProblem.INVALID,
+                             f"key {key!r} must not contain the NUL character"))
+        if value is None and allow_null_values:
+            continue
+        if not isinstance(value, str):
+            problems.append((MetadataProblem.INVALID, f"value of {key!r} must be a string"))
+        elif "\x00" in value:
+            problems.append((MetadataProblem.INVALID,
+                             f"value of {key!r} must not contain the NUL character"))
+        elif len(value) > MAX_METADATA_VALUE_CHARS:
+            problems.append((MetadataProblem.TOO_LONG,
+                             f"value of {key!r} is {len(value)} characters; "
+                             f"at most {MAX_METADATA_VALUE_CHARS} are allowed"))
+    return problems
 
 
 def validate_metadata(
@@ -223,33 +307,13 @@ def validate_metadata(
 
     Raises:
         InvalidMetadata: with one entry per problem (too many keys, key length, value
-            type or length).
+            type or length); :func:`metadata_problems` gives their kinds.
     """
     if not isinstance(metadata, Mapping):
         raise InvalidMetadata(["metadata must be an object of string keys and string values"])
-    problems: list[str] = []
-    # A patch may name more keys than the limit (removals): the merged result is what
-    # counts, and the caller checks it again (api-contract §5.3).
-    if len(metadata) > MAX_METADATA_KEYS and not allow_null_values:
-        problems.append(f"{len(metadata)} keys; at most {MAX_METADATA_KEYS} are allowed")
-    for key, value in metadata.items():
-        if not isinstance(key, str) or not 1 <= len(key) <= MAX_METADATA_KEY_CHARS:
-            problems.append(f"key {key!r} must be 1 to {MAX_METADATA_KEY_CHARS} characters")
-        elif "\x00" in key:
-            problems.append(f"key {key!r} must not contain the NUL character")
-        if value is None and allow_null_values:
-            continue
-        if not isinstance(value, str):
-            problems.append(f"value of {key!r} must be a string")
-        elif "\x00" in value:
-            problems.append(f"value of {key!r} must not contain the NUL character")
-        elif len(value) > MAX_METADATA_VALUE_CHARS:
-            problems.append(
-                f"value of {key!r} is {len(value)} characters; "
-                f"at most {MAX_METADATA_VALUE_CHARS} are allowed"
-            )
+    problems = metadata_problems(metadata, allow_null_values=allow_null_values)
     if problems:
-        raise InvalidMetadata(problems)
+        raise InvalidMetadata([message for _, message in problems])
     return dict(metadata)
 
 
@@ -370,3 +434,35 @@ def is_scratch_name(name: str) -> bool:
     name for which this returns False.
     """
     return any(fnmatch.fnmatchcase(name, pattern) for pattern in _SCRATCH_PATTERNS)
+
+
+class StoreSpec(NamedTuple):
+    """One ``--store NAME_OR_ID[:ro|:rw]`` argument, parsed (:func:`parse_store_spec`)."""
+
+    name_or_id: str
+    read_only: bool
+
+
+def parse_store_spec(spec: str) -> StoreSpec:
+    """``NAME_OR_ID[:ro|:rw]`` → the store reference and its access: the one syntax of
+    ``memfs mount --store``, ``memfs session create --store`` and ``memfs prompt
+    --store``.
+
+    ``notes:ro`` is ``notes`` read-only; ``notes:rw`` and ``notes`` are read-write. Only
+    a final, lower-case ``:ro`` or ``:rw`` is a suffix: ``a:b`` names the store ``a:b``,
+    ``notes:RO`` the store ``notes:RO``, and ``x:ro:ro`` the store ``x:ro`` read-only
+    (a store whose name ends in ``:ro`` is reached that way, or by its id).
+
+    Raises:
+        InvalidInput: nothing before the suffix (``""``, ``":ro"``, ``":rw"``).
+    """
+    name, access = spec, False
+    for suffix, read_only in ((":ro", True), (":rw", False)):
+        if spec.endswith(suffix):
+            name, access = spec[: -len(suffix)], read_only
+            break
+    if not name:
+        raise InvalidInput(
+            f"--store {spec!r}: give a store name or id (optionally followed by :ro or :rw)"
+        )
+    return StoreSpec(name, access)

@@ -1,7 +1,10 @@
 """The house layering rules, checked on the source with ``ast``:
 
-    model/rules/errors/config/ids/wire  ←  store (only SQL)  ←  fuse (only pyfuse3),
+    model/rules/errors/config/ids/wire  ←  store (only SQL)  ←  backend  ←  fuse (only pyfuse3),
+                                                                           remote,
                                                                api (only HTTP)  ←  cli
+
+``fuse`` and ``remote`` both point down at ``backend`` and never at each other.
 
 Every ``import``/``from … import`` statement counts, wherever it is (inside functions and
 ``TYPE_CHECKING`` blocks too); relative imports are resolved.
@@ -126,6 +129,19 @@ def test_store_imports_neither_fuse_nor_api_nor_cli() -> None:
 
 def test_fuse_and_api_never_import_cli() -> None:
     assert offenders(("memfs.fuse", "memfs.api"), (), "memfs.cli") == []
+
+
+def test_remote_never_imports_fuse() -> None:
+    assert offenders(("memfs.remote",), (), "memfs.fuse") == []
+
+
+def test_fuse_imports_neither_api_nor_remote() -> None:
+    assert offenders(("memfs.fuse",), (), "memfs.api", "memfs.remote") == []
+
+
+def test_backend_imports_no_layer_above_it() -> None:
+    above = ("memfs.fuse", "memfs.remote", "memfs.api", "memfs.cli")
+    assert offenders(("memfs.backend",), (), *above) == []
 
 
 # The store's face is memfs.store's __all__; its modules are private to it.

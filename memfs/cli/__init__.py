@@ -1,54 +1,112 @@
-"""The ``memfs`` command: one typer app with sub-apps registered from sibling modules.
+"""The ``memfs`` command: a click group whose commands load on demand.
 
-Each module owns one group of commands: ``admin`` (store, memory, version, import,
-export, fsck, prompt), ``mounting`` (mount, umount, status), ``server`` (serve, key,
-session). Errors from :mod:`memfs.errors` are printed as one line, exit status 1.
+One module per command group, each with a ``register(app)`` that adds its typer
+commands:
+
+======================  ====================================================
+module                  commands
+======================  ====================================================
+``stores``              ``store create|list|show|update|archive|delete``
+``memories``            ``memory ls|cat|put|mv|rm|restore``
+``versions``            ``version ls|show|redact``
+``import_export``       ``import``, ``export``
+``fsck_prompt``         ``fsck``, ``prompt``
+``server``              ``serve``
+``access``              ``key create|list|revoke``, ``session create|show``
+``mounting``            ``mount``, ``umount``, ``status``
+``_common``             the ``--database`` option, opening the database, output
+======================  ====================================================
+
+:data:`COMMANDS` names each command's module and one-line help, so ``memfs --help``
+lists every command without importing any of them, and ``memfs store list`` imports
+only ``stores`` (issue 17: SQLAlchemy, pydantic and FastAPI load only for the commands
+that use them). Errors from :mod:`memfs.errors` are printed as one line, exit status 1.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 import sys
+from typing import Any
 
 import typer
+import typer.core
+import typer.main
 
 from memfs.errors import MemfsError
+
+__all__ = ["COMMANDS", "app", "main", "short_help"]
+
+# name → (module under memfs.cli, one-line help shown by `memfs --help`), in help order.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "store": ("stores", "Create, inspect, change, archive and delete memory stores."),
+    "memory": ("memories", "List, read, write, move, delete and restore memories."),
+    "version": ("versions", "Inspect and redact the version history of a store."),
+    "import": ("import_export", "Import a folder or a .jsonl file into a store."),
+    "export": ("import_export", "Write a store's memories out to a folder or a .jsonl file."),
+    "mount": ("mounting", "Mount memory stores as a directory tree (FUSE)."),
+    "umount": ("mounting", "Commit pending writes, then unmount."),
+    "status": ("mounting", "Show a mount's daemon, stores, session and last errors."),
+    "serve": ("server", "Serve the REST API (anthropic SDK compatible)."),
+    "key": ("access", "Create, list and revoke API keys (a secret is shown once)."),
+    "session": ("access", "Attach memory stores to an agent session; print its token."),
+    "fsck": ("fsck_prompt", "Check every storage invariant."),
+    "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
+}
+
+
+def short_help(name: str) -> str:
+    """The one-line help of command ``name`` (what ``memfs --help`` lists)."""
+    return COMMANDS[name][1]
+
+
+@functools.cache
+def _module_group(module_name: str) -> Any:
+    """The typer group of the commands one module registers (imported on first use)."""
+    module = importlib.import_module(f"memfs.cli.{module_name}")
+    sub_app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    module.register(sub_app)
+    sub_app.callback()(_no_options)  # a group even when the module has one command
+    return typer.main.get_command(sub_app)
+
+
+def _no_options() -> None:
+    pass
+
+
+class _LazyGroup(typer.core.TyperGroup):
+    """Lists :data:`COMMANDS` from the table; imports a command's module only when the
+    command is looked up to run (or to show its own ``--help``)."""
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        entry = COMMANDS.get(cmd_name)
+        if entry is None:
+            return None
+        return _module_group(entry[0]).get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: Any, formatter: Any) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, help_text) for name, (_, help_text) in COMMANDS.items()])
+
 
 app = typer.Typer(
     name="memfs",
     help="Durable, versioned memory for AI agents, mounted as ordinary files.",
+    cls=_LazyGroup,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,  # the top-level help without rich: it would cost 0.1 s
 )
-
-
-# Commands whose module is imported alone when one of them is invoked: `memfs mount`
-# starts in a fraction of the time without the admin and server modules (SQLAlchemy,
-# FastAPI). Any other command, --help or a typo registers every module.
-_MOUNTING_COMMANDS = frozenset({"mount", "umount", "status"})
-
-
-def _register(argv: list[str] | None = None) -> None:
-    """Registers the sub-apps: only ``mounting`` for its own commands (``argv[1]``),
-    every module otherwise."""
-    import importlib
-
-    names: tuple[str, ...] = ("admin", "mounting", "server")
-    if argv is not None and len(argv) > 1 and argv[1] in _MOUNTING_COMMANDS:
-        names = ("mounting",)
-    for name in names:
-        try:
-            module = importlib.import_module(f"memfs.cli.{name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"memfs.cli.{name}":
-                raise
-            continue
-        module.register(app)
+app.callback()(_no_options)
 
 
 def main() -> None:
     """Entry point of the ``memfs`` console script."""
-    _register(sys.argv)
     try:
         app()
     except MemfsError as exc:

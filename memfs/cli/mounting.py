@@ -35,7 +35,8 @@ from typing import Annotated, Any
 
 import typer
 
-from memfs.config import DEFAULT_MEMORY_LIMIT
+from memfs.cli._common import DatabaseOption, fail
+from memfs.config import TOKEN_ENV, memory_limit, session_token
 
 __all__ = ["register"]
 
@@ -45,7 +46,6 @@ MOUNT_READY_TIMEOUT_S = 60.0
 DEFAULT_UMOUNT_TIMEOUT_S = 30.0
 # How long a remote mount starting while its server is unreachable keeps trying.
 DEFAULT_SERVER_WAIT_S = 30.0
-TOKEN_ENV = "MEMFS_TOKEN"
 _LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
 
 
@@ -54,16 +54,6 @@ def register(app: typer.Typer) -> None:
     app.command("mount")(mount)
     app.command("umount")(umount)
     app.command("status")(status)
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"memfs: error: {message}", err=True)
-    return typer.Exit(1)
-
-
-def _memory_limit() -> int:
-    value = os.environ.get("MEMFS_MEMORY_LIMIT")
-    return int(value) if value else DEFAULT_MEMORY_LIMIT
 
 
 def mount(
@@ -93,9 +83,7 @@ def mount(
     foreground: Annotated[
         bool, typer.Option("--foreground", "-f", help="Serve in this process until unmounted.")
     ] = False,
-    database: Annotated[
-        str | None, typer.Option("--database", help="Database URL or SQLite file.")
-    ] = None,
+    database: DatabaseOption = None,
     wait_for_server_s: Annotated[
         float,
         typer.Option(
@@ -114,22 +102,29 @@ def mount(
 ) -> None:
     """Mount memory stores as a directory tree (FUSE): from the database, or from a
     memfs server with a session token (--api URL --token T)."""
+    from memfs.errors import InvalidInput
     from memfs.fuse.inodes import Layout
+    from memfs.rules import parse_store_spec
 
     try:
         layout_value = Layout(layout)
     except ValueError:
-        raise _fail(f"--layout must be per-store or flat, not {layout!r}") from None
+        fail(f"--layout must be per-store or flat, not {layout!r}")
     stores = list(store or [])
+    for spec in stores:
+        try:
+            parse_store_spec(spec)
+        except InvalidInput as exc:
+            fail(exc.message)
     if api is not None:
         if database is not None:
-            raise _fail("--api and --database exclude each other")
+            fail("--api and --database exclude each other")
         if not token:
-            raise _fail(f"a remote mount needs --token (or ${TOKEN_ENV})")
-    elif token is not None and os.environ.get(TOKEN_ENV) != token:
-        raise _fail("--token needs --api URL")
+            fail(f"a remote mount needs --token (or ${TOKEN_ENV})")
+    elif token is not None and session_token() != token:
+        fail("--token needs --api URL")
     elif not stores:
-        raise _fail("give at least one --store (or --api URL --token T)")
+        fail("give at least one --store (or --api URL --token T)")
     if not nonempty:
         _refuse_non_empty(mountpoint)
     request = _MountRequest(
@@ -175,7 +170,7 @@ def _refuse_non_empty(mountpoint: str) -> None:
     except OSError:
         return
     if holds_files:
-        raise _fail(
+        fail(
             f"{target} is not empty (its files would be hidden while mounted); "
             "give --nonempty to mount over them anyway"
         )
@@ -190,7 +185,7 @@ def _backend(request: _MountRequest) -> Any:
         assert request.token is not None
         client = MemfsClient(request.api, request.token)
         return RemoteBackend(client, startup_wait_s=request.wait_for_server_s)
-    from memfs.fuse.backend import EmbeddedBackend
+    from memfs.backend import EmbeddedBackend
     from memfs.store import open_engine
 
     return EmbeddedBackend(open_engine(request.database))
@@ -240,7 +235,7 @@ def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
         mountpoint=request.mountpoint,
         stores=[StoreRequest.parse(s) for s in request.stores],
         layout=request.layout,
-        memory_limit=_memory_limit(),
+        memory_limit=memory_limit(),
     )
     try:
         run(_backend(request), config, on_ready=ready)
@@ -249,7 +244,7 @@ def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
         logging.getLogger("memfs.mount").error(
             "mount of %s failed: %s", request.mountpoint, exc
         )
-        raise _fail(str(exc)) from None
+        fail(str(exc))
 
 
 def _mount_in_background(request: _MountRequest) -> None:
@@ -298,7 +293,7 @@ def _mount_in_background(request: _MountRequest) -> None:
             message = (
                 f"the mount daemon exited with status {process.returncode}; see {log_file}"
             )
-    raise _fail(message.strip().removeprefix("error: "))
+    fail(message.strip().removeprefix("error: "))
 
 
 def _read_until_eof(fd: int, timeout_s: float) -> str:
@@ -335,13 +330,13 @@ def umount(
     if not mounts.is_mounted(target):
         if record is not None and not mounts.process_alive(int(record["pid"])):
             status_path(target).unlink(missing_ok=True)
-        raise _fail(f"{target} is not mounted")
+        fail(f"{target} is not mounted")
     pid = int(record["pid"]) if record is not None else None
     daemon_gone = (pid is not None and not mounts.process_alive(pid)) or mounts.is_stale(target)
     if daemon_gone:
         result = mounts.unmount(target, lazy=True)
         if not result.ok:
-            raise _fail(f"removing the stale mount {target} failed: {result.message}")
+            fail(f"removing the stale mount {target} failed: {result.message}")
         status_path(target).unlink(missing_ok=True)
         typer.echo(f"removed stale mount {target} (its daemon was gone)")
         return
@@ -349,19 +344,19 @@ def umount(
     if not result.ok:
         if "busy" in result.message.lower():
             # Nothing is lost: a file open for writing commits when its process closes it.
-            raise _fail(
+            fail(
                 f"{target} is busy: a process has a file or directory open in it (see "
                 f"`fuser -vm {target}`). Nothing was unmounted; open files commit when "
                 "they are closed. Close them and retry, or use --lazy to detach now and "
                 "let the daemon finish when the last one closes"
             )
-        raise _fail(f"unmounting {target} failed: {result.message}")
+        fail(f"unmounting {target} failed: {result.message}")
     if lazy:
         # The daemon serves open files until they are closed, then commits and exits.
         typer.echo(f"detached {target}; daemon {pid} finishes when the last open file closes")
         return
     if pid is not None and not mounts.wait_for_exit(pid, timeout_s):
-        raise _fail(f"unmounted {target}, but daemon {pid} is still finishing after {timeout_s} s")
+        fail(f"unmounted {target}, but daemon {pid} is still finishing after {timeout_s} s")
     typer.echo(f"unmounted {target}")
 
 

@@ -1,59 +1,23 @@
-"""Server commands: ``serve``, ``key create|list|revoke``, ``session create|show``.
+"""``memfs serve``: the REST API (anthropic SDK compatible) with Hypercorn on trio.
 
-``key`` and ``session`` work directly on the database (``--database``, else
-``$MEMFS_DATABASE``, else ``$MEMFS_HOME/memfs.db``), so a fresh server can be
-bootstrapped without a running server: ``memfs key create --scope admin`` prints the
-first secret. Secrets and session tokens are printed once, at creation; only their
-SHA-256 is stored.
-
-Errors print one line, ``memfs: error: <message>``, on stderr and exit with status 1.
+The server itself is :mod:`memfs.api.serve`; this module is its command line.
 """
 
 from __future__ import annotations
 
-import json
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from memfs.cli.admin import command_engine, print_table
+from memfs.cli._common import DatabaseOption
 from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT
-from memfs.errors import InvalidInput
-from memfs.model import Access, ApiKey, Scope, Session, format_timestamp
-from memfs.store import ResourceSpec
-from memfs.wire import session_to_wire
 
 __all__ = ["register"]
 
-key_app = typer.Typer(help="Create, list and revoke API keys (a secret is shown once).")
-session_app = typer.Typer(help="Attach memory stores to an agent session; print its token.")
-
-DatabaseOption = Annotated[
-    str | None,
-    typer.Option(
-        "--database",
-        help="SQLite file or postgresql:// URL. Default: $MEMFS_DATABASE, "
-        "else $MEMFS_HOME/memfs.db.",
-        show_default=False,
-    ),
-]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON object.")]
-
 
 def register(app: typer.Typer) -> None:
-    """Adds ``serve`` and the ``key`` and ``session`` sub-apps to the ``memfs`` app."""
-    key_app.info.no_args_is_help = True
-    session_app.info.no_args_is_help = True
+    """Adds ``memfs serve`` to the ``memfs`` app."""
     app.command("serve")(serve_command)
-    app.add_typer(key_app, name="key")
-    app.add_typer(session_app, name="session")
-
-
-def _print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, ensure_ascii=False))
-
-
-# -------------------------------------------------------------------- serve
 
 
 def serve_command(
@@ -79,191 +43,3 @@ def serve_command(
     from memfs.api.serve import serve
 
     serve(database, host=host, port=port, insecure_dev=insecure_dev)
-
-
-# --------------------------------------------------------------------- keys
-
-
-def _key_to_json(key: ApiKey, secret: str | None = None) -> dict[str, Any]:
-    """An API key's public record (plus its secret right after creation)."""
-    record: dict[str, Any] = {
-        "id": key.id,
-        "type": "api_key",
-        "name": key.name,
-        "scopes": [scope.value for scope in key.scopes],
-        "store_ids": list(key.store_ids),
-        "created_at": format_timestamp(key.created_at),
-        "revoked_at": format_timestamp(key.revoked_at) if key.revoked_at else None,
-    }
-    if secret is not None:
-        record["secret"] = secret
-    return record
-
-
-def _parse_scopes(values: list[str]) -> list[Scope]:
-    scopes = []
-    for value in values:
-        try:
-            scopes.append(Scope(value))
-        except ValueError:
-            names = ", ".join(scope.value for scope in Scope)
-            raise InvalidInput(f"unknown scope {value!r}; scopes are {names}") from None
-    return scopes
-
-
-@key_app.command("create")
-def key_create(
-    scope: Annotated[
-        list[str],
-        typer.Option(
-            "--scope",
-            help="memory:read, memory:write, memory:delete, memory:hard_delete or admin; "
-            "repeat for several.",
-        ),
-    ],
-    store: Annotated[
-        list[str] | None,
-        typer.Option("--store", help="Limit the key to this store (name or id); repeatable."),
-    ] = None,
-    name: Annotated[str, typer.Option(help="A label for humans.")] = "cli",
-    database: DatabaseOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Create an API key and print its secret (shown this once)."""
-    scopes = _parse_scopes(scope)
-    with command_engine(database) as engine:
-        store_ids = [engine.find_store(value).id for value in store or []]
-        key, secret = engine.create_api_key(name, scopes, store_ids)
-    if as_json:
-        _print_json(_key_to_json(key, secret))
-        return
-    typer.echo(f"id:      {key.id}")
-    typer.echo(f"scopes:  {' '.join(s.value for s in key.scopes)}")
-    typer.echo(f"stores:  {' '.join(key.store_ids) or 'all'}")
-    typer.echo(f"secret:  {secret}")
-    typer.echo("The secret is shown only now; memfs stores only its hash.", err=True)
-
-
-@key_app.command("list")
-def key_list(database: DatabaseOption = None, as_json: JsonOption = False) -> None:
-    """List API keys, newest first (never their secrets)."""
-    with command_engine(database) as engine:
-        keys = engine.list_api_keys()
-    if as_json:
-        _print_json({"data": [_key_to_json(k) for k in keys], "next_page": None})
-        return
-    print_table(
-        ("ID", "STATE", "SCOPES", "STORES", "CREATED", "NAME"),
-        [
-            (
-                key.id,
-                "revoked" if key.revoked_at else "active",
-                ",".join(s.value for s in key.scopes),
-                ",".join(key.store_ids) or "all",
-                format_timestamp(key.created_at),
-                key.name,
-            )
-            for key in keys
-        ],
-        empty="no API keys (create one with `memfs key create --scope admin`)",
-    )
-
-
-@key_app.command("revoke")
-def key_revoke(
-    api_key_id: Annotated[str, typer.Argument(help="The apikey_… id.")],
-    database: DatabaseOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Revoke an API key (idempotent); requests with it get 401 from then on."""
-    with command_engine(database) as engine:
-        key = engine.revoke_api_key(api_key_id)
-    if as_json:
-        _print_json(_key_to_json(key))
-    else:
-        typer.echo(f"{key.id} revoked")
-
-
-# ----------------------------------------------------------------- sessions
-
-
-def _parse_store_spec(value: str) -> tuple[str, Access]:
-    """``NAME_OR_ID``, ``NAME_OR_ID:ro`` or ``NAME_OR_ID:rw`` → (name or id, access)."""
-    base, sep, suffix = value.rpartition(":")
-    if sep and suffix in ("ro", "rw"):
-        return base, Access.READ_ONLY if suffix == "ro" else Access.READ_WRITE
-    return value, Access.READ_WRITE
-
-
-def _print_session(session: Session, token: str | None, as_json: bool) -> None:
-    if as_json:
-        record = session_to_wire(session)
-        if token is not None:
-            record["token"] = token
-        _print_json(record)
-        return
-    typer.echo(f"session: {session.id}")
-    if token is not None:
-        typer.echo(f"token:   {token}")
-    if session.title:
-        typer.echo(f"title:   {session.title}")
-    typer.echo(f"created: {format_timestamp(session.created_at)}")
-    print_table(
-        ("MOUNT PATH", "ACCESS", "STORE", "NAME"),
-        [
-            (r.mount_path, r.access.value, r.memory_store_id, r.name)
-            for r in session.resources
-        ],
-        empty="no stores attached",
-    )
-
-
-@session_app.command("create")
-def session_create(
-    store: Annotated[
-        list[str],
-        typer.Option(
-            "--store",
-            help="Store name or id, ':ro' for read_only (default read_write); repeatable, "
-            "at most 8.",
-        ),
-    ],
-    instructions: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--instructions",
-            help="Guidance for the agent; the n-th --instructions goes with the n-th --store.",
-        ),
-    ] = None,
-    title: Annotated[str | None, typer.Option(help="A title for humans.")] = None,
-    mount_root: Annotated[
-        str, typer.Option(help="Where the stores are mounted in the sandbox.")
-    ] = "/mnt/memory",
-    database: DatabaseOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Create a session over the given stores and print its id, token and resources."""
-    texts = list(instructions or [])
-    if len(texts) > len(store):
-        raise InvalidInput("there are more --instructions than --store options")
-    with command_engine(database) as engine:
-        specs = []
-        for position, value in enumerate(store):
-            name_or_id, access = _parse_store_spec(value)
-            store_id = engine.find_store(name_or_id).id
-            text = texts[position] if position < len(texts) else None
-            specs.append(ResourceSpec(store_id, access, text))
-        session, token = engine.create_session(specs, mount_root=mount_root, title=title)
-    _print_session(session, token, as_json)
-
-
-@session_app.command("show")
-def session_show(
-    session_id: Annotated[str, typer.Argument(help="The sesn_… id.")],
-    database: DatabaseOption = None,
-    as_json: JsonOption = False,
-) -> None:
-    """Show a session and its resources (its token is never shown again)."""
-    with command_engine(database) as engine:
-        session = engine.get_session(session_id)
-    _print_session(session, None, as_json)

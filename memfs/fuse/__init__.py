@@ -1,12 +1,17 @@
 """The FUSE layer: memory stores mounted as directories (SPEC §4). The only package that
-imports pyfuse3.
+imports pyfuse3. It talks to a store only through :class:`memfs.backend.Backend`.
 
 ==========================  ====================================================
 module                      concern
 ==========================  ====================================================
-``backend``                 the async interface to a store; the embedded engine
-``inodes``                  the inode table: nodes, layouts, placement, lookup counts
 ``operations``              the pyfuse3 request handlers (SPEC §4 mapping table)
+``content``                 a file's working copy and its named transitions
+``commits``                 commit / keep-both / reject of a working copy
+``renames``                 rename(2): parking, the atomic save, directories
+``xattrs``                  ``user.meta.*`` and ``user.memfs.*`` attributes
+``feed``                    the change-feed follower (changes made elsewhere)
+``reading``                 content cache, read-ahead, purge marks
+``inodes``                  the inode table: nodes, layouts, placement, lookup counts
 ``errno_table``             exceptions → errno, one table (SPEC §4 errno table)
 ``errors``                  conditions only a mount has (EXDEV, ENOTEMPTY, …)
 ``cache``                   content cache keyed by blob key

@@ -24,27 +24,28 @@ gone.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import errno
 import logging
 import os
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pyfuse3
 import trio
 
+from memfs.backend import AttachmentSpec, Backend, BackendEvent, BackendStatistics
 from memfs.errors import InvalidInput, InvalidPath
-from memfs.fuse.backend import AttachmentSpec, Backend, BackendEvent, BackendStatistics
 from memfs.fuse.errno_table import errno_for
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
 from memfs.fuse.mounts import is_mounted, is_stale, unmount
 from memfs.fuse.operations import Operations
 from memfs.fuse.status import MountStatus, log_path, record_saved_scratch
 from memfs.model import Access, format_timestamp, utcnow
-from memfs.rules import unique_slugs, validate_segment
+from memfs.rules import parse_store_spec, unique_slugs, validate_segment
 
 __all__ = [
     "MOUNT_OPTIONS",
@@ -74,11 +75,10 @@ class StoreRequest:
 
     @classmethod
     def parse(cls, argument: str) -> StoreRequest:
-        """``"notes:ro"`` → read-only ``notes``; ``:rw`` or nothing → read-write."""
-        for suffix, read_only in ((":ro", True), (":rw", False)):
-            if argument.endswith(suffix) and len(argument) > len(suffix):
-                return cls(argument[: -len(suffix)], read_only)
-        return cls(argument, False)
+        """``"notes:ro"`` → read-only ``notes``; ``:rw`` or nothing → read-write
+        (:func:`memfs.rules.parse_store_spec`). Raises InvalidInput."""
+        spec = parse_store_spec(argument)
+        return cls(spec.name_or_id, spec.read_only)
 
 
 @dataclass(frozen=True)
@@ -269,54 +269,45 @@ async def serve(
         NotFound, StoreArchived, …: from attaching the stores.
         RuntimeError: the kernel refused the mount.
     """
-    mountpoint = os.path.realpath(config.mountpoint)
-    try:
-        if is_mounted(mountpoint):
-            if not is_stale(mountpoint):
-                raise InvalidInput(f"{mountpoint} is already a mount point")
-            # A daemon that died left its mount behind (e.g. before a systemd restart).
-            log.warning("removing the stale mount at %s (its daemon is gone)", mountpoint)
-            result = unmount(mountpoint, lazy=True)
-            if not result.ok:
-                raise InvalidInput(
-                    f"can't remove the stale mount at {mountpoint}: {result.message}"
-                )
-        if not os.path.isdir(mountpoint):
-            raise InvalidInput(f"mount point {mountpoint} is not a directory")
+    mountpoint = await trio.to_thread.run_sync(os.path.realpath, config.mountpoint)
+    async with contextlib.AsyncExitStack() as stack:
+        # On every way out, in this (reverse) order: unmount once mounted (commit what
+        # open files hold, keep scratch bytes), close the backend, and remove the status
+        # file once mounted: last, so `memfs umount` knows the flush is done when the
+        # file is gone.
+        mounted: list[MountStatus] = []
+        stack.callback(_forget_mount, mounted, mountpoint)
+        stack.push_async_callback(_shielded, backend.aclose)
+        await trio.to_thread.run_sync(_clear_mount_point, mountpoint)
         attachments = await _attach(backend, config)
         session_id = await backend.open_session(
             [AttachmentSpec(a.store_id, a.read_only) for a in attachments],
             mount_root=mountpoint,
         )
-    except BaseException:
-        await backend.aclose()
-        raise
-    status = MountStatus(
-        mountpoint,
-        {
-            "pid": os.getpid(),
-            "layout": config.layout.value,
-            "session_id": session_id,
-            "started_at": format_timestamp(utcnow()),
-            "log_file": str(log_path(mountpoint)),
-            "stores": _stores_status(attachments, config.layout),
-        },
-    )
-    table = InodeTable(config.layout, attachments)
-    operations = Operations(
-        backend, table, session_id=session_id, status=status, memory_limit=config.memory_limit
-    )
-    feed = _StatusFeed(status, operations, backend, table)
-    try:
+        status = MountStatus(
+            mountpoint,
+            {
+                "pid": os.getpid(),
+                "layout": config.layout.value,
+                "session_id": session_id,
+                "started_at": format_timestamp(utcnow()),
+                "log_file": str(log_path(mountpoint)),
+                "stores": _stores_status(attachments, config.layout),
+            },
+        )
+        table = InodeTable(config.layout, attachments)
+        operations = Operations(
+            backend, table, session_id=session_id, status=status,
+            memory_limit=config.memory_limit,
+        )
+        feed = _StatusFeed(status, operations, backend, table)
         await operations.load()
         pyfuse3.init(operations, mountpoint, set(MOUNT_OPTIONS))
-    except BaseException:
-        await backend.aclose()
-        raise
-    location = backend.statistics().location
-    log.info("mounted %s (%s layout, session %s, %d inodes, %s)", mountpoint,
-             config.layout.value, session_id, len(table), location)
-    try:
+        mounted.append(status)
+        stack.push_async_callback(_shielded, lambda: _unmount(operations, mountpoint))
+        location = backend.statistics().location
+        log.info("mounted %s (%s layout, session %s, %d inodes, %s)", mountpoint,
+                 config.layout.value, session_id, len(table), location)
         feed.publish()
         if on_ready is not None:
             on_ready()
@@ -332,15 +323,46 @@ async def serve(
             nursery.start_soon(_terminate_on_signal, name="memfs-signals")
             await pyfuse3.main()
             nursery.cancel_scope.cancel()
-    finally:
-        with trio.CancelScope(shield=True):
-            await operations.commit_pending()
-            try:
-                record_saved_scratch(mountpoint, operations.save_scratch())
-            except OSError as exc:
-                log.error("could not record the scratch files saved at unmount: %s", exc)
-            pyfuse3.close(unmount=True)
-            await backend.aclose()
+
+
+def _clear_mount_point(mountpoint: str) -> None:
+    """Checks the mount point; removes a stale mount a dead daemon left there.
+
+    Raises:
+        InvalidInput: already mounted (by a live daemon), stale and not removable, or
+            not a directory.
+    """
+    if is_mounted(mountpoint):
+        if not is_stale(mountpoint):
+            raise InvalidInput(f"{mountpoint} is already a mount point")
+        # A daemon that died left its mount behind (e.g. before a systemd restart).
+        log.warning("removing the stale mount at %s (its daemon is gone)", mountpoint)
+        result = unmount(mountpoint, lazy=True)
+        if not result.ok:
+            raise InvalidInput(f"can't remove the stale mount at {mountpoint}: {result.message}")
+    if not os.path.isdir(mountpoint):
+        raise InvalidInput(f"mount point {mountpoint} is not a directory")
+
+
+async def _shielded(close: Callable[[], Awaitable[None]]) -> None:
+    """Runs a teardown step even while the daemon is being cancelled."""
+    with trio.CancelScope(shield=True):
+        await close()
+
+
+async def _unmount(operations: Operations, mountpoint: str) -> None:
+    """Commits writes pending in open files, keeps scratch bytes, unmounts."""
+    await operations.commit_pending()
+    try:
+        record_saved_scratch(mountpoint, operations.save_scratch())
+    except OSError as exc:
+        log.error("could not record the scratch files saved at unmount: %s", exc)
+    pyfuse3.close(unmount=True)
+
+
+def _forget_mount(mounted: list[MountStatus], mountpoint: str) -> None:
+    """Removes the status file of a mount that was live (the last teardown step)."""
+    for status in mounted:
         status.remove()
         log.info("unmounted %s", mountpoint)
 

@@ -44,6 +44,9 @@ ERRNO_BY_ERROR: dict[type[BaseException], int] = {
     domain.PermissionDenied: errno.EACCES,
     domain.AuthenticationFailed: errno.EACCES,
     domain.CorruptedStore: errno.EIO,
+    # A remote server away: a read of content not cached locally can't be answered
+    # (writes are queued instead). read(2): EIO "a low-level I/O error".
+    domain.BackendUnavailable: errno.EIO,
     # ---- filesystem-only conditions (memfs.fuse.errors) -----------------------------
     fs.FilesystemError: errno.EIO,
     fs.NoSuchEntry: errno.ENOENT,

@@ -1,7 +1,7 @@
 """The inode table: the tree of nodes a mount shows, and how memories are placed in it.
 
 A mount holds the whole tree of its stores in memory (loaded once with
-:meth:`memfs.fuse.backend.Backend.list_memories`, kept current by the change feed).
+:meth:`memfs.backend.Backend.list_memories`, kept current by the change feed).
 Files are memories; directories are path prefixes (SPEC §4 mapping), plus directories
 the mount *holds* without any memory below them (made by ``mkdir``, or emptied by
 ``rm`` through this mount) until a file is created in them or they are removed.
@@ -32,6 +32,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from memfs.fuse.content import WorkingCopy
 from memfs.fuse.errors import NoSuchEntry, NotADirectory, ReadOnly
 from memfs.model import Memory
 
@@ -114,29 +115,13 @@ class Node:
             memory is deleted) or renamed back to a real name.
         mtime_ns: modification time shown by stat.
         open_count: open file handles on this node.
-        buffer: the content while open or changed, shared by every handle of the node
-            (like the page cache of a local filesystem); None when not loaded.
-        base_sha256: the digest the content had when opened or last committed: the
-            precondition of the next commit (SPEC §4 concurrent writers). A change made
-            elsewhere moves it only while the file is closed.
-        dirty: ``buffer`` has changes no version holds yet.
-        refusal: the error that refused a write since the last close; the next close
-            reports it instead of committing partial content.
-        kernel_sha256: the digest of the content the kernel may hold in its page cache
-            (``keep_cache`` is given only when the head still has this digest).
-        pending_metadata: ``user.meta.*`` set on a file that has no memory yet.
+        working: the file's content state (buffer, dirty, digests, refusal), changed
+            only through its transitions (:class:`memfs.fuse.content.WorkingCopy`).
         kernel_attributes: ``(st_size, mtime_ns)`` last handed to the kernel, which may
             cache them for the attribute timeout; None when it holds none that can be
             stale (see :meth:`InodeTable.notice_if_stale`).
         subdirectories: directories only: how many of ``children`` are directories
             (kept by the table as entries are linked and unlinked).
-        opened_sha256: the content this mount last handed out for this file (an open,
-            or its own commit). An editor's save (a temporary file renamed over this
-            one) is committed with it as the precondition: a change made elsewhere
-            after the editor read the file then conflicts instead of being replaced.
-        fresh: the pending content was written after a truncation to empty, so none of
-            the content it was opened with is in it (a redaction of that content
-            leaves it alone).
     """
 
     inode: int
@@ -152,16 +137,9 @@ class Node:
     parked: bool = False
     mtime_ns: int = field(default_factory=time.time_ns)
     open_count: int = 0
-    buffer: bytearray | None = None
-    base_sha256: str | None = None
-    dirty: bool = False
-    refusal: BaseException | None = None
-    kernel_sha256: str | None = None
-    pending_metadata: dict[str, str] = field(default_factory=dict)
+    working: WorkingCopy = field(default_factory=WorkingCopy)
     kernel_attributes: tuple[int, int] | None = None
     subdirectories: int = 0
-    opened_sha256: str | None = None
-    fresh: bool = False
 
     @property
     def is_dir(self) -> bool:
@@ -169,8 +147,8 @@ class Node:
 
     @property
     def size_bytes(self) -> int:
-        if self.buffer is not None:
-            return len(self.buffer)
+        if self.working.buffer is not None:
+            return len(self.working.buffer)
         if self.memory is not None:
             return self.memory.content_size_bytes
         return 0
@@ -447,9 +425,8 @@ class InodeTable:
         assert node.attachment is not None
         self._by_memory[(node.attachment.store_id, memory.id)] = node
         node.mtime_ns = _timestamp_ns(memory)
-        if not node.dirty and node.open_count == 0:
-            # An open file keeps the digest it was opened with (the precondition).
-            node.base_sha256 = memory.content_sha256
+        # An open file keeps the digest it was opened with (the precondition).
+        node.working.follow_head(memory.content_sha256, is_open=node.open_count > 0)
         self.notice_if_stale(node)
 
     def notice_if_stale(self, node: Node) -> None:
@@ -527,7 +504,8 @@ class InodeTable:
             False when the path is taken (the node is shadowed and retried by
             :meth:`retry_shadowed`); True when placed.
         """
-        assert node.memory is not None and node.attachment is not None
+        assert node.memory is not None
+        assert node.attachment is not None
         if node in self._shadowed:
             self._shadowed.remove(node)
         attachment = node.attachment
@@ -563,7 +541,7 @@ class InodeTable:
         return (
             not existing.is_dir
             and existing.stored
-            and not existing.dirty
+            and not existing.working.dirty
             and existing.attachment is not None
             and node.attachment is not None
             and node.attachment.priority < existing.attachment.priority

@@ -27,14 +27,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memfs.config import MAX_SEGMENT_BYTES, memfs_home
+from memfs import local
+from memfs.config import memfs_home
 from memfs.model import format_timestamp, utcnow
 
 __all__ = [
     "MAX_RECORDED_EVENTS",
     "MountStatus",
-    "compact_timestamp",
-    "conflict_name",
     "log_path",
     "read_saved_scratch",
     "read_status",
@@ -61,57 +60,11 @@ def log_path(mountpoint: str) -> Path:
     return memfs_home() / "logs" / f"mount-{_key(mountpoint)}.log"
 
 
-def compact_timestamp(when: datetime) -> str:
-    """UTC time for file names: ``20260102T030405.123456Z`` (no ``:``, sorts by time)."""
-    return format_timestamp(when).replace("-", "").replace(":", "")
-
-
-def conflict_name(name: str, when: datetime, session_id: str) -> str:
-    """The name of a conflict copy beside ``name`` (SPEC §4 concurrent writers).
-
-    ``notes.md`` → ``notes.conflict-<UTC timestamp>-<session>.md``; a name without an
-    extension gets no trailing dot. The stem is shortened so the result stays within
-    255 bytes (NAME_MAX).
-    """
-    stem, dot, extension = name.rpartition(".")
-    if not dot or not stem:
-        stem, extension = name, ""
-    suffix = f".conflict-{compact_timestamp(when)}-{session_id}" + (
-        f".{extension}" if extension else ""
-    )
-    budget = MAX_SEGMENT_BYTES - len(suffix.encode())
-    encoded = stem.encode()
-    if len(encoded) > budget:
-        stem = encoded[: max(budget, 1)].decode("utf-8", "ignore").rstrip() or "file"
-    return stem + suffix
-
-
 def save_rejected(session_id: str, name: str, data: bytes) -> Path:
-    """Keeps the bytes of a refused write (SPEC §4) and returns where.
-
-    Args:
-        session_id: the mount's session; one directory per session.
-        name: the file's name (one path segment).
-        data: the content the close could not commit.
-
-    Returns:
-        ``$MEMFS_HOME/rejected/<session_id>/<UTC timestamp>-<name>`` (fsynced).
-    """
-    directory = memfs_home() / "rejected" / session_id
-    directory.mkdir(parents=True, exist_ok=True)
-    safe_name = name.replace("/", "_")[:200] or "file"
-    stem = f"{compact_timestamp(utcnow())}-{safe_name}"
-    for attempt in range(1, 1000):
-        path = directory / (stem if attempt == 1 else f"{stem}.{attempt}")
-        try:
-            with open(path, "xb") as file:  # never overwrite an earlier rejection
-                file.write(data)
-                file.flush()
-                os.fsync(file.fileno())
-        except FileExistsError:
-            continue
-        return path
-    raise FileExistsError(f"too many rejected writes named {stem!r}")
+    """Keeps the bytes of a write refused at close (SPEC §4) and returns where:
+    ``$MEMFS_HOME/rejected/<session_id>/<UTC timestamp>-<name>`` (fsynced; an earlier
+    file is never overwritten). See :func:`memfs.local.save_rejected`."""
+    return local.save_rejected(local.rejected_directory(session_id), name, data)
 
 
 class MountStatus:
@@ -178,9 +131,7 @@ class MountStatus:
         if text == self._written and self.path.exists():
             return
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = self.path.with_suffix(f".{os.getpid()}.tmp")
-        temporary.write_text(text)
-        temporary.replace(self.path)
+        local.write_atomically(self.path, text.encode(), durable=False)
         self._written = text
 
     def remove(self) -> None:
@@ -214,9 +165,7 @@ def record_saved_scratch(mountpoint: str, entries: list[dict[str, str]]) -> None
     records = (read_saved_scratch(mountpoint) + entries)[-MAX_RECORDED_EVENTS:]
     path = _saved_scratch_path(mountpoint)
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(f".{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(records, indent=2) + "\n")
-    temporary.replace(path)
+    local.write_atomically(path, (json.dumps(records, indent=2) + "\n").encode(), durable=False)
 
 
 def read_saved_scratch(mountpoint: str) -> list[dict[str, str]]:

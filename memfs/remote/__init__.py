@@ -13,7 +13,7 @@ module                      what it holds
 
 Nothing here imports :mod:`memfs.api` or :mod:`memfs.store`: the daemon knows the
 server only through its wire format. :mod:`.backend` imports only
-:mod:`memfs.fuse.backend` (the Protocol it implements), which does not import pyfuse3.
+:mod:`memfs.backend` (the Protocol it implements), which does not import pyfuse3.
 """
 
 from memfs.remote.client import MemfsClient, ServerUnavailable

@@ -1,9 +1,9 @@
-"""The FUSE backend of a remote mount: :class:`memfs.fuse.backend.Backend` over the HTTP
+"""The FUSE backend of a remote mount: :class:`memfs.backend.Backend` over the HTTP
 client, the local content cache and the durable outbox (issue 4, SPEC §4).
 
 One FUSE layer, two backends: the operations in ``memfs/fuse`` do not know whether
 their store is an in-process engine or a server elsewhere. This backend differs from
-:class:`~memfs.fuse.backend.EmbeddedBackend` only where the network shows:
+:class:`~memfs.backend.EmbeddedBackend` only where the network shows:
 
 * **Content addresses.** ``Memory.blob_key`` and ``Change.blob_key`` are opaque to the
   FUSE layer; here they are the content's SHA-256 (the engine's xxh3 key never
@@ -61,7 +61,6 @@ from __future__ import annotations
 import functools
 import hashlib
 import logging
-import os
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -69,9 +68,10 @@ from typing import TypeVar
 
 import trio
 
+from memfs.backend import AttachmentSpec, BackendEvent, BackendStatistics, MemoryChange
 from memfs.config import memfs_home
 from memfs.errors import InvalidInput, MemfsError, NotFound, PermissionDenied
-from memfs.fuse.backend import AttachmentSpec, BackendEvent, BackendStatistics
+from memfs.local import rejected_directory, write_atomically
 from memfs.model import (
     Access,
     Change,
@@ -185,7 +185,7 @@ def _change(remote: RemoteChange, memory_id: str | None) -> Change:
 
 
 class RemoteBackend:
-    """:class:`memfs.fuse.backend.Backend` over a ``memfs serve`` reached with a session
+    """:class:`memfs.backend.Backend` over a ``memfs serve`` reached with a session
     token (see the module docstring).
 
     Args:
@@ -414,7 +414,7 @@ class RemoteBackend:
                 functools.partial(
                     Outbox,
                     self._home / "outbox" / session.id,
-                    rejected_dir=self._home / "rejected" / session.id,
+                    rejected_dir=rejected_directory(session.id, self._home),
                 )
             )
             depth = len(self._outbox)
@@ -555,17 +555,7 @@ class RemoteBackend:
             )
         return self._remember(_memory(result))
 
-    async def update_memory(
-        self,
-        store_id: str,
-        memory_id: str,
-        *,
-        content: str | None = None,
-        path: str | None = None,
-        expected_sha256: str | None = None,
-        metadata: dict[str, str] | None = None,
-        replace: bool = False,
-    ) -> Memory:
+    async def update_memory(self, store_id: str, memory_id: str, change: MemoryChange) -> Memory:
         """See the Protocol. Queued, a path change and a content change become a
         ``rename`` and an ``update`` entry; metadata is never queued.
 
@@ -573,6 +563,8 @@ class RemoteBackend:
             PreconditionFailed, PathConflict, NotFound, StoreArchived, PermissionDenied,
             the validation errors; ServerUnavailable for a metadata-only change.
         """
+        content, path, metadata = change.content, change.path, change.metadata
+        expected_sha256, replace = change.expected_sha256, change.replace
         server_id = self._server_id(memory_id)
         base = self._known.get(memory_id)
 
@@ -905,8 +897,6 @@ def _write_position(path: Path, seq: int) -> None:
     (a full disk) is logged, not raised: it only makes the next mount read more."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(f"{seq}\n")
-        os.replace(temporary, path)
+        write_atomically(path, f"{seq}\n".encode(), durable=False)
     except OSError as exc:
         log.warning("could not save the change-feed position %s: %s", path, exc)

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from memfs.config import DEFAULT_CACHE_SIZE_BYTES, memfs_home
+from memfs.local import fsync_directory
 
 __all__ = ["CacheStatistics", "ContentCache", "default_cache_root"]
 
@@ -259,7 +260,7 @@ class ContentCache:
                 os.close(fd)
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
-            _fsync_directory(path.parent)
+            fsync_directory(path.parent)
             return True
 
     def statistics(self) -> CacheStatistics:
@@ -279,11 +280,3 @@ class ContentCache:
         """The digests held, least recently used first (for tests and ``memfs status``)."""
         with self._lock:
             return list(self._entries)
-
-
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

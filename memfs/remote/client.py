@@ -63,7 +63,7 @@ again later::
 
     MemfsError
     ├── …the domain tree of memfs.errors, mapped from 4xx responses
-    └── BackendUnavailable         (memfs.fuse.backend: "the store can't be asked now")
+    └── BackendUnavailable         (memfs.errors: "the store can't be asked now")
         └── ServerUnavailable      transport failure, timeout, 5xx, 408, 429
 
 The client never retries: retrying belongs to the outbox (:mod:`memfs.remote.replay`),
@@ -81,13 +81,13 @@ from typing import Any, Self
 import httpx
 
 from memfs.errors import (
+    BackendUnavailable,
     InvalidMetadata,
     MemfsError,
     PathConflict,
     PreconditionFailed,
     error_class_for,
 )
-from memfs.fuse.backend import BackendUnavailable
 from memfs.model import Session
 from memfs.remote.records import (
     ChangeBatch,

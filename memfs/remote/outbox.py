@@ -78,6 +78,7 @@ from pathlib import Path
 from typing import Any
 
 from memfs.errors import MemfsError
+from memfs.local import compact_timestamp, fsync_directory, save_rejected, write_atomically
 from memfs.model import format_timestamp, utcnow
 
 __all__ = [
@@ -255,29 +256,6 @@ def _decode_line(line: bytes) -> dict[str, Any] | None:
     return record if isinstance(record, dict) else None
 
 
-def _fsync_directory(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
-def _write_durably(path: Path, data: bytes) -> None:
-    """Writes ``data`` to ``path`` atomically (temporary file, fsync, rename, fsync dir)."""
-    temporary = path.with_name(path.name + ".tmp")
-    with open(temporary, "wb") as file:
-        file.write(data)
-        file.flush()
-        os.fsync(file.fileno())
-    os.replace(temporary, path)
-    _fsync_directory(path.parent)
-
-
-def _compact_timestamp(when: datetime) -> str:
-    return format_timestamp(when).replace("-", "").replace(":", "")
-
-
 @dataclass(frozen=True)
 class _ParsedJournal:
     records: list[dict[str, Any]]  # the good lines, in order
@@ -366,7 +344,7 @@ class Outbox:
         try:
             damaged = self._load()
             self._fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-            _fsync_directory(directory)
+            fsync_directory(directory)
             if damaged:
                 # The damaged bytes are saved aside; rewrite the journal without them so
                 # that the next start does not save them again.
@@ -397,8 +375,8 @@ class Outbox:
         self._lines = len(parsed.records)
         self._pending, self._next_seq = _replay_records(parsed.records)
         if parsed.damaged:
-            saved = self.directory / f"damaged-{_compact_timestamp(utcnow())}.jsonl"
-            _write_durably(saved, b"\n".join(parsed.damaged) + b"\n")
+            saved = self.directory / f"damaged-{compact_timestamp(utcnow())}.jsonl"
+            write_atomically(saved, b"\n".join(parsed.damaged) + b"\n")
             log.error(
                 "outbox %s: %d damaged line(s) skipped; their bytes are kept in %s",
                 self.journal_path,
@@ -459,14 +437,12 @@ class Outbox:
         """
         write = entry.write
         name = (write.path.rstrip("/").rsplit("/", 1)[-1] or "root").replace("/", "_")[:200]
-        stem = _compact_timestamp(write.created_at)
-        base = self.rejected_dir / f"{stem}-{entry.seq}-{name}"
-        self.rejected_dir.mkdir(parents=True, exist_ok=True)
-        if write.content is not None:
-            _write_durably(base, write.content.encode("utf-8"))
+        content = write.content.encode("utf-8") if write.content is not None else None
         record = {"seq": entry.seq, **write.to_record(), "reason": reason}
-        record_path = base.with_name(base.name + ".json")
-        _write_durably(record_path, json.dumps(record, ensure_ascii=False, indent=2).encode())
+        record_path = save_rejected(
+            self.rejected_dir, name, content, when=write.created_at, tag=str(entry.seq),
+            record=record,
+        )
         log.error(
             "write %s %s in %s refused by the server (%s); kept in %s",
             write.operation,
@@ -498,7 +474,7 @@ class Outbox:
         )
         for entry in self._pending.values():
             data += _encode_line({"type": "write", "seq": entry.seq, **entry.write.to_record()})
-        _write_durably(self.journal_path, data)
+        write_atomically(self.journal_path, data)
         os.close(self._fd)
         self._fd = os.open(self.journal_path, os.O_WRONLY | os.O_APPEND)
         self._lines = 1 + len(self._pending)

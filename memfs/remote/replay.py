@@ -53,6 +53,7 @@ from datetime import datetime
 
 import trio
 
+from memfs.backend import conflict_name
 from memfs.errors import (
     AuthenticationFailed,
     MemfsError,
@@ -60,7 +61,6 @@ from memfs.errors import (
     PathConflict,
     PreconditionFailed,
 )
-from memfs.fuse.status import conflict_name
 from memfs.remote.client import MemfsClient, ServerUnavailable
 from memfs.remote.outbox import (
     Outbox,
@@ -116,7 +116,7 @@ def _sha256(text: str) -> str:
 def conflict_path(path: str, when: datetime, session_id: str) -> str:
     """Where the losing content of a concurrent write to ``path`` goes (SPEC §4):
     ``/d/notes.md`` → ``/d/notes.conflict-20260102T030405.123456Z-sesn_….md``, named by
-    :func:`memfs.fuse.status.conflict_name` (the same rule the FUSE layer uses for
+    :func:`memfs.backend.conflict_name` (the same rule the FUSE layer uses for
     conflicts found at close; 255-byte NAME_MAX kept).
     """
     parent, _, name = path.rpartition("/")

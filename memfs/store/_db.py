@@ -18,30 +18,69 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, create_engine, event, inspect, text
 from sqlalchemy import Engine as SAEngine
+from sqlalchemy.exc import OperationalError
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-from memfs.errors import InvalidInput
+from memfs.errors import InvalidInput, StoreBusy
 from memfs.store.schema import metadata
 
-__all__ = ["SCHEMA_HEAD", "WRITE", "alembic_config", "make_sa_engine", "prepare_schema"]
+__all__ = [
+    "SCHEMA_HEAD",
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "WRITE",
+    "alembic_config",
+    "busy_error",
+    "make_sa_engine",
+    "prepare_schema",
+]
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0001"
+SCHEMA_HEAD = "0002"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
 
+# How long a statement waits for another connection's lock before StoreBusy: SQLite's
+# busy timeout, PostgreSQL's lock_timeout, and the in-process write lock's wait.
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+# SQLite result codes (https://www.sqlite.org/rescode.html): the primary code is the
+# low byte of an extended one (SQLITE_BUSY_SNAPSHOT = 517 is a SQLITE_BUSY).
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
+# PostgreSQL SQLSTATE lock_not_available (lock_timeout expired).
+_PG_LOCK_NOT_AVAILABLE = "55P03"
 _MIGRATIONS_DIR = Path(__file__).with_name("migrations")
 
 
-def make_sa_engine(url: str, *, synchronous_full: bool = True) -> SAEngine:
+def busy_error(exc: OperationalError, waited_s: float) -> StoreBusy | None:
+    """The StoreBusy that ``exc`` stands for — SQLite's SQLITE_BUSY/SQLITE_LOCKED
+    ("database is locked") or PostgreSQL's lock_timeout — or None for anything else.
+    Read from the driver's error code, never from message text."""
+    orig = exc.orig
+    code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
+        pass
+    elif getattr(orig, "sqlstate", None) != _PG_LOCK_NOT_AVAILABLE:
+        return None
+    return StoreBusy(
+        f"the database stayed locked by another writer for {waited_s:g} s; nothing was "
+        "changed, try again"
+    )
+
+
+def make_sa_engine(
+    url: str, *, synchronous_full: bool = True, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS
+) -> SAEngine:
     """A SQLAlchemy engine for ``url`` with memfs's per-dialect settings applied.
 
     Creates the directory of a SQLite file if needed.
+
+    Args:
+        busy_timeout_ms: how long a statement waits for another connection's lock
+            (SQLite ``busy_timeout``, PostgreSQL ``lock_timeout``).
     """
     if url.startswith("sqlite"):
         db_path = url.split("///", 1)[1] if "///" in url else ""
@@ -49,7 +88,7 @@ def make_sa_engine(url: str, *, synchronous_full: bool = True) -> SAEngine:
             Path(db_path).parent.mkdir(parents=True, exist_ok=True)
         sa_engine = create_engine(
             url,
-            connect_args={"check_same_thread": False, "timeout": SQLITE_BUSY_TIMEOUT_MS / 1000},
+            connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000},
             pool_size=8,
             max_overflow=8,
         )
@@ -63,7 +102,7 @@ def make_sa_engine(url: str, *, synchronous_full: bool = True) -> SAEngine:
             cursor.execute(f"PRAGMA synchronous={synchronous}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA secure_delete=ON")
-            cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             cursor.close()
 
         @event.listens_for(sa_engine, "begin")
@@ -75,7 +114,13 @@ def make_sa_engine(url: str, *, synchronous_full: bool = True) -> SAEngine:
 
         _refuse_nul_parameters(sa_engine)
         return sa_engine
-    sa_engine = create_engine(url, pool_size=8, max_overflow=8, pool_pre_ping=True)
+    sa_engine = create_engine(
+        url,
+        pool_size=8,
+        max_overflow=8,
+        pool_pre_ping=True,
+        connect_args={"options": f"-c lock_timeout={int(busy_timeout_ms)}"},
+    )
     _refuse_nul_parameters(sa_engine)
     return sa_engine
 

@@ -3,7 +3,9 @@ secrets that authenticate them.
 
 Owns the ``sessions``, ``session_resources`` and ``api_keys`` tables. Tokens
 (``memfs_st_…``) and secrets (``memfs_sk_…``) are shown once at creation; only their
-SHA-256 is stored.
+SHA-256 is stored. SPEC §3 credential lifecycle: a session token expires (default 24 h,
+at most 30 days), a session can be revoked or archived (both end its token), and
+revoking an API key revokes every session it created, in the same transaction.
 """
 
 from __future__ import annotations
@@ -11,30 +13,42 @@ from __future__ import annotations
 import json
 import secrets
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Connection, Row, insert, select, update
+from sqlalchemy import Connection, Row, delete, insert, select, update
 
 from memfs import rules
-from memfs.config import MAX_STORES_PER_SESSION
-from memfs.errors import AuthenticationFailed, InvalidInput, NotFound, StoreArchived
+from memfs.config import DEFAULT_SESSION_TTL_S, MAX_SESSION_TTL_S, MAX_STORES_PER_SESSION
+from memfs.errors import (
+    AuthenticationFailed,
+    CredentialExpired,
+    CredentialRevoked,
+    InvalidInput,
+    InvalidTtl,
+    NotFound,
+    StoreArchived,
+)
 from memfs.ids import new_id, sha256_of
-from memfs.model import Access, ApiKey, Scope, Session, SessionResource
-from memfs.store._common import lock_store, now, parse_ts, store_row
+from memfs.model import Access, ApiKey, Page, Scope, Session, SessionResource, utcnow
+from memfs.store._common import Cursor, check_limit, lock_store, now, parse_ts, store_row, ts
 from memfs.store.schema import api_keys, session_resources, sessions
 
 __all__ = [
     "API_KEY_SECRET_PREFIX",
     "SESSION_TOKEN_PREFIX",
     "ResourceSpec",
+    "archive_session",
     "authenticate_api_key",
     "authenticate_session",
     "create_api_key",
     "create_session",
+    "delete_session",
     "get_session",
     "list_api_keys",
+    "list_sessions",
     "revoke_api_key",
+    "revoke_session",
 ]
 
 SESSION_TOKEN_PREFIX = "memfs_st_"
@@ -73,6 +87,40 @@ def _check_resources(resources: Sequence[ResourceSpec]) -> None:
             raise InvalidInput("access must be read_write or read_only") from exc
 
 
+def _check_ttl(ttl_s: int | None, with_token: bool) -> int | None:
+    """The token lifetime in seconds (the default when None), or None without a token.
+
+    Raises:
+        InvalidTtl: not an int from 1 to MAX_SESSION_TTL_S (30 days).
+        InvalidInput: a ttl for a session without a token.
+    """
+    if not with_token:
+        if ttl_s is not None:
+            raise InvalidInput("a session without a token does not expire; ttl_s needs a token")
+        return None
+    if ttl_s is None:
+        return DEFAULT_SESSION_TTL_S
+    if not isinstance(ttl_s, int) or isinstance(ttl_s, bool) or not 1 <= ttl_s <= MAX_SESSION_TTL_S:
+        raise InvalidTtl(
+            f"a session's ttl must be a whole number of seconds from 1 to {MAX_SESSION_TTL_S} "
+            f"(30 days), not {ttl_s!r}"
+        )
+    return ttl_s
+
+
+def _lock_active_key(conn: Connection, api_key_id: str) -> None:
+    """Locks the key row until commit (so a concurrent revocation either committed and
+    is seen here, or waits and then revokes the new session too). Raises NotFound,
+    CredentialRevoked."""
+    row = conn.execute(
+        select(api_keys.c.revoked_at).where(api_keys.c.id == api_key_id).with_for_update()
+    ).first()
+    if row is None:
+        raise NotFound(f"API key {api_key_id!r} not found")
+    if row.revoked_at is not None:
+        raise CredentialRevoked(f"API key {api_key_id!r} is revoked")
+
+
 def create_session(
     conn: Connection,
     resources: Sequence[ResourceSpec],
@@ -80,11 +128,16 @@ def create_session(
     mount_root: str,
     with_token: bool,
     title: str | None,
+    ttl_s: int | None,
+    api_key_id: str | None,
 ) -> tuple[Session, str | None]:
     """See :meth:`memfs.store.Engine.create_session`."""
     _check_resources(resources)
+    lifetime_s = _check_ttl(ttl_s, with_token)
     token = SESSION_TOKEN_PREFIX + secrets.token_urlsafe(32) if with_token else None
     session_id = new_id("session")
+    if api_key_id is not None:
+        _lock_active_key(conn, api_key_id)
     store_rows = []
     for spec in resources:
         # Locked, so an archive can't commit between this check and our insert.
@@ -95,12 +148,17 @@ def create_session(
             )
         store_rows.append(row)
     slugs = rules.unique_slugs([(r.id, r.name) for r in store_rows])
+    created = utcnow()
     conn.execute(
         insert(sessions).values(
             id=session_id,
             title=title,
             token_hash=sha256_of(token) if token else None,
-            created_at=now(),
+            created_at=ts(created),
+            expires_at=(
+                None if lifetime_s is None else ts(created + timedelta(seconds=lifetime_s))
+            ),
+            api_key_id=api_key_id,
         )
     )
     root = mount_root.rstrip("/")
@@ -120,20 +178,33 @@ def create_session(
     return get_session(conn, session_id), token
 
 
-def get_session(conn: Connection, session_id: str) -> Session:
-    """A session with its resources. Raises NotFound."""
+def _session_row(conn: Connection, session_id: str) -> Row[Any]:
     row = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
     if row is None:
         raise NotFound(f"session {session_id!r} not found")
+    return row
+
+
+def get_session(conn: Connection, session_id: str) -> Session:
+    """A session with its resources (expired, revoked and archived ones too). Raises
+    NotFound."""
+    return _session_model(conn, _session_row(conn, session_id))
+
+
+def _session_model(conn: Connection, row: Row[Any]) -> Session:
     resource_rows = conn.execute(
         select(session_resources)
-        .where(session_resources.c.session_id == session_id)
+        .where(session_resources.c.session_id == row.id)
         .order_by(session_resources.c.position)
     ).all()
     return Session(
         id=row.id,
         title=row.title,
         created_at=datetime.fromisoformat(row.created_at),
+        expires_at=parse_ts(row.expires_at),
+        revoked_at=parse_ts(row.revoked_at),
+        archived_at=parse_ts(row.archived_at),
+        api_key_id=row.api_key_id,
         resources=[
             SessionResource(
                 memory_store_id=r.store_id,
@@ -150,12 +221,72 @@ def get_session(conn: Connection, session_id: str) -> Session:
 
 def authenticate_session(conn: Connection, token: str) -> Session:
     """See :meth:`memfs.store.Engine.authenticate_session`."""
-    session_id = conn.execute(
-        select(sessions.c.id).where(sessions.c.token_hash == sha256_of(token))
-    ).scalar()
-    if session_id is None:
+    row = conn.execute(select(sessions).where(sessions.c.token_hash == sha256_of(token))).first()
+    if row is None:
         raise AuthenticationFailed("invalid session token")
-    return get_session(conn, session_id)
+    if row.revoked_at is not None:
+        raise CredentialRevoked(f"session {row.id} was revoked at {row.revoked_at}")
+    if row.archived_at is not None:
+        raise CredentialRevoked(f"session {row.id} was archived at {row.archived_at}")
+    if row.expires_at is None or row.expires_at <= now():
+        raise CredentialExpired(f"the token of session {row.id} expired at {row.expires_at}")
+    return _session_model(conn, row)
+
+
+def revoke_session(conn: Connection, session_id: str) -> Session:
+    """See :meth:`memfs.store.Engine.revoke_session`."""
+    row = _session_row(conn, session_id)
+    if row.revoked_at is None:
+        conn.execute(update(sessions).where(sessions.c.id == session_id).values(revoked_at=now()))
+        row = _session_row(conn, session_id)
+    return _session_model(conn, row)
+
+
+def archive_session(conn: Connection, session_id: str) -> Session:
+    """See :meth:`memfs.store.Engine.archive_session`."""
+    row = _session_row(conn, session_id)
+    if row.archived_at is None:
+        conn.execute(update(sessions).where(sessions.c.id == session_id).values(archived_at=now()))
+        row = _session_row(conn, session_id)
+    return _session_model(conn, row)
+
+
+def delete_session(conn: Connection, session_id: str) -> None:
+    """See :meth:`memfs.store.Engine.delete_session`."""
+    _session_row(conn, session_id)
+    conn.execute(delete(session_resources).where(session_resources.c.session_id == session_id))
+    conn.execute(delete(sessions).where(sessions.c.id == session_id))
+
+
+def list_sessions(
+    conn: Connection,
+    *,
+    store_id: str | None,
+    include_archived: bool,
+    limit: int,
+    cursor: str | None,
+) -> Page[Session]:
+    """See :meth:`memfs.store.Engine.list_sessions`."""
+    check_limit(limit)
+    fingerprint = Cursor.fingerprint("sessions", store_id, include_archived)
+    query = select(sessions)
+    if store_id is not None:
+        query = query.where(
+            select(session_resources.c.session_id)
+            .where(
+                session_resources.c.session_id == sessions.c.id,
+                session_resources.c.store_id == store_id,
+            )
+            .exists()
+        )
+    if not include_archived:
+        query = query.where(sessions.c.archived_at.is_(None))
+    if cursor is not None:
+        query = query.where(sessions.c.id < str(Cursor.decode(cursor, fingerprint)))
+    rows = conn.execute(query.order_by(sessions.c.id.desc()).limit(limit + 1)).all()
+    items = [_session_model(conn, r) for r in rows[:limit]]
+    next_cursor = Cursor.encode(fingerprint, items[-1].id) if len(rows) > limit and items else None
+    return Page[Session](items=items, next_cursor=next_cursor)
 
 
 def _api_key_model(row: Row[Any]) -> ApiKey:
@@ -215,13 +346,22 @@ def revoke_api_key(conn: Connection, api_key_id: str) -> ApiKey:
     """See :meth:`memfs.store.Engine.revoke_api_key`."""
     row = _api_key_row(conn, api_key_id)
     if row.revoked_at is None:
-        conn.execute(update(api_keys).where(api_keys.c.id == api_key_id).values(revoked_at=now()))
+        revoked = now()
+        conn.execute(update(api_keys).where(api_keys.c.id == api_key_id).values(revoked_at=revoked))
+        # SPEC §3: revoking a key revokes every session it created.
+        conn.execute(
+            update(sessions)
+            .where(sessions.c.api_key_id == api_key_id, sessions.c.revoked_at.is_(None))
+            .values(revoked_at=revoked)
+        )
     return _api_key_model(_api_key_row(conn, api_key_id))
 
 
 def authenticate_api_key(conn: Connection, secret: str) -> ApiKey:
     """See :meth:`memfs.store.Engine.authenticate_api_key`."""
     row = conn.execute(select(api_keys).where(api_keys.c.secret_hash == sha256_of(secret))).first()
-    if row is None or row.revoked_at is not None:
-        raise AuthenticationFailed("invalid or revoked API key")
+    if row is None:
+        raise AuthenticationFailed("invalid API key")
+    if row.revoked_at is not None:
+        raise CredentialRevoked(f"API key {row.id} was revoked at {row.revoked_at}")
     return _api_key_model(row)

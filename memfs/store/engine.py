@@ -27,17 +27,16 @@ database.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
 
 from sqlalchemy import Connection
+from sqlalchemy.exc import OperationalError
 
-from memfs.config import DEFAULT_MEMORY_LIMIT
-from memfs.errors import InvalidInput
+from memfs import config
+from memfs.errors import StoreBusy
 from memfs.model import (
     Actor,
     ActorType,
@@ -55,7 +54,13 @@ from memfs.model import (
 )
 from memfs.store import access, blobs, feed, listing, memories, stores, versions
 from memfs.store import fsck as _fsck
-from memfs.store._db import WRITE, make_sa_engine, prepare_schema
+from memfs.store._db import (
+    SQLITE_BUSY_TIMEOUT_MS,
+    WRITE,
+    busy_error,
+    make_sa_engine,
+    prepare_schema,
+)
 from memfs.store.access import ResourceSpec
 
 __all__ = ["Engine", "ResourceSpec"]
@@ -75,24 +80,35 @@ class Engine:
             process crash — the WAL is written before commit returns — and fsyncs at
             checkpoints; a power loss may roll back the newest commits, never corrupt.
             None reads ``$MEMFS_SQLITE_SYNC`` (``full`` or ``normal``), else ``normal``.
+        busy_timeout_s: how long a call waits for a lock another writer holds (another
+            thread, process or server) before it raises StoreBusy, changing nothing.
+
+    Every method may raise StoreBusy (issue 10 item 6: contention gives a typed outcome).
     """
 
     def __init__(
-        self, url: str, *, memory_limit: int | None = None, synchronous_full: bool | None = None
+        self,
+        url: str,
+        *,
+        memory_limit: int | None = None,
+        synchronous_full: bool | None = None,
+        busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_MS / 1000,
     ) -> None:
         if memory_limit is None:
-            memory_limit = int(os.environ.get("MEMFS_MEMORY_LIMIT", DEFAULT_MEMORY_LIMIT))
+            memory_limit = config.memory_limit()
         self.url = url
         self.memory_limit = memory_limit
         if synchronous_full is None:
-            sync = os.environ.get("MEMFS_SQLITE_SYNC", "normal").lower()
-            if sync not in ("full", "normal"):
-                raise InvalidInput("MEMFS_SQLITE_SYNC must be 'full' or 'normal'")
-            synchronous_full = sync == "full"
-        self._sa = make_sa_engine(url, synchronous_full=synchronous_full)
+            synchronous_full = config.sqlite_synchronous_full()
+        self._busy_timeout_s = busy_timeout_s
+        self._sa = make_sa_engine(
+            url, synchronous_full=synchronous_full, busy_timeout_ms=int(busy_timeout_s * 1000)
+        )
         self.dialect = self._sa.dialect.name
-        self._write_lock: AbstractContextManager[Any] = (
-            threading.Lock() if self.dialect == "sqlite" else nullcontext()
+        # SQLite admits one writer; in-process writers take turns on this lock (see
+        # _write). PostgreSQL writers serialize on store rows instead.
+        self._write_lock: threading.Lock | None = (
+            threading.Lock() if self.dialect == "sqlite" else None
         )
         prepare_schema(self._sa)
 
@@ -112,7 +128,7 @@ class Engine:
 
     @contextmanager
     def _read(self) -> Iterator[Connection]:
-        with self._sa.connect() as conn, conn.begin():
+        with self._busy_is_typed(), self._sa.connect() as conn, conn.begin():
             yield conn
 
     @contextmanager
@@ -120,10 +136,37 @@ class Engine:
         # SQLite admits one writer; waiting writers of other connections poll with a
         # sleeping busy handler, so 16 threads see multi-second tails. In-process writers
         # take turns on a lock instead; busy_timeout still arbitrates between processes.
-        with self._write_lock, self._sa.connect() as conn:
+        with self._busy_is_typed(), self._turn_to_write(), self._sa.connect() as conn:
             conn.execution_options(**{WRITE: True})
             with conn.begin():
                 yield conn
+
+    @contextmanager
+    def _turn_to_write(self) -> Iterator[None]:
+        """Holds the in-process write lock (SQLite), waiting at most the busy timeout."""
+        if self._write_lock is None:
+            yield
+            return
+        if not self._write_lock.acquire(timeout=self._busy_timeout_s):
+            raise StoreBusy(
+                f"another writer of this process held the database for {self._busy_timeout_s:g}"
+                " s; nothing was changed, try again"
+            )
+        try:
+            yield
+        finally:
+            self._write_lock.release()
+
+    @contextmanager
+    def _busy_is_typed(self) -> Iterator[None]:
+        """Turns the driver's "database is locked" / lock timeout into StoreBusy."""
+        try:
+            yield
+        except OperationalError as exc:
+            busy = busy_error(exc, self._busy_timeout_s)
+            if busy is None:
+                raise
+            raise busy from exc
 
     def _checkpoint(self) -> None:
         """Moves the WAL into the main file and truncates it, so bytes erased by
@@ -381,7 +424,8 @@ class Engine:
             InvalidInput (moving a directory into itself).
         """
         with self._write() as conn:
-            return memories.rename_prefix(conn, store_id, old_prefix, new_prefix, actor=actor)
+            moved = memories.rename_prefix(conn, store_id, old_prefix, new_prefix, actor=actor)
+        return memories.as_memories(moved)
 
     # ------------------------------------------------------------ listing
 
@@ -552,32 +596,107 @@ class Engine:
         mount_root: str = "/mnt/memory",
         with_token: bool = True,
         title: str | None = None,
+        ttl_s: int | None = None,
+        api_key_id: str | None = None,
     ) -> tuple[Session, str | None]:
         """Attaches 1–8 non-archived stores; returns the session and its token (once).
 
         Each resource snapshots the store's name and description and gets a mount path
         ``<mount_root>/<slug>`` (SPEC §4 per-store layout; collisions get ``-2``, ``-3``).
-        The token is ``memfs_st_…``; only its SHA-256 is stored.
+        The token is ``memfs_st_…``; only its SHA-256 is stored. It expires ``ttl_s``
+        seconds after creation (``Session.expires_at``; SPEC §3 credential lifecycle).
+
+        Args:
+            with_token: False for an embedded mount's session: no token, no expiry.
+            ttl_s: the token's lifetime in seconds, 1 to 30 days (2,592,000); None means
+                the default, 24 h (:data:`memfs.config.DEFAULT_SESSION_TTL_S`).
+            api_key_id: the API key creating the session (the API passes its caller's);
+                revoking that key revokes the session. None for local callers.
 
         Raises:
-            InvalidInput: no store, more than 8, a store twice, bad access or instructions.
-            NotFound: an unknown store.
+            InvalidInput: no store, more than 8, a store twice, bad access or instructions,
+                a ttl without a token.
+            InvalidTtl: ttl_s not an int from 1 to 2,592,000.
+            NotFound: an unknown store or API key.
+            CredentialRevoked: ``api_key_id`` is revoked.
             StoreArchived: an archived store can't be attached.
         """
         with self._write() as conn:
             return access.create_session(
-                conn, resources, mount_root=mount_root, with_token=with_token, title=title
+                conn,
+                resources,
+                mount_root=mount_root,
+                with_token=with_token,
+                title=title,
+                ttl_s=ttl_s,
+                api_key_id=api_key_id,
             )
 
     def get_session(self, session_id: str) -> Session:
-        """Raises NotFound."""
+        """A session, whatever its state (check ``expires_at``, ``revoked_at``,
+        ``archived_at``). Raises NotFound."""
         with self._read() as conn:
             return access.get_session(conn, session_id)
 
     def authenticate_session(self, token: str) -> Session:
-        """The session a ``memfs_st_…`` token belongs to. Raises AuthenticationFailed."""
+        """The session a ``memfs_st_…`` token belongs to, if the token still works.
+
+        Raises:
+            AuthenticationFailed: no session has this token.
+            CredentialRevoked: the session was revoked (itself, or with the API key that
+                created it) or archived.
+            CredentialExpired: the session's ``expires_at`` has passed.
+        """
         with self._read() as conn:
             return access.authenticate_session(conn, token)
+
+    def list_sessions(
+        self,
+        store_id: str | None = None,
+        *,
+        include_archived: bool = False,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Page[Session]:
+        """Sessions newest first (by id), expired and revoked ones included; archived ones
+        only with ``include_archived`` (the SDK's ``sessions.list`` default).
+
+        Args:
+            store_id: only sessions that attach this store (``memory_store_id=`` of the
+                SDK's ``client.beta.sessions.list``); an unknown id gives an empty page.
+
+        Raises:
+            InvalidInput: limit outside 1–100.
+            InvalidCursor: a cursor from another query.
+        """
+        with self._read() as conn:
+            return access.list_sessions(
+                conn,
+                store_id=store_id,
+                include_archived=include_archived,
+                limit=limit,
+                cursor=cursor,
+            )
+
+    def revoke_session(self, session_id: str) -> Session:
+        """Revokes a session: its token gets CredentialRevoked from now on (idempotent;
+        the session stays listed). Raises NotFound."""
+        with self._write() as conn:
+            return access.revoke_session(conn, session_id)
+
+    def archive_session(self, session_id: str) -> Session:
+        """Archives a session (the SDK's ``sessions.archive``): it is ended, its token
+        gets CredentialRevoked, and listings leave it out unless ``include_archived``.
+        Idempotent. Raises NotFound."""
+        with self._write() as conn:
+            return access.archive_session(conn, session_id)
+
+    def delete_session(self, session_id: str) -> None:
+        """Deletes a session and its attachments (the SDK's ``sessions.delete``); its token
+        then gets AuthenticationFailed. Memories and versions it wrote keep its id as
+        their actor. Raises NotFound."""
+        with self._write() as conn:
+            access.delete_session(conn, session_id)
 
     def create_api_key(
         self, name: str, scopes: Sequence[Scope], store_ids: Sequence[str] = ()
@@ -597,12 +716,18 @@ class Engine:
             return access.list_api_keys(conn)
 
     def revoke_api_key(self, api_key_id: str) -> ApiKey:
-        """Revokes a key (idempotent). Raises NotFound."""
+        """Revokes a key and, in the same transaction, every session it created (SPEC §3
+        credential lifecycle). Idempotent. Raises NotFound."""
         with self._write() as conn:
             return access.revoke_api_key(conn, api_key_id)
 
     def authenticate_api_key(self, secret: str) -> ApiKey:
-        """The active key with this secret. Raises AuthenticationFailed (unknown or revoked)."""
+        """The active key with this secret.
+
+        Raises:
+            AuthenticationFailed: no key has this secret.
+            CredentialRevoked: the key is revoked.
+        """
         with self._read() as conn:
             return access.authenticate_api_key(conn, secret)
 

@@ -8,11 +8,12 @@ restores and store events, SPEC §2 "audited"). Both outlive the store they desc
 from __future__ import annotations
 
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select, update
 
 from memfs.model import Actor, Change, ChangeKind
-from memfs.store._common import actor_columns, now, store_row
+from memfs.store._common import actor_columns, execute_many, now, store_row
 from memfs.store.schema import audit_log, changes, stores
 
 __all__ = [
@@ -86,6 +87,34 @@ def emit(
         ),
     )
     return int(seq)
+
+
+def emit_many(
+    conn: Connection, store_id: str, kind: ChangeKind, entries: list[tuple[Any, ...]]
+) -> None:
+    """Appends one change-feed entry per item of ``entries`` — ``(memory_id, path,
+    old_path, content_sha256, memory_version_id)`` — with consecutive seqs, in one
+    executemany and one bump of the store's seq; the store row must be locked. The
+    counters don't move (a directory rename)."""
+    if not entries:
+        return
+    last = conn.execute(
+        update(stores)
+        .where(stores.c.id == store_id)
+        .values(last_change_seq=stores.c.last_change_seq + len(entries))
+        .returning(stores.c.last_change_seq)
+    ).scalar_one()
+    first = int(last) - len(entries) + 1
+    created = now()
+    execute_many(
+        conn,
+        "INSERT INTO changes (memory_id, path, old_path, content_sha256, memory_version_id,"
+        " store_id, seq, kind, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (*entry, store_id, first + offset, kind.value, created)
+            for offset, entry in enumerate(entries)
+        ],
+    )
 
 
 def emit_store_deleted(conn: Connection, store_id: str, last_seq: int) -> None:

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, and_, func, select
 
 from memfs import rules
+from memfs.config import MAX_SESSION_TTL_S
 from memfs.errors import InvalidInput
 from memfs.ids import blob_key_of, sha256_of
-from memfs.store.schema import blobs, changes, memories, stores, versions
+from memfs.store.schema import api_keys, blobs, changes, memories, sessions, stores, versions
 
 __all__ = ["CHECKS", "run_checks"]
 
@@ -258,6 +260,36 @@ def check_metadata_json(conn: Connection) -> Iterator[str]:
                 yield f"{label} {row_id}: invalid metadata: {exc}"
 
 
+def check_sessions(conn: Connection) -> Iterator[str]:
+    """A session has an expiry iff it has a token, expiring after its creation and at
+    most 30 days later; its creating API key exists, and if that key is revoked, so is
+    the session (SPEC §3 credential lifecycle)."""
+    rows = conn.execute(
+        select(
+            sessions.c.id,
+            sessions.c.token_hash,
+            sessions.c.created_at,
+            sessions.c.expires_at,
+            sessions.c.revoked_at,
+            sessions.c.api_key_id,
+            api_keys.c.id.label("key_id"),
+            api_keys.c.revoked_at.label("key_revoked_at"),
+        ).outerjoin(api_keys, api_keys.c.id == sessions.c.api_key_id)
+    )
+    longest = timedelta(seconds=MAX_SESSION_TTL_S)
+    for r in rows:
+        if (r.token_hash is None) != (r.expires_at is None):
+            yield f"session {r.id}: has a token but no expiry, or an expiry but no token"
+        elif r.expires_at is not None:
+            lifetime = datetime.fromisoformat(r.expires_at) - datetime.fromisoformat(r.created_at)
+            if not timedelta(0) < lifetime <= longest:
+                yield f"session {r.id}: expires {lifetime} after its creation (1 s to 30 days)"
+        if r.api_key_id is not None and r.key_id is None:
+            yield f"session {r.id}: its API key {r.api_key_id} does not exist"
+        elif r.key_revoked_at is not None and r.revoked_at is None:
+            yield f"session {r.id}: its API key {r.api_key_id} is revoked but it is not"
+
+
 CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_blob_integrity,
     check_no_orphan_blobs,
@@ -271,6 +303,7 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_paths,
     check_change_feed,
     check_metadata_json,
+    check_sessions,
 )
 
 

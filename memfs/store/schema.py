@@ -280,7 +280,39 @@ sessions = Table(
         comment="SHA-256 hex of the session token; NULL for embedded mounts (no token)",
     ),
     Column("created_at", String(32), nullable=False),
+    Column(
+        "expires_at",
+        String(32),
+        nullable=True,
+        comment=(
+            "when the token stops working: created_at + ttl, at most 30 days later (SPEC §3). "
+            "NULL iff token_hash is NULL (a session without a token has nothing to expire)"
+        ),
+    ),
+    Column(
+        "revoked_at",
+        String(32),
+        nullable=True,
+        comment="NULL = not revoked; set by revoke_session or when api_key_id is revoked",
+    ),
+    Column(
+        "archived_at",
+        String(32),
+        nullable=True,
+        comment="NULL = not archived; an archived session is ended: its token is refused",
+    ),
+    Column(
+        "api_key_id",
+        String(40),
+        nullable=True,
+        comment=(
+            "the apikey_… that created the session (no FK: keys are revoked, never deleted); "
+            "NULL = created locally (CLI, embedded mount). Invariant: a session whose key is "
+            "revoked is revoked"
+        ),
+    ),
 )
+Index("ix_sessions_api_key", sessions.c.api_key_id)
 
 session_resources = Table(
     "session_resources",
@@ -300,6 +332,7 @@ session_resources = Table(
     Column("mount_path", Text, nullable=False, comment="e.g. /mnt/memory/user-preferences"),
     UniqueConstraint("session_id", "store_id", name="uq_session_store"),
 )
+Index("ix_session_resources_store", session_resources.c.store_id)
 
 api_keys = Table(
     "api_keys",

@@ -22,6 +22,7 @@ from memfs.store._common import (
     Cursor,
     actor_columns,
     check_limit,
+    execute_many,
     lock_store,
     now,
     store_row,
@@ -34,6 +35,7 @@ from memfs.store.schema import changes, memories, versions
 __all__ = [
     "get_version",
     "insert_version",
+    "insert_versions",
     "list_versions",
     "redact_version",
     "redact_version_row",
@@ -77,6 +79,31 @@ def insert_version(
         ),
     )
     return version_id
+
+
+def insert_versions(
+    conn: Connection, rows: list[tuple[Any, ...]], *, actor: Actor | None, now: str
+) -> list[str]:
+    """Writes many version rows in one executemany (a directory rename); returns their
+    new ids in the order of ``rows``.
+
+    Args:
+        rows: ``(store_id, memory_id, operation value, path, blob_key, content_sha256,
+            size_bytes)`` of each version.
+    """
+    actor_type, actor_id = actor_columns(actor)
+    version_ids = [new_id("version") for _ in rows]
+    execute_many(
+        conn,
+        "INSERT INTO versions (store_id, memory_id, operation, path, blob_key, content_sha256,"
+        " size_bytes, id, created_at, actor_type, actor_id)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            (*row, version_id, now, actor_type, actor_id)
+            for row, version_id in zip(rows, version_ids, strict=True)
+        ],
+    )
+    return version_ids
 
 
 def list_versions(

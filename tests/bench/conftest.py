@@ -6,12 +6,11 @@ are also marked ``fuse`` and skip, with the precise reason, when FUSE is unavail
 
 from __future__ import annotations
 
-import os
-import shutil
 import sys
 from pathlib import Path
 
 import pytest
+from _support.mount import FUSE_UNAVAILABLE_REASON
 
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = REPO / "scripts"
@@ -20,22 +19,6 @@ _HERE = Path(__file__).resolve().parent
 # benchlib is a package of scripts/, not of memfs: make it importable for the unit tests.
 if str(SCRIPTS) not in sys.path:
     sys.path.insert(0, str(SCRIPTS))
-
-
-def _fuse_unavailable_reason() -> str | None:
-    if not os.path.exists("/dev/fuse"):
-        return "/dev/fuse does not exist"
-    if shutil.which("fusermount3") is None and shutil.which("fusermount") is None:
-        return "neither fusermount3 nor fusermount is on PATH (Debian package fuse3)"
-    try:
-        fd = os.open("/dev/fuse", os.O_RDWR)
-    except OSError as exc:
-        return f"cannot open /dev/fuse: {exc.strerror}"
-    os.close(fd)
-    return None
-
-
-FUSE_UNAVAILABLE_REASON = _fuse_unavailable_reason()
 
 
 def pytest_configure(config: pytest.Config) -> None:

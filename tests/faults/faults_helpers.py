@@ -56,20 +56,9 @@ class Server(ServeProcess):
         super().__init__(database, log_dir, start=False)
 
 
-def mount_remote(
-    mounter: Mounter,
-    server: Server,
-    token: str,
-    *,
-    path: Path | None = None,
-    layout: str = "per-store",
-    wait: bool = True,
-    extra: tuple[str, ...] = (),
-) -> Mount:
-    """:meth:`Mounter.mount_remote` on ``server``'s current URL."""
-    return mounter.mount_remote(
-        server.url, token, path=path, layout=layout, wait=wait, extra=extra
-    )
+def mount_remote(mounter: Mounter, server: Server, token: str, **options: Any) -> Mount:
+    """:meth:`Mounter.mount_remote` on ``server``'s current URL (same options)."""
+    return mounter.mount_remote(server.url, token, **options)
 
 
 def backend_status(mount: Mount) -> dict[str, Any]:

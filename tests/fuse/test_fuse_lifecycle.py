@@ -42,9 +42,11 @@ def test_status_names_daemon_session_and_stores(mounter: Mounter, make_store, st
         (notes.id, "notes", "read_write"),
         (prefs.id, "user-preferences", "read_only"),
     ]
-    assert record["rejected_count"] == 0 and record["last_errors"] == []
+    assert record["rejected_count"] == 0
+    assert record["last_errors"] == []
     text = run(MEMFS, "status", mount.path).stdout
-    assert f"daemon pid:   {mount.pid}" in text and "user-preferences" in text
+    assert f"daemon pid:   {mount.pid}" in text
+    assert "user-preferences" in text
     # The session is real, with the attachments' access modes.
     session = store_engine.get_session(record["session_id"])
     assert [(r.memory_store_id, r.access) for r in session.resources] == [
@@ -86,7 +88,8 @@ def test_umount_of_a_busy_mount_fails_and_leaves_it_mounted(
         )
         completed = run(MEMFS, "umount", mount.path, check=False)
         assert completed.returncode == 1
-        assert "busy" in completed.stderr and "--lazy" in completed.stderr
+        assert "busy" in completed.stderr
+        assert "--lazy" in completed.stderr
         assert mounts.is_mounted(str(mount.path))
     finally:
         holder.communicate(b"", timeout=10)
@@ -170,7 +173,8 @@ def test_lazy_umount_lets_open_files_finish(mounter: Mounter, mount, store_engin
     assert not mounts.is_mounted(str(mount.path))
     out, _ = writer.communicate(b"", timeout=10)
     assert out == b""  # the close succeeded
-    assert mount.process is not None and mount.process.wait(timeout=30) == 0
+    assert mount.process is not None
+    assert mount.process.wait(timeout=30) == 0
     mount.unmounted = True
     assert store_engine.get_memory_by_path(store_id, "/late.md").content == "pending\n"
 

@@ -33,7 +33,8 @@ def test_mv_within_a_store_renames_keeping_the_id(mount, store_engine: Engine) -
     memory = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
     run("mv", mount / "notes" / "hello.md", mount / "notes" / "projects" / "greeting.md")
     moved = store_engine.get_memory_by_path(store_id, "/projects/greeting.md")
-    assert moved.id == memory.id and moved.content == "hello\n"
+    assert moved.id == memory.id
+    assert moved.content == "hello\n"
     history = versions(store_engine, store_id, memory.id)
     assert [(v.operation, v.path) for v in history] == [
         (Operation.CREATED, "/hello.md"), (Operation.MODIFIED, "/projects/greeting.md"),

@@ -66,13 +66,13 @@ async def test_a_purge_during_a_read_ahead_keeps_the_bytes_out_of_the_cache(
     ops, backend, nodes = operations
     purged = nodes[1].memory.blob_key
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(ops._read_ahead, nodes[0], nodes[0].memory)
+        nursery.start_soon(ops.reader.read_ahead, nodes[0], nodes[0].memory)
         await backend.asked.wait()
-        ops._purge(purged)  # the change feed applies a redaction meanwhile
+        ops.follower.purge(purged)  # the change feed applies a redaction meanwhile
         backend.release.set()
-    assert purged not in ops._cache
-    assert nodes[0].memory.blob_key in ops._cache
-    assert nodes[2].memory.blob_key in ops._cache
+    assert purged not in ops.reader.cache
+    assert nodes[0].memory.blob_key in ops.reader.cache
+    assert nodes[2].memory.blob_key in ops.reader.cache
 
 
 async def test_a_read_whose_own_content_is_purged_meanwhile_fails(
@@ -83,12 +83,12 @@ async def test_a_read_whose_own_content_is_purged_meanwhile_fails(
 
     async def read() -> None:
         with pytest.raises(NotFound):
-            await ops._read_ahead(nodes[0], wanted)
+            await ops.reader.read_ahead(nodes[0], wanted)
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(read)
         await backend.asked.wait()
-        ops._purge(wanted.blob_key)
+        ops.follower.purge(wanted.blob_key)
         backend.release.set()
-    assert wanted.blob_key not in ops._cache
-    assert ops._purged == {}  # no fetch left in flight: the marks are dropped
+    assert wanted.blob_key not in ops.reader.cache
+    assert ops.reader.purged == {}  # no fetch left in flight: the marks are dropped

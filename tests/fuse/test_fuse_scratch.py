@@ -28,12 +28,14 @@ def test_scratch_files_holding_bytes_are_saved_at_unmount(
     assert saved[0].read_text() == "unsaved draft\n"
     log = mount.log_file.read_text()
     [line] = [line for line in log.splitlines() if "draft.tmp" in line]
-    assert " WARNING " in line and str(saved[0]) in line
+    assert " WARNING " in line
+    assert str(saved[0]) in line
     assert sorted(live(store_engine, store.id)) == ["/hello.md"]
     # memfs status lists it even though the mount is gone.
     completed = run(MEMFS, "status", mount.path, check=False)
     assert completed.returncode == 1
-    assert "/notes/draft.tmp" in completed.stdout and str(saved[0]) in completed.stdout
+    assert "/notes/draft.tmp" in completed.stdout
+    assert str(saved[0]) in completed.stdout
     record = json.loads(run(MEMFS, "status", mount.path, "--json", check=False).stdout)
     assert [(e["path"], e["saved_to"]) for e in record["saved_scratch"]] == [
         ("/notes/draft.tmp", str(saved[0]))

@@ -177,7 +177,8 @@ def test_invalid_utf8_is_refused_at_close_and_kept_locally(
     assert saved.parent == memfs_home / "rejected" / mount.session_id
     assert saved.name.endswith("-hello.md")
     assert saved.read_bytes() == b"caf\xc3"
-    assert event["errno"] == "EILSEQ" and event["path"] == "/notes/hello.md"
+    assert event["errno"] == "EILSEQ"
+    assert event["path"] == "/notes/hello.md"
     assert f"kept in {saved}" in mount.log_file.read_text()
 
 

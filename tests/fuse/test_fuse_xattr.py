@@ -36,7 +36,8 @@ def test_namespaces_other_than_user_are_not_supported(mount) -> None:
         for name in ("security.selinux", "system.posix_acl_access", "trusted.x"):
             assert errno_of(f"os.getxattr({str(path)!r}, {name!r})") == "ENOTSUP"
     listing = run("ls", "-l", mount / "notes").stdout.splitlines()[1:]
-    assert listing and all(line[10] == " " for line in listing)  # no '+' or '.' marker
+    assert listing
+    assert all(line[10] == " " for line in listing)
 
 
 def test_user_meta_attributes_are_memory_metadata(mount, store_engine: Engine) -> None:
@@ -82,7 +83,8 @@ def test_metadata_set_before_the_first_close_is_stored_with_the_file(
             f.write("tagged\\n")
     """)
     memory = store_engine.get_memory_by_path(store_id, "/tagged.md")
-    assert memory.metadata == {"type": "semantic"} and memory.content == "tagged\n"
+    assert memory.metadata == {"type": "semantic"}
+    assert memory.content == "tagged\n"
 
 
 def test_mv_across_stores_copies_without_xattr_complaints(

@@ -12,8 +12,8 @@ import trio
 import trio.testing
 from live_server import BASE_URL, LiveServer
 
+from memfs.backend import AttachmentSpec, Backend, MemoryChange
 from memfs.errors import NotFound, PermissionDenied, PreconditionFailed, StoreArchived
-from memfs.fuse.backend import AttachmentSpec, Backend
 from memfs.model import ChangeKind, DeleteMode, MemoryStore, Operation
 from memfs.remote import MemfsClient, ServerUnavailable
 from memfs.remote.backend import (
@@ -221,10 +221,10 @@ async def test_writes_go_straight_to_a_reachable_server(
     created = await backend.create_memory(rw_store.id, "/a.md", "v1", metadata={"k": "v"})
     assert not created.id.startswith(PROVISIONAL_ID_PREFIX)
     updated = await backend.update_memory(
-        rw_store.id, created.id, content="v2", expected_sha256=sha("v1")
+        rw_store.id, created.id, MemoryChange(content="v2", expected_sha256=sha("v1"))
     )
     assert updated.content_sha256 == sha("v2")
-    moved = await backend.update_memory(rw_store.id, created.id, path="/b.md")
+    moved = await backend.update_memory(rw_store.id, created.id, MemoryChange(path="/b.md"))
     assert moved.path == "/b.md"
     assert contents(store_engine, rw_store.id) == {"/b.md": "v2"}
     assert store_engine.get_memory(rw_store.id, created.id).metadata == {"k": "v"}
@@ -239,7 +239,7 @@ async def test_a_direct_conflict_is_raised_for_the_fuse_layer(
     store_engine.update_memory(rw_store.id, created.id, content="theirs", actor=None)
     with pytest.raises(PreconditionFailed):
         await backend.update_memory(
-            rw_store.id, created.id, content="mine", expected_sha256=sha("v1")
+            rw_store.id, created.id, MemoryChange(content="mine", expected_sha256=sha("v1"))
         )
 
 
@@ -248,7 +248,9 @@ async def test_rename_with_replace_takes_the_place_of_the_target(
 ) -> None:
     mine = await backend.create_memory(rw_store.id, "/draft.md", "new")
     await backend.create_memory(rw_store.id, "/final.md", "old")
-    moved = await backend.update_memory(rw_store.id, mine.id, path="/final.md", replace=True)
+    moved = await backend.update_memory(
+        rw_store.id, mine.id, MemoryChange(path="/final.md", replace=True)
+    )
     assert (moved.id, moved.path) == (mine.id, "/final.md")
     assert contents(store_engine, rw_store.id) == {"/final.md": "new"}
 
@@ -262,9 +264,9 @@ async def test_writes_while_down_are_queued_and_replayed_in_order(
     assert created.memory_version_id == f"{PENDING_VERSION_PREFIX}1"
     assert created.content_sha256 == sha("1")
     second = await backend.update_memory(
-        rw_store.id, created.id, content="2", expected_sha256=created.content_sha256
+        rw_store.id, created.id, MemoryChange(content="2", expected_sha256=created.content_sha256)
     )
-    renamed = await backend.update_memory(rw_store.id, created.id, path="/final.md")
+    renamed = await backend.update_memory(rw_store.id, created.id, MemoryChange(path="/final.md"))
     assert (renamed.path, renamed.content_sha256) == ("/final.md", second.content_sha256)
     assert await backend.read_content(renamed) == b"2"  # from the outbox/cache, offline
     stats = backend.statistics()
@@ -295,7 +297,9 @@ async def test_writes_while_down_are_queued_and_replayed_in_order(
     fetched = await backend.get_memory(rw_store.id, created.id)
     assert (fetched.id, fetched.path) == (real.id, "/final.md")
     # Later updates through the provisional id reach the right memory directly.
-    await backend.update_memory(rw_store.id, created.id, content="3", expected_sha256=sha("2"))
+    await backend.update_memory(
+        rw_store.id, created.id, MemoryChange(content="3", expected_sha256=sha("2"))
+    )
     assert contents(store_engine, rw_store.id)["/final.md"] == "3"
     stats = backend.statistics()
     assert (stats.server_state, stats.outbox_depth) == ("reachable", 0)
@@ -307,7 +311,7 @@ async def test_a_replay_conflict_keeps_both_and_is_reported(
     created = await backend.create_memory(rw_store.id, "/todo.md", "base")
     server.network.down = True
     await backend.update_memory(
-        rw_store.id, created.id, content="mine", expected_sha256=sha("base")
+        rw_store.id, created.id, MemoryChange(content="mine", expected_sha256=sha("base"))
     )
     store_engine.update_memory(rw_store.id, created.id, content="theirs", actor=None)
     server.network.down = False
@@ -379,7 +383,7 @@ async def test_metadata_changes_are_not_queued(
     created = await backend.create_memory(rw_store.id, "/a.md", "x")
     server.network.down = True
     with pytest.raises(ServerUnavailable):
-        await backend.update_memory(rw_store.id, created.id, metadata={"k": "v"})
+        await backend.update_memory(rw_store.id, created.id, MemoryChange(metadata={"k": "v"}))
 
 
 async def test_a_directory_rename_while_down_is_replayed(
@@ -408,8 +412,9 @@ async def test_queued_edits_of_content_redacted_meanwhile_are_discarded(
     created = await backend.create_memory(rw_store.id, "/ob.md", "header\nSECRET7")
     server.network.down = True
     await backend.update_memory(
-        rw_store.id, created.id, content="header\nSECRET7\nedit",
-        expected_sha256=sha("header\nSECRET7"),
+        rw_store.id,
+        created.id,
+        MemoryChange(content="header\nSECRET7\nedit", expected_sha256=sha("header\nSECRET7")),
     )
     store_engine.delete_memory(rw_store.id, created.id, actor=None, mode=DeleteMode.REDACT)
     server.network.down = False
@@ -446,7 +451,9 @@ async def test_changes_follow_the_feed_and_purge_redacted_bytes(
 ) -> None:
     created = await backend.create_memory(rw_store.id, "/secret.md", "password=hunter2")
     await backend.update_memory(
-        rw_store.id, created.id, content="password=<removed>", expected_sha256=created.blob_key
+        rw_store.id,
+        created.id,
+        MemoryChange(content="password=<removed>", expected_sha256=created.blob_key),
     )
     cache = ContentCache(home / "cache")
     assert cache.get(sha("password=hunter2")) == b"password=hunter2"
@@ -580,7 +587,7 @@ async def test_a_memory_with_queued_writes_keeps_its_queued_state(
     await backend.list_memories(rw_store.id)
     server.network.down = True
     queued = await backend.update_memory(
-        rw_store.id, theirs.id, content="mine", expected_sha256=sha("v1")
+        rw_store.id, theirs.id, MemoryChange(content="mine", expected_sha256=sha("v1"))
     )
     await backend.delete_memory(rw_store.id, other.id)
     # The server is back but this mount's writes have not been replayed yet: the
@@ -602,7 +609,7 @@ async def test_a_queued_rename_over_a_file_replaces_it(
     draft = await backend.create_memory(rw_store.id, "/draft.md", "new")
     await backend.create_memory(rw_store.id, "/final.md", "old")
     server.network.down = True
-    await backend.update_memory(rw_store.id, draft.id, path="/final.md", replace=True)
+    await backend.update_memory(rw_store.id, draft.id, MemoryChange(path="/final.md", replace=True))
     server.network.down = False
     await backend.replay()
     assert contents(store_engine, rw_store.id) == {"/final.md": "new"}

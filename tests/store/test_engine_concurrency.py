@@ -13,7 +13,7 @@ from sqlalchemy import create_engine, text
 from store_helpers import collect
 
 from memfs import rules
-from memfs.errors import PathConflict, PreconditionFailed, StoreArchived, StoreFull
+from memfs.errors import PathConflict, PreconditionFailed, StoreArchived, StoreBusy, StoreFull
 from memfs.model import Actor, DeleteMode, MemoryStore, Operation
 from memfs.store import Engine, ResourceSpec, memories
 
@@ -290,3 +290,67 @@ def test_an_archive_racing_a_new_session(
         assert isinstance(attached.get("error"), StoreArchived), attached
     else:
         assert "result" in attached, attached
+
+
+def test_a_writer_locked_out_past_the_busy_timeout_gets_store_busy(
+    engine: Engine, database: str, actor: Actor
+) -> None:
+    """Issue 10 item 6: contention gives a typed, retryable outcome (StoreBusy), never a
+    driver's "database is locked" (a 500 at the API, a traceback at the CLI)."""
+    store = engine.create_store("s")
+    impatient = Engine(database, busy_timeout_s=0.2)
+    holder = create_engine(database)
+    try:
+        with holder.connect() as conn:
+            # Another process's writer holds the store: a write lock (SQLite) or the
+            # store row (PostgreSQL) until this block ends.
+            if engine.dialect == "sqlite":
+                conn.exec_driver_sql("BEGIN IMMEDIATE")
+            else:
+                conn.begin()
+                conn.execute(text(f"SELECT id FROM stores WHERE id = '{store.id}' FOR UPDATE"))
+            started = time.monotonic()
+            with pytest.raises(StoreBusy) as info:
+                impatient.create_memory(store.id, "/a", "a", actor=actor)
+            assert time.monotonic() - started < JOIN_TIMEOUT_S
+            assert str(info.value) == (
+                "the database stayed locked by another writer for 0.2 s; nothing was "
+                "changed, try again"
+            )
+            conn.rollback()
+        assert impatient.create_memory(store.id, "/a", "a", actor=actor).path == "/a"
+    finally:
+        holder.dispose()
+        impatient.close()
+    assert [m.path for m in engine.all_memories(store.id)] == ["/a"]
+
+
+def test_a_writer_waiting_on_another_thread_past_the_busy_timeout_gets_store_busy(
+    database: str, actor: Actor
+) -> None:
+    impatient = Engine(database, busy_timeout_s=0.2)
+    if impatient.dialect != "sqlite":
+        impatient.close()
+        pytest.skip("only SQLite writers take turns on the in-process write lock")
+    try:
+        store = impatient.create_store("s")
+        held = threading.Event()
+        release = threading.Event()
+
+        def hold_the_write_lock() -> None:
+            with impatient._write():
+                held.set()
+                assert release.wait(JOIN_TIMEOUT_S)
+
+        thread = threading.Thread(target=hold_the_write_lock)
+        thread.start()
+        try:
+            assert held.wait(JOIN_TIMEOUT_S)
+            with pytest.raises(StoreBusy):
+                impatient.create_memory(store.id, "/a", "a", actor=actor)
+        finally:
+            release.set()
+            thread.join(JOIN_TIMEOUT_S)
+        assert impatient.all_memories(store.id) == []
+    finally:
+        impatient.close()

@@ -11,6 +11,7 @@ import contextlib
 import functools
 import hashlib
 import sqlite3
+from datetime import datetime
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -18,8 +19,8 @@ from store_helpers import execute_sql
 
 from memfs.errors import CorruptedStore
 from memfs.ids import blob_key_of
-from memfs.model import Actor, DeleteMode, MemoryStore
-from memfs.store import Engine
+from memfs.model import Actor, DeleteMode, MemoryStore, Scope
+from memfs.store import Engine, ResourceSpec
 from memfs.store.fsck import CHECKS
 
 pytestmark = pytest.mark.corrupts_store
@@ -333,3 +334,30 @@ def test_engine_refuses_to_overwrite_a_damaged_blob(
     with pytest.raises(CorruptedStore, match="holds different bytes than its key promises"):
         engine.create_memory(store.id, "/b", "payload", actor=actor)
     assert [m.path for m in engine.all_memories(store.id)] == ["/a"]
+
+
+@covers("check_sessions")
+def test_sessions(engine: Engine, store: MemoryStore) -> None:
+    key_, _ = engine.create_api_key("k", [Scope.READ])
+    no_expiry, _ = engine.create_session([ResourceSpec(store.id)])
+    too_long, _ = engine.create_session([ResourceSpec(store.id)])
+    ghost_key, _ = engine.create_session([ResourceSpec(store.id)])
+    not_revoked, _ = engine.create_session([ResourceSpec(store.id)], api_key_id=key_.id)
+    fine, _ = engine.create_session([ResourceSpec(store.id)], with_token=False)
+    raw = functools.partial(execute_sql, engine.url)
+    raw(f"UPDATE sessions SET expires_at = NULL WHERE id = '{no_expiry.id}'")
+    raw(
+        f"UPDATE sessions SET expires_at = '2099-01-01T00:00:00.000000Z' WHERE id = '{too_long.id}'"
+    )
+    raw(f"UPDATE sessions SET api_key_id = 'apikey_ghost' WHERE id = '{ghost_key.id}'")
+    raw(f"UPDATE api_keys SET revoked_at = '{WHEN}' WHERE id = '{key_.id}'")
+    lifetime = datetime.fromisoformat("2099-01-01T00:00:00+00:00") - too_long.created_at
+    assert sorted(findings(engine)) == sorted(
+        [
+            f"session {no_expiry.id}: has a token but no expiry, or an expiry but no token",
+            f"session {too_long.id}: expires {lifetime} after its creation (1 s to 30 days)",
+            f"session {ghost_key.id}: its API key apikey_ghost does not exist",
+            f"session {not_revoked.id}: its API key {key_.id} is revoked but it is not",
+        ]
+    )
+    assert fine.id not in " ".join(findings(engine))

@@ -4,6 +4,7 @@ version retention (SPEC §2 "the head version of a live memory is never pruned")
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import event
 from store_helpers import collect, snapshot
 
 from memfs.errors import InvalidInput, InvalidPath, NotFound, PathConflict, PathTooLong
@@ -108,3 +109,61 @@ def test_prune_versions_keeps_heads_and_restore_sources(
     assert engine.restore_memory(store.id, soft.id, actor=actor).content == "s2"
     assert engine.get_memory(store.id, live.id).content == "l2"
     assert engine.statistics()["blobs"] == 3  # l2, s2 and the redaction placeholder
+
+
+def _statements_of_a_rename(engine: Engine, actor: Actor, count: int) -> int:
+    """How many SQL statements a rename of a ``count``-memory directory runs."""
+    store = engine.create_store(f"rename {count}")
+    for index in range(count):
+        engine.create_memory(store.id, f"/d/s{index % 7}/f{index}", f"{index}", actor=actor)
+    engine.create_memory(store.id, "/elsewhere/x", "x", actor=actor)
+    statements: list[str] = []
+
+    def count_statement(*args: object) -> None:
+        statements.append(str(args[2]))
+
+    event.listen(engine._sa, "before_cursor_execute", count_statement)
+    try:
+        moved = engine.rename_prefix(store.id, "/d/", "/moved/", actor=actor)
+    finally:
+        event.remove(engine._sa, "before_cursor_execute", count_statement)
+    assert len(moved) == count
+    assert [m.path for m in moved] == sorted(m.path for m in moved)
+    assert all(m.path.startswith("/moved/s") for m in moved)
+    return len(statements)
+
+
+def test_a_directory_rename_runs_the_same_statements_whatever_its_size(
+    engine: Engine, actor: Actor
+) -> None:
+    """Issue 10 item 6: the rename was quadratic (a NOT IN of every moving id per target)
+    and ran several statements per memory; 5,000 memories held the write lock ~30 s. Now
+    the number of statements does not grow with the directory (bulk statements)."""
+    assert _statements_of_a_rename(engine, actor, 300) == _statements_of_a_rename(engine, actor, 30)
+
+
+def test_rename_prefix_names_every_kind_of_blocker(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    engine.create_memory(store.id, "/a/x/y", "moving", actor=actor)
+    engine.create_memory(store.id, "/a/z", "moving", actor=actor)
+    file_for_a_directory = engine.create_memory(store.id, "/b/x", "file", actor=actor)
+    below_a_target = engine.create_memory(store.id, "/c/z/deeper", "dir", actor=actor)
+    at_a_target = engine.create_memory(store.id, "/e/x/y", "taken", actor=actor)
+    file_above = engine.create_memory(store.id, "/f", "file", actor=actor)
+    before = snapshot(engine, store.id)
+    cases = [
+        ("/b/", file_for_a_directory, "path '/b/x/y' is below the memory '/b/x', which is a file"),
+        ("/c/", below_a_target, "path '/c/z' is a directory holding the memory '/c/z/deeper'"),
+        ("/e/", at_a_target, "a memory already exists at '/e/x/y'"),
+        ("/f/g/", file_above, "path '/f/g/x/y' is below the memory '/f', which is a file"),
+    ]
+    for new_prefix, blocker, message in cases:
+        with pytest.raises(PathConflict) as info:
+            engine.rename_prefix(store.id, "/a/", new_prefix, actor=actor)
+        assert str(info.value) == message
+        assert info.value.conflicting_memory_id == blocker.id
+        assert info.value.conflicting_path == blocker.path
+    assert snapshot(engine, store.id) == before
+    moved = engine.rename_prefix(store.id, "/a/", "/g/", actor=actor)
+    assert [m.path for m in moved] == ["/g/x/y", "/g/z"]

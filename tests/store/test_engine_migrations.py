@@ -4,6 +4,7 @@ the Alembic head, the live schema matches the metadata exactly, and reopening wo
 from __future__ import annotations
 
 import threading
+from datetime import timedelta
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -11,8 +12,8 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect
 
-from memfs.model import Actor
-from memfs.store import Engine
+from memfs.model import Actor, utcnow
+from memfs.store import Engine, ResourceSpec
 from memfs.store._db import alembic_config
 from memfs.store.schema import metadata
 
@@ -99,3 +100,45 @@ def test_schema_head_constant_matches_the_migration_scripts() -> None:
     from memfs.store._db import SCHEMA_HEAD, alembic_config
 
     assert ScriptDirectory.from_config(alembic_config()).get_current_head() == SCHEMA_HEAD
+
+
+@pytest.mark.empty_database
+def test_upgrading_0001_gives_sessions_a_lifecycle(database: str) -> None:
+    """Migration 0002 (issue 11 item 1): a database at 0001 with a token session and a
+    tokenless one upgrades on open; the token gets 24 h from the upgrade, the tokenless
+    one no expiry, and the schema then matches the metadata."""
+    from alembic import command
+
+    with Engine(database) as engine:
+        store = engine.create_store("s")
+        with_token, token = engine.create_session([ResourceSpec(store.id)])
+        tokenless, _ = engine.create_session([ResourceSpec(store.id)], with_token=False)
+    raw = create_engine(database)
+    try:
+        with raw.begin() as conn:
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0001")
+        with raw.connect() as conn:
+            assert "expires_at" not in {c["name"] for c in inspect(conn).get_columns("sessions")}
+    finally:
+        raw.dispose()
+    before = utcnow()
+    with Engine(database) as engine:
+        assert token is not None
+        upgraded = engine.authenticate_session(token)
+        assert upgraded.expires_at is not None
+        assert timedelta(hours=24) <= upgraded.expires_at - before < timedelta(hours=25)
+        assert engine.get_session(tokenless.id).expires_at is None
+        assert upgraded.resources == with_token.resources
+        assert list(engine.iter_fsck_findings()) == []
+    raw = create_engine(database)
+    try:
+        with raw.connect() as conn:
+            context = MigrationContext.configure(
+                conn, opts={"compare_type": True, "compare_server_default": True}
+            )
+            assert context.get_current_revision() == "0002"
+            assert compare_metadata(context, metadata) == []
+    finally:
+        raw.dispose()

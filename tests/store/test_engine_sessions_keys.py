@@ -7,7 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from memfs.errors import AuthenticationFailed, InvalidInput, NotFound, StoreArchived
+from memfs.errors import (
+    AuthenticationFailed,
+    CredentialRevoked,
+    InvalidInput,
+    NotFound,
+    StoreArchived,
+)
 from memfs.model import Access, ApiKey, Scope, utcnow
 from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, Engine, ResourceSpec
 
@@ -152,13 +158,13 @@ def test_api_key_lifecycle(engine: Engine) -> None:
     assert other.store_ids == []
     assert [k.id for k in engine.list_api_keys()] == [other.id, key.id]
     for wrong in ("", secret + "x", other_secret[:-1]):
-        with pytest.raises(AuthenticationFailed, match="^invalid or revoked API key$"):
+        with pytest.raises(AuthenticationFailed, match="^invalid API key$"):
             engine.authenticate_api_key(wrong)
 
     revoked = engine.revoke_api_key(key.id)
     assert revoked.revoked_at is not None
     assert engine.revoke_api_key(key.id) == revoked  # idempotent
-    with pytest.raises(AuthenticationFailed):
+    with pytest.raises(CredentialRevoked, match=f"^API key {key.id} was revoked at "):
         engine.authenticate_api_key(secret)
     assert engine.authenticate_api_key(other_secret) == other
     with pytest.raises(NotFound):

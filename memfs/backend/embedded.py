@@ -1,0 +1,174 @@
+"""The embedded :class:`~memfs.backend.protocol.Backend`: a store engine in this process.
+
+Owns :class:`EmbeddedBackend`, which runs every :class:`memfs.store.Engine` call in a
+worker thread (``trio.to_thread.run_sync``) so the trio loop that serves the kernel
+never blocks (house rule: never block the trio loop).
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeVar
+
+import trio
+
+from memfs.backend.protocol import BackendStatistics, MemoryChange
+from memfs.model import Access, Actor, Change, Memory, MemoryStore, Session
+
+if TYPE_CHECKING:
+    from memfs.backend.protocol import AttachmentSpec
+    from memfs.store import Engine
+
+__all__ = ["EMBEDDED_CHANGE_POLL_INTERVAL_S", "EmbeddedBackend"]
+
+T = TypeVar("T")
+
+# How often an embedded backend looks at the engine's change feed while a caller waits
+# for changes (the engine has no notification; SPEC §4 asks for about one second).
+EMBEDDED_CHANGE_POLL_INTERVAL_S = 0.05
+_PASSWORD_IN_URL_RE = re.compile(r"(://[^:/@]+:)[^@]*@")
+
+
+def _without_content(memory: Memory) -> Memory:
+    if memory.content is None:
+        return memory
+    return memory.model_copy(update={"content": None})
+
+
+class EmbeddedBackend:
+    """:class:`Backend` over an in-process :class:`memfs.store.Engine`.
+
+    Args:
+        engine: an open engine; :meth:`aclose` closes it.
+
+    Every call runs in a worker thread. Memories are returned without content (the
+    mount caches content by blob key, see :mod:`memfs.fuse.cache`).
+    """
+
+    CHANGE_BATCH = 1000
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+        self._actor: Actor | None = None
+
+    async def _run(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+        return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    async def preset_session(self) -> Session | None:
+        return None  # the mount attaches the stores it is given (open_session)
+
+    async def resolve_store(self, name_or_id: str) -> MemoryStore:
+        return await self._run(self._engine.find_store, name_or_id)
+
+    async def get_store(self, store_id: str) -> MemoryStore:
+        return await self._run(self._engine.get_store, store_id)
+
+    async def open_session(self, attachments: Sequence[AttachmentSpec], *, mount_root: str) -> str:
+        from memfs.store import ResourceSpec
+
+        specs = [
+            ResourceSpec(a.store_id, Access.READ_ONLY if a.read_only else Access.READ_WRITE)
+            for a in attachments
+        ]
+        session, _token = await self._run(
+            self._engine.create_session, specs, mount_root=mount_root, with_token=False
+        )
+        self._actor = Actor.session(session.id)
+        return session.id
+
+    async def list_memories(self, store_id: str) -> list[Memory]:
+        return await self._run(self._engine.all_memories, store_id)
+
+    async def memory_room(self, store_id: str) -> int | None:
+        """See the Protocol: the engine's limit minus the store's live ``entry_count``."""
+        store = await self._run(self._engine.get_store, store_id)
+        return max(0, self._engine.memory_limit - store.entry_count)
+
+    async def get_memory(self, store_id: str, memory_id: str) -> Memory:
+        return await self._run(
+            self._engine.get_memory, store_id, memory_id, with_content=False
+        )
+
+    async def read_content(self, memory: Memory) -> bytes:
+        return await self._run(self._engine.read_blob, memory.blob_key)
+
+    async def read_contents(self, memories: Sequence[Memory]) -> dict[str, bytes]:
+        """See the Protocol: one query for every blob."""
+        return await self._run(self._engine.read_blobs, [m.blob_key for m in memories])
+
+    async def create_memory(
+        self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
+    ) -> Memory:
+        memory = await self._run(
+            self._engine.create_memory,
+            store_id,
+            path,
+            content,
+            actor=self._actor,
+            metadata=metadata,
+        )
+        return _without_content(memory)
+
+    async def update_memory(self, store_id: str, memory_id: str, change: MemoryChange) -> Memory:
+        memory = await self._run(
+            self._engine.update_memory,
+            store_id,
+            memory_id,
+            actor=self._actor,
+            content=change.content,
+            path=change.path,
+            expected_sha256=change.expected_sha256,
+            metadata=change.metadata,
+            replace=change.replace,
+        )
+        return _without_content(memory)
+
+    async def delete_memory(
+        self, store_id: str, memory_id: str, *, expected_sha256: str | None = None
+    ) -> None:
+        await self._run(
+            self._engine.delete_memory,
+            store_id,
+            memory_id,
+            actor=self._actor,
+            expected_sha256=expected_sha256,
+        )
+
+    async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
+        memories = await self._run(
+            self._engine.rename_prefix, store_id, old_prefix, new_prefix, actor=self._actor
+        )
+        return [_without_content(m) for m in memories]
+
+    async def last_change_seq(self, store_id: str) -> int:
+        return await self._run(self._engine.last_change_seq, store_id)
+
+    async def changes_since(
+        self, store_id: str, after_seq: int, *, timeout_s: float = 0.0
+    ) -> list[Change]:
+        """See the Protocol. The engine has no notification: a wait polls its feed every
+        :data:`EMBEDDED_CHANGE_POLL_INTERVAL_S`."""
+        deadline = trio.current_time() + timeout_s
+        while True:
+            changes = await self._run(
+                self._engine.changes_since, store_id, after_seq, limit=self.CHANGE_BATCH
+            )
+            remaining_s = deadline - trio.current_time()
+            if changes or remaining_s <= 0:
+                return changes
+            await trio.sleep(min(EMBEDDED_CHANGE_POLL_INTERVAL_S, remaining_s))
+
+    async def maintain(self) -> None:
+        await trio.sleep_forever()  # every write is committed when it is made
+
+    def statistics(self) -> BackendStatistics:
+        return BackendStatistics(
+            kind="embedded",
+            location=_PASSWORD_IN_URL_RE.sub(r"\1***@", self._engine.url),
+            server_state="in-process",
+        )
+
+    async def aclose(self) -> None:
+        await self._run(self._engine.close)

@@ -1,0 +1,248 @@
+"""What a mount needs from a store: the :class:`Backend` port and the values it speaks.
+
+The FUSE layer (:mod:`memfs.fuse`) and the remote client (:mod:`memfs.remote`) both
+point down at this package and never at each other (issue 9): FUSE talks to a
+:class:`Backend`; :class:`memfs.backend.embedded.EmbeddedBackend` and
+:class:`memfs.remote.backend.RemoteBackend` implement it.
+
+This module owns the Protocol and its values: :class:`MemoryChange` (one change of a
+memory), :class:`AttachmentSpec`, :class:`BackendEvent`, :class:`BackendStatistics`.
+Backends raise only the domain errors of :mod:`memfs.errors`
+(:class:`memfs.errors.BackendUnavailable` for "the store can't be asked now").
+
+Writes are attributed to the session the backend opened with :meth:`Backend.open_session`
+(SPEC §3: writes through a mount are attributed to ``session_actor {session_id}``). A
+backend may come with its session already (a session token): then
+:meth:`Backend.preset_session` names its stores, access modes and mount paths.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+from memfs.errors import MemfsError
+from memfs.model import Change, Memory, MemoryStore, Session
+
+__all__ = [
+    "AttachmentSpec",
+    "Backend",
+    "BackendEvent",
+    "BackendStatistics",
+    "MemoryChange",
+]
+
+
+@dataclass(frozen=True)
+class MemoryChange:
+    """One change of an existing memory, made in one version (none if nothing changed).
+
+    Attributes:
+        content: the new content (text), or None to keep it.
+        path: the new path (a rename keeps the id), or None to keep it.
+        expected_sha256: precondition: the digest the head must still have (SPEC §4
+            concurrent writers); None for none.
+        metadata: replaces the metadata wholesale (not versioned), or None to keep it.
+        replace: a live memory already at ``path`` is soft-deleted in the same
+            transaction (rename(2) semantics); otherwise an occupied path raises
+            PathConflict.
+    """
+
+    content: str | None = None
+    path: str | None = None
+    expected_sha256: str | None = None
+    metadata: dict[str, str] | None = None
+    replace: bool = False
+
+    @property
+    def is_metadata_only(self) -> bool:
+        """True when neither content nor path changes."""
+        return self.content is None and self.path is None
+
+
+@dataclass(frozen=True)
+class BackendEvent:
+    """Something a backend met on its own, outside any request of the kernel (e.g. while
+    replaying queued writes), shown by ``memfs status``.
+
+    Attributes:
+        at: when (UTC).
+        path: the memory path concerned ("" when none).
+        message: one line for people.
+        conflict_path: for a conflict: where this mount's content was saved.
+        saved_to: for a refused write: where its bytes are kept locally.
+        error: for a refused write: the refusal (its errno is shown).
+    """
+
+    at: datetime
+    path: str
+    message: str
+    conflict_path: str | None = None
+    saved_to: str | None = None
+    error: MemfsError | None = None
+
+
+@dataclass(frozen=True)
+class BackendStatistics:
+    """A snapshot of a backend for ``memfs status`` (issue 4: outbox depth, server state,
+    last errors, conflicts).
+
+    Attributes:
+        kind: ``embedded`` or ``remote``.
+        location: the database URL (password hidden) or the server URL.
+        server_state: ``in-process`` (embedded), ``reachable``, ``unreachable`` or
+            ``unknown`` (nothing asked yet).
+        outbox_depth: writes accepted by the mount and not yet confirmed by the server.
+        outbox_oldest_at: when the oldest of them was accepted.
+        cache_entries, cache_size_bytes, cache_max_size_bytes: the backend's own
+            content cache (the remote disk cache); 0 when it has none.
+        conflict_count, conflicts: conflicts the backend resolved (both contents kept),
+            since start; the newest few.
+        rejected_count, rejected: writes the server refused for good (bytes kept).
+        error_count, last_errors: failures to reach the store.
+    """
+
+    kind: str
+    location: str
+    server_state: str
+    outbox_depth: int = 0
+    outbox_oldest_at: datetime | None = None
+    cache_entries: int = 0
+    cache_size_bytes: int = 0
+    cache_max_size_bytes: int = 0
+    conflict_count: int = 0
+    conflicts: tuple[BackendEvent, ...] = ()
+    rejected_count: int = 0
+    rejected: tuple[BackendEvent, ...] = ()
+    error_count: int = 0
+    last_errors: tuple[BackendEvent, ...] = ()
+
+
+@dataclass(frozen=True)
+class AttachmentSpec:
+    """One store to attach to the mount's session.
+
+    Attributes:
+        store_id: the ``memstore_…`` id.
+        read_only: True for a ``read_only`` attachment (``--store NAME:ro``, or a
+            non-default store of a flat layout).
+    """
+
+    store_id: str
+    read_only: bool
+
+
+class Backend(Protocol):
+    """The store as seen by a mount. Every method may raise :class:`memfs.errors.MemfsError`
+    subclasses (NotFound, StoreArchived, PathConflict, PreconditionFailed, …), nothing else
+    on purpose."""
+
+    async def preset_session(self) -> Session | None:
+        """The session this backend is bound to before any mount (a remote backend holds
+        a session token: its resources are the stores to mount, with their access
+        modes and mount paths), or None when the mount makes its own session with
+        :meth:`open_session` (embedded). Raises AuthenticationFailed,
+        BackendUnavailable."""
+        ...
+
+    async def resolve_store(self, name_or_id: str) -> MemoryStore:
+        """A store by id, exact name or slug. Raises NotFound, InvalidInput (ambiguous)."""
+        ...
+
+    async def get_store(self, store_id: str) -> MemoryStore:
+        """Raises NotFound."""
+        ...
+
+    async def open_session(self, attachments: Sequence[AttachmentSpec], *, mount_root: str) -> str:
+        """Creates the mount's session and attributes every later write to it.
+
+        Returns:
+            The ``sesn_…`` id. Raises InvalidInput, NotFound, StoreArchived.
+        """
+        ...
+
+    async def list_memories(self, store_id: str) -> list[Memory]:
+        """Every live memory of a store, without content, in path order. Raises NotFound."""
+        ...
+
+    async def memory_room(self, store_id: str) -> int | None:
+        """How many more live memories the store accepts now (SPEC §1 limit: live
+        memories per store), so a mount can refuse ``create`` with ENOSPC before it
+        accepts bytes it can't store (SPEC §4: fail early). 0 when full; None when the
+        backend can't tell (then the commit at close refuses, as always). Raises
+        NotFound, BackendUnavailable."""
+        ...
+
+    async def get_memory(self, store_id: str, memory_id: str) -> Memory:
+        """A live memory without content. Raises NotFound (unknown or deleted)."""
+        ...
+
+    async def read_content(self, memory: Memory) -> bytes:
+        """The bytes of ``memory``'s head content. Raises NotFound."""
+        ...
+
+    async def read_contents(self, memories: Sequence[Memory]) -> dict[str, bytes]:
+        """Read-ahead: the head contents of several memories, keyed by blob key, in as
+        few round trips as the backend can. Best effort: content that is gone or can't
+        be fetched now is left out (the read that needs it asks :meth:`read_content`,
+        which raises)."""
+        ...
+
+    async def create_memory(
+        self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
+    ) -> Memory:
+        """Creates a memory (one ``created`` version). Raises the errors of
+        :meth:`memfs.store.Engine.create_memory`."""
+        ...
+
+    async def update_memory(self, store_id: str, memory_id: str, change: MemoryChange) -> Memory:
+        """Makes ``change`` (content, path and/or metadata) in one version (none if
+        nothing changed). Raises PreconditionFailed, PathConflict, NotFound,
+        StoreArchived and the validation errors."""
+        ...
+
+    async def delete_memory(
+        self, store_id: str, memory_id: str, *, expected_sha256: str | None = None
+    ) -> None:
+        """Soft-deletes a memory (SPEC §4 ``rm``). Raises NotFound, PreconditionFailed."""
+        ...
+
+    async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
+        """Moves every memory below ``old_prefix`` (ends with ``/``) below ``new_prefix`` in
+        one transaction. Returns the moved memories. Raises PathConflict, StoreArchived."""
+        ...
+
+    async def last_change_seq(self, store_id: str) -> int:
+        """The newest change-feed seq of a store (0 when none). Raises NotFound."""
+        ...
+
+    async def changes_since(
+        self, store_id: str, after_seq: int, *, timeout_s: float = 0.0
+    ) -> list[Change]:
+        """Change-feed entries with seq > ``after_seq``, oldest first (a bounded batch).
+
+        Args:
+            timeout_s: when there are none yet, wait up to this long for the first one
+                (a long poll), then return what there is (maybe nothing).
+
+        Raises:
+            NotFound (the store is gone and its feed fully read), BackendUnavailable.
+        """
+        ...
+
+    async def maintain(self) -> None:
+        """The backend's own background work for the life of the mount, run by the
+        daemon as a named task and cancelled at unmount; never returns and never raises
+        (failures are logged and counted in :meth:`statistics`). Remote: replays queued
+        writes whenever there are some and the server answers. Embedded: nothing."""
+        ...
+
+    def statistics(self) -> BackendStatistics:
+        """A snapshot for ``memfs status``; cheap (no request to the store)."""
+        ...
+
+    async def aclose(self) -> None:
+        """Releases connections. The backend is unusable afterwards."""
+        ...

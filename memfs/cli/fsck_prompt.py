@@ -1,0 +1,168 @@
+"""``memfs fsck`` (check the storage invariants) and ``memfs prompt`` (the
+system-prompt note describing a mount, a set of stores or a session)."""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from memfs.cli._common import (
+    DatabaseOption,
+    command_engine,
+    fail,
+    parse_metadata,
+)
+from memfs.errors import InvalidInput
+from memfs.model import (
+    Access,
+    MemoryStore,
+)
+from memfs.prompt import DEFAULT_MOUNT_ROOT
+from memfs.rules import parse_store_spec
+from memfs.store import Engine
+
+__all__ = ["register"]
+
+
+def register(app: typer.Typer) -> None:
+    """Adds ``memfs fsck`` and ``memfs prompt`` to the ``memfs`` app."""
+    app.command("fsck")(fsck_command)
+    app.command("prompt")(prompt_command)
+
+
+def fsck_command(database: DatabaseOption = None) -> None:
+    """Check every storage invariant; print each problem and exit 1 if there is any."""
+    findings = 0
+    with command_engine(database) as engine:
+        for finding in engine.iter_fsck_findings():
+            findings += 1
+            typer.echo(f"fsck: {finding}")
+        counts = engine.statistics()
+    if findings:
+        fail(f"fsck found {findings} problem{'s' if findings != 1 else ''}")
+    typer.echo(
+        f"fsck: clean ({counts['stores']} stores, {counts['memories']} memories, "
+        f"{counts['versions']} versions, {counts['blobs']} blobs checked)"
+    )
+
+
+class Layout(enum.StrEnum):
+    PER_STORE = "per-store"
+    FLAT = "flat"
+
+
+def prompt_command(
+    mount: Annotated[
+        Path | None,
+        typer.Option("--mount", help="A running `memfs mount`: describe what it mounts."),
+    ] = None,
+    stores: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--store", "-s", help="NAME_OR_ID[:ro] as given to `memfs mount`; repeat for several."
+        ),
+    ] = None,
+    session_id: Annotated[
+        str | None, typer.Option("--session", help="Render for an API session (sesn_ id).")
+    ] = None,
+    root: Annotated[
+        str, typer.Option("--root", help="With --store: the mount point.")
+    ] = DEFAULT_MOUNT_ROOT,
+    layout: Annotated[
+        Layout, typer.Option("--layout", help="With --store: as given to `memfs mount`.")
+    ] = Layout.PER_STORE,
+    instructions: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--instructions",
+            help="STORE=TEXT: guidance for the agent on one store; repeat for several.",
+        ),
+    ] = None,
+    database: DatabaseOption = None,
+) -> None:
+    """Print the system-prompt note describing a mount (name, path, access, description)."""
+    from memfs.prompt import plan_resources, render_prompt
+
+    if [bool(mount), bool(stores), bool(session_id)].count(True) != 1:
+        raise typer.BadParameter("give one of --mount, --store (one or more) or --session")
+    given = parse_metadata(instructions, option="--instructions", shape="STORE=TEXT")
+    if session_id is not None and given:
+        raise typer.BadParameter("with --session the instructions are the session's own")
+    with command_engine(database) as engine:
+        if session_id is not None:
+            resources = engine.get_session(session_id).resources
+        else:
+            if mount is not None:
+                attachments, mount_paths = _mounted_stores(engine, mount)
+            else:
+                attachments = []
+                for spec in stores or ():
+                    name, read_only = parse_store_spec(spec)
+                    access = Access.READ_ONLY if read_only else Access.READ_WRITE
+                    attachments.append((engine.find_store(name), access, None))
+            attachments = _with_instructions(attachments, given, stores or [])
+            resources = plan_resources(attachments, mount_root=root, flat=layout is Layout.FLAT)
+            if mount is not None:
+                resources = [
+                    r.model_copy(update={"mount_path": path})
+                    for r, path in zip(resources, mount_paths, strict=True)
+                ]
+    typer.echo(render_prompt(resources), nl=False)
+
+
+_Attachment = tuple[MemoryStore, Access, str | None]
+
+
+def _mounted_stores(engine: Engine, mountpoint: Path) -> tuple[list[_Attachment], list[str]]:
+    """The stores a running mount serves, from the status file its daemon keeps.
+
+    Returns:
+        ``(store, access, None)`` per store in attachment order, and each store's
+        directory (the mount point itself in the flat layout).
+
+    Raises:
+        InvalidInput: no memfs mount daemon runs at ``mountpoint``.
+    """
+    from memfs.fuse.status import read_status
+
+    target = os.path.realpath(mountpoint)
+    status = read_status(target)
+    if status is None:
+        raise InvalidInput(f"{target} is not a memfs mount (see `memfs status {target}`)")
+    attachments: list[_Attachment] = []
+    paths: list[str] = []
+    for entry in status["stores"]:
+        access = Access.READ_ONLY if entry["access"] == "read_only" else Access.READ_WRITE
+        attachments.append((engine.get_store(entry["id"]), access, None))
+        directory = entry.get("directory") or "."
+        paths.append(target if directory == "." else f"{target}/{directory}")
+    return attachments, paths
+
+
+def _with_instructions(
+    attachments: list[_Attachment], given: dict[str, str], specs: Sequence[str]
+) -> list[_Attachment]:
+    """Adds ``--instructions STORE=TEXT`` to the attachment it names (by spec, name, slug
+    or id). Raises InvalidInput when one names no attached store."""
+    from memfs.rules import slugify
+
+    used: set[str] = set()
+    result: list[_Attachment] = []
+    for index, (store, access, _) in enumerate(attachments):
+        keys = [store.id, store.name, slugify(store.name)]
+        if index < len(specs):
+            keys.insert(0, specs[index])
+        text = next((given[k] for k in keys if k in given), None)
+        used.update(k for k in keys if k in given)
+        result.append((store, access, text))
+    unused = sorted(set(given) - used)
+    if unused:
+        raise InvalidInput(
+            "--instructions names a store that is not attached: " + ", ".join(unused)
+        )
+    return result

@@ -1,0 +1,331 @@
+"""``memfs memory ls|cat|put|mv|rm|restore``: the memories of a store.
+
+Memories are named by path or ``mem_…`` id. ``--json`` prints the API's objects
+(:mod:`memfs.wire`; lists as the ``{"data": [...], "next_page": null}`` envelope).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterable
+from typing import Annotated
+
+import typer
+
+from memfs.cli import short_help
+from memfs.cli._common import (
+    PAGE_LIMIT,
+    DatabaseOption,
+    JsonOption,
+    MetadataOption,
+    StoreArgument,
+    all_pages,
+    command_actor,
+    command_engine,
+    fail,
+    find_memory,
+    format_size,
+    format_time,
+    listing_prefix,
+    page_json,
+    parse_metadata,
+    print_json,
+    print_table,
+)
+from memfs.errors import NotFound
+from memfs.model import (
+    DeleteMode,
+    Memory,
+    MemoryPrefix,
+)
+from memfs.rules import validate_content_bytes, validate_path
+from memfs.wire import (
+    memory_deleted_to_wire,
+    memory_to_wire,
+    prefix_to_wire,
+)
+
+__all__ = ["register"]
+
+memory_app = typer.Typer(help=short_help("memory"))
+
+
+def register(app: typer.Typer) -> None:
+    """Adds ``memfs memory …`` to the ``memfs`` app."""
+    memory_app.info.no_args_is_help = True
+    app.add_typer(memory_app, name="memory")
+
+
+def _memory_rows(items: Iterable[Memory | MemoryPrefix]) -> list[tuple[str, ...]]:
+    rows: list[tuple[str, ...]] = []
+    for item in items:
+        if isinstance(item, MemoryPrefix):
+            rows.append((item.path, "", "", ""))
+        else:
+            rows.append(
+                (
+                    item.path,
+                    format_size(item.content_size_bytes),
+                    format_time(item.updated_at),
+                    item.id,
+                )
+            )
+    return rows
+
+
+@memory_app.command("ls")
+def memory_ls(
+    store: StoreArgument,
+    prefix: Annotated[
+        str | None, typer.Argument(help="Directory to list, e.g. /projects/ (default /).")
+    ] = None,
+    depth: Annotated[
+        int,
+        typer.Option("--depth", min=0, help="0 lists everything below; 1 direct children only, …"),
+    ] = 0,
+    deleted: Annotated[
+        bool, typer.Option("--deleted", help="List soft-deleted (restorable) memories instead.")
+    ] = False,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """List memories (and, with --depth, directories ending in /)."""
+    path_prefix = listing_prefix(prefix)
+    with command_engine(database) as engine:
+        found = engine.find_store(store)
+        if deleted:
+            items: list[Memory | MemoryPrefix] = [
+                m for m in engine.deleted_memories(found.id) if m.path.startswith(path_prefix)
+            ]
+        else:
+            items = list(
+                all_pages(
+                    lambda cursor: engine.list_memories(
+                        found.id,
+                        path_prefix=path_prefix,
+                        depth=depth,
+                        limit=PAGE_LIMIT,
+                        cursor=cursor,
+                    )
+                )
+            )
+    if as_json:
+        print_json(
+            page_json(
+                [
+                    prefix_to_wire(i)
+                    if isinstance(i, MemoryPrefix)
+                    else memory_to_wire(i, full=False)
+                    for i in items
+                ]
+            )
+        )
+        return
+    if deleted:
+        rows = [
+            (m.path, format_size(m.content_size_bytes), format_time(m.deleted_at), m.id)
+            for m in items
+            if isinstance(m, Memory)
+        ]
+        print_table(("PATH", "SIZE", "DELETED", "ID"), rows, empty="no deleted memories")
+    else:
+        print_table(("PATH", "SIZE", "UPDATED", "ID"), _memory_rows(items), empty="no memories")
+
+
+@memory_app.command("cat")
+def memory_cat(
+    store: StoreArgument,
+    path: Annotated[str, typer.Argument(help="Memory path (or mem_ id).")],
+    database: DatabaseOption = None,
+) -> None:
+    """Print a memory's content, byte for byte."""
+    with command_engine(database) as engine:
+        found = engine.find_store(store)
+        memory = find_memory(engine, found.id, path)
+    assert memory.content is not None
+    sys.stdout.buffer.write(memory.content.encode("utf-8"))
+    sys.stdout.buffer.flush()
+
+
+@memory_app.command("put")
+def memory_put(
+    store: StoreArgument,
+    path: Annotated[str, typer.Argument(help="Memory path, e.g. /notes/today.md.")],
+    content: Annotated[
+        str | None,
+        typer.Option("--content", "-c", help="The text; without it, read from stdin."),
+    ] = None,
+    metadata: MetadataOption = None,
+    expected_sha256: Annotated[
+        str | None,
+        typer.Option(
+            "--expected-sha256", help="Only overwrite if the current content has this digest."
+        ),
+    ] = None,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Create a memory, or replace its content (no version when nothing changes)."""
+    if content is None:
+        if sys.stdin.isatty():
+            fail("no content: pass --content TEXT or pipe the content on stdin")
+        text = validate_content_bytes(sys.stdin.buffer.read())
+    else:
+        text = content
+    validate_path(path)
+    memory_metadata = parse_metadata(metadata) if metadata else None
+    actor = command_actor()
+    with command_engine(database) as engine:
+        found = engine.find_store(store)
+        try:
+            current: Memory | None = engine.get_memory_by_path(found.id, path, with_content=False)
+        except NotFound:
+            current = None
+        if current is None:
+            if expected_sha256 is not None:
+                fail(f"{path}: no such memory (--expected-sha256 was given)")
+            memory = engine.create_memory(
+                found.id, path, text, actor=actor, metadata=memory_metadata
+            )
+            action = "created"
+        else:
+            memory = engine.update_memory(
+                found.id,
+                current.id,
+                actor=actor,
+                content=text,
+                expected_sha256=expected_sha256 or current.content_sha256,
+                metadata=memory_metadata,
+            )
+            action = (
+                "unchanged" if memory.memory_version_id == current.memory_version_id else "updated"
+            )
+    if as_json:
+        print_json(memory_to_wire(memory, full=False))
+    else:
+        typer.echo(
+            f"{action} {memory.path} ({memory.content_size_bytes:,} bytes, "
+            f"{memory.id}, version {memory.memory_version_id})"
+        )
+
+
+@memory_app.command("mv")
+def memory_mv(
+    store: StoreArgument,
+    old: Annotated[str, typer.Argument(help="Current path (or mem_ id), or a directory.")],
+    new: Annotated[str, typer.Argument(help="New path.")],
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Rename a memory (its id is kept), or move a whole directory in one transaction."""
+    actor = command_actor()
+    with command_engine(database) as engine:
+        found = engine.find_store(store)
+        memory: Memory | None = None
+        if not old.endswith("/"):
+            try:
+                memory = find_memory(engine, found.id, old)
+            except NotFound:
+                memory = None
+        if memory is not None:
+            moved = [engine.update_memory(found.id, memory.id, actor=actor, path=new)]
+        else:
+            old_prefix, new_prefix = listing_prefix(old), listing_prefix(new)
+            moved = engine.rename_prefix(found.id, old_prefix, new_prefix, actor=actor)
+            if not moved:
+                raise NotFound(f"no memory at {old.rstrip('/')} and none below {old_prefix}")
+    if as_json:
+        print_json(page_json([memory_to_wire(m, full=False) for m in moved]))
+        return
+    if memory is not None:
+        typer.echo(f"moved {memory.path} -> {moved[0].path} ({memory.id})")
+    else:
+        typer.echo(
+            f"moved {len(moved)} memories from {listing_prefix(old)} to {listing_prefix(new)}"
+        )
+
+
+@memory_app.command("rm")
+def memory_rm(
+    store: StoreArgument,
+    path: Annotated[str, typer.Argument(help="Memory path (or mem_ id).")],
+    mode: Annotated[
+        DeleteMode,
+        typer.Option(
+            "--mode",
+            help="soft_delete (restorable), redact (content scrubbed, history redacted) "
+            "or hard_delete (memory and history erased).",
+        ),
+    ] = DeleteMode.SOFT_DELETE,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Recorded in the audit trail.")
+    ] = None,
+    replacement: Annotated[
+        str,
+        typer.Option(
+            "--replacement",
+            help="With --mode redact: the text the memory's tombstone keeps in place of "
+            "its content (stored, not served: a deleted memory and its deleted version "
+            "show no content).",
+        ),
+    ] = "[REDACTED]",
+    expected_sha256: Annotated[
+        str | None,
+        typer.Option("--expected-sha256", help="Only delete if the content has this digest."),
+    ] = None,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Delete a memory (soft by default: restorable with `memfs memory restore`)."""
+    with command_engine(database) as engine:
+        found = engine.find_store(store)
+        memory = find_memory(engine, found.id, path)
+        engine.delete_memory(
+            found.id,
+            memory.id,
+            actor=command_actor(),
+            expected_sha256=expected_sha256,
+            mode=mode,
+            reason=reason,
+            replacement=replacement,
+        )
+    if as_json:
+        print_json(memory_deleted_to_wire(memory.id))
+    elif mode is DeleteMode.SOFT_DELETE:
+        typer.echo(
+            f"deleted {memory.path} ({memory.id}; restore with: "
+            f"memfs memory restore {_quote(store)} {memory.id})"
+        )
+    else:
+        typer.echo(f"deleted {memory.path} ({memory.id}, {mode.value})")
+
+
+def _quote(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)
+
+
+@memory_app.command("restore")
+def memory_restore(
+    store: StoreArgument,
+    reference: Annotated[str, typer.Argument(help="Path or mem_ id of a soft-deleted memory.")],
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Recorded in the audit trail.")
+    ] = None,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Bring back a soft-deleted memory with its id, path and content."""
+    with command_engine(database) as engine:
+        found = engine.find_store(store)
+        deleted = engine.deleted_memories(found.id)  # newest deletion first
+        key = "id" if reference.startswith("mem_") else "path"
+        match = next((m for m in deleted if getattr(m, key) == reference), None)
+        if match is None:
+            raise NotFound(f'no soft-deleted memory {reference} in store "{found.name}"')
+        memory = engine.restore_memory(found.id, match.id, actor=command_actor(), reason=reason)
+    if as_json:
+        print_json(memory_to_wire(memory, full=False))
+    else:
+        typer.echo(f"restored {memory.path} ({memory.id}, version {memory.memory_version_id})")

@@ -1,0 +1,199 @@
+"""``memfs store create|list|show|update|archive|delete``: the memory stores.
+
+Stores are named by name, slug or id (:meth:`memfs.store.Engine.find_store`). ``--json``
+prints the API's objects (:mod:`memfs.wire`); otherwise a table or ``key  value`` lines.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+
+from memfs.cli import short_help
+from memfs.cli._common import (
+    PAGE_LIMIT,
+    DatabaseOption,
+    JsonOption,
+    MetadataOption,
+    StoreArgument,
+    all_pages,
+    command_actor,
+    command_engine,
+    fail,
+    format_size,
+    format_time,
+    page_json,
+    parse_metadata,
+    print_fields,
+    print_json,
+    print_table,
+)
+from memfs.model import (
+    MemoryStore,
+)
+from memfs.wire import (
+    store_deleted_to_wire,
+    store_to_wire,
+)
+
+__all__ = ["register"]
+
+store_app = typer.Typer(help=short_help("store"))
+
+
+def register(app: typer.Typer) -> None:
+    """Adds ``memfs store …`` to the ``memfs`` app."""
+    store_app.info.no_args_is_help = True
+    app.add_typer(store_app, name="store")
+
+
+def _store_fields(store: MemoryStore) -> list[tuple[str, str]]:
+    metadata = ", ".join(f"{k}={v}" for k, v in sorted(store.metadata.items()))
+    return [
+        ("id", store.id),
+        ("name", store.name),
+        ("description", store.description),
+        ("metadata", metadata),
+        ("memories", f"{store.entry_count:,}"),
+        ("size", f"{store.total_size_bytes:,} bytes"),
+        ("created", format_time(store.created_at)),
+        ("updated", format_time(store.updated_at)),
+        ("archived", format_time(store.archived_at) or "no"),
+    ]
+
+
+def _print_store(store: MemoryStore, as_json: bool) -> None:
+    if as_json:
+        print_json(store_to_wire(store))
+    else:
+        print_fields(_store_fields(store))
+
+
+@store_app.command("create")
+def store_create(
+    name: Annotated[str, typer.Argument(help="Display name (1-255 characters).")],
+    description: Annotated[
+        str, typer.Option("--description", help="Up to 1,024 characters; shown to agents.")
+    ] = "",
+    metadata: MetadataOption = None,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Create a memory store."""
+    with command_engine(database) as engine:
+        store = engine.create_store(name, description, parse_metadata(metadata))
+    _print_store(store, as_json)
+
+
+@store_app.command("list")
+def store_list(
+    include_archived: Annotated[
+        bool, typer.Option("--archived", help="Include archived stores.")
+    ] = False,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """List stores, newest first."""
+    with command_engine(database) as engine:
+        stores = list(
+            all_pages(
+                lambda cursor: engine.list_stores(
+                    include_archived=include_archived, limit=PAGE_LIMIT, cursor=cursor
+                )
+            )
+        )
+    if as_json:
+        print_json(page_json([store_to_wire(s) for s in stores]))
+        return
+    rows = [
+        (
+            s.id,
+            s.name,
+            f"{s.entry_count:,}",
+            format_size(s.total_size_bytes),
+            format_time(s.created_at),
+            "archived" if s.archived else "",
+        )
+        for s in stores
+    ]
+    print_table(
+        ("ID", "NAME", "MEMORIES", "SIZE", "CREATED", "STATE"), rows, empty="no memory stores"
+    )
+
+
+@store_app.command("show")
+def store_show(
+    store: StoreArgument, as_json: JsonOption = False, database: DatabaseOption = None
+) -> None:
+    """Show one store with its counters."""
+    with command_engine(database) as engine:
+        found = engine.find_store(store)
+    _print_store(found, as_json)
+
+
+@store_app.command("update")
+def store_update(
+    store: StoreArgument,
+    name: Annotated[str | None, typer.Option("--name", help="New name.")] = None,
+    description: Annotated[
+        str | None, typer.Option("--description", help="New description ('' clears it).")
+    ] = None,
+    metadata: MetadataOption = None,
+    unset: Annotated[
+        list[str] | None,
+        typer.Option("--unset-metadata", help="Remove a metadata KEY; repeat for several."),
+    ] = None,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Change a store's name, description or metadata (other keys are kept)."""
+    patch: dict[str, str | None] = dict(parse_metadata(metadata))
+    for key in unset or ():
+        patch[key] = None
+    with command_engine(database) as engine:
+        found = engine.find_store(store)
+        updated = engine.update_store(
+            found.id, name=name, description=description, metadata_patch=patch or None
+        )
+    _print_store(updated, as_json)
+
+
+@store_app.command("archive")
+def store_archive(
+    store: StoreArgument, as_json: JsonOption = False, database: DatabaseOption = None
+) -> None:
+    """Archive a store: one-way; it becomes read-only (SPEC §2)."""
+    with command_engine(database) as engine:
+        found = engine.find_store(store)
+        archived = engine.archive_store(found.id, actor=command_actor())
+    if as_json:
+        print_json(store_to_wire(archived))
+    else:
+        typer.echo(f'archived store "{archived.name}" ({archived.id})')
+
+
+@store_app.command("delete")
+def store_delete(
+    store: StoreArgument,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Delete a store with all its memories and versions (permanent)."""
+    with command_engine(database) as engine:
+        found = engine.find_store(store)
+        if not yes:
+            if not sys.stdin.isatty():
+                fail(f'refusing to delete store "{found.name}" without --yes')
+            typer.confirm(
+                f'Delete store "{found.name}" ({found.id}) with its {found.entry_count:,} '
+                "memories and all their versions?",
+                abort=True,
+            )
+        engine.delete_store(found.id, actor=command_actor())
+    if as_json:
+        print_json(store_deleted_to_wire(found.id))
+    else:
+        typer.echo(f'deleted store "{found.name}" ({found.id})')

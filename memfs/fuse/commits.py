@@ -1,0 +1,274 @@
+"""Turning a file's working copy into a version: commit, keep-both, reject.
+
+Owns :class:`Committer`, the one place where pending content meets the store (SPEC §4
+semantics):
+
+* **commit**: the working copy becomes exactly one version, with the digest the file
+  was opened with as the precondition; unchanged content writes nothing. A new file is
+  created; a name a parked memory holds reuses that memory (vim's save); a read-only
+  store's file in a flat layout is copied up to the default store.
+* **keep both**: the precondition failed (another writer changed the memory since it
+  was opened): the head keeps theirs, this content is created beside it as
+  ``<name>.conflict-<UTC timestamp>-<session>.<ext>``, and the file shows the head.
+* **reject**: the store refused the content: its bytes are kept under ``rejected/``
+  (never silently dropped), the file shows its head, and the close reports the errno.
+
+The caller holds the mount's mutation lock for every method here.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+from typing import NoReturn
+
+from memfs.backend import Backend, MemoryChange, conflict_name
+from memfs.errors import BackendUnavailable, MemfsError, NotFound, PathConflict, PreconditionFailed
+from memfs.fuse.errno_table import errno_for
+from memfs.fuse.errors import ReadOnly, RefusedWrite
+from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
+from memfs.fuse.reading import ContentReader
+from memfs.fuse.status import MountStatus, save_rejected
+from memfs.model import Memory, utcnow
+from memfs.rules import is_scratch_name, validate_content_bytes
+
+__all__ = ["Committer", "is_local_scratch", "join_path", "sha256_hex"]
+
+log = logging.getLogger(__name__)
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def join_path(directory_path: str, name: str) -> str:
+    """``name`` inside the store path ``directory_path`` (``/`` for a store root)."""
+    return ("" if directory_path == "/" else directory_path) + "/" + name
+
+
+def is_local_scratch(node: Node) -> bool:
+    """A file whose content never reaches the store in place (SPEC §4 atomic save)."""
+    return (node.memory is None or node.parked) and is_scratch_name(node.name)
+
+
+class Committer:
+    """Commits, conflict copies and refusals of one mount.
+
+    Args:
+        backend: the store.
+        table: the inode table.
+        reader: the content cache (commits put what they wrote there).
+        status: the mount's status file (conflicts and refusals are recorded).
+        session_id: names rejected-write directories and conflict copies.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        table: InodeTable,
+        reader: ContentReader,
+        status: MountStatus,
+        session_id: str,
+    ) -> None:
+        self._backend = backend
+        self._table = table
+        self._reader = reader
+        self._status = status
+        self._session_id = session_id
+
+    async def commit(self, node: Node) -> None:
+        """Writes ``node``'s pending content as one version (SPEC §4).
+
+        Raises:
+            RefusedWrite: the store refused the content, or is read-only now; its bytes
+                are kept under ``rejected/`` and the errno is the refusal's (EILSEQ,
+                EFBIG, ENOSPC, EROFS, …).
+        """
+        working = node.working
+        data = working.pending()
+        if data is None:
+            working.unchanged()
+            return
+        if node.parent is None:
+            working.unchanged()  # unlinked while open: the content went with its last name
+            return
+        if is_local_scratch(node):
+            return  # scratch content lives only in the mount (SPEC §4 atomic save)
+        if node.stored and sha256_hex(data) == working.base_sha256:
+            working.unchanged()  # SPEC §4: none when unchanged
+            return
+        path = self._table.memory_path(node)
+        try:
+            target = self._table.content_target(node)
+            text = validate_content_bytes(data)
+            memory = await self._write_content(node, target, path, text)
+        except NotFound as exc:
+            if node.memory is None:
+                self.reject(node, data, exc)  # the store itself is gone
+            # Deleted elsewhere while open: create it again, nothing is lost.
+            log.warning("%s was deleted elsewhere while open; creating it again", path)
+            self._table.set_memory(node, None)
+            try:
+                memory = await self._backend.create_memory(target.store_id, path, text)
+            except (PathConflict, PreconditionFailed):
+                await self.keep_both(node, target, path, text, data, follow_buffer=True)
+                return
+            except MemfsError as exc:
+                self.reject(node, data, exc)
+        except (PathConflict, PreconditionFailed):
+            await self.keep_both(node, target, path, text, data, follow_buffer=True)
+            return
+        except (MemfsError, ReadOnly) as exc:
+            self.reject(node, data, exc)
+        self._table.set_memory(node, memory)
+        working.committed(memory.content_sha256, data)
+        self._reader.remember(memory.blob_key, data)
+        for ancestor in self._table.ancestors(node):
+            ancestor.held = False
+        log.info("committed %s (%d bytes, version %s)", self._table.display_path(node),
+                 len(data), memory.memory_version_id)
+
+    async def _write_content(self, node: Node, target: Attachment, path: str, text: str) -> Memory:
+        """The one store call of a commit: create, copy-up, reuse a parked memory, or
+        update with the opened digest as precondition."""
+        if node.memory is None:
+            holder = self._table.parked_holder(target, path)
+            if holder is None:
+                return await self._backend.create_memory(
+                    target.store_id, path, text, metadata=node.working.pending_metadata or None
+                )
+            # vim's save: `file` was renamed to `file~`, a new `file` written. The memory
+            # still at `path` gets the new content: one version, id kept.
+            return await self.take_over_parked(holder, target, text)
+        if target is not node.attachment:
+            # Flat layout copy-up: the file of a read-only store is written to the
+            # default store; the read-only one stays, shadowed by the copy.
+            shadowed_attachment, shadowed_memory = node.attachment, node.memory
+            memory = await self._backend.create_memory(
+                target.store_id, path, text, metadata=dict(node.memory.metadata) or None
+            )
+            self._table.set_memory(node, memory)
+            assert shadowed_attachment is not None
+            self._table.add_memory(shadowed_attachment, shadowed_memory)
+            return memory
+        return await self._backend.update_memory(
+            target.store_id,
+            node.memory.id,
+            MemoryChange(content=text, expected_sha256=node.working.base_sha256),
+        )
+
+    async def take_over_parked(self, holder: Node, target: Attachment, text: str) -> Memory:
+        """Gives the memory that parked file ``holder`` keeps at its old path the new
+        content ``text`` (one version, id kept); ``holder``'s bytes then exist only in
+        the mount."""
+        assert holder.memory is not None
+        await self._reader.ensure_loaded(holder)
+        memory = await self._backend.update_memory(
+            target.store_id,
+            holder.memory.id,
+            MemoryChange(
+                content=text,
+                expected_sha256=holder.working.opened_sha256 or holder.memory.content_sha256,
+            ),
+        )
+        self._table.set_memory(holder, None)
+        holder.working.detached()
+        return memory
+
+    async def keep_both(
+        self,
+        node: Node,
+        target: Attachment,
+        path: str,
+        text: str,
+        data: bytes,
+        *,
+        follow_buffer: bool = False,
+    ) -> None:
+        """SPEC §4 concurrent writers: the head keeps the other content, this one is
+        created beside it as a conflict copy; the node shows the head again.
+
+        Args:
+            follow_buffer: ``data`` was taken from ``node``'s working copy (a close).
+                Writes that other handles of the node made meanwhile (while this called
+                the store) go into the conflict copy too before the node is reset, so
+                they are not lost with the buffer.
+        """
+        directory, _, name = path.rpartition("/")
+        copy_path = join_path(directory or "/", conflict_name(name, utcnow(), self._session_id))
+        try:
+            copy = await self._backend.create_memory(target.store_id, copy_path, text)
+        except MemfsError as exc:
+            self.reject(node, data, exc)
+        copy_node = self._table.add_memory(target, copy)
+        self._reader.remember(copy.blob_key, data)
+        log.warning("conflict: %s was changed by another writer since it was opened; "
+                    "the head keeps their content, this writer's is saved as %s",
+                    path, copy_path)
+        self._status.record_conflict(path, copy_path)
+        head: Memory | None = None
+        if node.memory is not None:
+            try:
+                head = await self._backend.get_memory(target.store_id, node.memory.id)
+            except NotFound:
+                head = None
+        sent = data
+        buffer = node.working.buffer
+        while follow_buffer and buffer is not None and bytes(buffer) != sent:
+            latest = bytes(buffer)
+            try:
+                copy = await self._backend.update_memory(
+                    target.store_id, copy.id, MemoryChange(content=validate_content_bytes(latest))
+                )
+            except (MemfsError, BackendUnavailable) as exc:
+                self.reject(node, latest, exc)
+            self._table.set_memory(copy_node, copy)
+            self._reader.remember(copy.blob_key, latest)
+            sent = latest
+            buffer = node.working.buffer
+        self.reset_to_head(node, head)
+
+    def reset_to_head(self, node: Node, head: Memory | None = None) -> None:
+        """Forgets pending content: ``node`` shows its head (``head`` if given) again, or
+        disappears if it never was stored."""
+        if head is not None:
+            self._table.set_memory(node, head)
+        if node.memory is not None:
+            node.working.reset_to_head(node.memory.content_sha256)
+            self._table.notice(Notice(node.inode))
+        else:
+            node.working.reset_to_head()
+            parent = node.parent
+            self._table.remove(node)
+            self._table.prune(parent)
+            self._table.retry_shadowed()
+
+    def reject(self, node: Node, data: bytes, exc: Exception) -> NoReturn:
+        """Keeps refused content under ``rejected/``, logs where, resets the node and
+        raises RefusedWrite (SPEC §4: never silently dropped)."""
+        saved = save_rejected(self._session_id, node.name, data)
+        path = self._table.display_path(node)
+        code = errno.errorcode[errno_for(exc)]
+        log.warning("write to %s refused (%s: %s); its content is kept in %s",
+                    path, code, exc, saved)
+        self._status.record_rejected(path, code, str(saved), str(exc))
+        self.reset_to_head(node)
+        raise RefusedWrite(str(exc), cause=exc) from exc
+
+    def drop_refused(self, node: Node) -> NoReturn:
+        """The close after a refused write: partial content is not committed."""
+        refusal = node.working.refusal
+        assert refusal is not None
+        data = node.working.pending()
+        if data and not is_local_scratch(node):
+            self.reject(node, data, refusal)
+        self.reset_to_head(node)
+        raise RefusedWrite(str(refusal), cause=refusal)
+
+    async def delete_memory(self, attachment: Attachment, memory: Memory) -> None:
+        """SPEC §4 ``rm``: a soft delete; already gone elsewhere counts as done."""
+        try:
+            await self._backend.delete_memory(attachment.store_id, memory.id)
+        except NotFound:
+            log.info("%s was already deleted elsewhere", memory.path)

@@ -1,0 +1,233 @@
+"""The working copy of one file: the bytes a mount holds for it, and their state.
+
+Owns :class:`WorkingCopy`, the content state of a file node (issue 9: one object with
+named transitions instead of ten fields of ``Node`` written from forty places). It is
+pure state: no store call, no kernel call, no I/O; the layers above decide *when* a
+transition happens (:mod:`memfs.fuse.commits` on a close, :mod:`memfs.fuse.feed` on a
+change made elsewhere, :mod:`memfs.fuse.operations` on a write).
+
+States (SPEC §4 semantics)::
+
+    unloaded ──load──▶ clean ──write/truncate──▶ dirty ──committed──▶ clean
+       ▲                 │                         │
+       └──── release ────┘                         ├──refuse──▶ refused (dirty, refusal set)
+       ▲                                           │
+       └──────── reset_to_head / purge ────────────┘   (keep-both, reject, change elsewhere)
+
+* **unloaded** (``buffer`` is None): the file shows its head; the first read loads it.
+* **clean**: ``buffer`` holds exactly what ``base_sha256`` names.
+* **dirty**: ``buffer`` has changes no version holds yet; the next close commits them
+  with ``base_sha256`` as the precondition (SPEC §4 concurrent writers).
+* **refused**: a write was refused since the last close (``refusal``); the close that
+  follows reports it.
+
+"Drop pending content and show the head" is :meth:`WorkingCopy.reset_to_head`, and
+only there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["WorkingCopy"]
+
+
+@dataclass(eq=False, slots=True)
+class WorkingCopy:
+    """The content state of one file node (see the module docstring for the states).
+
+    Attributes:
+        buffer: the content while open or changed, shared by every handle of the node
+            (like the page cache of a local filesystem); None when not loaded.
+        dirty: ``buffer`` has changes no version holds yet.
+        base_sha256: the digest the content had when opened or last committed: the
+            precondition of the next commit (SPEC §4 concurrent writers). A change made
+            elsewhere moves it only while the file is closed and clean.
+        kernel_sha256: the digest of the content the kernel may hold in its page cache
+            (``keep_cache`` is given only when the head still has this digest).
+        opened_sha256: the content this mount last handed out for this file (an open,
+            or its own commit). An editor's save (a temporary file renamed over this
+            one) is committed with it as the precondition.
+        refusal: the error that refused a write since the last close.
+        fresh: the pending content was written after a truncation to empty, so none of
+            the content it was opened with is in it (a redaction of that content leaves
+            it alone).
+        pending_metadata: ``user.meta.*`` set on a file that has no memory yet; applied
+            by its first commit.
+    """
+
+    buffer: bytearray | None = None
+    dirty: bool = False
+    base_sha256: str | None = None
+    kernel_sha256: str | None = None
+    opened_sha256: str | None = None
+    refusal: Exception | None = None
+    fresh: bool = False
+    pending_metadata: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def loaded(self) -> bool:
+        return self.buffer is not None
+
+    @property
+    def served_sha256(self) -> str | None:
+        """The digest an open serves: the base while clean, None while dirty."""
+        return self.base_sha256 if not self.dirty else None
+
+    def pending(self) -> bytes | None:
+        """The bytes a close would commit, or None when nothing is pending."""
+        if not self.dirty or self.buffer is None:
+            return None
+        return bytes(self.buffer)
+
+    def derives_from(self, sha256: str, *, head_sha256: str | None) -> bool:
+        """True when the bytes held derive from content of digest ``sha256`` (a purge of
+        it must drop them): loaded, based on it or on a head of that digest, and not
+        rewritten after a truncation."""
+        based = self.base_sha256 == sha256 or head_sha256 == sha256
+        return self.buffer is not None and based and not (self.dirty and self.fresh)
+
+    # ---------------------------------------------------------------- transitions
+
+    def load(self, data: bytes) -> bytearray:
+        """unloaded → clean: the head's bytes are now held."""
+        self.buffer = bytearray(data)
+        return self.buffer
+
+    def start_empty(self, *, dirty: bool) -> None:
+        """A file with no head content: empty, pending (``dirty``) for a new file, whose
+        first close makes it a memory."""
+        self.buffer = bytearray()
+        self.dirty = self.dirty or dirty
+
+    def truncate(self, size_bytes: int) -> bool:
+        """Cuts or zero-extends the loaded content to ``size_bytes`` (truncate(2)).
+
+        Returns:
+            True when the content changed (it is dirty then).
+        """
+        assert self.buffer is not None
+        if size_bytes == 0:
+            self.fresh = True  # nothing of the old content is left
+        if size_bytes == len(self.buffer):
+            return False
+        if size_bytes < len(self.buffer):
+            del self.buffer[size_bytes:]
+        else:
+            self.buffer.extend(bytes(size_bytes - len(self.buffer)))
+        self.dirty = True
+        return True
+
+    def truncate_unloaded(self, *, head_size_bytes: int) -> bool:
+        """``O_TRUNC`` of an unloaded file: the old content is not needed (and not
+        fetched: a remote mount can do this with its server away); the precondition
+        stays the head's digest. Returns True when content was dropped (dirty then)."""
+        self.buffer = bytearray()
+        self.fresh = True
+        if head_size_bytes > 0:
+            self.dirty = True
+            return True
+        return False
+
+    def write(self, offset: int, data: bytes) -> None:
+        """Puts ``data`` at ``offset`` (zero-filling a gap); the content is dirty."""
+        assert self.buffer is not None
+        if offset > len(self.buffer):
+            self.buffer.extend(bytes(offset - len(self.buffer)))
+        self.buffer[offset : offset + len(data)] = data
+        self.dirty = True
+
+    def refuse(self, error: Exception) -> None:
+        """A write was refused: the close that follows reports ``error``."""
+        self.refusal = error
+
+    def committed(self, sha256: str, data: bytes) -> None:
+        """A version with digest ``sha256`` now holds ``data``. Writes that arrived while
+        the store call ran stay pending for the next close."""
+        self.dirty = self.buffer is not None and bytes(self.buffer) != data
+        self.base_sha256 = sha256
+        self.kernel_sha256 = sha256
+        self.opened_sha256 = sha256
+        self.pending_metadata = {}
+        self.fresh = False  # what is pending now builds on this version
+
+    def renamed(self, sha256: str, *, keep_pending: bool) -> None:
+        """A rename committed the content of digest ``sha256`` (or only moved the file,
+        keeping its pending writes for the close that follows: ``keep_pending``)."""
+        self.dirty = keep_pending
+        if not keep_pending:
+            self.base_sha256 = sha256
+            self.opened_sha256 = sha256
+        self.kernel_sha256 = None
+
+    def unchanged(self) -> None:
+        """A close found nothing to write (SPEC §4: no version when unchanged)."""
+        self.dirty = False
+
+    def detached(self) -> None:
+        """The content lost its store copy (its memory was deleted elsewhere, or its
+        memory was given to another file): the bytes held are all there is now."""
+        if self.buffer is not None:
+            self.dirty = True
+
+    def reset_to_head(self, head_sha256: str | None = None) -> None:
+        """Drops pending content, refusal and pages: the file shows its head again
+        (keep-both, reject, a change made elsewhere). ``head_sha256``: the head's
+        digest, the next precondition (None keeps the current one)."""
+        self.buffer = None
+        self.dirty = False
+        self.refusal = None
+        self.fresh = False
+        self.kernel_sha256 = None
+        if head_sha256 is not None:
+            self.base_sha256 = head_sha256
+
+    def purge(self, reason: Exception | None) -> None:
+        """The content it derives from was erased (SPEC §2 redaction): drop it like
+        :meth:`reset_to_head`; pending changes made on top are discarded, and
+        ``reason`` (when they were) is what the next close reports."""
+        had_pending = self.dirty
+        self.reset_to_head()
+        if had_pending:
+            self.refusal = reason
+
+    def head_deleted(self) -> None:
+        """The memory was deleted elsewhere and nothing is pending: the bytes held go (a
+        descriptor still open reads the deleted head from the store again, never bytes
+        held here: a redaction purges them). A refusal not yet reported stays."""
+        self.buffer = None
+        self.dirty = False
+        self.fresh = False
+        self.kernel_sha256 = None
+
+    def release(self, head_sha256: str) -> None:
+        """clean → unloaded for a closed file whose head the store holds: frees the
+        bytes (they stay in the content cache); the kernel's pages stay valid."""
+        self.buffer = None
+        self.base_sha256 = head_sha256
+
+    def follow_head(self, head_sha256: str, *, is_open: bool) -> None:
+        """The file shows a new head: a closed, clean file takes its digest as the next
+        precondition; an open one keeps the digest it was opened with."""
+        if not self.dirty and not is_open:
+            self.base_sha256 = head_sha256
+
+    def closed(self) -> None:
+        """The last handle closed: a refusal concerned that open only."""
+        self.refusal = None
+
+    def opened(self) -> tuple[bool, bool]:
+        """An open hands out :attr:`served_sha256` to the kernel.
+
+        Returns:
+            ``(keep_cache, kernel_stale)``: whether the kernel's pages hold exactly what
+            this open serves, and whether the kernel was last told of other content
+            (its cached size is stale then too).
+        """
+        served = self.served_sha256
+        keep_cache = served is not None and self.kernel_sha256 == served
+        kernel_stale = self.kernel_sha256 is not None and self.kernel_sha256 != served
+        self.kernel_sha256 = served
+        if served is not None:
+            self.opened_sha256 = served
+        return keep_cache, kernel_stale

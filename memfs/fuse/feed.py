@@ -1,0 +1,260 @@
+"""Changes made elsewhere reaching a mount: the change-feed follower.
+
+Owns :class:`ChangeFollower`: one task per attached store reads its change feed
+(:meth:`memfs.backend.Backend.changes_since`, a long poll) and makes the tree show the
+current state of every memory changed elsewhere (SPEC §4: changes elsewhere appear
+within about one second; kernel caches are invalidated for exactly the changed
+entries). Purged blobs (a redaction or hard delete, SPEC §2) leave the cache and every
+working copy derived from them; archived and deleted stores turn read-only.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import trio
+
+from memfs.backend import Backend
+from memfs.errors import BackendUnavailable, MemfsError, NotFound
+from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
+from memfs.fuse.reading import ContentReader
+from memfs.fuse.status import MountStatus
+from memfs.model import Change, ChangeKind, Memory
+
+__all__ = ["CHANGE_RETRY_MAX_S", "CHANGE_RETRY_MIN_S", "CHANGE_WAIT_S", "ChangeFollower"]
+
+log = logging.getLogger(__name__)
+
+# How long one read of the change feed waits for a change: a long poll on a remote
+# backend, engine polling on an embedded one (SPEC §4: changes elsewhere appear within
+# about one second; a change ends the wait at once). Below the server's 30 s cap.
+CHANGE_WAIT_S = 25.0
+# Pause after a failed read of the feed, doubling while failures last.
+CHANGE_RETRY_MIN_S = 0.1
+CHANGE_RETRY_MAX_S = 1.0
+
+
+class ChangeFollower:
+    """Applies the change feeds of a mount's stores to its tree.
+
+    Args:
+        backend, table, reader, status: the mount's.
+        lock: the mount's mutation lock (held while a batch is applied).
+        has_writer: whether a node has a writable handle open.
+        send_notices: hands the kernel invalidations recorded so far to the notice task.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        table: InodeTable,
+        reader: ContentReader,
+        status: MountStatus,
+        lock: trio.Lock,
+        has_writer: Callable[[Node], bool],
+        send_notices: Callable[[], None],
+    ) -> None:
+        self._backend = backend
+        self._table = table
+        self._reader = reader
+        self._status = status
+        self._lock = lock
+        self._has_writer = has_writer
+        self._send_notices = send_notices
+
+    async def follow(self, attachment: Attachment, *, wait_s: float = CHANGE_WAIT_S) -> None:
+        """Applies one store's change feed until the store is deleted (a named task per
+        attached store, so one store's long poll never delays another's).
+
+        Each round waits up to ``wait_s`` for the next change. Failures are logged and
+        recorded, never fatal: the next round retries from the last applied seq after a
+        pause that doubles from :data:`CHANGE_RETRY_MIN_S` to :data:`CHANGE_RETRY_MAX_S`
+        while they last.
+        """
+        retry_s = CHANGE_RETRY_MIN_S
+        failing = False
+        while not attachment.deleted:
+            try:
+                await self.apply(attachment, wait_s=wait_s)
+            except BackendUnavailable as exc:
+                # The backend logs and counts unreachability itself (memfs status).
+                if not failing:
+                    log.info("change feed of %r paused: %s", attachment.name, exc)
+                failing = True
+            except MemfsError as exc:
+                if not failing:
+                    log.warning("reading the change feed of %r failed: %s", attachment.name, exc)
+                self._status.record_error(f"change feed of {attachment.name}: {exc}")
+                failing = True
+            except Exception as exc:
+                log.exception("applying the change feed of %r failed", attachment.name)
+                self._status.record_error(f"change feed: {type(exc).__name__}: {exc}")
+                failing = True
+            else:
+                if failing:
+                    log.info("change feed of %r resumed at seq %d", attachment.name,
+                             attachment.seq)
+                failing = False
+                retry_s = CHANGE_RETRY_MIN_S
+                continue
+            await trio.sleep(retry_s)
+            retry_s = min(2 * retry_s, CHANGE_RETRY_MAX_S)
+
+    async def apply(self, attachment: Attachment, *, wait_s: float = 0.0) -> int:
+        """One batch of a store's change feed, waiting up to ``wait_s`` for the first
+        change (a backlog arrives over several calls).
+
+        Returns:
+            How many entries were applied.
+
+        Raises:
+            The backend's errors (BackendUnavailable, NotFound, …).
+        """
+        if attachment.deleted:
+            return 0
+        changes = await self._backend.changes_since(
+            attachment.store_id, attachment.seq, timeout_s=wait_s
+        )
+        applied = 0
+        async with self._lock:
+            # Purged bytes leave the cache before any other entry of the batch is applied
+            # (applying one may wait on the store, and a read could run meanwhile).
+            for change in changes:
+                if change.kind is ChangeKind.BLOB_PURGED and change.blob_key:
+                    self.purge(change.blob_key, change.content_sha256)
+            fetched: set[str] = set()
+            for change in changes:
+                if change.seq <= attachment.seq:
+                    continue
+                await self._apply_change(attachment, change, fetched)
+                attachment.seq = change.seq
+                applied += 1
+        self._send_notices()
+        return applied
+
+    async def _apply_change(
+        self, attachment: Attachment, change: Change, fetched: set[str]
+    ) -> None:
+        if change.kind in (ChangeKind.MEMORY_WRITTEN, ChangeKind.MEMORY_DELETED):
+            if change.memory_id is None or change.memory_id in fetched:
+                return
+            node = self._table.node_for_memory(attachment.store_id, change.memory_id)
+            if (
+                change.kind is ChangeKind.MEMORY_WRITTEN
+                and change.memory_version_id is not None
+                and node is not None
+                and node.memory is not None
+                and node.memory.memory_version_id == change.memory_version_id
+            ):
+                return  # this mount's own write, or already seen: nothing to fetch
+            fetched.add(change.memory_id)  # the current state covers later entries too
+            try:
+                memory: Memory | None = await self._backend.get_memory(
+                    attachment.store_id, change.memory_id
+                )
+            except NotFound:
+                memory = None
+            self.show(attachment, change.memory_id, memory)
+        elif change.kind is ChangeKind.BLOB_PURGED:
+            # Redaction or hard delete erased these bytes: purge them here too (SPEC §2).
+            if change.blob_key:
+                self.purge(change.blob_key, change.content_sha256)
+        elif change.kind is ChangeKind.STORE_ARCHIVED:
+            log.info("store %r was archived; its files are read-only now", attachment.name)
+            attachment.archived = True
+            self._notice_modes(attachment)
+        elif change.kind is ChangeKind.STORE_DELETED:
+            log.warning("store %r was deleted; its directory is empty now", attachment.name)
+            attachment.deleted = True
+            for node in self._table.store_nodes(attachment):
+                parent = node.parent
+                self._table.remove(node)
+                self._table.prune(parent)
+            self._notice_modes(attachment)
+
+    def purge(self, blob_key: str, sha256: str | None = None) -> None:
+        """Drops purged content from the cache (and keeps fetches in flight from putting
+        it back), and from every working copy derived from it, even while open for
+        writing: unsaved changes made on top of redacted content are discarded, and the
+        next close of such a file reports it (ENOENT) instead of writing the bytes back
+        (SPEC §2 redaction)."""
+        self._reader.purge(blob_key)
+        if sha256 is None:
+            return
+        for node in self._table.all_nodes():
+            memory = node.memory
+            head_sha256 = memory.content_sha256 if memory is not None else None
+            if node.is_dir or not node.working.derives_from(sha256, head_sha256=head_sha256):
+                continue
+            reason = NotFound(
+                f"{self._table.display_path(node)}: the content it was opened with was "
+                "redacted elsewhere; its unsaved changes were discarded with it"
+            )
+            if node.working.dirty:
+                log.warning("%s", reason)
+            node.working.purge(reason)
+            self._table.notice(Notice(node.inode))
+
+    def _notice_modes(self, attachment: Attachment) -> None:
+        """The kernel's cached modes of a store's entries are stale (now read-only)."""
+        for node in self._table.store_nodes(attachment):
+            self._table.notice(Notice(node.inode, attr_only=True))
+        root = self._table.store_root(attachment)
+        self._table.notice(Notice(root.inode, attr_only=True))
+
+    def show(self, attachment: Attachment, memory_id: str, memory: Memory | None) -> None:
+        """Makes the tree show the current state of one memory changed elsewhere
+        (``memory`` None: deleted)."""
+        node = self._table.node_for_memory(attachment.store_id, memory_id)
+        if memory is None:
+            if node is not None:
+                self._show_deleted(node)
+            return
+        if node is None:
+            self._table.add_memory(attachment, memory)
+            return
+        old = node.memory
+        if (
+            old is not None
+            and old.memory_version_id == memory.memory_version_id
+            and old.path == memory.path
+            and old.metadata == memory.metadata
+        ):
+            return
+        content_changed = old is None or old.content_sha256 != memory.content_sha256
+        self._table.set_memory(node, memory)
+        # A file open for writing keeps showing what it was opened with; its next commit
+        # meets the new head through its precondition. Otherwise every handle, open or
+        # new, reads the new head (as on a local filesystem; SPEC §4 close-to-open), and
+        # the kernel drops the pages of the old one.
+        if content_changed and not node.working.dirty and not self._has_writer(node):
+            node.working.reset_to_head(memory.content_sha256)
+            self._table.notice(Notice(node.inode))
+        else:
+            self._table.notice(Notice(node.inode, attr_only=True))
+        if node.parked:
+            return
+        if node.parent is not None and self._table.memory_path(node) == memory.path:
+            return
+        old_parent = node.parent
+        self._table.unlink(node)
+        self._table.place(node)
+        self._table.prune(old_parent)
+        self._table.retry_shadowed()
+
+    def _show_deleted(self, node: Node) -> None:
+        if node.parked or (node.working.dirty and node.open_count > 0):
+            # A scratch copy, or a file being written: keep the bytes in the mount; the
+            # next close creates the file again.
+            self._table.set_memory(node, None)
+            node.working.detached()
+            return
+        parent = node.parent
+        # A descriptor still open reads the deleted head from the store again (as an
+        # unlinked file stays readable), never bytes held here: a redaction purges them,
+        # and the read then fails.
+        node.working.head_deleted()
+        self._table.remove(node)
+        self._table.prune(parent)
+        self._table.retry_shadowed()

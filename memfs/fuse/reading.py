@@ -1,0 +1,147 @@
+"""Getting a file's head content into the mount: the content cache, read-ahead and
+purge marks.
+
+Owns :class:`ContentReader`: a file's bytes come from its working copy, else the
+content cache (:mod:`memfs.fuse.cache`, keyed by blob key), else the store, fetched
+together with the uncached files after it in its directory (read-ahead, issue 5).
+Purge marks keep bytes a redaction erased from coming back into the cache through a
+fetch that was already in flight (SPEC §2: after redaction the bytes are gone from
+every local cache).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+
+from memfs.backend import Backend
+from memfs.errors import NotFound
+from memfs.fuse.cache import BlobCache, BlobCacheStatistics
+from memfs.fuse.inodes import Node
+from memfs.model import Memory
+
+__all__ = ["READ_AHEAD_BYTES", "READ_AHEAD_FILES", "READ_AHEAD_SCAN", "ContentReader"]
+
+# Read-ahead on a content cache miss: at most this many files and bytes per store round
+# trip, and at most READ_AHEAD_SCAN names looked at per miss.
+READ_AHEAD_FILES = 32
+READ_AHEAD_BYTES = 1024 * 1024
+READ_AHEAD_SCAN = 4 * READ_AHEAD_FILES
+
+
+class ContentReader:
+    """The head contents of a mount's files, cached and fetched ahead.
+
+    Args:
+        backend: the store.
+    """
+
+    def __init__(self, backend: Backend) -> None:
+        self._backend = backend
+        self.cache = BlobCache()
+        # Purge marks (see purge): blob key -> the purge sequence number that dropped it.
+        self._purge_seq = 0
+        self.purged: dict[str, int] = {}
+        self._fetches = 0  # content fetches in flight
+
+    def statistics(self) -> BlobCacheStatistics:
+        """The in-memory content cache of this mount (``memfs status``)."""
+        return self.cache.statistics()
+
+    def remember(self, blob_key: str, data: bytes) -> None:
+        """Caches content this mount just wrote (a commit, a conflict copy)."""
+        self.cache.put(blob_key, data)
+
+    async def ensure_loaded(self, node: Node) -> bytearray:
+        """The content of ``node``: its working copy, else its head from the cache or the
+        store (loaded into the working copy).
+
+        Raises:
+            NotFound, BackendUnavailable: as :meth:`Backend.read_content`.
+        """
+        working = node.working
+        while working.buffer is None:
+            memory = node.memory
+            if memory is None:
+                working.start_empty(dirty=False)
+                break
+            data = self.cache.get(memory.blob_key)
+            if data is None:
+                data = await self.read_ahead(node, memory)
+            if working.buffer is None and node.memory is memory:
+                working.load(data)
+        assert working.buffer is not None
+        return working.buffer
+
+    async def read_ahead(self, node: Node, memory: Memory) -> bytes:
+        """The head content of ``node`` (a cache miss), fetched together with the
+        uncached contents of the files after it in its directory (by name, wrapping),
+        up to :data:`READ_AHEAD_FILES` files and :data:`READ_AHEAD_BYTES`: `cat *` and
+        `grep -r` on a cold mount then cost one store round trip per batch, not per
+        file. Everything fetched goes to the content cache.
+
+        Raises:
+            NotFound, BackendUnavailable: as :meth:`Backend.read_content`.
+        """
+        batch = [memory, *self._siblings(node, memory)]
+        self._fetches += 1
+        try:
+            since = self._purge_seq
+            found = await self._backend.read_contents(batch) if len(batch) > 1 else {}
+            for blob_key, content in found.items():
+                self._cache_fetched(blob_key, content, since)
+            data = found.get(memory.blob_key)
+            if data is None:
+                since = self._purge_seq
+                data = await self._backend.read_content(memory)
+                self._cache_fetched(memory.blob_key, data, since)
+            if self.purged.get(memory.blob_key, 0) > since:
+                raise NotFound(f"the content of {memory.path} was erased while it was read")
+            return data
+        finally:
+            self._fetches -= 1
+            if not self._fetches:
+                self.purged.clear()  # no fetch left that began before those purges
+
+    def _siblings(self, node: Node, memory: Memory) -> list[Memory]:
+        """The uncached memories after ``node`` in its directory, within the budget."""
+        directory = node.parent
+        if directory is None or len(directory.children) <= 1:
+            return []
+        batch: list[Memory] = []
+        budget = READ_AHEAD_BYTES - memory.content_size_bytes
+        # Entries are mostly in name order already (loaded sorted, then appended), which
+        # makes this sort close to linear.
+        names = sorted(directory.children)
+        start = bisect.bisect_right(names, node.name)
+        # A miss in a big directory whose files are mostly cached costs a bounded scan.
+        for name in itertools.islice(
+            itertools.chain(names[start:], names[:start]), READ_AHEAD_SCAN
+        ):
+            if len(batch) + 1 >= READ_AHEAD_FILES or budget <= 0:
+                break
+            child = directory.children.get(name)
+            sibling = child.memory if child is not None else None
+            if (
+                sibling is None
+                or sibling is memory
+                or sibling.content_size_bytes > budget
+                or sibling.blob_key in self.cache
+            ):
+                continue
+            batch.append(sibling)
+            budget -= sibling.content_size_bytes
+        return batch
+
+    def purge(self, blob_key: str) -> None:
+        """Drops purged content from the cache, and marks it so that a fetch already in
+        flight (read-ahead, a read) does not put it back (SPEC §2 redaction)."""
+        self.cache.discard(blob_key)
+        self._purge_seq += 1
+        self.purged[blob_key] = self._purge_seq
+
+    def _cache_fetched(self, blob_key: str, data: bytes, since: int) -> None:
+        """Caches content fetched by a store call that began at purge mark ``since``,
+        unless it was purged meanwhile."""
+        if self.purged.get(blob_key, 0) <= since:
+            self.cache.put(blob_key, data)

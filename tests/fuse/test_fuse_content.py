@@ -1,0 +1,291 @@
+"""The working copy without a kernel: :class:`memfs.fuse.content.WorkingCopy` transitions,
+and the commit / keep-both / reject paths of :class:`memfs.fuse.operations.Operations`
+driven directly against an embedded backend (issue 9: an Operations-level test layer).
+
+Handlers are called as pyfuse3 would call them; no mount, no subprocess.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+from collections.abc import AsyncIterator, Callable
+from pathlib import Path
+
+import pyfuse3
+import pytest
+
+from memfs.backend import AttachmentSpec, EmbeddedBackend, MemoryChange
+from memfs.errors import InvalidContent, NotFound
+from memfs.fuse.content import WorkingCopy
+from memfs.fuse.inodes import Attachment, InodeTable, Layout
+from memfs.fuse.operations import Operations
+from memfs.fuse.status import MountStatus
+from memfs.model import MemoryStore
+from memfs.store import Engine
+
+
+def sha(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+# ------------------------------------------------------------ pure transitions
+
+
+def test_a_write_makes_the_copy_dirty_and_zero_fills_a_gap() -> None:
+    working = WorkingCopy()
+    working.load(b"ab")
+    working.write(4, b"cd")
+    assert working.dirty
+    assert working.pending() == b"ab\0\0cd"
+
+
+def test_truncate_reports_whether_it_changed_anything() -> None:
+    working = WorkingCopy()
+    working.load(b"abc")
+    assert working.truncate(3) is False
+    assert not working.dirty
+    assert working.truncate(1) is True
+    assert working.pending() == b"a"
+    assert working.truncate(0) is True
+    assert working.fresh
+
+
+def test_an_unloaded_truncate_of_an_empty_head_changes_nothing() -> None:
+    working = WorkingCopy()
+    assert working.truncate_unloaded(head_size_bytes=0) is False
+    assert not working.dirty
+    other = WorkingCopy()
+    assert other.truncate_unloaded(head_size_bytes=5) is True
+    assert other.pending() == b""
+
+
+def test_committed_keeps_writes_that_arrived_meanwhile_pending() -> None:
+    working = WorkingCopy()
+    working.load(b"")
+    working.write(0, b"one")
+    sent = working.pending()
+    assert sent is not None
+    working.write(3, b"two")  # while the store call ran
+    working.committed(sha(sent), sent)
+    assert working.dirty
+    assert working.base_sha256 == sha(b"one")
+    assert working.kernel_sha256 == working.opened_sha256 == sha(b"one")
+    working.committed(sha(b"onetwo"), b"onetwo")
+    assert not working.dirty
+
+
+def test_reset_to_head_drops_pending_content_refusal_and_pages() -> None:
+    working = WorkingCopy(kernel_sha256="k", base_sha256="old")
+    working.load(b"x")
+    working.write(0, b"y")
+    working.refuse(InvalidContent("no"))
+    working.fresh = True
+    working.reset_to_head("head")
+    assert (working.buffer, working.dirty, working.refusal, working.fresh) == (
+        None, False, None, False)
+    assert working.kernel_sha256 is None
+    assert working.base_sha256 == "head"
+
+
+def test_a_purge_reports_discarded_changes_only() -> None:
+    clean = WorkingCopy(base_sha256="s")
+    clean.load(b"x")
+    clean.purge(NotFound("gone"))
+    assert clean.buffer is None
+    assert clean.refusal is None
+    dirty = WorkingCopy(base_sha256="s")
+    dirty.load(b"x")
+    dirty.write(1, b"y")
+    dirty.purge(NotFound("gone"))
+    assert dirty.buffer is None
+    assert isinstance(dirty.refusal, NotFound)
+
+
+def test_content_written_after_truncation_does_not_derive_from_the_old_head() -> None:
+    working = WorkingCopy(base_sha256="s")
+    working.load(b"secret")
+    assert working.derives_from("s", head_sha256=None)
+    working.truncate(0)
+    working.write(0, b"new")
+    assert not working.derives_from("s", head_sha256="s")
+
+
+def test_an_open_serves_the_base_and_keeps_the_cache_only_when_the_kernel_has_it() -> None:
+    working = WorkingCopy(base_sha256="a")
+    assert working.opened() == (False, False)
+    assert working.opened() == (True, False)  # the kernel holds "a" now
+    working.base_sha256 = "b"
+    assert working.opened() == (False, True)
+    assert working.opened_sha256 == "b"
+
+
+def test_follow_head_moves_the_precondition_only_of_a_closed_clean_file() -> None:
+    working = WorkingCopy(base_sha256="a")
+    working.follow_head("b", is_open=True)
+    assert working.base_sha256 == "a"
+    working.follow_head("b", is_open=False)
+    assert working.base_sha256 == "b"
+
+
+# ------------------------------------------------------- Operations, no mount
+
+
+class Harness:
+    """An Operations over a real engine, called like the kernel would."""
+
+    def __init__(self, ops: Operations, engine: Engine, store_id: str, table: InodeTable) -> None:
+        self.ops = ops
+        self.engine = engine
+        self.store_id = store_id
+        self.table = table
+
+    @property
+    def directory(self) -> int:
+        return self.table.store_root(self.table.attachments[0]).inode
+
+    async def create(self, name: str, flags: int = os.O_WRONLY) -> tuple[int, int]:
+        info, attributes = await self.ops.create(self.directory, name.encode(), 0o644, flags,
+                                                 None)  # type: ignore[arg-type]
+        return info.fh, attributes.st_ino
+
+    async def open(self, inode: int, flags: int) -> int:
+        info = await self.ops.open(inode, flags, None)  # type: ignore[arg-type]
+        return info.fh
+
+    async def close(self, fh: int) -> None:
+        try:
+            await self.ops.flush(fh)
+        finally:
+            await self.ops.release(fh)
+
+    def content(self, path: str) -> str | None:
+        memory = self.engine.get_memory_by_path(self.store_id, path, with_content=True)
+        return memory.content
+
+
+@pytest.fixture
+async def harness(
+    tmp_path: Path, store_engine: Engine, make_store: Callable[..., MemoryStore]
+) -> AsyncIterator[Harness]:
+    engine = store_engine
+    store = make_store()
+    backend = EmbeddedBackend(engine)
+    await backend.open_session([AttachmentSpec(store.id, False)], mount_root=str(tmp_path / "m"))
+    table = InodeTable(Layout.PER_STORE, [Attachment(store.id, "Notes", "notes", 0, False)])
+    status = MountStatus(str(tmp_path / "m"), {})
+    ops = Operations(backend, table, session_id="sesn_test", status=status, memory_limit=100)
+    await ops.load()
+    yield Harness(ops, engine, store.id, table)
+    findings = list(engine.iter_fsck_findings())
+    assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)
+
+
+async def test_a_close_commits_exactly_one_version(harness: Harness) -> None:
+    fh, inode = await harness.create("a.md")
+    assert await harness.ops.write(fh, 0, b"hello\n") == 6
+    await harness.close(fh)
+    assert harness.content("/a.md") == "hello\n"
+    node = harness.table.get(inode)
+    assert not node.working.dirty
+    assert node.working.buffer is None
+    memory = harness.engine.get_memory_by_path(harness.store_id, "/a.md", with_content=False)
+    assert len(harness.engine.list_versions(harness.store_id, memory_id=memory.id).items) == 1
+
+
+async def test_a_changed_head_keeps_both_and_the_file_shows_the_head(harness: Harness) -> None:
+    fh, inode = await harness.create("b.md")
+    await harness.ops.write(fh, 0, b"v1\n")
+    await harness.close(fh)
+    memory = harness.engine.get_memory_by_path(harness.store_id, "/b.md", with_content=False)
+    fh = await harness.open(inode, os.O_WRONLY)
+    await harness.ops.write(fh, 0, b"mine\n")
+    harness.engine.update_memory(harness.store_id, memory.id, content="theirs\n", actor=None)
+    await harness.close(fh)
+    assert harness.content("/b.md") == "theirs\n"
+    copies = [m for m in harness.engine.all_memories(harness.store_id) if ".conflict-" in m.path]
+    assert len(copies) == 1
+    assert harness.content(copies[0].path) == "mine\n"
+    node = harness.table.get(inode)
+    assert not node.working.dirty
+    assert node.working.refusal is None
+
+
+async def test_a_refused_write_is_reported_at_close_and_kept(harness: Harness) -> None:
+    fh, _ = await harness.create("c.md")
+    with pytest.raises(pyfuse3.FUSEError) as refused:
+        await harness.ops.write(fh, 0, b"bad\x01")
+    assert refused.value.errno == errno.EILSEQ
+    with pytest.raises(pyfuse3.FUSEError) as closed:
+        await harness.close(fh)
+    assert closed.value.errno == errno.EILSEQ
+    with pytest.raises(NotFound):
+        harness.engine.get_memory_by_path(harness.store_id, "/c.md", with_content=False)
+
+
+async def test_a_store_refusal_at_close_keeps_the_bytes_under_rejected(
+    harness: Harness, memfs_home: Path
+) -> None:
+    fh, _ = await harness.create("d.md")
+    await harness.ops.write(fh, 0, b"\xc3")  # half a character: refused only as a whole
+    with pytest.raises(pyfuse3.FUSEError) as closed:
+        await harness.close(fh)
+    assert closed.value.errno == errno.EILSEQ
+    kept = list((memfs_home / "rejected").rglob("*d.md"))
+    assert [p.read_bytes() for p in kept] == [b"\xc3"]
+
+
+async def test_metadata_of_a_new_file_is_applied_by_its_first_commit(harness: Harness) -> None:
+    fh, inode = await harness.create("e.md")
+    await harness.ops.setxattr(inode, b"user.meta.kind", b"note", None)  # type: ignore[arg-type]
+    await harness.ops.write(fh, 0, b"x\n")
+    await harness.close(fh)
+    memory = harness.engine.get_memory_by_path(harness.store_id, "/e.md", with_content=False)
+    assert memory.metadata == {"kind": "note"}
+    assert harness.table.get(inode).working.pending_metadata == {}
+
+
+async def test_xattr_refusals_follow_the_rules_of_spec_1(harness: Harness) -> None:
+    _, inode = await harness.create("f.md")
+    setxattr = harness.ops.setxattr
+    with pytest.raises(pyfuse3.FUSEError) as long_value:
+        await setxattr(inode, b"user.meta.k", b"v" * 513, None)  # type: ignore[arg-type]
+    assert long_value.value.errno == errno.E2BIG
+    for n in range(16):
+        await setxattr(inode, f"user.meta.k{n}".encode(), b"v", None)  # type: ignore[arg-type]
+    with pytest.raises(pyfuse3.FUSEError) as many:
+        await setxattr(inode, b"user.meta.k16", b"v", None)  # type: ignore[arg-type]
+    assert many.value.errno == errno.ENOSPC
+    with pytest.raises(pyfuse3.FUSEError) as nul:
+        await setxattr(inode, b"user.meta.k0", b"a\0b", None)  # type: ignore[arg-type]
+    assert nul.value.errno == errno.EINVAL
+
+
+async def test_a_change_elsewhere_resets_a_closed_file_to_the_new_head(harness: Harness) -> None:
+    fh, inode = await harness.create("g.md")
+    await harness.ops.write(fh, 0, b"one\n")
+    await harness.close(fh)
+    node = harness.table.get(inode)
+    fh = await harness.open(inode, os.O_RDONLY)
+    assert await harness.ops.read(fh, 0, 100) == b"one\n"
+    assert node.working.loaded
+    memory = harness.engine.get_memory_by_path(harness.store_id, "/g.md", with_content=False)
+    harness.engine.update_memory(harness.store_id, memory.id, content="two\n", actor=None)
+    await harness.ops.apply_changes(harness.table.attachments[0])
+    assert not node.working.loaded
+    assert node.working.base_sha256 == sha(b"two\n")
+    assert await harness.ops.read(fh, 0, 100) == b"two\n"
+    await harness.close(fh)
+
+
+async def test_the_backend_takes_one_memory_change_value(harness: Harness) -> None:
+    fh, _ = await harness.create("h.md")
+    await harness.ops.write(fh, 0, b"x\n")
+    await harness.close(fh)
+    memory = harness.engine.get_memory_by_path(harness.store_id, "/h.md", with_content=False)
+    moved = await harness.ops.committer._backend.update_memory(
+        harness.store_id, memory.id, MemoryChange(path="/i.md", expected_sha256=sha(b"x\n"))
+    )
+    assert moved.path == "/i.md"
+    assert moved.id == memory.id
