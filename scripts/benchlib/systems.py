@@ -47,6 +47,7 @@ __all__ = [
     "FloorSystem",
     "MemfsSystem",
     "PatchedFloorSystem",
+    "StockMemfsSystem",
     "RcloneSystem",
     "Scratch",
     "SetupFailed",
@@ -617,7 +618,7 @@ class MemfsSystem(FuseDaemonSystem):
     def __init__(self, scratch: Scratch, memfs_command: str) -> None:
         super().__init__(scratch)
         self.memfs_command = memfs_command
-        self.home = scratch.disk / "memfs-home"  # one $MEMFS_HOME per session below it
+        self.home = scratch.disk / f"{self.key}-home"  # one $MEMFS_HOME per session below it
         self.store_name: str | None = None
         self.seed_rate_ms: float | None = None
         self.notes = [
@@ -638,6 +639,22 @@ class MemfsSystem(FuseDaemonSystem):
 
     def _session_home(self) -> Path:
         return self.home / (self.session or "none")
+
+
+class StockMemfsSystem(MemfsSystem):
+    """memfs as with stock pyfuse3 (``MEMFS_FUSE_KERNEL_CACHE=0``: a FLUSH at every close,
+    listings not cached, 10 s timeouts), in the same run as :class:`MemfsSystem`: the
+    before/after of issue 17 side by side. Not in the default set of systems."""
+
+    key = "memfs_stock"
+    title = "memfs, stock pyfuse3"
+
+    def __init__(self, scratch: Scratch, memfs_command: str) -> None:
+        super().__init__(scratch, memfs_command)
+        self.notes = [*self.notes, "MEMFS_FUSE_KERNEL_CACHE=0: the kernel caching of issue 17 off"]
+
+    def daemon_environment(self) -> dict[str, str]:
+        return {**super().daemon_environment(), "MEMFS_FUSE_KERNEL_CACHE": "0"}
 
     def daemon_argv(self) -> list[str]:
         assert self.mount_point is not None

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from benchlib.report import evaluate_targets, format_report, format_value
-from benchlib.systems import Scratch, TmpfsSystem
+from benchlib.systems import MemfsSystem, Scratch, StockMemfsSystem, TmpfsSystem
 from benchlib.trees import (
     MAX_FILE_BYTES,
     MIN_FILE_BYTES,
@@ -225,3 +225,11 @@ def test_memfs_cells_show_the_ratio_to_the_patched_floor() -> None:
     find_row = next(line for line in report.splitlines() if "metadata: find" in line)
     assert find_row.endswith("| 3000 ms (3.00×T, 0.75×R, 1.50×P) |")
     assert "×P = ratio to the patched floor" in report
+
+
+def test_the_stock_memfs_column_turns_the_kernel_caching_off(tmp_path: Path) -> None:
+    scratch = Scratch(tmp_path / "ram", tmp_path / "disk", tmp_path)
+    stock = StockMemfsSystem(scratch, "memfs")
+    assert stock.daemon_environment()["MEMFS_FUSE_KERNEL_CACHE"] == "0"
+    assert "MEMFS_FUSE_KERNEL_CACHE" not in MemfsSystem(scratch, "memfs").daemon_environment()
+    assert stock.home != MemfsSystem(scratch, "memfs").home  # sessions never share a store
