@@ -641,21 +641,6 @@ class MemfsSystem(FuseDaemonSystem):
         return self.home / (self.session or "none")
 
 
-class StockMemfsSystem(MemfsSystem):
-    """memfs as with stock pyfuse3 (``MEMFS_FUSE_KERNEL_CACHE=0``: a FLUSH at every close,
-    listings not cached, 10 s timeouts), in the same run as :class:`MemfsSystem`: the
-    before/after of issue 17 side by side. Not in the default set of systems."""
-
-    key = "memfs_stock"
-    title = "memfs, stock pyfuse3"
-
-    def __init__(self, scratch: Scratch, memfs_command: str) -> None:
-        super().__init__(scratch, memfs_command)
-        self.notes = [*self.notes, "MEMFS_FUSE_KERNEL_CACHE=0: the kernel caching of issue 17 off"]
-
-    def daemon_environment(self) -> dict[str, str]:
-        return {**super().daemon_environment(), "MEMFS_FUSE_KERNEL_CACHE": "0"}
-
     def daemon_argv(self) -> list[str]:
         assert self.mount_point is not None
         assert self.store_name is not None
@@ -764,3 +749,19 @@ class StockMemfsSystem(MemfsSystem):
     def close_session(self) -> None:
         super().close_session()
         shutil.rmtree(self._session_home(), ignore_errors=True)
+
+
+class StockMemfsSystem(MemfsSystem):
+    """memfs as with stock pyfuse3 (``MEMFS_FUSE_KERNEL_CACHE=0``: a FLUSH at every close,
+    listings not cached, 10 s timeouts), in the same run as :class:`MemfsSystem`: the
+    before/after of issue 17 side by side. Not in the default set of systems."""
+
+    key = "memfs_stock"
+    title = "memfs, stock pyfuse3"
+
+    def __init__(self, scratch: Scratch, memfs_command: str) -> None:
+        super().__init__(scratch, memfs_command)
+        self.notes = [*self.notes, "MEMFS_FUSE_KERNEL_CACHE=0: the kernel caching of issue 17 off"]
+
+    def daemon_environment(self) -> dict[str, str]:
+        return {**super().daemon_environment(), "MEMFS_FUSE_KERNEL_CACHE": "0"}
