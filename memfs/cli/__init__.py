@@ -53,6 +53,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "session": ("access", "Attach memory stores to an agent session; print its token."),
     "fsck": ("fsck_prompt", "Check every storage invariant."),
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
+    "mcp": ("mcp", "Serve memory stores to an MCP client over stdio (memory tool commands)."),
 }
 
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import anthropic
 import pytest
+from _support.mount import MEMFS, Mounter, live, run, run_python, wait_until
 from _support.serve import ServeProcess
-from fuse_helpers import MEMFS, Mounter, live, run, run_python, wait_until
 
 from memfs.fuse import capabilities
 from memfs.fuse.operations import ATTR_TIMEOUT_S, ENTRY_TIMEOUT_S

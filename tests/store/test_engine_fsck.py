@@ -12,20 +12,22 @@ import functools
 import hashlib
 import sqlite3
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 from store_helpers import execute_sql
 
-from memfs.errors import CorruptedStore
+from memfs.errors import CorruptedStore, InvalidInput
 from memfs.ids import blob_key_of
 from memfs.model import Actor, DeleteMode, MemoryStore, Scope
-from memfs.store import Engine, ResourceSpec
+from memfs.store import Engine, ResourceSpec, fsck_database
 from memfs.store.fsck import CHECKS
 
 pytestmark = pytest.mark.corrupts_store
 
 WHEN = "2026-01-01T00:00:00.000000Z"
+ACTOR = Actor.api_key("apikey_tests")
 GHOST_BLOB = "f" * 32
 
 
@@ -361,3 +363,46 @@ def test_sessions(engine: Engine, store: MemoryStore) -> None:
         ]
     )
     assert fine.id not in " ".join(findings(engine))
+
+
+def test_sqlite_integrity_check_finds_damaged_pages(tmp_path: Path) -> None:
+    """Issue 10 item 12: fsck also asks SQLite about its own file (integrity_check, or
+    quick_check): damage below the rows memfs reads shows up as findings."""
+    path = tmp_path / "memfs.db"
+    with Engine(f"sqlite:///{path}") as engine:
+        store = engine.create_store("s")
+        for index in range(300):
+            engine.create_memory(store.id, f"/m{index:03}", f"content {index} " * 20, actor=ACTOR)
+        page_size = engine._sa.connect().exec_driver_sql("PRAGMA page_size").scalar()
+    assert fsck_database(str(path)) == []
+    assert fsck_database(str(path), sqlite_check="quick") == []
+    data = bytearray(path.read_bytes())
+    pages = len(data) // page_size
+    for page in range(pages // 2, pages // 2 + 4):  # four pages in the middle of the file
+        start = page * page_size + 8
+        data[start : start + 64] = b"\xa5" * 64
+    path.write_bytes(bytes(data))
+
+    for check, pragma in (("integrity", "integrity_check"), ("quick", "quick_check")):
+        found = fsck_database(str(path), sqlite_check=check)
+        assert found, check
+        assert found[0].startswith(f"sqlite {pragma}: "), found
+    with pytest.raises(InvalidInput, match="^the SQLite check is one of"):
+        fsck_database(str(path), sqlite_check="thorough")
+
+
+def test_fsck_reports_a_database_it_cannot_open(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "memfs.db"
+    assert fsck_database(str(missing)) == [
+        f"database: no memfs database at {missing} (create one with a command that makes "
+        "it, e.g. `memfs store create`)"
+    ]
+    assert not missing.parent.exists()
+    foreign = tmp_path / "notes.db"
+    with contextlib.closing(sqlite3.connect(foreign)) as db:
+        db.execute("CREATE TABLE notes (body TEXT)")
+        db.commit()
+    assert fsck_database(str(foreign)) == [
+        f"database: {foreign} holds tables (notes) but is not a memfs database (no memfs "
+        "schema revision); memfs left it alone"
+    ]
