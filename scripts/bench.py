@@ -8,6 +8,8 @@ In one run on one machine, the same workloads (see :mod:`benchlib.workloads`) ru
   FUSE peer),
 - ``scripts/floorfs.py``, a minimal in-memory pyfuse3 filesystem (the floor of the stack
   memfs is built on),
+- the same with ``--kernel-cache``, the *patched floor*: what the pyfuse3 patch of
+  third_party/pyfuse3 lets the kernel cache (issue 17),
 - memfs, embedded mount,
 
 on a generated tree of markdown notes, on a real corpus found on the machine, and on a
@@ -40,22 +42,26 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from benchlib import host  # noqa: E402
-from benchlib.report import evaluate_targets, format_report, to_json  # noqa: E402
-from benchlib.systems import (  # noqa: E402
+from benchlib import host
+from benchlib.report import evaluate_targets, format_report, to_json
+from benchlib.systems import (
     FloorSystem,
     MemfsSystem,
+    PatchedFloorSystem,
     RcloneSystem,
     Scratch,
+    StockMemfsSystem,
     System,
     TmpfsSystem,
     fusermount_command,
 )
-from benchlib.trees import Tree, collect_corpus, generate_markdown_tree  # noqa: E402
-from benchlib.workloads import SystemRun, run_system, workload_specs  # noqa: E402
+from benchlib.trees import Tree, collect_corpus, generate_markdown_tree
+from benchlib.workloads import SystemRun, run_system, workload_specs
 
 REPO = Path(__file__).resolve().parent.parent
-ALL_SYSTEMS = ("tmpfs", "rclone", "floor", "memfs")
+ALL_SYSTEMS = ("tmpfs", "rclone", "floor", "floor_patched", "memfs_stock", "memfs")
+# memfs_stock (memfs with issue 17's kernel caching off) only when asked for.
+DEFAULT_SYSTEMS = tuple(s for s in ALL_SYSTEMS if s != "memfs_stock")
 
 # (generated files, corpus files, metadata files, repeats)
 FULL_SIZES = (1000, 1000, 10_000, 5)
@@ -78,7 +84,7 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--systems",
-        default=",".join(ALL_SYSTEMS),
+        default=",".join(DEFAULT_SYSTEMS),
         help=f"comma-separated subset of {','.join(ALL_SYSTEMS)}",
     )
     parser.add_argument("--json", type=Path, metavar="PATH", help="also write every sample here")
@@ -148,6 +154,10 @@ def _make_system(key: str, scratch: Scratch, args: argparse.Namespace) -> System
         return RcloneSystem(scratch)
     if key == "floor":
         return FloorSystem(scratch)
+    if key == "floor_patched":
+        return PatchedFloorSystem(scratch)
+    if key == "memfs_stock":
+        return StockMemfsSystem(scratch, args.memfs_command)
     return MemfsSystem(scratch, args.memfs_command)
 
 

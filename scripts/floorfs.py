@@ -10,7 +10,14 @@ in-memory SQLite replaced by dicts, which is the cheaper of the two.
 
 Usage::
 
-    python scripts/floorfs.py MOUNTPOINT [--debug]
+    python scripts/floorfs.py MOUNTPOINT [--kernel-cache] [--debug]
+
+``--kernel-cache`` is the *patched floor* (issue 17): with the pyfuse3 that scripts/setup
+builds from third_party/pyfuse3/, read-only opens set ``noflush`` (no FLUSH at close)
+and ``opendir`` returns ``FileInfo(cache_readdir=True, keep_cache=True)`` (the kernel
+keeps listings; only this mount changes the tree, and the kernel drops a directory's
+cached listing itself when it changes through the mount). It exits with an error when
+the installed pyfuse3 is the stock one.
 
 It runs in the foreground until unmounted (``fusermount3 -u MOUNTPOINT``) or interrupted.
 
@@ -88,8 +95,9 @@ class _Inode:
 class FloorOperations(pyfuse3.Operations):
     """In-memory request handlers; every one is a few dict operations."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, kernel_cache: bool = False) -> None:
         super().__init__()
+        self._kernel_cache = kernel_cache
         now = time.time_ns()
         root = _Inode(
             number=pyfuse3.ROOT_INODE,
@@ -243,8 +251,10 @@ class FloorOperations(pyfuse3.Operations):
         node.ctime_ns = attr.st_ctime_ns if fields.update_ctime else now
         return self._attributes(node)
 
-    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
+    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int | pyfuse3.FileInfo:
         self._dir(inode)
+        if self._kernel_cache:
+            return pyfuse3.FileInfo(fh=inode, keep_cache=True, cache_readdir=True)
         return inode
 
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
@@ -336,7 +346,10 @@ class FloorOperations(pyfuse3.Operations):
             del node.data[:]
             node.mtime_ns = node.ctime_ns = time.time_ns()
         # Every change to this file passed through this mount: cached pages are current.
-        return pyfuse3.FileInfo(fh=inode, keep_cache=True)
+        info = pyfuse3.FileInfo(fh=inode, keep_cache=True)
+        if self._kernel_cache and flags & os.O_ACCMODE == os.O_RDONLY:
+            info.noflush = True  # flush does nothing here anyway; the kernel need not ask
+        return info
 
     async def create(
         self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: pyfuse3.RequestContext
@@ -385,8 +398,18 @@ def main(argv: list[str] | None = None) -> int:
     """Mounts floorfs at MOUNTPOINT in the foreground; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("mountpoint")
+    parser.add_argument(
+        "--kernel-cache",
+        action="store_true",
+        help="noflush on read-only opens, cached listings (needs the patched pyfuse3)",
+    )
     parser.add_argument("--debug", action="store_true", help="log every request (slow)")
     args = parser.parse_args(argv)
+    if args.kernel_cache and not (
+        getattr(pyfuse3, "NOFLUSH_SUPPORTED", False)
+        and getattr(pyfuse3, "CACHE_READDIR_SUPPORTED", False)
+    ):
+        parser.error("--kernel-cache needs the patched pyfuse3 (scripts/setup builds it)")
     logging.basicConfig(
         level=logging.DEBUG if args.debug else logging.WARNING,
         format="%(asctime)s floorfs %(levelname)s %(message)s",
@@ -395,7 +418,7 @@ def main(argv: list[str] | None = None) -> int:
     options.add("fsname=floorfs")
     if args.debug:
         options.add("debug")
-    pyfuse3.init(FloorOperations(), args.mountpoint, options)
+    pyfuse3.init(FloorOperations(kernel_cache=args.kernel_cache), args.mountpoint, options)
     try:
         trio.run(pyfuse3.main)
     except KeyboardInterrupt:

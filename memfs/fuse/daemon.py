@@ -222,6 +222,7 @@ class _StatusFeed:
         self.status.set_live(
             backend=_backend_status(stats),
             memory_cache=dataclasses.asdict(cache),
+            kernel_cache=self.operations.kernel_cache_status(),
             stores=_stores_status(self.table.attachments, self.table.layout),
         )
 

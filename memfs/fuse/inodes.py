@@ -466,7 +466,7 @@ class InodeTable:
         node.parent = parent
         node.name = name
         parent.mtime_ns = time.time_ns()
-        self._notices.append(Notice(parent.inode, attr_only=True))
+        self._notices.append(Notice(parent.inode))  # all of it: a cached listing too
 
     def unlink(self, node: Node) -> None:
         """Takes ``node``'s entry out of its directory (the node itself may live on)."""
@@ -480,7 +480,7 @@ class InodeTable:
         node.parent = None
         parent.mtime_ns = time.time_ns()
         self._notices.append(Notice(parent.inode, node.name.encode("utf-8", "surrogateescape")))
-        self._notices.append(Notice(parent.inode, attr_only=True))
+        self._notices.append(Notice(parent.inode))  # all of it: a cached listing too
 
     def move(self, node: Node, parent: Node, name: str) -> None:
         """Moves ``node`` to ``parent``/``name``; the caller removed what was there."""

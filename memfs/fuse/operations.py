@@ -35,6 +35,7 @@ import os
 import stat
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import pyfuse3
 import trio
@@ -47,6 +48,7 @@ from memfs.errors import (
     MemfsError,
 )
 from memfs.fuse.cache import BlobCacheStatistics
+from memfs.fuse.capabilities import KERNEL_CACHE, directory_reply, file_reply
 from memfs.fuse.commits import Committer
 from memfs.fuse.errno_table import handler
 from memfs.fuse.errors import (
@@ -91,9 +93,12 @@ log = logging.getLogger(__name__)
 # entries and attributes it changed (SPEC §4: "kernel caches are invalidated for
 # exactly the changed entries"). The timeouts only bound how long a missed
 # invalidation could show stale metadata, and let `ls -lR`, `find` and `cat` over a
-# warm tree be answered by the kernel without a round trip (issue 5).
-ENTRY_TIMEOUT_S = 10.0
-ATTR_TIMEOUT_S = 10.0
+# warm tree be answered by the kernel without a round trip (issue 5). With cached
+# listings (the patched pyfuse3, memfs.fuse.capabilities) they are long: a listing the
+# kernel keeps carries no attributes, so once they expired `ls -lR` would send one
+# LOOKUP per entry (issue 17); a directory's listing is dropped by invalidation too.
+ENTRY_TIMEOUT_S = 3600.0 if KERNEL_CACHE.cached_listings else 10.0
+ATTR_TIMEOUT_S = ENTRY_TIMEOUT_S
 BLOCK_SIZE_BYTES = 4096
 STAT_BLOCK_BYTES = 512  # st_blocks counts 512-byte units (stat(2))
 # Scratch files are not memories, but they live in the daemon's memory: bound them.
@@ -142,6 +147,7 @@ class Operations(pyfuse3.Operations):
         self.follower = ChangeFollower(
             backend, table, self.reader, status, self._lock, self._has_writer, self._send_notices
         )
+        self._flushes = {"read_only": 0, "writable": 0}  # FLUSH requests (memfs status)
         self._uid = os.getuid()
         self._gid = os.getgid()
 
@@ -187,6 +193,18 @@ class Operations(pyfuse3.Operations):
     def cache_statistics(self) -> BlobCacheStatistics:
         """The in-memory content cache of this mount (``memfs status``)."""
         return self.reader.statistics()
+
+    def kernel_cache_status(self) -> dict[str, Any]:
+        """What this mount lets the kernel cache (issue 17) and the FLUSH requests it
+        got, by kind of handle (``memfs status``; a read-only open sends none when
+        ``noflush`` is on)."""
+        return {
+            "noflush": KERNEL_CACHE.noflush,
+            "cached_listings": KERNEL_CACHE.cached_listings,
+            "entry_timeout_s": ENTRY_TIMEOUT_S,
+            "attr_timeout_s": ATTR_TIMEOUT_S,
+            "flushes": dict(self._flushes),
+        }
 
     # ---------------------------------------------------------------- attributes
 
@@ -396,9 +414,10 @@ class Operations(pyfuse3.Operations):
         self._send_notices()
 
     @handler
-    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
+    async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int | pyfuse3.FileInfo:
         directory = self._directory(inode)
-        return self._handles.open_listing(directory)
+        # The kernel may keep the listing (issue 17).
+        return directory_reply(self._handles.open_listing(directory))
 
     @handler
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
@@ -505,7 +524,10 @@ class Operations(pyfuse3.Operations):
         # reads around the page cache, or it could see the new content cut or padded.
         known = node.kernel_attributes
         direct = known is not None and known[0] != node.size_bytes
-        return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache and not direct, direct_io=direct)
+        # A read-only open has nothing to commit at close: its FLUSH is skipped (issue 17).
+        return file_reply(
+            fh, keep_cache=keep_cache and not direct, direct_io=direct, read_only=not writable
+        )
 
     @handler
     async def read(self, fh: int, off: int, size: int) -> bytes:
@@ -563,6 +585,7 @@ class Operations(pyfuse3.Operations):
         # `echo x > f` opens, dup2()s onto stdout and closes the original descriptor
         # before writing, and that close must not make an empty version.
         handle = self._handles.file(fh)
+        self._flushes["writable" if handle.writable else "read_only"] += 1
         if handle.writable and (handle.wrote or handle.node.working.lost is not None):
             await self._close_commit(handle.node)
 

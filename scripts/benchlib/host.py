@@ -144,45 +144,36 @@ def _command_output(argv: list[str]) -> str | None:
     return result.stdout.strip() or None
 
 
+def _first_field(path: str, prefix: str) -> str | None:
+    """What follows ``prefix`` on the first line of ``path`` starting with it."""
+    try:
+        for line in Path(path).read_text().splitlines():
+            if line.startswith(prefix):
+                return line[len(prefix) :].strip()
+    except OSError:
+        pass
+    return None
+
+
+def _pyfuse3_version() -> str | None:
+    """The installed pyfuse3's version (``3.5.0+memfs.kernelcache`` when patched)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pyfuse3")
+    except PackageNotFoundError:
+        return None
+
+
 def machine_description(repo: Path, backing: Path, ram: Path) -> dict[str, object]:
     """The facts printed above the results and stored in the JSON document."""
-    cpu = "unknown"
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    except OSError:
-        pass
-    memory_total_kib = None
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                memory_total_kib = int(line.split()[1])
-    except OSError:
-        pass
-    distribution = "unknown"
-    try:
-        for line in Path("/etc/os-release").read_text().splitlines():
-            if line.startswith("PRETTY_NAME="):
-                distribution = line.split("=", 1)[1].strip('"')
-    except OSError:
-        pass
+    cpu = (_first_field("/proc/cpuinfo", "model name") or ":unknown").split(":", 1)[1].strip()
+    memory_total = _first_field("/proc/meminfo", "MemTotal:")
+    memory_total_kib = int(memory_total.split()[0]) if memory_total else None
+    distribution = (_first_field("/etc/os-release", "PRETTY_NAME=") or "unknown").strip('"')
     rclone = _command_output(["rclone", "version"])
     commit = _command_output(["git", "-C", str(repo), "describe", "--always", "--dirty"])
-    try:
-        import pyfuse3
-
-        pyfuse3_version = getattr(pyfuse3, "__version__", None)
-    except ImportError:
-        pyfuse3_version = None
-    if pyfuse3_version is None:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            pyfuse3_version = version("pyfuse3")
-        except PackageNotFoundError:
-            pyfuse3_version = None
+    pyfuse3_version = _pyfuse3_version()
     return {
         "cpu": cpu,
         "cores": os.cpu_count(),

@@ -13,6 +13,9 @@ rclone      ``rclone mount`` of a new local directory   wait for uploads, unmoun
             writes``, other options rclone's defaults   cache, mount again
 floor       ``scripts/floorfs.py`` (in-memory pyfuse3)  drop the page cache (a remount
                                                         would lose the in-memory data)
+floor_      ``scripts/floorfs.py --kernel-cache``       as floor
+patched     (the patched pyfuse3: noflush, cached
+            listings; issue 17)
 memfs       ``memfs mount --store S --foreground`` of   ``memfs umount``, drop the page
             a new store in ``$MEMFS_HOME`` on the       cache, mount again
             backing disk; preloaded through the engine
@@ -43,6 +46,8 @@ from benchlib.trees import Tree
 __all__ = [
     "FloorSystem",
     "MemfsSystem",
+    "PatchedFloorSystem",
+    "StockMemfsSystem",
     "RcloneSystem",
     "Scratch",
     "SetupFailed",
@@ -571,6 +576,26 @@ class FloorSystem(FuseDaemonSystem):
         raise SetupFailed("floorfs keeps its data in memory: a remount would lose it")
 
 
+class PatchedFloorSystem(FloorSystem):
+    """``scripts/floorfs.py --kernel-cache``: the floor with the kernel caching that the
+    patched pyfuse3 can ask for (issue 17): what memfs's reads and scans can reach."""
+
+    key = "floor_patched"
+    title = "patched floor"
+
+    def __init__(self, scratch: Scratch) -> None:
+        super().__init__(scratch)
+        self.notes = [
+            "scripts/floorfs.py --kernel-cache: the floor with the patched pyfuse3 "
+            "(third_party/pyfuse3): noflush on read-only opens, cache_readdir + keep_cache "
+            "from opendir",
+            *self.notes[1:],
+        ]
+
+    def daemon_argv(self) -> list[str]:
+        return [*super().daemon_argv(), "--kernel-cache"]
+
+
 class MemfsSystem(FuseDaemonSystem):
     """memfs's embedded mount, started the way a user does: ``memfs mount MOUNTPOINT
     --store NAME``, which returns once the daemon it starts in the background is ready.
@@ -593,7 +618,7 @@ class MemfsSystem(FuseDaemonSystem):
     def __init__(self, scratch: Scratch, memfs_command: str) -> None:
         super().__init__(scratch)
         self.memfs_command = memfs_command
-        self.home = scratch.disk / "memfs-home"  # one $MEMFS_HOME per session below it
+        self.home = scratch.disk / f"{self.key}-home"  # one $MEMFS_HOME per session below it
         self.store_name: str | None = None
         self.seed_rate_ms: float | None = None
         self.notes = [
@@ -615,8 +640,10 @@ class MemfsSystem(FuseDaemonSystem):
     def _session_home(self) -> Path:
         return self.home / (self.session or "none")
 
+
     def daemon_argv(self) -> list[str]:
-        assert self.mount_point is not None and self.store_name is not None
+        assert self.mount_point is not None
+        assert self.store_name is not None
         return [self.memfs_command, "mount", str(self.mount_point), "--store", self.store_name]
 
     def log_files(self) -> list[Path]:
@@ -624,7 +651,8 @@ class MemfsSystem(FuseDaemonSystem):
         return super().log_files() + sorted(self._session_home().glob("logs/*.log"))
 
     def _start(self, argv: list[str], deadline: float) -> None:
-        assert self.log_path is not None and self.mount_point is not None
+        assert self.log_path is not None
+        assert self.mount_point is not None
         try:
             with open(self.log_path, "ab") as log:
                 result = subprocess.run(
@@ -668,7 +696,8 @@ class MemfsSystem(FuseDaemonSystem):
         return [self.memfs_command, "umount", str(self.mount_point)]
 
     def session_root(self) -> Path:
-        assert self.mount_point is not None and self.store_name is not None
+        assert self.mount_point is not None
+        assert self.store_name is not None
         from memfs.rules import slugify
 
         return self.mount_point / slugify(self.store_name)
@@ -720,3 +749,19 @@ class MemfsSystem(FuseDaemonSystem):
     def close_session(self) -> None:
         super().close_session()
         shutil.rmtree(self._session_home(), ignore_errors=True)
+
+
+class StockMemfsSystem(MemfsSystem):
+    """memfs as with stock pyfuse3 (``MEMFS_FUSE_KERNEL_CACHE=0``: a FLUSH at every close,
+    listings not cached, 10 s timeouts), in the same run as :class:`MemfsSystem`: the
+    before/after of issue 17 side by side. Not in the default set of systems."""
+
+    key = "memfs_stock"
+    title = "memfs, stock pyfuse3"
+
+    def __init__(self, scratch: Scratch, memfs_command: str) -> None:
+        super().__init__(scratch, memfs_command)
+        self.notes = [*self.notes, "MEMFS_FUSE_KERNEL_CACHE=0: the kernel caching of issue 17 off"]
+
+    def daemon_environment(self) -> dict[str, str]:
+        return {**super().daemon_environment(), "MEMFS_FUSE_KERNEL_CACHE": "0"}

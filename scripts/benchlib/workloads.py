@@ -220,178 +220,11 @@ def run_system(
         The measurements; a workload that failed has ``error`` set, and after a
         :class:`SetupFailed` every workload not yet run says so.
     """
-    run = SystemRun()
-    lists = {
-        tree.name: tree.write_file_list(work / f"{tree.name}.list")
-        for tree in (generated, corpus, metadata)
-    }
-
-    def record(key: str, action: Callable[[], Measurement]) -> None:
-        try:
-            run.results[key] = action()
-        except SetupFailed:
-            raise
-        except Exception as exc:  # a misbehaving system fails its cell, never the run
-            message = str(exc) if isinstance(exc, WorkloadFailed) else repr(exc)
-            problems = system.daemon_problems()
-            if problems:
-                message += f" | daemon log: {problems}"
-            run.results[key] = Measurement(error=message)
-            progress(f"{system.key}: {key} FAILED: {message}")
-
-    def repeat(label: str, once: Callable[[], float], count: int = repeats) -> Measurement:
-        samples = []
-        for index in range(count):
-            samples.append(once())
-            progress(f"{system.key}: {label} {index + 1}/{count}: {samples[-1] * 1000:.1f} ms")
-        return Measurement(samples)
-
+    runner = _Runner(system, generated, corpus, metadata, repeats, work, progress)
+    run = runner.run
     try:
-        # ---------------------------------------------------------- files session
-        root = system.open_session("files")
-        for tree in (generated, corpus):
-
-            def copy_in(tree: Tree = tree) -> Measurement:
-                samples = []
-                for index in range(repeats):
-                    destination = root / f"{tree.name}-{index}"
-                    samples.append(timed(["cp", "-r", str(tree.path), str(destination)], root))
-                    progress(
-                        f"{system.key}: copy {tree.name} {index + 1}/{repeats}: "
-                        f"{samples[-1] * 1000:.1f} ms"
-                    )
-                    check_copy(tree, destination)
-                return Measurement(samples)
-
-            record(f"copy_{tree.name}", copy_in)
-        system.settle()
-        last = repeats - 1
-        for tree in (generated, corpus):
-            directory = root / f"{tree.name}-{last}"
-
-            def warm(tree: Tree = tree, directory: Path = directory) -> Measurement:
-                check_read(tree, directory, lists[tree.name])
-                return repeat(
-                    f"warm read {tree.name}", lambda: timed(_cat_argv(lists[tree.name]), directory)
-                )
-
-            record(f"warm_{tree.name}", warm)
-        cold_samples: dict[str, list[float]] = {generated.name: [], corpus.name: []}
-        cold_errors: dict[str, str] = {}
-        for index in range(repeats):
-            system.go_cold()
-            root = system.root or root
-            for tree in (generated, corpus):
-                if tree.name in cold_errors:
-                    continue
-                try:
-                    seconds = timed(_cat_argv(lists[tree.name]), root / f"{tree.name}-{last}")
-                except WorkloadFailed as exc:
-                    cold_errors[tree.name] = str(exc)
-                    continue
-                cold_samples[tree.name].append(seconds)
-                progress(
-                    f"{system.key}: cold read {tree.name} {index + 1}/{repeats}: "
-                    f"{seconds * 1000:.1f} ms"
-                )
-        for tree in (generated, corpus):
-
-            def cold(tree: Tree = tree) -> Measurement:
-                if tree.name in cold_errors:
-                    raise WorkloadFailed(cold_errors[tree.name])
-                check_read(tree, root / f"{tree.name}-{last}", lists[tree.name])
-                return Measurement(cold_samples[tree.name], note=system.cold_note)
-
-            record(f"cold_{tree.name}", cold)
-
-        def edits() -> Measurement:
-            directory = root / f"{generated.name}-{last}"
-            lines = [f"{EDIT_LINE} (round {n})" for n in range(repeats + 1)]
-            _run(_edit_argv(lists[generated.name], lines[0]), directory)
-            samples = []
-            for index in range(repeats):
-                samples.append(
-                    timed(_edit_argv(lists[generated.name], lines[index + 1]), directory)
-                )
-                progress(f"{system.key}: edits {index + 1}/{repeats}: {samples[-1] * 1000:.1f} ms")
-            grown = sum(len(line.encode()) + 1 for line in lines)
-            expected = {
-                f: size + grown
-                for f, size in zip(generated.files, generated.sizes_bytes, strict=True)
-            }
-            if tree_listing(directory) != expected:
-                raise WorkloadFailed("after the appends, file sizes are not what was appended")
-            return Measurement(samples)
-
-        record("edits", edits)
-        system.close_session()
-
-        # ------------------------------------------------------- metadata session
-        root = system.open_session("meta", preload=metadata)
-        run.seed_rate_ms = getattr(system, "seed_rate_ms", None)
-        first_mount_s = system.last_mount_s
-        directory = root / metadata.name
-
-        def find() -> Measurement:
-            listed = _run(["find", "."], directory, capture=True).stdout.count(b"\n")
-            expected = len(metadata.files) + metadata.directories + 1
-            if listed != expected:
-                raise WorkloadFailed(f"find listed {listed:,} entries, expected {expected:,}")
-            return repeat("find", lambda: timed(["find", "."], directory))
-
-        def ls_lr() -> Measurement:
-            out = _run(["ls", "-lR", "."], directory, capture=True).stdout
-            regular = sum(1 for line in out.splitlines() if line.startswith(b"-"))
-            if regular != len(metadata.files):
-                raise WorkloadFailed(
-                    f"ls -lR listed {regular:,} files, expected {len(metadata.files):,}"
-                )
-            return repeat("ls -lR", lambda: timed(["ls", "-lR", "."], directory))
-
-        def grep() -> Measurement:
-            out = _run(["grep", "-rl", SEARCH_WORD, "."], directory, capture=True).stdout
-            hits = out.count(b"\n")
-            if hits != metadata.search_hits:
-                raise WorkloadFailed(
-                    f"grep found {SEARCH_WORD!r} in {hits:,} files, "
-                    f"expected {metadata.search_hits:,}"
-                )
-            return repeat("grep -r", lambda: timed(["grep", "-r", SEARCH_WORD, "."], directory))
-
-        def peak_rss() -> Measurement:
-            pid = system.daemon_pid()
-            if pid is None:
-                return Measurement(note="no daemon")
-            kib = host.memory_kib(pid, "VmHWM")
-            if kib is None:
-                raise WorkloadFailed(f"cannot read /proc/{pid}/status")
-            return Measurement([kib * 1024 / 1e6])
-
-        record("find", find)
-        record("ls_lR", ls_lr)
-        record("rss_metadata", peak_rss)
-        record("grep", grep)
-        record("rss_search", peak_rss)
-
-        def mount_time() -> Measurement:
-            if not system.can_remount:
-                samples = [first_mount_s] if first_mount_s is not None else []
-                return Measurement(samples, note=system.mount_note)
-
-            def once() -> float:
-                system.remount(drop_caches=False)
-                assert system.last_mount_s is not None
-                return system.last_mount_s
-
-            return repeat("mount", once)
-
-        record("mount", mount_time)
-        if not system.can_remount or first_mount_s is None:
-            run.results["mount_cold"] = Measurement(note=system.mount_note and "see mount")
-        else:
-            note = None if host.can_drop_caches() else "page cache NOT dropped (not root)"
-            run.results["mount_cold"] = Measurement([first_mount_s], note=note)
-        system.close_session()
+        runner.files_session()
+        runner.metadata_session()
     except Exception as exc:  # SetupFailed, or a system breaking the harness's assumptions
         run.failure = str(exc) if isinstance(exc, SetupFailed) else repr(exc)
         progress(f"{system.key}: FAILED: {run.failure}")
@@ -403,3 +236,211 @@ def run_system(
         if key not in run.results and run.failure:
             run.results[key] = Measurement(error=f"not run: {run.failure}")
     return run
+
+
+class _Runner:
+    """The workloads of :func:`run_system`, in the order they run (two sessions)."""
+
+    def __init__(
+        self,
+        system: System,
+        generated: Tree,
+        corpus: Tree,
+        metadata: Tree,
+        repeats: int,
+        work: Path,
+        progress: Progress,
+    ) -> None:
+        self.system = system
+        self.generated, self.corpus, self.metadata = generated, corpus, metadata
+        self.repeats = repeats
+        self.progress = progress
+        self.run = SystemRun()
+        self.lists = {
+            tree.name: tree.write_file_list(work / f"{tree.name}.list")
+            for tree in (generated, corpus, metadata)
+        }
+        self.root = Path()
+        self.last = repeats - 1
+
+    def record(self, key: str, action: Callable[[], Measurement]) -> None:
+        try:
+            self.run.results[key] = action()
+        except SetupFailed:
+            raise
+        except Exception as exc:  # a misbehaving system fails its cell, never the run
+            message = str(exc) if isinstance(exc, WorkloadFailed) else repr(exc)
+            problems = self.system.daemon_problems()
+            if problems:
+                message += f" | daemon log: {problems}"
+            self.run.results[key] = Measurement(error=message)
+            self.progress(f"{self.system.key}: {key} FAILED: {message}")
+
+    def repeat(self, label: str, once: Callable[[], float]) -> Measurement:
+        samples = []
+        for index in range(self.repeats):
+            samples.append(once())
+            self.progress(
+                f"{self.system.key}: {label} {index + 1}/{self.repeats}: "
+                f"{samples[-1] * 1000:.1f} ms"
+            )
+        return Measurement(samples)
+
+    def _copy(self, tree: Tree) -> Path:
+        return self.root / f"{tree.name}-{self.last}"
+
+    # ------------------------------------------------------------ files session
+
+    def files_session(self) -> None:
+        self.root = self.system.open_session("files")
+        for tree in (self.generated, self.corpus):
+            self.record(f"copy_{tree.name}", lambda tree=tree: self.copy_in(tree))
+        self.system.settle()
+        for tree in (self.generated, self.corpus):
+            self.record(f"warm_{tree.name}", lambda tree=tree: self.warm(tree))
+        cold_samples, cold_errors = self.cold_reads()
+        for tree in (self.generated, self.corpus):
+
+            def cold(tree: Tree = tree) -> Measurement:
+                if tree.name in cold_errors:
+                    raise WorkloadFailed(cold_errors[tree.name])
+                check_read(tree, self._copy(tree), self.lists[tree.name])
+                return Measurement(cold_samples[tree.name], note=self.system.cold_note)
+
+            self.record(f"cold_{tree.name}", cold)
+        self.record("edits", self.edits)
+        self.system.close_session()
+
+    def copy_in(self, tree: Tree) -> Measurement:
+        samples = []
+        for index in range(self.repeats):
+            destination = self.root / f"{tree.name}-{index}"
+            samples.append(timed(["cp", "-r", str(tree.path), str(destination)], self.root))
+            self.progress(
+                f"{self.system.key}: copy {tree.name} {index + 1}/{self.repeats}: "
+                f"{samples[-1] * 1000:.1f} ms"
+            )
+            check_copy(tree, destination)
+        return Measurement(samples)
+
+    def warm(self, tree: Tree) -> Measurement:
+        directory = self._copy(tree)
+        check_read(tree, directory, self.lists[tree.name])
+        return self.repeat(
+            f"warm read {tree.name}", lambda: timed(_cat_argv(self.lists[tree.name]), directory)
+        )
+
+    def cold_reads(self) -> tuple[dict[str, list[float]], dict[str, str]]:
+        """Each repeat makes the system cold once, then reads both trees."""
+        samples: dict[str, list[float]] = {self.generated.name: [], self.corpus.name: []}
+        errors: dict[str, str] = {}
+        for index in range(self.repeats):
+            self.system.go_cold()
+            self.root = self.system.root or self.root
+            for tree in (self.generated, self.corpus):
+                if tree.name in errors:
+                    continue
+                try:
+                    seconds = timed(_cat_argv(self.lists[tree.name]), self._copy(tree))
+                except WorkloadFailed as exc:
+                    errors[tree.name] = str(exc)
+                    continue
+                samples[tree.name].append(seconds)
+                self.progress(
+                    f"{self.system.key}: cold read {tree.name} {index + 1}/{self.repeats}: "
+                    f"{seconds * 1000:.1f} ms"
+                )
+        return samples, errors
+
+    def edits(self) -> Measurement:
+        generated = self.generated
+        directory = self._copy(generated)
+        file_list = self.lists[generated.name]
+        lines = [f"{EDIT_LINE} (round {n})" for n in range(self.repeats + 1)]
+        _run(_edit_argv(file_list, lines[0]), directory)
+        rounds = iter(lines[1:])
+        samples = self.repeat(
+            "edits", lambda: timed(_edit_argv(file_list, next(rounds)), directory)
+        )
+        grown = sum(len(line.encode()) + 1 for line in lines)
+        expected = {
+            f: size + grown for f, size in zip(generated.files, generated.sizes_bytes, strict=True)
+        }
+        if tree_listing(directory) != expected:
+            raise WorkloadFailed("after the appends, file sizes are not what was appended")
+        return samples
+
+    # --------------------------------------------------------- metadata session
+
+    def metadata_session(self) -> None:
+        system = self.system
+        self.root = system.open_session("meta", preload=self.metadata)
+        self.run.seed_rate_ms = getattr(system, "seed_rate_ms", None)
+        first_mount_s = system.last_mount_s
+        self.record("find", self.find)
+        self.record("ls_lR", self.ls_lr)
+        self.record("rss_metadata", self.peak_rss)
+        self.record("grep", self.grep)
+        self.record("rss_search", self.peak_rss)
+        self.record("mount", lambda: self.mount_time(first_mount_s))
+        if not system.can_remount or first_mount_s is None:
+            self.run.results["mount_cold"] = Measurement(note=system.mount_note and "see mount")
+        else:
+            note = None if host.can_drop_caches() else "page cache NOT dropped (not root)"
+            self.run.results["mount_cold"] = Measurement([first_mount_s], note=note)
+        system.close_session()
+
+    @property
+    def _meta_directory(self) -> Path:
+        return self.root / self.metadata.name
+
+    def find(self) -> Measurement:
+        directory = self._meta_directory
+        listed = _run(["find", "."], directory, capture=True).stdout.count(b"\n")
+        expected = len(self.metadata.files) + self.metadata.directories + 1
+        if listed != expected:
+            raise WorkloadFailed(f"find listed {listed:,} entries, expected {expected:,}")
+        return self.repeat("find", lambda: timed(["find", "."], directory))
+
+    def ls_lr(self) -> Measurement:
+        directory = self._meta_directory
+        out = _run(["ls", "-lR", "."], directory, capture=True).stdout
+        regular = sum(1 for line in out.splitlines() if line.startswith(b"-"))
+        if regular != len(self.metadata.files):
+            raise WorkloadFailed(
+                f"ls -lR listed {regular:,} files, expected {len(self.metadata.files):,}"
+            )
+        return self.repeat("ls -lR", lambda: timed(["ls", "-lR", "."], directory))
+
+    def grep(self) -> Measurement:
+        directory = self._meta_directory
+        out = _run(["grep", "-rl", SEARCH_WORD, "."], directory, capture=True).stdout
+        hits = out.count(b"\n")
+        if hits != self.metadata.search_hits:
+            raise WorkloadFailed(
+                f"grep found {SEARCH_WORD!r} in {hits:,} files, "
+                f"expected {self.metadata.search_hits:,}"
+            )
+        return self.repeat("grep -r", lambda: timed(["grep", "-r", SEARCH_WORD, "."], directory))
+
+    def peak_rss(self) -> Measurement:
+        pid = self.system.daemon_pid()
+        if pid is None:
+            return Measurement(note="no daemon")
+        kib = host.memory_kib(pid, "VmHWM")
+        if kib is None:
+            raise WorkloadFailed(f"cannot read /proc/{pid}/status")
+        return Measurement([kib * 1024 / 1e6])
+
+    def mount_time(self, first_mount_s: float | None) -> Measurement:
+        system = self.system
+        if not system.can_remount:
+            samples = [first_mount_s] if first_mount_s is not None else []
+            return Measurement(samples, note=system.mount_note)
+
+        def once() -> float:
+            system.remount(drop_caches=False)
+            assert system.last_mount_s is not None
+            return system.last_mount_s
+
+        return self.repeat("mount", once)

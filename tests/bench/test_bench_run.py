@@ -54,7 +54,8 @@ def _bench(scratch: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def test_tiny_run_measures_every_system_and_cleans_up(fuse_available: None, tmp_path: Path) -> None:
     scratch = tmp_path / "scratch"
     out = tmp_path / "results.json"
-    systems = ["tmpfs", "floor", "memfs"] + (["rclone"] if shutil.which("rclone") else [])
+    systems = ["tmpfs", "floor", "floor_patched", "memfs"]
+    systems += ["rclone"] if shutil.which("rclone") else []
     result = _bench(scratch, *TINY, "--systems", ",".join(systems), "--json", str(out))
 
     assert result.returncode in (0, 1), result.stderr[-3000:]
@@ -68,7 +69,7 @@ def test_tiny_run_measures_every_system_and_cleans_up(fuse_available: None, tmp_
             assert rows[key][system]["error"] is None, (system, key, rows[key][system])
             assert rows[key][system]["median"] > 0, (system, key)
             assert len(rows[key][system]["samples"]) == 1
-    for system in ("floor", "rclone"):
+    for system in ("floor", "floor_patched", "rclone"):
         if system in systems:
             assert rows["rss_search"][system]["median"] > 1  # MB: a live daemon was read
     any_error = any(cell["error"] for row in rows.values() for cell in row.values())
@@ -78,9 +79,10 @@ def test_tiny_run_measures_every_system_and_cleans_up(fuse_available: None, tmp_
         assert "FAILED" in result.stdout
     # The table has a column per system, in the fixed order, and the targets.
     header = next(line for line in result.stdout.splitlines() if line.startswith("| workload"))
-    order = [s for s in ("tmpfs", "rclone", "pyfuse3 floor", "memfs") if s in header]
+    columns = ("tmpfs", "rclone", "pyfuse3 floor", "patched floor", "memfs")
+    order = [s for s in columns if s in header]
     assert [header.index(s) for s in order] == sorted(header.index(s) for s in order)
-    assert "Targets (issue 5, for memfs):" in result.stdout
+    assert "Targets (issues 5 and 17, for memfs):" in result.stdout
     _assert_clean(scratch)
 
 
@@ -97,7 +99,8 @@ def test_a_failing_system_reads_failed_and_the_others_still_run(
     assert result.returncode == 1, result.stderr[-3000:]
     document = json.loads(out.read_text())
     failure = document["systems"]["memfs"]["failure"]
-    assert "/bin/false mount" in failure and "exited with status 1" in failure
+    assert "/bin/false mount" in failure
+    assert "exited with status 1" in failure
     rows = {row["key"]: row["results"] for row in document["workloads"]}
     assert rows["copy_generated"]["memfs"]["error"].startswith("not run: ")
     assert rows["copy_generated"]["tmpfs"]["median"] > 0

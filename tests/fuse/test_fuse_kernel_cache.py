@@ -5,11 +5,19 @@ caches are invalidated for exactly the changed entries")."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import Callable
+from pathlib import Path
 
-from _support.mount import Mounter, live, run, run_python, wait_until
+import anthropic
+import pytest
+from _support.mount import MEMFS, Mounter, live, run, run_python, wait_until
+from _support.serve import ServeProcess
 
+from memfs.fuse import capabilities
 from memfs.fuse.operations import ATTR_TIMEOUT_S, ENTRY_TIMEOUT_S
+from memfs.model import Scope
 from memfs.store import Engine
 
 # The waits below must be shorter than the kernel's timeouts, or expiry would hide a
@@ -139,3 +147,104 @@ def test_entries_removed_during_a_listing_are_not_returned(
     assert 0 < len(first) < 100
     assert rest == []
     assert sorted(os.listdir(mount / "big" / "d")) == sorted(first)
+
+
+# ---------------------------------------------------------------- issue 17
+# With the patched pyfuse3 (third_party/pyfuse3), read-only opens skip FLUSH and the
+# kernel keeps directory listings, under long entry/attribute timeouts; each listing is
+# dropped by a full invalidation of the directory when its entries change.
+
+def _flushes(mount) -> dict[str, int] | None:
+    kernel = mount.status.get("kernel_cache")
+    return None if kernel is None else kernel["flushes"]
+
+
+@pytest.mark.parametrize("kernel_cache", [True, False], ids=["patched", "stock"])
+def test_read_only_opens_skip_flush_and_a_write_still_commits_at_close(
+    mounter: Mounter, make_store, store_engine: Engine, monkeypatch, kernel_cache: bool
+) -> None:
+    if not kernel_cache:  # the daemon runs as with stock pyfuse3: a FLUSH per close
+        monkeypatch.setenv(capabilities.DISABLE_ENV, "0")
+    store = make_store("Notes", {"/hello.md": "hello\n"})
+    mount = mounter.mount("Notes")
+    assert mount.status["kernel_cache"]["noflush"] is kernel_cache
+    target = mount / "notes" / "hello.md"
+    for _ in range(3):
+        assert run("cat", target).stdout == "hello\n"
+    run_python(f"""
+        with open({str(target)!r}, "a") as f:
+            f.write("more\\n")
+    """)
+    # The commit point is still the FLUSH of close(2): done when close returned.
+    assert live(store_engine, store.id)["/hello.md"].content == "hello\nmore\n"
+    # The status counts the flushes of the daemon in order: once the writable open's
+    # one shows, every earlier read-only close's would too.
+    flushes = wait_until(
+        lambda: (counts := _flushes(mount)) and counts["writable"] >= 1 and counts,
+        "the flush of the writable open in the status",
+    )
+    assert flushes == {"read_only": 0 if kernel_cache else 3, "writable": 1}
+
+
+def _ls(directory: Path) -> list[str]:
+    return run("ls", directory).stdout.split()
+
+
+def _changes_from(
+    source: str, mounter: Mounter, stack: contextlib.ExitStack, engine: Engine,
+    store_id: str, old_id: str, memfs_home: Path, tmp_path: Path,
+) -> tuple[Callable[[], object], Callable[[], object]]:
+    """Two changes of Notes:/d made by ``source``: create new.md, delete old.md."""
+    if source == "other mount":
+        other = mounter.mount("Notes") / "notes" / "d"
+        return (lambda: (other / "new.md").write_text("new\n"),
+                lambda: os.unlink(other / "old.md"))
+    if source == "api":
+        server = ServeProcess(memfs_home / "memfs.db", tmp_path)
+        stack.callback(server.stop)
+        _, secret = engine.create_api_key("test", [Scope.ADMIN])
+        client = stack.enter_context(
+            anthropic.Anthropic(api_key=secret, base_url=server.url, timeout=30)
+        )
+        memories = client.beta.memory_stores.memories
+        return (lambda: memories.create(store_id, path="/d/new.md", content="new\n"),
+                lambda: memories.delete(old_id, memory_store_id=store_id))
+    return (lambda: run(MEMFS, "memory", "put", "Notes", "/d/new.md", "--content", "new\n"),
+            lambda: run(MEMFS, "memory", "rm", "Notes", "/d/old.md"))
+
+
+@pytest.mark.parametrize("source", ["other mount", "api", "cli"])
+def test_a_listed_directory_shows_changes_made_elsewhere(
+    mounter: Mounter, make_store, store_engine: Engine, memfs_home: Path, tmp_path: Path,
+    source: str,
+) -> None:
+    """A new file, then a deleted one, show in ``ls`` of a directory listed (and so
+    cached by the kernel) before, within the propagation time and well inside the
+    timeouts. The new name alone is the hard case: no entry the kernel knows changes,
+    only the directory's invalidation drops its cached listing."""
+    store = make_store("Notes", {"/d/a.md": "a\n", "/d/old.md": "old\n"})
+    mount = mounter.mount("Notes")
+    directory = mount / "notes" / "d"
+    assert _ls(directory) == ["a.md", "old.md"]
+    assert _ls(directory) == ["a.md", "old.md"]  # the second listing: the kernel's cache
+    assert run("ls", "-l", directory).stdout.count(".md") == 2
+    old = live(store_engine, store.id)["/d/old.md"]
+    with contextlib.ExitStack() as stack:
+        create, delete = _changes_from(source, mounter, stack, store_engine, store.id, old.id,
+                                       memfs_home, tmp_path)
+        create()
+        wait_until(lambda: _ls(directory) == ["a.md", "new.md", "old.md"], f"the {source}'s file")
+        delete()
+        wait_until(lambda: _ls(directory) == ["a.md", "new.md"], f"the {source}'s deletion")
+    assert (directory / "new.md").read_text() == "new\n"
+    assert not os.path.exists(directory / "old.md")
+    assert run("ls", "-l", directory).stdout.count(".md") == 2
+
+
+def test_timeouts_are_long_only_with_cached_listings() -> None:
+    """Without cached listings (stock pyfuse3) the timeouts stay as before; with them,
+    an expired attribute would cost a LOOKUP per entry of a cached listing (issue 17)."""
+    if capabilities.KERNEL_CACHE.cached_listings:
+        assert min(ENTRY_TIMEOUT_S, ATTR_TIMEOUT_S) >= 3600
+    else:
+        assert ENTRY_TIMEOUT_S == ATTR_TIMEOUT_S == 10.0
