@@ -110,7 +110,7 @@ def database_url(explicit: str | None = None) -> str:
     value = explicit or os.environ.get("MEMFS_DATABASE")
     if not value:
         return f"sqlite:///{memfs_home() / 'memfs.db'}"
-    if value.startswith("postgresql://") or value.startswith("postgres://"):
+    if value.startswith(("postgresql://", "postgres://")):
         return "postgresql+psycopg://" + value.split("://", 1)[1]
     if "://" in value:
         return value

@@ -118,7 +118,7 @@ def command_engine(database: str | None, *, create: bool = False) -> Iterator[En
         engine = open_engine(database, create=create)
     except MemfsError:
         raise
-    except Exception as exc:  # noqa: BLE001 - any failure to open is the user's setup
+    except Exception as exc:  # any failure to open is the user's setup
         fail(f"cannot open the store database: {one_line(exc)}")
     try:
         yield engine

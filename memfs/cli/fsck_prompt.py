@@ -56,7 +56,7 @@ def fsck_command(
         findings = fsck_database(database, sqlite_check="quick" if quick else "integrity")
     except MemfsError:
         raise
-    except Exception as exc:  # noqa: BLE001 - an unreachable server, an unknown URL
+    except Exception as exc:  # an unreachable server, an unknown URL
         findings = [f"database: cannot open the store database: {one_line(exc)}"]
     for finding in findings:
         typer.echo(f"fsck: {finding}")

@@ -106,7 +106,8 @@ class ServeProcess:
         self.port = int(url.rsplit(":", 1)[1])
 
     def _wait_ready(self, deadline: float) -> str | None:
-        assert self.process is not None and self.process.stdout is not None
+        assert self.process is not None
+        assert self.process.stdout is not None
         url = read_ready_url(self.process.stdout, deadline)
         if url is not None:
             return url

@@ -202,7 +202,8 @@ def start_server(server: Server, tmp_path: Path) -> Iterator[Callable[..., str]]
     for process in processes:
         status = process.stop()
         log = process.log_text()
-        assert status == 0 and "Traceback" not in log, log
+        assert status == 0, log
+        assert "Traceback" not in log, log
 
 
 @pytest.fixture
@@ -222,7 +223,8 @@ def spawn_server(server: Server, tmp_path: Path) -> Iterator[Callable[[], Server
     for process in processes:
         status = process.stop()
         log = process.log_text()
-        assert status == 0 and "Traceback" not in log, log
+        assert status == 0, log
+        assert "Traceback" not in log, log
 
 
 @pytest.fixture

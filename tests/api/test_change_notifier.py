@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 import trio
 import trio.testing
+from _support.polling import wait_until_async
 
 from memfs.api.changes import ChangeNotifier, run_until_disconnected
 from memfs.errors import NotFound
@@ -49,8 +50,7 @@ class FakeFeed:
 async def parked(notifier: ChangeNotifier, count: int) -> None:
     """Returns once ``count`` requests are parked on STORE and everything is idle."""
     with trio.fail_after(DEADLINE_S):
-        while notifier.waiting(STORE) != count:
-            await trio.sleep(0.01)
+        await wait_until_async(lambda: notifier.waiting(STORE) == count, f"{count} parked")
         await trio.testing.wait_all_tasks_blocked(cushion=0.01)
 
 
@@ -90,9 +90,7 @@ async def test_a_write_made_elsewhere_is_found_by_the_poll() -> None:
         nursery.start_soon(notifier.wait, STORE, 7, 30)
         await parked(notifier, 1)
         feed.seq = 8  # no notify(): another server wrote it
-        with trio.fail_after(1.0):
-            while notifier.waiting(STORE):
-                await trio.sleep(0.01)
+        await wait_until_async(lambda: not notifier.waiting(STORE), "the poll", timeout_s=1.0)
 
 
 async def test_waiters_share_one_poller_and_all_see_the_change() -> None:
@@ -109,22 +107,17 @@ async def test_waiters_share_one_poller_and_all_see_the_change() -> None:
             nursery.start_soon(wait, after)
         await parked(notifier, 5)
         reads, start = feed.reads, trio.current_time()
-        with trio.fail_after(DEADLINE_S):
-            while feed.reads < reads + 10:  # let it poll a while
-                await trio.sleep(0.01)
+        # Let it poll a while.
+        await wait_until_async(lambda: feed.reads >= reads + 10, "10 polls", DEADLINE_S)
         # One poller, not five: at most one read per interval (fewer on a busy machine).
         assert feed.reads - reads <= (trio.current_time() - start) / 0.02 + 2
         assert returned == []
         feed.seq = 11  # wakes the three that saw 10, not the two that saw 11
-        with trio.fail_after(DEADLINE_S):
-            while len(returned) < 3:
-                await trio.sleep(0.01)
+        await wait_until_async(lambda: len(returned) >= 3, "3 waits returned", DEADLINE_S)
         assert returned == [10, 10, 10]
         assert notifier.waiting(STORE) == 2
         feed.seq = 12
-        with trio.fail_after(DEADLINE_S):
-            while len(returned) < 5:
-                await trio.sleep(0.01)
+        await wait_until_async(lambda: len(returned) >= 5, "5 waits returned", DEADLINE_S)
     assert feed.max_in_flight == 1  # never two reads of one store at once
 
 
@@ -135,13 +128,14 @@ async def test_another_waiter_takes_the_polling_over_when_the_poller_leaves() ->
         nursery.start_soon(notifier.wait, STORE, 1, 0.1)  # parks first: the poller
         await parked(notifier, 1)
         nursery.start_soon(notifier.wait, STORE, 1, 30)
-        with trio.fail_after(DEADLINE_S):
-            while notifier.waiting(STORE) != 1 or feed.reads < 20:
-                await trio.sleep(0.01)  # the first left; the second keeps polling
+        # The first left; the second keeps polling.
+        await wait_until_async(
+            lambda: notifier.waiting(STORE) == 1 and feed.reads >= 20,
+            "the second waiter polling alone",
+            DEADLINE_S,
+        )
         feed.seq = 2
-        with trio.fail_after(1.0):
-            while notifier.waiting(STORE):
-                await trio.sleep(0.01)
+        await wait_until_async(lambda: not notifier.waiting(STORE), "the poll", timeout_s=1.0)
 
 
 async def test_a_deleted_store_ends_every_wait() -> None:
@@ -153,9 +147,7 @@ async def test_a_deleted_store_ends_every_wait() -> None:
         await parked(notifier, 3)
         feed.gone = True
         notifier.notify(STORE)
-        with trio.fail_after(DEADLINE_S):
-            while notifier.waiting(STORE):
-                await trio.sleep(0.01)
+        await wait_until_async(lambda: not notifier.waiting(STORE), "every wait ended", DEADLINE_S)
 
 
 async def test_timeouts_and_cancellation_leave_nothing_behind() -> None:
@@ -213,8 +205,10 @@ async def test_close_ends_every_wait_now_and_later() -> None:
             nursery.start_soon(notifier.wait, store, 1, 30)
         await parked(notifier, 2)
         notifier.close()
-        with trio.fail_after(DEADLINE_S):
-            while notifier.waiting(STORE) or notifier.waiting("memstore_other"):
-                await trio.sleep(0.01)
+        await wait_until_async(
+            lambda: not notifier.waiting(STORE) and not notifier.waiting("memstore_other"),
+            "every wait ended",
+            DEADLINE_S,
+        )
     with trio.fail_after(DEADLINE_S / 2):
         await notifier.wait(STORE, 1, timeout_s=30)

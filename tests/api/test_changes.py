@@ -22,6 +22,7 @@ import hypercorn.trio
 import pytest
 import trio
 import trio.testing
+from _support.polling import wait_until_async
 from hypercorn.config import Config
 
 from memfs.api import create_app
@@ -352,12 +353,6 @@ async def local_server(tmp_path: Path) -> AsyncIterator[LocalServer]:
         engine.close()
 
 
-async def until(condition: Callable[[], bool], within_s: float = DEADLINE_S) -> None:
-    with trio.fail_after(within_s):
-        while not condition():
-            await trio.sleep(0.01)
-
-
 async def test_a_client_that_goes_away_leaves_no_parked_request(
     local_server: LocalServer,
 ) -> None:
@@ -369,9 +364,13 @@ async def test_a_client_that_goes_away_leaves_no_parked_request(
     ):
         for _ in range(3):
             nursery.start_soon(http.get, f"/v1/memory_stores/{store.id}/changes?timeout_s=30")
-        await until(lambda: local_server.notifier.waiting(store.id) == 3)
+        await wait_until_async(
+            lambda: local_server.notifier.waiting(store.id) == 3, "3 parked polls", DEADLINE_S
+        )
         nursery.cancel_scope.cancel()  # the client hangs up on all three
-    await until(lambda: local_server.notifier.waiting(store.id) == 0, within_s=2)
+    await wait_until_async(
+        lambda: local_server.notifier.waiting(store.id) == 0, "no parked polls", timeout_s=2
+    )
 
 
 async def test_this_servers_own_writes_wake_parked_polls_at_once(
@@ -390,7 +389,9 @@ async def test_this_servers_own_writes_wake_parked_polls_at_once(
         polls = [Poll(done=trio.Event()) for _ in range(3)]
         for poll in polls:
             nursery.start_soon(_poll_into, poll, client, store.id)
-        await until(lambda: local_server.notifier.waiting(store.id) == 3)
+        await wait_until_async(
+            lambda: local_server.notifier.waiting(store.id) == 3, "3 parked polls", DEADLINE_S
+        )
         created = await sdk.beta.memory_stores.memories.create(store.id, path="/a", content="")
         written_at = trio.current_time()
         for poll in polls:

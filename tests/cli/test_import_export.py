@@ -154,7 +154,8 @@ def test_import_collisions_and_strict(cli: Cli, store: dict[str, Any], tmp_path:
         "refused sub/x.md -> /sub/x.md: path '/sub/x.md' is below the memory '/sub', "
         "which is a file\n"
     )
-    assert "1 created" in result.stdout and "1 refused" in result.stdout
+    assert "1 created" in result.stdout
+    assert "1 refused" in result.stdout
     strict = cli.run("import", str(source), "--store", STORE, "--strict", expect=1)
     assert "1 refused" in strict.stdout
 
@@ -175,7 +176,8 @@ def test_import_fatal_errors(cli: Cli, store: dict[str, Any], tmp_path: Path) ->
     cli.run("store", "archive", STORE)
     (source / "a.md").write_text("a")
     message = cli.error("import", str(source), "--store", STORE)
-    assert message.startswith("import stopped:") and "archived" in message
+    assert message.startswith("import stopped:")
+    assert "archived" in message
 
 
 def test_import_stops_when_the_store_is_full(
@@ -279,7 +281,8 @@ def test_export_jsonl_round_trip_keeps_metadata(
     file.write_text(dump.stdout + "\nnot json\n" + json.dumps({"path": "/x"}) + "\n")
     cli.create_store("Copy")
     result = cli.run("import", str(file), "--store", "Copy")
-    assert "2 created" in result.stdout and "2 refused" in result.stdout
+    assert "2 created" in result.stdout
+    assert "2 refused" in result.stdout
     assert "refused backup.jsonl:4: not JSON" in result.stderr
     assert "refused backup.jsonl:5 -> /x: no string field 'content'" in result.stderr
     copied = cli.run("memory", "ls", "Copy", "--json").json()["data"]

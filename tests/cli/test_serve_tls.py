@@ -66,7 +66,8 @@ def test_a_non_loopback_address_without_tls_warns(cli: Cli, tmp_path: Path) -> N
     finally:
         assert server.stop() == 0, server.log_text()
     [warning] = [line for line in log.splitlines() if "without TLS" in line]
-    assert "WARNING" in warning and "--certfile" in warning, warning
+    assert "WARNING" in warning, warning
+    assert "--certfile" in warning, warning
 
 
 def test_loopback_without_tls_does_not_warn(cli: Cli, tmp_path: Path) -> None:

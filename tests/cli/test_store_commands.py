@@ -138,7 +138,8 @@ def test_ambiguous_name_lists_the_ids(cli: Cli) -> None:
     one = cli.create_store("Twin")
     two = cli.create_store("Twin")
     message = cli.error("store", "show", "Twin")
-    assert one["id"] in message and two["id"] in message
+    assert one["id"] in message
+    assert two["id"] in message
     assert cli.run("store", "show", one["id"], "--json").json() == one
 
 

@@ -88,7 +88,8 @@ def test_a_server_killed_mid_stream_of_writes_loses_none_and_repeats_none(
         [sys.executable, "-c", WRITER, str(target), str(WRITES), str(PAUSE_AFTER)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
-    assert writer.stdout is not None and writer.stdin is not None
+    assert writer.stdout is not None
+    assert writer.stdin is not None
     done = -1
     try:
         while done < PAUSE_AFTER - 1:
@@ -123,7 +124,8 @@ def test_a_server_killed_mid_stream_of_writes_loses_none_and_repeats_none(
     assert target.read_text() == lines(WRITES)
     assert list(live(store_engine, notes.id)) == ["/stream.md"]  # no conflict copy
     status = mount.status
-    assert status["conflict_count"] == 0 and status["rejected_count"] == 0
+    assert status["conflict_count"] == 0
+    assert status["rejected_count"] == 0
     assert any("unreachable" in e["message"] for e in status["last_errors"])
 
 
@@ -199,9 +201,8 @@ def test_two_mounts_racing_on_one_file_keep_both_contents(
     assert files.pop("/plan.md") == "from the first mount\n"
     ((copy_path, copy),) = files.items()
     assert copy == "from the second mount\n"
-    assert copy_path.startswith("/plan.conflict-") and copy_path.endswith(
-        f"-{second.session_id}.md"
-    )
+    assert copy_path.startswith("/plan.conflict-")
+    assert copy_path.endswith(f"-{second.session_id}.md")
     name = copy_path[1:]
     for mount in (first, second):
         wait_until(reads(mount / "notes" / name, copy), f"the conflict copy in {mount.path}",
@@ -240,7 +241,9 @@ def test_two_mounts_writing_one_file_while_the_server_is_down_keep_both(
     wait_until(lambda: loser.status["conflict_count"] == 1, "the conflict in memfs status")
     event = loser.status["conflicts"][0]
     assert (event["path"], event["conflict_path"]) == ("/plan.md", copy_path)
-    assert "conflict" in memfs_status(loser) and copy_path in memfs_status(loser)
+    loser_status = memfs_status(loser)
+    assert "conflict" in loser_status
+    assert copy_path in loser_status
     for mount in (first, second):
         wait_until(reads(mount / "notes" / copy_path[1:], copy),
                    f"the conflict copy in {mount.path}")

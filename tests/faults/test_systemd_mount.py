@@ -108,6 +108,7 @@ def test_the_units_commands_run_a_remote_mount_and_start_again_after_a_crash(
         timeout=COMMAND_TIMEOUT_S, check=False,
     )
     assert stopped.returncode == 0, stopped.stderr
-    assert second.process is not None and second.process.wait(timeout=COMMAND_TIMEOUT_S) == 0
+    assert second.process is not None
+    assert second.process.wait(timeout=COMMAND_TIMEOUT_S) == 0
     assert not mounts.is_mounted(str(mountpoint))
     second.unmounted = True
