@@ -56,6 +56,7 @@ and the client turns a response back into a class with :func:`error_class_for`
                                                           would mean "re-read and retry")
     PermissionDenied         403 permission_error
     AuthenticationFailed     401 authentication_error
+    StoreBusy                503 overloaded_error        (transient: retry-after is set)
     CorruptedStore           500 api_error
 """
 
@@ -315,6 +316,9 @@ class StoreBusy(MemfsError):
     """
 
     code = "store_busy"
+    # api-contract §2.2/§2.3: 503 is ServiceUnavailableError, which the SDK retries,
+    # honouring the ``retry-after`` header the server adds (memfs.api.app).
+    wire = WireError(503, "overloaded_error")
 
     def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
         super().__init__(message)

@@ -10,6 +10,7 @@ become 400 ``invalid_request_error``. ``/openapi.json`` is built by
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Awaitable, Callable, MutableMapping
 from http import HTTPStatus
 from typing import Any
@@ -33,7 +34,7 @@ from memfs.api.errors import (
 )
 from memfs.api.openapi import openapi_document
 from memfs.api.routes import allowed_methods, authenticate_request, router
-from memfs.errors import InvalidInput, InvalidMetadata, MemfsError
+from memfs.errors import InvalidInput, InvalidMetadata, MemfsError, StoreBusy
 from memfs.ids import new_id
 from memfs.store import Engine
 
@@ -56,6 +57,8 @@ def error_response(exc: MemfsError, request_id: str | None) -> JSONResponse:
     """The envelope response of ``exc`` with ``request-id`` and retry headers."""
     status, body = error_body(exc, request_id)
     headers = error_headers(status)
+    if isinstance(exc, StoreBusy):
+        headers["retry-after"] = str(max(1, math.ceil(exc.retry_after_s)))
     if request_id is not None:
         headers["request-id"] = request_id
     return JSONResponse(body, status_code=status, headers=headers)

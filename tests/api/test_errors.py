@@ -3,6 +3,7 @@ and change nothing; every response carries ``request-id``."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -338,3 +339,18 @@ def test_nul_characters_are_400_everywhere(http: httpx.Client, store: Any) -> No
         error = _assert_error(http.post(url, json=body), 400, "invalid_request_error")
         assert "NUL" in error["error"]["message"]
     assert http.get(f"/v1/memory_stores/{store.id}").json()["metadata"] == {}
+
+
+def test_a_busy_store_is_a_retryable_503_with_retry_after() -> None:
+    """Issue 10 item 6: lock contention is never a 500: 503 (the SDK's
+    ServiceUnavailableError, retried) with ``retry-after`` and the ``store_busy`` code."""
+    from memfs.api.app import error_response
+    from memfs.errors import StoreBusy
+
+    response = error_response(StoreBusy("the database is busy", retry_after_s=1.5), "req_1")
+    assert response.status_code == 503
+    assert response.headers["retry-after"] == "2"
+    assert "x-should-retry" not in response.headers
+    body = json.loads(response.body)
+    assert body["error"]["type"] == "overloaded_error"
+    assert body["error"]["details"]["error_code"] == "store_busy"
