@@ -72,6 +72,9 @@ ERRNO_BY_ERROR: dict[type[BaseException], int] = {
     # A remote server away: a read of content not cached locally can't be answered
     # (writes are queued instead). read(2): EIO "a low-level I/O error".
     domain.BackendUnavailable: errno.EIO,
+    # A database this daemon may only read (read-only file, or a schema upgrade is
+    # due): every write is refused as on a read-only filesystem. write(2): EROFS.
+    domain.DatabaseReadOnly: errno.EROFS,
     # ---- filesystem-only conditions (memfs.fuse.errors) -----------------------------
     fs.FilesystemError: errno.EIO,
     fs.NoSuchEntry: errno.ENOENT,

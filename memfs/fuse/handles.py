@@ -8,14 +8,17 @@ content is not here: every handle of a node shares its working copy
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
 from memfs.errors import InvalidInput
 from memfs.fuse.inodes import Node
 
-__all__ = ["Handle", "Handles", "Listing"]
+__all__ = ["Handle", "Handles", "Listing", "fuse_mount_id", "holds_descriptor"]
 
 
 @dataclass(eq=False)
@@ -104,3 +107,47 @@ class Handles:
 
     def close_listing(self, fh: int) -> None:
         self._listings.pop(fh, None)
+
+
+_OCTAL_ESCAPE_RE = re.compile(r"\\([0-7]{3})")
+
+
+def fuse_mount_id(mountpoint: str) -> int | None:
+    """The kernel's mount ID of the FUSE mount on top at ``mountpoint`` (a real path),
+    from ``/proc/self/mountinfo`` (proc(5)); None when there is none. Blocking."""
+    found = None
+    with contextlib.suppress(OSError), open("/proc/self/mountinfo", encoding="utf-8") as table:
+        for line in table:
+            fields, _, rest = line.partition(" - ")
+            parts = fields.split(" ")
+            point = _OCTAL_ESCAPE_RE.sub(lambda m: chr(int(m[1], 8)), parts[4])
+            if point == mountpoint and rest.startswith("fuse"):
+                found = int(parts[0])
+    return found
+
+
+def holds_descriptor(pid: int, inode: int, mount_id: int | None) -> bool:
+    """Whether process ``pid`` holds a file descriptor of inode number ``inode`` on the
+    mount of ID ``mount_id`` (any mount when None), read from ``/proc/<pid>/fdinfo``
+    (the kernel's own table; nothing there calls into the mount). At a FUSE flush the
+    descriptor being closed is already gone from that table, so False means the close
+    was of the process's last descriptor of the file. Blocking (reads /proc).
+
+    True also when it can't be told (a process of another user without ptrace access, a
+    kernel without ``ino:`` in fdinfo): the caller then keeps the old, later, answer.
+    A process that is gone holds nothing."""
+    directory = f"/proc/{pid}/fdinfo"
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True
+    wanted = {f"ino:\t{inode}"} | ({f"mnt_id:\t{mount_id}"} if mount_id is not None else set())
+    for name in names:
+        with contextlib.suppress(OSError):  # closed meanwhile
+            with open(os.path.join(directory, name), encoding="ascii") as info:
+                lines = set(info.read().splitlines())
+            if not any(line.startswith("ino:") for line in lines) or wanted <= lines:
+                return True
+    return False

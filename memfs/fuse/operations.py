@@ -61,7 +61,7 @@ from memfs.fuse.errors import (
     NotSupported,
 )
 from memfs.fuse.feed import CHANGE_WAIT_S, ChangeFollower
-from memfs.fuse.handles import Handles
+from memfs.fuse.handles import Handles, fuse_mount_id, holds_descriptor
 from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
 from memfs.fuse.names import decode_name, is_local_scratch, join_path
 from memfs.fuse.notices import KernelNotices
@@ -135,6 +135,7 @@ class Operations(pyfuse3.Operations):
         self.status = status
         self._memory_limit = memory_limit
         self._handles = Handles()
+        self._mount_id: int | None = None  # the kernel's, found at the first need
         # Serializes every change of the store and the tree changes it implies, between
         # handlers and the change feed. Never held while calling into the kernel.
         self._lock = trio.Lock()
@@ -581,13 +582,29 @@ class Operations(pyfuse3.Operations):
     @handler
     async def flush(self, fh: int) -> None:
         # close(2) of any descriptor of the handle. A handle that only truncated (O_TRUNC,
-        # create) and wrote nothing is not committed here but at release: the shell's
-        # `echo x > f` opens, dup2()s onto stdout and closes the original descriptor
-        # before writing, and that close must not make an empty version.
+        # create) and wrote nothing is committed here too (SPEC §4 close-to-open), unless
+        # its process still holds another descriptor of the file: the shell's `echo x > f`
+        # opens, dup2()s onto stdout and closes the original descriptor before writing,
+        # and that close must not make an empty version. The later close commits.
         handle = self._handles.file(fh)
         self._flushes["writable" if handle.writable else "read_only"] += 1
-        if handle.writable and (handle.wrote or handle.node.working.lost is not None):
-            await self._close_commit(handle.node)
+        if not handle.writable:
+            return
+        node = handle.node
+        if (
+            handle.wrote
+            or node.working.lost is not None
+            or (node.working.dirty and not await self._holds_descriptor(handle.pid, node))
+        ):
+            await self._close_commit(node)
+
+    async def _holds_descriptor(self, pid: int, node: Node) -> bool:
+        """Whether process ``pid`` still has a descriptor of ``node`` open (see flush)."""
+        if self._mount_id is None:
+            self._mount_id = await trio.to_thread.run_sync(
+                fuse_mount_id, self.status.mountpoint
+            )
+        return await trio.to_thread.run_sync(holds_descriptor, pid, node.inode, self._mount_id)
 
     @handler
     async def fsync(self, fh: int, datasync: bool) -> None:
@@ -614,8 +631,9 @@ class Operations(pyfuse3.Operations):
         node = handle.node
         try:
             if node.open_count == 0 and node.working.dirty:
-                # Truncated or created and closed without a write (see flush): commit
-                # now. A refusal can only be logged and kept (release has no caller).
+                # Truncated or created and closed without a write, and flush could not
+                # tell the last descriptor (see flush): commit now. A refusal can only
+                # be logged and kept (release has no caller).
                 async with self._lock:
                     await self.committer.commit(node)
             elif node.open_count == 0 and node.working.only_refused:

@@ -86,6 +86,11 @@ class MountStatus:
         self.conflict_count = 0
         self._written: str | None = None
 
+    @property
+    def mountpoint(self) -> str:
+        """The mount point, as a real path."""
+        return str(self._info["mountpoint"])
+
     def record_rejected(
         self, path: str, errno_name: str, saved_to: str, message: str, *, at: datetime | None = None
     ) -> None:
