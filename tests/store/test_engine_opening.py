@@ -147,7 +147,7 @@ def test_a_database_that_cannot_be_opened_names_why(tmp_path: Path) -> None:
     with pytest.raises(DatabaseUnavailable) as info:
         Engine(f"sqlite:///{blocker / 'memfs.db'}")
     assert (
-        str(info.value) == f"cannot open the store database: File exists ({blocker / 'memfs.db'})"
+        str(info.value) == f"cannot open the store database: Not a directory ({blocker / 'memfs.db'})"
     )
     with pytest.raises(
         DatabaseUnavailable,
