@@ -146,9 +146,8 @@ def test_a_database_that_cannot_be_opened_names_why(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(DatabaseUnavailable) as info:
         Engine(f"sqlite:///{blocker / 'memfs.db'}")
-    assert (
-        str(info.value) == f"cannot open the store database: Not a directory ({blocker / 'memfs.db'})"
-    )
+    expected = f"cannot open the store database: Not a directory ({blocker / 'memfs.db'})"
+    assert str(info.value) == expected
     with pytest.raises(
         DatabaseUnavailable,
         match="^cannot open the store database: Can't load plugin: sqlalchemy.dialects:nosuch ",
