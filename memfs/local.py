@@ -15,6 +15,9 @@ local users must not read memories): files are created ``0600`` and directories
 * :func:`fsync_directory`: makes a rename or a new name in a directory durable.
 * :func:`write_atomically`: temporary file, (fsync), rename — readers see the old
   content or the new, never a torn file.
+* :func:`scrub_file`: rewrites a file with some strings replaced (a redacted memory's
+  path in a mount's log, SPEC §2), atomically, even while this process appends to it
+  through its own standard error (see its docstring for why no line is lost).
 * :func:`save_rejected`: the one way to keep the bytes of a write that could not be
   stored (SPEC §4: "a write rejected at close is never silently dropped"):
   ``rejected/<session_id>/<UTC timestamp>[-<tag>]-<name>``.
@@ -29,7 +32,7 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -47,6 +50,7 @@ __all__ = [
     "private_directory",
     "rejected_directory",
     "save_rejected",
+    "scrub_file",
     "secure_home",
     "write_atomically",
 ]
@@ -185,6 +189,62 @@ def write_atomically(path: Path, data: bytes, *, durable: bool = True) -> None:
         raise
     if durable:
         fsync_directory(path.parent)
+
+
+def scrub_file(
+    path: Path, replacements: Mapping[str, str], *, redirect_fds: Sequence[int] = ()
+) -> bool:
+    """Replaces every occurrence of each key of ``replacements`` in ``path`` by its value
+    (SPEC §2: a redaction erases the path everywhere memfs keeps it, logs included).
+
+    The new content is written beside the file, fsynced and renamed over it
+    (:func:`write_atomically`): a reader, or a crash, sees the old file or the new one.
+    Each fd of ``redirect_fds`` (this process's 1 and 2, when they append to ``path``)
+    that is open on the old file is pointed at the new one (``dup2``), and whatever was
+    appended through any fd between the first read and that switch is copied over,
+    scrubbed too, so no line is lost. The caller holds the lock of every logging handler
+    writing to the file, so no line is torn either.
+
+    Returns:
+        Whether anything was replaced (False: the file is missing or holds none of the
+        keys; it is left untouched).
+
+    Raises:
+        OSError: the file can't be read or replaced (it is left as it was).
+    """
+    def scrub(data: bytes) -> bytes:
+        for old, new in replacements.items():
+            if old:
+                data = data.replace(old.encode(), new.encode())
+        return data
+
+    try:
+        reader = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return False
+    with open(reader, "rb") as old_file:
+        data = old_file.read()
+        scrubbed = scrub(data)
+        if scrubbed == data:
+            return False
+        old_identity = _identity(os.fstat(reader))
+        write_atomically(path, scrubbed)
+        appender = open_private(path, os.O_WRONLY | os.O_APPEND)
+        try:
+            for fd in redirect_fds:
+                with contextlib.suppress(OSError):
+                    if _identity(os.fstat(fd)) == old_identity:
+                        os.dup2(appender, fd)
+            tail = old_file.read()  # appended to the old file before the switch
+            if tail:
+                os.write(appender, scrub(tail))
+        finally:
+            os.close(appender)
+    return True
+
+
+def _identity(result: os.stat_result) -> tuple[int, int]:
+    return result.st_dev, result.st_ino
 
 
 def rejected_directory(session_id: str, home: Path | None = None) -> Path:

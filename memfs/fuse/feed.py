@@ -6,6 +6,11 @@ current state of every memory changed elsewhere (SPEC §4: changes elsewhere app
 within about one second; kernel caches are invalidated for exactly the changed
 entries). Purged blobs (a redaction or hard delete, SPEC §2) leave the cache and every
 working copy derived from them; archived and deleted stores turn read-only.
+
+A memory whose path was erased (a ``memory_deleted`` entry without a path: a redaction
+or hard delete, SPEC §2) also has the paths this mount knew for it (its path in the
+store and below the mount point, as the tree showed it just before) scrubbed from the
+mount's status and log files (:mod:`memfs.fuse.status`), in a worker thread.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from memfs.errors import BackendUnavailable, MemfsError, NotFound
 from memfs.fuse.errors import FilesystemError
 from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
 from memfs.fuse.reading import ContentReader
-from memfs.fuse.status import MountStatus
+from memfs.fuse.status import MountStatus, redaction_marker, scrub_files
 from memfs.model import Change, ChangeKind, Memory
 
 __all__ = ["CHANGE_RETRY_MAX_S", "CHANGE_RETRY_MIN_S", "CHANGE_WAIT_S", "ChangeFollower"]
@@ -123,6 +128,7 @@ class ChangeFollower:
         redacted = bool(purges) and not await self._store_gone(attachment, changes)
         applied = 0
         async with self._lock:
+            erased = self._erased_paths(attachment, changes)
             # Purged bytes leave the cache before any other entry of the batch is applied
             # (applying one may wait on the store, and a read could run meanwhile).
             for change in purges:
@@ -137,7 +143,43 @@ class ChangeFollower:
                 attachment.seq = change.seq
                 applied += 1
         self._send_notices()
+        if erased:
+            await self._scrub(erased)
         return applied
+
+    def _erased_paths(self, attachment: Attachment, changes: list[Change]) -> dict[str, str]:
+        """The paths this mount shows for memories whose path ``changes`` erase (not yet
+        applied), longest first, each mapped to its marker."""
+        erased: dict[str, str] = {}
+        for change in changes:
+            if (
+                change.seq <= attachment.seq
+                or change.kind is not ChangeKind.MEMORY_DELETED
+                or change.path is not None
+                or change.memory_id is None
+            ):
+                continue
+            node = self._table.node_for_memory(attachment.store_id, change.memory_id)
+            if node is None:
+                continue
+            marker = redaction_marker(change.memory_id)
+            erased[self._table.display_path(node)] = marker
+            if node.memory is not None:
+                erased[node.memory.path] = marker
+        return dict(sorted(erased.items(), key=lambda item: -len(item[0])))
+
+    async def _scrub(self, erased: dict[str, str]) -> None:
+        """Scrubs erased paths from the status file and, in a worker thread, from the
+        log file (SPEC §2). A failure is logged (without the paths), never fatal."""
+        markers = ", ".join(sorted(set(erased.values())))
+        try:
+            self._status.scrub(erased)
+            await trio.to_thread.run_sync(scrub_files, self._status.mountpoint, erased)
+        except OSError as exc:
+            log.error("could not scrub erased paths from the mount's files (%s): %s",
+                      markers, exc.strerror)
+            return
+        log.info("scrubbed erased paths from the mount's files: now %s", markers)
 
     async def _apply_change(
         self, attachment: Attachment, change: Change, fetched: set[str]

@@ -14,6 +14,18 @@ Everything here lives under ``$MEMFS_HOME``:
 * ``mounts/<key>.scratch.json``: the scratch files saved at the end of mounts of that
   mount point (newest last), kept after unmount so ``memfs status`` can list them.
 * ``logs/mount-<key>.log``: the daemon's log when it runs in the background.
+
+A redaction (or hard delete) erases a memory's path everywhere memfs keeps it, logs
+included (SPEC §2, issue 11 item 4). Logs keep naming files by path (that is what makes
+them readable); instead, when a mount learns of such an erasure from the change feed,
+it scrubs the paths it knew for that memory from what it keeps here: the status file's
+records (:meth:`MountStatus.scrub`) and the log file and saved-scratch list of its mount
+point (:func:`scrub_files`), each replaced by ``<redacted mem_…>``. The log is rewritten
+by :func:`memfs.local.scrub_file` (atomic rename; the daemon's own standard error is
+moved to the new file) while this process's logging handlers are locked, so no line is
+lost or torn. Logs of *other* mount points, of mounts not running at the time of the
+redaction, and bytes kept under ``rejected/`` (whose names carry the file's name) are
+not scrubbed (README, "someone reading the disk after a redaction").
 """
 
 from __future__ import annotations
@@ -21,8 +33,10 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 from collections import deque
+from collections.abc import Iterator, Mapping
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -38,7 +52,9 @@ __all__ = [
     "read_saved_scratch",
     "read_status",
     "record_saved_scratch",
+    "redaction_marker",
     "save_rejected",
+    "scrub_files",
     "status_path",
 ]
 
@@ -58,6 +74,53 @@ def status_path(mountpoint: str) -> Path:
 def log_path(mountpoint: str) -> Path:
     """``$MEMFS_HOME/logs/mount-<key>.log``: where a background daemon logs."""
     return memfs_home() / "logs" / f"mount-{_key(mountpoint)}.log"
+
+
+def redaction_marker(memory_id: str) -> str:
+    """What replaces an erased path in logs and status files: ``<redacted mem_…>``."""
+    return f"<redacted {memory_id}>"
+
+
+def _scrub_text(text: str, replacements: Mapping[str, str]) -> str:
+    for old, new in replacements.items():
+        if old:
+            text = text.replace(old, new)
+    return text
+
+
+@contextlib.contextmanager
+def _logging_paused() -> Iterator[None]:
+    """Holds the lock of every handler of the root logger (flushed first): no record is
+    written while the log file is rewritten."""
+    handlers = list(logging.getLogger().handlers)
+    for handler in handlers:
+        handler.acquire()
+    try:
+        for handler in handlers:
+            with contextlib.suppress(Exception):
+                handler.flush()
+        yield
+    finally:
+        for handler in reversed(handlers):
+            handler.release()
+
+
+def scrub_files(mountpoint: str, replacements: Mapping[str, str]) -> bool:
+    """Replaces erased paths in the log file and the saved-scratch list of
+    ``mountpoint`` (SPEC §2; see the module docstring). Blocking: call it in a worker
+    thread. ``replacements`` maps each path to its marker (:func:`redaction_marker`);
+    longer keys should come first (a display path before the store path it ends with).
+
+    Returns:
+        Whether either file changed.
+
+    Raises:
+        OSError: a file could not be rewritten (it is left as it was).
+    """
+    with _logging_paused():
+        changed = local.scrub_file(log_path(mountpoint), replacements, redirect_fds=(1, 2))
+    changed |= local.scrub_file(_saved_scratch_path(mountpoint), replacements)
+    return changed
 
 
 def save_rejected(session_id: str, name: str, data: bytes) -> Path:
@@ -110,6 +173,17 @@ class MountStatus:
 
     def record_error(self, message: str, *, at: datetime | None = None) -> None:
         self._errors.append({"at": format_timestamp(at or utcnow()), "message": message})
+        self.write()
+
+    def scrub(self, replacements: Mapping[str, str]) -> None:
+        """Replaces erased paths (SPEC §2 redaction) in the recorded rejected writes,
+        conflicts and errors, and rewrites the file. ``replacements`` as
+        :func:`scrub_files`."""
+        for records in (self._rejected, self._conflicts, self._errors):
+            for record in records:
+                for field, value in record.items():
+                    record[field] = _scrub_text(value, replacements)
+        self._written = None
         self.write()
 
     def set_live(self, **fields: Any) -> None:
