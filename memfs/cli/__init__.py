@@ -54,6 +54,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fsck": ("fsck_prompt", "Check every storage invariant."),
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
     "mcp": ("mcp", "Serve memory stores to an MCP client over stdio (memory tool commands)."),
+    "outbox": ("outbox", "List remote mounts' queued writes; replay one under a new token."),
 }
 
 
