@@ -24,6 +24,7 @@ if TYPE_CHECKING:
     from alembic.config import Config
 
 from memfs.errors import InvalidInput, StoreBusy
+from memfs.store import search
 from memfs.store.schema import metadata
 
 __all__ = [
@@ -38,7 +39,7 @@ __all__ = [
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0002"
+SCHEMA_HEAD = "0003"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
@@ -175,6 +176,7 @@ def prepare_schema(sa_engine: SAEngine) -> None:
             context = MigrationContext.configure(conn)
             if not inspect(conn).has_table("stores"):
                 metadata.create_all(conn)
+                search.create_index_objects(conn)
                 context.stamp(script, "head")
                 return
             current = context.get_current_revision()

@@ -18,6 +18,7 @@ from memfs.config import MAX_SESSION_TTL_S
 from memfs.errors import InvalidInput
 from memfs.ids import blob_key_of, sha256_of
 from memfs.store.schema import api_keys, blobs, changes, memories, sessions, stores, versions
+from memfs.store.search import check_index
 
 __all__ = ["CHECKS", "run_checks"]
 
@@ -290,6 +291,12 @@ def check_sessions(conn: Connection) -> Iterator[str]:
             yield f"session {r.id}: its API key {r.api_key_id} is revoked but it is not"
 
 
+def check_search_index(conn: Connection) -> Iterator[str]:
+    """The search documents are exactly the live memories at their current path and head
+    content, and the dialect's index agrees with them (memfs/store/search.py)."""
+    yield from check_index(conn)
+
+
 CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_blob_integrity,
     check_no_orphan_blobs,
@@ -304,6 +311,7 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_change_feed,
     check_metadata_json,
     check_sessions,
+    check_search_index,
 )
 
 
