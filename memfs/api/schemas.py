@@ -36,6 +36,9 @@ __all__ = [
     "MemoryVersionPage",
     "Precondition",
     "RenamePrefix",
+    "SearchHitOut",
+    "SearchRequest",
+    "SearchResults",
     "SessionCreate",
     "SessionOut",
 ]
@@ -201,6 +204,33 @@ class SessionResourceParam(_Request):
     instructions: str | None = Field(default=None, description="At most 4,096 characters.")
 
 
+class SearchRequest(_Request):
+    """``POST /v1/search`` (memfs extension, SPEC §7): full-text search over several
+    stores; the query language is documented in the README (memfs/query.py)."""
+
+    query: str = Field(
+        description='Words, "phrases", prefix*, -excluded; every term must match.',
+        min_length=1,
+        max_length=1000,
+    )
+    memory_store_ids: list[str] | None = Field(
+        default=None,
+        description="The stores to search (each readable by the caller); null or absent "
+        "means every store the caller can read.",
+        max_length=100,
+    )
+    path_prefix: str = Field(
+        default="/",
+        description="Only memories below this prefix.",
+        json_schema_extra=_PREFIX_SCHEMA,
+    )
+    limit: int = Field(default=20, ge=1, le=100, description="At most this many hits.")
+    semantic: bool = Field(
+        default=False,
+        description="Semantic search; answers 400 search_unavailable without a model.",
+    )
+
+
 class SessionCreate(_NoNul):
     """Body of ``POST /v1/sessions``.
 
@@ -295,6 +325,23 @@ class MemoryVersionOut(_Response):
     redacted_at: Timestamp | None
     redacted_by: Actor | None
     reason: str | None = None
+
+
+class SearchHitOut(_Response):
+    """One ranked hit (memfs extension, SPEC §7)."""
+
+    type: Literal["search_hit"]
+    memory_store_id: str
+    memory_id: str
+    path: str
+    score: float = Field(description="Higher is better; comparable within one answer.")
+    snippet: str = Field(description="Excerpt around the first match, matches in **…**.")
+
+
+class SearchResults(_Response):
+    """Hits best first (no pagination: ``limit`` bounds the answer)."""
+
+    data: list[SearchHitOut]
 
 
 class MemoryStorePage(_Response):

@@ -484,7 +484,7 @@ class Engine:
     def search(
         self,
         query: str | query_language.Query,
-        store_ids: Sequence[str],
+        store_ids: Sequence[str] | None,
         *,
         path_prefix: str = "/",
         limit: int = query_language.DEFAULT_SEARCH_LIMIT,
@@ -497,6 +497,7 @@ class Engine:
         Args:
             query: the query text (parsed with :func:`memfs.query.parse`) or a parsed one.
             store_ids: the stores to search; the caller passes only those it may read.
+                None searches every store (a caller that may read them all).
             path_prefix: a directory prefix ending with ``/`` (whole segments match).
             limit: at most this many hits, 1–100.
             semantic: ask for semantic search, which needs an embedding model.
@@ -511,7 +512,11 @@ class Engine:
         parsed = query if isinstance(query, query_language.Query) else query_language.parse(query)
         with self._read() as conn:
             return search.search(
-                conn, parsed, list(store_ids), path_prefix=path_prefix, limit=limit
+                conn,
+                parsed,
+                None if store_ids is None else list(store_ids),
+                path_prefix=path_prefix,
+                limit=limit,
             )
 
     # -------------------------------------------------------------- blobs

@@ -352,7 +352,7 @@ def _compile_postgresql(compiled: _Compiled, query: Query) -> None:
 def search(
     conn: Connection,
     query: Query,
-    store_ids: Sequence[str],
+    store_ids: Sequence[str] | None,
     *,
     path_prefix: str,
     limit: int,
@@ -360,17 +360,19 @@ def search(
     """See :meth:`memfs.store.Engine.search`."""
     rules.validate_path_prefix(path_prefix)
     query_language.validate_limit(limit)
-    for store_id in store_ids:
+    for store_id in store_ids or ():
         store_row(conn, store_id)
-    if not store_ids:
+    if store_ids is not None and not store_ids:
         return []
     compiled = _Compiled()
     if conn.dialect.name == "sqlite":
         _compile_sqlite(compiled, query)
     else:
         _compile_postgresql(compiled, query)
-    stores_in = ", ".join(compiled.param(s) for s in store_ids)
-    where = [f"d.store_id IN ({stores_in})", *compiled.where]
+    where = list(compiled.where)
+    if store_ids is not None:
+        stores_in = ", ".join(compiled.param(s) for s in store_ids)
+        where.append(f"d.store_id IN ({stores_in})")
     if path_prefix != "/":
         low = compiled.param(path_prefix)
         high = compiled.param(descendant_upper_bound(path_prefix))
@@ -378,7 +380,7 @@ def search(
     score = " + ".join(compiled.score) or "0"
     statement = (
         f"SELECT d.memory_id, d.store_id, d.path, d.body, ({score}) AS score "
-        f"FROM search_docs d {' '.join(compiled.joins)} WHERE {' AND '.join(where)} "
+        f"FROM search_docs d {' '.join(compiled.joins)} WHERE {' AND '.join(where) or 'TRUE'} "
         f"ORDER BY score DESC, d.path LIMIT {compiled.param(limit)}"
     )
     rows = conn.execute(text(statement), compiled.params).all()

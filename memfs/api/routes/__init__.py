@@ -7,6 +7,7 @@
 ``versions``   memory versions (§5.12–5.14)
 ``feed``       a store's change feed, the long poll remote mounts follow (issue 4)
 ``sessions``   sessions and their tokens (api-contract §7, SPEC §3)
+``search``     full-text search of one store and across stores (SPEC §7, extension)
 ``_common``    what they share: :func:`~memfs.api.routes._common.run`, query types
 =============  ===================================================================
 
@@ -19,11 +20,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from memfs.api.routes import feed, memories, sessions, stores, versions
+from memfs.api.routes import feed, memories, search, sessions, stores, versions
 from memfs.api.routes._common import ROUTER_DEPENDENCIES, authenticate_request
 
 __all__ = ["authenticate_request", "router"]
 
 router = APIRouter(dependencies=ROUTER_DEPENDENCIES)
-for _module in (stores, memories, versions, feed, sessions):
+for _module in (stores, memories, versions, feed, sessions, search):
     router.include_router(_module.router)
