@@ -135,33 +135,35 @@ def parse(text: str) -> Query:
         raise InvalidInput("the search query must not contain the NUL character (U+0000)")
     if len(text) > MAX_QUERY_CHARS:
         raise InvalidInput(f"the search query is longer than {MAX_QUERY_CHARS} characters")
-    terms: list[Term] = []
-    for match in _TOKEN.finditer(text.strip()):
-        negated = match.group(1) == "-"
-        phrase, closing, bare = match.group(2), match.group(3), match.group(4)
-        if phrase is not None:
-            if not closing:
-                raise InvalidInput(f"unterminated quote in the search query: {match.group(0)!r}")
-            words = " ".join(phrase.split())
-            if words:
-                terms.append(_term(words, TermKind.PHRASE, negated))
-            continue
-        if bare is None:
-            continue
-        if bare.endswith("*"):
-            prefix = bare.rstrip("*")
-            if not _PREFIX_WORD.fullmatch(prefix):
-                raise InvalidInput(
-                    f"a prefix term ends one word with '*' (letters, digits, _): {bare!r}"
-                )
-            terms.append(_term(prefix, TermKind.PREFIX, negated))
-        elif bare != "-":
-            terms.append(_term(bare, TermKind.WORD, negated))
+    terms = [t for t in map(_token_term, _TOKEN.finditer(text.strip())) if t is not None]
     if len(terms) > MAX_TERMS:
         raise InvalidInput(f"the search query has more than {MAX_TERMS} terms")
     if not any(not t.negated for t in terms):
         raise InvalidInput("the search query needs at least one term that is not negated")
     return Query(tuple(terms))
+
+
+def _token_term(match: re.Match[str]) -> Term | None:
+    """The term of one token of :data:`_TOKEN`, or None for nothing (``""``, a lone ``-``).
+
+    Raises:
+        InvalidInput: an unterminated quote, a ``*`` after something other than a word.
+    """
+    negated = match.group(1) == "-"
+    phrase, closing, bare = match.group(2), match.group(3), match.group(4)
+    if phrase is not None:
+        if not closing:
+            raise InvalidInput(f"unterminated quote in the search query: {match.group(0)!r}")
+        words = " ".join(phrase.split())
+        return _term(words, TermKind.PHRASE, negated) if words else None
+    if bare is None or bare == "-":
+        return None
+    if not bare.endswith("*"):
+        return _term(bare, TermKind.WORD, negated)
+    prefix = bare.rstrip("*")
+    if not _PREFIX_WORD.fullmatch(prefix):
+        raise InvalidInput(f"a prefix term ends one word with '*' (letters, digits, _): {bare!r}")
+    return _term(prefix, TermKind.PREFIX, negated)
 
 
 def _term(text: str, kind: TermKind, negated: bool) -> Term:

@@ -169,9 +169,11 @@ def index_memory(
     if old is not None and old.path == path and old.body == body:
         return
     if old is None:
-        doc_id = conn.execute(
+        inserted = conn.execute(
             insert(search_docs).values(memory_id=memory_id, store_id=store_id, path=path, body=body)
-        ).inserted_primary_key[0]
+        ).inserted_primary_key
+        assert inserted is not None
+        doc_id = inserted[0]
     else:
         doc_id = old.doc_id
         if sqlite:
