@@ -34,6 +34,7 @@ exit status.
     ├── StoreBusy                       the database stayed locked past the busy timeout
     ├── DatabaseUnavailable             the database can't be opened as asked
     │   ├── DatabaseNotFound            no database there, and creating one was not asked
+    │   ├── DatabaseReadOnly            a write to a database opened (or only readable) read-only
     │   └── ForeignDatabase             a database that is not memfs's; left untouched
     ├── CorruptedStore                  an invariant fsck checks was found broken
     └── BackendUnavailable              the store can't be asked now (a remote server away)
@@ -74,6 +75,7 @@ __all__ = [
     "CredentialExpired",
     "CredentialRevoked",
     "DatabaseNotFound",
+    "DatabaseReadOnly",
     "DatabaseUnavailable",
     "ForeignDatabase",
     "HeadVersionRedaction",
@@ -340,6 +342,14 @@ class DatabaseNotFound(DatabaseUnavailable):
     did not ask to create it (``Engine(url, create=False)``)."""
 
     code = "database_not_found"
+
+
+class DatabaseReadOnly(DatabaseUnavailable):
+    """Raised when a write reaches a database opened read-only (``Engine(read_only=…)``,
+    or a SQLite file this user may not write), or one that needs a schema upgrade;
+    nothing was changed. Reads keep working."""
+
+    code = "database_read_only"
 
 
 class ForeignDatabase(DatabaseUnavailable):

@@ -424,6 +424,7 @@ _SCRATCH_PATTERNS = (
     "sed??????",  # GNU sed -i
     ".*.??????",  # rsync's .name.XXXXXX
     "*.tmp",
+    "*.lock",  # lock files (git's config.lock, …): renamed over their target or removed
 )
 
 

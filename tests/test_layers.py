@@ -99,7 +99,7 @@ def offenders(importers: tuple[str, ...] | None, exempt: tuple[str, ...], *targe
 def test_the_scan_sees_the_package() -> None:
     assert "memfs.store.engine" in IMPORTS
     assert "memfs.rules" in IMPORTS
-    assert "sqlalchemy" in IMPORTS["memfs.store.engine"]
+    assert "sqlalchemy" in IMPORTS["memfs.store._connections"]
     assert "memfs.rules" in IMPORTS["memfs.store.memories"]
 
 
@@ -120,6 +120,8 @@ def test_relative_imports_are_resolved() -> None:
         (("sqlalchemy", "alembic"), "memfs.store"),
         (("pyfuse3",), "memfs.fuse"),
         (("fastapi", "starlette", "hypercorn"), "memfs.api"),
+        (("mcp",), "memfs.mcp"),
+        (("anthropic",), "memfs.memory_tool"),
     ],
 )
 def test_only_one_layer_imports_each_library(libraries: tuple[str, ...], owner: str) -> None:
@@ -152,6 +154,14 @@ def test_backend_imports_no_layer_above_it() -> None:
     assert offenders(("memfs.backend",), (), *above) == []
 
 
+def test_the_memory_front_ends_sit_on_one_core() -> None:
+    """memfs.memory_tool (the SDK tool and the memory file service) is the core of both
+    front ends; memfs.mcp is above it, and neither reaches into a mount or the CLI."""
+    front_ends = ("memfs.memory_tool", "memfs.mcp")
+    assert offenders(front_ends, (), "memfs.cli", "memfs.fuse") == []
+    assert offenders(("memfs.memory_tool",), (), "memfs.mcp", "memfs.api") == []
+
+
 # The store's face is memfs.store's __all__; its modules are private to it.
 STORE_INSIDES = (
     "memfs.store.engine",
@@ -163,6 +173,8 @@ STORE_INSIDES = (
     "memfs.store.listing",
     "memfs.store.memories",
     "memfs.store.search",
+    "memfs.store.renames",
+    "memfs.store._connections",
     "memfs.store.stores",
     "memfs.store.versions",
     "memfs.store.schema",
@@ -201,6 +213,7 @@ def test_the_store_exports_exactly_its_face() -> None:
         "SESSION_TOKEN_PREFIX",
         "Engine",
         "ResourceSpec",
+        "fsck_database",
         "open_engine",
     }
     namespace: dict[str, object] = {}

@@ -3,8 +3,8 @@
 Every response carries a ``request-id`` header (``req_…``, api-contract §1.3). Every
 failure, whatever raised it (the engine, request validation, routing, the body limit),
 becomes the error envelope of :mod:`memfs.api.errors`; FastAPI's 422 validation errors
-become 400 ``invalid_request_error``. ``/openapi.json`` documents the error responses
-each operation can return instead of FastAPI's 422.
+become 400 ``invalid_request_error``. ``/openapi.json`` is built by
+:mod:`memfs.api.openapi`.
 """
 
 from __future__ import annotations
@@ -16,12 +16,11 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 
-from memfs.api import schemas
 from memfs.api.changes import ChangeNotifier
 from memfs.api.errors import (
     MAX_REQUEST_BODY_BYTES,
@@ -32,7 +31,8 @@ from memfs.api.errors import (
     error_body,
     error_headers,
 )
-from memfs.api.routes import authenticate_request, router
+from memfs.api.openapi import openapi_document
+from memfs.api.routes import allowed_methods, authenticate_request, router
 from memfs.errors import InvalidInput, InvalidMetadata, MemfsError
 from memfs.ids import new_id
 from memfs.store import Engine
@@ -47,15 +47,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-# Status codes every operation may answer besides 200, documented in /openapi.json.
-_ERROR_STATUSES = (
-    HTTPStatus.BAD_REQUEST,
-    HTTPStatus.UNAUTHORIZED,
-    HTTPStatus.FORBIDDEN,
-    HTTPStatus.NOT_FOUND,
-    HTTPStatus.CONFLICT,
-    HTTPStatus.REQUEST_ENTITY_TOO_LARGE,
-)
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # An oversize body is drained up to this size before the 413 (see _read_body).
 MAX_DRAINED_BYTES = 16 * MAX_REQUEST_BODY_BYTES
@@ -201,7 +192,13 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == HTTPStatus.NOT_FOUND:
         problem = RouteNotFound(f"no route for {request.method} {request.url.path}")
     elif exc.status_code == HTTPStatus.METHOD_NOT_ALLOWED:
+        # RFC 9110 §15.5.6: a 405 lists the methods the path has (Starlette's own Allow
+        # names only those of the first route matching the path).
+        allow = ", ".join(allowed_methods(request.url.path))
         problem = MethodNotAllowed(f"{request.method} is not allowed on {request.url.path}")
+        response = error_response(problem, _request_id(request))
+        response.headers["Allow"] = allow or (exc.headers or {}).get("Allow", "")
+        return response
     elif exc.status_code < HTTPStatus.INTERNAL_SERVER_ERROR:
         refused = await _unauthenticated(request)
         if refused is not None:
@@ -215,45 +212,6 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
 async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     log.error("request %s failed", _request_id(request), exc_info=exc)
     return error_response(InternalError("internal server error"), _request_id(request))
-
-
-def _openapi(app: FastAPI) -> Callable[[], dict[str, Any]]:
-    """/openapi.json with the error envelope as the documented 4xx of every operation
-    (api-contract §2) in place of FastAPI's 422."""
-
-    def openapi() -> dict[str, Any]:
-        if app.openapi_schema is not None:
-            return app.openapi_schema
-        document = get_openapi(
-            title=app.title,
-            version=app.version,
-            description=app.description,
-            routes=app.routes,
-        )
-        components = document.setdefault("components", {}).setdefault("schemas", {})
-        envelope = schemas.ErrorEnvelope.model_json_schema(
-            ref_template="#/components/schemas/{model}"
-        )
-        components.update(envelope.pop("$defs", {}))
-        components["ErrorEnvelope"] = envelope
-        components.pop("HTTPValidationError", None)
-        components.pop("ValidationError", None)
-        error_content = {
-            "application/json": {"schema": {"$ref": "#/components/schemas/ErrorEnvelope"}}
-        }
-        for path_item in document.get("paths", {}).values():
-            for operation in path_item.values():
-                responses = operation.setdefault("responses", {})
-                responses.pop("422", None)
-                for status in _ERROR_STATUSES:
-                    responses[str(int(status))] = {
-                        "description": status.phrase,
-                        "content": error_content,
-                    }
-        app.openapi_schema = document
-        return document
-
-    return openapi
 
 
 def create_app(engine: Engine, *, insecure_dev: bool = False) -> FastAPI:
@@ -281,6 +239,11 @@ def create_app(engine: Engine, *, insecure_dev: bool = False) -> FastAPI:
     app.state.insecure_dev = insecure_dev
     app.state.change_notifier = ChangeNotifier(engine.last_change_seq)
     app.include_router(router)
+    # Issue 13: the MCP server over streamable HTTP, behind the same bearer-token auth.
+    from memfs.mcp.http import McpHttpEndpoint
+
+    mcp_endpoint = McpHttpEndpoint(engine, insecure_dev=insecure_dev)
+    app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]))
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> JSONResponse:
@@ -291,7 +254,7 @@ def create_app(engine: Engine, *, insecure_dev: bool = False) -> FastAPI:
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
     app.add_exception_handler(Exception, _unexpected_error)
-    app.openapi = _openapi(app)  # type: ignore[method-assign]
+    app.openapi = openapi_document(app)  # type: ignore[method-assign]
     # Outermost of the user middleware; the request id it puts in scope["state"] is
     # also seen by Starlette's ServerErrorMiddleware around it (same scope object).
     app.add_middleware(RequestContextMiddleware)

@@ -51,11 +51,12 @@ credentials keep their normal meaning so session tokens can still be tried out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from memfs.errors import AuthenticationFailed, NotFound, PermissionDenied
 from memfs.model import Access, Actor, ApiKey, Scope, Session
-from memfs.store import SESSION_TOKEN_PREFIX, Engine
+from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, Engine
 
 __all__ = [
     "INSECURE_DEV_KEY_ID",
@@ -200,7 +201,9 @@ def authenticate(engine: Engine, token: str | None, *, insecure_dev: bool = Fals
         insecure_dev: a missing or unknown token yields the admin development principal.
 
     Raises:
-        AuthenticationFailed: no token, or an unknown or revoked one.
+        AuthenticationFailed: no token, or an unknown one.
+        CredentialRevoked: a revoked key, or a revoked, archived or deleted-key's session.
+        CredentialExpired: a session token past its ``expires_at``.
     """
     if token is None:
         if insecure_dev:
@@ -208,14 +211,20 @@ def authenticate(engine: Engine, token: str | None, *, insecure_dev: bool = Fals
         raise AuthenticationFailed(
             "missing credentials: send 'Authorization: Bearer <key>' or 'x-api-key: <key>'"
         )
-    attempts = (
-        (_as_session, _as_key) if token.startswith(SESSION_TOKEN_PREFIX) else (_as_key, _as_session)
-    )
+    if token.startswith(SESSION_TOKEN_PREFIX):
+        attempts: tuple[Callable[[Engine, str], Principal], ...] = (_as_session,)
+    elif token.startswith(API_KEY_SECRET_PREFIX):
+        attempts = (_as_key,)
+    else:
+        attempts = (_as_key, _as_session)
     for attempt in attempts:
         try:
             return attempt(engine, token)
-        except AuthenticationFailed:
-            continue
+        except AuthenticationFailed as refused:
+            # A known credential that stopped working says why (credential_revoked,
+            # credential_expired): the mount holding it reports that to its user.
+            if type(refused) is not AuthenticationFailed and not insecure_dev:
+                raise
     if insecure_dev:
         return _insecure_dev_principal()
     raise AuthenticationFailed("invalid credentials: unknown or revoked API key or session token")

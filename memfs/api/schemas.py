@@ -16,6 +16,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, model_validator
 
+from memfs.config import MAX_SESSION_TTL_S
+
 __all__ = [
     "ChangeOut",
     "ChangePage",
@@ -39,19 +41,78 @@ __all__ = [
     "SearchHitOut",
     "SearchRequest",
     "SearchResults",
+    "DeletedSession",
     "SessionCreate",
     "SessionOut",
+    "SessionPage",
 ]
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 Sha256 = Annotated[str, Field(pattern=SHA256_PATTERN, description="64 lowercase hex digits")]
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
-# Documented approximations of SPEC §1; the server checks with memfs.rules, which names
-# the broken rule (so these are not enforced by the schema layer).
-_SEGMENT = r"[^/\\\x00-\x1f\x7f-\x9f\u2028\u2029]+"  # no slash, backslash, control
-_PATH_SCHEMA: dict[str, JsonValue] = {"pattern": rf"^(/{_SEGMENT})+$", "maxLength": 1024}
-_PREFIX_SCHEMA: dict[str, JsonValue] = {"pattern": rf"^(/{_SEGMENT})+/$"}
-_CONTENT_SCHEMA: dict[str, JsonValue] = {"pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$"}
+
+# The SPEC §1 value rules as /openapi.json states them. The server checks with
+# memfs.rules, which names the broken rule, so these are documentation, not the check;
+# they must describe exactly what the server accepts (schemathesis tries both sides in
+# tests/api/test_schemathesis.py). What JSON Schema can't state is said in the
+# descriptions: limits are in UTF-8 bytes where these count characters, path segments
+# must be in Unicode NFC and hold no format character (category Cf).
+_FORBIDDEN = r"/\\\x00-\x1f\x7f-\x9f\u2028\u2029"  # slash, backslash, controls
+_EDGE = rf"[^{_FORBIDDEN}\s]"  # a segment's first or last character: no whitespace
+_INNER = rf"[^{_FORBIDDEN}]"
+# One segment of 1 to 255 characters without leading or trailing whitespace, neither
+# "." nor ".." (JSON Schema has no lookahead: the first character decides).
+_SEGMENT = (
+    rf"(?:[^{_FORBIDDEN}\s.](?:{_INNER}{{0,253}}{_EDGE})?"
+    rf"|\.(?:[^{_FORBIDDEN}\s.]|[^{_FORBIDDEN}.]{_INNER}{{0,252}}{_EDGE}|\.{_INNER}{{0,252}}{_EDGE}))"
+)
+_PATH_SCHEMA: dict[str, JsonValue] = {
+    "pattern": rf"^(?:/{_SEGMENT}){{1,20}}$",
+    "maxLength": 1024,
+}
+_PREFIX_SCHEMA: dict[str, JsonValue] = {"pattern": rf"^(?:/{_SEGMENT}){{1,20}}/$"}
+LISTING_PREFIX_PATTERN = rf"^(?:/{_SEGMENT}){{0,20}}/$"
+_CONTENT_SCHEMA: dict[str, JsonValue] = {
+    "pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$",
+    "maxLength": 102_400,
+}
+_NO_CONTROL = r"^[^\x00-\x1f\x7f-\x9f]*$"
+_NO_NUL = r"^[^\x00]*$"
+_NAME_SCHEMA: dict[str, JsonValue] = {"minLength": 1, "maxLength": 255, "pattern": _NO_CONTROL}
+StoreName = Annotated[
+    str,
+    WithJsonSchema({"type": "string", **_NAME_SCHEMA}),
+    Field(description="1 to 255 characters, no control characters."),
+]
+StoreDescription = Annotated[
+    str,
+    WithJsonSchema({"type": "string", "maxLength": 1024, "pattern": _NO_NUL}),
+    Field(description="Up to 1,024 characters."),
+]
+_METADATA_SCHEMA: dict[str, JsonValue] = {
+    "type": "object",
+    "maxProperties": 16,
+    "propertyNames": {"minLength": 1, "maxLength": 64, "pattern": _NO_NUL},
+    "additionalProperties": {"type": "string", "maxLength": 512, "pattern": _NO_NUL},
+}
+Metadata = Annotated[
+    dict[str, str],
+    WithJsonSchema(_METADATA_SCHEMA),
+    Field(description="At most 16 pairs; keys 1–64 characters, values at most 512."),
+]
+# A patch: a null value removes its key; the store keeps at most 16 keys after it.
+MetadataPatch = Annotated[
+    dict[str, str | None],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": _METADATA_SCHEMA["propertyNames"],
+            "additionalProperties": {
+                "anyOf": [_METADATA_SCHEMA["additionalProperties"], {"type": "null"}]
+            },
+        }
+    ),
+]
 
 
 NUL_MESSAGE = "strings can't contain the NUL character (U+0000)"
@@ -91,19 +152,17 @@ class _Request(_NoNul):
 class MemoryStoreCreate(_Request):
     """api-contract §5.1."""
 
-    name: str = Field(description="1 to 255 characters, no control characters.")
-    description: str | None = Field(default=None, description="Up to 1,024 characters.")
-    metadata: dict[str, str] | None = Field(
-        default=None, description="At most 16 pairs; keys 1–64 chars, values ≤512 chars."
-    )
+    name: StoreName
+    description: StoreDescription | None = None
+    metadata: Metadata | None = None
 
 
 class MemoryStoreUpdate(_Request):
     """api-contract §5.3: a patch; a top-level ``null`` means "no change"."""
 
-    name: str | None = None
-    description: str | None = None
-    metadata: dict[str, str | None] | None = Field(
+    name: StoreName | None = None
+    description: StoreDescription | None = None
+    metadata: MetadataPatch | None = Field(
         default=None, description="A string adds or replaces a key; null removes it."
     )
 
@@ -112,7 +171,13 @@ class Precondition(_Request):
     """api-contract §4.8."""
 
     type: Literal["content_sha256"]
-    content_sha256: Sha256 | None = None
+    # Typed nullable so that a null gets the route's precise error; documented as what
+    # it must be: a digest (api-contract §4.8).
+    content_sha256: Annotated[
+        Sha256 | None,
+        WithJsonSchema({"type": "string", "pattern": SHA256_PATTERN}),
+        Field(description="64 lowercase hex digits: the head's digest the update expects."),
+    ]
 
 
 class MemoryCreate(_Request):
@@ -130,7 +195,7 @@ class MemoryCreate(_Request):
     content: Annotated[str | None, WithJsonSchema({"type": "string", **_CONTENT_SCHEMA})] = Field(
         description="UTF-8 text, at most 102,400 bytes; null is refused."
     )
-    metadata: dict[str, str] | None = None
+    metadata: Metadata | None = None
 
 
 class MemoryUpdate(_Request):
@@ -139,10 +204,10 @@ class MemoryUpdate(_Request):
     ``metadata`` and ``replace`` are memfs extensions.
     """
 
-    content: str | None = None
-    path: str | None = None
+    content: Annotated[str, WithJsonSchema({"type": "string", **_CONTENT_SCHEMA})] | None = None
+    path: Annotated[str, WithJsonSchema({"type": "string", **_PATH_SCHEMA})] | None = None
     precondition: Precondition | None = None
-    metadata: dict[str, str] | None = Field(
+    metadata: Metadata | None = Field(
         default=None, description="memfs extension: replaces the memory's metadata."
     )
     replace: bool = Field(
@@ -177,6 +242,17 @@ class MemoryForget(_Request):
     Unknown fields are refused (400).
     """
 
+    # replacement_content belongs to a redaction: with another mode it is refused.
+    model_config = ConfigDict(
+        json_schema_extra={
+            "if": {
+                "properties": {"mode": {"enum": ["soft_delete", "hard_delete"]}},
+                "required": ["mode"],
+            },
+            "then": {"properties": {"replacement_content": {"type": "null"}}},
+        }
+    )
+
     mode: Literal["soft_delete", "redact", "hard_delete"] | None = Field(
         default=None,
         description="redact (default: content replaced, history redacted, not restorable), "
@@ -201,7 +277,10 @@ class SessionResourceParam(_Request):
     type: Literal["memory_store"]
     memory_store_id: str
     access: Literal["read_write", "read_only"] | None = None
-    instructions: str | None = Field(default=None, description="At most 4,096 characters.")
+    instructions: (
+        Annotated[str, WithJsonSchema({"type": "string", "maxLength": 4096, "pattern": _NO_NUL})]
+        | None
+    ) = Field(default=None, description="At most 4,096 characters.")
 
 
 class SearchRequest(_Request):
@@ -244,6 +323,14 @@ class SessionCreate(_NoNul):
 
     resources: list[SessionResourceParam] = Field(min_length=1, max_length=8)
     title: str | None = None
+    ttl_s: int | None = Field(
+        default=None,
+        description=(
+            "memfs extension: seconds until the token expires, 1 to 2,592,000 (30 days); "
+            "default 86,400 (24 h)."
+        ),
+        json_schema_extra={"minimum": 1, "maximum": MAX_SESSION_TTL_S},
+    )
 
 
 # ----------------------------------------------------------------- responses
@@ -381,14 +468,33 @@ class SessionResourceOut(_Response):
 
 
 class SessionOut(_Response):
-    """A session; ``token`` only in the response that created it."""
+    """A session; ``token`` only in the response that created it. Its token works until
+    ``expires_at``, unless the session is revoked or archived first (SPEC §3)."""
 
     id: str
     type: Literal["session"]
     title: str | None
     created_at: Timestamp
     resources: list[SessionResourceOut]
+    expires_at: Timestamp | None
+    revoked_at: Timestamp | None
+    archived_at: Timestamp | None
     token: str | None = None
+
+
+class SessionPage(_Response):
+    """Answer of ``GET /v1/sessions`` (the SDK's ``BidirectionalPageCursor``)."""
+
+    data: list[SessionOut]
+    next_page: str | None
+    prev_page: None = None
+
+
+class DeletedSession(_Response):
+    """The SDK's ``BetaManagedAgentsDeletedSession``."""
+
+    id: str
+    type: Literal["session_deleted"]
 
 
 class AuditEvent(_Response):

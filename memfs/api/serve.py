@@ -95,7 +95,7 @@ def _open_engine(database: str | None) -> Engine:
             "sqlite:///PATH or postgresql://USER@HOST/DB)",
             code="database_unavailable",
         ) from exc
-    except Exception as exc:  # noqa: BLE001 - any other failure to open is the setup's
+    except Exception as exc:  # any other failure to open is the setup's
         raise MemfsError(
             f"cannot open the store database: {_reason(exc)}", code="database_unavailable"
         ) from exc

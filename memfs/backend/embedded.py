@@ -145,6 +145,10 @@ class EmbeddedBackend:
     async def last_change_seq(self, store_id: str) -> int:
         return await self._run(self._engine.last_change_seq, store_id)
 
+    async def change_counter(self, store_id: str) -> int | None:
+        """See the Protocol: the store row's ``last_change_seq``."""
+        return await self._run(self._engine.last_change_seq, store_id)
+
     async def changes_since(
         self, store_id: str, after_seq: int, *, timeout_s: float = 0.0
     ) -> list[Change]:

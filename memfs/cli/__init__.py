@@ -55,6 +55,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "search": ("search", "Find memories by words across stores, best first."),
     "fsck": ("fsck_prompt", "Check every storage invariant."),
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
+    "mcp": ("mcp", "Serve memory stores to an MCP client over stdio (memory tool commands)."),
 }
 
 

@@ -320,10 +320,24 @@ def umount(
     timeout_s: Annotated[
         float, typer.Option("--timeout", help="Seconds to wait for the daemon to finish.")
     ] = DEFAULT_UMOUNT_TIMEOUT_S,
+    force: Annotated[
+        bool,
+        typer.Option(
+            "--force", help="Exit 0 although a remote mount's writes stay queued (kept)."
+        ),
+    ] = False,
 ) -> None:
-    """Commit pending writes, then unmount (also cleans up a mount whose daemon died)."""
+    """Commit pending writes, then unmount (also cleans up a mount whose daemon died).
+
+    A remote mount whose writes could not all reach its server keeps them in its outbox
+    (``$MEMFS_HOME/outbox/<session>``); they replay at the next mount of that session
+    from this home. This says how many and where, and exits 1 unless ``--force``
+    (issue 10 item 9).
+    """
+    from memfs.config import memfs_home
     from memfs.fuse import mounts
     from memfs.fuse.status import read_status, status_path
+    from memfs.remote.outbox import read_pending
 
     target = os.path.realpath(mountpoint)
     record = read_status(target)
@@ -357,6 +371,20 @@ def umount(
         return
     if pid is not None and not mounts.wait_for_exit(pid, timeout_s):
         fail(f"unmounted {target}, but daemon {pid} is still finishing after {timeout_s} s")
+    if record is not None and (record.get("backend") or {}).get("kind") == "remote":
+        outbox = memfs_home() / "outbox" / str(record["session_id"])
+        queued = len(read_pending(outbox))
+        if queued:
+            message = (
+                f"unmounted {target}, but {queued} write(s) did not reach the server "
+                f"{record['backend']['location']}: they are kept in {outbox} and replay "
+                f"when session {record['session_id']} is mounted again with "
+                f"MEMFS_HOME={memfs_home()}"
+            )
+            if not force:
+                fail(message)
+            typer.echo(message)
+            return
     typer.echo(f"unmounted {target}")
 
 

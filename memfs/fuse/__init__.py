@@ -12,7 +12,12 @@ module                      concern
 ``feed``                    the change-feed follower (changes made elsewhere)
 ``reading``                 content cache, read-ahead, purge marks
 ``inodes``                  the inode table: nodes, layouts, placement, lookup counts
-``errno_table``             exceptions → errno, one table (SPEC §4 errno table)
+``errno_table``             exceptions → errno, one table (SPEC §4 errno table);
+                            the handler decorator that applies it
+``handles``                 open file and directory handles
+``names``                   kernel names as text, store paths, scratch files
+``notices``                 kernel cache invalidation (a task of its own)
+``room``                    refusing a create in a full store (ENOSPC, early)
 ``errors``                  conditions only a mount has (EXDEV, ENOTEMPTY, …)
 ``cache``                   content cache keyed by blob key
 ``status``                  status file, rejected writes, conflict-copy names

@@ -19,7 +19,6 @@ The caller holds the mount's mutation lock for every method here.
 from __future__ import annotations
 
 import errno
-import hashlib
 import logging
 from typing import NoReturn
 
@@ -28,28 +27,15 @@ from memfs.errors import BackendUnavailable, MemfsError, NotFound, PathConflict,
 from memfs.fuse.errno_table import errno_for
 from memfs.fuse.errors import ReadOnly, RefusedWrite
 from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
+from memfs.fuse.names import is_local_scratch, join_path, sha256_hex
 from memfs.fuse.reading import ContentReader
 from memfs.fuse.status import MountStatus, save_rejected
-from memfs.model import Memory, utcnow
-from memfs.rules import is_scratch_name, validate_content_bytes
+from memfs.model import Memory, format_timestamp, utcnow
+from memfs.rules import validate_content_bytes
 
-__all__ = ["Committer", "is_local_scratch", "join_path", "sha256_hex"]
+__all__ = ["Committer"]
 
 log = logging.getLogger(__name__)
-
-
-def sha256_hex(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
-
-
-def join_path(directory_path: str, name: str) -> str:
-    """``name`` inside the store path ``directory_path`` (``/`` for a store root)."""
-    return ("" if directory_path == "/" else directory_path) + "/" + name
-
-
-def is_local_scratch(node: Node) -> bool:
-    """A file whose content never reaches the store in place (SPEC §4 atomic save)."""
-    return (node.memory is None or node.parked) and is_scratch_name(node.name)
 
 
 class Committer:
@@ -85,18 +71,8 @@ class Committer:
                 are kept under ``rejected/`` and the errno is the refusal's (EILSEQ,
                 EFBIG, ENOSPC, EROFS, …).
         """
-        working = node.working
-        data = working.pending()
+        data = self._to_commit(node)
         if data is None:
-            working.unchanged()
-            return
-        if node.parent is None:
-            working.unchanged()  # unlinked while open: the content went with its last name
-            return
-        if is_local_scratch(node):
-            return  # scratch content lives only in the mount (SPEC §4 atomic save)
-        if node.stored and sha256_hex(data) == working.base_sha256:
-            working.unchanged()  # SPEC §4: none when unchanged
             return
         path = self._table.memory_path(node)
         try:
@@ -122,12 +98,68 @@ class Committer:
         except (MemfsError, ReadOnly) as exc:
             self.reject(node, data, exc)
         self._table.set_memory(node, memory)
-        working.committed(memory.content_sha256, data)
+        node.working.committed(memory.content_sha256, data)
         self._reader.remember(memory.blob_key, data)
         for ancestor in self._table.ancestors(node):
             ancestor.held = False
         log.info("committed %s (%d bytes, version %s)", self._table.display_path(node),
                  len(data), memory.memory_version_id)
+
+    async def drop_refused_create(self, node: Node) -> None:
+        """The last close of a file created at once (``O_EXCL``) whose every write was
+        refused: its empty memory goes again (a soft delete), as a new file in that
+        situation leaves nothing (issue 10 item 5: ``cp`` of a binary file)."""
+        memory = node.memory
+        if (
+            not node.created_here
+            or memory is None
+            or node.parked
+            or memory.content_size_bytes
+            or not node.working.only_refused
+            or node.attachment is None
+        ):
+            return
+        await self.delete_memory(node.attachment, memory)
+        self._table.set_memory(node, None)
+        self.reset_to_head(node)
+
+    def created(self, node: Node, memory: Memory) -> None:
+        """New file ``node`` was created in the store as ``memory`` (empty) by this
+        mount, before any content (an ``O_EXCL`` create)."""
+        node.created_here = True
+        self._table.set_memory(node, memory)
+        node.working.start_empty(dirty=False)
+        node.working.committed(memory.content_sha256, b"")
+        self._reader.remember(memory.blob_key, b"")
+        for ancestor in self._table.ancestors(node):
+            ancestor.held = False
+
+    def _to_commit(self, node: Node) -> bytes | None:
+        """The bytes a commit of ``node`` writes, or None when it writes nothing (then
+        the working copy says so). Raises RefusedWrite (the store was deleted)."""
+        working = node.working
+        data = working.pending()
+        if data is None:
+            working.unchanged()
+            return None
+        if node.parent is None:
+            if node.attachment is not None and node.attachment.deleted:
+                # The store was deleted while this was pending: refused like the
+                # content of a new file, kept (issue 10 item 3).
+                self.reject(node, data, ReadOnly(f"store {node.attachment.name!r} was deleted"))
+            working.unchanged()  # unlinked while open: the content went with its last name
+            return None
+        if is_local_scratch(node):
+            return None  # scratch content lives only in the mount (SPEC §4 atomic save)
+        if node.memory is None and working.only_refused:
+            # A new file whose every write was refused leaves nothing (SPEC §4: a
+            # refused write changes nothing; the refusal was reported at write).
+            self.reset_to_head(node)
+            return None
+        if node.stored and sha256_hex(data) == working.base_sha256:
+            working.unchanged()  # SPEC §4: none when unchanged
+            return None
+        return data
 
     async def _write_content(self, node: Node, target: Attachment, path: str, text: str) -> Memory:
         """The one store call of a commit: create, copy-up, reuse a parked memory, or
@@ -135,6 +167,7 @@ class Committer:
         if node.memory is None:
             holder = self._table.parked_holder(target, path)
             if holder is None:
+                node.created_here = True
                 return await self._backend.create_memory(
                     target.store_id, path, text, metadata=node.working.pending_metadata or None
                 )
@@ -256,15 +289,42 @@ class Committer:
         self.reset_to_head(node)
         raise RefusedWrite(str(exc), cause=exc) from exc
 
-    def drop_refused(self, node: Node) -> NoReturn:
-        """The close after a refused write: partial content is not committed."""
-        refusal = node.working.refusal
-        assert refusal is not None
-        data = node.working.pending()
-        if data and not is_local_scratch(node):
-            self.reject(node, data, refusal)
+    def report_lost(self, node: Node) -> NoReturn:
+        """The close after pending changes were discarded (their base was redacted
+        elsewhere): the file shows its head; the close reports why."""
+        lost = node.working.lost
+        assert lost is not None
         self.reset_to_head(node)
-        raise RefusedWrite(str(refusal), cause=refusal)
+        raise RefusedWrite(str(lost), cause=lost)
+
+    def save_scratch(self) -> list[dict[str, str]]:
+        """Keeps the bytes of every scratch file still in the tree under ``rejected/``
+        (daemon shutdown): scratch names never reach the store (SPEC §4 atomic save),
+        but nothing a user wrote is silently lost. Each one is logged as a WARNING.
+
+        Returns:
+            ``{"at", "path", "saved_to"}`` per saved file (for ``memfs status``).
+        """
+        saved: list[dict[str, str]] = []
+        for node in list(self._table.files_below(self._table.root)):
+            buffer = node.working.buffer
+            if not is_local_scratch(node) or not buffer:
+                continue
+            if node.parked and not node.working.dirty:
+                continue  # its content is still in the store at the memory's path
+            display = self._table.display_path(node)
+            try:
+                kept = save_rejected(self._session_id, node.name, bytes(buffer))
+            except OSError as exc:
+                log.error("scratch file %s (%d bytes) could not be saved: %s",
+                          display, len(buffer), exc)
+                continue
+            log.warning("scratch file %s was never saved to memory (scratch names stay in "
+                        "the mount); its %d bytes are kept in %s",
+                        display, len(buffer), kept)
+            saved.append({"at": format_timestamp(utcnow()), "path": display,
+                          "saved_to": str(kept)})
+        return saved
 
     async def delete_memory(self, attachment: Attachment, memory: Memory) -> None:
         """SPEC §4 ``rm``: a soft delete; already gone elsewhere counts as done."""

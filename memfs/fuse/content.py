@@ -10,16 +10,19 @@ States (SPEC §4 semantics)::
 
     unloaded ──load──▶ clean ──write/truncate──▶ dirty ──committed──▶ clean
        ▲                 │                         │
-       └──── release ────┘                         ├──refuse──▶ refused (dirty, refusal set)
+       └──── release ────┘                         ├──purge──▶ lost (the next close reports)
        ▲                                           │
-       └──────── reset_to_head / purge ────────────┘   (keep-both, reject, change elsewhere)
+       └──────── reset_to_head ────────────────────┘   (keep-both, reject, change elsewhere)
 
 * **unloaded** (``buffer`` is None): the file shows its head; the first read loads it.
 * **clean**: ``buffer`` holds exactly what ``base_sha256`` names.
 * **dirty**: ``buffer`` has changes no version holds yet; the next close commits them
   with ``base_sha256`` as the precondition (SPEC §4 concurrent writers).
-* **refused**: a write was refused since the last close (``refusal``); the close that
-  follows reports it.
+* **lost**: pending changes were discarded (the content they were made on was redacted
+  elsewhere); the next close reports ``lost`` instead of committing.
+
+A refused write or truncate changes nothing (SPEC §4 "Order of refusals"): it is only
+counted (``refused``), so that a new file whose every write was refused leaves nothing.
 
 "Drop pending content and show the head" is :meth:`WorkingCopy.reset_to_head`, and
 only there.
@@ -48,7 +51,9 @@ class WorkingCopy:
         opened_sha256: the content this mount last handed out for this file (an open,
             or its own commit). An editor's save (a temporary file renamed over this
             one) is committed with it as the precondition.
-        refusal: the error that refused a write since the last close.
+        refused: a write or truncate was refused since the content was loaded (or the
+            file created); nothing of it is in ``buffer``.
+        lost: why pending changes were discarded; the next close reports it.
         fresh: the pending content was written after a truncation to empty, so none of
             the content it was opened with is in it (a redaction of that content leaves
             it alone).
@@ -61,7 +66,8 @@ class WorkingCopy:
     base_sha256: str | None = None
     kernel_sha256: str | None = None
     opened_sha256: str | None = None
-    refusal: Exception | None = None
+    refused: bool = False
+    lost: Exception | None = None
     fresh: bool = False
     pending_metadata: dict[str, str] = field(default_factory=dict)
 
@@ -92,6 +98,7 @@ class WorkingCopy:
     def load(self, data: bytes) -> bytearray:
         """unloaded → clean: the head's bytes are now held."""
         self.buffer = bytearray(data)
+        self.refused = False
         return self.buffer
 
     def start_empty(self, *, dirty: bool) -> None:
@@ -99,6 +106,7 @@ class WorkingCopy:
         first close makes it a memory."""
         self.buffer = bytearray()
         self.dirty = self.dirty or dirty
+        self.refused = False
 
     def truncate(self, size_bytes: int) -> bool:
         """Cuts or zero-extends the loaded content to ``size_bytes`` (truncate(2)).
@@ -137,9 +145,14 @@ class WorkingCopy:
         self.buffer[offset : offset + len(data)] = data
         self.dirty = True
 
-    def refuse(self, error: Exception) -> None:
-        """A write was refused: the close that follows reports ``error``."""
-        self.refusal = error
+    def refuse(self) -> None:
+        """A write or truncate was refused: nothing changed (SPEC §4)."""
+        self.refused = True
+
+    @property
+    def only_refused(self) -> bool:
+        """Every write since the content was started was refused: nothing was accepted."""
+        return self.refused and not self.buffer
 
     def committed(self, sha256: str, data: bytes) -> None:
         """A version with digest ``sha256`` now holds ``data``. Writes that arrived while
@@ -171,12 +184,13 @@ class WorkingCopy:
             self.dirty = True
 
     def reset_to_head(self, head_sha256: str | None = None) -> None:
-        """Drops pending content, refusal and pages: the file shows its head again
+        """Drops pending content, refusals and pages: the file shows its head again
         (keep-both, reject, a change made elsewhere). ``head_sha256``: the head's
         digest, the next precondition (None keeps the current one)."""
         self.buffer = None
         self.dirty = False
-        self.refusal = None
+        self.refused = False
+        self.lost = None
         self.fresh = False
         self.kernel_sha256 = None
         if head_sha256 is not None:
@@ -189,12 +203,12 @@ class WorkingCopy:
         had_pending = self.dirty
         self.reset_to_head()
         if had_pending:
-            self.refusal = reason
+            self.lost = reason
 
     def head_deleted(self) -> None:
         """The memory was deleted elsewhere and nothing is pending: the bytes held go (a
         descriptor still open reads the deleted head from the store again, never bytes
-        held here: a redaction purges them). A refusal not yet reported stays."""
+        held here: a redaction purges them). A loss not yet reported stays."""
         self.buffer = None
         self.dirty = False
         self.fresh = False
@@ -213,8 +227,8 @@ class WorkingCopy:
             self.base_sha256 = head_sha256
 
     def closed(self) -> None:
-        """The last handle closed: a refusal concerned that open only."""
-        self.refusal = None
+        """The last handle closed: a loss concerned that open only."""
+        self.lost = None
 
     def opened(self) -> tuple[bool, bool]:
         """An open hands out :attr:`served_sha256` to the kernel.

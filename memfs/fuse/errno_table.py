@@ -4,16 +4,26 @@ Lower layers raise the domain errors of :mod:`memfs.errors` and the filesystem-o
 conditions of :mod:`memfs.fuse.errors`; only :func:`errno_for` picks a number. The most
 specific class wins: the exception's MRO is walked and the first class found in
 :data:`ERRNO_BY_ERROR` decides. Anything not in the table is a bug and becomes ``EIO``.
+:func:`handler` applies the table to every request handler of
+:class:`memfs.fuse.operations.Operations`.
 """
 
 from __future__ import annotations
 
 import errno
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar, cast
+
+import pyfuse3
 
 from memfs import errors as domain
 from memfs.fuse import errors as fs
 
-__all__ = ["ERRNO_BY_ERROR", "errno_for"]
+__all__ = ["ERRNO_BY_ERROR", "errno_for", "handler"]
+
+log = logging.getLogger("memfs.fuse.operations")
 
 ERRNO_BY_ERROR: dict[type[BaseException], int] = {
     # ---- domain errors (memfs.errors) ------------------------------------------------
@@ -107,3 +117,32 @@ def errno_for(exc: BaseException) -> int:
         if found is not None:
             return found
     return errno.EIO
+
+
+F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
+
+
+def handler(fn: F) -> F:
+    """Runs a request handler so that it raises nothing but ``FUSEError``.
+
+    Domain and filesystem errors become their errno (this table, most specific class
+    wins); anything else is a bug: logged with its traceback, recorded in the status
+    file of the handler's object (``self.status``), reported as EIO.
+    """
+
+    @functools.wraps(fn)
+    async def wrapper(self: Any, *args: Any) -> Any:
+        try:
+            return await fn(self, *args)
+        except pyfuse3.FUSEError:
+            raise
+        except (domain.MemfsError, fs.FilesystemError) as exc:
+            code = errno_for(exc)
+            log.debug("%s%r: %s (%s)", fn.__name__, args[:3], errno.errorcode[code], exc)
+            raise pyfuse3.FUSEError(code) from None
+        except Exception as exc:
+            log.exception("unexpected error in %s%r", fn.__name__, args[:3])
+            self.status.record_error(f"{fn.__name__}: {type(exc).__name__}: {exc}")
+            raise pyfuse3.FUSEError(errno.EIO) from None
+
+    return cast(F, wrapper)

@@ -21,7 +21,7 @@ symlink); they are typed here so that every errno still comes from the one table
     ├── ReadOnlyAttribute       set/remove of a ``user.memfs.*`` attribute
     ├── AttributeTooLarge       xattr name or value beyond the metadata limits
     ├── TooManyAttributes       a 17th ``user.meta.*`` key
-    └── RefusedWrite            a write refused earlier poisons the next close
+    └── RefusedWrite            a close whose content the store refused (or lost)
 """
 
 from __future__ import annotations
@@ -103,8 +103,8 @@ class TooManyAttributes(FilesystemError):
 
 
 class RefusedWrite(FilesystemError):
-    """Raised by the close (flush) that follows a refused write: the partial content is
-    not committed (it is kept under ``rejected/``) and the close reports the refusal.
+    """Raised by a close (flush) whose content was refused at commit (it is kept under
+    ``rejected/``) or discarded (a redaction of its base): the close reports why.
 
     Attributes:
         cause: the error that refused the write (e.g. :class:`memfs.errors.InvalidContent`).

@@ -11,12 +11,13 @@ working copy derived from them; archived and deleted stores turn read-only.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 import trio
 
 from memfs.backend import Backend
 from memfs.errors import BackendUnavailable, MemfsError, NotFound
+from memfs.fuse.errors import FilesystemError
 from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
 from memfs.fuse.reading import ContentReader
 from memfs.fuse.status import MountStatus
@@ -116,18 +117,23 @@ class ChangeFollower:
         changes = await self._backend.changes_since(
             attachment.store_id, attachment.seq, timeout_s=wait_s
         )
+        purges = [c for c in changes if c.kind is ChangeKind.BLOB_PURGED and c.blob_key]
+        # A deleted store's blobs are purged too, but that is no redaction: unsaved
+        # changes of its open files are kept and refused at close (EROFS), not dropped.
+        redacted = bool(purges) and not await self._store_gone(attachment, changes)
         applied = 0
         async with self._lock:
             # Purged bytes leave the cache before any other entry of the batch is applied
             # (applying one may wait on the store, and a read could run meanwhile).
-            for change in changes:
-                if change.kind is ChangeKind.BLOB_PURGED and change.blob_key:
-                    self.purge(change.blob_key, change.content_sha256)
+            for change in purges:
+                assert change.blob_key is not None
+                self.purge(change.blob_key, change.content_sha256 if redacted else None)
             fetched: set[str] = set()
             for change in changes:
                 if change.seq <= attachment.seq:
                     continue
-                await self._apply_change(attachment, change, fetched)
+                if change.kind is not ChangeKind.BLOB_PURGED:  # purged above
+                    await self._apply_change(attachment, change, fetched)
                 attachment.seq = change.seq
                 applied += 1
         self._send_notices()
@@ -156,10 +162,6 @@ class ChangeFollower:
             except NotFound:
                 memory = None
             self.show(attachment, change.memory_id, memory)
-        elif change.kind is ChangeKind.BLOB_PURGED:
-            # Redaction or hard delete erased these bytes: purge them here too (SPEC §2).
-            if change.blob_key:
-                self.purge(change.blob_key, change.content_sha256)
         elif change.kind is ChangeKind.STORE_ARCHIVED:
             log.info("store %r was archived; its files are read-only now", attachment.name)
             attachment.archived = True
@@ -172,6 +174,37 @@ class ChangeFollower:
                 self._table.remove(node)
                 self._table.prune(parent)
             self._notice_modes(attachment)
+
+    async def catch_up(self, attachments: Sequence[Attachment]) -> None:
+        """Applies what other writers committed to ``attachments`` before this request
+        goes on (SPEC §4: an open checks the database's change counter and catches up
+        before it returns). Costs one cheap backend read per store when nothing changed;
+        nothing on a backend without a cheap counter (remote: the feed delivers).
+        Failures only leave the change to the feed task (logged).
+        """
+        for attachment in attachments:
+            if attachment.deleted:
+                continue
+            try:
+                try:
+                    newest = await self._backend.change_counter(attachment.store_id)
+                except NotFound:
+                    newest = attachment.seq + 1  # deleted: its feed's last entry says so
+                while newest is not None and newest > attachment.seq:
+                    if not await self.apply(attachment):
+                        break  # the feed task applied them meanwhile
+            except (MemfsError, FilesystemError) as exc:
+                log.info("catching up with %r failed: %s", attachment.name, exc)
+
+    async def _store_gone(self, attachment: Attachment, changes: list[Change]) -> bool:
+        """Whether ``attachment``'s store is deleted (its last entry, or no such store)."""
+        if any(c.kind is ChangeKind.STORE_DELETED for c in changes):
+            return True
+        try:
+            await self._backend.get_store(attachment.store_id)
+        except NotFound:
+            return True
+        return False
 
     def purge(self, blob_key: str, sha256: str | None = None) -> None:
         """Drops purged content from the cache (and keeps fetches in flight from putting

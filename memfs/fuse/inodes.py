@@ -122,6 +122,9 @@ class Node:
             stale (see :meth:`InodeTable.notice_if_stale`).
         subdirectories: directories only: how many of ``children`` are directories
             (kept by the table as entries are linked and unlinked).
+        created_here: this mount created the file's memory (a new file's first commit,
+            or an ``O_EXCL`` create). Renamed over another file, it is a temporary file
+            of an atomic save (SPEC §4: any temp name): the target keeps its identity.
     """
 
     inode: int
@@ -140,6 +143,7 @@ class Node:
     working: WorkingCopy = field(default_factory=WorkingCopy)
     kernel_attributes: tuple[int, int] | None = None
     subdirectories: int = 0
+    created_here: bool = False
 
     @property
     def is_dir(self) -> bool:

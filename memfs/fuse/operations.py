@@ -3,28 +3,21 @@
 Owns :class:`Operations`, the pyfuse3 handlers, and nothing below them. Every handler
 has one shape (S3QL's): log, guard (read-only, kinds, names), resolve (inode table), at
 most one call into the layer below, balance lookup counts, return attributes. Lower
-layers raise typed exceptions; the :func:`_handler` decorator turns them into
+layers raise typed exceptions; the :func:`memfs.fuse.errno_table.handler` decorator turns them into
 ``FUSEError`` through the one table in :mod:`memfs.fuse.errno_table`, so handlers never
 pick an errno themselves.
 
-The layers below, one concern each:
-
-==========================  ====================================================
-``content``                 a file's working copy and its named transitions
-``reading``                 content cache, read-ahead, purge marks
-``commits``                 commit / keep-both / reject (SPEC §4 semantics)
-``renames``                 rename(2), parking, the atomic save
-``xattrs``                  ``user.meta.*`` and ``user.memfs.*``
-``feed``                    changes made elsewhere (the change-feed follower)
-==========================  ====================================================
+The layers below, one concern each, are listed in :mod:`memfs.fuse`.
 
 Content model (SPEC §4 semantics): a file's content lives in its node's working copy
 while open, shared by every handle (close-to-open consistency). ``flush`` (every
 ``close``) and ``fsync`` of a writable handle commit changed content as exactly one
-version; ``release`` only frees. A write is refused early: beyond 102,400 bytes (EFBIG)
-or with a byte that can never be in text content (EILSEQ, :func:`memfs.rules.
-check_content_fragment`). The close that follows a refused write does not commit the
-partial content: it keeps it under ``rejected/`` and reports the same errno.
+version; ``release`` only frees. A write is refused early, in SPEC §4's order of
+refusals: read-only (EROFS), then a byte that can never be in text content (EILSEQ,
+:func:`memfs.rules.check_content_fragment`), then beyond 102,400 bytes (EFBIG). A refused
+write or truncate changes nothing, and the rest is still committed at close; content
+the store refuses as a whole at close (invalid UTF-8) is kept under ``rejected/`` and
+the close reports the errno.
 
 Kernel caches are invalidated by :meth:`Operations.deliver_notices` (a separate task:
 invalidating from inside a handler could deadlock on the inode being handled).
@@ -37,17 +30,11 @@ a read-only store's file of the same path again, if there is one.
 from __future__ import annotations
 
 import bisect
-import errno
-import functools
-import itertools
 import logging
-import math
 import os
 import stat
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, TypeVar, cast
+from collections.abc import Sequence
 
 import pyfuse3
 import trio
@@ -57,31 +44,30 @@ from memfs.config import MAX_CONTENT_BYTES, MAX_SEGMENT_BYTES
 from memfs.errors import (
     ContentTooLarge,
     InvalidInput,
-    InvalidPath,
     MemfsError,
-    PathTooLong,
-    StoreFull,
 )
 from memfs.fuse.cache import BlobCacheStatistics
-from memfs.fuse.commits import Committer, is_local_scratch, join_path
-from memfs.fuse.errno_table import errno_for
+from memfs.fuse.commits import Committer
+from memfs.fuse.errno_table import handler
 from memfs.fuse.errors import (
-    CrossStore,
     DirectoryNotEmpty,
     EntryExists,
     FilesystemError,
     IsADirectory,
+    NoSuchEntry,
     NotADirectory,
     NotSupported,
-    ReadOnly,
 )
 from memfs.fuse.feed import CHANGE_WAIT_S, ChangeFollower
-from memfs.fuse.inodes import Attachment, InodeTable, Layout, Node, Notice
+from memfs.fuse.handles import Handles
+from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
+from memfs.fuse.names import decode_name, is_local_scratch, join_path
+from memfs.fuse.notices import KernelNotices
 from memfs.fuse.reading import ContentReader
-from memfs.fuse.renames import Move, Renamer
-from memfs.fuse.status import MountStatus, save_rejected
+from memfs.fuse.renames import Renamer
+from memfs.fuse.room import RoomCheck
+from memfs.fuse.status import MountStatus
 from memfs.fuse.xattrs import Xattrs
-from memfs.model import format_timestamp, utcnow
 from memfs.rules import (
     check_content_fragment,
     check_content_size,
@@ -108,88 +94,10 @@ log = logging.getLogger(__name__)
 # warm tree be answered by the kernel without a round trip (issue 5).
 ENTRY_TIMEOUT_S = 10.0
 ATTR_TIMEOUT_S = 10.0
-# A store known to have more than ROOM_MARGIN free memories is not asked again at
-# each create for ROOM_CACHE_S (one engine round trip fewer per new file: cp -r). The
-# estimate goes down by one per create; near the limit every create asks. Another
-# writer filling the store inside that window is still refused at close (ENOSPC).
-ROOM_MARGIN = 64
-ROOM_CACHE_S = 1.0
 BLOCK_SIZE_BYTES = 4096
 STAT_BLOCK_BYTES = 512  # st_blocks counts 512-byte units (stat(2))
 # Scratch files are not memories, but they live in the daemon's memory: bound them.
 MAX_SCRATCH_BYTES = 16 * 1024 * 1024
-
-F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
-
-
-def _handler(fn: F) -> F:
-    """Runs a request handler so that it raises nothing but ``FUSEError``.
-
-    Domain and filesystem errors become their errno (one table, most specific class
-    wins); anything else is a bug: logged with its traceback, recorded in the status
-    file, reported as EIO.
-    """
-
-    @functools.wraps(fn)
-    async def wrapper(self: Operations, *args: Any) -> Any:
-        try:
-            return await fn(self, *args)
-        except pyfuse3.FUSEError:
-            raise
-        except (MemfsError, FilesystemError) as exc:
-            code = errno_for(exc)
-            log.debug("%s%r: %s (%s)", fn.__name__, args[:3], errno.errorcode[code], exc)
-            raise pyfuse3.FUSEError(code) from None
-        except Exception as exc:
-            log.exception("unexpected error in %s%r", fn.__name__, args[:3])
-            self.status.record_error(f"{fn.__name__}: {type(exc).__name__}: {exc}")
-            raise pyfuse3.FUSEError(errno.EIO) from None
-
-    return cast(F, wrapper)
-
-
-
-def _decode_name(name: bytes) -> str:
-    """A file name from the kernel as text (SPEC §1: paths are UTF-8).
-
-    Raises:
-        PathTooLong: over 255 bytes (NAME_MAX).
-        InvalidPath: not valid UTF-8.
-    """
-    if len(name) > MAX_SEGMENT_BYTES:
-        raise PathTooLong(f"file name is {len(name)} bytes; the limit is {MAX_SEGMENT_BYTES}")
-    try:
-        return name.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise InvalidPath(f"file name {name!r} is not valid UTF-8") from exc
-
-
-
-@dataclass(eq=False)
-class _Handle:
-    """An open file. ``wrote``: data was written (or truncated) through this handle.
-    ``append``: opened with ``O_APPEND``: every write goes to the end of the content the
-    mount holds, whatever offset the kernel computed from its cached (maybe stale) size
-    (write(2): "the file offset is first set to the end of the file").
-    Every handle of a node reads the node's one content, as on a local filesystem: the
-    kernel's page cache is per inode, so a per-handle snapshot would leak into the pages
-    other opens read."""
-
-    node: Node
-    writable: bool
-    wrote: bool = False
-    append: bool = False
-
-
-@dataclass
-class _Listing:
-    """An open directory. ``entries``: its children by inode, snapshotted at the first
-    ``readdir`` of a pass; ``inodes``: their inode numbers (the readdir cursors)."""
-
-    directory: Node
-    entries: list[Node] | None = None
-    inodes: list[int] | None = None
-
 
 class Operations(pyfuse3.Operations):
     """The pyfuse3 handlers of one mount.
@@ -221,14 +129,12 @@ class Operations(pyfuse3.Operations):
         self._session_id = session_id
         self.status = status
         self._memory_limit = memory_limit
-        self._handles: dict[int, _Handle] = {}
-        self._listings: dict[int, _Listing] = {}  # open directory handles
-        self._next_fh = itertools.count(1)
+        self._handles = Handles()
         # Serializes every change of the store and the tree changes it implies, between
         # handlers and the change feed. Never held while calling into the kernel.
         self._lock = trio.Lock()
-        self._notices_send, self._notices_receive = trio.open_memory_channel[Notice](math.inf)
-        self._room: dict[str, tuple[float, int]] = {}  # store_id -> (monotonic s, room)
+        self._notices = KernelNotices(table)
+        self._room = RoomCheck(backend, table)
         self.reader = ContentReader(backend)
         self.committer = Committer(backend, table, self.reader, status, session_id)
         self._renamer = Renamer(backend, table, self.reader, self.committer, self._has_writer)
@@ -260,7 +166,7 @@ class Operations(pyfuse3.Operations):
         """Commits content still pending in open files (daemon shutdown: ``memfs umount``
         flushes pending writes). Failures are kept under ``rejected/`` and logged."""
         async with self._lock:
-            for handle in list(self._handles.values()):
+            for handle in self._handles.files():
                 node = handle.node
                 if handle.writable and node.working.dirty:
                     try:
@@ -270,37 +176,13 @@ class Operations(pyfuse3.Operations):
                                     self._table.display_path(node), exc)
 
     def save_scratch(self) -> list[dict[str, str]]:
-        """Keeps the bytes of every scratch file still in the tree under ``rejected/``
-        (daemon shutdown): scratch names never reach the store (SPEC §4 atomic save),
-        but nothing a user wrote is silently lost. Each one is logged as a WARNING.
-
-        Returns:
-            ``{"at", "path", "saved_to"}`` per saved file (for ``memfs status``).
-        """
-        saved: list[dict[str, str]] = []
-        for node in list(self._table.files_below(self._table.root)):
-            buffer = node.working.buffer
-            if not is_local_scratch(node) or not buffer:
-                continue
-            if node.parked and not node.working.dirty:
-                continue  # its content is still in the store at the memory's path
-            display = self._table.display_path(node)
-            try:
-                kept = save_rejected(self._session_id, node.name, bytes(buffer))
-            except OSError as exc:
-                log.error("scratch file %s (%d bytes) could not be saved: %s",
-                          display, len(buffer), exc)
-                continue
-            log.warning("scratch file %s was never saved to memory (scratch names stay in "
-                        "the mount); its %d bytes are kept in %s",
-                        display, len(buffer), kept)
-            saved.append({"at": format_timestamp(utcnow()), "path": display,
-                          "saved_to": str(kept)})
-        return saved
+        """Keeps every scratch file's bytes (daemon shutdown): see
+        :meth:`memfs.fuse.commits.Committer.save_scratch`."""
+        return self.committer.save_scratch()
 
     def _has_writer(self, node: Node) -> bool:
         """Whether ``node`` has a writable handle open."""
-        return any(h.writable and h.node is node for h in self._handles.values())
+        return self._handles.has_writer(node)
 
     def cache_statistics(self) -> BlobCacheStatistics:
         """The in-memory content cache of this mount (``memfs status``)."""
@@ -353,7 +235,7 @@ class Operations(pyfuse3.Operations):
             InvalidPath: a name the path rules refuse (EINVAL).
             EntryExists: the name is taken.
         """
-        name = _decode_name(raw_name)
+        name = decode_name(raw_name)
         validate_segment(name)
         if name in parent.children:
             raise EntryExists(f"{name!r} exists")
@@ -363,7 +245,7 @@ class Operations(pyfuse3.Operations):
 
     # ------------------------------------------------------------------ lookups
 
-    @_handler
+    @handler
     async def lookup(
         self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
@@ -373,8 +255,22 @@ class Operations(pyfuse3.Operations):
         elif name == b"..":
             node = parent.parent or self._table.root
         else:
-            node = self._table.child(parent, _decode_name(name))
+            text = decode_name(name)
+            try:
+                node = self._table.child(parent, text)
+            except NoSuchEntry:
+                # SPEC §4 close-to-open: a file just created by another embedded mount
+                # is found by the first lookup, not a feed poll later.
+                # (The feed task may have applied it while this looked: ask again.)
+                await self.follower.catch_up(self._attachments_below(parent))
+                node = self._table.child(parent, text)
         return self._remember(node)
+
+    def _attachments_below(self, directory: Node) -> list[Attachment]:
+        """The stores whose paths ``directory`` shows (all of them at a shared root)."""
+        if directory.attachment is not None:
+            return [directory.attachment]
+        return list(self._table.attachments)
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         try:
@@ -383,11 +279,11 @@ class Operations(pyfuse3.Operations):
         except Exception:  # forget must not raise (pyfuse3 contract)
             log.exception("forget(%r) failed", inode_list)
 
-    @_handler
+    @handler
     async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
         return self._attributes(self._table.get(inode))
 
-    @_handler
+    @handler
     async def setattr(
         self,
         inode: int,
@@ -401,12 +297,17 @@ class Operations(pyfuse3.Operations):
             if node.is_dir:
                 raise IsADirectory(f"{self._table.display_path(node)} is a directory")
             self._table.content_target(node)
-            self._check_size(node, attr.st_size)
+            try:
+                self._check_size(node, attr.st_size)
+            except MemfsError:
+                node.working.refuse()  # nothing changed (SPEC §4), not even the times
+                raise
             await self.reader.ensure_loaded(node)
             if node.working.truncate(attr.st_size):
                 node.mtime_ns = time.time_ns()
-                if fh is not None and fh in self._handles:
-                    self._handles[fh].wrote = True  # ftruncate(2): commit at close
+                handle = self._handles.get(fh)
+                if handle is not None:
+                    handle.wrote = True  # ftruncate(2): commit at close
             if not self._has_writer(node):
                 # truncate(2) of a file no one has open for writing: one version now.
                 async with self._lock:
@@ -426,7 +327,7 @@ class Operations(pyfuse3.Operations):
                 self._table.content_target(node)
         return self._attributes(node)
 
-    @_handler
+    @handler
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
         stored = sum(1 for _ in self._table.store_memory_nodes())
         used_bytes = sum(node.size_bytes for node in self._table.store_memory_nodes())
@@ -446,19 +347,19 @@ class Operations(pyfuse3.Operations):
 
     # ------------------------------------------------------ things memfs refuses
 
-    @_handler
+    @handler
     async def mknod(
         self, parent_inode: int, name: bytes, mode: int, rdev: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         raise NotSupported("special files can't be stored in memfs")
 
-    @_handler
+    @handler
     async def symlink(
         self, parent_inode: int, name: bytes, target: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
         raise NotSupported("symbolic links can't be stored in memfs")
 
-    @_handler
+    @handler
     async def link(
         self, inode: int, new_parent_inode: int, new_name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
@@ -466,7 +367,7 @@ class Operations(pyfuse3.Operations):
 
     # -------------------------------------------------------------- directories
 
-    @_handler
+    @handler
     async def mkdir(
         self, parent_inode: int, name: bytes, mode: int, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
@@ -480,11 +381,11 @@ class Operations(pyfuse3.Operations):
         self._send_notices()
         return attributes
 
-    @_handler
+    @handler
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         async with self._lock:
             parent = self._directory(parent_inode)
-            node = self._table.child(parent, _decode_name(name))
+            node = self._table.child(parent, decode_name(name))
             if not node.is_dir:
                 raise NotADirectory(f"{self._table.display_path(node)} is not a directory")
             self._table.check_writable(node)
@@ -494,18 +395,14 @@ class Operations(pyfuse3.Operations):
             self._hold_if_empty(parent)
         self._send_notices()
 
-    @_handler
+    @handler
     async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int:
         directory = self._directory(inode)
-        fh = next(self._next_fh)
-        self._listings[fh] = _Listing(directory)
-        return fh
+        return self._handles.open_listing(directory)
 
-    @_handler
+    @handler
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
-        listing = self._listings.get(fh)
-        if listing is None:
-            raise InvalidInput(f"directory handle {fh} is not open")
+        listing = self._handles.listing(fh)
         directory = listing.directory
         if start_id == 0 or listing.entries is None:
             # One sorted snapshot per listing (rewinddir(3) takes a new one), so a big
@@ -522,11 +419,11 @@ class Operations(pyfuse3.Operations):
                 break
             child.lookup_count += 1
 
-    @_handler
+    @handler
     async def releasedir(self, fh: int) -> None:
-        self._listings.pop(fh, None)
+        self._handles.close_listing(fh)
 
-    @_handler
+    @handler
     async def fsyncdir(self, fh: int, datasync: bool) -> None:
         return None  # directories hold nothing of their own to make durable
 
@@ -538,7 +435,7 @@ class Operations(pyfuse3.Operations):
 
     # -------------------------------------------------------------------- files
 
-    @_handler
+    @handler
     async def create(
         self, parent_inode: int, name: bytes, mode: int, flags: int, ctx: pyfuse3.RequestContext
     ) -> tuple[pyfuse3.FileInfo, pyfuse3.EntryAttributes]:
@@ -546,19 +443,38 @@ class Operations(pyfuse3.Operations):
             parent = self._directory(parent_inode)
             attachment = self._table.write_target(parent)
             text_name, path = self._new_entry_name(parent, name)
-            await self._check_room(attachment, text_name, path)
+            await self._room.check(attachment, text_name, path)
+            exclusive = (
+                bool(flags & os.O_EXCL)
+                and not is_scratch_name(text_name)
+                and self._table.parked_holder(attachment, path) is None
+            )
+            # SPEC §4: O_EXCL is exclusive across every mount of the store: the create is
+            # committed at once (an empty memory); a second creator elsewhere meets
+            # PathConflict (EEXIST).
+            memory = (
+                await self._backend.create_memory(attachment.store_id, path, "")
+                if exclusive else None
+            )
             node = self._table.new_file(parent, text_name, attachment)
-            node.working.start_empty(dirty=True)  # a memory at its first close
-            fh = self._open_handle(node, writable=True, append=bool(flags & os.O_APPEND))
+            if memory is not None:
+                self.committer.created(node, memory)
+            else:
+                node.working.start_empty(dirty=True)  # a memory at its first close
+            fh = self._handles.open_file(
+                node, writable=True, append=bool(flags & os.O_APPEND), pid=ctx.pid
+            )
             attributes = self._remember(node)
         self._send_notices()
         return pyfuse3.FileInfo(fh=fh, keep_cache=False), attributes
 
-    @_handler
+    @handler
     async def open(self, inode: int, flags: int, ctx: pyfuse3.RequestContext) -> pyfuse3.FileInfo:
         node = self._table.get(inode)
         if node.is_dir:
             raise IsADirectory(f"{self._table.display_path(node)} is a directory")
+        if node.attachment is not None:
+            await self.follower.catch_up([node.attachment])  # SPEC §4 close-to-open
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
         if writable or flags & os.O_TRUNC:
             self._table.content_target(node)
@@ -574,7 +490,9 @@ class Operations(pyfuse3.Operations):
         # A read-only open loads nothing: the first read does (Operations.read). With
         # keep_cache the kernel's pages answer the reads, so a warm `cat` or `grep -r`
         # never copies the content out of the cache or the store.
-        fh = self._open_handle(node, writable=writable, append=bool(flags & os.O_APPEND))
+        fh = self._handles.open_file(
+            node, writable=writable, append=bool(flags & os.O_APPEND), pid=ctx.pid
+        )
         # keep_cache only when the kernel's pages hold exactly what this open serves.
         keep_cache, kernel_stale = working.opened()
         if kernel_stale:
@@ -589,50 +507,14 @@ class Operations(pyfuse3.Operations):
         direct = known is not None and known[0] != node.size_bytes
         return pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache and not direct, direct_io=direct)
 
-    async def _check_room(self, attachment: Attachment, name: str, path: str) -> None:
-        """Refuses a new file in a full store at create (SPEC §4 errno table: ENOSPC,
-        "fail early"): bash ignores errors of close(2), so a refusal only at close would
-        look like a save. Scratch names never reach the store and stay allowed; a name a
-        parked memory holds reuses that memory. A backend that can't tell (None) leaves
-        the refusal to the commit. Far from the limit the room is remembered for
-        :data:`ROOM_CACHE_S` (see :data:`ROOM_MARGIN`).
-
-        Raises:
-            StoreFull: the store holds as many live memories as it may.
-        """
-        if is_scratch_name(name) or self._table.parked_holder(attachment, path) is not None:
-            return
-        now = time.monotonic()
-        known = self._room.get(attachment.store_id)
-        if known is not None and now - known[0] < ROOM_CACHE_S and known[1] > ROOM_MARGIN:
-            self._room[attachment.store_id] = (known[0], known[1] - 1)
-            return
-        room = await self._backend.memory_room(attachment.store_id)
-        if room is not None:
-            self._room[attachment.store_id] = (now, room - 1)
-        if room is not None and room <= 0:
-            raise StoreFull(f"memory store {attachment.name!r} is full: delete a memory first")
-
-    def _open_handle(self, node: Node, *, writable: bool, append: bool = False) -> int:
-        fh = next(self._next_fh)
-        self._handles[fh] = _Handle(node, writable, append=append)
-        node.open_count += 1
-        return fh
-
-    def _handle(self, fh: int) -> _Handle:
-        handle = self._handles.get(fh)
-        if handle is None:
-            raise InvalidInput(f"file handle {fh} is not open")
-        return handle
-
-    @_handler
+    @handler
     async def read(self, fh: int, off: int, size: int) -> bytes:
-        buffer = await self.reader.ensure_loaded(self._handle(fh).node)
+        buffer = await self.reader.ensure_loaded(self._handles.file(fh).node)
         return bytes(buffer[off : off + size])
 
-    @_handler
+    @handler
     async def write(self, fh: int, off: int, buf: bytes) -> int:
-        handle = self._handle(fh)
+        handle = self._handles.file(fh)
         node = handle.node
         self._table.content_target(node)
         if handle.append:
@@ -642,12 +524,19 @@ class Operations(pyfuse3.Operations):
                 self._table.notice(Notice(node.inode, attr_only=True))
                 self._send_notices()
             off = end_of_content
-        try:
-            self._check_size(node, off + len(buf))
+        try:  # SPEC §4 order of refusals: EROFS (above), then EILSEQ, then EFBIG
             if not is_local_scratch(node):
                 check_content_fragment(buf, off)
-        except MemfsError as exc:
-            node.working.refuse(exc)
+            self._check_size(node, off + len(buf))
+        except MemfsError:
+            # Nothing changed (SPEC §4). New files this process created and holds open
+            # without having written anything count as refused too: a tool that failed
+            # on content memfs can't store (sqlite3, whose journal is binary) leaves no
+            # empty file behind (issue 10 item 5).
+            node.working.refuse()
+            for other in self._handles.of_process(handle.pid):
+                if other.node.memory is None and not other.node.working.buffer:
+                    other.node.working.refuse()
             raise
         await self.reader.ensure_loaded(node)
         node.working.write(off, buf)
@@ -667,46 +556,48 @@ class Operations(pyfuse3.Operations):
                 f"the limit for a scratch file is {MAX_SCRATCH_BYTES} bytes"
             )
 
-    @_handler
+    @handler
     async def flush(self, fh: int) -> None:
         # close(2) of any descriptor of the handle. A handle that only truncated (O_TRUNC,
         # create) and wrote nothing is not committed here but at release: the shell's
         # `echo x > f` opens, dup2()s onto stdout and closes the original descriptor
         # before writing, and that close must not make an empty version.
-        handle = self._handle(fh)
-        if handle.writable and (handle.wrote or handle.node.working.refusal is not None):
+        handle = self._handles.file(fh)
+        if handle.writable and (handle.wrote or handle.node.working.lost is not None):
             await self._close_commit(handle.node)
 
-    @_handler
+    @handler
     async def fsync(self, fh: int, datasync: bool) -> None:
-        handle = self._handle(fh)
+        handle = self._handles.file(fh)
         if handle.writable:
             await self._close_commit(handle.node)
 
     async def _close_commit(self, node: Node) -> None:
         try:
             async with self._lock:
-                if node.working.refusal is not None:
-                    self.committer.drop_refused(node)
+                if node.working.lost is not None:
+                    self.committer.report_lost(node)
                 elif node.working.dirty:
                     await self.committer.commit(node)
         finally:
             self._table.notice_if_stale(node)
             self._send_notices()
 
-    @_handler
+    @handler
     async def release(self, fh: int) -> None:
-        handle = self._handles.pop(fh, None)
+        handle = self._handles.close_file(fh)
         if handle is None:
             return
         node = handle.node
-        node.open_count -= 1
         try:
             if node.open_count == 0 and node.working.dirty:
                 # Truncated or created and closed without a write (see flush): commit
                 # now. A refusal can only be logged and kept (release has no caller).
                 async with self._lock:
                     await self.committer.commit(node)
+            elif node.open_count == 0 and node.working.only_refused:
+                async with self._lock:
+                    await self.committer.drop_refused_create(node)
         finally:
             if node.open_count == 0:
                 node.working.closed()
@@ -723,11 +614,11 @@ class Operations(pyfuse3.Operations):
 
     # ------------------------------------------------------------ unlink, rename
 
-    @_handler
+    @handler
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         async with self._lock:
             parent = self._directory(parent_inode)
-            node = self._table.child(parent, _decode_name(name))
+            node = self._table.child(parent, decode_name(name))
             if node.is_dir:
                 raise IsADirectory(f"{self._table.display_path(node)} is a directory")
             if node.memory is not None:
@@ -738,7 +629,7 @@ class Operations(pyfuse3.Operations):
             self._table.retry_shadowed()
         self._send_notices()
 
-    @_handler
+    @handler
     async def rename(
         self,
         parent_inode_old: int,
@@ -754,33 +645,13 @@ class Operations(pyfuse3.Operations):
         async with self._lock:
             old_parent = self._directory(parent_inode_old)
             new_parent = self._directory(parent_inode_new)
-            node = self._table.child(old_parent, _decode_name(name_old))
-            target = self._table.write_target(new_parent)
-            source = node.attachment if not node.is_dir or node.attachment else target
-            if source is not target:
-                if self._table.layout is Layout.PER_STORE:
-                    raise CrossStore(
-                        f"{self._table.display_path(node)} can't be renamed into another store"
-                    )
-                raise ReadOnly(f"{self._table.display_path(node)} belongs to a read-only store")
-            self._table.check_writable(node)
-            new_name = _decode_name(name_new)
-            validate_segment(new_name)
-            new_path = join_path(self._table.memory_path(new_parent), new_name)
-            validate_path(new_path)
-            existing = new_parent.children.get(new_name)
-            if existing is node:
+            node = self._table.child(old_parent, decode_name(name_old))
+            move = self._renamer.plan(
+                node, new_parent, decode_name(name_new),
+                no_replace=bool(flags & pyfuse3.RENAME_NOREPLACE),
+            )
+            if move is None:
                 return
-            if existing is not None:
-                if flags & pyfuse3.RENAME_NOREPLACE:
-                    raise EntryExists(f"{new_name!r} exists")
-                if existing.is_dir and not node.is_dir:
-                    raise IsADirectory(f"{self._table.display_path(existing)} is a directory")
-                if node.is_dir and not existing.is_dir:
-                    raise NotADirectory(f"{self._table.display_path(existing)} is a file")
-                if existing.is_dir and existing.children:
-                    raise DirectoryNotEmpty(f"{self._table.display_path(existing)} is not empty")
-            move = Move(node, new_parent, new_name, new_path, existing, target)
             if node.is_dir:
                 await self._renamer.rename_directory(move)
             else:
@@ -792,15 +663,15 @@ class Operations(pyfuse3.Operations):
 
     # ------------------------------------------------------------------- xattrs
 
-    @_handler
+    @handler
     async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
         return self._xattrs.get(self._table.get(inode), name)
 
-    @_handler
+    @handler
     async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> list[bytes]:
         return self._xattrs.names(self._table.get(inode))
 
-    @_handler
+    @handler
     async def setxattr(
         self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
@@ -808,7 +679,7 @@ class Operations(pyfuse3.Operations):
             await self._xattrs.set(self._table.get(inode), name, value)
         self._send_notices()
 
-    @_handler
+    @handler
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         async with self._lock:
             await self._xattrs.remove(self._table.get(inode), name)
@@ -830,34 +701,9 @@ class Operations(pyfuse3.Operations):
     # ------------------------------------------------------------ kernel notices
 
     def _send_notices(self) -> None:
-        for notice in self._table.take_notices():
-            self._notices_send.send_nowait(notice)
+        self._notices.send()
 
     async def deliver_notices(self) -> None:
-        """Invalidates kernel caches for changed entries, forever (a named task).
-
-        Runs the (possibly blocking) ``pyfuse3.invalidate_*`` calls in a worker thread,
-        outside every request handler and without holding the mutation lock.
-        """
-        async for first in self._notices_receive:
-            batch = [first]
-            while True:
-                try:
-                    batch.append(self._notices_receive.receive_nowait())
-                except trio.WouldBlock:
-                    break
-            unique = list(dict.fromkeys(batch))
-            await trio.to_thread.run_sync(_invalidate, unique)
-
-
-def _invalidate(notices: list[Notice]) -> None:
-    for notice in notices:
-        try:
-            if notice.name is not None:
-                pyfuse3.invalidate_entry(notice.inode, notice.name)
-            else:
-                pyfuse3.invalidate_inode(notice.inode, attr_only=notice.attr_only)
-        except OSError as exc:
-            # ENOENT: the kernel does not know that entry or inode (nothing to drop).
-            if exc.errno not in (errno.ENOENT, errno.ENOTCONN, errno.EBADF):
-                log.warning("invalidating %r failed: %s", notice, exc)
+        """Invalidates kernel caches for changed entries, forever (a named task): see
+        :class:`memfs.fuse.notices.KernelNotices`."""
+        await self._notices.deliver()

@@ -26,11 +26,19 @@ from dataclasses import dataclass
 from memfs.backend import Backend, MemoryChange
 from memfs.errors import PreconditionFailed
 from memfs.fuse.commits import Committer
-from memfs.fuse.errors import ReadOnly
-from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
+from memfs.fuse.errors import (
+    CrossStore,
+    DirectoryNotEmpty,
+    EntryExists,
+    IsADirectory,
+    NotADirectory,
+    ReadOnly,
+)
+from memfs.fuse.inodes import Attachment, InodeTable, Layout, Node, Notice
+from memfs.fuse.names import join_path
 from memfs.fuse.reading import ContentReader
 from memfs.model import Memory
-from memfs.rules import is_scratch_name, validate_content_bytes
+from memfs.rules import is_scratch_name, validate_content_bytes, validate_path, validate_segment
 
 __all__ = ["Move", "Renamer"]
 
@@ -79,6 +87,39 @@ class Renamer:
         self._committer = committer
         self._has_writer = has_writer
 
+    def plan(self, node: Node, new_parent: Node, new_name: str, *, no_replace: bool) -> Move | None:
+        """Checks the rename of ``node`` to ``new_parent``/``new_name`` (rename(2) and
+        SPEC §4 rules). Returns None when it changes nothing (the same entry).
+
+        Raises:
+            CrossStore (another store, per-store layout), ReadOnly, InvalidPath,
+            PathTooLong, EntryExists (``RENAME_NOREPLACE``), IsADirectory,
+            NotADirectory, DirectoryNotEmpty.
+        """
+        table = self._table
+        target = table.write_target(new_parent)
+        source = node.attachment if not node.is_dir or node.attachment else target
+        if source is not target:
+            if table.layout is Layout.PER_STORE:
+                raise CrossStore(f"{table.display_path(node)} can't be renamed into another store")
+            raise ReadOnly(f"{table.display_path(node)} belongs to a read-only store")
+        table.check_writable(node)
+        validate_segment(new_name)
+        new_path = validate_path(join_path(table.memory_path(new_parent), new_name))
+        existing = new_parent.children.get(new_name)
+        if existing is node:
+            return None
+        if existing is not None:
+            if no_replace:
+                raise EntryExists(f"{new_name!r} exists")
+            if existing.is_dir and not node.is_dir:
+                raise IsADirectory(f"{table.display_path(existing)} is a directory")
+            if node.is_dir and not existing.is_dir:
+                raise NotADirectory(f"{table.display_path(existing)} is a file")
+            if existing.is_dir and existing.children:
+                raise DirectoryNotEmpty(f"{table.display_path(existing)} is not empty")
+        return Move(node, new_parent, new_name, new_path, existing, target)
+
     async def rename_file(self, move: Move) -> None:
         """Renames a file. Raises the store's errors and RefusedWrite."""
         node, new_parent, new_name = move.node, move.new_parent, move.new_name
@@ -94,13 +135,14 @@ class Renamer:
         # Writes not yet closed stay pending: the close that follows commits them under
         # the new name, with the precondition the file was opened with. Without a
         # writable handle left to close, they are committed with the rename.
+        saves_over = node.memory is None or self._saves_over(move)
         keep_pending = (
-            node.memory is not None
+            not saves_over
             and not node.parked
             and node.working.dirty
             and self._has_writer(node)
         )
-        if node.memory is not None:
+        if not saves_over:
             memory = await self._move_memory(move, keep_pending)
         else:
             saved = await self._atomic_save(move)
@@ -114,6 +156,20 @@ class Renamer:
         for ancestor in self._table.ancestors(node):
             ancestor.held = False
         log.info("renamed to %s (version %s)", move.new_path, memory.memory_version_id)
+
+    @staticmethod
+    def _saves_over(move: Move) -> bool:
+        """Whether renaming stored file ``move.node`` is the last step of an atomic save
+        (SPEC §4, any temp name): a file this mount created, renamed over another
+        stored file of the same store, whose memory then keeps its id and metadata."""
+        existing = move.existing
+        return (
+            move.node.created_here
+            and not move.node.parked
+            and existing is not None
+            and existing.stored
+            and existing.attachment is move.target
+        )
 
     async def _move_memory(self, move: Move, keep_pending: bool) -> Memory:
         """A stored or parked file gets a real name: rename the memory (one version, id
@@ -133,13 +189,18 @@ class Renamer:
         return memory
 
     async def _atomic_save(self, move: Move) -> Memory | None:
-        """The atomic save: a file held only by the mount renamed over its target (SPEC
-        §4). Returns the memory that now holds its content, or None when the target
-        changed elsewhere meanwhile and both were kept."""
+        """The atomic save: a temporary file renamed over its target (SPEC §4): one
+        version of the target (its id and metadata kept), with the content this mount
+        last handed out as the precondition. The temporary file is a file held only by
+        the mount, or one this mount created (then its memory is deleted). Returns the
+        memory the name shows now: the one holding this content, or the target's head
+        when it changed elsewhere meanwhile and both were kept (None when the target
+        is gone)."""
         node, new_path, existing, target = move.node, move.new_path, move.existing, move.target
         data = bytes(await self._reader.ensure_loaded(node))
         text = validate_content_bytes(data)
         holder = self._table.parked_holder(target, new_path)
+        node.created_here = False  # it shows the target's memory from now on
         if existing is not None and existing.stored and existing.attachment is target:
             assert existing.memory is not None
             working = existing.working
@@ -158,20 +219,38 @@ class Renamer:
                 # the temporary file's inode: that entry must be dropped, so the name
                 # shows the head again (not the content that lost).
                 await self._committer.keep_both(existing, target, new_path, text, data)
-                self._table.remove(node)
-                self._table.notice(
-                    Notice(move.new_parent.inode, move.new_name.encode("utf-8", "surrogateescape"))
-                )
-                return None
+                await self._drop_temporary(node, target)
+                head = existing.memory if existing.parent is not None else None
+                if head is None:  # the target is gone too: nothing to show at its name
+                    self._table.remove(node)
+                    self._table.notice(Notice(
+                        move.new_parent.inode, move.new_name.encode("utf-8", "surrogateescape")
+                    ))
+                    return None
+                # The kernel points the target name at this inode now: it shows the
+                # head (their content), the target's node goes.
+                self._table.remove(existing)
+                node.working.reset_to_head(head.content_sha256)
+                self._table.notice(Notice(node.inode))
+                return head
+            await self._drop_temporary(node, target)
             self._table.remove(existing)
         elif holder is not None:
             memory = await self._committer.take_over_parked(holder, target, text)
             await self._discard(existing, target, store_replaced=True)
         else:
             memory = await self._backend.create_memory(target.store_id, new_path, text)
+            node.created_here = True
             await self._discard(existing, target, store_replaced=True)
         self._reader.remember(memory.blob_key, data)
         return memory
+
+    async def _drop_temporary(self, node: Node, target: Attachment) -> None:
+        """The temporary file of an atomic save, created in the store by this mount,
+        leaves it (a soft delete, as ``rm`` would): its content is the target's now."""
+        if node.memory is not None:
+            await self._committer.delete_memory(target, node.memory)
+            self._table.set_memory(node, None)
 
     async def _discard(
         self, existing: Node | None, target: Attachment, *, store_replaced: bool

@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncGenerator, Mapping
 from http import HTTPStatus
 from typing import Any, Self
 
@@ -338,24 +338,33 @@ class MemfsClient:
             NotFound, InvalidPath (a prefix without a trailing ``/``), PermissionDenied,
             AuthenticationFailed, ServerUnavailable.
         """
+        result: list[RemoteMemory] = []
+        async for page in self.memory_pages(store_id, path_prefix=path_prefix, depth=depth):
+            result.extend(page)
+        return result
+
+    async def memory_pages(
+        self, store_id: str, *, path_prefix: str | None = None, depth: int | None = None
+    ) -> AsyncGenerator[list[RemoteMemory], None]:
+        """:meth:`list_memories` one page (up to :data:`LIST_PAGE_LIMIT` requested
+        items) at a time, so that a caller may stop early; same errors."""
         params: dict[str, str | int] = {"view": "basic", "limit": LIST_PAGE_LIMIT}
         if path_prefix is not None:
             params["path_prefix"] = path_prefix
         if depth is not None:
             params["depth"] = depth
-        result: list[RemoteMemory] = []
         page: str | None = None
         while True:
             query = dict(params) if page is None else {**params, "page": page}
             data = await self._request("GET", _memories_url(store_id), params=query)
             items = data.get("data") or []
-            result.extend(
+            yield [
                 RemoteMemory.model_validate(item) for item in items if item.get("type") == "memory"
-            )
+            ]
             page = data.get("next_page")
             # api-contract §3: a cursor with an empty page would loop forever.
             if not page or not items:
-                return result
+                return
 
     async def find_memory_by_path(self, store_id: str, path: str) -> RemoteMemory | None:
         """The live memory at exactly ``path``, or None (a ``depth=1`` listing of its

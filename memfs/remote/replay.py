@@ -337,6 +337,7 @@ async def replay_outbox(
     *,
     session_id: str,
     on_result: Callable[[OutboxEntry, ApplyResult | MemfsError], None] | None = None,
+    lock: trio.Lock | None = None,
 ) -> ReplayReport:
     """Applies the outbox's entries strictly in order until it is empty or the server
     can't take the next one.
@@ -349,29 +350,35 @@ async def replay_outbox(
     Args:
         on_result: called after each entry leaves the outbox, with its result or the
             refusal (e.g. to invalidate kernel caches or record status).
+        lock: held around each entry (read, apply, mark done, ``on_result``), never
+            across two: writers that take it between entries queue behind the rest
+            instead of waiting for the whole drain (issue 10 item 2).
 
     Returns:
         The report; ``stopped_by`` is None when the outbox is empty.
     """
     report = ReplayReport()
+    entry_lock = lock if lock is not None else trio.Lock()
     while True:
-        entry = await trio.to_thread.run_sync(outbox.first)
-        if entry is None:
-            return report
-        try:
-            result = await apply_write(client, entry.write, session_id=session_id)
-        except RETRYABLE_ERRORS as exc:
-            report.stopped_by = exc
-            log.debug("outbox replay paused at seq %d: %s", entry.seq, exc)
-            return report
-        except MemfsError as exc:
-            reason = f"{type(exc).__name__} ({exc.code}): {exc.message}"
-            await trio.to_thread.run_sync(outbox.reject, entry, reason)
-            report.rejected.append((entry, exc))
+        async with entry_lock:
+            entry = await trio.to_thread.run_sync(outbox.first)
+            if entry is None:
+                return report
+            outcome: ApplyResult | MemfsError
+            try:
+                applied = await apply_write(client, entry.write, session_id=session_id)
+            except RETRYABLE_ERRORS as exc:
+                report.stopped_by = exc
+                log.debug("outbox replay paused at seq %d: %s", entry.seq, exc)
+                return report
+            except MemfsError as exc:
+                reason = f"{type(exc).__name__} ({exc.code}): {exc.message}"
+                await trio.to_thread.run_sync(outbox.reject, entry, reason)
+                report.rejected.append((entry, exc))
+                outcome = exc
+            else:
+                await trio.to_thread.run_sync(outbox.mark_done, entry.seq, applied.outcome)
+                report.results.append((entry, applied))
+                outcome = applied
             if on_result is not None:
-                on_result(entry, exc)
-            continue
-        await trio.to_thread.run_sync(outbox.mark_done, entry.seq, result.outcome)
-        report.results.append((entry, result))
-        if on_result is not None:
-            on_result(entry, result)
+                on_result(entry, outcome)

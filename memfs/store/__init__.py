@@ -13,12 +13,58 @@ __all__ = [
     "SESSION_TOKEN_PREFIX",
     "Engine",
     "ResourceSpec",
+    "fsck_database",
     "open_engine",
 ]
 
 
-def open_engine(database: str | None = None, *, memory_limit: int | None = None) -> Engine:
-    """Opens the configured database (see :func:`memfs.config.database_url`)."""
+def open_engine(
+    database: str | None = None,
+    *,
+    memory_limit: int | None = None,
+    create: bool = True,
+    read_only: bool | None = None,
+) -> Engine:
+    """Opens the configured database (see :func:`memfs.config.database_url`).
+
+    ``create`` and ``read_only`` are :class:`Engine`'s: commands that only read or check
+    pass ``create=False`` (a missing database is then DatabaseNotFound, not a new file).
+    """
     from memfs.config import database_url
 
-    return Engine(database_url(database), memory_limit=memory_limit)
+    return Engine(
+        database_url(database), memory_limit=memory_limit, create=create, read_only=read_only
+    )
+
+
+def fsck_database(
+    database: str | None = None, *, sqlite_check: str | None = "integrity"
+) -> list[str]:
+    """Everything ``memfs fsck`` reports about a database, one line per finding; [] when
+    sound (issue 10 item 12).
+
+    Opens the database read-only and never creates it: a database that can't be opened
+    (missing, foreign, unreadable, needing an upgrade) is itself the one finding
+    ``database: <why>``. Then SQLite's ``integrity_check`` (``sqlite_check="quick"``:
+    ``quick_check``; None: neither), every memfs invariant (memfs/store/fsck.py), and a
+    pending erasure (:meth:`Engine.erasure_pending`, issue 10 item 10).
+
+    Raises:
+        InvalidInput: an unknown ``sqlite_check``.
+    """
+    from memfs.errors import DatabaseUnavailable
+
+    try:
+        engine = open_engine(database, create=False, read_only=True)
+    except DatabaseUnavailable as exc:
+        return [f"database: {exc}"]
+    with engine:
+        findings = list(engine.iter_fsck_findings(sqlite_check=sqlite_check))
+        pending = engine.erasure_pending()
+    if pending is not None:
+        findings.append(
+            f"database: an erasure is pending since {pending.isoformat()}: bytes a redaction "
+            "or deletion erased may still be in the database file and its WAL, because a "
+            "reader held an older snapshot; the next write or close completes it"
+        )
+    return findings

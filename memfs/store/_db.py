@@ -13,33 +13,47 @@ PostgreSQL (psycopg 3): READ COMMITTED; writers serialize per store with
 
 from __future__ import annotations
 
+import random
+import sqlite3
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, create_engine, event, inspect, text
 from sqlalchemy import Engine as SAEngine
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-from memfs.errors import InvalidInput, StoreBusy
+from memfs.errors import (
+    DatabaseNotFound,
+    DatabaseReadOnly,
+    DatabaseUnavailable,
+    ForeignDatabase,
+    InvalidInput,
+    StoreBusy,
+)
 from memfs.store import search
 from memfs.store.schema import metadata
 
 __all__ = [
+    "MEMFS_REVISIONS",
     "SCHEMA_HEAD",
     "SQLITE_BUSY_TIMEOUT_MS",
     "WRITE",
     "alembic_config",
     "busy_error",
+    "check_sqlite_file",
     "make_sa_engine",
     "prepare_schema",
+    "sqlite_path",
 ]
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0003"
+SCHEMA_HEAD = "0004"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
@@ -54,14 +68,92 @@ _SQLITE_LOCKED = 6
 # PostgreSQL SQLSTATE lock_not_available (lock_timeout expired).
 _PG_LOCK_NOT_AVAILABLE = "55P03"
 _MIGRATIONS_DIR = Path(__file__).with_name("migrations")
+# Every revision id memfs's migrations have had (their files are named ``NNNN_….py``):
+# an alembic_version holding anything else belongs to another application.
+MEMFS_REVISIONS = frozenset(
+    p.name.split("_", 1)[0] for p in (_MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py")
+)
+_SQLITE_READONLY = 8
+_SQLITE_NOTADB = 26
 
 
-def busy_error(exc: OperationalError, waited_s: float) -> StoreBusy | None:
-    """The StoreBusy that ``exc`` stands for — SQLite's SQLITE_BUSY/SQLITE_LOCKED
-    ("database is locked") or PostgreSQL's lock_timeout — or None for anything else.
-    Read from the driver's error code, never from message text."""
+def sqlite_path(url: str) -> Path | None:
+    """The file of a SQLite URL; None for another dialect or an in-memory database."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite" or parsed.database in (None, "", ":memory:"):
+        return None
+    return Path(parsed.database)
+
+
+def check_sqlite_file(path: Path, *, create: bool) -> None:
+    """Refuses, before anything opens it for writing, a SQLite file memfs must not use.
+
+    Looks at the file through a read-only connection, so a foreign database is never
+    modified (not even its journal mode).
+
+    Raises:
+        DatabaseNotFound: no file at ``path`` and ``create`` is False.
+        ForeignDatabase: the file is not a SQLite database, or holds tables but no
+            memfs revision in ``alembic_version`` (another application's database).
+        DatabaseUnavailable: the file can't be read.
+    """
+    if not path.exists():
+        if not create:
+            raise DatabaseNotFound(
+                f"no memfs database at {path} (create one with a command that makes it, "
+                "e.g. `memfs store create`)"
+            )
+        return
+    if path.is_dir():
+        raise DatabaseUnavailable(f"{path} is a directory, not a memfs database")
+    if path.stat().st_size == 0:
+        return
+    try:
+        probe = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise DatabaseUnavailable(f"cannot open the store database {path}: {exc}") from exc
+    try:
+        tables = {row[0] for row in probe.execute("SELECT name FROM sqlite_master")}
+        revision = None
+        if "alembic_version" in tables:
+            revision = probe.execute("SELECT version_num FROM alembic_version").fetchone()
+    except sqlite3.DatabaseError as exc:
+        if exc.sqlite_errorcode == _SQLITE_NOTADB:
+            raise ForeignDatabase(f"{path} is not a SQLite database; memfs left it alone") from exc
+        raise DatabaseUnavailable(f"cannot read the store database {path}: {exc}") from exc
+    finally:
+        probe.close()
+    _refuse_foreign(str(path), tables, None if revision is None else revision[0])
+
+
+def _refuse_foreign(where: str, tables: set[str], revision: str | None) -> None:
+    """Raises ForeignDatabase unless ``tables`` are empty or memfs's (a memfs revision)."""
+    ours = {name for name in tables if not name.startswith("sqlite_")}
+    if not ours:
+        return
+    if revision is None:
+        raise ForeignDatabase(
+            f"{where} holds tables ({', '.join(sorted(ours)[:5])}) but is not a memfs "
+            "database (no memfs schema revision); memfs left it alone"
+        )
+    if revision not in MEMFS_REVISIONS:
+        raise ForeignDatabase(
+            f"{where} is at schema revision {revision!r}, which is not one of memfs's; "
+            "memfs left it alone"
+        )
+
+
+def busy_error(exc: OperationalError, waited_s: float) -> StoreBusy | DatabaseReadOnly | None:
+    """The typed error that ``exc`` stands for — StoreBusy for SQLite's
+    SQLITE_BUSY/SQLITE_LOCKED ("database is locked") or PostgreSQL's lock_timeout,
+    DatabaseReadOnly for SQLITE_READONLY — or None for anything else. Read from the
+    driver's error code, never from message text."""
     orig = exc.orig
     code = getattr(orig, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF == _SQLITE_READONLY:
+        return DatabaseReadOnly(
+            f"the store database can't be written ({orig}); nothing was changed"
+        )
     if isinstance(code, int) and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
         pass
     elif getattr(orig, "sqlstate", None) != _PG_LOCK_NOT_AVAILABLE:
@@ -73,37 +165,45 @@ def busy_error(exc: OperationalError, waited_s: float) -> StoreBusy | None:
 
 
 def make_sa_engine(
-    url: str, *, synchronous_full: bool = True, busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS
+    url: str,
+    *,
+    synchronous_full: bool = True,
+    busy_timeout_ms: int = SQLITE_BUSY_TIMEOUT_MS,
+    read_only: bool = False,
 ) -> SAEngine:
     """A SQLAlchemy engine for ``url`` with memfs's per-dialect settings applied.
 
-    Creates the directory of a SQLite file if needed.
+    Creates the directory of a SQLite file if needed (unless ``read_only``).
 
     Args:
         busy_timeout_ms: how long a statement waits for another connection's lock
             (SQLite ``busy_timeout``, PostgreSQL ``lock_timeout``).
+        read_only: SQLite only: open the file with ``mode=ro`` (nothing is ever written,
+            not even the journal mode or a checkpoint).
     """
+    path = sqlite_path(url)
     if url.startswith("sqlite"):
-        db_path = url.split("///", 1)[1] if "///" in url else ""
-        if db_path and db_path != ":memory:":
-            Path(db_path).parent.mkdir(parents=True, exist_ok=True)
-        sa_engine = create_engine(
-            url,
-            connect_args={"check_same_thread": False, "timeout": busy_timeout_ms / 1000},
-            pool_size=8,
-            max_overflow=8,
-        )
+        connect_args: dict[str, Any] = {
+            "check_same_thread": False,
+            "timeout": busy_timeout_ms / 1000,
+        }
+        if read_only and path is not None:
+            url = f"sqlite:///{path.resolve().as_uri()}?mode=ro&uri=true"
+        elif path is not None:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        sa_engine = create_engine(url, connect_args=connect_args, pool_size=8, max_overflow=8)
         synchronous = "FULL" if synchronous_full else "NORMAL"
 
         @event.listens_for(sa_engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.isolation_level = None  # we emit BEGIN ourselves
             cursor = dbapi_connection.cursor()
-            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+            if not read_only:
+                _use_wal(cursor, busy_timeout_ms / 1000)
             cursor.execute(f"PRAGMA synchronous={synchronous}")
             cursor.execute("PRAGMA foreign_keys=ON")
             cursor.execute("PRAGMA secure_delete=ON")
-            cursor.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
             cursor.close()
 
         @event.listens_for(sa_engine, "begin")
@@ -124,6 +224,32 @@ def make_sa_engine(
     )
     _refuse_nul_parameters(sa_engine)
     return sa_engine
+
+
+def _use_wal(cursor: sqlite3.Cursor, timeout_s: float) -> None:
+    """Puts the database in WAL mode (once per database file; later connections find it
+    so and skip the switch), waiting at most ``timeout_s`` for other connections.
+
+    Switching a fresh file into WAL takes an exclusive lock. When several connections
+    open a fresh database at once (four servers starting), two of them can both hold the
+    shared lock and both want the exclusive one; SQLite then answers SQLITE_BUSY at once,
+    without calling the busy handler (its deadlock rule), and the open failed with
+    "database is locked" (issue 10 item 11). The switch is retried here, with a short
+    randomized backoff, until the busy timeout: the one that wins finishes in
+    microseconds, and the others then find WAL mode already set.
+    """
+    deadline = time.monotonic() + timeout_s
+    backoff_s = 0.001
+    while True:
+        try:
+            if cursor.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                cursor.execute("PRAGMA journal_mode=WAL").fetchone()
+            return
+        except sqlite3.OperationalError as exc:
+            if exc.sqlite_errorcode & 0xFF != _SQLITE_BUSY or time.monotonic() >= deadline:
+                raise
+        time.sleep(backoff_s * (1 + random.random()))
+        backoff_s = min(backoff_s * 2, 0.05)
 
 
 def _refuse_nul_parameters(sa_engine: SAEngine) -> None:
@@ -152,17 +278,33 @@ def alembic_config() -> Config:
     return config
 
 
-def prepare_schema(sa_engine: SAEngine) -> None:
+def prepare_schema(sa_engine: SAEngine, *, read_only: bool = False) -> None:
     """Creates the schema on an empty database (stamped at the Alembic head), or upgrades
     an existing one to the head. Safe when several processes start at once: the check and
     the creation run in one write transaction (SQLite) or under an advisory lock
     (PostgreSQL).
+
+    Raises:
+        ForeignDatabase: the database holds tables but not memfs's schema; nothing is
+            written to it.
+        DatabaseReadOnly: ``read_only`` and the database is not at the head revision.
     """
     with sa_engine.connect() as conn, conn.begin():
+        current = None
         if inspect(conn).has_table("alembic_version"):
             current = conn.execute(text("SELECT version_num FROM alembic_version")).scalar()
             if current == SCHEMA_HEAD:
                 return
+        _refuse_foreign(
+            f"the database {sa_engine.url.render_as_string(hide_password=True)}",
+            set(inspect(conn).get_table_names()),
+            current,
+        )
+    if read_only:
+        raise DatabaseReadOnly(
+            f"the store database is at schema revision {current!r} and needs an upgrade to "
+            f"{SCHEMA_HEAD!r}, which a read-only open can't do; open it once for writing"
+        )
     # Alembic is imported only here, not at module load: it costs every CLI call ~65 ms.
     from alembic.migration import MigrationContext
     from alembic.script import ScriptDirectory

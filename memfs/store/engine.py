@@ -3,13 +3,16 @@
 One engine runs on embedded SQLite (WAL) and on PostgreSQL, through SQLAlchemy Core.
 Every public method is synchronous, thread-safe and runs one transaction; callers on
 the trio loop (the FUSE layer, the API) call it through ``trio.to_thread.run_sync``.
-This module owns only the connections, the in-process write lock and the transaction
-of each call; the rules live in one module per aggregate, each a set of functions that
-take the transaction's :class:`~sqlalchemy.Connection`:
+This module only opens one transaction per call on the connections of
+:class:`memfs.store._connections.Database` (which owns opening, the in-process write
+lock, typed contention and the WAL checkpoint); the rules live in one module per
+aggregate, each a set of functions that take the transaction's
+:class:`~sqlalchemy.Connection`:
 
 =================  ===========================================================
 ``stores``         stores: create, find, patch, list, archive, delete; counts
-``memories``       memories: create, read, update, delete, restore, rename
+``memories``       memories: create, read, update, delete, restore
+``renames``        directory renames (one set-based move)
 ``listing``        prefix listings with depth roll-up, a mount's tree, tombstones
 ``versions``       versions and their redaction
 ``access``         sessions, API keys, their tokens and secrets
@@ -18,6 +21,9 @@ take the transaction's :class:`~sqlalchemy.Connection`:
 ``search``         the full-text index of live memories and its ranked query
 ``fsck``           one check per invariant of ``schema.py``
 =================  ===========================================================
+
+The module is long only because the public surface is: each method is its contract (the
+docstring callers rely on) and one delegating call.
 
 Write transactions lock the store row first (``SELECT … FOR UPDATE`` on PostgreSQL,
 ``BEGIN IMMEDIATE`` on SQLite), so the per-store invariants that span rows (path
@@ -28,17 +34,14 @@ database.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from datetime import datetime
 
-from sqlalchemy import Connection
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError
 
 from memfs import config
 from memfs import query as query_language
-from memfs.errors import SearchUnavailable, StoreBusy
+from memfs.errors import SearchUnavailable
 from memfs.model import (
     Actor,
     ActorType,
@@ -54,18 +57,23 @@ from memfs.model import (
     Scope,
     Session,
 )
-from memfs.store import access, blobs, feed, listing, memories, search, stores, versions
-from memfs.store import fsck as _fsck
-from memfs.store._db import (
-    SQLITE_BUSY_TIMEOUT_MS,
-    WRITE,
-    busy_error,
-    make_sa_engine,
-    prepare_schema,
+from memfs.store import (
+    access,
+    blobs,
+    feed,
+    listing,
+    memories,
+    renames,
+    search,
+    stores,
+    versions,
 )
+from memfs.store import fsck as _fsck
+from memfs.store._connections import ERASE_WAIT_S, Database
+from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.access import ResourceSpec
 
-__all__ = ["Engine", "ResourceSpec"]
+__all__ = ["ERASE_WAIT_S", "Engine", "ResourceSpec"]
 
 
 class Engine:
@@ -84,6 +92,19 @@ class Engine:
             None reads ``$MEMFS_SQLITE_SYNC`` (``full`` or ``normal``), else ``normal``.
         busy_timeout_s: how long a call waits for a lock another writer holds (another
             thread, process or server) before it raises StoreBusy, changing nothing.
+        create: SQLite: make the file (and its directory) when it does not exist; False
+            raises DatabaseNotFound instead (commands that only read or check, issue 11
+            item 7).
+        read_only: open for reading only: nothing is ever written (no journal-mode
+            switch, no checkpoint; writes raise DatabaseReadOnly). None: read-only
+            exactly when the SQLite file exists and this process may not write it.
+
+    Raises:
+        DatabaseNotFound: a missing SQLite file with ``create=False`` (or ``read_only``).
+        ForeignDatabase: the database holds another application's tables; untouched.
+        DatabaseReadOnly: ``read_only`` and the schema needs an upgrade.
+        DatabaseUnavailable: the database can't be opened (the reason is named).
+        StoreBusy: another process held the database past the busy timeout.
 
     Every method may raise StoreBusy (issue 10 item 6: contention gives a typed outcome).
     """
@@ -95,89 +116,48 @@ class Engine:
         memory_limit: int | None = None,
         synchronous_full: bool | None = None,
         busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_MS / 1000,
+        create: bool = True,
+        read_only: bool | None = None,
     ) -> None:
-        if memory_limit is None:
-            memory_limit = config.memory_limit()
         self.url = url
-        self.memory_limit = memory_limit
+        self.memory_limit = config.memory_limit() if memory_limit is None else memory_limit
         if synchronous_full is None:
             synchronous_full = config.sqlite_synchronous_full()
-        self._busy_timeout_s = busy_timeout_s
-        self._sa = make_sa_engine(
-            url, synchronous_full=synchronous_full, busy_timeout_ms=int(busy_timeout_s * 1000)
+        self._db = Database(
+            url,
+            synchronous_full=synchronous_full,
+            busy_timeout_s=busy_timeout_s,
+            create=create,
+            read_only=read_only,
         )
-        self.dialect = self._sa.dialect.name
-        # SQLite admits one writer; in-process writers take turns on this lock (see
-        # _write). PostgreSQL writers serialize on store rows instead.
-        self._write_lock: threading.Lock | None = (
-            threading.Lock() if self.dialect == "sqlite" else None
-        )
-        prepare_schema(self._sa)
+        self._sa = self._db.sa
+        self.dialect = self._db.dialect
+        self.read_only = self._db.read_only
 
     def close(self) -> None:
-        """Releases every pooled connection (checkpointing the SQLite WAL)."""
-        if self.dialect == "sqlite":
-            self._checkpoint()
-        self._sa.dispose()
+        """Releases every pooled connection (checkpointing the SQLite WAL, waiting at most
+        :data:`ERASE_WAIT_S` for readers)."""
+        self._db.close()
+
+    def erasure_pending(self) -> datetime | None:
+        """Since when bytes erased by a redaction, hard delete, store deletion or
+        retention may still be in the SQLite file or its WAL (None: they are gone).
+
+        An erasing call checkpoints and truncates the WAL before it returns; a reader
+        holding an old snapshot longer than :data:`ERASE_WAIT_S` makes that wait give up
+        (so writers never stall behind it), and the erasure stays pending — recorded in
+        the file ``<database>-erase-pending`` for every process (``memfs fsck`` and
+        ``memfs status`` report it) — until a later write or close of any engine on this
+        database completes the checkpoint. Always None on PostgreSQL (see README,
+        "Redaction on PostgreSQL").
+        """
+        return self._db.erasure_pending()
 
     def __enter__(self) -> Engine:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
-
-    # ------------------------------------------------------------ plumbing
-
-    @contextmanager
-    def _read(self) -> Iterator[Connection]:
-        with self._busy_is_typed(), self._sa.connect() as conn, conn.begin():
-            yield conn
-
-    @contextmanager
-    def _write(self) -> Iterator[Connection]:
-        # SQLite admits one writer; waiting writers of other connections poll with a
-        # sleeping busy handler, so 16 threads see multi-second tails. In-process writers
-        # take turns on a lock instead; busy_timeout still arbitrates between processes.
-        with self._busy_is_typed(), self._turn_to_write(), self._sa.connect() as conn:
-            conn.execution_options(**{WRITE: True})
-            with conn.begin():
-                yield conn
-
-    @contextmanager
-    def _turn_to_write(self) -> Iterator[None]:
-        """Holds the in-process write lock (SQLite), waiting at most the busy timeout."""
-        if self._write_lock is None:
-            yield
-            return
-        if not self._write_lock.acquire(timeout=self._busy_timeout_s):
-            raise StoreBusy(
-                f"another writer of this process held the database for {self._busy_timeout_s:g}"
-                " s; nothing was changed, try again"
-            )
-        try:
-            yield
-        finally:
-            self._write_lock.release()
-
-    @contextmanager
-    def _busy_is_typed(self) -> Iterator[None]:
-        """Turns the driver's "database is locked" / lock timeout into StoreBusy."""
-        try:
-            yield
-        except OperationalError as exc:
-            busy = busy_error(exc, self._busy_timeout_s)
-            if busy is None:
-                raise
-            raise busy from exc
-
-    def _checkpoint(self) -> None:
-        """Moves the WAL into the main file and truncates it, so bytes erased by
-        redaction leave the WAL too (SPEC §2 redaction). Best effort: a reader holding an
-        old snapshot makes SQLite skip frames; the next checkpoint gets them."""
-        if self.dialect != "sqlite":
-            return
-        with self._sa.connect() as conn:
-            conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)")
 
     # ------------------------------------------------------------- stores
 
@@ -190,12 +170,12 @@ class Engine:
             InvalidStoreField: name or description breaks SPEC §1.
             InvalidMetadata: metadata breaks SPEC §1 (every problem named).
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return stores.create_store(conn, name, description, metadata)
 
     def get_store(self, store_id: str) -> MemoryStore:
         """A store, archived or not. Raises NotFound."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return stores.get_store(conn, store_id)
 
     def find_store(self, name_or_id: str) -> MemoryStore:
@@ -205,7 +185,7 @@ class Engine:
             NotFound: nothing matches.
             InvalidInput: several stores share that name or slug (the message lists ids).
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return stores.find_store(conn, name_or_id)
 
     def update_store(
@@ -224,7 +204,7 @@ class Engine:
             NotFound, StoreArchived (updating an archived store), InvalidStoreField,
             InvalidMetadata (also when the patched result has more than 16 keys).
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return stores.update_store(
                 conn, store_id, name=name, description=description, metadata_patch=metadata_patch
             )
@@ -244,7 +224,7 @@ class Engine:
             InvalidInput: limit outside 1–100.
             InvalidCursor: a cursor from another query.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return stores.list_stores(
                 conn,
                 include_archived=include_archived,
@@ -256,7 +236,7 @@ class Engine:
 
     def archive_store(self, store_id: str, *, actor: Actor | None = None) -> MemoryStore:
         """Archives a store (one-way; an archived store comes back unchanged). Raises NotFound."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             return stores.archive_store(conn, store_id, actor=actor)
 
     def delete_store(self, store_id: str, *, actor: Actor | None = None) -> None:
@@ -267,9 +247,9 @@ class Engine:
         Raises:
             NotFound.
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             stores.delete_store(conn, store_id, actor=actor)
-        self._checkpoint()
+        self._db.checkpoint()
 
     # ----------------------------------------------------------- memories
 
@@ -289,7 +269,7 @@ class Engine:
             ContentTooLarge, InvalidMetadata, StoreFull, PathConflict (path, ancestor or
             descendant occupied; names the blocker).
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return memories.create_memory(
                 conn,
                 store_id,
@@ -302,12 +282,12 @@ class Engine:
 
     def get_memory(self, store_id: str, memory_id: str, *, with_content: bool = True) -> Memory:
         """A live memory by id. Raises NotFound (unknown, deleted, other store)."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return memories.get_memory(conn, store_id, memory_id, with_content=with_content)
 
     def get_memory_by_path(self, store_id: str, path: str, *, with_content: bool = True) -> Memory:
         """A live memory by path. Raises NotFound."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return memories.get_memory_by_path(conn, store_id, path, with_content=with_content)
 
     def update_memory(
@@ -335,7 +315,7 @@ class Engine:
             NotFound, StoreArchived, PreconditionFailed, PathConflict, and the
             validation errors of create.
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return memories.update_memory(
                 conn,
                 store_id,
@@ -370,7 +350,7 @@ class Engine:
             NotFound, PreconditionFailed, InvalidContent (bad replacement), InvalidInput
             (unknown mode).
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             memories.delete_memory(
                 conn,
                 store_id,
@@ -382,7 +362,7 @@ class Engine:
                 replacement=replacement,
             )
         if mode != DeleteMode.SOFT_DELETE:
-            self._checkpoint()
+            self._db.checkpoint()
 
     def restore_memory(
         self, store_id: str, memory_id: str, *, actor: Actor | None, reason: str | None = None
@@ -398,7 +378,7 @@ class Engine:
             NotRestorable: the memory is live, was redacted, or its content was redacted.
             PathConflict: its path (or an ancestor/descendant) is now taken.
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return memories.restore_memory(
                 conn,
                 store_id,
@@ -425,9 +405,9 @@ class Engine:
             PathConflict (a destination or its ancestor is a memory outside the move),
             InvalidInput (moving a directory into itself).
         """
-        with self._write() as conn:
-            moved = memories.rename_prefix(conn, store_id, old_prefix, new_prefix, actor=actor)
-        return memories.as_memories(moved)
+        with self._db.write() as conn:
+            moved = renames.rename_prefix(conn, store_id, old_prefix, new_prefix, actor=actor)
+        return renames.as_memories(moved)
 
     # ------------------------------------------------------------ listing
 
@@ -450,7 +430,7 @@ class Engine:
         Raises:
             NotFound, InvalidPath (prefix), InvalidInput (depth/limit), InvalidCursor.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return listing.list_memories(
                 conn,
                 store_id,
@@ -471,12 +451,12 @@ class Engine:
         Raises:
             NotFound.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return listing.all_memories(conn, store_id)
 
     def deleted_memories(self, store_id: str) -> list[Memory]:
         """Soft-deleted (restorable) memories, newest deletion first, without content."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return listing.deleted_memories(conn, store_id)
 
     # ------------------------------------------------------------- search
@@ -510,7 +490,7 @@ class Engine:
         if semantic:
             raise _semantic_unavailable()
         parsed = query if isinstance(query, query_language.Query) else query_language.parse(query)
-        with self._read() as conn:
+        with self._db.read() as conn:
             return search.search(
                 conn,
                 parsed,
@@ -523,7 +503,7 @@ class Engine:
 
     def read_blob(self, blob_key: str) -> bytes:
         """The bytes of a content-addressed blob. Raises NotFound (purged or unknown)."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return blobs.read_blob(conn, blob_key)
 
     def read_blobs(self, blob_keys: Sequence[str]) -> dict[str, bytes]:
@@ -535,7 +515,7 @@ class Engine:
         """
         if not blob_keys:
             return {}
-        with self._read() as conn:
+        with self._db.read() as conn:
             return blobs.read_blobs(conn, blob_keys)
 
     # ----------------------------------------------------------- versions
@@ -560,7 +540,7 @@ class Engine:
         Raises:
             NotFound (store), InvalidInput (operation, limit), InvalidCursor.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return versions.list_versions(
                 conn,
                 store_id,
@@ -582,7 +562,7 @@ class Engine:
         self, store_id: str, version_id: str, *, with_content: bool = True
     ) -> MemoryVersion:
         """A version, redacted or not. Raises NotFound."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return versions.get_version(conn, store_id, version_id, with_content=with_content)
 
     def redact_version(
@@ -597,9 +577,9 @@ class Engine:
         Raises:
             NotFound, HeadVersionRedaction (head version of a live memory).
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             result = versions.redact_version(conn, store_id, version_id, actor=actor)
-        self._checkpoint()
+        self._db.checkpoint()
         return result
 
     # -------------------------------------------------- change feed, audit
@@ -613,12 +593,12 @@ class Engine:
             dicts with keys ``action``, ``memory_id``, ``reason``, ``actor_type``,
             ``actor_id``, ``created_at`` (RFC 3339 text). Works after the store is deleted.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return feed.audit_events(conn, store_id, memory_id=memory_id)
 
     def last_change_seq(self, store_id: str) -> int:
         """The newest change seq of a store (0 when none). Raises NotFound."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return feed.last_change_seq(conn, store_id)
 
     def changes_since(self, store_id: str, after_seq: int, *, limit: int = 1000) -> list[Change]:
@@ -626,7 +606,7 @@ class Engine:
 
         Works after the store is deleted (the final entry is ``store_deleted``).
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return feed.changes_since(conn, store_id, after_seq, limit)
 
     # --------------------------------------------------- sessions and keys
@@ -663,7 +643,7 @@ class Engine:
             CredentialRevoked: ``api_key_id`` is revoked.
             StoreArchived: an archived store can't be attached.
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return access.create_session(
                 conn,
                 resources,
@@ -677,7 +657,7 @@ class Engine:
     def get_session(self, session_id: str) -> Session:
         """A session, whatever its state (check ``expires_at``, ``revoked_at``,
         ``archived_at``). Raises NotFound."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return access.get_session(conn, session_id)
 
     def authenticate_session(self, token: str) -> Session:
@@ -689,7 +669,7 @@ class Engine:
                 created it) or archived.
             CredentialExpired: the session's ``expires_at`` has passed.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return access.authenticate_session(conn, token)
 
     def list_sessions(
@@ -711,7 +691,7 @@ class Engine:
             InvalidInput: limit outside 1–100.
             InvalidCursor: a cursor from another query.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return access.list_sessions(
                 conn,
                 store_id=store_id,
@@ -723,21 +703,21 @@ class Engine:
     def revoke_session(self, session_id: str) -> Session:
         """Revokes a session: its token gets CredentialRevoked from now on (idempotent;
         the session stays listed). Raises NotFound."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             return access.revoke_session(conn, session_id)
 
     def archive_session(self, session_id: str) -> Session:
         """Archives a session (the SDK's ``sessions.archive``): it is ended, its token
         gets CredentialRevoked, and listings leave it out unless ``include_archived``.
         Idempotent. Raises NotFound."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             return access.archive_session(conn, session_id)
 
     def delete_session(self, session_id: str) -> None:
         """Deletes a session and its attachments (the SDK's ``sessions.delete``); its token
         then gets AuthenticationFailed. Memories and versions it wrote keep its id as
         their actor. Raises NotFound."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             access.delete_session(conn, session_id)
 
     def create_api_key(
@@ -749,18 +729,18 @@ class Engine:
             InvalidInput: no scope, or an unknown scope.
             NotFound: a listed store does not exist.
         """
-        with self._write() as conn:
+        with self._db.write() as conn:
             return access.create_api_key(conn, name, scopes, store_ids)
 
     def list_api_keys(self) -> list[ApiKey]:
         """Every key, newest first (secrets are never stored, so never shown)."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return access.list_api_keys(conn)
 
     def revoke_api_key(self, api_key_id: str) -> ApiKey:
         """Revokes a key and, in the same transaction, every session it created (SPEC §3
         credential lifecycle). Idempotent. Raises NotFound."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             return access.revoke_api_key(conn, api_key_id)
 
     def authenticate_api_key(self, secret: str) -> ApiKey:
@@ -770,7 +750,7 @@ class Engine:
             AuthenticationFailed: no key has this secret.
             CredentialRevoked: the key is revoked.
         """
-        with self._read() as conn:
+        with self._db.read() as conn:
             return access.authenticate_api_key(conn, secret)
 
     # -------------------------------------------------------- maintenance
@@ -779,20 +759,35 @@ class Engine:
         """Drops versions written more than ``older_than_s`` seconds ago (SPEC §2
         retention), never the head version of a memory nor the content version a
         soft-deleted memory would be restored from. Returns how many were dropped."""
-        with self._write() as conn:
+        with self._db.write() as conn:
             dropped = blobs.prune_versions(conn, older_than_s=older_than_s)
-        self._checkpoint()
+        self._db.checkpoint()
         return dropped
 
     def statistics(self) -> dict[str, int]:
         """Row counts: ``stores``, ``memories`` (live), ``versions``, ``blobs``."""
-        with self._read() as conn:
+        with self._db.read() as conn:
             return stores.statistics(conn)
 
-    def iter_fsck_findings(self) -> Iterator[str]:
-        """One line per broken invariant, from one consistent snapshot (memfs/store/fsck.py)."""
-        with self._read() as conn:
-            findings = list(_fsck.run_checks(conn))
+    def iter_fsck_findings(self, *, sqlite_check: str | None = None) -> Iterator[str]:
+        """One line per broken invariant, from one consistent snapshot (memfs/store/fsck.py).
+
+        Args:
+            sqlite_check: also run SQLite's page-level check first: ``"integrity"``
+                (``PRAGMA integrity_check``) or ``"quick"`` (``quick_check``); ignored on
+                PostgreSQL. None: the memfs invariants only.
+
+        Raises:
+            InvalidInput: an unknown ``sqlite_check``.
+        """
+        findings: list[str] = []
+        try:
+            with self._db.read() as conn:
+                if sqlite_check is not None and self.dialect == "sqlite":
+                    findings.extend(_fsck.sqlite_findings(conn, sqlite_check))
+                findings.extend(_fsck.run_checks(conn))
+        except DBAPIError as exc:  # a damaged file: what was found stands, and this too
+            findings.append(f"database: reading it failed: {exc.orig}")
         yield from findings
 
 

@@ -22,6 +22,7 @@ __all__ = [
     "changes_since",
     "emit",
     "emit_store_deleted",
+    "forget_paths",
     "last_change_seq",
 ]
 
@@ -114,6 +115,14 @@ def emit_many(
             (*entry, store_id, first + offset, kind.value, created)
             for offset, entry in enumerate(entries)
         ],
+    )
+
+
+def forget_paths(conn: Connection, memory_id: str) -> None:
+    """Erases every path of ``memory_id`` from the change feed (its entries, seqs and ids
+    stay): a redaction or hard delete erases the path too (SPEC §2)."""
+    conn.execute(
+        update(changes).where(changes.c.memory_id == memory_id).values(path=None, old_path=None)
     )
 
 

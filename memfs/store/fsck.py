@@ -1,8 +1,10 @@
 """One check per storage invariant stated in ``schema.py``; the oracle of the tests.
 
 Each ``check_*`` function takes a connection inside one read transaction and yields one
-line per finding; :func:`run_checks` runs them all. ``memfs fsck`` prints the findings
-and exits non-zero if there is any.
+line per finding; :func:`run_checks` runs them all. :func:`sqlite_findings` adds
+SQLite's own page-level check (``PRAGMA integrity_check`` or ``quick_check``, issue 10
+item 12). ``memfs fsck`` prints the findings (:func:`memfs.store.fsck_database`) and
+exits non-zero if there is any.
 """
 
 from __future__ import annotations
@@ -12,15 +14,23 @@ from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
 
 from sqlalchemy import Connection, and_, func, select
+from sqlalchemy.exc import DBAPIError
 
 from memfs import rules
 from memfs.config import MAX_SESSION_TTL_S
 from memfs.errors import InvalidInput
 from memfs.ids import blob_key_of, sha256_of
+from memfs.store.memories import REDACTED_PATH
 from memfs.store.schema import api_keys, blobs, changes, memories, sessions, stores, versions
 from memfs.store.search import check_index
 
-__all__ = ["CHECKS", "run_checks"]
+__all__ = ["CHECKS", "SQLITE_CHECKS", "run_checks", "sqlite_findings"]
+
+# The SQLite checks fsck can run: ``integrity`` reads every page and index (O(N log N));
+# ``quick`` skips the index-content comparison (O(N)); None runs neither.
+SQLITE_CHECKS = {"integrity": "integrity_check", "quick": "quick_check"}
+# integrity_check stops after this many problems (its own default is 100).
+_MAX_SQLITE_FINDINGS = 100
 
 
 def check_blob_integrity(conn: Connection) -> Iterator[str]:
@@ -79,9 +89,16 @@ def check_memory_digests(conn: Connection) -> Iterator[str]:
 
 def check_memory_states(conn: Connection) -> Iterator[str]:
     """Live memories have content; soft-deleted tombstones have none; redacted ones have
-    their replacement; delete_mode is set exactly when deleted_at is."""
-    for memory_id, blob_key, deleted_at, mode in conn.execute(
-        select(memories.c.id, memories.c.blob_key, memories.c.deleted_at, memories.c.delete_mode)
+    their replacement and the placeholder path; delete_mode is set exactly when
+    deleted_at is."""
+    for memory_id, blob_key, deleted_at, mode, path in conn.execute(
+        select(
+            memories.c.id,
+            memories.c.blob_key,
+            memories.c.deleted_at,
+            memories.c.delete_mode,
+            memories.c.path,
+        )
     ):
         if (deleted_at is None) != (mode is None):
             yield f"memory {memory_id}: deleted_at and delete_mode disagree"
@@ -91,6 +108,8 @@ def check_memory_states(conn: Connection) -> Iterator[str]:
             yield f"memory {memory_id}: soft-deleted tombstone still references content"
         elif mode == "redact" and blob_key is None:
             yield f"memory {memory_id}: redacted tombstone has no replacement content"
+        elif mode == "redact" and path != REDACTED_PATH:
+            yield f"memory {memory_id}: redacted tombstone still holds its path"
         elif mode not in (None, "soft_delete", "redact"):
             yield f"memory {memory_id}: unknown delete_mode {mode!r}"
 
@@ -315,7 +334,33 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
 )
 
 
+def sqlite_findings(conn: Connection, check: str) -> Iterator[str]:
+    """SQLite's verdict on its own file: one line per problem ``PRAGMA integrity_check``
+    (``check="integrity"``) or ``quick_check`` (``"quick"``) reports, or the error that
+    stopped it (a page too damaged to read). Nothing for a sound file.
+
+    Raises:
+        InvalidInput: ``check`` is not a key of :data:`SQLITE_CHECKS`.
+    """
+    pragma = SQLITE_CHECKS.get(check)
+    if pragma is None:
+        raise InvalidInput(f"the SQLite check is one of {sorted(SQLITE_CHECKS)}, not {check!r}")
+    try:
+        rows = conn.exec_driver_sql(f"PRAGMA {pragma}({_MAX_SQLITE_FINDINGS})").all()
+    except DBAPIError as exc:
+        yield f"sqlite {pragma}: could not run: {exc.orig}"
+        return
+    for (line,) in rows:
+        if line != "ok":
+            yield f"sqlite {pragma}: {line}"
+
+
 def run_checks(conn: Connection) -> Iterator[str]:
-    """Every finding of every check, in the order of :data:`CHECKS`."""
+    """Every finding of every check, in the order of :data:`CHECKS`. A check the database
+    can't answer (a damaged file) is itself a finding, and the others still run."""
     for check in CHECKS:
-        yield from check(conn)
+        try:
+            found = list(check(conn))
+        except DBAPIError as exc:
+            found = [f"{check.__name__}: could not run: {exc.orig}"]
+        yield from found

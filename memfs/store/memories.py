@@ -1,5 +1,5 @@
 """Memories: create, read, update (content, path, metadata), delete in the three SPEC §2
-modes, restore, and directory renames.
+modes, restore. Directory renames are :mod:`memfs.store.renames`.
 
 Owns the ``memories`` table and the per-store rules that span its rows: one live memory
 per path, and never a memory both at a path and above or below another live one (SPEC §1,
@@ -22,7 +22,6 @@ from sqlalchemy import (
     bindparam,
     delete,
     insert,
-    literal,
     select,
     union_all,
     update,
@@ -43,7 +42,6 @@ from memfs.store import feed, search
 from memfs.store._common import (
     ancestors,
     descendant_upper_bound,
-    execute_many,
     lock_store,
     memory_model,
     now,
@@ -52,19 +50,23 @@ from memfs.store._common import (
 )
 from memfs.store.blobs import blob_data, gc_blobs, put_blob
 from memfs.store.schema import memories, versions
-from memfs.store.versions import insert_version, insert_versions, redact_version_row
+from memfs.store.versions import insert_version, redact_version_row
 
 __all__ = [
-    "as_memories",
+    "REDACTED_PATH",
     "check_path_free",
+    "path_conflict",
     "create_memory",
     "delete_memory",
     "get_memory",
     "get_memory_by_path",
-    "rename_prefix",
     "restore_memory",
     "update_memory",
 ]
+
+# The path of a redacted tombstone: its own is erased (SPEC §2). Never a valid memory
+# path, and only tombstones (outside the unique index of live paths) hold it.
+REDACTED_PATH = "/.redacted"
 
 _LIVE_MEMORY = select(memories).where(
     memories.c.id == bindparam("memory_id"),
@@ -385,26 +387,34 @@ def _tombstone(
     now: str,
     content: dict[str, Any],
 ) -> None:
-    """Turns a live memory into a tombstone: a ``deleted`` version (keeping the path),
-    the row marked with ``mode``, the audit entry and the change, in one go.
+    """Turns a live memory into a tombstone: a ``deleted`` version, the row marked with
+    ``mode``, the audit entry and the change, in one go.
+
+    A soft delete keeps the path (in the version, the row and the change: it is
+    restorable). A redaction erases it (SPEC §2: content *and* path, everywhere): the
+    ``deleted`` version is written redacted (path null, ``redacted_at`` set,
+    api-contract §4.6), the row's path becomes :data:`REDACTED_PATH` and the change
+    carries no path.
 
     Args:
         content: the row's content columns after the change (``blob_key`` None for a
             soft delete; the replacement's key, digest, size and cleared metadata for
             a redaction).
     """
+    redacting = mode is DeleteMode.REDACT
     version_id = insert_version(
         conn,
         store_id=store_id,
         memory_id=row.id,
         operation=Operation.DELETED,
-        path=row.path,
+        path=None if redacting else row.path,
         blob_key=None,
         sha=None,
         size=None,
         actor=actor,
         now=now,
         reason=reason,
+        redacted=redacting,
     )
     _set_memory_columns(
         conn,
@@ -414,6 +424,7 @@ def _tombstone(
             "delete_mode": mode.value,
             "head_version_id": version_id,
             "updated_at": now,
+            **({"path": REDACTED_PATH} if redacting else {}),
             **content,
         },
     )
@@ -424,7 +435,7 @@ def _tombstone(
         store_id,
         ChangeKind.MEMORY_DELETED,
         memory_id=row.id,
-        path=row.path,
+        path=None if redacting else row.path,
         entries=-1,
         size_bytes=-row.size_bytes,
     )
@@ -495,10 +506,11 @@ def delete_memory(
             store_id,
             ChangeKind.MEMORY_DELETED,
             memory_id=memory_id,
-            path=row.path,
             entries=-1,
             size_bytes=-row.size_bytes,
         )
+    # Every path the memory ever had leaves the change feed too (ids stay).
+    feed.forget_paths(conn, memory_id)
     gc_blobs(conn, store_id, purged_keys)
     search.scrub(conn)
 
@@ -580,157 +592,3 @@ def restore_memory(
     )
     restored = conn.execute(_MEMORY_BY_ID, {"memory_id": memory_id}).one()
     return memory_model(restored, blob_data(conn, restored.blob_key))
-
-
-def rename_prefix(
-    conn: Connection, store_id: str, old_prefix: str, new_prefix: str, *, actor: Actor | None
-) -> list[SimpleNamespace]:
-    """See :meth:`memfs.store.Engine.rename_prefix`; returns the moved memories' columns
-    as written, in their new path order (:func:`as_memories` makes the values).
-
-    Linear in the number of memories moved (issue 10 item 6; it was quadratic): one range
-    scan reads the moving memories, one range scan and one ``IN`` query find every
-    memory in the way (:func:`_rename_blocker`, set lookups), and the writes are
-    set-based: one UPDATE parks the moving paths, then one executemany each for the
-    versions, the memories' new paths and the change-feed entries.
-    """
-    rules.validate_path_prefix(old_prefix)
-    rules.validate_path_prefix(new_prefix)
-    if old_prefix == "/" or new_prefix == "/":
-        raise InvalidInput("the root can't be renamed")
-    if new_prefix.startswith(old_prefix):
-        raise InvalidInput(f"can't move {old_prefix!r} into itself ({new_prefix!r})")
-    store = lock_store(conn, store_id)
-    require_writable(store)
-    rows = conn.execute(
-        select(memories).where(*_live_under(store_id, old_prefix)).order_by(memories.c.path)
-    ).all()
-    if not rows:
-        return []
-    targets = {row.id: new_prefix + row.path[len(old_prefix) :] for row in rows}
-    # Every segment of a target is one of new_prefix's or of a stored (valid) path, so
-    # only the rules over a whole path can break: its size and its number of segments.
-    # The deepest and the longest target are the ones to check (SPEC §1 path rules).
-    rules.validate_path(max(targets.values(), key=lambda target: target.count("/")))
-    rules.validate_path(max(targets.values(), key=lambda target: len(target.encode())))
-    blocker = _rename_blocker(conn, store_id, old_prefix, new_prefix, set(targets.values()))
-    if blocker is not None:
-        target, blocker_id, blocker_path = blocker
-        raise path_conflict(target, blocker_id, blocker_path)
-    moved_at = now()
-    # Park the moving paths first, so the new paths never meet an old one in the unique
-    # index of live paths mid-statement (moving /a/b/ to /a/ turns /a/b/b/x into /a/b/x).
-    conn.execute(
-        update(memories)
-        .where(*_live_under(store_id, old_prefix))
-        .values(path=literal("\x01moving/") + memories.c.id)
-    )
-    version_ids = insert_versions(
-        conn,
-        [
-            (
-                store_id,
-                row.id,
-                Operation.MODIFIED.value,
-                targets[row.id],
-                row.blob_key,
-                row.content_sha256,
-                row.size_bytes,
-            )
-            for row in rows
-        ],
-        actor=actor,
-        now=moved_at,
-    )
-    execute_many(
-        conn,
-        "UPDATE memories SET path = ?, head_version_id = ?, updated_at = ? WHERE id = ?",
-        [
-            (targets[row.id], head, moved_at, row.id)
-            for row, head in zip(rows, version_ids, strict=True)
-        ],
-    )
-    search.move_documents(conn, [(row.id, targets[row.id]) for row in rows])
-    feed.emit_many(
-        conn,
-        store_id,
-        ChangeKind.MEMORY_WRITTEN,
-        [
-            (row.id, targets[row.id], row.path, row.content_sha256, head)
-            for row, head in zip(rows, version_ids, strict=True)
-        ],
-    )
-    moved = [
-        SimpleNamespace(
-            **{
-                **row._mapping,
-                "path": targets[row.id],
-                "head_version_id": head,
-                "updated_at": moved_at,
-            }
-        )
-        for row, head in zip(rows, version_ids, strict=True)
-    ]
-    return sorted(moved, key=lambda memory: memory.path)
-
-
-def as_memories(rows: list[SimpleNamespace]) -> list[Memory]:
-    """The Memory values (without content) of rows :func:`rename_prefix` returned; built
-    by the caller after commit, so the write lock is not held for it."""
-    return [memory_model(row) for row in rows]
-
-
-def _live_under(store_id: str, prefix: str) -> tuple[Any, ...]:
-    """WHERE terms: the live memories of ``store_id`` below the directory ``prefix``."""
-    return (
-        memories.c.store_id == store_id,
-        memories.c.deleted_at.is_(None),
-        memories.c.path >= prefix,
-        memories.c.path < descendant_upper_bound(prefix),
-    )
-
-
-def _rename_blocker(
-    conn: Connection, store_id: str, old_prefix: str, new_prefix: str, targets: set[str]
-) -> tuple[str, str, str] | None:
-    """The first memory outside the move that is in the way of a target path, as
-    ``(target, blocker id, blocker path)``, or None (SPEC §1 path rules).
-
-    A memory blocks when it is at a target, at a directory of a target (a file where a
-    directory is needed: ``new_prefix`` or below, or one of its ancestors) or below a
-    target (a directory where a file is wanted). Everything in the way lies under
-    ``new_prefix`` or is one of its ancestors, so two indexed queries and set lookups
-    find it, whatever the number of memories moved.
-    """
-    directories: dict[str, str] = {}  # a directory of some target -> that target
-    for target in sorted(targets):
-        for directory in ancestors(target):
-            if len(directory) < len(new_prefix) - 1:
-                continue  # above new_prefix: checked by the IN query below
-            directories.setdefault(directory, target)
-    above = [new_prefix[:-1], *ancestors(new_prefix[:-1])]
-    for memory_id, path in conn.execute(
-        select(memories.c.id, memories.c.path)
-        .where(
-            memories.c.store_id == store_id,
-            memories.c.deleted_at.is_(None),
-            memories.c.path.in_(above),
-        )
-        .order_by(memories.c.path)
-    ):
-        return min(targets), memory_id, path
-    for memory_id, path in conn.execute(
-        select(memories.c.id, memories.c.path)
-        .where(*_live_under(store_id, new_prefix))
-        .order_by(memories.c.path)
-    ):
-        if path.startswith(old_prefix):
-            continue  # moving itself (old_prefix below new_prefix)
-        if path in targets:
-            return path, memory_id, path
-        if path in directories:
-            return directories[path], memory_id, path
-        for directory in ancestors(path):
-            if directory in targets:
-                return directory, memory_id, path
-    return None

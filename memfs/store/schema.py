@@ -108,6 +108,8 @@ memories = Table(
         ForeignKey("stores.id", ondelete="CASCADE"),
         nullable=False,
     ),
+    # A redacted tombstone's path is '/.redacted': its own is erased (SPEC §2, fsck
+    # check_memory_states); its deleted version is born redacted (path NULL).
     Column("path", PathText, nullable=False, comment="SPEC §1 path; current path"),
     Column(
         "blob_key",

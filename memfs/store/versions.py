@@ -50,15 +50,21 @@ def insert_version(
     store_id: str,
     memory_id: str,
     operation: Operation,
-    path: str,
+    path: str | None,
     blob_key: str | None,
     sha: str | None,
     size: int | None,
     actor: Actor | None,
     now: str,
     reason: str | None = None,
+    redacted: bool = False,
 ) -> str:
-    """Writes one version row; returns its new ``memver_…`` id."""
+    """Writes one version row; returns its new ``memver_…`` id.
+
+    ``redacted``: the version is born redacted by ``actor`` (a redaction's ``deleted``
+    version; ``path`` must then be None).
+    """
+    assert (path is None) == redacted, "a version has no path exactly when it is redacted"
     version_id = new_id("version")
     actor_type, actor_id = actor_columns(actor)
     conn.execute(
@@ -76,6 +82,9 @@ def insert_version(
             actor_type=actor_type,
             actor_id=actor_id,
             reason=reason,
+            redacted_at=now if redacted else None,
+            redacted_by_type=actor_type if redacted else None,
+            redacted_by_id=actor_id if redacted else None,
         ),
     )
     return version_id

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import anthropic
+import pytest
 
 if TYPE_CHECKING:
     from tests.api.conftest import Server
@@ -24,10 +25,7 @@ async def test_async_client_round_trip(server: Server) -> None:
         assert paths == ["/a.md"]
         versions = [v.operation async for v in stores.memory_versions.list(store.id)]
         assert versions == ["modified", "created"]
-        try:
+        with pytest.raises(anthropic.ConflictError) as conflict:
             await stores.memories.create(store.id, path="/a.md", content="again")
-        except anthropic.ConflictError as exc:
-            assert exc.type == "memory_path_conflict_error"
-        else:
-            raise AssertionError("a create onto an occupied path succeeded")
+        assert conflict.value.type == "memory_path_conflict_error"
         assert (await stores.delete(store.id)).type == "memory_store_deleted"

@@ -169,7 +169,8 @@ def test_cli_key_create_list_revoke(server: Server, memfs_cli: Any, store: Any) 
     listed = memfs_cli("key", "list", "--database", server.database, "--json")
     assert listed.returncode == 0, listed.stderr
     public = [k for k in json.loads(listed.stdout)["data"] if k["id"] == record["id"]]
-    assert public and "secret" not in public[0]
+    assert public
+    assert "secret" not in public[0]
     assert record["secret"] not in listed.stdout
     revoked = memfs_cli("key", "revoke", record["id"], "--database", server.database)
     assert revoked.returncode == 0, revoked.stderr

@@ -70,10 +70,12 @@ async def test_notify_wakes_a_parked_wait_before_the_next_poll() -> None:
         reads = feed.reads
         notifier.notify("memstore_other")  # another store: nothing happens
         await trio.testing.wait_all_tasks_blocked(cushion=0.01)
-        assert not done.is_set() and feed.reads == reads
+        assert not done.is_set()
+        assert feed.reads == reads
         notifier.notify(STORE)  # woken, but the seq did not move: parks again
         await trio.testing.wait_all_tasks_blocked(cushion=0.01)
-        assert not done.is_set() and feed.reads == reads + 1
+        assert not done.is_set()
+        assert feed.reads == reads + 1
         feed.seq = 4
         notifier.notify(STORE)
         with trio.fail_after(DEADLINE_S):
@@ -117,7 +119,8 @@ async def test_waiters_share_one_poller_and_all_see_the_change() -> None:
         with trio.fail_after(DEADLINE_S):
             while len(returned) < 3:
                 await trio.sleep(0.01)
-        assert returned == [10, 10, 10] and notifier.waiting(STORE) == 2
+        assert returned == [10, 10, 10]
+        assert notifier.waiting(STORE) == 2
         feed.seq = 12
         with trio.fail_after(DEADLINE_S):
             while len(returned) < 5:

@@ -127,16 +127,19 @@ async def test_feed_lists_every_change_oldest_first(server: Server, store: Any) 
             (ChangeKind.STORE_UPDATED, None, None),
         ]
         written = batch.changes[1]
-        assert written.memory_id == memory.id and written.memory_store_id == store.id
+        assert written.memory_id == memory.id
+        assert written.memory_store_id == store.id
         assert written.content_sha256 == sha("two")
         assert written.memory_version_id == updated.memory_version_id
         assert batch.changes[0].memory_version_id == memory.memory_version_id
         assert written.created_at.tzinfo is not None
 
         later = await client.changes(store.id, after=3)
-        assert [c.seq for c in later.changes] == [4, 5] and later.last_seq == 5
+        assert [c.seq for c in later.changes] == [4, 5]
+        assert later.last_seq == 5
         first_two = await client.changes(store.id, after=0, limit=2)
-        assert [c.seq for c in first_two.changes] == [1, 2] and first_two.last_seq == 5
+        assert [c.seq for c in first_two.changes] == [1, 2]
+        assert first_two.last_seq == 5
         assert (await client.changes(store.id, after=5)).changes == []
 
 
@@ -168,13 +171,15 @@ async def test_no_wait_when_nothing_is_asked_or_the_feed_was_reset(
     async with mount_client(server, (store.id, "read_write")) as client:
         with trio.fail_after(DEADLINE_S / 2):  # far below the 30 s asked
             reset = await client.changes(store.id, after=7, timeout_s=30)
-        assert reset.changes == [] and reset.last_seq == 1
+        assert reset.changes == []
+        assert reset.last_seq == 1
         pending = await client.changes(store.id, after=0, timeout_s=30)  # answers at once
         assert [c.seq for c in pending.changes] == [1]
 
         start = trio.current_time()
         quiet = await client.changes(store.id, after=1, timeout_s=0.3)
-        assert quiet.changes == [] and quiet.last_seq == 1
+        assert quiet.changes == []
+        assert quiet.last_seq == 1
         assert trio.current_time() - start >= 0.3  # it did wait
 
 
@@ -244,7 +249,8 @@ async def test_a_deleted_store_answers_until_its_end_was_read(server: Server) ->
         assert [c.seq for c in woken.changes] == [4, 5, 6, end]
 
         first = await client.changes(store.id, after=0, limit=1)  # last_seq is the end
-        assert [c.seq for c in first.changes] == [1] and first.last_seq == end
+        assert [c.seq for c in first.changes] == [1]
+        assert first.last_seq == end
         with trio.fail_after(DEADLINE_S / 2):  # no wait on a deleted store
             rest = await client.changes(store.id, after=end - 1, timeout_s=30)
         assert [c.kind for c in rest.changes] == [ChangeKind.STORE_DELETED]
@@ -270,7 +276,8 @@ async def test_shutdown_answers_parked_long_polls(
         assert await trio.to_thread.run_sync(process.stop) == 0
         assert trio.current_time() - start < GRACEFUL_TIMEOUT_S / 2
         batch = await finished(poll, within_s=1.0)
-        assert batch.changes == [] and batch.last_seq == last
+        assert batch.changes == []
+        assert batch.last_seq == last
 
 
 # ------------------------------------------------------------------- access

@@ -28,7 +28,8 @@ def versions_of(admin: anthropic.Anthropic, store_id: str, memory_id: str) -> li
 def test_create_returns_basic_view_by_default(admin: anthropic.Anthropic, store: Any) -> None:
     memories = admin.beta.memory_stores.memories
     memory = memories.create(store.id, path="/projects/foo/notes.md", content="héllo\n")
-    assert memory.id.startswith("mem_") and memory.type == "memory"
+    assert memory.id.startswith("mem_")
+    assert memory.type == "memory"
     assert memory.memory_store_id == store.id
     assert memory.path == "/projects/foo/notes.md"
     assert memory.content is None
@@ -131,7 +132,8 @@ def test_retrieve_defaults_to_full(admin: anthropic.Anthropic, store: Any) -> No
     created = memories.create(store.id, path="/r.md", content="body")
     assert memories.retrieve(created.id, memory_store_id=store.id).content == "body"
     basic = memories.retrieve(created.id, memory_store_id=store.id, view="basic")
-    assert basic.content is None and basic.content_sha256 == sha256("body")
+    assert basic.content is None
+    assert basic.content_sha256 == sha256("body")
 
 
 def test_retrieve_from_another_store_is_404(admin: anthropic.Anthropic, store: Any) -> None:
@@ -269,7 +271,8 @@ def test_list_pages_until_next_page_null(admin: anthropic.Anthropic, store: Any)
     for path in paths:
         memories.create(store.id, path=path, content="x")
     first = memories.list(store.id, limit=10)
-    assert [m.path for m in first.data] == paths[:10] and first.next_page is not None
+    assert [m.path for m in first.data] == paths[:10]
+    assert first.next_page is not None
     assert [m.path for m in memories.list(store.id, limit=10)] == paths
     prefixes = memories.list(store.id, depth=1, limit=2)
     assert [p.path for p in prefixes.data] == ["/d0/", "/d1/"]
@@ -282,10 +285,12 @@ def test_list_full_view_holds_at_most_20(admin: anthropic.Anthropic, store: Any)
     for i in range(22):
         memories.create(store.id, path=f"/f{i:02}.md", content=f"c{i}")
     page = memories.list(store.id, view="full", limit=100)
-    assert len(page.data) == 20 and page.next_page is not None
+    assert len(page.data) == 20
+    assert page.next_page is not None
     assert page.data[0].content == "c0"
     basic = memories.list(store.id, limit=100)
-    assert len(basic.data) == 22 and basic.next_page is None
+    assert len(basic.data) == 22
+    assert basic.next_page is None
     assert all(m.content is None for m in basic.data)
 
 
@@ -328,7 +333,8 @@ def test_delete_conditionally(admin: anthropic.Anthropic, store: Any) -> None:
         memories.delete(created.id, memory_store_id=store.id)
     latest = versions_of(admin, store.id, created.id)[0]
     assert (latest.operation, latest.path) == ("deleted", "/del.md")
-    assert latest.content_sha256 is None and latest.content_size_bytes is None
+    assert latest.content_sha256 is None
+    assert latest.content_size_bytes is None
     assert list(memories.list(store.id)) == []
 
 
@@ -529,9 +535,12 @@ def test_forget_refuses_unknown_or_contradictory_options(
         )
     assert response.status_code == 400, response.text
     assert response.json()["error"]["type"] == "invalid_request_error"
-    assert server.client().beta.memory_stores.memories.retrieve(
-        created.id, memory_store_id=store.id
-    ).content == "x"
+    assert (
+        server.client()
+        .beta.memory_stores.memories.retrieve(created.id, memory_store_id=store.id)
+        .content
+        == "x"
+    )
 
 
 def test_forget_is_documented_as_redact_by_default(server: Server) -> None:

@@ -103,7 +103,8 @@ async def test_rename_prefix_moves_a_directory_in_one_step(
         "/older.md",
     ]
     [version] = list(sdk.memory_versions.list(store.id, memory_id=x.id, operation="modified"))
-    assert version.path == "/new/sub/x.md" and version.created_by is not None
+    assert version.path == "/new/sub/x.md"
+    assert version.created_by is not None
     assert version.created_by.model_dump() == {"type": "session_actor", "session_id": session_id}
     assert {(c.memory_id, c.old_path) for c in batch.changes} == {
         (x.id, "/old/x.md"),
@@ -206,7 +207,8 @@ async def test_update_with_replace_renames_over_an_existing_memory(
     saved = sdk.memories.update(
         draft.id, memory_store_id=store.id, path="/notes.md", extra_body={"replace": True}
     )
-    assert saved.id == draft.id and saved.path == "/notes.md"
+    assert saved.id == draft.id
+    assert saved.path == "/notes.md"
     assert [(getattr(m, "id", None), m.path) for m in sdk.memories.list(store.id)] == [
         (draft.id, "/notes.md")
     ]

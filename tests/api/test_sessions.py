@@ -37,7 +37,8 @@ def test_create_session_snapshots_resources(server: Server, admin: anthropic.Ant
     )
     assert response.status_code == 200, response.text
     session = response.json()
-    assert session["id"].startswith("sesn_") and session["type"] == "session"
+    assert session["id"].startswith("sesn_")
+    assert session["type"] == "session"
     assert session["token"].startswith("memfs_st_")
     assert session["resources"] == [
         {
@@ -201,5 +202,6 @@ def test_cli_session_create_and_show(
         agent.memories.create(ro.id, path="/via-cli.md", content="x")
     shown = memfs_cli("session", "show", session["id"], "--database", server.database)
     assert shown.returncode == 0, shown.stderr
-    assert session["id"] in shown.stdout and session["token"] not in shown.stdout
+    assert session["id"] in shown.stdout
+    assert session["token"] not in shown.stdout
     assert re.search(r"^/mnt/memory/cli-ro +read_only +" + ro.id, shown.stdout, re.MULTILINE)

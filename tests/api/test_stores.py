@@ -43,7 +43,8 @@ def test_update_is_a_patch(admin: anthropic.Anthropic) -> None:
     created = stores.create(name="n", description="d", metadata={"a": "1", "b": "2"})
     updated = stores.update(created.id, metadata={"a": None, "c": "3"})
     assert updated.metadata == {"b": "2", "c": "3"}
-    assert updated.name == "n" and updated.description == "d"
+    assert updated.name == "n"
+    assert updated.description == "d"
     assert updated.updated_at > created.updated_at
     renamed = stores.update(created.id, name="n2", description="")
     assert (renamed.name, renamed.description) == ("n2", "")
@@ -66,7 +67,8 @@ def test_list_pages_newest_first_until_next_page_null(admin: anthropic.Anthropic
     all_ids = [s.id for s in stores.list(created_at_gte=since, limit=2)]  # auto-paging
     assert all_ids == ids[::-1]
     last = stores.list(created_at_gte=since, limit=5)
-    assert len(last.data) == 5 and last.next_page is None
+    assert len(last.data) == 5
+    assert last.next_page is None
 
 
 def test_list_created_at_bounds_accept_strings_and_datetimes(admin: anthropic.Anthropic) -> None:
@@ -187,7 +189,8 @@ def test_unknown_store_is_404(admin: anthropic.Anthropic) -> None:
     with pytest.raises(anthropic.NotFoundError) as info:
         admin.beta.memory_stores.retrieve("memstore_doesnotexist")
     assert info.value.type == "not_found_error"
-    assert info.value.request_id is not None and info.value.request_id.startswith("req_")
+    assert info.value.request_id is not None
+    assert info.value.request_id.startswith("req_")
 
 
 def test_patch_is_an_alias_of_update(server: Server, store: object) -> None:

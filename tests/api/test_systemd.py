@@ -54,7 +54,8 @@ def test_unit_verifies_cleanly(local_unit: Path) -> None:
 def test_unit_is_hardened(local_unit: Path) -> None:
     directives = _directives()
     assert directives["ProtectSystem"] == ["strict"]
-    assert directives["DynamicUser"] == ["yes"] and directives["User"] == ["memfs"]
+    assert directives["DynamicUser"] == ["yes"]
+    assert directives["User"] == ["memfs"]
     assert directives["StateDirectory"] == ["memfs"]
     assert directives["Environment"][0] == "MEMFS_HOME=%S/memfs"
     assert directives["NoNewPrivileges"] == ["yes"]

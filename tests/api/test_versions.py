@@ -41,7 +41,8 @@ def test_list_full_view_and_pagination(admin: anthropic.Anthropic, store: Any) -
     assert [v.content for v in page.data] == ["v3", "v2"]
     assert page.next_page is not None
     rest = page.get_next_page()
-    assert [v.content for v in rest.data] == ["v1"] and rest.next_page is None
+    assert [v.content for v in rest.data] == ["v1"]
+    assert rest.next_page is None
 
 
 def test_filters(server: Server, store: Any) -> None:
@@ -81,15 +82,18 @@ def test_deleted_memory_versions_stay_listed(admin: anthropic.Anthropic, store: 
     admin.beta.memory_stores.memories.delete(memory.id, memory_store_id=store.id)
     listed = list(admin.beta.memory_stores.memory_versions.list(store.id, memory_id=memory.id))
     assert [v.operation for v in listed] == ["deleted", "modified", "modified", "created"]
-    assert listed[0].path == "/h.md" and listed[0].content is None
-    assert listed[0].content_sha256 is None and listed[0].content_size_bytes is None
+    assert listed[0].path == "/h.md"
+    assert listed[0].content is None
+    assert listed[0].content_sha256 is None
+    assert listed[0].content_size_bytes is None
 
 
 def test_retrieve_defaults_to_full(admin: anthropic.Anthropic, store: Any) -> None:
     _, versions = _history(admin, store)
     api = admin.beta.memory_stores.memory_versions
     oldest = api.retrieve(versions[-1].id, memory_store_id=store.id)
-    assert oldest.content == "v1" and oldest.operation == "created"
+    assert oldest.content == "v1"
+    assert oldest.operation == "created"
     assert api.retrieve(versions[-1].id, memory_store_id=store.id, view="basic").content is None
     with pytest.raises(anthropic.NotFoundError):
         api.retrieve("memver_unknown", memory_store_id=store.id)
@@ -102,7 +106,8 @@ def test_redact_scrubs_a_historical_version(server: Server, store: Any) -> None:
     target = versions[1]  # "v2", not the head
     redacted = api.redact(target.id, memory_store_id=store.id)
     assert redacted.redacted_at is not None
-    assert redacted.redacted_by is not None and redacted.redacted_by.type == "api_actor"
+    assert redacted.redacted_by is not None
+    assert redacted.redacted_by.type == "api_actor"
     assert (redacted.content, redacted.content_sha256) == (None, None)
     assert (redacted.content_size_bytes, redacted.path) == (None, None)
     assert (redacted.id, redacted.operation, redacted.memory_id) == (

@@ -7,7 +7,6 @@ wrote. ``store`` is a store named "Project Notes", created in-process.
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,16 +28,3 @@ def cli(memfs_home: Path) -> Iterator[Cli]:
 def store(cli: Cli) -> dict[str, Any]:
     """A store named "Project Notes" (its wire object), created in-process."""
     return cli.create_store("Project Notes", "Notes on the project")
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _import_schemathesis_quietly() -> None:
-    """schemathesis' pytest plugin imports ``schemathesis._hypothesis`` inside the first
-    test, where jsonschema's DeprecationWarning would be an error (warnings are errors):
-    import it once, quietly, as tests/api and tests/fuse do, so this directory also runs
-    on its own."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", "jsonschema.exceptions.RefResolutionError", DeprecationWarning
-        )
-        import schemathesis._hypothesis  # noqa: F401

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import fuse_fixtures
 import pytest
-from fuse_helpers import Mount, Mounter
+from _support.mount import Mount, Mounter
 
 from memfs.model import MemoryStore
 from memfs.store import Engine

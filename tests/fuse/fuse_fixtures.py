@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from fuse_helpers import FUSE_UNAVAILABLE_REASON
+from _support.mount import FUSE_UNAVAILABLE_REASON
 
 from memfs.model import MemoryStore
 from memfs.store import Engine, open_engine

@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from fuse_helpers import live, run, run_python
+from _support.mount import live, run, run_python
 
 
 def test_an_append_after_a_change_elsewhere_goes_to_the_end(mount, store_engine) -> None:

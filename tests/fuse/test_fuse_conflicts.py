@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from fuse_helpers import live, run_python, versions, wait_until
+from _support.mount import live, run_python, versions, wait_until
 
 from memfs.model import Actor
 from memfs.store import Engine

@@ -80,11 +80,12 @@ def test_reset_to_head_drops_pending_content_refusal_and_pages() -> None:
     working = WorkingCopy(kernel_sha256="k", base_sha256="old")
     working.load(b"x")
     working.write(0, b"y")
-    working.refuse(InvalidContent("no"))
+    working.refuse()
+    working.lost = InvalidContent("no")
     working.fresh = True
     working.reset_to_head("head")
-    assert (working.buffer, working.dirty, working.refusal, working.fresh) == (
-        None, False, None, False)
+    assert (working.buffer, working.dirty, working.refused, working.lost, working.fresh) == (
+        None, False, False, None, False)
     assert working.kernel_sha256 is None
     assert working.base_sha256 == "head"
 
@@ -94,13 +95,13 @@ def test_a_purge_reports_discarded_changes_only() -> None:
     clean.load(b"x")
     clean.purge(NotFound("gone"))
     assert clean.buffer is None
-    assert clean.refusal is None
+    assert clean.lost is None
     dirty = WorkingCopy(base_sha256="s")
     dirty.load(b"x")
     dirty.write(1, b"y")
     dirty.purge(NotFound("gone"))
     assert dirty.buffer is None
-    assert isinstance(dirty.refusal, NotFound)
+    assert isinstance(dirty.lost, NotFound)
 
 
 def test_content_written_after_truncation_does_not_derive_from_the_old_head() -> None:
@@ -132,6 +133,18 @@ def test_follow_head_moves_the_precondition_only_of_a_closed_clean_file() -> Non
 # ------------------------------------------------------- Operations, no mount
 
 
+class _Context:
+    """What the handlers read of a ``pyfuse3.RequestContext``."""
+
+    pid = 4242
+    uid = 0
+    gid = 0
+    umask = 0o022
+
+
+CTX = _Context()
+
+
 class Harness:
     """An Operations over a real engine, called like the kernel would."""
 
@@ -147,11 +160,11 @@ class Harness:
 
     async def create(self, name: str, flags: int = os.O_WRONLY) -> tuple[int, int]:
         info, attributes = await self.ops.create(self.directory, name.encode(), 0o644, flags,
-                                                 None)  # type: ignore[arg-type]
+                                                 CTX)  # type: ignore[arg-type]
         return info.fh, attributes.st_ino
 
     async def open(self, inode: int, flags: int) -> int:
-        info = await self.ops.open(inode, flags, None)  # type: ignore[arg-type]
+        info = await self.ops.open(inode, flags, CTX)  # type: ignore[arg-type]
         return info.fh
 
     async def close(self, fh: int) -> None:
@@ -209,19 +222,44 @@ async def test_a_changed_head_keeps_both_and_the_file_shows_the_head(harness: Ha
     assert harness.content(copies[0].path) == "mine\n"
     node = harness.table.get(inode)
     assert not node.working.dirty
-    assert node.working.refusal is None
+    assert node.working.lost is None
 
 
-async def test_a_refused_write_is_reported_at_close_and_kept(harness: Harness) -> None:
-    fh, _ = await harness.create("c.md")
+def test_only_refused_means_nothing_was_accepted() -> None:
+    working = WorkingCopy()
+    working.start_empty(dirty=True)
+    working.refuse()
+    assert working.only_refused
+    working.write(0, b"ok")
+    assert not working.only_refused
+
+
+async def test_a_refused_write_changes_nothing_and_the_rest_commits(harness: Harness) -> None:
+    fh, inode = await harness.create("c.md")
+    assert await harness.ops.write(fh, 0, b"good\n") == 5
     with pytest.raises(pyfuse3.FUSEError) as refused:
-        await harness.ops.write(fh, 0, b"bad\x01")
+        await harness.ops.write(fh, 5, b"bad\x01")
     assert refused.value.errno == errno.EILSEQ
-    with pytest.raises(pyfuse3.FUSEError) as closed:
-        await harness.close(fh)
-    assert closed.value.errno == errno.EILSEQ
+    assert harness.table.get(inode).working.pending() == b"good\n"
+    await harness.close(fh)
+    assert harness.content("/c.md") == "good\n"
+
+
+async def test_eilseq_is_reported_before_efbig(harness: Harness) -> None:
+    fh, _ = await harness.create("big.md")
+    with pytest.raises(pyfuse3.FUSEError) as refused:
+        await harness.ops.write(fh, 0, b"\x00" * 200_000)
+    assert refused.value.errno == errno.EILSEQ
+    await harness.close(fh)
+
+
+async def test_a_new_file_whose_every_write_was_refused_is_not_created(harness: Harness) -> None:
+    fh, _ = await harness.create("only-refused.md")
+    with pytest.raises(pyfuse3.FUSEError):
+        await harness.ops.write(fh, 0, b"bad\x01")
+    await harness.close(fh)
     with pytest.raises(NotFound):
-        harness.engine.get_memory_by_path(harness.store_id, "/c.md", with_content=False)
+        harness.engine.get_memory_by_path(harness.store_id, "/only-refused.md", with_content=False)
 
 
 async def test_a_store_refusal_at_close_keeps_the_bytes_under_rejected(
@@ -289,3 +327,38 @@ async def test_the_backend_takes_one_memory_change_value(harness: Harness) -> No
     )
     assert moved.path == "/i.md"
     assert moved.id == memory.id
+
+
+async def test_an_exclusive_create_of_a_name_taken_elsewhere_is_eexist(harness: Harness) -> None:
+    harness.engine.create_memory(harness.store_id, "/x.md", "theirs\n", actor=None)
+    with pytest.raises(pyfuse3.FUSEError) as taken:
+        await harness.create("x.md", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    assert taken.value.errno == errno.EEXIST
+
+
+async def test_an_exclusive_create_is_committed_at_once(harness: Harness) -> None:
+    fh, _ = await harness.create("y.md", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
+    assert harness.content("/y.md") == ""
+    await harness.ops.write(fh, 0, b"y\n")
+    await harness.close(fh)
+    assert harness.content("/y.md") == "y\n"
+
+
+async def test_an_open_catches_up_with_the_store_before_it_returns(harness: Harness) -> None:
+    fh, inode = await harness.create("z.md")
+    await harness.ops.write(fh, 0, b"one\n")
+    await harness.close(fh)
+    memory = harness.engine.get_memory_by_path(harness.store_id, "/z.md", with_content=False)
+    harness.engine.update_memory(harness.store_id, memory.id, content="two\n", actor=None)
+    fh = await harness.open(inode, os.O_RDONLY)  # no feed round in between
+    assert await harness.ops.read(fh, 0, 100) == b"two\n"
+    await harness.close(fh)
+
+
+async def test_a_lookup_miss_catches_up_with_the_store(harness: Harness) -> None:
+    harness.engine.create_memory(harness.store_id, "/elsewhere.md", "x\n", actor=None)
+    attributes = await harness.ops.lookup(harness.directory, b"elsewhere.md", CTX)  # type: ignore[arg-type]
+    assert attributes.st_size == 2
+    with pytest.raises(pyfuse3.FUSEError) as missing:
+        await harness.ops.lookup(harness.directory, b"nowhere.md", CTX)  # type: ignore[arg-type]
+    assert missing.value.errno == errno.ENOENT

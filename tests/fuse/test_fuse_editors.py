@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from fuse_helpers import exists, live, run, run_python, versions
+from _support.mount import exists, live, run, run_python, versions
 
 from memfs.model import Operation
 from memfs.store import Engine

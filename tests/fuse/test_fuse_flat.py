@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-from fuse_helpers import Mounter, errno_of, live, run, wait_until
+from _support.mount import Mounter, errno_of, live, run, wait_until
 
 from memfs.model import Access
 from memfs.store import Engine

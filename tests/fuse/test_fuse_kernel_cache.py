@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 
-from fuse_helpers import Mounter, live, run, run_python, wait_until
+from _support.mount import Mounter, live, run, run_python, wait_until
 
 from memfs.fuse.operations import ATTR_TIMEOUT_S, ENTRY_TIMEOUT_S
 from memfs.store import Engine

@@ -10,7 +10,7 @@ import sys
 import time
 
 import pytest
-from fuse_helpers import MEMFS, Mounter, live, run, versions, wait_until
+from _support.mount import MEMFS, Mounter, live, run, versions, wait_until
 
 from memfs.fuse import mounts
 from memfs.model import Access, Actor

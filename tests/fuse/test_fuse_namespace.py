@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from fuse_helpers import Mounter, errno_of, exists, live, run, run_python, versions
+from _support.mount import Mounter, errno_of, exists, live, run, run_python, versions
 
 from memfs.model import Operation
 from memfs.store import Engine

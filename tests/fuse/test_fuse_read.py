@@ -7,7 +7,7 @@ import errno
 import os
 import stat
 
-from fuse_helpers import Mounter, errno_of, exists, live, run, run_python, wait_until
+from _support.mount import Mounter, errno_of, exists, live, run, run_python, wait_until
 
 from memfs.store import Engine
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import stat
 
-from fuse_helpers import Mounter, errno_of, live, run, versions, wait_until
+from _support.mount import Mounter, errno_of, live, run, versions, wait_until
 
 from memfs.store import Engine
 

@@ -8,7 +8,7 @@ import json
 import os
 from pathlib import Path
 
-from fuse_helpers import MEMFS, Mounter, live, run
+from _support.mount import MEMFS, Mounter, live, run
 
 
 def test_scratch_files_holding_bytes_are_saved_at_unmount(

@@ -8,10 +8,10 @@ import os
 from pathlib import Path
 
 import pytest
-from fuse_helpers import Mounter, errno_of, exists, live, run, run_python, versions, wait_until
+from _support.mount import Mounter, errno_of, exists, live, run, run_python, versions, wait_until
 
 from memfs.config import MAX_CONTENT_BYTES
-from memfs.fuse.operations import ROOM_MARGIN
+from memfs.fuse.room import ROOM_MARGIN
 from memfs.model import Operation
 from memfs.store import Engine
 
@@ -99,7 +99,9 @@ def test_truncate_of_a_closed_file_is_one_version(mount, store_engine: Engine) -
     ]
 
 
-def test_cp_r_copies_a_tree_one_version_per_file(mount, store_engine, tmp_path: Path) -> None:
+def test_cp_r_copies_a_tree_one_content_version_per_file(
+    mount, store_engine, tmp_path: Path
+) -> None:
     source = tmp_path / "src"
     (source / "deep" / "er").mkdir(parents=True)
     (source / "a.md").write_text("a\n")
@@ -112,8 +114,12 @@ def test_cp_r_copies_a_tree_one_version_per_file(mount, store_engine, tmp_path: 
         "/copy/deep/b.md": "b\n",
         "/copy/deep/er/c.md": "c" * 70_000,
     }
-    for path in ("/copy/a.md", "/copy/deep/b.md", "/copy/deep/er/c.md"):
-        assert [op for op, _ in _history(store_engine, mount, path)] == [Operation.CREATED]
+    # cp creates with O_EXCL, which is committed at once as an empty memory (SPEC §4:
+    # exclusive across mounts); the close then writes the one version with content.
+    for path, content in memories.items():
+        if path.startswith("/copy/"):
+            assert _history(store_engine, mount, path) == [
+                (Operation.CREATED, ""), (Operation.MODIFIED, content.content)]
     assert run("diff", "-r", source, mount / "notes" / "copy").returncode == 0
 
 
@@ -125,10 +131,10 @@ def test_cp_of_a_binary_file_is_refused_with_eilseq_and_nothing_is_stored(
     completed = run("cp", binary, mount / "notes" / "image.png", check=False)
     assert completed.returncode != 0
     assert "Invalid or incomplete multibyte or wide character" in completed.stderr
-    assert "/image.png" not in live(store_engine, _store_id(mount))
-    # The kernel sends RELEASE after close(2) has returned, so the never-stored file
-    # leaves the directory a moment after cp exits.
+    # The kernel sends RELEASE after close(2) has returned, so the refused file (cp
+    # creates with O_EXCL: an empty memory at once) leaves a moment after cp exits.
     wait_until(lambda: not exists(mount / "notes" / "image.png"), "the refused file to disappear")
+    assert "/image.png" not in live(store_engine, _store_id(mount))
 
 
 def test_a_forbidden_control_byte_is_refused_at_write(mount, store_engine: Engine) -> None:
@@ -147,8 +153,8 @@ def test_a_forbidden_control_byte_is_refused_at_write(mount, store_engine: Engin
         else:
             print("close ok")
     """)
-    # The close after a refused write does not commit the partial content either.
-    assert out == "write EILSEQ\nclose EILSEQ\n"
+    # A refused write changes nothing (SPEC §4): the close commits the rest, here nothing.
+    assert out == "write EILSEQ\nclose ok\n"
     assert path.read_text() == "hello\n"
     assert _history(store_engine, mount, "/hello.md") == [(Operation.CREATED, "hello\n")]
 
@@ -198,7 +204,7 @@ def test_content_beyond_102400_bytes_is_efbig_at_write(mount, store_engine: Engi
         except OSError as e:
             print("close", errno.errorcode[e.errno])
     """)
-    assert out == "write EFBIG\nclose EFBIG\n"
+    assert out == "write EFBIG\n"
     assert _history(store_engine, mount, "/big.md") == [
         (Operation.CREATED, "x" * MAX_CONTENT_BYTES)
     ]

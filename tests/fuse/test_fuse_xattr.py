@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from fuse_helpers import Mounter, errno_of, live, run, versions
+from _support.mount import Mounter, errno_of, live, run, versions
 
 from memfs.store import Engine
 

@@ -10,8 +10,6 @@
 
 from __future__ import annotations
 
-import importlib
-import warnings
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -22,19 +20,6 @@ from memfs.config import database_url
 from memfs.model import Access, MemoryStore
 from memfs.remote import MemfsClient
 from memfs.store import Engine, ResourceSpec
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _import_schemathesis_quietly() -> None:
-    """The work-around of tests/store/conftest.py: schemathesis' pytest plugin imports
-    ``schemathesis._hypothesis`` inside the first test, where jsonschema's
-    DeprecationWarning is an error; import it once here with that warning ignored
-    (until pyproject ignores it)."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings(
-            "ignore", "jsonschema.exceptions.RefResolutionError", DeprecationWarning
-        )
-        importlib.import_module("schemathesis._hypothesis")
 
 
 @pytest.fixture

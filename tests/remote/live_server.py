@@ -19,6 +19,8 @@ for):
 * ``crash_after_writes = n``: once the n-th further write (any method but GET) has been
   applied, its response is lost and the server goes down (``down`` becomes True): a
   server killed mid-stream of writes, right after committing one.
+* ``gate = trio.Semaphore(0)``: a slow server; each request waits for one
+  ``gate.release()`` before it is sent (``gate = None`` lets everything through).
 
 Writes made to the engine directly (by "another mount" or an administrator) reach the
 long polls of the feed the way writes from another process do: through the
@@ -31,6 +33,7 @@ import json
 from typing import Any, NamedTuple
 
 import httpx
+import trio
 
 from memfs.api.app import create_app
 from memfs.model import Actor, Session
@@ -63,6 +66,7 @@ class NetworkTransport(httpx.AsyncBaseTransport):
         self.down = False
         self.lose_responses = 0
         self.crash_after_writes: int | None = None
+        self.gate: trio.Semaphore | None = None
         self.requests: list[Request] = []
         self.applied = 0
 
@@ -76,6 +80,8 @@ class NetworkTransport(httpx.AsyncBaseTransport):
                 json.loads(body) if body else None,
             )
         )
+        if self.gate is not None:
+            await self.gate.acquire()
         if self.down:
             raise httpx.ConnectError("connection refused", request=request)
         response = await self._inner.handle_async_request(request)

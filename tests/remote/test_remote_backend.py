@@ -4,26 +4,29 @@ API in-process (tests/remote/live_server.py); no kernel mount here (tests/faults
 from __future__ import annotations
 
 import hashlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 import trio
 import trio.testing
+from _support.polling import wait_until_async
 from live_server import BASE_URL, LiveServer
 
 from memfs.backend import AttachmentSpec, Backend, MemoryChange
 from memfs.errors import NotFound, PermissionDenied, PreconditionFailed, StoreArchived
-from memfs.model import ChangeKind, DeleteMode, MemoryStore, Operation
+from memfs.model import ChangeKind, DeleteMode, Memory, MemoryStore, Operation
 from memfs.remote import MemfsClient, ServerUnavailable
 from memfs.remote.backend import (
     PENDING_VERSION_PREFIX,
     PROVISIONAL_ID_PREFIX,
     REPLAY_RETRY_MAX_S,
     REPLAY_RETRY_MIN_S,
+    TOKEN_REFUSED,
     RemoteBackend,
 )
 from memfs.remote.cache import ContentCache
+from memfs.remote.outbox import read_pending
 from memfs.store import Engine
 
 
@@ -512,15 +515,6 @@ async def test_changes_since_waits_for_the_next_change(
     assert got == [["/new.md"]]
 
 
-async def wait_for(predicate: Callable[[], bool], timeout_s: float) -> None:
-    """Polls ``predicate`` (state of another task or thread) until true, with a deadline."""
-    with trio.fail_after(timeout_s):
-        while True:
-            if predicate():
-                return
-            await trio.sleep(0.01)
-
-
 async def test_maintain_replays_as_soon_as_the_server_is_back(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
@@ -529,12 +523,16 @@ async def test_maintain_replays_as_soon_as_the_server_is_back(
     await backend.create_memory(rw_store.id, "/a.md", "queued")
     async with trio.open_nursery() as nursery:
         nursery.start_soon(backend.maintain)
-        await wait_for(
-            lambda: sum(1 for r in server.network.requests if r.method == "POST") >= 4, 5.0
-        )  # it keeps trying: pauses of 0.1, 0.2, 0.4 s …
+        await wait_until_async(  # it keeps trying: pauses of 0.1, 0.2, 0.4 s …
+            lambda: sum(1 for r in server.network.requests if r.method == "POST") >= 4,
+            "4 tries", 5.0,
+        )
         assert backend.statistics().outbox_depth == 1
         server.network.down = False
-        await wait_for(lambda: backend.statistics().outbox_depth == 0, REPLAY_RETRY_MAX_S + 1.0)
+        await wait_until_async(
+            lambda: backend.statistics().outbox_depth == 0, "the replay",
+            REPLAY_RETRY_MAX_S + 1.0,
+        )
         assert contents(store_engine, rw_store.id) == {"/a.md": "queued"}
         # Idle with an empty outbox: no request at all.
         server.network.requests.clear()
@@ -544,7 +542,10 @@ async def test_maintain_replays_as_soon_as_the_server_is_back(
         server.network.down = True
         await backend.create_memory(rw_store.id, "/b.md", "queued too")
         server.network.down = False
-        await wait_for(lambda: backend.statistics().outbox_depth == 0, REPLAY_RETRY_MAX_S + 1.0)
+        await wait_until_async(
+            lambda: backend.statistics().outbox_depth == 0, "the replay",
+            REPLAY_RETRY_MAX_S + 1.0,
+        )
         assert contents(store_engine, rw_store.id)["/b.md"] == "queued too"
         nursery.cancel_scope.cancel()
 
@@ -560,7 +561,8 @@ async def test_the_first_session_fetch_waits_for_a_server_that_is_not_up_yet(
     server.network.down = True
 
     async def come_back() -> None:
-        await wait_for(lambda: len(server.network.requests) >= 3, 25.0)  # it kept asking
+        # It kept asking.
+        await wait_until_async(lambda: len(server.network.requests) >= 3, "3 tries", 25.0)
         server.network.down = False
 
     async with trio.open_nursery() as nursery:
@@ -624,3 +626,172 @@ async def test_changes_carry_the_new_head_so_a_mount_need_not_fetch_its_own_writ
     assert (change.memory_id, change.memory_version_id, change.content_sha256) == (
         created.id, created.memory_version_id, sha("v1")
     )
+
+
+async def _queue_then_hold_the_replay(
+    backend: RemoteBackend, server: LiveServer, store_id: str, bulk: int
+) -> Memory:
+    """Queues ``bulk`` creates then ``/x.md`` while the server is down; returns the
+    provisional memory of ``/x.md``. The server comes back slow (``gate``)."""
+    server.network.down = True
+    for n in range(bulk):
+        await backend.create_memory(store_id, f"/bulk/{n}.md", f"{n}")
+    created = await backend.create_memory(store_id, "/x.md", "line 0\n")
+    server.network.down = False
+    server.network.requests.clear()
+    server.network.gate = trio.Semaphore(0)
+    return created
+
+
+async def _append(backend: RemoteBackend, memory: Memory, done: list[Memory]) -> None:
+    done.append(
+        await backend.update_memory(
+            memory.memory_store_id,
+            memory.id,
+            MemoryChange(content="line 0\nline 1\n", expected_sha256=sha("line 0\n")),
+        )
+    )
+
+
+async def _append_while_entry_1_is_sent(
+    nursery: trio.Nursery,
+    backend: RemoteBackend,
+    server: LiveServer,
+    memory: Memory,
+    done: list[Memory],
+) -> trio.Semaphore:
+    """Starts the replay and, while its first request waits at the gate, an append to
+    ``memory`` (into ``done``); returns the gate once both are blocked."""
+    gate = server.network.gate
+    assert gate is not None
+    nursery.start_soon(backend.replay)
+    await wait_until_async(lambda: len(server.network.requests) == 1, "entry 1 sent", 5.0)
+    nursery.start_soon(_append, backend, memory, done)
+    await trio.testing.wait_all_tasks_blocked()
+    return gate
+
+
+async def test_an_append_during_the_replay_of_its_files_create_updates_that_file(
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    """Issue 10 item 2, the root: a write to a file whose create is being replayed
+    right now is an update of the memory that create makes, not of a memory "never
+    created" (which the FUSE layer took for "deleted elsewhere" and re-created, making
+    a conflict copy of the file of itself)."""
+    created = await _queue_then_hold_the_replay(backend, server, rw_store.id, bulk=0)
+    appended: list[Memory] = []
+    async with trio.open_nursery() as nursery:
+        gate = await _append_while_entry_1_is_sent(nursery, backend, server, created, appended)
+        server.network.gate = None
+        gate.release()
+    (memory,) = appended
+    assert memory.content_sha256 == sha("line 0\nline 1\n")
+    assert contents(store_engine, rw_store.id) == {"/x.md": "line 0\nline 1\n"}
+    stats = backend.statistics()
+    assert (stats.outbox_depth, stats.conflict_count) == (0, 0)
+
+
+async def test_a_close_during_a_long_replay_waits_for_one_entry_not_the_drain(
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    """Issue 10 item 2: closes of 7 s were seen behind a replay of 200 queued writes.
+    The replay holds the write lock per entry: a close queues behind the entry being
+    replayed and returns."""
+    created = await _queue_then_hold_the_replay(backend, server, rw_store.id, bulk=5)
+    appended: list[Memory] = []
+    async with trio.open_nursery() as nursery:
+        gate = await _append_while_entry_1_is_sent(nursery, backend, server, created, appended)
+        gate.release()  # entry 1 only is answered
+        await wait_until_async(lambda: bool(appended), "the append", 5.0)
+        # Entries 2-6 and the append are still queued: the close did not wait for them.
+        assert backend.statistics().outbox_depth == 6
+        server.network.gate = None
+        gate.release()
+    await backend.replay()
+
+    assert contents(store_engine, rw_store.id)["/x.md"] == "line 0\nline 1\n"
+    assert len(contents(store_engine, rw_store.id)) == 6  # no conflict copy
+    stats = backend.statistics()
+    assert (stats.outbox_depth, stats.conflict_count) == (0, 0)
+
+
+def _gets_of_memories(server: LiveServer) -> int:
+    return sum(
+        1 for r in server.network.requests
+        if r.method == "GET" and "/memories/" in r.path and "rename_prefix" not in r.path
+    )
+
+
+async def test_a_bulk_change_batch_is_fetched_by_listing_not_one_request_each(
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    """Issue 10 item 7: 5,000 imported memories took ~35 s to reach a remote mount, one
+    request per changed memory. A large batch's states come from a listing of their
+    directory, 100 per request."""
+    for n in range(300):
+        store_engine.create_memory(rw_store.id, f"/bulk/m{n:03d}.md", f"{n}", actor=None)
+    server.network.requests.clear()
+
+    changes = await backend.changes_since(rw_store.id, 0)
+    states = [await backend.get_memory(rw_store.id, c.memory_id or "") for c in changes]
+
+    assert [m.path for m in states] == [f"/bulk/m{n:03d}.md" for n in range(300)]
+    assert [m.content_sha256 for m in states] == [sha(f"{n}") for n in range(300)]
+    assert _gets_of_memories(server) == 0
+    assert len(server.network.requests) <= 1 + 4  # the feed, then 3 pages (and an end)
+
+
+async def test_states_fetched_ahead_are_never_older_than_their_change(
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    created = [
+        store_engine.create_memory(rw_store.id, f"/bulk/m{n:03d}.md", "v1", actor=None)
+        for n in range(60)
+    ]
+    changes = await backend.changes_since(rw_store.id, 0)
+    for change in changes[:30]:  # the FUSE layer follows part of the batch ...
+        await backend.get_memory(rw_store.id, change.memory_id or "")
+    for memory in created:  # ... and everything changes again
+        store_engine.update_memory(rw_store.id, memory.id, content="v2", actor=None)
+    seq = changes[-1].seq
+    later = await backend.changes_since(rw_store.id, seq)
+    assert len(later) == 60
+    for change in later:
+        state = await backend.get_memory(rw_store.id, change.memory_id or "")
+        assert (state.content_sha256, state.memory_version_id) == (
+            sha("v2"), change.memory_version_id
+        )
+    # A memory changed after the batch is asked for again, not answered from the listing.
+    store_engine.update_memory(rw_store.id, created[0].id, content="v3", actor=None)
+    (last,) = await backend.changes_since(rw_store.id, later[-1].seq)
+    assert (await backend.get_memory(rw_store.id, created[0].id)).content_sha256 == sha("v3")
+
+
+async def test_a_revoked_token_stops_the_writes_and_keeps_them_queued(
+    backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore,
+    home: Path,
+) -> None:
+    """Issue 11 item 1 (remote half): a mount whose session token is revoked or expired
+    (401) stops writing to the server, keeps every write queued, and says why."""
+    created = await backend.create_memory(rw_store.id, "/a.md", "v1")
+    store_engine.revoke_session(server.session.id)
+
+    queued = await backend.update_memory(
+        rw_store.id, created.id, MemoryChange(content="v2", expected_sha256=sha("v1"))
+    )
+    assert queued.memory_version_id.startswith(PENDING_VERSION_PREFIX)
+    stats = backend.statistics()
+    assert (stats.server_state, stats.outbox_depth) == (TOKEN_REFUSED, 1)
+    (event,) = [e for e in stats.last_errors if "token" in e.message]
+    assert "revoked or has expired" in event.message
+    outbox = home / "outbox" / server.session.id
+    assert str(outbox) in event.message
+    # Nothing more is sent: the next write is queued without a request.
+    server.network.requests.clear()
+    await backend.create_memory(rw_store.id, "/b.md", "b")
+    assert server.network.requests == []
+    await backend.replay()  # refused again: still queued
+    assert backend.statistics().outbox_depth == 2
+    assert contents(store_engine, rw_store.id) == {"/a.md": "v1"}
+    await backend.aclose()
+    assert [e.write.path for e in read_pending(outbox)] == ["/a.md", "/b.md"]

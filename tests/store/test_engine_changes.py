@@ -32,16 +32,17 @@ def test_change_kinds_and_gap_free_seqs(engine: Engine, store: MemoryStore, acto
     engine.archive_store(store.id)
     engine.archive_store(store.id)  # no-op: no change
     m = memory.id
+    # The hard delete erased every path of the memory from the feed too (SPEC §2).
     expected = [
-        (1, ChangeKind.MEMORY_WRITTEN, m, "/a", None, None),
-        (2, ChangeKind.MEMORY_WRITTEN, m, "/a", None, None),
-        (3, ChangeKind.MEMORY_WRITTEN, m, "/b", "/a", None),
+        (1, ChangeKind.MEMORY_WRITTEN, m, None, None, None),
+        (2, ChangeKind.MEMORY_WRITTEN, m, None, None, None),
+        (3, ChangeKind.MEMORY_WRITTEN, m, None, None, None),
         (4, ChangeKind.VERSION_REDACTED, m, None, None, None),
         (5, ChangeKind.BLOB_PURGED, None, None, None, blob_key_of(b"secret")),
         (6, ChangeKind.STORE_UPDATED, None, None, None, None),
-        (7, ChangeKind.MEMORY_DELETED, m, "/b", None, None),
-        (8, ChangeKind.MEMORY_WRITTEN, m, "/b", None, None),
-        (9, ChangeKind.MEMORY_DELETED, m, "/b", None, None),
+        (7, ChangeKind.MEMORY_DELETED, m, None, None, None),
+        (8, ChangeKind.MEMORY_WRITTEN, m, None, None, None),
+        (9, ChangeKind.MEMORY_DELETED, m, None, None, None),
         (10, ChangeKind.BLOB_PURGED, None, None, None, blob_key_of(b"v2")),
         (11, ChangeKind.STORE_ARCHIVED, None, None, None, None),
     ]
@@ -100,7 +101,8 @@ def test_redact_mode_announces_the_purged_blobs(
     engine.delete_memory(store.id, memory.id, actor=actor, mode=DeleteMode.REDACT)
     feed = engine.changes_since(store.id, seq)
     assert feed[0].kind is ChangeKind.MEMORY_DELETED
-    assert feed[0].path == "/a"
+    assert feed[0].path is None  # a redaction erases the path too (SPEC §2)
+    assert {(c.path, c.old_path) for c in engine.changes_since(store.id, 0)} == {(None, None)}
     assert {c.blob_key for c in feed[1:] if c.kind is ChangeKind.BLOB_PURGED} == {
         blob_key_of(b"one"),
         blob_key_of(b"two"),

@@ -338,7 +338,7 @@ def test_a_writer_waiting_on_another_thread_past_the_busy_timeout_gets_store_bus
         release = threading.Event()
 
         def hold_the_write_lock() -> None:
-            with impatient._write():
+            with impatient._db.write():
                 held.set()
                 assert release.wait(JOIN_TIMEOUT_S)
 

@@ -188,13 +188,15 @@ def test_redact_mode(engine: Engine, store: MemoryStore, actor: Actor) -> None:
         Operation.MODIFIED,
         Operation.CREATED,
     ]
-    assert versions[0].redacted_at is None
+    # The deleted version is born redacted: the path is erased too (SPEC §2, issue 11).
+    assert versions[0].redacted_at is not None
+    assert versions[0].path is None
     assert versions[0].reason == "pii"
-    for version in versions[1:]:
+    for version in versions:
         full = engine.get_version(store.id, version.id)
         assert full.redacted_at is not None
         assert full.redacted_by == ADMIN
-        assert full.created_by == actor
+        assert full.created_by == (ADMIN if version is versions[0] else actor)
         assert (full.path, full.content, full.content_sha256, full.content_size_bytes) == (
             None,
             None,

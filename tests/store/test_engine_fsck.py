@@ -12,20 +12,22 @@ import functools
 import hashlib
 import sqlite3
 from datetime import datetime
+from pathlib import Path
 
 import pytest
 from sqlalchemy import create_engine, text
 from store_helpers import execute_sql
 
-from memfs.errors import CorruptedStore
+from memfs.errors import CorruptedStore, InvalidInput
 from memfs.ids import blob_key_of
 from memfs.model import Actor, DeleteMode, MemoryStore, Scope
-from memfs.store import Engine, ResourceSpec
+from memfs.store import Engine, ResourceSpec, fsck_database
 from memfs.store.fsck import CHECKS
 
 pytestmark = pytest.mark.corrupts_store
 
 WHEN = "2026-01-01T00:00:00.000000Z"
+ACTOR = Actor.api_key("apikey_tests")
 GHOST_BLOB = "f" * 32
 
 
@@ -361,3 +363,76 @@ def test_sessions(engine: Engine, store: MemoryStore) -> None:
         ]
     )
     assert fine.id not in " ".join(findings(engine))
+
+
+def test_sqlite_integrity_check_finds_damaged_pages(tmp_path: Path) -> None:
+    """Issue 10 item 12: fsck also asks SQLite about its own file (integrity_check, or
+    quick_check): damage below the rows memfs reads shows up as findings."""
+    path = tmp_path / "memfs.db"
+    with Engine(f"sqlite:///{path}") as engine:
+        store = engine.create_store("s")
+        for index in range(300):
+            engine.create_memory(store.id, f"/m{index:03}", f"content {index} " * 20, actor=ACTOR)
+        page_size = engine._sa.connect().exec_driver_sql("PRAGMA page_size").scalar()
+    assert fsck_database(str(path)) == []
+    assert fsck_database(str(path), sqlite_check="quick") == []
+    data = bytearray(path.read_bytes())
+    pages = len(data) // page_size
+    for page in range(pages // 2, pages // 2 + 4):  # four pages in the middle of the file
+        start = page * page_size + 8
+        data[start : start + 64] = b"\xa5" * 64
+    path.write_bytes(bytes(data))
+
+    for check, pragma in (("integrity", "integrity_check"), ("quick", "quick_check")):
+        found = fsck_database(str(path), sqlite_check=check)
+        assert found, check
+        assert found[0].startswith(f"sqlite {pragma}: "), found
+    with pytest.raises(InvalidInput, match="^the SQLite check is one of"):
+        fsck_database(str(path), sqlite_check="thorough")
+
+
+def test_fsck_reports_a_database_it_cannot_open(tmp_path: Path) -> None:
+    missing = tmp_path / "nope" / "memfs.db"
+    assert fsck_database(str(missing)) == [
+        f"database: no memfs database at {missing} (create one with a command that makes "
+        "it, e.g. `memfs store create`)"
+    ]
+    assert not missing.parent.exists()
+    foreign = tmp_path / "notes.db"
+    with contextlib.closing(sqlite3.connect(foreign)) as db:
+        db.execute("CREATE TABLE notes (body TEXT)")
+        db.commit()
+    assert fsck_database(str(foreign)) == [
+        f"database: {foreign} holds tables (notes) but is not a memfs database (no memfs "
+        "schema revision); memfs left it alone"
+    ]
+
+
+@covers("check_search_index")
+def test_fsck_finds_an_index_that_disagrees_with_the_heads(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    raw = functools.partial(execute_sql, engine.url)
+    stale = engine.create_memory(store.id, "/stale", "old words", actor=actor)
+    missing = engine.create_memory(store.id, "/missing", "words", actor=actor)
+    moved = engine.create_memory(store.id, "/moved", "words", actor=actor)
+    raw(f"UPDATE search_docs SET body = 'x' WHERE memory_id = '{stale.id}'")
+    raw(f"DELETE FROM search_docs WHERE memory_id = '{missing.id}'")
+    raw(f"UPDATE search_docs SET path = '/x' WHERE memory_id = '{moved.id}'")
+    every = list(engine.iter_fsck_findings())
+    index = [f for f in every if f.startswith("search index ")]
+    findings = [f for f in every if f not in index]
+    if engine.dialect == "sqlite":  # the FTS5 tables still hold the deleted document
+        assert index == [
+            f"search index {table}: holds 1 removed document(s)"
+            for table in ("search_fts_words", "search_fts_trigram")
+        ]
+    else:
+        assert index == []
+    assert sorted(findings) == sorted(
+        [
+            f"memory {stale.id}: its search document is not its head content",
+            f"memory {missing.id}: live but not in the search index",
+            f"memory {moved.id}: its search document has another store or path",
+        ]
+    )

@@ -3,22 +3,31 @@ the Alembic head, the live schema matches the metadata exactly, and reopening wo
 
 from __future__ import annotations
 
+import multiprocessing
+import sqlite3
 import threading
+import time
+import types
 from datetime import timedelta
+from pathlib import Path
+from typing import Any
 
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import create_engine, inspect
+from sqlalchemy import create_engine, inspect, text
 
-from memfs.model import Actor, utcnow
-from memfs.store import Engine, ResourceSpec
-from memfs.store._db import SCHEMA_HEAD, alembic_config
+from memfs.errors import StoreBusy
+from memfs.model import Actor, DeleteMode, utcnow
+from memfs.store import Engine, ResourceSpec, _db
+from memfs.store._db import alembic_config
 from memfs.store.schema import metadata
 from memfs.store.search import PG_INDEXES, SQLITE_FTS_PREFIX
 
 ACTOR = Actor.api_key("apikey_tests")
+JOIN_TIMEOUT_S = 60.0
+STRESS_ROUNDS = 6
 
 
 def _is_search_object(diff: tuple[object, ...]) -> bool:
@@ -113,7 +122,7 @@ def test_schema_head_constant_matches_the_migration_scripts() -> None:
     name the newest migration, or every open would take the slow path (or skip one)."""
     from alembic.script import ScriptDirectory
 
-    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == SCHEMA_HEAD
+    assert ScriptDirectory.from_config(alembic_config()).get_current_head() == _db.SCHEMA_HEAD
 
 
 @pytest.mark.empty_database
@@ -152,7 +161,159 @@ def test_upgrading_0001_gives_sessions_a_lifecycle(database: str) -> None:
             context = MigrationContext.configure(
                 conn, opts={"compare_type": True, "compare_server_default": True}
             )
-            assert context.get_current_revision() == SCHEMA_HEAD
+            assert context.get_current_revision() == _db.SCHEMA_HEAD
             assert schema_differences(context) == []
     finally:
         raw.dispose()
+
+
+def _holding_a_rollback_journal_write_lock(path: str) -> sqlite3.Connection:
+    """A plain sqlite3 connection holding the write lock (RESERVED) of a fresh database
+    file still in rollback-journal mode: another opener wanting WAL mode now gets
+    SQLITE_BUSY at once, without its busy handler (SQLite's deadlock rule)."""
+    holder = sqlite3.connect(path, isolation_level=None, timeout=JOIN_TIMEOUT_S)
+    holder.execute("BEGIN IMMEDIATE")
+    return holder
+
+
+@pytest.mark.empty_database
+def test_opening_waits_for_a_fresh_database_locked_by_another_opener(
+    database: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 10 item 11, the cause: switching a fresh file into WAL failed at once with
+    "database is locked" when another connection was switching it (or writing it) at the
+    same moment. The switch now waits, up to the busy timeout, like every other lock."""
+    if not database.startswith("sqlite"):
+        pytest.skip("journal modes are SQLite's")
+    path = database.split("///", 1)[1]
+    holder = _holding_a_rollback_journal_write_lock(path)
+    try:
+        started = time.monotonic()
+        with pytest.raises(StoreBusy):
+            Engine(database, busy_timeout_s=0.3)
+        assert time.monotonic() - started >= 0.3
+        # The switch is retried: seen by its first wait; then the lock goes away.
+        waiting = threading.Event()
+        real_sleep = time.sleep
+        clock = types.SimpleNamespace(
+            monotonic=time.monotonic, sleep=lambda s: (waiting.set(), real_sleep(s))
+        )
+        monkeypatch.setattr(_db, "time", clock)
+        opened: list[Engine | Exception] = []
+
+        def open_engine() -> None:
+            try:
+                opened.append(Engine(database))
+            except Exception as exc:
+                opened.append(exc)
+
+        thread = threading.Thread(target=open_engine)
+        thread.start()
+        assert waiting.wait(JOIN_TIMEOUT_S), opened
+    finally:
+        holder.rollback()
+        holder.close()
+    thread.join(JOIN_TIMEOUT_S)
+    assert len(opened) == 1
+    assert isinstance(opened[0], Engine), opened
+    with opened[0] as engine:
+        assert engine.create_store("s").name == "s"
+        assert list(engine.iter_fsck_findings()) == []
+
+
+def _open_in_a_process(database: str, start: Any, results: Any) -> None:
+    try:
+        start.wait(JOIN_TIMEOUT_S)
+        Engine(database).close()
+        results.put("opened")
+    except Exception as exc:  # reported to the parent, which fails the test
+        results.put(repr(exc))
+
+
+def _burn_cpu(until: float) -> None:
+    while time.monotonic() < until:
+        pass
+
+
+def test_eight_servers_opening_fresh_databases_at_once_under_load(tmp_path: Path) -> None:
+    """The stress version of the test above (issue 10 item 11): eight processes open the
+    same fresh SQLite file at once, several rounds, with two CPU burners beside them. It
+    failed about one round in twenty before the fix."""
+    context = multiprocessing.get_context("fork")
+    burners = [context.Process(target=_burn_cpu, args=(time.monotonic() + 120,)) for _ in range(2)]
+    for burner in burners:
+        burner.start()
+    try:
+        for round_ in range(STRESS_ROUNDS):
+            database = f"sqlite:///{tmp_path / f'fresh-{round_}.db'}"
+            start = context.Event()
+            results = context.Queue()
+            openers = [
+                context.Process(target=_open_in_a_process, args=(database, start, results))
+                for _ in range(8)
+            ]
+            for opener in openers:
+                opener.start()
+            start.set()
+            outcomes = [results.get(timeout=JOIN_TIMEOUT_S) for _ in openers]
+            for opener in openers:
+                opener.join(JOIN_TIMEOUT_S)
+            assert outcomes == ["opened"] * 8, (round_, outcomes)
+            with Engine(database) as engine:
+                assert list(engine.iter_fsck_findings()) == []
+    finally:
+        for burner in burners:
+            burner.kill()
+            burner.join()
+
+
+@pytest.mark.empty_database
+def test_upgrading_0002_erases_the_paths_redactions_left(database: str) -> None:
+    """Migration 0003 (issue 11 item 4): redactions and hard deletes made at 0002 kept
+    the path in the tombstone, its deleted version and the change feed."""
+    from alembic import command
+
+    with Engine(database) as engine:
+        store = engine.create_store("s")
+        redacted = engine.create_memory(store.id, "/secret-name.md", "x", actor=ACTOR)
+        hard = engine.create_memory(store.id, "/hard-secret.md", "y", actor=ACTOR)
+        kept = engine.create_memory(store.id, "/kept.md", "z", actor=ACTOR)
+        engine.delete_memory(store.id, redacted.id, actor=ACTOR, mode=DeleteMode.REDACT)
+        engine.delete_memory(store.id, hard.id, actor=ACTOR, mode=DeleteMode.HARD_DELETE)
+    raw = create_engine(database)
+    try:
+        with raw.begin() as conn:
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0002")
+            # What a redaction at 0002 wrote.
+            conn.execute(
+                text("UPDATE memories SET path = '/secret-name.md' WHERE id = :id").bindparams(
+                    id=redacted.id
+                )
+            )
+            conn.execute(
+                text(
+                    "UPDATE versions SET path = '/secret-name.md', redacted_at = NULL, "
+                    "redacted_by_type = NULL, redacted_by_id = NULL "
+                    "WHERE memory_id = :id AND operation = 'deleted'"
+                ).bindparams(id=redacted.id)
+            )
+            conn.execute(
+                text(
+                    "UPDATE changes SET path = '/hard-secret.md' WHERE memory_id = :id"
+                ).bindparams(id=hard.id)
+            )
+    finally:
+        raw.dispose()
+    with Engine(database) as engine:
+        assert list(engine.iter_fsck_findings()) == []
+        paths = {c.path for c in engine.changes_since(store.id, 0)} | {
+            c.old_path for c in engine.changes_since(store.id, 0)
+        }
+        assert paths == {None, "/kept.md"}
+        deleted = engine.list_versions(store.id, memory_id=redacted.id).items[0]
+        assert deleted.path is None
+        assert deleted.redacted_at == deleted.created_at
+        assert deleted.redacted_by == ACTOR
+        assert engine.get_memory(store.id, kept.id).path == "/kept.md"

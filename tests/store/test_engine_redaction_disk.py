@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 import secrets
+import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -16,9 +18,11 @@ from sqlalchemy.exc import DBAPIError
 
 from memfs.config import database_url
 from memfs.model import Actor, DeleteMode
-from memfs.store import Engine
+from memfs.store import Engine, fsck_database
 
 ACTOR = Actor.api_key("apikey_tests")
+# A bound far below the 30 s busy timeout the calls used to wait, far above ERASE_WAIT_S.
+BOUNDED_S = 15.0
 
 
 def files_holding(directory: Path, needle: bytes) -> set[str]:
@@ -159,3 +163,75 @@ def test_postgresql_redacted_bytes_leave_the_table_files(
         assert files_holding(files, secret.encode()) == set()
     finally:
         admin.dispose()
+
+
+def test_a_redaction_erases_the_path_from_every_file(sqlite_engine: Engine, db_dir: Path) -> None:
+    """Issue 11 item 4 (SPEC §2: a redaction erases content *and* path everywhere memfs
+    keeps them): a secret in a file name survived ``forget --mode redact`` in the
+    tombstone row, the deleted version, the change feed. Ids stay; no path does."""
+    secret = marker()
+    store = sqlite_engine.create_store("s")
+    for i in range(40):
+        sqlite_engine.create_memory(store.id, f"/n{i:02d}", f"neighbour {i} " * 30, actor=ACTOR)
+    memory = sqlite_engine.create_memory(
+        store.id, f"/people/{secret}/notes.md", f"about {secret}", actor=ACTOR
+    )
+    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content="v2")
+    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, path=f"/{secret}.md")
+    sqlite_engine.rename_prefix(store.id, "/people/", "/persons/", actor=ACTOR)  # unrelated
+    assert files_holding(db_dir, secret.encode())
+
+    sqlite_engine.delete_memory(
+        store.id, memory.id, actor=ACTOR, mode=DeleteMode.REDACT, reason="a name"
+    )
+
+    assert files_holding(db_dir, secret.encode()) == set()
+    versions = sqlite_engine.list_versions(store.id, memory_id=memory.id).items
+    assert [v.path for v in versions] == [None, None, None, None]
+    assert all(v.redacted_at is not None for v in versions)
+    assert all(
+        c.path is None and c.old_path is None
+        for c in sqlite_engine.changes_since(store.id, 0)
+        if c.memory_id == memory.id
+    )
+    assert [e["memory_id"] for e in sqlite_engine.audit_events(store.id)] == [memory.id]
+    sqlite_engine.close()
+    assert files_holding(db_dir, secret.encode()) == set()
+
+
+def test_a_redaction_under_a_concurrent_reader_is_bounded_and_says_it_is_pending(
+    sqlite_engine: Engine, db_dir: Path
+) -> None:
+    """Issue 10 item 10: with another connection reading an older snapshot, a redaction
+    took 60 s (two 30 s busy waits), stalled every writer meanwhile, and left the secret
+    in memfs.db until some later checkpoint. Now the wait is bounded, the erasure is
+    reported as pending (Engine.erasure_pending, fsck), writers go on, and the next
+    write after the reader is gone erases the bytes."""
+    secret = marker()
+    store = sqlite_engine.create_store("s")
+    memory = sqlite_engine.create_memory(store.id, "/a", secret * 50, actor=ACTOR)
+    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content="clean")
+    database = str(db_dir / "store.db")
+    reader = sqlite3.connect(database, isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        assert reader.execute("SELECT count(*) FROM memories").fetchone() == (1,)
+        started = time.monotonic()
+        sqlite_engine.redact_version(store.id, memory.memory_version_id, actor=ACTOR)
+        assert time.monotonic() - started < BOUNDED_S
+        pending = sqlite_engine.erasure_pending()
+        assert pending is not None
+        assert fsck_database(database)[-1].startswith(
+            f"database: an erasure is pending since {pending.isoformat()}: "
+        )
+        with Engine(database_url(database)) as other_writer:  # another process's writer
+            started = time.monotonic()
+            other_writer.create_memory(store.id, "/b", "not stalled", actor=ACTOR)
+            assert time.monotonic() - started < BOUNDED_S
+    finally:
+        reader.rollback()
+        reader.close()
+    sqlite_engine.create_memory(store.id, "/c", "any write retries the checkpoint", actor=ACTOR)
+    assert sqlite_engine.erasure_pending() is None
+    assert files_holding(db_dir, secret.encode()) == set()
+    assert fsck_database(database) == []

@@ -19,12 +19,41 @@ check of the URL.
 from __future__ import annotations
 
 from fastapi import APIRouter
+from fastapi.routing import APIRoute
 
 from memfs.api.routes import feed, memories, search, sessions, stores, versions
 from memfs.api.routes._common import ROUTER_DEPENDENCIES, authenticate_request
 
-__all__ = ["authenticate_request", "router"]
+__all__ = ["allowed_methods", "authenticate_request", "router"]
+
+_MODULES = (stores, memories, versions, feed, sessions, search)
 
 router = APIRouter(dependencies=ROUTER_DEPENDENCIES)
-for _module in (stores, memories, versions, feed, sessions, search):
+for _module in _MODULES:
     router.include_router(_module.router)
+
+
+def allowed_methods(path: str) -> list[str]:
+    """Every method the routes of ``path`` have (sorted): the ``Allow`` header of a 405
+    (RFC 9110 §15.5.6), empty when no route has that path.
+
+    A literal path wins over a parameterized one, as in routing: the methods of
+    ``…/memories/rename_prefix`` are its own, not those of ``…/memories/{memory_id}``.
+    """
+    matching = [
+        route
+        for module in _MODULES
+        for route in module.router.routes
+        if isinstance(route, APIRoute) and route.include_in_schema and route.path_regex.match(path)
+    ]
+    if not matching:
+        return []
+    fewest = min(route.path.count("{") for route in matching)
+    return sorted(
+        {
+            method
+            for route in matching
+            if route.path.count("{") == fewest
+            for method in route.methods or ()
+        }
+    )

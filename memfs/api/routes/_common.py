@@ -25,15 +25,19 @@ Defaults of ``view`` (api-contract §5): ``full`` for retrieving a memory or a v
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable
 from datetime import UTC, datetime
+from http import HTTPStatus
 from typing import Annotated, Any, Literal, TypeVar
 
 import anyio.to_thread
-from fastapi import Depends, Query, Request, Security
+from fastapi import APIRouter, Depends, Query, Request, Security
 from fastapi.params import Depends as DependsParam
 from fastapi.responses import JSONResponse
 from fastapi.security import APIKeyHeader, HTTPBearer
+from pydantic import BeforeValidator
+from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memfs.api import schemas
 from memfs.api.auth import Principal, authenticate, credential_from_headers
@@ -45,6 +49,7 @@ from memfs.store import Engine
 
 __all__ = [
     "ROUTER_DEPENDENCIES",
+    "refuse_other_methods",
     "authenticate_request",
     "CreatedGte",
     "CreatedLte",
@@ -113,6 +118,18 @@ ROUTER_DEPENDENCIES: list[DependsParam] = [
 View = Literal["basic", "full"]
 
 
+def refuse_other_methods(router: APIRouter, path: str, methods: list[str]) -> None:
+    """Registers ``path`` with ``methods`` answering 405, ahead of a parameterized path
+    that would otherwise take it (``…/memories/rename_prefix`` for a memory id): a
+    method the literal path does not have is a 405 with ``Allow``, not a 404 about an
+    id nobody meant. Hidden from /openapi.json, and from ``Allow``."""
+
+    async def method_not_allowed() -> None:
+        raise StarletteHTTPException(HTTPStatus.METHOD_NOT_ALLOWED)
+
+    router.add_api_route(path, method_not_allowed, methods=methods, include_in_schema=False)
+
+
 def doc(model: type) -> dict[int | str, dict[str, Any]]:
     """The ``responses`` of a route answering ``model`` (for /openapi.json)."""
     return {200: {"model": model}}
@@ -177,10 +194,32 @@ def utc(value: datetime | None) -> datetime | None:
     return value.replace(tzinfo=UTC)
 
 
+def _no_cursor_if_empty(value: object) -> object:
+    """``page=`` (empty) is the first page, as if ``page`` were not given."""
+    return None if value == "" else value
+
+
+# A date, then a time: what RFC 3339 starts with. Pydantic alone would also take a
+# number of seconds since 1970 ("0.5"), which /openapi.json does not promise.
+_DATE_TIME_START = re.compile(r"\d{4}-\d{2}-\d{2}[Tt ]\d{2}:\d{2}")
+
+
+def _rfc3339(value: object) -> object:
+    """Refuses a query datetime that is not RFC 3339 (an offset may be left out: UTC,
+    api-contract §1.1)."""
+    if isinstance(value, str) and not _DATE_TIME_START.match(value):
+        raise ValueError("must be an RFC 3339 date-time, e.g. 2026-01-31T12:00:00Z")
+    return value
+
+
 LimitQuery = Annotated[
     int,
     Query(ge=1, le=MAX_PAGE_LIMIT, description="1 to 100; at most 20 count with view=full."),
 ]
-PageQuery = Annotated[str | None, Query(description="next_page of the previous response.")]
-CreatedGte = Annotated[datetime | None, Query(alias="created_at[gte]")]
-CreatedLte = Annotated[datetime | None, Query(alias="created_at[lte]")]
+PageQuery = Annotated[
+    str | None,
+    BeforeValidator(_no_cursor_if_empty),
+    Query(description="next_page of the previous response; empty for the first page."),
+]
+CreatedGte = Annotated[datetime | None, BeforeValidator(_rfc3339), Query(alias="created_at[gte]")]
+CreatedLte = Annotated[datetime | None, BeforeValidator(_rfc3339), Query(alias="created_at[lte]")]

@@ -22,6 +22,7 @@ from memfs.api.routes._common import (
     doc,
     json_response,
     page_limit,
+    refuse_other_methods,
     run,
 )
 from memfs.config import DEFAULT_PAGE_LIMIT
@@ -33,6 +34,10 @@ from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
 __all__ = ["router"]
 
 router = APIRouter()
+# First: the {memory_id} routes below would take rename_prefix for an id.
+refuse_other_methods(
+    router, "/v1/memory_stores/{memory_store_id}/memories/rename_prefix", ["GET", "PATCH", "DELETE"]
+)
 
 
 def _memory_item(item: Memory | MemoryPrefix, *, full: bool) -> dict[str, Any]:
@@ -64,8 +69,22 @@ async def create_memory(
 async def list_memories(
     request: Request,
     memory_store_id: str,
-    path_prefix: Annotated[str, Query(description="Ends with '/'; whole segments.")] = "/",
-    depth: Annotated[int, Query(ge=0, description="0 = everything below.")] = 0,
+    path_prefix: Annotated[
+        str,
+        Query(
+            description="'/' or a path followed by '/'; whole segments.",
+            json_schema_extra={"pattern": schemas.LISTING_PREFIX_PATTERN},
+        ),
+    ] = "/",
+    depth: Annotated[
+        int,
+        Query(
+            ge=0,
+            le=1,
+            description="0 (default) lists the whole subtree, 1 only the direct children; "
+            "any other value is a 400 (seed 003).",
+        ),
+    ] = 0,
     view: View = "basic",
     limit: LimitQuery = DEFAULT_PAGE_LIMIT,
     page: PageQuery = None,
@@ -187,7 +206,6 @@ async def update_memory(
 @router.patch(
     "/v1/memory_stores/{memory_store_id}/memories/{memory_id}",
     responses=doc(schemas.MemoryOut),
-    include_in_schema=False,
 )
 async def patch_memory(
     request: Request,

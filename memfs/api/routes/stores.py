@@ -112,7 +112,6 @@ async def update_memory_store(
 @router.patch(
     "/v1/memory_stores/{memory_store_id}",
     responses=doc(schemas.MemoryStoreOut),
-    include_in_schema=False,
 )
 async def patch_memory_store(
     request: Request, memory_store_id: str, body: schemas.MemoryStoreUpdate

@@ -4,8 +4,8 @@ per dialect, its index objects (SQLite FTS5 tables ``search_fts_words`` and
 migration enables with CREATE EXTENSION and fails clearly without). The documents of
 every live memory of existing stores are built here.
 
-Revision ID: 0003
-Revises: 0002
+Revision ID: 0004
+Revises: 0003
 Create Date: 2026-12-01
 """
 
@@ -14,8 +14,8 @@ from alembic import op
 from memfs.store import search
 from memfs.store.schema import search_docs
 
-revision = "0003"
-down_revision = "0002"
+revision = "0004"
+down_revision = "0003"
 branch_labels = None
 depends_on = None
 

@@ -1,0 +1,106 @@
+"""The handles a mount gave the kernel: open files and open directories.
+
+Owns :class:`Handles`, the table of ``fh`` numbers (:class:`Handle` for a file,
+:class:`Listing` for a directory), and which of them write to a node. A file's
+content is not here: every handle of a node shares its working copy
+(:mod:`memfs.fuse.content`).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from memfs.errors import InvalidInput
+from memfs.fuse.inodes import Node
+
+__all__ = ["Handle", "Handles", "Listing"]
+
+
+@dataclass(eq=False)
+class Handle:
+    """An open file. ``wrote``: data was written (or truncated) through this handle.
+    ``append``: opened with ``O_APPEND``: every write goes to the end of the content the
+    mount holds, whatever offset the kernel computed from its cached (maybe stale) size
+    (write(2): "the file offset is first set to the end of the file").
+    Every handle of a node reads the node's one content, as on a local filesystem: the
+    kernel's page cache is per inode, so a per-handle snapshot would leak into the pages
+    other opens read.
+    ``pid``: the process that opened it (see :meth:`Handles.of_process`)."""
+
+    node: Node
+    writable: bool
+    wrote: bool = False
+    append: bool = False
+    pid: int = 0
+
+
+@dataclass
+class Listing:
+    """An open directory. ``entries``: its children by inode, snapshotted at the first
+    ``readdir`` of a pass; ``inodes``: their inode numbers (the readdir cursors)."""
+
+    directory: Node
+    entries: list[Node] | None = None
+    inodes: list[int] | None = None
+
+
+class Handles:
+    """Open files and directories of one mount, by ``fh`` (never reused)."""
+
+    def __init__(self) -> None:
+        self._files: dict[int, Handle] = {}
+        self._listings: dict[int, Listing] = {}
+        self._next_fh = itertools.count(1)
+
+    def open_file(self, node: Node, *, writable: bool, append: bool, pid: int) -> int:
+        """A new handle on file ``node`` (its ``open_count`` goes up)."""
+        fh = next(self._next_fh)
+        self._files[fh] = Handle(node, writable, append=append, pid=pid)
+        node.open_count += 1
+        return fh
+
+    def file(self, fh: int) -> Handle:
+        """Raises InvalidInput (EINVAL) for a handle that is not open."""
+        handle = self._files.get(fh)
+        if handle is None:
+            raise InvalidInput(f"file handle {fh} is not open")
+        return handle
+
+    def get(self, fh: int | None) -> Handle | None:
+        return self._files.get(fh) if fh is not None else None
+
+    def close_file(self, fh: int) -> Handle | None:
+        """Forgets ``fh`` (its node's ``open_count`` goes down); None if unknown."""
+        handle = self._files.pop(fh, None)
+        if handle is not None:
+            handle.node.open_count -= 1
+        return handle
+
+    def files(self) -> list[Handle]:
+        return list(self._files.values())
+
+    def has_writer(self, node: Node) -> bool:
+        """Whether ``node`` has a writable handle open."""
+        return any(h.writable and h.node is node for h in self._files.values())
+
+    def of_process(self, pid: int) -> Iterator[Handle]:
+        """The file handles process ``pid`` opened (a refused write of a process marks
+        the empty new files it holds: see :meth:`memfs.fuse.operations.Operations.write`)."""
+        return (h for h in self._files.values() if h.pid == pid)
+
+    def open_listing(self, directory: Node) -> int:
+        fh = next(self._next_fh)
+        self._listings[fh] = Listing(directory)
+        return fh
+
+    def listing(self, fh: int) -> Listing:
+        """Raises InvalidInput (EINVAL) for a directory handle that is not open."""
+        listing = self._listings.get(fh)
+        if listing is None:
+            raise InvalidInput(f"directory handle {fh} is not open")
+        return listing
+
+    def close_listing(self, fh: int) -> None:
+        self._listings.pop(fh, None)

@@ -1,0 +1,228 @@
+"""The connections of one store database: opening it (or refusing to), one transaction
+per call, the in-process write lock, typed lock contention, and the WAL checkpoint that
+takes erased bytes out of the SQLite files.
+
+:class:`Database` is what :class:`memfs.store.Engine` holds; the aggregate modules see
+only the :class:`~sqlalchemy.Connection` of the transaction it opens for them.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from datetime import datetime
+
+from sqlalchemy import Connection
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
+
+from memfs.errors import DatabaseReadOnly, DatabaseUnavailable, MemfsError, StoreBusy
+from memfs.model import format_timestamp, utcnow
+from memfs.store._db import (
+    WRITE,
+    busy_error,
+    check_sqlite_file,
+    make_sa_engine,
+    prepare_schema,
+    sqlite_path,
+)
+
+__all__ = ["ERASE_WAIT_S", "Database"]
+
+# How long an erasing call (redaction, hard delete, store deletion, retention) waits for
+# readers of older snapshots before it leaves the erasure pending (erasure_pending)
+# rather than stall every writer behind them.
+ERASE_WAIT_S = 1.0
+
+
+def _where(url: str) -> str:
+    """``url`` as shown in messages: a SQLite file's path, else the URL without password."""
+    path = sqlite_path(url)
+    if path is not None:
+        return str(path)
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except (ArgumentError, ValueError):
+        return repr(url)
+
+
+def _reason(exc: BaseException) -> str:
+    """The first line of what the driver (or the OS) said, without SQLAlchemy's dressing."""
+    if isinstance(exc, DBAPIError) and exc.orig is not None:
+        exc = exc.orig
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    lines = str(exc).strip().splitlines()
+    return lines[0] if lines else type(exc).__name__
+
+
+class Database:
+    """Connections to one database, opened as :class:`memfs.store.Engine` documents
+    (its ``create``, ``read_only`` and ``busy_timeout_s`` arguments, and what it raises).
+
+    Attributes:
+        url: the SQLAlchemy URL. sa: the SQLAlchemy engine. dialect: ``sqlite`` or
+        ``postgresql``. read_only: whether nothing may be written.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        synchronous_full: bool,
+        busy_timeout_s: float,
+        create: bool,
+        read_only: bool | None,
+    ) -> None:
+        self.url = url
+        self._busy_timeout_s = busy_timeout_s
+        try:
+            self._open(url, synchronous_full, create=create, read_only=read_only)
+        except MemfsError:
+            raise
+        except (ArgumentError, ImportError, ValueError) as exc:  # a URL we can't use
+            raise DatabaseUnavailable(
+                f"cannot open the store database: {_reason(exc)} (use a SQLite file path, "
+                "sqlite:///PATH or postgresql://USER@HOST/DB)"
+            ) from exc
+        except (DBAPIError, OSError) as exc:
+            raise DatabaseUnavailable(
+                f"cannot open the store database: {_reason(exc)} ({_where(url)})"
+            ) from exc
+
+    def _open(
+        self, url: str, synchronous_full: bool, *, create: bool, read_only: bool | None
+    ) -> None:
+        path = sqlite_path(url)
+        if path is not None:
+            check_sqlite_file(path, create=create and not read_only)
+            if read_only is None:
+                read_only = path.exists() and not os.access(path, os.W_OK)
+        self.read_only = bool(read_only)
+        self._erase_marker = None if path is None else path.with_name(path.name + "-erase-pending")
+        self.sa = make_sa_engine(
+            url,
+            synchronous_full=synchronous_full,
+            busy_timeout_ms=int(self._busy_timeout_s * 1000),
+            read_only=self.read_only,
+        )
+        self.dialect = self.sa.dialect.name
+        # SQLite admits one writer; in-process writers take turns on this lock (see
+        # _write). PostgreSQL writers serialize on store rows instead.
+        self._write_lock: threading.Lock | None = (
+            threading.Lock() if self.dialect == "sqlite" else None
+        )
+        with self._busy_is_typed():
+            prepare_schema(self.sa, read_only=self.read_only)
+
+    def close(self) -> None:
+        """Releases every pooled connection (checkpointing the SQLite WAL, waiting at most
+        :data:`ERASE_WAIT_S` for readers)."""
+        if self.dialect == "sqlite" and not self.read_only:
+            self.checkpoint()
+        self.sa.dispose()
+
+    def erasure_pending(self) -> datetime | None:
+        """Since when bytes erased by a redaction, hard delete, store deletion or
+        retention may still be in the SQLite file or its WAL (None: they are gone).
+
+        An erasing call checkpoints and truncates the WAL before it returns; a reader
+        holding an old snapshot longer than :data:`ERASE_WAIT_S` makes that wait give up
+        (so writers never stall behind it), and the erasure stays pending — recorded in
+        the file ``<database>-erase-pending`` for every process (``memfs fsck`` and
+        ``memfs status`` report it) — until a later write or close of any engine on this
+        database completes the checkpoint. Always None on PostgreSQL (see README,
+        "Redaction on PostgreSQL").
+        """
+        marker = self._erase_marker
+        if marker is None:
+            return None
+        try:
+            return datetime.fromisoformat(marker.read_text().strip())
+        except FileNotFoundError:
+            return None
+        except ValueError:  # a marker we did not write whole: pending since we don't know
+            return datetime.fromtimestamp(marker.stat().st_mtime, tz=utcnow().tzinfo)
+
+    @contextmanager
+    def read(self) -> Iterator[Connection]:
+        with self._busy_is_typed(), self.sa.connect() as conn, conn.begin():
+            yield conn
+
+    @contextmanager
+    def write(self) -> Iterator[Connection]:
+        if self.read_only:
+            raise DatabaseReadOnly(
+                f"the store database {_where(self.url)} is open read-only; nothing was changed"
+            )
+        # SQLite admits one writer; waiting writers of other connections poll with a
+        # sleeping busy handler, so 16 threads see multi-second tails. In-process writers
+        # take turns on a lock instead; busy_timeout still arbitrates between processes.
+        with self._busy_is_typed(), self._turn_to_write(), self.sa.connect() as conn:
+            conn.execution_options(**{WRITE: True})
+            with conn.begin():
+                yield conn
+        if self._erase_marker is not None and self._erase_marker.exists():
+            self.checkpoint(wait_s=0)  # a pending erasure: try again, never wait
+
+    @contextmanager
+    def _turn_to_write(self) -> Iterator[None]:
+        """Holds the in-process write lock (SQLite), waiting at most the busy timeout."""
+        if self._write_lock is None:
+            yield
+            return
+        if not self._write_lock.acquire(timeout=self._busy_timeout_s):
+            raise StoreBusy(
+                f"another writer of this process held the database for {self._busy_timeout_s:g}"
+                " s; nothing was changed, try again"
+            )
+        try:
+            yield
+        finally:
+            self._write_lock.release()
+
+    @contextmanager
+    def _busy_is_typed(self) -> Iterator[None]:
+        """Turns the driver's "database is locked" / lock timeout into StoreBusy."""
+        try:
+            yield
+        except OperationalError as exc:
+            busy = busy_error(exc, self._busy_timeout_s)
+            if busy is None:
+                raise
+            raise busy from exc
+
+    def checkpoint(self, wait_s: float = ERASE_WAIT_S) -> bool:
+        """Moves the WAL into the main file and truncates it, so bytes erased by a
+        redaction leave the WAL and the file's old pages too (SPEC §2 redaction;
+        ``secure_delete`` zeroes freed space). Waits at most ``wait_s`` for readers of
+        older snapshots — while it waits, writers wait too, so never the busy timeout
+        (issue 10 item 10: a redaction under a reader took 60 s and stalled writers).
+
+        Returns True when the WAL is empty; otherwise records the erasure as pending
+        (see :meth:`erasure_pending`) and returns False.
+        """
+        if self.dialect != "sqlite" or self.read_only or self._erase_marker is None:
+            return True
+        try:
+            with self.sa.connect() as conn:
+                conn.exec_driver_sql(f"PRAGMA busy_timeout={int(wait_s * 1000)}")
+                try:
+                    busy = conn.exec_driver_sql("PRAGMA wal_checkpoint(TRUNCATE)").one()[0]
+                finally:
+                    conn.exec_driver_sql(f"PRAGMA busy_timeout={int(self._busy_timeout_s * 1000)}")
+        except OperationalError as exc:
+            if busy_error(exc, wait_s) is None:
+                raise
+            busy = 1
+        if busy:
+            if not self._erase_marker.exists():
+                # Private like the database beside it (SPEC §3: 0600 whatever the umask).
+                descriptor = os.open(self._erase_marker, os.O_WRONLY | os.O_CREAT, 0o600)
+                with os.fdopen(descriptor, "w") as marker:
+                    marker.write(format_timestamp(utcnow()) + "\n")
+            return False
+        self._erase_marker.unlink(missing_ok=True)
+        return True

@@ -1,0 +1,156 @@
+"""Hooks of the schemathesis run of ``test_schemathesis.py`` (``SCHEMATHESIS_HOOKS``).
+
+The run tries both sides of the schema: positive cases must be accepted, negative ones
+refused. What JSON Schema can't state is kept out of the positive cases here, each
+rule named, and said in the descriptions of :mod:`memfs.api.schemas`:
+
+- byte limits (the schema counts characters), Unicode NFC, format characters (Cf) in
+  path segments;
+- rules between two fields or parameters: ``replacement_content`` only with
+  ``mode=redact`` (query parameters can't depend on each other in OpenAPI), a forget
+  option given in the body and the query with two values, a directory moved into
+  itself, a store attached twice to one session;
+- ``page`` cursors: opaque, only ever taken from a response (the stateful links do).
+
+Path parameters are replaced by real ids (``$MEMFS_FUZZ_IDS``) in about half of the
+cases, so that bodies and queries reach the engine instead of stopping at 404; long
+polls are cut to :data:`MAX_LONG_POLL_S` so that the run stays bounded in time. Both
+depend only on the case, so the run is deterministic.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import unicodedata
+import zlib
+from typing import Any
+
+import schemathesis
+from schemathesis import GenerationMode
+
+from memfs.config import MAX_CONTENT_BYTES, MAX_PATH_BYTES, MAX_SEGMENT_BYTES
+
+MAX_LONG_POLL_S = 0.05
+IDS: dict[str, str] = json.loads(os.environ.get("MEMFS_FUZZ_IDS", "{}"))
+_PATH_FIELDS = ("path", "old_prefix", "new_prefix", "path_prefix")
+
+
+def _path_is_stateable(path: object) -> bool:
+    """False for a path the schema calls valid that breaks a rule it can't state."""
+    if not isinstance(path, str):
+        return True
+    if len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        return False
+    for segment in path.split("/"):
+        if len(segment.encode("utf-8", "surrogatepass")) > MAX_SEGMENT_BYTES:
+            return False
+        if not unicodedata.is_normalized("NFC", segment):
+            return False
+        if any(unicodedata.category(ch) in ("Cf", "Cs") for ch in segment):
+            return False
+    return True
+
+
+def _values_are_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
+    for name in _PATH_FIELDS:
+        if not _path_is_stateable(body.get(name)) or not _path_is_stateable(query.get(name)):
+            return False
+    content = body.get("content")
+    if isinstance(content, str):
+        return len(content.encode("utf-8", "surrogatepass")) <= MAX_CONTENT_BYTES
+    return True
+
+
+def _rename_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
+    old, new = body.get("old_prefix"), body.get("new_prefix")
+    return not (isinstance(old, str) and isinstance(new, str) and new.startswith(old))
+
+
+def _session_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
+    resources = body.get("resources")
+    if not isinstance(resources, list):
+        return True
+    ids = [r.get("memory_store_id") for r in resources if isinstance(r, dict)]
+    return len(ids) == len(set(ids))
+
+
+def _delete_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
+    mode = query.get("mode") or "soft_delete"
+    return query.get("replacement_content") is None or mode == "redact"
+
+
+def _forget_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
+    for name, value in query.items():
+        if value is not None and body.get(name) not in (None, value):
+            return False
+    mode = body.get("mode") or query.get("mode") or "redact"
+    replacement = body.get("replacement_content") or query.get("replacement_content")
+    return replacement is None or mode == "redact"
+
+
+_MEMORY = "/v1/memory_stores/{memory_store_id}/memories/{memory_id}"
+# (method, path) → the rule between fields of that operation (the list above).
+_OPERATION_RULES = {
+    ("POST", "/v1/memory_stores/{memory_store_id}/memories/rename_prefix"): _rename_is_stateable,
+    ("POST", "/v1/sessions"): _session_is_stateable,
+    ("DELETE", _MEMORY): _delete_is_stateable,
+    ("POST", f"{_MEMORY}/forget"): _forget_is_stateable,
+}
+
+
+def _positive_case_is_stateable(case: Any) -> bool:
+    body = case.body if isinstance(case.body, dict) else {}
+    query = case.query or {}
+    if query.get("page") or not _values_are_stateable(body, query):
+        return False
+    rule = _OPERATION_RULES.get((case.method.upper(), case.operation.path))
+    return rule is None or rule(body, query)
+
+
+@schemathesis.hook
+def filter_case(context: Any, case: Any) -> bool:
+    meta = case.meta
+    if meta is None or meta.generation.mode is not GenerationMode.POSITIVE:
+        return True
+    return _positive_case_is_stateable(case)
+
+
+@schemathesis.hook
+def before_call(context: Any, case: Any, kwargs: dict[str, Any]) -> None:
+    """Long polls cut short; real ids in about half of the cases (every phase)."""
+    timeout_s = (case.query or {}).get("timeout_s")
+    if not isinstance(timeout_s, bool) and isinstance(timeout_s, int | float | str):
+        try:
+            waits = float(timeout_s) > MAX_LONG_POLL_S
+        except ValueError:
+            waits = False  # not a number: refused without waiting
+        if waits:
+            case.query["timeout_s"] = MAX_LONG_POLL_S
+    if not case.path_parameters or not IDS:
+        return
+    if zlib.crc32(json.dumps([case.query, case.body], default=str).encode()) % 2:
+        restoring = case.operation.path.endswith("/restore")
+        for name in case.path_parameters:
+            key = "deleted_memory_id" if restoring and name == "memory_id" else name
+            case.path_parameters[name] = IDS.get(key, case.path_parameters[name])
+
+
+@schemathesis.hook
+def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool:
+    """Keeps every failure but the 400s of positive cases that break a rule the schema
+    can't state (the list above; the coverage phase does not go through
+    :func:`filter_case`), and of positive cases refused because an earlier step archived
+    the store (400 ``store_archived``, a state the schema can't describe; api-contract
+    §8.1 chose 400 for it)."""
+    if response.status_code != 400:
+        return True
+    meta = case.meta
+    positive = meta is not None and meta.generation.mode is GenerationMode.POSITIVE
+    if positive and not _positive_case_is_stateable(case):
+        return False
+    try:
+        code = response.json()["error"]["details"]["error_code"]
+    except (ValueError, KeyError, TypeError):
+        return True
+    return code != "store_archived"
