@@ -46,7 +46,8 @@ def test_errors_are_one_line(cli: Cli, store: dict[str, Any]) -> None:
         cli.error("search", "x", "--store", "nope")
         == "no memory store is named or has the id 'nope'"
     )
-    semantic = cli.error("search", "x", "--semantic", env={SEARCH_MODEL_ENV: ""})
+    result = cli.run("search", "x", "--semantic", env={SEARCH_MODEL_ENV: ""}, expect=1)
+    semantic = result.stderr.strip().removeprefix("memfs: error: ")
     assert semantic.startswith(f"semantic search is not configured: {SEARCH_MODEL_ENV}")
     assert cli.error("search", "x", "--text", "--semantic") == (
         "--text and --semantic exclude each other"
