@@ -301,13 +301,22 @@ class SearchRequest(_Request):
     path_prefix: str = Field(
         default="/",
         description="Only memories below this prefix.",
-        json_schema_extra=_PREFIX_SCHEMA,
+        json_schema_extra={"pattern": LISTING_PREFIX_PATTERN},
     )
     limit: int = Field(default=20, ge=1, le=100, description="At most this many hits.")
-    semantic: bool = Field(
-        default=False,
-        description="Semantic search; answers 400 search_unavailable without a model.",
-    )
+    # Documented as what this server accepts (no embedding model yet); true is parsed and
+    # answered by the engine's search_unavailable error, naming the setting (SPEC §7).
+    semantic: Annotated[
+        bool,
+        WithJsonSchema(
+            {
+                "type": "boolean",
+                "const": False,
+                "description": "Semantic search; true answers 400 search_unavailable "
+                "while no embedding model is configured.",
+            }
+        ),
+    ] = False
 
 
 class SessionCreate(_NoNul):

@@ -37,7 +37,13 @@ SearchQuery = Annotated[
     ),
 ]
 SearchLimit = Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT, description="1 to 100.")]
-PathPrefix = Annotated[str, Query(description="Only memories below this prefix (ends with /).")]
+PathPrefix = Annotated[
+    str,
+    Query(
+        description="Only memories below this prefix (starts and ends with /).",
+        json_schema_extra={"pattern": schemas.LISTING_PREFIX_PATTERN},
+    ),
+]
 
 
 def readable_stores(principal: Principal, store_ids: Sequence[str] | None) -> list[str] | None:
