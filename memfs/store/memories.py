@@ -38,7 +38,7 @@ from memfs.errors import (
 )
 from memfs.ids import new_id, sha256_of
 from memfs.model import Actor, ChangeKind, DeleteMode, Memory, Operation
-from memfs.store import feed
+from memfs.store import feed, search
 from memfs.store._common import (
     ancestors,
     descendant_upper_bound,
@@ -238,6 +238,7 @@ def create_memory(
         updated_at=created,
     )
     conn.execute(_INSERT_MEMORY, columns)
+    search.index_memory(conn, memory_id, store_id, path, data)
     feed.emit(
         conn,
         store_id,
@@ -351,6 +352,12 @@ def update_memory(
         )
     _set_memory_columns(conn, memory_id, values)
     after = SimpleNamespace(**{**row._mapping, **values})
+    if content_changed or path_changed:
+        body = data if content_changed and data is not None else None
+        if body is None:
+            search.move_documents(conn, [(memory_id, new_path)])
+        else:
+            search.index_memory(conn, memory_id, store_id, new_path, body)
     feed.emit(
         conn,
         store_id,
@@ -421,6 +428,7 @@ def _tombstone(
             **content,
         },
     )
+    search.unindex_memory(conn, row.id)
     feed.audit(conn, store_id, mode.value, memory_id=row.id, actor=actor, reason=reason)
     feed.emit(
         conn,
@@ -491,6 +499,7 @@ def delete_memory(
     else:
         conn.execute(delete(versions).where(versions.c.memory_id == memory_id))
         conn.execute(delete(memories).where(memories.c.id == memory_id))
+        search.unindex_memory(conn, memory_id)
         feed.audit(conn, store_id, mode.value, memory_id=memory_id, actor=actor, reason=reason)
         feed.emit(
             conn,
@@ -503,6 +512,7 @@ def delete_memory(
     # Every path the memory ever had leaves the change feed too (ids stay).
     feed.forget_paths(conn, memory_id)
     gc_blobs(conn, store_id, purged_keys)
+    search.scrub(conn)
 
 
 def restore_memory(
@@ -565,6 +575,9 @@ def restore_memory(
             updated_at=restored_at,
         ),
     )
+    restored_data = blob_data(conn, source.blob_key)
+    if restored_data is not None:
+        search.index_memory(conn, memory_id, store_id, row.path, restored_data)
     feed.audit(conn, store_id, "restore", memory_id=memory_id, actor=actor, reason=reason)
     feed.emit(
         conn,
