@@ -314,20 +314,7 @@ def update_memory(
         values["metadata_json"] = json.dumps(clean, sort_keys=True)
     new_path = row.path
     if path is not None and path_changed:
-        occupant = check_path_free(conn, store_id, path, ignore_id=memory_id)
-        if occupant is not None:
-            if not replace:
-                raise path_conflict(path, occupant.id, occupant.path)
-            _tombstone(
-                conn,
-                store_id,
-                occupant,
-                mode=DeleteMode.SOFT_DELETE,
-                actor=actor,
-                reason="replaced by rename",
-                now=written_at,
-                content={"blob_key": None},
-            )
+        _clear_destination(conn, store_id, memory_id, path, replace, actor, written_at)
         new_path = path
         values["path"] = path
     if content_changed or path_changed:
@@ -374,6 +361,39 @@ def update_memory(
     if written is None:
         written = blob_data(conn, after.blob_key)
     return memory_model(after, written)
+
+
+def _clear_destination(
+    conn: Connection,
+    store_id: str,
+    memory_id: str,
+    path: str,
+    replace: bool,
+    actor: Actor | None,
+    written_at: str,
+) -> None:
+    """Makes ``path`` free for ``memory_id`` to move to: a memory already there is
+    soft-deleted when ``replace`` (rename(2) over a file; the API's ``replace``).
+
+    Raises:
+        PathConflict: a memory holds ``path`` and ``replace`` is False (or
+            :func:`check_path_free` refuses it: an ancestor or a descendant is taken).
+    """
+    occupant = check_path_free(conn, store_id, path, ignore_id=memory_id)
+    if occupant is None:
+        return
+    if not replace:
+        raise path_conflict(path, occupant.id, occupant.path)
+    _tombstone(
+        conn,
+        store_id,
+        occupant,
+        mode=DeleteMode.SOFT_DELETE,
+        actor=actor,
+        reason="replaced by rename",
+        now=written_at,
+        content={"blob_key": None},
+    )
 
 
 def _tombstone(

@@ -47,7 +47,8 @@ def test_bad_queries_are_named(query: str, message: str) -> None:
 def test_snippets_cut_and_highlight() -> None:
     text = "x " * 100 + "the Kernel caches kernels " + "y " * 100
     cut = snippet(text, parse("kernel*"))
-    assert cut.startswith("…") and cut.endswith("…")
+    assert cut.startswith("…")
+    assert cut.endswith("…")
     assert "the **Kernel** caches **kernels**" in cut
     assert snippet("a kernel", parse("kern")) == "a kernel"  # a whole word, not a prefix
     assert snippet("東京タワー", parse("タワー")) == "東京**タワー**"
