@@ -28,9 +28,8 @@ not have use :mod:`memfs.memory_tool.refusals`. Refusals raise :class:`Refused`.
 
 Differences from a local folder, on purpose: a directory shows the size ``4K`` (there
 is no directory inode); empty directories do not exist; ``rename`` across stores is
-refused (a mount answers ``EXDEV``), as is renaming a store's own directory; deleting a
-store's directory deletes every memory in it and leaves the (empty) directory, as
-``rm -r`` through a mount does.
+refused (a mount answers ``EXDEV``), as are renaming and deleting a store's own
+directory (one call must not empty a whole store; ``rm -r`` through a mount can).
 """
 
 from __future__ import annotations
@@ -428,7 +427,8 @@ class MemoryFiles:
         """``delete``: a file, or a directory and everything below it (soft deletes).
 
         Raises:
-            Refused: ``/memories`` itself, no such path, read-only.
+            Refused: ``/memories`` itself or a store's own directory, no such path,
+                read-only.
         """
         location = self.locate(path)
         if location.top:
@@ -437,6 +437,14 @@ class MemoryFiles:
         if found is None:
             raise Refused(f"The path {path} does not exist", RefusalKind.NOT_FOUND)
         attachment = self._writable(location)
+        if location.store_root:
+            # One call must not empty a whole store (there is no bulk restore): the
+            # files in it are deleted one by one or by subdirectory instead.
+            raise Refused(
+                f"Cannot delete {path}: it is the directory of a memory store; delete "
+                "the files or subdirectories in it instead",
+                RefusalKind.READ_ONLY,
+            )
         with _refusals(path):
             if isinstance(found, StoredFile):
                 try:
