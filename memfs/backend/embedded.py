@@ -7,6 +7,7 @@ never blocks (house rule: never block the trio loop).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import re
 from collections.abc import Callable, Sequence
@@ -15,6 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 import trio
 
 from memfs.backend.protocol import BackendStatistics, MemoryChange
+from memfs.errors import MemfsError
 from memfs.model import Access, Actor, Change, Memory, MemoryStore, Session
 
 if TYPE_CHECKING:
@@ -175,4 +177,10 @@ class EmbeddedBackend:
         )
 
     async def aclose(self) -> None:
+        """Ends the mount's session (archived: `memfs session list` no longer shows it
+        as active; its versions keep its id as their actor), then closes the engine."""
+        if self._actor is not None:
+            session_id = self._actor.id
+            with contextlib.suppress(MemfsError):  # the database went away: nothing to end
+                await self._run(self._engine.archive_session, session_id)
         await self._run(self._engine.close)

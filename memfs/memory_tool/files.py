@@ -28,13 +28,13 @@ not have use :mod:`memfs.memory_tool.refusals`. Refusals raise :class:`Refused`.
 
 Differences from a local folder, on purpose: a directory shows the size ``4K`` (there
 is no directory inode); empty directories do not exist; ``rename`` across stores is
-refused (a mount answers ``EXDEV``), as is renaming a store's own directory; deleting a
-store's directory deletes every memory in it and leaves the (empty) directory, as
-``rm -r`` through a mount does.
+refused (a mount answers ``EXDEV``), as are renaming and deleting a store's own
+directory (one call must not empty a whole store; ``rm -r`` through a mount can).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -43,6 +43,7 @@ from memfs import rules
 from memfs.errors import InvalidInput, MemfsError, NotFound, PathConflict, PreconditionFailed
 from memfs.memory_tool.access import Attachment, FileInfo, StoreAccess, StoredFile
 from memfs.memory_tool.refusals import RefusalKind, Refused, refusal_for
+from memfs.query import DEFAULT_SEARCH_LIMIT
 
 __all__ = [
     "DIRECTORY_SIZE_BYTES",
@@ -426,7 +427,8 @@ class MemoryFiles:
         """``delete``: a file, or a directory and everything below it (soft deletes).
 
         Raises:
-            Refused: ``/memories`` itself, no such path, read-only.
+            Refused: ``/memories`` itself or a store's own directory, no such path,
+                read-only.
         """
         location = self.locate(path)
         if location.top:
@@ -435,6 +437,14 @@ class MemoryFiles:
         if found is None:
             raise Refused(f"The path {path} does not exist", RefusalKind.NOT_FOUND)
         attachment = self._writable(location)
+        if location.store_root:
+            # One call must not empty a whole store (there is no bulk restore): the
+            # files in it are deleted one by one or by subdirectory instead.
+            raise Refused(
+                f"Cannot delete {path}: it is the directory of a memory store; delete "
+                "the files or subdirectories in it instead",
+                RefusalKind.READ_ONLY,
+            )
         with _refusals(path):
             if isinstance(found, StoredFile):
                 try:
@@ -527,6 +537,32 @@ class MemoryFiles:
         if found is None:
             raise Refused(f"The path {tool_path} does not exist", RefusalKind.NOT_FOUND)
         return found
+
+    async def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT) -> str:
+        """Full-text search of every attached store (SPEC §7; the query language of
+        :mod:`memfs.query`): a JSON list of hits, best first, each with its ``path``
+        under ``/memories``, ``memory_store_id``, ``score`` and ``snippet``.
+
+        Raises:
+            Refused: a malformed query or limit (INVALID), or what searching met.
+        """
+        by_id = {a.store_id: a for a in self.attachments}
+        with _refusals(MEMORIES_ROOT):
+            hits = await self.access.search(list(by_id), query, limit)
+        return json.dumps(
+            [
+                {
+                    "path": self.tool_path(by_id[hit.store_id], hit.path),
+                    "memory_store_id": hit.store_id,
+                    "score": hit.score,
+                    "snippet": hit.snippet,
+                }
+                for hit in hits
+                if hit.store_id in by_id
+            ],
+            indent=2,
+            ensure_ascii=False,
+        )
 
     async def every_file(self) -> list[tuple[Attachment, FileInfo]]:
         """Every memory of every attached store, in attachment then path order.

@@ -29,6 +29,17 @@ def test_background_mount_returns_once_ready_and_umount_unmounts(
     assert not (mount.path / "notes").exists()
 
 
+def test_umount_ends_the_mount_session(mounter: Mounter, make_store, store_engine) -> None:
+    """An embedded mount's session lasts as long as the mount: once unmounted it is
+    archived, so `memfs session list` does not show it as active forever."""
+    make_store("Notes")
+    mount = mounter.mount("Notes", background=True)
+    session_id = json.loads(run(MEMFS, "status", mount.path, "--json").stdout)["session_id"]
+    assert store_engine.get_session(session_id).archived_at is None
+    mounter.unmount(mount)
+    assert store_engine.get_session(session_id).archived_at is not None
+
+
 def test_status_names_daemon_session_and_stores(mounter: Mounter, make_store, store_engine) -> None:
     notes = make_store("Notes")
     prefs = make_store("User Preferences")

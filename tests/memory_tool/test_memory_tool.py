@@ -187,6 +187,27 @@ def test_several_stores_are_directories_and_read_only_ones_refuse(engine: Engine
     assert live(engine, notes.id) == {"/a.md": "a"}
 
 
+def test_a_store_directory_is_not_deleted_by_one_call(engine: Engine) -> None:
+    """One ``delete`` must not empty a whole store (there is no bulk restore): a
+    store's own directory is refused, its subdirectories are not."""
+    notes = engine.create_store("Notes")
+    engine.create_store("Team")
+    engine.create_memory(notes.id, "/a.md", "a", actor=None)
+    engine.create_memory(notes.id, "/old/b.md", "b", actor=None)
+    with MemfsMemoryTool.embedded(engine, ["Notes", "Team"]) as tool:
+        assert run(tool, "delete", path="/memories/notes") == (
+            "error",
+            "Cannot delete /memories/notes: it is the directory of a memory store; delete "
+            "the files or subdirectories in it instead",
+        )
+        assert live(engine, notes.id) == {"/a.md": "a", "/old/b.md": "b"}
+        assert run(tool, "delete", path="/memories/notes/old") == (
+            "ok",
+            "Successfully deleted /memories/notes/old",
+        )
+    assert live(engine, notes.id) == {"/a.md": "a"}
+
+
 def test_an_archived_store_refuses_writes(engine: Engine) -> None:
     store = engine.create_store("Notes")
     engine.create_memory(store.id, "/a.md", "a\n", actor=None)
