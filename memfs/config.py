@@ -11,6 +11,8 @@ Every environment variable memfs reads is read here, and only here:
 ``MEMFS_MEMORY_LIMIT``      live memories per store (:func:`memory_limit`)
 ``MEMFS_SQLITE_SYNC``       ``full`` or ``normal`` (:func:`sqlite_synchronous_full`)
 ``MEMFS_TOKEN``             a remote mount's session token (:func:`session_token`)
+``MEMFS_SEARCH_MODEL_DIR``  a local embedding model for semantic search
+                            (:func:`search_model_dir`)
 ==========================  =========================================================
 """
 
@@ -41,10 +43,12 @@ __all__ = [
     "MAX_SESSION_TTL_S",
     "MAX_STORE_DESCRIPTION_CHARS",
     "MAX_STORE_NAME_CHARS",
+    "SEARCH_MODEL_ENV",
     "TOKEN_ENV",
     "database_url",
     "memfs_home",
     "memory_limit",
+    "search_model_dir",
     "session_token",
     "sqlite_synchronous_full",
 ]
@@ -139,6 +143,16 @@ def sqlite_synchronous_full() -> bool:
 
         raise InvalidInput("MEMFS_SQLITE_SYNC must be 'full' or 'normal'")
     return value == "full"
+
+
+SEARCH_MODEL_ENV = "MEMFS_SEARCH_MODEL_DIR"
+
+
+def search_model_dir() -> Path | None:
+    """``$MEMFS_SEARCH_MODEL_DIR``: the directory of a locally installed embedding model
+    for semantic search (SPEC §7), or None when unset or empty."""
+    value = os.environ.get(SEARCH_MODEL_ENV)
+    return Path(value) if value else None
 
 
 def session_token() -> str | None:

@@ -17,7 +17,8 @@ exit status.
     │   ├── InvalidMetadata             SPEC §1 metadata rules (names every problem)
     │   ├── InvalidStoreField           store name / description rules
     │   ├── InvalidCursor               a pagination cursor we did not issue
-    │   └── InvalidTtl                  a session lifetime outside 1 s – 30 days
+    │   ├── InvalidTtl                  a session lifetime outside 1 s – 30 days
+    │   └── SearchUnavailable           a kind of search this server can't answer
     ├── NotFound                        unknown id, deleted memory, other store's id
     ├── Conflict                        state conflicts (HTTP 409)
     │   ├── PathConflict                path (or a prefix/descendant) is occupied
@@ -93,6 +94,7 @@ __all__ = [
     "PathTooLong",
     "PermissionDenied",
     "PreconditionFailed",
+    "SearchUnavailable",
     "StoreArchived",
     "StoreBusy",
     "StoreFull",
@@ -203,6 +205,14 @@ class InvalidTtl(InvalidInput):
     days (SPEC §3 credential lifecycle)."""
 
     code = "invalid_ttl"
+
+
+class SearchUnavailable(InvalidInput):
+    """Raised when semantic search is asked for and no embedding model is configured
+    (SPEC §7: the message names the setting, ``MEMFS_SEARCH_MODEL_DIR``); full-text
+    search keeps working."""
+
+    code = "search_unavailable"
 
 
 class NotFound(MemfsError):

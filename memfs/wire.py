@@ -17,11 +17,13 @@ from memfs.model import (
     Session,
     format_timestamp,
 )
+from memfs.query import SearchHit
 
 __all__ = [
     "memory_deleted_to_wire",
     "memory_to_wire",
     "prefix_to_wire",
+    "search_hit_to_wire",
     "session_to_wire",
     "store_deleted_to_wire",
     "store_to_wire",
@@ -112,4 +114,16 @@ def session_to_wire(session: Session) -> dict[str, Any]:
         "title": session.title,
         "created_at": _ts(session.created_at),
         "resources": [resource.to_wire() for resource in session.resources],
+    }
+
+
+def search_hit_to_wire(hit: SearchHit) -> dict[str, Any]:
+    """A search hit (memfs extension, SPEC §7): ``type`` ``search_hit``."""
+    return {
+        "type": "search_hit",
+        "memory_store_id": hit.store_id,
+        "memory_id": hit.memory_id,
+        "path": hit.path,
+        "score": hit.score,
+        "snippet": hit.snippet,
     }

@@ -21,7 +21,15 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "memfs"
 
-CORE = ("memfs.model", "memfs.rules", "memfs.errors", "memfs.config", "memfs.ids", "memfs.wire")
+CORE = (
+    "memfs.model",
+    "memfs.rules",
+    "memfs.errors",
+    "memfs.config",
+    "memfs.ids",
+    "memfs.wire",
+    "memfs.query",
+)
 
 
 def module_name(path: Path) -> str:
@@ -164,6 +172,7 @@ STORE_INSIDES = (
     "memfs.store.feed",
     "memfs.store.listing",
     "memfs.store.memories",
+    "memfs.store.search",
     "memfs.store.renames",
     "memfs.store._connections",
     "memfs.store.stores",

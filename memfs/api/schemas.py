@@ -38,6 +38,9 @@ __all__ = [
     "MemoryVersionPage",
     "Precondition",
     "RenamePrefix",
+    "SearchHitOut",
+    "SearchRequest",
+    "SearchResults",
     "DeletedSession",
     "SessionCreate",
     "SessionOut",
@@ -280,6 +283,42 @@ class SessionResourceParam(_Request):
     ) = Field(default=None, description="At most 4,096 characters.")
 
 
+class SearchRequest(_Request):
+    """``POST /v1/search`` (memfs extension, SPEC §7): full-text search over several
+    stores; the query language is documented in the README (memfs/query.py)."""
+
+    query: str = Field(
+        description='Words, "phrases", prefix*, -excluded; every term must match.',
+        min_length=1,
+        max_length=1000,
+    )
+    memory_store_ids: list[str] | None = Field(
+        default=None,
+        description="The stores to search (each readable by the caller); null or absent "
+        "means every store the caller can read.",
+        max_length=100,
+    )
+    path_prefix: str = Field(
+        default="/",
+        description="Only memories below this prefix.",
+        json_schema_extra={"pattern": LISTING_PREFIX_PATTERN},
+    )
+    limit: int = Field(default=20, ge=1, le=100, description="At most this many hits.")
+    # Documented as what this server accepts (no embedding model yet); true is parsed and
+    # answered by the engine's search_unavailable error, naming the setting (SPEC §7).
+    semantic: Annotated[
+        bool,
+        WithJsonSchema(
+            {
+                "type": "boolean",
+                "const": False,
+                "description": "Semantic search; true answers 400 search_unavailable "
+                "while no embedding model is configured.",
+            }
+        ),
+    ] = False
+
+
 class SessionCreate(_NoNul):
     """Body of ``POST /v1/sessions``.
 
@@ -382,6 +421,23 @@ class MemoryVersionOut(_Response):
     redacted_at: Timestamp | None
     redacted_by: Actor | None
     reason: str | None = None
+
+
+class SearchHitOut(_Response):
+    """One ranked hit (memfs extension, SPEC §7)."""
+
+    type: Literal["search_hit"]
+    memory_store_id: str
+    memory_id: str
+    path: str
+    score: float = Field(description="Higher is better; comparable within one answer.")
+    snippet: str = Field(description="Excerpt around the first match, matches in **…**.")
+
+
+class SearchResults(_Response):
+    """Hits best first (no pagination: ``limit`` bounds the answer)."""
+
+    data: list[SearchHitOut]
 
 
 class MemoryStorePage(_Response):

@@ -14,6 +14,7 @@ module                  commands
 ``server``              ``serve``
 ``access``              ``key create|list|revoke``, ``session create|show|list|revoke``
 ``mounting``            ``mount``, ``umount``, ``status``
+``search``              ``search``
 ``_common``             the ``--database`` option, opening the database, output
 ======================  ====================================================
 
@@ -51,9 +52,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("server", "Serve the REST API (anthropic SDK compatible)."),
     "key": ("access", "Create, list and revoke API keys (a secret is shown once)."),
     "session": ("access", "Attach memory stores to an agent session; print its token."),
+    "search": ("search", "Find memories by words across stores, best first."),
     "fsck": ("fsck_prompt", "Check every storage invariant."),
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
     "mcp": ("mcp", "Serve memory stores to an MCP client over stdio (memory tool commands)."),
+    "outbox": ("outbox", "List remote mounts' queued writes; replay one under a new token."),
 }
 
 

@@ -337,10 +337,8 @@ def umount(
     from this home. This says how many and where, and exits 1 unless ``--force``
     (issue 10 item 9).
     """
-    from memfs.config import memfs_home
     from memfs.fuse import mounts
     from memfs.fuse.status import read_status, status_path
-    from memfs.remote.outbox import read_pending
 
     target = os.path.realpath(mountpoint)
     record = read_status(target)
@@ -374,22 +372,48 @@ def umount(
         return
     if pid is not None and not mounts.wait_for_exit(pid, timeout_s):
         fail(f"unmounted {target}, but daemon {pid} is still finishing after {timeout_s} s")
-    if record is not None and (record.get("backend") or {}).get("kind") == "remote":
-        outbox = memfs_home() / "outbox" / str(record["session_id"])
-        queued = len(read_pending(outbox))
-        if queued:
-            message = (
-                f"unmounted {target}, but {queued} write(s) did not reach the server "
-                f"{record['backend']['location']}: they are kept in {outbox} and replay "
-                f"when session {record['session_id']} is mounted again with "
-                f"MEMFS_HOME={memfs_home()}"
-            )
-            if not force:
-                fail(message)
-            typer.echo(message)
-            return
+    message = _queued_writes_message(target, record)
+    if message is not None:
+        if not force:
+            fail(message)
+        typer.echo(message)
+        return
     typer.echo(f"unmounted {target}")
 
+
+
+def _queued_writes_message(target: str, record: dict[str, Any] | None) -> str | None:
+    """What ``umount`` says of a remote mount's writes still queued after its daemon
+    exited (issue 10 item 9), or None when there are none: how many, where, and how
+    they reach the server — at the next mount of that session, or with ``memfs outbox
+    replay`` under another session when the server refused this one's token."""
+    from memfs.config import memfs_home
+    from memfs.remote.outbox import read_pending
+
+    if record is None or (record.get("backend") or {}).get("kind") != "remote":
+        return None
+    session_id = str(record["session_id"])
+    outbox = memfs_home() / "outbox" / session_id
+    queued = len(read_pending(outbox))
+    if not queued:
+        return None
+    location = record["backend"]["location"]
+    if record["backend"].get("server_state") == "token refused":
+        then = (
+            f"the server refused session {session_id}'s token (revoked or expired), so "
+            f"send them with a new session: `memfs outbox replay {session_id} --api "
+            f"{location} --token NEW_TOKEN`"
+        )
+    else:
+        then = (
+            f"they replay when session {session_id} is mounted again with "
+            f"MEMFS_HOME={memfs_home()} (or `memfs outbox replay {session_id} --api "
+            f"{location} --token TOKEN` sends them with another session)"
+        )
+    return (
+        f"unmounted {target}, but {queued} write(s) did not reach the server {location}: "
+        f"they are kept in {outbox}; {then}"
+    )
 
 def status(
     mountpoint: Annotated[str, typer.Argument(help="A memfs mount point.")],

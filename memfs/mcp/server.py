@@ -9,8 +9,7 @@ and access modes) on HTTP.
 Tools (:data:`TOOLS`): ``view``, ``create``, ``str_replace``, ``insert``, ``delete``,
 ``rename`` take the arguments of the ``memory_20250818`` tool's commands and answer its
 texts (paths under ``/memories``); ``list_stores`` answers the attached stores as JSON.
-Full-text search (SPEC §7) joins :data:`TOOLS` as one more :class:`ToolSpec` once the
-store has it.
+``search`` answers ranked full-text hits of the attached stores as JSON (SPEC §7).
 
 Resources: every memory is ``memfs://<slug>/<path>`` (``<path>`` percent-encoded as a URI
 path); a store may also be named by its id (``memfs://memstore_…/<path>``).
@@ -38,6 +37,7 @@ from mcp.shared.exceptions import McpError
 from memfs.memory_tool.access import Attachment
 from memfs.memory_tool.files import MemoryFiles
 from memfs.memory_tool.refusals import RefusalKind, Refused
+from memfs.query import DEFAULT_SEARCH_LIMIT
 
 __all__ = [
     "JSONRPC_CODE_BY_REFUSAL",
@@ -172,6 +172,18 @@ TOOLS: dict[str, ToolSpec] = {
             {"old_path": _PATH, "new_path": _PATH},
             ("old_path", "new_path"),
             lambda f, a: f.rename(a["old_path"], a["new_path"]),
+        ),
+        ToolSpec(
+            "search",
+            'Find memory files by words, best first: every word must match; "a phrase", '
+            "prefix*, -excluded; Japanese and other text without spaces matches as a "
+            "substring. Answers JSON hits: path, memory_store_id, score, snippet.",
+            {
+                "query": {"type": "string", "description": "The words to find."},
+                "limit": {"type": "integer", "minimum": 1, "maximum": 100},
+            },
+            ("query",),
+            lambda f, a: f.search(a["query"], a.get("limit", DEFAULT_SEARCH_LIMIT)),
         ),
         ToolSpec(
             "list_stores",

@@ -34,6 +34,7 @@ import anyio.to_thread
 from memfs import rules
 from memfs.errors import InvalidInput, NotFound
 from memfs.model import Access, Actor, Memory, MemoryPrefix, Scope, Session
+from memfs.query import SearchHit
 
 if TYPE_CHECKING:
     from memfs.remote.client import MemfsClient
@@ -170,6 +171,15 @@ class StoreAccess(Protocol):
 
         Raises:
             NotFound, PermissionDenied.
+        """
+        ...
+
+    async def search(self, store_ids: Sequence[str], query: str, limit: int) -> list[SearchHit]:
+        """Ranked full-text hits among the live memories of ``store_ids`` (SPEC §7).
+
+        Raises:
+            InvalidInput (the query, the limit), NotFound, PermissionDenied,
+            ServerUnavailable.
         """
         ...
 
@@ -316,6 +326,13 @@ class EngineAccess:
         )
         await self._call(Scope.WRITE, store_id, move)
 
+    async def search(self, store_ids: Sequence[str], query: str, limit: int) -> list[SearchHit]:
+        if self._require is not None:
+            for store_id in store_ids:
+                self._require(Scope.READ, store_id)
+        search = functools.partial(self._engine.search, query, list(store_ids), limit=limit)
+        return await anyio.to_thread.run_sync(search)
+
     async def aclose(self) -> None:
         return None
 
@@ -374,6 +391,9 @@ class HttpAccess:
 
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> None:
         await self._client.rename_prefix(store_id, old_prefix, new_prefix)
+
+    async def search(self, store_ids: Sequence[str], query: str, limit: int) -> list[SearchHit]:
+        return await self._client.search(store_ids, query, limit=limit)
 
     async def aclose(self) -> None:
         await self._client.aclose()

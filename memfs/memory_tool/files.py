@@ -35,6 +35,7 @@ store's directory deletes every memory in it and leaves the (empty) directory, a
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
@@ -43,6 +44,7 @@ from memfs import rules
 from memfs.errors import InvalidInput, MemfsError, NotFound, PathConflict, PreconditionFailed
 from memfs.memory_tool.access import Attachment, FileInfo, StoreAccess, StoredFile
 from memfs.memory_tool.refusals import RefusalKind, Refused, refusal_for
+from memfs.query import DEFAULT_SEARCH_LIMIT
 
 __all__ = [
     "DIRECTORY_SIZE_BYTES",
@@ -527,6 +529,32 @@ class MemoryFiles:
         if found is None:
             raise Refused(f"The path {tool_path} does not exist", RefusalKind.NOT_FOUND)
         return found
+
+    async def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT) -> str:
+        """Full-text search of every attached store (SPEC §7; the query language of
+        :mod:`memfs.query`): a JSON list of hits, best first, each with its ``path``
+        under ``/memories``, ``memory_store_id``, ``score`` and ``snippet``.
+
+        Raises:
+            Refused: a malformed query or limit (INVALID), or what searching met.
+        """
+        by_id = {a.store_id: a for a in self.attachments}
+        with _refusals(MEMORIES_ROOT):
+            hits = await self.access.search(list(by_id), query, limit)
+        return json.dumps(
+            [
+                {
+                    "path": self.tool_path(by_id[hit.store_id], hit.path),
+                    "memory_store_id": hit.store_id,
+                    "score": hit.score,
+                    "snippet": hit.snippet,
+                }
+                for hit in hits
+                if hit.store_id in by_id
+            ],
+            indent=2,
+            ensure_ascii=False,
+        )
 
     async def every_file(self) -> list[tuple[Attachment, FileInfo]]:
         """Every memory of every attached store, in attachment then path order.

@@ -74,7 +74,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import AsyncGenerator, Mapping
+from collections.abc import AsyncGenerator, Mapping, Sequence
 from http import HTTPStatus
 from typing import Any, Self
 
@@ -89,6 +89,7 @@ from memfs.errors import (
     error_class_for,
 )
 from memfs.model import Session
+from memfs.query import SearchHit
 from memfs.remote.records import (
     ChangeBatch,
     RemoteChange,
@@ -505,6 +506,26 @@ class MemfsClient:
         """
         params = {} if expected_sha256 is None else {"expected_content_sha256": expected_sha256}
         await self._request("DELETE", _memory_url(store_id, memory_id), params=params)
+
+    async def search(self, store_ids: Sequence[str], query: str, *, limit: int) -> list[SearchHit]:
+        """``POST /v1/search`` (memfs extension, SPEC §7) over ``store_ids``.
+
+        Raises:
+            InvalidInput, NotFound, PermissionDenied, AuthenticationFailed,
+            ServerUnavailable.
+        """
+        body = {"query": query, "memory_store_ids": list(store_ids), "limit": limit}
+        data = await self._request("POST", "/v1/search", body=body)
+        return [
+            SearchHit(
+                store_id=hit["memory_store_id"],
+                memory_id=hit["memory_id"],
+                path=hit["path"],
+                score=float(hit["score"]),
+                snippet=hit["snippet"],
+            )
+            for hit in data.get("data", [])
+        ]
 
     async def rename_prefix(
         self, store_id: str, old_prefix: str, new_prefix: str

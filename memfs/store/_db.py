@@ -36,6 +36,7 @@ from memfs.errors import (
     StoreBusy,
 )
 from memfs.local import create_private_file
+from memfs.store import search
 from memfs.store.schema import metadata
 
 __all__ = [
@@ -53,7 +54,7 @@ __all__ = [
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0003"
+SCHEMA_HEAD = "0004"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
@@ -318,6 +319,7 @@ def prepare_schema(sa_engine: SAEngine, *, read_only: bool = False) -> None:
             context = MigrationContext.configure(conn)
             if not inspect(conn).has_table("stores"):
                 metadata.create_all(conn)
+                search.create_index_objects(conn)
                 context.stamp(script, "head")
                 return
             current = context.get_current_revision()

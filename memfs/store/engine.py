@@ -18,6 +18,7 @@ aggregate, each a set of functions that take the transaction's
 ``access``         sessions, API keys, their tokens and secrets
 ``feed``           the change feed and the audit log
 ``blobs``          content-addressed blobs, their collection, version retention
+``search``         the full-text index of live memories and its ranked query
 ``fsck``           one check per invariant of ``schema.py``
 =================  ===========================================================
 
@@ -39,6 +40,8 @@ from datetime import datetime
 from sqlalchemy.exc import DBAPIError
 
 from memfs import config
+from memfs import query as query_language
+from memfs.errors import SearchUnavailable
 from memfs.model import (
     Actor,
     ActorType,
@@ -54,7 +57,17 @@ from memfs.model import (
     Scope,
     Session,
 )
-from memfs.store import access, blobs, feed, listing, memories, renames, stores, versions
+from memfs.store import (
+    access,
+    blobs,
+    feed,
+    listing,
+    memories,
+    renames,
+    search,
+    stores,
+    versions,
+)
 from memfs.store import fsck as _fsck
 from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
@@ -446,6 +459,46 @@ class Engine:
         with self._db.read() as conn:
             return listing.deleted_memories(conn, store_id)
 
+    # ------------------------------------------------------------- search
+
+    def search(
+        self,
+        query: str | query_language.Query,
+        store_ids: Sequence[str] | None,
+        *,
+        path_prefix: str = "/",
+        limit: int = query_language.DEFAULT_SEARCH_LIMIT,
+        semantic: bool = False,
+    ) -> list[query_language.SearchHit]:
+        """Ranked full-text hits among the live memories of ``store_ids`` (SPEC §7), best
+        first; the query language is :mod:`memfs.query`'s. The index is written in the
+        transaction of every write, so a search sees every committed head.
+
+        Args:
+            query: the query text (parsed with :func:`memfs.query.parse`) or a parsed one.
+            store_ids: the stores to search; the caller passes only those it may read.
+                None searches every store (a caller that may read them all).
+            path_prefix: a directory prefix ending with ``/`` (whole segments match).
+            limit: at most this many hits, 1–100.
+            semantic: ask for semantic search, which needs an embedding model.
+
+        Raises:
+            InvalidInput: a malformed query, prefix or limit.
+            NotFound: an unknown store.
+            SearchUnavailable: ``semantic`` is asked for (no model is configured).
+        """
+        if semantic:
+            raise _semantic_unavailable()
+        parsed = query if isinstance(query, query_language.Query) else query_language.parse(query)
+        with self._db.read() as conn:
+            return search.search(
+                conn,
+                parsed,
+                None if store_ids is None else list(store_ids),
+                path_prefix=path_prefix,
+                limit=limit,
+            )
+
     # -------------------------------------------------------------- blobs
 
     def read_blob(self, blob_key: str) -> bytes:
@@ -736,3 +789,17 @@ class Engine:
         except DBAPIError as exc:  # a damaged file: what was found stands, and this too
             findings.append(f"database: reading it failed: {exc.orig}")
         yield from findings
+
+
+def _semantic_unavailable() -> SearchUnavailable:
+    """The SearchUnavailable of a semantic search: it names the setting (SPEC §7)."""
+    setting = config.SEARCH_MODEL_ENV
+    if config.search_model_dir() is None:
+        return SearchUnavailable(
+            f"semantic search is not configured: {setting} names no embedding model "
+            "directory; full-text search works without one (drop --semantic)"
+        )
+    return SearchUnavailable(
+        f"semantic search is not available in this version of memfs ({setting} is set "
+        "but not used yet); full-text search works (drop --semantic)"
+    )

@@ -22,6 +22,7 @@ from memfs.errors import InvalidInput
 from memfs.ids import blob_key_of, sha256_of
 from memfs.store.memories import REDACTED_PATH
 from memfs.store.schema import api_keys, blobs, changes, memories, sessions, stores, versions
+from memfs.store.search import check_index
 
 __all__ = ["CHECKS", "SQLITE_CHECKS", "run_checks", "sqlite_findings"]
 
@@ -309,6 +310,12 @@ def check_sessions(conn: Connection) -> Iterator[str]:
             yield f"session {r.id}: its API key {r.api_key_id} is revoked but it is not"
 
 
+def check_search_index(conn: Connection) -> Iterator[str]:
+    """The search documents are exactly the live memories at their current path and head
+    content, and the dialect's index agrees with them (memfs/store/search.py)."""
+    yield from check_index(conn)
+
+
 CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_blob_integrity,
     check_no_orphan_blobs,
@@ -323,6 +330,7 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_change_feed,
     check_metadata_json,
     check_sessions,
+    check_search_index,
 )
 
 

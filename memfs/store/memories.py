@@ -38,7 +38,7 @@ from memfs.errors import (
 )
 from memfs.ids import new_id, sha256_of
 from memfs.model import Actor, ChangeKind, DeleteMode, Memory, Operation
-from memfs.store import feed
+from memfs.store import feed, search
 from memfs.store._common import (
     ancestors,
     descendant_upper_bound,
@@ -238,6 +238,7 @@ def create_memory(
         updated_at=created,
     )
     conn.execute(_INSERT_MEMORY, columns)
+    search.index_memory(conn, memory_id, store_id, path, data)
     feed.emit(
         conn,
         store_id,
@@ -313,20 +314,7 @@ def update_memory(
         values["metadata_json"] = json.dumps(clean, sort_keys=True)
     new_path = row.path
     if path is not None and path_changed:
-        occupant = check_path_free(conn, store_id, path, ignore_id=memory_id)
-        if occupant is not None:
-            if not replace:
-                raise path_conflict(path, occupant.id, occupant.path)
-            _tombstone(
-                conn,
-                store_id,
-                occupant,
-                mode=DeleteMode.SOFT_DELETE,
-                actor=actor,
-                reason="replaced by rename",
-                now=written_at,
-                content={"blob_key": None},
-            )
+        _clear_destination(conn, store_id, memory_id, path, replace, actor, written_at)
         new_path = path
         values["path"] = path
     if content_changed or path_changed:
@@ -351,6 +339,12 @@ def update_memory(
         )
     _set_memory_columns(conn, memory_id, values)
     after = SimpleNamespace(**{**row._mapping, **values})
+    if content_changed or path_changed:
+        body = data if content_changed and data is not None else None
+        if body is None:
+            search.move_documents(conn, [(memory_id, new_path)])
+        else:
+            search.index_memory(conn, memory_id, store_id, new_path, body)
     feed.emit(
         conn,
         store_id,
@@ -367,6 +361,39 @@ def update_memory(
     if written is None:
         written = blob_data(conn, after.blob_key)
     return memory_model(after, written)
+
+
+def _clear_destination(
+    conn: Connection,
+    store_id: str,
+    memory_id: str,
+    path: str,
+    replace: bool,
+    actor: Actor | None,
+    written_at: str,
+) -> None:
+    """Makes ``path`` free for ``memory_id`` to move to: a memory already there is
+    soft-deleted when ``replace`` (rename(2) over a file; the API's ``replace``).
+
+    Raises:
+        PathConflict: a memory holds ``path`` and ``replace`` is False (or
+            :func:`check_path_free` refuses it: an ancestor or a descendant is taken).
+    """
+    occupant = check_path_free(conn, store_id, path, ignore_id=memory_id)
+    if occupant is None:
+        return
+    if not replace:
+        raise path_conflict(path, occupant.id, occupant.path)
+    _tombstone(
+        conn,
+        store_id,
+        occupant,
+        mode=DeleteMode.SOFT_DELETE,
+        actor=actor,
+        reason="replaced by rename",
+        now=written_at,
+        content={"blob_key": None},
+    )
 
 
 def _tombstone(
@@ -421,6 +448,7 @@ def _tombstone(
             **content,
         },
     )
+    search.unindex_memory(conn, row.id)
     feed.audit(conn, store_id, mode.value, memory_id=row.id, actor=actor, reason=reason)
     feed.emit(
         conn,
@@ -491,6 +519,7 @@ def delete_memory(
     else:
         conn.execute(delete(versions).where(versions.c.memory_id == memory_id))
         conn.execute(delete(memories).where(memories.c.id == memory_id))
+        search.unindex_memory(conn, memory_id)
         feed.audit(conn, store_id, mode.value, memory_id=memory_id, actor=actor, reason=reason)
         feed.emit(
             conn,
@@ -503,6 +532,7 @@ def delete_memory(
     # Every path the memory ever had leaves the change feed too (ids stay).
     feed.forget_paths(conn, memory_id)
     gc_blobs(conn, store_id, purged_keys)
+    search.scrub(conn)
 
 
 def restore_memory(
@@ -565,6 +595,9 @@ def restore_memory(
             updated_at=restored_at,
         ),
     )
+    restored_data = blob_data(conn, source.blob_key)
+    if restored_data is not None:
+        search.index_memory(conn, memory_id, store_id, row.path, restored_data)
     feed.audit(conn, store_id, "restore", memory_id=memory_id, actor=actor, reason=reason)
     feed.emit(
         conn,

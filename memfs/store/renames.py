@@ -2,8 +2,9 @@
 linear in the number of memories moved (issue 10 item 6).
 
 Writes the ``memories`` rows of the moved memories, one ``modified`` version each
-(:mod:`memfs.store.versions`) and one change each (:mod:`memfs.store.feed`), all with
-bulk statements; the path rules are those of :mod:`memfs.store.memories`.
+(:mod:`memfs.store.versions`), one change each (:mod:`memfs.store.feed`) and their
+search documents' paths (:mod:`memfs.store.search`), all with bulk statements; the
+path rules are those of :mod:`memfs.store.memories`.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from sqlalchemy import Connection, literal, select, update
 from memfs import rules
 from memfs.errors import InvalidInput
 from memfs.model import Actor, ChangeKind, Memory, Operation
-from memfs.store import feed
+from memfs.store import feed, search
 from memfs.store._common import (
     ancestors,
     descendant_upper_bound,
@@ -101,6 +102,7 @@ def rename_prefix(
             for row, head in zip(rows, version_ids, strict=True)
         ],
     )
+    search.move_documents(conn, [(row.id, targets[row.id]) for row in rows])
     feed.emit_many(
         conn,
         store_id,

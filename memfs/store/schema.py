@@ -33,6 +33,7 @@ __all__ = [
     "changes",
     "memories",
     "metadata",
+    "search_docs",
     "session_resources",
     "sessions",
     "stores",
@@ -353,3 +354,43 @@ api_keys = Table(
     Column("created_at", String(32), nullable=False),
     Column("revoked_at", String(32), nullable=True, comment="NULL = active"),
 )
+
+search_docs = Table(
+    "search_docs",
+    metadata,
+    Column(
+        "doc_id",
+        SeqInteger,
+        primary_key=True,
+        autoincrement=True,
+        comment="the FTS5 rowid of this document (SQLite external-content tables)",
+    ),
+    Column(
+        "memory_id",
+        String(40),
+        nullable=False,
+        unique=True,
+        comment="the live memory indexed; one document per live memory, none otherwise",
+    ),
+    Column("store_id", String(40), nullable=False, comment="= memories.store_id"),
+    Column("path", PathText, nullable=False, comment="= memories.path (the current path)"),
+    Column(
+        "body",
+        Text,
+        nullable=False,
+        comment=(
+            "= the head content as text; written in the same transaction as the head "
+            "(search is never behind it) and removed with it (soft delete, redaction, "
+            "hard delete, store deletion)"
+        ),
+    ),
+    comment=(
+        "The full-text search documents (SPEC §7), maintained by memfs/store/search.py: "
+        "exactly the live memories, with their current path and content (fsck checks "
+        "it). Indexed beside it, per dialect: SQLite FTS5 tables search_fts_words "
+        "(unicode61) and search_fts_trigram (trigram, for text without spaces), both "
+        "external-content over this table; PostgreSQL a GIN tsvector index and a "
+        "pg_trgm GIN index on body."
+    ),
+)
+Index("ix_search_docs_store_path", search_docs.c.store_id, search_docs.c.path)

@@ -18,7 +18,7 @@ from memfs import rules
 from memfs.errors import InvalidInput, NotFound, StoreArchived
 from memfs.ids import new_id
 from memfs.model import Actor, ChangeKind, MemoryStore, Page
-from memfs.store import feed
+from memfs.store import feed, search
 from memfs.store._common import Cursor, check_limit, lock_store, now, store_model, store_row, ts
 from memfs.store.blobs import gc_blobs
 from memfs.store.schema import blobs, memories, stores, versions
@@ -186,6 +186,8 @@ def delete_store(conn: Connection, store_id: str, *, actor: Actor | None) -> Non
     )
     conn.execute(delete(versions).where(versions.c.store_id == store_id))
     conn.execute(delete(memories).where(memories.c.store_id == store_id))
+    search.unindex_store(conn, store_id)
+    search.scrub(conn)
     gc_blobs(conn, store_id, keys)
     last = conn.execute(
         select(stores.c.last_change_seq).where(stores.c.id == store_id)

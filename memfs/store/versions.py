@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Row, insert, or_, select, update
 from memfs.errors import HeadVersionRedaction, InvalidCursor, InvalidInput, NotFound
 from memfs.ids import new_id
 from memfs.model import Actor, ActorType, ChangeKind, MemoryVersion, Operation, Page
-from memfs.store import feed
+from memfs.store import feed, search
 from memfs.store._common import (
     Cursor,
     actor_columns,
@@ -220,6 +220,9 @@ def redact_version(
     feed.audit(conn, store_id, "redact_version", memory_id=row.memory_id, actor=actor, reason=None)
     feed.emit(conn, store_id, ChangeKind.VERSION_REDACTED, memory_id=row.memory_id)
     gc_blobs(conn, store_id, [row.blob_key])
+    # The version's content may have been a head once: its tokens can linger in FTS
+    # segments written before it was replaced (SPEC §7: the indexes are data too).
+    search.scrub(conn)
     return version_model(conn.execute(select(versions).where(versions.c.seq == row.seq)).one())
 
 

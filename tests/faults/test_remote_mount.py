@@ -493,3 +493,49 @@ def test_a_mount_whose_token_is_revoked_keeps_its_writes_queued_and_says_why(
     assert "server:       token refused" in text
     assert "revoked or has expired" in text
     assert str(outbox) in text
+
+
+def test_writes_queued_under_a_revoked_token_reach_the_server_with_a_new_session(
+    mounter: Mounter,
+    server: Server,
+    store_engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    make_session: Callable[..., str],
+    memfs_home: Path,
+) -> None:
+    """A revoked session can never be mounted again, so its queued writes would be
+    stranded: ``memfs umount`` says so and names ``memfs outbox replay``, which sends
+    them in order under a new session's token (nothing a user wrote is lost)."""
+    notes = make_store("Notes")
+    mount = mount_remote(mounter, server, make_session(notes))
+    mount.expect_log("refused this mount's session token", "change feed", "stay queued")
+    (mount / "notes/a.md").write_text("v1\n")
+    session_id = mount.session_id
+    store_engine.revoke_session(session_id)
+    (mount / "notes/a.md").write_text("v2\n")
+    (mount / "notes/b.md").write_text("new\n")
+    wait_until(lambda: backend_status(mount)["server_state"] == "token refused",
+               "the status to say the token is refused")
+
+    result = run(MEMFS, "umount", mount.path, check=False)
+    mount.unmounted = True
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "2 write(s) did not reach the server" in result.stderr
+    assert "refused session" in result.stderr
+    assert f"memfs outbox replay {session_id} --api {server.url}" in result.stderr
+    assert mount.process is not None
+    assert mount.process.wait(timeout=COMMAND_TIMEOUT_S) == 0
+
+    listed = run(MEMFS, "outbox", "ls")
+    assert session_id in listed.stdout
+    replayed = run(MEMFS, "outbox", "replay", session_id, "--api", server.url,
+                   "--token", make_session(notes))
+    assert f"replayed 2 of 2 write(s) from {memfs_home / 'outbox' / session_id}" in (
+        replayed.stdout
+    )
+    assert store_engine.get_memory_by_path(notes.id, "/a.md").content == "v2\n"
+    assert store_engine.get_memory_by_path(notes.id, "/b.md").content == "new\n"
+    assert read_pending(memfs_home / "outbox" / session_id) == []
+    again = run(MEMFS, "outbox", "replay", session_id, "--api", server.url,
+                "--token", make_session(notes))
+    assert "is empty" in again.stdout

@@ -19,7 +19,16 @@ from mcp.client.streamable_http import streamable_http_client
 # Generous for a busy 2-core CI box: spawning `memfs mcp` imports the SDKs.
 REQUEST_TIMEOUT = timedelta(seconds=60)
 
-TOOL_NAMES = ["view", "create", "str_replace", "insert", "delete", "rename", "list_stores"]
+TOOL_NAMES = [
+    "view",
+    "create",
+    "str_replace",
+    "insert",
+    "delete",
+    "rename",
+    "search",
+    "list_stores",
+]
 
 
 @asynccontextmanager

@@ -33,7 +33,7 @@ async def test_resource_uris_round_trip_every_valid_path(engine: Engine) -> None
             path = resource.name.removeprefix("/memories")
             assert [c.text for c in read.contents] == [f"content of {path}"]  # type: ignore[union-attr]
         assert [t.name for t in (await client.list_tools()).tools] == TOOL_NAMES
-        assert await call(client, "search", query="x") == (True, "Unknown tool: search")
+        assert await call(client, "no_such_tool") == (True, "Unknown tool: no_such_tool")
 
 
 def test_the_tool_table_is_what_the_server_lists() -> None:

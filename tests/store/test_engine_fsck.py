@@ -406,3 +406,33 @@ def test_fsck_reports_a_database_it_cannot_open(tmp_path: Path) -> None:
         f"database: {foreign} holds tables (notes) but is not a memfs database (no memfs "
         "schema revision); memfs left it alone"
     ]
+
+
+@covers("check_search_index")
+def test_fsck_finds_an_index_that_disagrees_with_the_heads(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    raw = functools.partial(execute_sql, engine.url)
+    stale = engine.create_memory(store.id, "/stale", "old words", actor=actor)
+    missing = engine.create_memory(store.id, "/missing", "words", actor=actor)
+    moved = engine.create_memory(store.id, "/moved", "words", actor=actor)
+    raw(f"UPDATE search_docs SET body = 'x' WHERE memory_id = '{stale.id}'")
+    raw(f"DELETE FROM search_docs WHERE memory_id = '{missing.id}'")
+    raw(f"UPDATE search_docs SET path = '/x' WHERE memory_id = '{moved.id}'")
+    every = list(engine.iter_fsck_findings())
+    index = [f for f in every if f.startswith("search index ")]
+    findings = [f for f in every if f not in index]
+    if engine.dialect == "sqlite":  # the FTS5 tables still hold the deleted document
+        assert index == [
+            f"search index {table}: holds 1 removed document(s)"
+            for table in ("search_fts_words", "search_fts_trigram")
+        ]
+    else:
+        assert index == []
+    assert sorted(findings) == sorted(
+        [
+            f"memory {stale.id}: its search document is not its head content",
+            f"memory {missing.id}: live but not in the search index",
+            f"memory {moved.id}: its search document has another store or path",
+        ]
+    )

@@ -7,6 +7,7 @@
 ``versions``   memory versions (§5.12–5.14)
 ``feed``       a store's change feed, the long poll remote mounts follow (issue 4)
 ``sessions``   sessions and their tokens (api-contract §7, SPEC §3)
+``search``     full-text search of one store and across stores (SPEC §7, extension)
 ``_common``    what they share: :func:`~memfs.api.routes._common.run`, query types
 =============  ===================================================================
 
@@ -20,12 +21,12 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
-from memfs.api.routes import feed, memories, sessions, stores, versions
+from memfs.api.routes import feed, memories, search, sessions, stores, versions
 from memfs.api.routes._common import ROUTER_DEPENDENCIES, authenticate_request
 
 __all__ = ["allowed_methods", "authenticate_request", "router"]
 
-_MODULES = (stores, memories, versions, feed, sessions)
+_MODULES = (stores, memories, versions, feed, sessions, search)
 
 router = APIRouter(dependencies=ROUTER_DEPENDENCIES)
 for _module in _MODULES:

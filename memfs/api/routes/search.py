@@ -1,0 +1,123 @@
+"""Full-text search (memfs extension, SPEC §7): one store, ``GET …/search``, and every
+store the caller can read, ``POST /v1/search``.
+
+A caller never sees a hit it could not read: a store named explicitly must pass
+:meth:`Principal.require` for ``memory:read`` (an unreachable store is the 404 of an
+unknown one); without names, the search covers exactly the stores the caller can read —
+a session token its attached stores, a key limited to stores those stores, an
+unlimited key every store. The engine answers live memories only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from memfs.api import schemas
+from memfs.api.auth import Principal
+from memfs.api.routes._common import doc, json_response, run
+from memfs.model import Scope
+from memfs.query import DEFAULT_SEARCH_LIMIT, MAX_QUERY_CHARS, MAX_SEARCH_LIMIT
+from memfs.store import Engine
+from memfs.wire import search_hit_to_wire
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+SearchQuery = Annotated[
+    str,
+    Query(
+        min_length=1,
+        max_length=MAX_QUERY_CHARS,
+        description='Words, "phrases", prefix*, -excluded; every term must match.',
+    ),
+]
+SearchLimit = Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT, description="1 to 100.")]
+PathPrefix = Annotated[
+    str,
+    Query(
+        description="Only memories below this prefix (starts and ends with /).",
+        json_schema_extra={"pattern": schemas.LISTING_PREFIX_PATTERN},
+    ),
+]
+
+
+def readable_stores(principal: Principal, store_ids: Sequence[str] | None) -> list[str] | None:
+    """The stores a search of ``principal`` covers: ``store_ids`` after checking each
+    (``memory:read``), or every store it can read when None (None = all stores).
+
+    Raises:
+        PermissionDenied: a key without ``memory:read``.
+        NotFound: a named store the caller can't reach (as an unknown id).
+    """
+    if store_ids is not None:
+        for store_id in store_ids:
+            principal.require(Scope.READ, store_id)
+        return list(dict.fromkeys(store_ids))
+    if principal.session is not None:
+        return [r.memory_store_id for r in principal.session.resources]
+    principal.require(Scope.READ)
+    if principal.api_key is not None and principal.api_key.store_ids:
+        return list(principal.api_key.store_ids)
+    return None
+
+
+def _answer(
+    engine: Engine,
+    principal: Principal,
+    *,
+    query: str,
+    store_ids: Sequence[str] | None,
+    path_prefix: str,
+    limit: int,
+    semantic: bool,
+) -> dict[str, Any]:
+    stores = readable_stores(principal, store_ids)
+    hits = engine.search(query, stores, path_prefix=path_prefix, limit=limit, semantic=semantic)
+    return {"data": [search_hit_to_wire(hit) for hit in hits]}
+
+
+@router.get("/v1/memory_stores/{memory_store_id}/search", responses=doc(schemas.SearchResults))
+async def search_store(
+    request: Request,
+    memory_store_id: str,
+    q: SearchQuery,
+    path_prefix: PathPrefix = "/",
+    limit: SearchLimit = DEFAULT_SEARCH_LIMIT,
+) -> JSONResponse:
+    """Ranked full-text hits among the live memories of one store, best first."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        return _answer(
+            engine,
+            principal,
+            query=q,
+            store_ids=[memory_store_id],
+            path_prefix=path_prefix,
+            limit=limit,
+            semantic=False,
+        )
+
+    return json_response(await run(request, op))
+
+
+@router.post("/v1/search", responses=doc(schemas.SearchResults))
+async def search_stores(request: Request, body: schemas.SearchRequest) -> JSONResponse:
+    """Ranked full-text hits across the stores the caller can read (or those named)."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        return _answer(
+            engine,
+            principal,
+            query=body.query,
+            store_ids=body.memory_store_ids,
+            path_prefix=body.path_prefix,
+            limit=body.limit,
+            semantic=body.semantic,
+        )
+
+    return json_response(await run(request, op))

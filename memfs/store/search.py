@@ -1,0 +1,438 @@
+"""Full-text search (SPEC §7): the index of live memories and the ranked query over it.
+
+The only SQL of search. ``search_docs`` (schema.py) holds one document per live memory —
+its store, current path and head content — written by :func:`index_memory` and
+:func:`unindex_memory` inside the transaction of the write that changes the head
+(memfs/store/memories.py, stores.py), so a search never lags the head.
+
+Per dialect, beside ``search_docs``:
+
+- **SQLite**: two FTS5 external-content tables over it, ``search_fts_words``
+  (``unicode61``: words, phrases, prefixes, ranked by ``bm25``) and
+  ``search_fts_trigram`` (``trigram``: substrings of three or more characters, for
+  text without spaces, also ranked by ``bm25``). A substring term shorter than three
+  characters is matched with ``LIKE``. After a redaction or hard delete
+  :func:`scrub` merges every FTS5 segment (``'optimize'``): FTS5 deletes only mark
+  entries, and the merge rewrites the segments without them, so with
+  ``secure_delete`` on (memfs/store/_db.py) no token of erased content stays in the
+  shadow tables (the WAL is truncated by the engine's checkpoint after such writes).
+- **PostgreSQL**: a GIN index on ``to_tsvector('simple', <path words> || ' ' || body)`` queried
+  with ``tsquery`` and ranked by ``ts_rank``; a ``pg_trgm`` GIN index on ``body``
+  serving the substring terms (``ILIKE``). The ``pg_trgm`` extension (PostgreSQL
+  contrib) is required; its absence is a DatabaseUnavailable naming it.
+
+Limitations: PostgreSQL keeps a deleted row's index entries until VACUUM reclaims
+them (as for every table of the store); ``simple`` and ``unicode61`` split words a
+little differently (PostgreSQL keeps ``a.b`` as one word). Scores compare within one
+search only.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from sqlalchemy import Connection, bindparam, delete, insert, select, text, update
+from sqlalchemy.exc import DBAPIError
+
+from memfs import query as query_language
+from memfs import rules
+from memfs.errors import DatabaseUnavailable
+from memfs.ids import sha256_of
+from memfs.query import Query, SearchHit, Term, TermKind
+from memfs.store._common import descendant_upper_bound, execute_many, store_row
+from memfs.store.schema import blobs, memories, search_docs
+
+__all__ = [
+    "PG_INDEXES",
+    "SQLITE_FTS_PREFIX",
+    "SQLITE_FTS_TABLES",
+    "check_index",
+    "create_index_objects",
+    "index_memory",
+    "move_documents",
+    "rebuild",
+    "scrub",
+    "search",
+    "unindex_memory",
+    "unindex_store",
+]
+
+# The FTS5 tables of SQLite; they and their shadow tables are named SQLITE_FTS_PREFIX….
+SQLITE_FTS_PREFIX = "search_fts_"
+SQLITE_FTS_TABLES = ("search_fts_words", "search_fts_trigram")
+# The PostgreSQL indexes created beside schema.py's own.
+PG_INDEXES = ("ix_search_docs_tsv", "ix_search_docs_trgm")
+# bm25 weights of the (path, body) columns: a word in the path counts twice.
+_BM25_WEIGHTS = "2.0, 1.0"
+_TRIGRAM_MIN_CHARS = 3
+
+
+# The path's separators become spaces: PostgreSQL's parser would keep "/a/b.md" as one
+# file-path word, where unicode61 sees the words a, b and md.
+def _pg_document(alias: str = "") -> str:
+    """The tsvector of a document (``alias``: ``"d."`` in queries); one expression for
+    the index and the queries, so the GIN index serves them."""
+    path, body = f"{alias}path", f"{alias}body"
+    return f"to_tsvector('simple'::regconfig, translate({path}, '/._-', '    ') || ' ' || {body})"
+
+
+_SQLITE_DDL = (
+    "CREATE VIRTUAL TABLE search_fts_words USING fts5(path, body, content='search_docs', "
+    "content_rowid='doc_id', tokenize='unicode61 remove_diacritics 0')",
+    "CREATE VIRTUAL TABLE search_fts_trigram USING fts5(path, body, content='search_docs', "
+    "content_rowid='doc_id', tokenize='trigram')",
+)
+_PG_DDL = (
+    f"CREATE INDEX ix_search_docs_tsv ON search_docs USING gin (({_pg_document()}))",
+    "CREATE INDEX ix_search_docs_trgm ON search_docs USING gin (body gin_trgm_ops)",
+)
+
+
+def create_index_objects(conn: Connection) -> None:
+    """Creates the dialect's index objects beside ``search_docs`` (which must exist).
+
+    Raises:
+        DatabaseUnavailable: PostgreSQL without the ``pg_trgm`` extension (contrib).
+    """
+    if conn.dialect.name == "sqlite":
+        for statement in _SQLITE_DDL:
+            conn.exec_driver_sql(statement)
+        return
+    try:
+        with conn.begin_nested():
+            conn.exec_driver_sql("CREATE EXTENSION IF NOT EXISTS pg_trgm")
+    except DBAPIError as exc:
+        raise DatabaseUnavailable(
+            "full-text search needs the PostgreSQL extension pg_trgm (package "
+            f"postgresql-contrib); CREATE EXTENSION pg_trgm failed: {exc.orig}"
+        ) from exc
+    for statement in _PG_DDL:
+        conn.exec_driver_sql(statement)
+
+
+def rebuild(conn: Connection) -> int:
+    """Rebuilds every document from the live memories (a migration, a repair).
+    Returns how many were indexed."""
+    conn.execute(delete(search_docs))
+    rows = conn.execute(
+        select(memories.c.id, memories.c.store_id, memories.c.path, blobs.c.data)
+        .join(blobs, blobs.c.key == memories.c.blob_key)
+        .where(memories.c.deleted_at.is_(None))
+        .order_by(memories.c.store_id, memories.c.path)
+    ).all()
+    if rows:
+        conn.execute(
+            insert(search_docs),
+            [
+                {"memory_id": r.id, "store_id": r.store_id, "path": r.path, "body": _text(r.data)}
+                for r in rows
+            ],
+        )
+    if conn.dialect.name == "sqlite":
+        for table in SQLITE_FTS_TABLES:
+            conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+    return len(rows)
+
+
+def _text(data: bytes | memoryview) -> str:
+    return bytes(data).decode("utf-8")
+
+
+def _fts_delete(conn: Connection, doc_id: int, path: str, body: str) -> None:
+    for table in SQLITE_FTS_TABLES:
+        conn.exec_driver_sql(
+            f"INSERT INTO {table}({table}, rowid, path, body) VALUES ('delete', ?, ?, ?)",
+            (doc_id, path, body),
+        )
+
+
+def _fts_insert(conn: Connection, doc_id: int, path: str, body: str) -> None:
+    for table in SQLITE_FTS_TABLES:
+        conn.exec_driver_sql(
+            f"INSERT INTO {table}(rowid, path, body) VALUES (?, ?, ?)", (doc_id, path, body)
+        )
+
+
+def index_memory(
+    conn: Connection, memory_id: str, store_id: str, path: str, content: bytes | str
+) -> None:
+    """Makes the document of a live memory its current path and head content (insert
+    or replace), in the caller's write transaction."""
+    body = content if isinstance(content, str) else _text(content)
+    sqlite = conn.dialect.name == "sqlite"
+    old = conn.execute(
+        select(search_docs.c.doc_id, search_docs.c.path, search_docs.c.body).where(
+            search_docs.c.memory_id == memory_id
+        )
+    ).first()
+    if old is not None and old.path == path and old.body == body:
+        return
+    if old is None:
+        inserted = conn.execute(
+            insert(search_docs).values(memory_id=memory_id, store_id=store_id, path=path, body=body)
+        ).inserted_primary_key
+        assert inserted is not None
+        doc_id = inserted[0]
+    else:
+        doc_id = old.doc_id
+        if sqlite:
+            _fts_delete(conn, doc_id, old.path, old.body)
+        conn.execute(
+            update(search_docs)
+            .where(search_docs.c.doc_id == doc_id)
+            .values(store_id=store_id, path=path, body=body)
+        )
+    if sqlite:
+        _fts_insert(conn, doc_id, path, body)
+
+
+def move_documents(conn: Connection, moves: Sequence[tuple[str, str]]) -> None:
+    """Gives documents new paths (a directory rename): ``moves`` is ``(memory id, new
+    path)`` pairs of live memories. Set-based: the same statements for 3 or 10,000
+    moves (issue 10 item 6), as the rename that calls it."""
+    if not moves:
+        return
+    new_paths = dict(moves)
+    old = conn.execute(
+        select(
+            search_docs.c.doc_id, search_docs.c.memory_id, search_docs.c.path, search_docs.c.body
+        ).where(search_docs.c.memory_id.in_(bindparam("ids", expanding=True))),
+        {"ids": list(new_paths)},
+    ).all()
+    sqlite = conn.dialect.name == "sqlite"
+    if sqlite:
+        for table in SQLITE_FTS_TABLES:
+            execute_many(
+                conn,
+                f"INSERT INTO {table}({table}, rowid, path, body) VALUES ('delete', ?, ?, ?)",
+                [(r.doc_id, r.path, r.body) for r in old],
+            )
+    execute_many(
+        conn,
+        "UPDATE search_docs SET path = ? WHERE doc_id = ?",
+        [(new_paths[r.memory_id], r.doc_id) for r in old],
+    )
+    if sqlite:
+        for table in SQLITE_FTS_TABLES:
+            execute_many(
+                conn,
+                f"INSERT INTO {table}(rowid, path, body) VALUES (?, ?, ?)",
+                [(r.doc_id, new_paths[r.memory_id], r.body) for r in old],
+            )
+
+
+def unindex_memory(conn: Connection, memory_id: str) -> None:
+    """Removes a memory's document (it stopped being live); no-op when it has none."""
+    old = conn.execute(
+        select(search_docs.c.doc_id, search_docs.c.path, search_docs.c.body).where(
+            search_docs.c.memory_id == memory_id
+        )
+    ).first()
+    if old is None:
+        return
+    if conn.dialect.name == "sqlite":
+        _fts_delete(conn, old.doc_id, old.path, old.body)
+    conn.execute(delete(search_docs).where(search_docs.c.doc_id == old.doc_id))
+
+
+def unindex_store(conn: Connection, store_id: str) -> None:
+    """Removes every document of a store (its deletion)."""
+    ids = conn.execute(
+        select(search_docs.c.memory_id).where(search_docs.c.store_id == store_id)
+    ).scalars()
+    for memory_id in list(ids):
+        unindex_memory(conn, memory_id)
+
+
+def scrub(conn: Connection) -> None:
+    """Rewrites the FTS5 segments without the entries of removed documents (SQLite), so
+    the tokens of redacted or hard-deleted content leave the shadow tables (SPEC §2, §7).
+    Costs a pass over the whole index: run after redactions and hard deletes only."""
+    if conn.dialect.name != "sqlite":
+        return
+    for table in SQLITE_FTS_TABLES:
+        conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('optimize')")
+
+
+# ------------------------------------------------------------------ queries
+
+
+def _fts_string(term: Term) -> str:
+    """One term as an FTS5 string (quotes doubled: no FTS5 syntax gets through)."""
+    quoted = '"' + term.text.replace('"', '""') + '"'
+    return quoted + "*" if term.kind is TermKind.PREFIX else quoted
+
+
+def _like_pattern(term: Term) -> str:
+    escaped = term.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+    return f"%{escaped}%"
+
+
+class _Compiled:
+    """A query being compiled: SQL fragments and their parameters."""
+
+    def __init__(self) -> None:
+        self.joins: list[str] = []
+        self.where: list[str] = []
+        self.score: list[str] = []
+        self.params: dict[str, Any] = {}
+
+    def param(self, value: Any) -> str:
+        name = f"p{len(self.params)}"
+        self.params[name] = value
+        return f":{name}"
+
+
+def _substring_score(compiled: _Compiled, term: Term, lower: str) -> str:
+    """Occurrences of a substring term per kilobyte-ish of text (bm25-like damping)."""
+    needle = compiled.param(term.text.lower())
+    haystack = f"{lower}(d.path || ' ' || d.body)"
+    return (
+        f"((length({haystack}) - length(replace({haystack}, {needle}, ''))) * 1.0 "
+        f"/ length({needle}) / (1.0 + length(d.body) / 2000.0))"
+    )
+
+
+def _compile_sqlite(compiled: _Compiled, query: Query) -> None:
+    words = [t for t in query.positive if not t.substring]
+    trigrams = [t for t in query.positive if t.substring and len(t.text) >= _TRIGRAM_MIN_CHARS]
+    short = [t for t in query.positive if t.substring and len(t.text) < _TRIGRAM_MIN_CHARS]
+    for table, terms in (("search_fts_words", words), ("search_fts_trigram", trigrams)):
+        if not terms:
+            continue
+        match = compiled.param(" AND ".join(_fts_string(t) for t in terms))
+        alias = "w" if table == "search_fts_words" else "t"
+        compiled.joins.append(
+            f"JOIN (SELECT rowid AS doc_id, bm25({table}, {_BM25_WEIGHTS}) AS rank "
+            f"FROM {table} WHERE {table} MATCH {match}) {alias} ON {alias}.doc_id = d.doc_id"
+        )
+        compiled.score.append(f"-{alias}.rank")
+    for term in short:
+        compiled.where.append(
+            f"(d.path || ' ' || d.body) LIKE {compiled.param(_like_pattern(term))} ESCAPE '\\'"
+        )
+        compiled.score.append(_substring_score(compiled, term, "lower"))
+    for term in query.negative:
+        if term.substring:
+            pattern = compiled.param(_like_pattern(term))
+            compiled.where.append(f"(d.path || ' ' || d.body) NOT LIKE {pattern} ESCAPE '\\'")
+        else:
+            match = compiled.param(_fts_string(term))
+            compiled.where.append(
+                "d.doc_id NOT IN (SELECT rowid FROM search_fts_words "
+                f"WHERE search_fts_words MATCH {match})"
+            )
+
+
+def _tsquery(compiled: _Compiled, term: Term) -> str:
+    if term.kind is TermKind.PREFIX:
+        return f"to_tsquery('simple', {compiled.param(term.text + ':*')})"
+    return f"phraseto_tsquery('simple', {compiled.param(term.text)})"
+
+
+def _compile_postgresql(compiled: _Compiled, query: Query) -> None:
+    document = _pg_document("d.")
+    words = [t for t in query.positive if not t.substring]
+    if words:
+        tsquery = " && ".join(_tsquery(compiled, t) for t in words)
+        compiled.where.append(f"{document} @@ ({tsquery})")
+        compiled.score.append(f"ts_rank({document}, ({tsquery}))")
+    for term in query.positive:
+        if term.substring:
+            pattern = compiled.param(_like_pattern(term))
+            compiled.where.append(f"(d.body ILIKE {pattern} OR d.path ILIKE {pattern})")
+            compiled.score.append(_substring_score(compiled, term, "lower"))
+    for term in query.negative:
+        if term.substring:
+            pattern = compiled.param(_like_pattern(term))
+            compiled.where.append(f"NOT (d.body ILIKE {pattern} OR d.path ILIKE {pattern})")
+        else:
+            compiled.where.append(f"NOT ({document} @@ {_tsquery(compiled, term)})")
+
+
+def search(
+    conn: Connection,
+    query: Query,
+    store_ids: Sequence[str] | None,
+    *,
+    path_prefix: str,
+    limit: int,
+) -> list[SearchHit]:
+    """See :meth:`memfs.store.Engine.search`."""
+    rules.validate_path_prefix(path_prefix)
+    query_language.validate_limit(limit)
+    for store_id in store_ids or ():
+        store_row(conn, store_id)
+    if store_ids is not None and not store_ids:
+        return []
+    compiled = _Compiled()
+    if conn.dialect.name == "sqlite":
+        _compile_sqlite(compiled, query)
+    else:
+        _compile_postgresql(compiled, query)
+    where = list(compiled.where)
+    if store_ids is not None:
+        stores_in = ", ".join(compiled.param(s) for s in store_ids)
+        where.append(f"d.store_id IN ({stores_in})")
+    if path_prefix != "/":
+        low = compiled.param(path_prefix)
+        high = compiled.param(descendant_upper_bound(path_prefix))
+        where.append(f"d.path >= {low} AND d.path < {high}")
+    score = " + ".join(compiled.score) or "0"
+    statement = (
+        f"SELECT d.memory_id, d.store_id, d.path, d.body, ({score}) AS score "
+        f"FROM search_docs d {' '.join(compiled.joins)} WHERE {' AND '.join(where) or 'TRUE'} "
+        f"ORDER BY score DESC, d.path LIMIT {compiled.param(limit)}"
+    )
+    rows = conn.execute(text(statement), compiled.params).all()
+    return [
+        SearchHit(
+            store_id=r.store_id,
+            memory_id=r.memory_id,
+            path=r.path,
+            score=round(float(r.score), 6),
+            snippet=query_language.snippet(r.body, query),
+        )
+        for r in rows
+    ]
+
+
+# -------------------------------------------------------------------- fsck
+
+
+def check_index(conn: Connection) -> Iterator[str]:
+    """fsck: the documents are exactly the live memories with their current path and
+    head content, and (SQLite) the FTS5 tables agree with the documents."""
+    live = {
+        r.id: r
+        for r in conn.execute(
+            select(
+                memories.c.id, memories.c.store_id, memories.c.path, memories.c.content_sha256
+            ).where(memories.c.deleted_at.is_(None))
+        )
+    }
+    seen: set[str] = set()
+    for doc in conn.execute(select(search_docs)):
+        seen.add(doc.memory_id)
+        head = live.get(doc.memory_id)
+        if head is None:
+            yield f"search document {doc.doc_id}: memory {doc.memory_id} is not live"
+        elif (head.store_id, head.path) != (doc.store_id, doc.path):
+            yield f"memory {doc.memory_id}: its search document has another store or path"
+        elif sha256_of(doc.body.encode("utf-8")) != head.content_sha256:
+            yield f"memory {doc.memory_id}: its search document is not its head content"
+    for memory_id in live.keys() - seen:
+        yield f"memory {memory_id}: live but not in the search index"
+    if conn.dialect.name != "sqlite":
+        return
+    # Read-only (fsck may run on a read-only open, beside writers): FTS5's own
+    # 'integrity-check' is an INSERT, so compare the documents each FTS5 table holds
+    # (its ``_docsize`` shadow table, one row per document) with search_docs.
+    doc_ids = set(conn.execute(select(search_docs.c.doc_id)).scalars())
+    for table in SQLITE_FTS_TABLES:
+        indexed = set(conn.exec_driver_sql(f"SELECT id FROM {table}_docsize").scalars())
+        if indexed - doc_ids:
+            yield f"search index {table}: holds {len(indexed - doc_ids)} removed document(s)"
+        if doc_ids - indexed:
+            yield f"search index {table}: lacks {len(doc_ids - indexed)} document(s)"
