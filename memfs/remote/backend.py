@@ -66,7 +66,8 @@ Limitations, stated here so nobody relies on them:
   mount: ``server_state`` becomes ``token refused`` and ``memfs status`` says why;
   every write is queued (a replay is tried every :data:`TOKEN_RETRY_S`), and the
   queued writes stay in ``outbox/<session>`` (issue 11 item 1). They replay only at a
-  mount of that same session, so with a new token they are not sent by themselves.
+  mount of that same session, or when ``memfs outbox replay`` sends them with a new
+  session's token (memfs/cli/outbox.py).
 * A refused queued create leaves its provisional file in the tree until remount (its
   bytes are under ``rejected/``).
 

@@ -213,8 +213,10 @@ class RemoteState:
         message = (
             f"the server refused this mount's session token ({exc}): it was revoked or "
             "has expired. Writes are no longer sent; they are kept queued in "
-            f"{outbox.directory if outbox is not None else 'the outbox'}. Mount with a "
-            "new token"
+            f"{outbox.directory if outbox is not None else 'the outbox'}; after "
+            f"`memfs umount`, `memfs outbox replay "
+            f"{self._session.id if self._session is not None else 'SESSION'} --api "
+            f"{self.location} --token NEW_TOKEN` sends them with a new session"
         )
         if first:
             log.error("%s", message)
