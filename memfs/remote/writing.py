@@ -213,6 +213,10 @@ class RemoteWrites(RemoteReads):
             )
         return self._remember(_memory(result))
 
+    async def discard_created(self, store_id: str, memory_id: str) -> None:
+        """See the Protocol: a soft delete (a session token can't hard-delete)."""
+        await self.delete_memory(store_id, memory_id)
+
     async def delete_memory(
         self, store_id: str, memory_id: str, *, expected_sha256: str | None = None
     ) -> None:
