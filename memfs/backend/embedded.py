@@ -138,6 +138,14 @@ class EmbeddedBackend:
             expected_sha256=expected_sha256,
         )
 
+    async def discard_created(self, store_id: str, memory_id: str) -> None:
+        """See the Protocol: erased when nothing but this mount's empty create exists."""
+        if self._actor is not None and await self._run(
+            self._engine.retract_create, store_id, memory_id, actor=self._actor
+        ):
+            return
+        await self.delete_memory(store_id, memory_id)
+
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
         memories = await self._run(
             self._engine.rename_prefix, store_id, old_prefix, new_prefix, actor=self._actor

@@ -209,6 +209,14 @@ class Backend(Protocol):
         """Soft-deletes a memory (SPEC §4 ``rm``). Raises NotFound, PreconditionFailed."""
         ...
 
+    async def discard_created(self, store_id: str, memory_id: str) -> None:
+        """Takes back this mount's exclusive create (an empty memory committed at once,
+        SPEC §4 ``O_EXCL``) whose every write was refused, so that it leaves nothing
+        (issue 10 item 5). Embedded: erased when its only version is that empty create
+        (``Engine.retract_create``), else soft-deleted; remote: soft-deleted (a session
+        can't hard-delete). Raises NotFound."""
+        ...
+
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
         """Moves every memory below ``old_prefix`` (ends with ``/``) below ``new_prefix`` in
         one transaction. Returns the moved memories. Raises PathConflict, StoreArchived."""

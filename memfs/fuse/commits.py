@@ -107,8 +107,9 @@ class Committer:
 
     async def drop_refused_create(self, node: Node) -> None:
         """The last close of a file created at once (``O_EXCL``) whose every write was
-        refused: its empty memory goes again (a soft delete), as a new file in that
-        situation leaves nothing (issue 10 item 5: ``cp`` of a binary file)."""
+        refused: its empty memory is taken back (``Backend.discard_created``: erased on
+        an embedded mount, soft-deleted on a remote one), as a new file in that situation
+        leaves nothing (issue 10 item 5: ``cp`` of a binary file)."""
         memory = node.memory
         if (
             not node.created_here
@@ -119,7 +120,10 @@ class Committer:
             or node.attachment is None
         ):
             return
-        await self.delete_memory(node.attachment, memory)
+        try:
+            await self._backend.discard_created(node.attachment.store_id, memory.id)
+        except NotFound:
+            log.info("%s was already deleted elsewhere", memory.path)
         self._table.set_memory(node, None)
         self.reset_to_head(node)
 

@@ -328,6 +328,20 @@ class Engine:
                 replace=replace,
             )
 
+    def retract_create(self, store_id: str, memory_id: str, *, actor: Actor) -> bool:
+        """Erases a memory whose whole history is the one empty ``created`` version
+        ``actor`` wrote — an exclusive create (committed at once, SPEC §4 ``O_EXCL``)
+        whose every write was then refused, which must leave nothing (issue 10 item 5:
+        ``cp`` of a binary file). Only the audit log keeps the fact (as for any hard
+        delete). Returns False, changing nothing, when the memory holds content or
+        another version (someone else wrote to it meanwhile).
+
+        Raises:
+            NotFound: no live memory ``memory_id`` in the store.
+        """
+        with self._db.write() as conn:
+            return memories.retract_create(conn, store_id, memory_id, actor=actor)
+
     def delete_memory(
         self,
         store_id: str,

@@ -40,6 +40,7 @@ from memfs.ids import new_id, sha256_of
 from memfs.model import Actor, ChangeKind, DeleteMode, Memory, Operation
 from memfs.store import feed, search
 from memfs.store._common import (
+    actor_columns,
     ancestors,
     descendant_upper_bound,
     lock_store,
@@ -394,6 +395,30 @@ def _clear_destination(
         now=written_at,
         content={"blob_key": None},
     )
+
+
+def retract_create(conn: Connection, store_id: str, memory_id: str, *, actor: Actor) -> bool:
+    """See :meth:`memfs.store.Engine.retract_create`."""
+    lock_store(conn, store_id)
+    row = _live_row(conn, store_id, memory_id)
+    history = conn.execute(
+        select(versions.c.operation, versions.c.size_bytes, versions.c.actor_type,
+               versions.c.actor_id).where(versions.c.memory_id == memory_id)
+    ).all()
+    placeholder = (Operation.CREATED.value, 0, *actor_columns(actor))
+    if row.size_bytes or [tuple(version) for version in history] != [placeholder]:
+        return False
+    delete_memory(
+        conn,
+        store_id,
+        memory_id,
+        actor=actor,
+        expected_sha256=None,
+        mode=DeleteMode.HARD_DELETE,
+        reason="exclusive create retracted: every write to it was refused",
+        replacement="[REDACTED]",
+    )
+    return True
 
 
 def _tombstone(

@@ -238,7 +238,12 @@ def test_cp_of_a_large_binary_reports_eilseq_not_efbig(mount: Mount, store_engin
     # cp creates with O_EXCL (committed at once); the release after close(2) takes the
     # empty memory away again, a moment after cp exits.
     wait_until(lambda: not exists(mount / "notes" / "ls"), "the refused file to disappear")
-    assert "/ls" not in live(store_engine, _store_id(mount))
+    store_id = _store_id(mount)
+    assert "/ls" not in live(store_engine, store_id)
+    # Nothing at all: no version, no restorable deleted memory (only the audit log
+    # keeps that an exclusive create was taken back).
+    assert [v.path for v in versions(store_engine, store_id) if v.path == "/ls"] == []
+    assert "/ls" not in [m.path for m in store_engine.deleted_memories(store_id)]
 
 
 # ------------------------------------------------------------------ item 5
