@@ -58,6 +58,8 @@ ERRNO_BY_ERROR: dict[type[BaseException], int] = {
     domain.CredentialRevoked: errno.EACCES,
     # SPEC §1: a session TTL outside 1 s .. 30 days is bad input.
     domain.InvalidTtl: errno.EINVAL,
+    # SPEC §7: semantic search asked for without a model; no mount operation searches.
+    domain.SearchUnavailable: errno.EINVAL,
     # The database stayed locked past the busy timeout; nothing was committed, so the
     # caller may try again. errno(3): EAGAIN "Resource temporarily unavailable".
     domain.StoreBusy: errno.EAGAIN,
