@@ -3,8 +3,8 @@ pjdfstest's TAP output, and the README tables rendered from the expectations.
 
 The suites are third-party code (pjdfstest, xfstests' fsx with a text-only patch)
 whose sources live outside the repository, in ``$MEMFS_CONFORMANCE_SOURCES`` (default
-``/work/shared/conformance``); ``scripts/build-conformance`` builds them once into a
-cache keyed by the sources' sha256.
+``shared/conformance`` beside the repository, else ``/work/shared/conformance``);
+``scripts/build-conformance`` builds them once into a cache keyed by the sources' sha256.
 """
 
 from __future__ import annotations
@@ -27,7 +27,12 @@ REPO = HERE.parent.parent
 EXPECTATIONS_FILE = HERE / "expectations.toml"
 BUILD_SCRIPT = REPO / "scripts" / "build-conformance"
 README = REPO / "README.md"
-SOURCES = Path(os.environ.get("MEMFS_CONFORMANCE_SOURCES", "/work/shared/conformance"))
+# shared/conformance beside the repository (as CI lays it out), else /work/shared's.
+_SIBLING_SOURCES = REPO.parent / "shared" / "conformance"
+DEFAULT_SOURCES = (
+    _SIBLING_SOURCES if _SIBLING_SOURCES.is_dir() else Path("/work/shared/conformance")
+)
+SOURCES = Path(os.environ.get("MEMFS_CONFORMANCE_SOURCES", str(DEFAULT_SOURCES)))
 APPLICABLE_LIST = SOURCES / "pjdfstest_applicable.txt"
 BUILD_TIMEOUT_S = 600.0
 # scripts/build-conformance exits 2 when a source file or a build tool is missing.
