@@ -444,8 +444,12 @@ class Engine:
         limit: int = 20,
         cursor: str | None = None,
         with_content: bool = False,
+        record_filter: RecordFilter | None = None,
     ) -> Page[Memory | MemoryPrefix]:
         """Live memories under ``path_prefix`` in byte order of path, rolled up by depth.
+
+        With a ``record_filter`` that is not empty, only the records it keeps (SPEC §6
+        curation, the API's ``record_type``/``tag``/``min_importance``/``user_id``).
 
         With ``depth`` > 0, a memory more than ``depth`` segments below the prefix is
         replaced by one ``MemoryPrefix`` of its first ``depth`` segments (deduplicated;
@@ -463,6 +467,7 @@ class Engine:
                 limit=limit,
                 cursor=cursor,
                 with_content=with_content,
+                record_filter=record_filter,
             )
 
     def all_memories(self, store_id: str) -> list[Memory]:
