@@ -42,7 +42,7 @@ from sqlalchemy.exc import DBAPIError
 
 from memfs import config
 from memfs import query as query_language
-from memfs.errors import SearchUnavailable
+from memfs.errors import InvalidInput, SearchUnavailable
 from memfs.model import (
     Actor,
     ActorType,
@@ -573,6 +573,46 @@ class Engine:
     def _write_access_times(self, accessed: dict[str, str]) -> None:
         with self._db.write() as conn:
             record_index.touch(conn, accessed)
+
+    def forget_records(
+        self,
+        store_ids: Sequence[str] | None,
+        *,
+        below: float,
+        apply: bool,
+        actor: Actor | None = None,
+    ) -> list[Record]:
+        """The live records of ``store_ids`` (None: every store) whose decay score is
+        below ``below``, by store then path; with ``apply``, each is soft-deleted
+        (restorable; audited with the reason ``decay_score below <below>``) in one
+        transaction (SPEC §6 curation: "dry-run by default, soft delete").
+
+        Raises:
+            InvalidInput: ``below`` outside 0–1.
+        """
+        if isinstance(below, bool) or not 0 <= below <= 1:
+            raise InvalidInput("the decay threshold must be a number from 0 to 1")
+        self.flush_access()  # reads noted so far count
+        chosen = None if store_ids is None else list(store_ids)
+        if not apply:
+            with self._db.read() as conn:
+                found = record_index.list_records(conn, chosen, RecordFilter(), self.clock())
+            return [record for record in found if record.decay_score < below]
+        with self._db.write() as conn:
+            found = record_index.list_records(conn, chosen, RecordFilter(), self.clock())
+            decayed = [record for record in found if record.decay_score < below]
+            for record in decayed:
+                memories.delete_memory(
+                    conn,
+                    record.store_id,
+                    record.memory_id,
+                    actor=actor,
+                    expected_sha256=None,
+                    mode=DeleteMode.SOFT_DELETE,
+                    reason=f"decay_score below {below}",
+                    replacement="",
+                )
+        return decayed
 
     def record_findings(self) -> list[str]:
         """``memfs fsck --records``: one line per dangling relation (a target that is no
