@@ -557,6 +557,12 @@ class Engine:
                 self.clock(),
             )
 
+    def stores_with_records(self, store_ids: Sequence[str]) -> set[str]:
+        """Those of ``store_ids`` that hold at least one live record (``memfs prompt``
+        explains the record header only then). One indexed probe per store."""
+        with self._db.read() as conn:
+            return record_index.stores_with_records(conn, list(store_ids))
+
     def relations_to(self, memory_id: str) -> list[RecordRelation]:
         """The relations of live records whose target resolved to ``memory_id`` (what
         points to it), by source path; ``memfs record show`` lists them beside the
