@@ -505,6 +505,7 @@ class Engine:
         path_prefix: str = "/",
         limit: int = query_language.DEFAULT_SEARCH_LIMIT,
         semantic: bool = False,
+        record_filter: RecordFilter | None = None,
     ) -> list[query_language.SearchHit]:
         """Ranked full-text hits among the live memories of ``store_ids`` (SPEC §7), best
         first; the query language is :mod:`memfs.query`'s. The index is written in the
@@ -517,6 +518,8 @@ class Engine:
             path_prefix: a directory prefix ending with ``/`` (whole segments match).
             limit: at most this many hits, 1–100.
             semantic: ask for semantic search, which needs an embedding model.
+            record_filter: only records it keeps (SPEC §7: record type, tags,
+                minimum importance); None or empty: every memory.
 
         Raises:
             InvalidInput: a malformed query, prefix or limit.
@@ -533,6 +536,7 @@ class Engine:
                 None if store_ids is None else list(store_ids),
                 path_prefix=path_prefix,
                 limit=limit,
+                record_filter=record_filter,
             )
 
     # ------------------------------------------------------------ records
