@@ -120,16 +120,18 @@ def index_memory(
     kept = conn.execute(
         select(records.c.last_accessed).where(records.c.memory_id == memory_id)
     ).scalar()
-    earlier: dict[str, str] = {
-        row.target_text: row.target_memory_id
-        for row in conn.execute(
-            select(record_relations.c.target_text, record_relations.c.target_memory_id).where(
-                record_relations.c.memory_id == memory_id,
-                record_relations.c.target_memory_id.is_not(None),
+    earlier: dict[str, str] = {}
+    if kept is not None:  # side rows exist only beside a records row (fsck checks it)
+        earlier = {
+            row.target_text: row.target_memory_id
+            for row in conn.execute(
+                select(record_relations.c.target_text, record_relations.c.target_memory_id).where(
+                    record_relations.c.memory_id == memory_id,
+                    record_relations.c.target_memory_id.is_not(None),
+                )
             )
-        )
-    }
-    unindex_memory(conn, memory_id)
+        }
+        unindex_memory(conn, memory_id)
     conn.execute(
         insert(records).values(
             memory_id=memory_id,
