@@ -617,6 +617,14 @@ class RecordFilter:
             raise InvalidInput(f"scope {_enum_rule(RecordScope)}, not {scope!r}")
         if min_importance is not None and not 0 <= min_importance <= 1:
             raise InvalidInput("min_importance must be a number from 0 to 1")
+        if tag is not None and not (_is_name(tag) and len(tag) <= MAX_TAG_CHARS):
+            raise InvalidInput(
+                f"tag must be 1–{MAX_TAG_CHARS} characters without control characters"
+            )
+        if user_id is not None and not _is_name(user_id):
+            raise InvalidInput(
+                f"user_id must be 1–{MAX_ID_CHARS} characters without control characters"
+            )
         return cls(
             record_type=None if record_type is None else RecordType(record_type),
             tag=tag,
