@@ -23,6 +23,7 @@ __all__ = [
     "ChangePage",
     "DeletedObject",
     "ErrorEnvelope",
+    "RECORD_NAME_PATTERN",
     "MemoryCreate",
     "MemoryForget",
     "MemoryList",
@@ -32,6 +33,7 @@ __all__ = [
     "MemoryStoreCreate",
     "MemoryStoreOut",
     "MemoryStorePage",
+    "RecordTypeName",
     "MemoryStoreUpdate",
     "MemoryUpdate",
     "MemoryVersionOut",
@@ -72,6 +74,10 @@ _PATH_SCHEMA: dict[str, JsonValue] = {
 }
 _PREFIX_SCHEMA: dict[str, JsonValue] = {"pattern": rf"^(?:/{_SEGMENT}){{1,20}}/$"}
 LISTING_PREFIX_PATTERN = rf"^(?:/{_SEGMENT}){{0,20}}/$"
+# The record filters (SPEC §6): a record type; a tag (1–64) or user id (1–128) without
+# control characters, as the header rules say (memfs/records.py).
+RecordTypeName = Literal["episodic", "semantic", "procedural", "preference", "profile"]
+RECORD_NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$"
 _CONTENT_SCHEMA: dict[str, JsonValue] = {
     "pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$",
     "maxLength": 102_400,
@@ -317,10 +323,16 @@ class SearchRequest(_Request):
             }
         ),
     ] = False
-    record_type: str | None = Field(
+    record_type: RecordTypeName | None = Field(
         default=None, description="Only records of this type (SPEC §6 record header)."
     )
-    tag: str | None = Field(default=None, description="Only records with this tag.")
+    tag: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=64,
+        pattern=RECORD_NAME_PATTERN,
+        description="Only records with this tag.",
+    )
     min_importance: float | None = Field(
         default=None, ge=0, le=1, description="Only records of at least this importance."
     )

@@ -121,7 +121,8 @@ def test_list_filters(server: Server, admin: anthropic.Anthropic, store: Any) ->
     with server.http() as http:
         bad = http.get(f"/v1/memory_stores/{store.id}/memories", params={"record_type": "post"})
     assert bad.status_code == 400
-    assert "record_type must be one of" in bad.json()["error"]["message"]
+    assert bad.json()["error"]["type"] == "invalid_request_error"
+    assert "record_type" in bad.json()["error"]["message"]
 
 
 def test_a_full_retrieve_moves_last_accessed_without_a_version(

@@ -108,11 +108,17 @@ async def list_memories(
     limit: LimitQuery = DEFAULT_PAGE_LIMIT,
     page: PageQuery = None,
     record_type: Annotated[
-        str | None,
+        schemas.RecordTypeName | None,
         Query(description="memfs extension (SPEC §6): only records of this type."),
     ] = None,
     tag: Annotated[
-        str | None, Query(description="memfs extension (SPEC §6): only records with this tag.")
+        str | None,
+        Query(
+            min_length=1,
+            max_length=64,
+            pattern=schemas.RECORD_NAME_PATTERN,
+            description="memfs extension (SPEC §6): only records with this tag.",
+        ),
     ] = None,
     min_importance: Annotated[
         float | None,
@@ -124,7 +130,12 @@ async def list_memories(
     ] = None,
     user_id: Annotated[
         str | None,
-        Query(description="memfs extension (SPEC §6): only records of this user_id."),
+        Query(
+            min_length=1,
+            max_length=128,
+            pattern=schemas.RECORD_NAME_PATTERN,
+            description="memfs extension (SPEC §6): only records of this user_id.",
+        ),
     ] = None,
 ) -> JSONResponse:
     """api-contract §5.10: path order, deeper entries rolled up into ``memory_prefix``.

@@ -98,9 +98,17 @@ async def search_store(
     path_prefix: PathPrefix = "/",
     limit: SearchLimit = DEFAULT_SEARCH_LIMIT,
     record_type: Annotated[
-        str | None, Query(description="Only records of this type (SPEC §6).")
+        schemas.RecordTypeName | None, Query(description="Only records of this type (SPEC §6).")
     ] = None,
-    tag: Annotated[str | None, Query(description="Only records with this tag.")] = None,
+    tag: Annotated[
+        str | None,
+        Query(
+            min_length=1,
+            max_length=64,
+            pattern=schemas.RECORD_NAME_PATTERN,
+            description="Only records with this tag.",
+        ),
+    ] = None,
     min_importance: Annotated[
         float | None, Query(ge=0, le=1, description="Only records of at least this importance.")
     ] = None,
