@@ -29,6 +29,7 @@ CORE = (
     "memfs.ids",
     "memfs.wire",
     "memfs.query",
+    "memfs.visibility",
 )
 
 

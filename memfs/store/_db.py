@@ -54,7 +54,7 @@ __all__ = [
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0004"
+SCHEMA_HEAD = "0006_principals"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
@@ -69,10 +69,13 @@ _SQLITE_LOCKED = 6
 # PostgreSQL SQLSTATE lock_not_available (lock_timeout expired).
 _PG_LOCK_NOT_AVAILABLE = "55P03"
 _MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-# Every revision id memfs's migrations have had (their files are named ``NNNN_….py``):
-# an alembic_version holding anything else belongs to another application.
+# Every revision id memfs's migrations have had (their files are named ``NNNN_….py``;
+# the id is ``NNNN`` or the whole stem, e.g. ``0006_principals``): an alembic_version
+# holding anything else belongs to another application.
 MEMFS_REVISIONS = frozenset(
-    p.name.split("_", 1)[0] for p in (_MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py")
+    revision
+    for p in (_MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py")
+    for revision in (p.stem.split("_", 1)[0], p.stem)
 )
 _SQLITE_READONLY = 8
 _SQLITE_NOTADB = 26

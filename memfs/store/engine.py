@@ -72,6 +72,7 @@ from memfs.store import fsck as _fsck
 from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.access import ResourceSpec
+from memfs.visibility import UserPrincipal
 
 __all__ = ["ERASE_WAIT_S", "Engine", "ResourceSpec"]
 
@@ -634,6 +635,7 @@ class Engine:
         title: str | None = None,
         ttl_s: int | None = None,
         api_key_id: str | None = None,
+        principal: UserPrincipal | None = None,
     ) -> tuple[Session, str | None]:
         """Attaches 1–8 non-archived stores; returns the session and its token (once).
 
@@ -648,6 +650,9 @@ class Engine:
                 the default, 24 h (:data:`memfs.config.DEFAULT_SESSION_TTL_S`).
             api_key_id: the API key creating the session (the API passes its caller's);
                 revoking that key revokes the session. None for local callers.
+            principal: the user the session speaks for (SPEC §6 visibility), kept for
+                its whole life; None for none. Who may hand which principal is the
+                caller's rule (the API's: a key hands its own, an admin key any).
 
         Raises:
             InvalidInput: no store, more than 8, a store twice, bad access or instructions,
@@ -666,6 +671,7 @@ class Engine:
                 title=title,
                 ttl_s=ttl_s,
                 api_key_id=api_key_id,
+                principal=principal,
             )
 
     def get_session(self, session_id: str) -> Session:
@@ -735,16 +741,23 @@ class Engine:
             access.delete_session(conn, session_id)
 
     def create_api_key(
-        self, name: str, scopes: Sequence[Scope], store_ids: Sequence[str] = ()
+        self,
+        name: str,
+        scopes: Sequence[Scope],
+        store_ids: Sequence[str] = (),
+        *,
+        principal: UserPrincipal | None = None,
     ) -> tuple[ApiKey, str]:
         """Creates a key; returns it and its ``memfs_sk_…`` secret, shown this once.
+        ``principal`` is the user it speaks for (SPEC §6 visibility), kept for its
+        whole life.
 
         Raises:
             InvalidInput: no scope, or an unknown scope.
             NotFound: a listed store does not exist.
         """
         with self._db.write() as conn:
-            return access.create_api_key(conn, name, scopes, store_ids)
+            return access.create_api_key(conn, name, scopes, store_ids, principal)
 
     def list_api_keys(self) -> list[ApiKey]:
         """Every key, newest first (secrets are never stored, so never shown)."""
