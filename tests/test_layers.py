@@ -29,6 +29,7 @@ CORE = (
     "memfs.ids",
     "memfs.wire",
     "memfs.query",
+    "memfs.records",
     "memfs.visibility",
 )
 
@@ -174,6 +175,7 @@ STORE_INSIDES = (
     "memfs.store.listing",
     "memfs.store.memories",
     "memfs.store.search",
+    "memfs.store.records",
     "memfs.store.renames",
     "memfs.store._connections",
     "memfs.store.stores",

@@ -19,6 +19,7 @@ aggregate, each a set of functions that take the transaction's
 ``feed``           the change feed and the audit log
 ``blobs``          content-addressed blobs, their collection, version retention
 ``search``         the full-text index of live memories and its ranked query
+``records``        the record index (SPEC §6): typed headers, tags, relations, access
 ``fsck``           one check per invariant of ``schema.py``
 =================  ===========================================================
 
@@ -34,7 +35,7 @@ database.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
 from sqlalchemy.exc import DBAPIError
@@ -56,7 +57,9 @@ from memfs.model import (
     Page,
     Scope,
     Session,
+    utcnow,
 )
+from memfs.records import Record, RecordFilter, RecordRelation
 from memfs.store import (
     access,
     blobs,
@@ -69,6 +72,7 @@ from memfs.store import (
     versions,
 )
 from memfs.store import fsck as _fsck
+from memfs.store import records as record_index
 from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.access import ResourceSpec
@@ -99,6 +103,8 @@ class Engine:
         read_only: open for reading only: nothing is ever written (no journal-mode
             switch, no checkpoint; writes raise DatabaseReadOnly). None: read-only
             exactly when the SQLite file exists and this process may not write it.
+        clock: the time of record reads (``last_accessed``) and of decay scores (SPEC
+            §6); a fake clock in tests. Writes keep their own timestamps.
 
     Raises:
         DatabaseNotFound: a missing SQLite file with ``create=False`` (or ``read_only``).
@@ -119,6 +125,7 @@ class Engine:
         busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_MS / 1000,
         create: bool = True,
         read_only: bool | None = None,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.url = url
         self.memory_limit = config.memory_limit() if memory_limit is None else memory_limit
@@ -134,10 +141,13 @@ class Engine:
         self._sa = self._db.sa
         self.dialect = self._db.dialect
         self.read_only = self._db.read_only
+        self.clock = clock
+        self._access_log = record_index.AccessLog(self._write_access_times, clock=clock)
 
     def close(self) -> None:
         """Releases every pooled connection (checkpointing the SQLite WAL, waiting at most
-        :data:`ERASE_WAIT_S` for readers)."""
+        :data:`ERASE_WAIT_S` for readers), after writing the pending record reads."""
+        self._access_log.close()
         self._db.close()
 
     def erasure_pending(self) -> datetime | None:
@@ -513,6 +523,58 @@ class Engine:
                 path_prefix=path_prefix,
                 limit=limit,
             )
+
+    # ------------------------------------------------------------ records
+
+    def get_records(self, memory_ids: Sequence[str]) -> dict[str, Record]:
+        """The index entries of those of ``memory_ids`` that are live records (SPEC §6),
+        by memory id; ids that are no record (or unknown) are absent. One transaction
+        whatever the number of ids (the API's ``record`` objects of a page)."""
+        with self._db.read() as conn:
+            return record_index.get_records(conn, list(memory_ids), self.clock())
+
+    def list_records(
+        self, store_ids: Sequence[str] | None, record_filter: RecordFilter | None = None
+    ) -> list[Record]:
+        """The live records of ``store_ids`` (None: every store) that ``record_filter``
+        keeps, by store then path (SPEC §6 curation; ``memfs record ls``)."""
+        with self._db.read() as conn:
+            return record_index.list_records(
+                conn,
+                None if store_ids is None else list(store_ids),
+                record_filter or RecordFilter(),
+                self.clock(),
+            )
+
+    def relations_to(self, memory_id: str) -> list[RecordRelation]:
+        """The relations of live records whose target resolved to ``memory_id`` (what
+        points to it), by source path; ``memfs record show`` lists them beside the
+        record's own :attr:`Record.relations`."""
+        with self._db.read() as conn:
+            return record_index.relations_to(conn, memory_id)
+
+    def note_access(self, memory_ids: Sequence[str]) -> None:
+        """Records that ``memory_ids`` were read (SPEC §6 ``last_accessed``: an open for
+        reading through a mount, a full retrieve, a memory-tool or MCP view, a fetched
+        search hit). Costs no transaction: the reads are written in batches, without a
+        version, within :data:`memfs.store.records.ACCESS_FLUSH_INTERVAL_S` and at
+        :meth:`close` (see :meth:`flush_access`). A read-only engine records nothing."""
+        if not self.read_only:
+            self._access_log.note(memory_ids)
+
+    def flush_access(self) -> None:
+        """Writes the reads :meth:`note_access` gathered now (tests, ``memfs record``)."""
+        self._access_log.flush()
+
+    def _write_access_times(self, accessed: dict[str, str]) -> None:
+        with self._db.write() as conn:
+            record_index.touch(conn, accessed)
+
+    def record_findings(self) -> list[str]:
+        """``memfs fsck --records``: one line per dangling relation (a target that is no
+        live memory; SPEC §6 reports them, never refuses them)."""
+        with self._db.read() as conn:
+            return list(record_index.check_relations(conn))
 
     # -------------------------------------------------------------- blobs
 

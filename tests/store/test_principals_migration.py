@@ -15,7 +15,7 @@ from memfs.visibility import UserPrincipal
 
 
 @pytest.mark.empty_database
-def test_upgrading_0004_gives_keys_and_sessions_no_principal(database: str) -> None:
+def test_upgrading_0005_gives_keys_and_sessions_no_principal(database: str) -> None:
     with Engine(database) as engine:
         store = engine.create_store("s")
         _, secret = engine.create_api_key("k", [Scope.READ])
@@ -25,7 +25,7 @@ def test_upgrading_0004_gives_keys_and_sessions_no_principal(database: str) -> N
         with raw.begin() as conn:
             config = alembic_config()
             config.attributes["connection"] = conn
-            command.downgrade(config, "0004")
+            command.downgrade(config, "0005_records")
         with raw.connect() as conn:
             for table in ("api_keys", "sessions"):
                 columns = {c["name"] for c in inspect(conn).get_columns(table)}

@@ -4,7 +4,7 @@ sessions may carry the user they speak for — ``principal_user_id`` and
 sessions get none (NULL): they keep seeing every memory that is not a private record.
 
 Revision ID: 0006_principals
-Revises: 0004
+Revises: 0005_records
 Create Date: 2026-12-01
 """
 
@@ -14,7 +14,7 @@ from alembic import op
 from memfs.store.schema import api_keys, sessions
 
 revision = "0006_principals"
-down_revision = "0004"
+down_revision = "0005_records"
 branch_labels = None
 depends_on = None
 
