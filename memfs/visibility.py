@@ -38,13 +38,13 @@ user with fewer roles (its own when it names none); a key without a principal no
 
 from __future__ import annotations
 
-import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
 from memfs.errors import InvalidInput, PermissionDenied
+from memfs.records import RecordHeader, RecordScope
 
 __all__ = [
     "MAX_PRINCIPAL_ROLES",
@@ -65,14 +65,6 @@ __all__ = [
 MAX_PRINCIPAL_TEXT_CHARS = 128
 MAX_PRINCIPAL_ROLES = 32
 RECORD_NOT_VISIBLE = "record_not_visible"
-
-
-class RecordScope(enum.StrEnum):
-    """A record's ``scope`` (SPEC §6 table); ``private`` when the header has none."""
-
-    PRIVATE = "private"
-    SHARE = "share"
-    PUBLIC = "public"
 
 
 def _check_text(what: str, value: object) -> str:
@@ -169,6 +161,18 @@ class RecordVisibility:
     user_id: str | None = None
     allowed_users: tuple[str, ...] = ()
     allowed_roles: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, header: RecordHeader | None) -> RecordVisibility | None:
+        """The visibility fields of a parsed header (None: not a record)."""
+        if header is None:
+            return None
+        return cls(
+            scope=header.scope,
+            user_id=header.user_id,
+            allowed_users=tuple(header.allowed_users),
+            allowed_roles=tuple(header.allowed_roles),
+        )
 
 
 def is_visible(viewer: Viewer | None, record: RecordVisibility | None) -> bool:

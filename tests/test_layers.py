@@ -176,6 +176,7 @@ STORE_INSIDES = (
     "memfs.store.memories",
     "memfs.store.search",
     "memfs.store.records",
+    "memfs.store.visibility",
     "memfs.store.renames",
     "memfs.store._connections",
     "memfs.store.stores",

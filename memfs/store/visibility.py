@@ -26,13 +26,14 @@ from sqlalchemy import ColumnElement, Connection, and_, exists, func, or_, selec
 
 from memfs.errors import MemfsError, NotFound
 from memfs.model import Change, MemoryVersion
-from memfs.records import parse_record
+from memfs.records import RecordScope, parse_record
 from memfs.store.schema import blobs, memories, record_grants, records, versions
-from memfs.visibility import RecordScope, RecordVisibility, Viewer, check_writable, is_visible
+from memfs.visibility import RecordVisibility, Viewer, check_writable, is_visible
 
 __all__ = [
     "check_written",
     "content_visible",
+    "hidden_among",
     "hidden_ids",
     "hidden_tombstones",
     "require_visible",
@@ -50,8 +51,9 @@ def hidden_ids(viewer: Viewer) -> Any:
         return query
     granted = [and_(record_grants.c.kind == "user", record_grants.c.principal == viewer.user_id)]
     if viewer.roles:
+        roles = sorted(viewer.roles)
         granted.append(
-            and_(record_grants.c.kind == "role", record_grants.c.principal.in_(sorted(viewer.roles)))
+            and_(record_grants.c.kind == "role", record_grants.c.principal.in_(roles))
         )
     return query.where(
         or_(records.c.user_id.is_(None), records.c.user_id != viewer.user_id),
@@ -64,10 +66,11 @@ def visible_clause(viewer: Viewer | None, memory_id: Any) -> ColumnElement[bool]
     viewer sees (TRUE for an unrestricted viewer)."""
     if viewer is None:
         return true()
-    return memory_id.not_in(hidden_ids(viewer))
+    clause: ColumnElement[bool] = memory_id.not_in(hidden_ids(viewer))
+    return clause
 
 
-def _hidden_among(conn: Connection, viewer: Viewer, memory_ids: Sequence[str]) -> set[str]:
+def hidden_among(conn: Connection, viewer: Viewer, memory_ids: Sequence[str]) -> set[str]:
     if not memory_ids:
         return set()
     rows = conn.execute(
@@ -79,7 +82,7 @@ def _hidden_among(conn: Connection, viewer: Viewer, memory_ids: Sequence[str]) -
 def require_visible(conn: Connection, viewer: Viewer | None, memory_id: str) -> None:
     """Raises NotFound (the message of an unknown id) when the live memory ``memory_id``
     is hidden from ``viewer``: an invisible record does not exist for it (SPEC §6)."""
-    if viewer is not None and _hidden_among(conn, viewer, [memory_id]):
+    if viewer is not None and hidden_among(conn, viewer, [memory_id]):
         raise NotFound(f"memory {memory_id!r} not found")
 
 
@@ -135,7 +138,7 @@ def visible_changes(
     if viewer is None:
         return changes
     memory_ids = sorted({c.memory_id for c in changes if c.memory_id})
-    hidden = _hidden_among(conn, viewer, memory_ids) | _gone_hidden(conn, viewer, memory_ids)
+    hidden = hidden_among(conn, viewer, memory_ids) | _gone_hidden(conn, viewer, memory_ids)
     blank = {
         "path": None,
         "old_path": None,
@@ -202,17 +205,7 @@ def content_visible(viewer: Viewer, content: str | None) -> bool:
         header = parse_record(content)
     except MemfsError:
         return True
-    if header is None:
-        return True
-    return is_visible(
-        viewer,
-        RecordVisibility(
-            scope=RecordScope(header.scope),
-            user_id=header.user_id,
-            allowed_users=tuple(header.allowed_users),
-            allowed_roles=tuple(header.allowed_roles),
-        ),
-    )
+    return is_visible(viewer, RecordVisibility.of(header))
 
 
 def visible_versions(
@@ -224,7 +217,7 @@ def visible_versions(
     if viewer is None or not items:
         return items
     memory_ids = sorted({v.memory_id for v in items})
-    hidden = _hidden_among(conn, viewer, memory_ids)
+    hidden = hidden_among(conn, viewer, memory_ids)
     gone = set(_not_live(conn, memory_ids))
     gone_hidden = _gone_hidden(conn, viewer, sorted(gone))
     contents = _version_contents(conn, [v.id for v in items if v.memory_id in gone])

@@ -58,7 +58,12 @@ async def create_memory(
         if body.content is None:
             raise InvalidContent('content must be a string; pass "" to create an empty memory')
         memory = engine.create_memory(
-            memory_store_id, body.path, body.content, actor=principal.actor, metadata=body.metadata
+            memory_store_id,
+            body.path,
+            body.content,
+            actor=principal.actor,
+            metadata=body.metadata,
+            viewer=principal.viewer,
         )
         return memory_to_wire(memory, full=view == "full")
 
@@ -101,6 +106,7 @@ async def list_memories(
             limit=page_limit(limit, view),
             cursor=page,
             with_content=full,
+            viewer=principal.viewer,
         )
         return {
             "data": [_memory_item(item, full=full) for item in result.items],
@@ -121,7 +127,9 @@ async def retrieve_memory(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        memory = engine.get_memory(memory_store_id, memory_id, with_content=full)
+        memory = engine.get_memory(
+            memory_store_id, memory_id, with_content=full, viewer=principal.viewer
+        )
         return memory_to_wire(memory, full=full)
 
     return json_response(await run(request, op))
@@ -179,6 +187,7 @@ async def _update_memory(
             expected_sha256=expected,
             metadata=body.metadata,
             replace=body.replace,
+            viewer=principal.viewer,
         )
         return memory_to_wire(memory, full=view == "full")
 
@@ -241,6 +250,9 @@ async def _delete_memory(
         principal.require(scope, memory_store_id, agents=agents)
         if replacement is not None and mode is not DeleteMode.REDACT:
             raise InvalidInput("replacement_content is only allowed with mode=redact")
+        replacement_option: dict[str, Any] = (
+            {} if replacement is None else {"replacement": replacement}
+        )
         engine.delete_memory(
             memory_store_id,
             memory_id,
@@ -248,7 +260,8 @@ async def _delete_memory(
             expected_sha256=expected_sha256,
             mode=mode,
             reason=reason,
-            **({"replacement": replacement} if replacement is not None else {}),
+            viewer=principal.viewer,
+            **replacement_option,
         )
         return {**memory_deleted_to_wire(memory_id), "mode": mode.value}
 
@@ -375,7 +388,8 @@ async def restore_memory(
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id)
         memory = engine.restore_memory(
-            memory_store_id, memory_id, actor=principal.actor, reason=reason
+            memory_store_id, memory_id, actor=principal.actor, reason=reason,
+            viewer=principal.viewer,
         )
         return memory_to_wire(memory, full=view == "full")
 
