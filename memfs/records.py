@@ -52,6 +52,7 @@ import yaml
 
 from memfs import rules
 from memfs.errors import InvalidInput, InvalidRecord
+from memfs.model import format_timestamp
 
 __all__ = [
     "DEFAULT_HALF_LIFE_DAYS",
@@ -74,6 +75,7 @@ __all__ = [
     "decay_score",
     "half_life_days",
     "parse_record",
+    "record_to_wire",
     "split_front_matter",
 ]
 
@@ -624,3 +626,39 @@ class RecordFilter:
     def empty(self) -> bool:
         """True when the filter keeps every memory (records or not)."""
         return self == RecordFilter()
+
+
+def record_to_wire(record: Record) -> dict[str, Any]:
+    """The ``record`` object of a memory on the API (a memfs extension of api-contract
+    §4.3 ``memory``; the SDK ignores it): the header's typed fields, ``version``,
+    ``last_accessed`` and ``decay_score`` (SPEC §6), and the relations with their
+    resolution (``target_memory_id``, the target's current ``target_path``,
+    ``dangling``)."""
+    return {
+        "type": record.type.value,
+        "scope": record.scope.value,
+        "importance": record.importance,
+        "confidence": record.confidence,
+        "tags": list(record.tags),
+        "source": None if record.source is None else record.source.value,
+        "summary": record.summary,
+        "structured": None if record.structured is None else dict(record.structured),
+        "user_id": record.user_id,
+        "agent_id": record.agent_id,
+        "tenant_id": record.tenant_id,
+        "relations": [
+            {
+                "type": relation.type.value,
+                "target": relation.target,
+                "target_memory_id": relation.target_memory_id,
+                "target_path": relation.target_path,
+                "dangling": relation.dangling,
+            }
+            for relation in record.relations
+        ],
+        "allowed_users": list(record.allowed_users),
+        "allowed_roles": list(record.allowed_roles),
+        "version": record.version,
+        "last_accessed": format_timestamp(record.last_accessed),
+        "decay_score": record.decay_score,
+    }

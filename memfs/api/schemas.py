@@ -385,8 +385,43 @@ class DeletedObject(_Response):
     type: Literal["memory_store_deleted", "memory_deleted"]
 
 
+class RecordRelationOut(_Response):
+    """One relation of a record, resolved (SPEC §6)."""
+
+    type: Literal["related_to", "derived_from", "contradicts", "supersedes"]
+    target: str
+    target_memory_id: str | None
+    target_path: str | None
+    dangling: bool
+
+
+class RecordOut(_Response):
+    """The ``record`` object of a memory whose header makes it a record (SPEC §6; a
+    memfs extension the SDK ignores): the typed header fields, ``version`` (the
+    memory's number of versions), ``last_accessed`` and ``decay_score``."""
+
+    type: Literal["episodic", "semantic", "procedural", "preference", "profile"]
+    scope: Literal["private", "share", "public"]
+    importance: float | None
+    confidence: float | None
+    tags: list[str]
+    source: str | None
+    summary: str | None
+    structured: dict[str, Any] | None
+    user_id: str | None
+    agent_id: str | None
+    tenant_id: str | None
+    relations: list[RecordRelationOut]
+    allowed_users: list[str]
+    allowed_roles: list[str]
+    version: int
+    last_accessed: Timestamp
+    decay_score: float
+
+
 class MemoryOut(_Response):
-    """api-contract §4.3 (``content`` null unless ``view=full``)."""
+    """api-contract §4.3 (``content`` null unless ``view=full``); ``record`` (memfs
+    extension, SPEC §6) only on memories that are records."""
 
     id: str
     type: Literal["memory"]
@@ -399,6 +434,7 @@ class MemoryOut(_Response):
     created_at: Timestamp
     updated_at: Timestamp
     metadata: dict[str, str]
+    record: RecordOut | None = None
 
 
 class MemoryPrefixOut(_Response):

@@ -50,7 +50,7 @@ from sqlalchemy.exc import DBAPIError
 
 from memfs import config
 from memfs import query as query_language
-from memfs.errors import NotFound, SearchUnavailable
+from memfs.errors import InvalidInput, NotFound, SearchUnavailable
 from memfs.model import (
     Actor,
     ActorType,
@@ -501,8 +501,12 @@ class Engine:
         cursor: str | None = None,
         with_content: bool = False,
         viewer: Viewer | None = None,
+        record_filter: RecordFilter | None = None,
     ) -> Page[Memory | MemoryPrefix]:
         """Live memories under ``path_prefix`` in byte order of path, rolled up by depth.
+
+        With a ``record_filter`` that is not empty, only the records it keeps (SPEC §6
+        curation, the API's ``record_type``/``tag``/``min_importance``/``user_id``).
 
         With ``depth`` > 0, a memory more than ``depth`` segments below the prefix is
         replaced by one ``MemoryPrefix`` of its first ``depth`` segments (deduplicated;
@@ -523,6 +527,7 @@ class Engine:
                 cursor=cursor,
                 with_content=with_content,
                 viewer=viewer,
+                record_filter=record_filter,
             )
 
     def all_memories(self, store_id: str, *, viewer: Viewer | None = None) -> list[Memory]:
@@ -596,12 +601,14 @@ class Engine:
     ) -> dict[str, Record]:
         """The index entries of those of ``memory_ids`` that are live records (SPEC §6),
         by memory id; ids that are no record (or unknown, or hidden from ``viewer``) are
-        absent. One transaction whatever the number of ids (the API's ``record`` objects
-        of a page)."""
+        absent, and a relation's target hidden from ``viewer`` has no ``target_path``
+        (it shows as written, never where it is). One transaction whatever the number
+        of ids (the API's ``record`` objects of a page)."""
         with self._db.read() as conn:
             found = record_index.get_records(conn, list(memory_ids), self.clock())
-            hidden = seen.hidden_among(conn, viewer, list(found)) if viewer else set()
-            return {k: v for k, v in found.items() if k not in hidden}
+            if viewer is None:
+                return found
+            return seen.visible_records(conn, viewer, found)
 
     def list_records(
         self,
@@ -655,6 +662,46 @@ class Engine:
     def _write_access_times(self, accessed: dict[str, str]) -> None:
         with self._db.write() as conn:
             record_index.touch(conn, accessed)
+
+    def forget_records(
+        self,
+        store_ids: Sequence[str] | None,
+        *,
+        below: float,
+        apply: bool,
+        actor: Actor | None = None,
+    ) -> list[Record]:
+        """The live records of ``store_ids`` (None: every store) whose decay score is
+        below ``below``, by store then path; with ``apply``, each is soft-deleted
+        (restorable; audited with the reason ``decay_score below <below>``) in one
+        transaction (SPEC §6 curation: "dry-run by default, soft delete").
+
+        Raises:
+            InvalidInput: ``below`` outside 0–1.
+        """
+        if isinstance(below, bool) or not 0 <= below <= 1:
+            raise InvalidInput("the decay threshold must be a number from 0 to 1")
+        self.flush_access()  # reads noted so far count
+        chosen = None if store_ids is None else list(store_ids)
+        if not apply:
+            with self._db.read() as conn:
+                found = record_index.list_records(conn, chosen, RecordFilter(), self.clock())
+            return [record for record in found if record.decay_score < below]
+        with self._db.write() as conn:
+            found = record_index.list_records(conn, chosen, RecordFilter(), self.clock())
+            decayed = [record for record in found if record.decay_score < below]
+            for record in decayed:
+                memories.delete_memory(
+                    conn,
+                    record.store_id,
+                    record.memory_id,
+                    actor=actor,
+                    expected_sha256=None,
+                    mode=DeleteMode.SOFT_DELETE,
+                    reason=f"decay_score below {below}",
+                    replacement="",
+                )
+        return decayed
 
     def record_findings(self) -> list[str]:
         """``memfs fsck --records``: one line per dangling relation (a target that is no

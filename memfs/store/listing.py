@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Row, bindparam, select
 from memfs import rules
 from memfs.errors import InvalidCursor, InvalidInput
 from memfs.model import DeleteMode, Memory, MemoryPrefix, Page
+from memfs.records import RecordFilter
 from memfs.store._common import (
     Cursor,
     check_limit,
@@ -24,6 +25,7 @@ from memfs.store._common import (
     store_row,
 )
 from memfs.store.blobs import blob_data
+from memfs.store.records import records_matching
 from memfs.store.schema import memories
 from memfs.store.visibility import visible_clause
 from memfs.visibility import Viewer
@@ -69,8 +71,10 @@ def _page_rows(
     limit: int,
     position: tuple[str, str],
     viewer: Viewer | None,
+    record_filter: RecordFilter | None = None,
 ) -> list[Row[Any] | MemoryPrefix]:
-    """Up to ``limit + 1`` items from ``position``: rows, or prefixes rolled up by depth."""
+    """Up to ``limit + 1`` items from ``position``: rows, or prefixes rolled up by depth;
+    with ``record_filter``, only the records it keeps (SPEC §6 curation)."""
     op, key = position
     upper = descendant_upper_bound(path_prefix) if path_prefix != "/" else None
     items: list[Row[Any] | MemoryPrefix] = []
@@ -84,6 +88,8 @@ def _page_rows(
         )
         if upper is not None:
             query = query.where(memories.c.path < upper)
+        if record_filter is not None:
+            query = query.where(memories.c.id.in_(records_matching(record_filter)))
         rows = conn.execute(query.order_by(memories.c.path).limit(batch)).all()
         if not rows:
             break
@@ -116,16 +122,27 @@ def list_memories(
     cursor: str | None,
     with_content: bool,
     viewer: Viewer | None = None,
+    record_filter: RecordFilter | None = None,
 ) -> Page[Memory | MemoryPrefix]:
     """See :meth:`memfs.store.Engine.list_memories`."""
+    if record_filter is not None and record_filter.empty:
+        record_filter = None
     rules.validate_path_prefix(path_prefix)
     if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
         raise InvalidInput("depth must be an integer ≥ 0")
     check_limit(limit)
-    fingerprint = Cursor.fingerprint("memories", store_id, path_prefix, depth)
+    fingerprint = Cursor.fingerprint(
+        "memories",
+        store_id,
+        path_prefix,
+        depth,
+        *([] if record_filter is None else [record_filter]),
+    )
     position = _position(cursor, fingerprint, path_prefix)
     store_row(conn, store_id)
-    items = _page_rows(conn, store_id, path_prefix, depth, limit, position, viewer)
+    items = _page_rows(
+        conn, store_id, path_prefix, depth, limit, position, viewer, record_filter
+    )
     more = len(items) > limit
     result: list[Memory | MemoryPrefix] = []
     for item in items[:limit]:

@@ -546,7 +546,7 @@ def check_relations(conn: Connection) -> Iterator[str]:
 # ---------------------------------------------------------------- access log
 
 # How long reads gather before their last_accessed is written (one UPDATE per batch).
-ACCESS_FLUSH_INTERVAL_S = 5.0
+ACCESS_FLUSH_INTERVAL_S = 2.0
 
 
 class AccessLog:

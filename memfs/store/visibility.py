@@ -19,14 +19,15 @@ listing and search queries through :func:`visible_clause`.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, exists, func, or_, select, true
 
 from memfs.errors import MemfsError, NotFound
 from memfs.model import Change, MemoryVersion
-from memfs.records import RecordScope, parse_record
+from memfs.records import Record, RecordScope, parse_record
 from memfs.store.schema import blobs, memories, record_grants, records, versions
 from memfs.visibility import RecordVisibility, Viewer, check_writable, is_visible
 
@@ -40,6 +41,7 @@ __all__ = [
     "visible_changes",
     "visible_clause",
     "visible_counts",
+    "visible_records",
     "visible_versions",
 ]
 
@@ -248,3 +250,27 @@ def _version_contents(conn: Connection, version_ids: Sequence[str]) -> dict[str,
         .where(versions.c.id.in_(version_ids))
     ).all()
     return {row.id: bytes(row.data).decode() for row in rows}
+
+
+def visible_records(
+    conn: Connection, viewer: Viewer, found: Mapping[str, Record]
+) -> dict[str, Record]:
+    """The index entries of ``found`` that ``viewer`` sees, each without the current
+    path of a relation target hidden from it (the target stays as its author wrote it)."""
+    targets = [
+        r.target_memory_id
+        for record in found.values()
+        for r in record.relations
+        if r.target_memory_id is not None
+    ]
+    hidden = hidden_among(conn, viewer, [*found, *targets])
+    kept = {}
+    for memory_id, record in found.items():
+        if memory_id in hidden:
+            continue
+        relations = tuple(
+            dataclasses.replace(r, target_path=None) if r.target_memory_id in hidden else r
+            for r in record.relations
+        )
+        kept[memory_id] = dataclasses.replace(record, relations=relations)
+    return kept
