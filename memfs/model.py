@@ -14,6 +14,8 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict
 
+from memfs.visibility import UserPrincipal
+
 __all__ = [
     "Access",
     "Actor",
@@ -275,7 +277,8 @@ class Session(_Frozen):
     ``expires_at`` is when its token stops working (None: a session without a token,
     an embedded mount's); ``revoked_at`` when it was revoked (by itself or with the API
     key ``api_key_id`` that created it); ``archived_at`` when it was archived (ended:
-    its token no longer works and listings leave it out unless asked).
+    its token no longer works and listings leave it out unless asked). ``principal``
+    is the user it speaks for (SPEC §6 visibility), set at creation, never changed.
     """
 
     id: str
@@ -286,12 +289,15 @@ class Session(_Frozen):
     revoked_at: datetime | None = None
     archived_at: datetime | None = None
     api_key_id: str | None = None
+    principal: UserPrincipal | None = None
 
 
 class ApiKey(_Frozen):
     """An API key's public record; the secret is never stored or returned after creation.
 
-    ``store_ids`` empty means every store.
+    ``store_ids`` empty means every store. ``principal`` is the user the key speaks for
+    (SPEC §6 visibility), set at creation, never changed; an ``admin`` key sees every
+    record whatever its principal.
     """
 
     id: str
@@ -300,6 +306,7 @@ class ApiKey(_Frozen):
     store_ids: list[str]
     created_at: datetime
     revoked_at: datetime | None
+    principal: UserPrincipal | None = None
 
     def allows(self, scope: Scope, store_id: str | None = None) -> bool:
         """True when this key has ``scope`` (``admin`` implies all) on ``store_id``."""
