@@ -41,9 +41,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pydantic import BaseModel, ConfigDict, field_validator
-
 from memfs.errors import InvalidInput, PermissionDenied
+from memfs.model import MAX_PRINCIPAL_ROLES, MAX_PRINCIPAL_TEXT_CHARS, UserPrincipal
 from memfs.records import RecordHeader, RecordScope
 
 __all__ = [
@@ -60,55 +59,7 @@ __all__ = [
     "make_principal",
 ]
 
-# SPEC §6: user ids are 1–128 chars without control characters; roles follow the same
-# rule (they are compared with a record's allowed_roles, strings of that kind).
-MAX_PRINCIPAL_TEXT_CHARS = 128
-MAX_PRINCIPAL_ROLES = 32
 RECORD_NOT_VISIBLE = "record_not_visible"
-
-
-def _check_text(what: str, value: object) -> str:
-    """``value`` if it is 1–128 characters without control characters (SPEC §6 rule for
-    ``user_id``). Raises InvalidInput naming ``what``."""
-    if not isinstance(value, str) or not 1 <= len(value) <= MAX_PRINCIPAL_TEXT_CHARS:
-        raise InvalidInput(f"{what} must be a string of 1 to {MAX_PRINCIPAL_TEXT_CHARS} characters")
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
-        raise InvalidInput(f"{what} must not contain control characters")
-    return value
-
-
-class UserPrincipal(BaseModel):
-    """Who an API key or a session speaks for (SPEC §6 "Visibility", §3 credentials).
-
-    Attributes:
-        user_id: 1–128 characters, no control characters.
-        roles: at most 32 distinct roles, each like a user id; kept sorted.
-
-    Raises (at construction):
-        InvalidInput: a value breaking these rules (the validators raise it as is).
-    """
-
-    model_config = ConfigDict(frozen=True)
-
-    user_id: str
-    roles: tuple[str, ...] = ()
-
-    @field_validator("user_id")
-    @classmethod
-    def _valid_user_id(cls, value: str) -> str:
-        return _check_text("user_id", value)
-
-    @field_validator("roles")
-    @classmethod
-    def _valid_roles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        roles = sorted({_check_text("a role", role) for role in value})
-        if len(roles) > MAX_PRINCIPAL_ROLES:
-            raise InvalidInput(f"a principal has at most {MAX_PRINCIPAL_ROLES} roles")
-        return tuple(roles)
-
-    def to_wire(self) -> dict[str, object]:
-        """``{"user_id": …, "roles": [...]}`` (memfs extension on keys and sessions)."""
-        return {"user_id": self.user_id, "roles": list(self.roles)}
 
 
 def make_principal(user_id: str | None, roles: Sequence[str] = ()) -> UserPrincipal | None:

@@ -174,3 +174,40 @@ def test_a_writer_can_not_write_a_record_it_could_not_see(
     assert engine.get_memory(store.id, bob_only.id).content == record("bob")
     # An unrestricted caller writes anything.
     engine.create_memory(store.id, "/ownerless.md", record(None), actor=ACTOR)
+
+
+def test_record_listings_and_relations_hide_what_the_viewer_can_not_see(
+    engine: Engine, store: MemoryStore
+) -> None:
+    pointing = engine.create_memory(
+        store.id,
+        "/a/points.md",
+        "---\ntype: semantic\nscope: share\nrelations:\n"
+        "  - {type: related_to, target: /a/bob.md}\n"
+        "  - {type: related_to, target: /a/shared.md}\n---\nsee there\n",
+        actor=ACTOR,
+    )
+    listed = {r.path for r in engine.list_records([store.id], viewer=ALICE)}
+    assert listed == (SEES["alice"] - {"/b/plain.md"}) | {"/a/points.md"}
+    bob_only = engine.get_memory_by_path(store.id, "/a/bob.md")
+    assert engine.get_records([bob_only.id], viewer=ALICE) == {}
+    relations = engine.get_records([pointing.id], viewer=ALICE)[pointing.id].relations
+    assert [(r.target, r.target_path) for r in relations] == [
+        ("/a/bob.md", None), ("/a/shared.md", "/a/shared.md"),
+    ]
+    relations = engine.get_records([pointing.id], viewer=BOB)[pointing.id].relations
+    assert [r.target_path for r in relations] == ["/a/bob.md", "/a/shared.md"]
+    assert engine.relations_to(bob_only.id, viewer=BOB)
+    # What points at a record is hidden with its source.
+    engine.create_memory(
+        store.id, "/a/bob-points.md",
+        "---\ntype: semantic\nuser_id: bob\nrelations: [{type: related_to, target: /a/shared.md}]"
+        "\n---\nx\n",
+        actor=ACTOR,
+    )
+    shared = engine.get_memory_by_path(store.id, "/a/shared.md")
+    sources = {r.memory_path for r in engine.relations_to(shared.id, viewer=ALICE)}
+    assert sources == {"/a/points.md"}
+    assert {r.memory_path for r in engine.relations_to(shared.id)} == {
+        "/a/points.md", "/a/bob-points.md",
+    }
