@@ -31,6 +31,7 @@ CORE = (
     "memfs.query",
     "memfs.records",
     "memfs.records_seed",
+    "memfs.visibility",
 )
 
 
@@ -176,6 +177,7 @@ STORE_INSIDES = (
     "memfs.store.memories",
     "memfs.store.search",
     "memfs.store.records",
+    "memfs.store.visibility",
     "memfs.store.renames",
     "memfs.store._connections",
     "memfs.store.stores",

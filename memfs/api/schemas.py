@@ -44,6 +44,8 @@ __all__ = [
     "SearchRequest",
     "SearchResults",
     "DeletedSession",
+    "PrincipalOut",
+    "PrincipalParam",
     "SessionCreate",
     "SessionOut",
     "SessionPage",
@@ -338,6 +340,13 @@ class SearchRequest(_Request):
     )
 
 
+class PrincipalParam(_Request):
+    """memfs extension (SPEC §6 visibility): the user a new session speaks for."""
+
+    user_id: str = Field(description="1–128 characters, no control characters.")
+    roles: list[str] = Field(default_factory=list, description="At most 32 roles.")
+
+
 class SessionCreate(_NoNul):
     """Body of ``POST /v1/sessions``.
 
@@ -359,6 +368,11 @@ class SessionCreate(_NoNul):
         ),
         json_schema_extra={"minimum": 1, "maximum": MAX_SESSION_TTL_S},
     )
+    # memfs extension (issue 15, SPEC §6): the principal, either as one object or as
+    # the two flat fields; a key with a principal hands its own when none is given.
+    principal: PrincipalParam | None = None
+    user_id: str | None = Field(default=None, description="memfs extension: principal user.")
+    roles: list[str] | None = Field(default=None, description="memfs extension: its roles.")
 
 
 # ----------------------------------------------------------------- responses
@@ -519,6 +533,13 @@ class MemoryVersionPage(_Response):
     next_page: str | None
 
 
+class PrincipalOut(_Response):
+    """memfs extension (SPEC §6): the user a key or session speaks for."""
+
+    user_id: str
+    roles: list[str]
+
+
 class SessionResourceOut(_Response):
     """api-contract §7.2."""
 
@@ -544,6 +565,7 @@ class SessionOut(_Response):
     revoked_at: Timestamp | None
     archived_at: Timestamp | None
     token: str | None = None
+    principal: PrincipalOut | None = None
 
 
 class SessionPage(_Response):

@@ -33,11 +33,11 @@ from memfs.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
     ForeignDatabase,
-    InvalidInput,
     StoreBusy,
 )
 from memfs.local import create_private_file
 from memfs.store import search
+from memfs.store._hot import refuse_nul
 from memfs.store.schema import metadata
 
 __all__ = [
@@ -55,7 +55,7 @@ __all__ = [
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0005_records"
+SCHEMA_HEAD = "0006_principals"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
@@ -269,10 +269,7 @@ def _refuse_nul_parameters(sa_engine: SAEngine) -> None:
     ) -> None:
         rows = parameters if isinstance(parameters, list) else [parameters]
         for row in rows:
-            values = row.values() if isinstance(row, dict) else (row or ())
-            for value in values:
-                if isinstance(value, str) and "\x00" in value:
-                    raise InvalidInput("text must not contain the NUL character (U+0000)")
+            refuse_nul(row.values() if isinstance(row, dict) else (row or ()))
 
 
 def alembic_config() -> Config:

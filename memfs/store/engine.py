@@ -23,6 +23,13 @@ aggregate, each a set of functions that take the transaction's
 ``fsck``           one check per invariant of ``schema.py``
 =================  ===========================================================
 
+Visibility (issue 15, SPEC §6): the reads and writes callers make on behalf of a
+restricted caller take ``viewer`` (a :class:`memfs.visibility.Viewer`; None, the
+default, is an unrestricted caller). The hooks (``seen.…``, memfs/store/visibility.py)
+run in the call's transaction: what is hidden from the viewer is absent from listings,
+counts, search, versions and the change feed, a NotFound by id, and a write whose
+result the viewer could not see is refused and rolled back.
+
 The module is long only because the public surface is: each method is its contract (the
 docstring callers rely on) and one delegating call.
 
@@ -38,11 +45,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from memfs import config
 from memfs import query as query_language
-from memfs.errors import InvalidInput, SearchUnavailable
+from memfs.errors import InvalidInput, NotFound, SearchUnavailable
 from memfs.model import (
     Actor,
     ActorType,
@@ -73,9 +81,11 @@ from memfs.store import (
 )
 from memfs.store import fsck as _fsck
 from memfs.store import records as record_index
+from memfs.store import visibility as seen
 from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.access import ResourceSpec
+from memfs.visibility import UserPrincipal, Viewer
 
 __all__ = ["ERASE_WAIT_S", "Engine", "ResourceSpec"]
 
@@ -183,10 +193,10 @@ class Engine:
         with self._db.write() as conn:
             return stores.create_store(conn, name, description, metadata)
 
-    def get_store(self, store_id: str) -> MemoryStore:
-        """A store, archived or not. Raises NotFound."""
+    def get_store(self, store_id: str, *, viewer: Viewer | None = None) -> MemoryStore:
+        """A store, archived or not; its counts are those ``viewer`` sees. Raises NotFound."""
         with self._db.read() as conn:
-            return stores.get_store(conn, store_id)
+            return _counted(conn, viewer, stores.get_store(conn, store_id))
 
     def find_store(self, name_or_id: str) -> MemoryStore:
         """A store by id, else by exact name, else by slug (CLI convenience).
@@ -227,15 +237,17 @@ class Engine:
         created_lte: datetime | None = None,
         limit: int = 20,
         cursor: str | None = None,
+        viewer: Viewer | None = None,
     ) -> Page[MemoryStore]:
-        """Stores newest first (by id, which sorts by creation time).
+        """Stores newest first (by id, which sorts by creation time); their counts are
+        those ``viewer`` sees.
 
         Raises:
             InvalidInput: limit outside 1–100.
             InvalidCursor: a cursor from another query.
         """
         with self._db.read() as conn:
-            return stores.list_stores(
+            page = stores.list_stores(
                 conn,
                 include_archived=include_archived,
                 created_gte=created_gte,
@@ -243,6 +255,10 @@ class Engine:
                 limit=limit,
                 cursor=cursor,
             )
+            if viewer is None:
+                return page
+            items = [_counted(conn, viewer, store) for store in page.items]
+            return page.model_copy(update={"items": items})
 
     def archive_store(self, store_id: str, *, actor: Actor | None = None) -> MemoryStore:
         """Archives a store (one-way; an archived store comes back unchanged). Raises NotFound."""
@@ -271,6 +287,7 @@ class Engine:
         *,
         actor: Actor | None,
         metadata: dict[str, str] | None = None,
+        viewer: Viewer | None = None,
     ) -> Memory:
         """Creates a memory and its ``created`` version; returns it with content.
 
@@ -278,9 +295,10 @@ class Engine:
             NotFound, StoreArchived, InvalidPath, PathTooLong, InvalidContent,
             ContentTooLarge, InvalidMetadata, StoreFull, PathConflict (path, ancestor or
             descendant occupied; names the blocker).
+            PermissionDenied: ``record_not_visible``, a record ``viewer`` could not see.
         """
         with self._db.write() as conn:
-            return memories.create_memory(
+            memory = memories.create_memory(
                 conn,
                 store_id,
                 path,
@@ -289,16 +307,36 @@ class Engine:
                 metadata=metadata,
                 memory_limit=self.memory_limit,
             )
+            seen.check_written(conn, viewer, memory.id, memory.path)
+            return memory
 
-    def get_memory(self, store_id: str, memory_id: str, *, with_content: bool = True) -> Memory:
-        """A live memory by id. Raises NotFound (unknown, deleted, other store)."""
+    def get_memory(
+        self,
+        store_id: str,
+        memory_id: str,
+        *,
+        with_content: bool = True,
+        viewer: Viewer | None = None,
+    ) -> Memory:
+        """A live memory by id. Raises NotFound (unknown, deleted, other store, hidden
+        from ``viewer``)."""
         with self._db.read() as conn:
+            seen.require_visible(conn, viewer, memory_id)
             return memories.get_memory(conn, store_id, memory_id, with_content=with_content)
 
-    def get_memory_by_path(self, store_id: str, path: str, *, with_content: bool = True) -> Memory:
-        """A live memory by path. Raises NotFound."""
+    def get_memory_by_path(
+        self,
+        store_id: str,
+        path: str,
+        *,
+        with_content: bool = True,
+        viewer: Viewer | None = None,
+    ) -> Memory:
+        """A live memory by path. Raises NotFound (also: hidden from ``viewer``)."""
         with self._db.read() as conn:
-            return memories.get_memory_by_path(conn, store_id, path, with_content=with_content)
+            memory = memories.get_memory_by_path(conn, store_id, path, with_content=with_content)
+            seen.require_visible(conn, viewer, memory.id)
+            return memory
 
     def update_memory(
         self,
@@ -311,6 +349,7 @@ class Engine:
         expected_sha256: str | None = None,
         metadata: dict[str, str] | None = None,
         replace: bool = False,
+        viewer: Viewer | None = None,
     ) -> Memory:
         """Changes content and/or path (rename keeps the id); returns it with content.
 
@@ -323,10 +362,12 @@ class Engine:
 
         Raises:
             NotFound, StoreArchived, PreconditionFailed, PathConflict, and the
-            validation errors of create.
+            validation errors of create; NotFound for a memory hidden from ``viewer``,
+            PermissionDenied ``record_not_visible`` for a result it could not see.
         """
         with self._db.write() as conn:
-            return memories.update_memory(
+            seen.require_visible(conn, viewer, memory_id)
+            memory = memories.update_memory(
                 conn,
                 store_id,
                 memory_id,
@@ -337,6 +378,8 @@ class Engine:
                 metadata=metadata,
                 replace=replace,
             )
+            seen.check_written(conn, viewer, memory.id, memory.path)
+            return memory
 
     def retract_create(self, store_id: str, memory_id: str, *, actor: Actor) -> bool:
         """Erases a memory whose whole history is the one empty ``created`` version
@@ -362,6 +405,7 @@ class Engine:
         mode: DeleteMode = DeleteMode.SOFT_DELETE,
         reason: str | None = None,
         replacement: str = "[REDACTED]",
+        viewer: Viewer | None = None,
     ) -> frozenset[str]:
         """Deletes a live memory in one of the SPEC §2 modes; audited with ``reason``.
 
@@ -377,10 +421,11 @@ class Engine:
             delete.
 
         Raises:
-            NotFound, PreconditionFailed, InvalidContent (bad replacement), InvalidInput
-            (unknown mode).
+            NotFound (also: hidden from ``viewer``), PreconditionFailed, InvalidContent
+            (bad replacement), InvalidInput (unknown mode).
         """
         with self._db.write() as conn:
+            seen.require_visible(conn, viewer, memory_id)
             erased = memories.delete_memory(
                 conn,
                 store_id,
@@ -396,7 +441,13 @@ class Engine:
         return erased
 
     def restore_memory(
-        self, store_id: str, memory_id: str, *, actor: Actor | None, reason: str | None = None
+        self,
+        store_id: str,
+        memory_id: str,
+        *,
+        actor: Actor | None,
+        reason: str | None = None,
+        viewer: Viewer | None = None,
     ) -> Memory:
         """Brings a soft-deleted memory back with its id, path and content.
 
@@ -408,9 +459,12 @@ class Engine:
             StoreArchived, StoreFull.
             NotRestorable: the memory is live, was redacted, or its content was redacted.
             PathConflict: its path (or an ancestor/descendant) is now taken.
+
+        A memory whose restored record ``viewer`` could not see is NotFound for it
+        (rolled back), as it is absent from its restore listing.
         """
         with self._db.write() as conn:
-            return memories.restore_memory(
+            memory = memories.restore_memory(
                 conn,
                 store_id,
                 memory_id,
@@ -418,6 +472,8 @@ class Engine:
                 reason=reason,
                 memory_limit=self.memory_limit,
             )
+            seen.require_visible(conn, viewer, memory.id)
+            return memory
 
     def rename_prefix(
         self, store_id: str, old_prefix: str, new_prefix: str, *, actor: Actor | None
@@ -451,6 +507,7 @@ class Engine:
         limit: int = 20,
         cursor: str | None = None,
         with_content: bool = False,
+        viewer: Viewer | None = None,
         record_filter: RecordFilter | None = None,
     ) -> Page[Memory | MemoryPrefix]:
         """Live memories under ``path_prefix`` in byte order of path, rolled up by depth.
@@ -460,7 +517,9 @@ class Engine:
 
         With ``depth`` > 0, a memory more than ``depth`` segments below the prefix is
         replaced by one ``MemoryPrefix`` of its first ``depth`` segments (deduplicated;
-        api-contract §5.10). Prefixes and memories both count toward ``limit``.
+        api-contract §5.10). Prefixes and memories both count toward ``limit``. What is
+        hidden from ``viewer`` is left out in the query (pages stay full; a prefix only
+        of hidden memories is not shown).
 
         Raises:
             NotFound, InvalidPath (prefix), InvalidInput (depth/limit), InvalidCursor.
@@ -474,10 +533,11 @@ class Engine:
                 limit=limit,
                 cursor=cursor,
                 with_content=with_content,
+                viewer=viewer,
                 record_filter=record_filter,
             )
 
-    def all_memories(self, store_id: str) -> list[Memory]:
+    def all_memories(self, store_id: str, *, viewer: Viewer | None = None) -> list[Memory]:
         """Every live memory of a store without content, in path order (mount start-up).
 
         Built from plain tuples of the columns a Memory needs: a mount waits for this
@@ -488,12 +548,15 @@ class Engine:
             NotFound.
         """
         with self._db.read() as conn:
-            return listing.all_memories(conn, store_id)
+            return listing.all_memories(conn, store_id, viewer=viewer)
 
-    def deleted_memories(self, store_id: str) -> list[Memory]:
-        """Soft-deleted (restorable) memories, newest deletion first, without content."""
+    def deleted_memories(self, store_id: str, *, viewer: Viewer | None = None) -> list[Memory]:
+        """Soft-deleted (restorable) memories, newest deletion first, without content;
+        for ``viewer`` without those whose last content is a record hidden from it."""
         with self._db.read() as conn:
-            return listing.deleted_memories(conn, store_id)
+            deleted = listing.deleted_memories(conn, store_id)
+            hidden = seen.hidden_tombstones(conn, viewer, [m.id for m in deleted])
+            return [m for m in deleted if m.id not in hidden]
 
     # ------------------------------------------------------------- search
 
@@ -506,6 +569,7 @@ class Engine:
         limit: int = query_language.DEFAULT_SEARCH_LIMIT,
         semantic: bool = False,
         record_filter: RecordFilter | None = None,
+        viewer: Viewer | None = None,
     ) -> list[query_language.SearchHit]:
         """Ranked full-text hits among the live memories of ``store_ids`` (SPEC §7), best
         first; the query language is :mod:`memfs.query`'s. The index is written in the
@@ -520,6 +584,7 @@ class Engine:
             semantic: ask for semantic search, which needs an embedding model.
             record_filter: only records it keeps (SPEC §7: record type, tags,
                 minimum importance); None or empty: every memory.
+            viewer: what is hidden from it is never a hit (SPEC §7), left out in the query.
 
         Raises:
             InvalidInput: a malformed query, prefix or limit.
@@ -537,29 +602,46 @@ class Engine:
                 path_prefix=path_prefix,
                 limit=limit,
                 record_filter=record_filter,
+                hidden=None if viewer is None else seen.hidden_ids(viewer),
             )
 
     # ------------------------------------------------------------ records
 
-    def get_records(self, memory_ids: Sequence[str]) -> dict[str, Record]:
+    def get_records(
+        self, memory_ids: Sequence[str], *, viewer: Viewer | None = None
+    ) -> dict[str, Record]:
         """The index entries of those of ``memory_ids`` that are live records (SPEC §6),
-        by memory id; ids that are no record (or unknown) are absent. One transaction
-        whatever the number of ids (the API's ``record`` objects of a page)."""
+        by memory id; ids that are no record (or unknown, or hidden from ``viewer``) are
+        absent, and a relation's target hidden from ``viewer`` has no ``target_path``
+        (it shows as written, never where it is). One transaction whatever the number
+        of ids (the API's ``record`` objects of a page)."""
         with self._db.read() as conn:
-            return record_index.get_records(conn, list(memory_ids), self.clock())
+            found = record_index.get_records(conn, list(memory_ids), self.clock())
+            if viewer is None:
+                return found
+            return seen.visible_records(conn, viewer, found)
 
     def list_records(
-        self, store_ids: Sequence[str] | None, record_filter: RecordFilter | None = None
+        self,
+        store_ids: Sequence[str] | None,
+        record_filter: RecordFilter | None = None,
+        *,
+        viewer: Viewer | None = None,
     ) -> list[Record]:
         """The live records of ``store_ids`` (None: every store) that ``record_filter``
-        keeps, by store then path (SPEC §6 curation; ``memfs record ls``)."""
+        keeps and ``viewer`` sees, by store then path (SPEC §6 curation; ``memfs record
+        ls``)."""
         with self._db.read() as conn:
-            return record_index.list_records(
+            found = record_index.list_records(
                 conn,
                 None if store_ids is None else list(store_ids),
                 record_filter or RecordFilter(),
                 self.clock(),
             )
+            if viewer is None:
+                return found
+            hidden = seen.hidden_among(conn, viewer, [r.memory_id for r in found])
+            return [r for r in found if r.memory_id not in hidden]
 
     def stores_with_records(self, store_ids: Sequence[str]) -> set[str]:
         """Those of ``store_ids`` that hold at least one live record (``memfs prompt``
@@ -567,12 +649,19 @@ class Engine:
         with self._db.read() as conn:
             return record_index.stores_with_records(conn, list(store_ids))
 
-    def relations_to(self, memory_id: str) -> list[RecordRelation]:
+    def relations_to(
+        self, memory_id: str, *, viewer: Viewer | None = None
+    ) -> list[RecordRelation]:
         """The relations of live records whose target resolved to ``memory_id`` (what
         points to it), by source path; ``memfs record show`` lists them beside the
-        record's own :attr:`Record.relations`."""
+        record's own :attr:`Record.relations`. Those of records hidden from ``viewer``
+        are left out."""
         with self._db.read() as conn:
-            return record_index.relations_to(conn, memory_id)
+            found = record_index.relations_to(conn, memory_id)
+            if viewer is None:
+                return found
+            hidden = seen.hidden_among(conn, viewer, [r.memory_id for r in found])
+            return [r for r in found if r.memory_id not in hidden]
 
     def note_access(self, memory_ids: Sequence[str]) -> None:
         """Records that ``memory_ids`` were read (SPEC §6 ``last_accessed``: an open for
@@ -672,14 +761,17 @@ class Engine:
         limit: int = 20,
         cursor: str | None = None,
         with_content: bool = False,
+        viewer: Viewer | None = None,
     ) -> Page[MemoryVersion]:
-        """Versions newest first, filtered (api-contract §5.12).
+        """Versions newest first, filtered (api-contract §5.12); for ``viewer`` without
+        those it may not see (:func:`memfs.store.visibility.visible_versions`; a page may
+        then hold fewer than ``limit``).
 
         Raises:
             NotFound (store), InvalidInput (operation, limit), InvalidCursor.
         """
         with self._db.read() as conn:
-            return versions.list_versions(
+            page = versions.list_versions(
                 conn,
                 store_id,
                 memory_id=memory_id,
@@ -695,13 +787,26 @@ class Engine:
                 cursor=cursor,
                 with_content=with_content,
             )
+            if viewer is None:
+                return page
+            return page.model_copy(
+                update={"items": seen.visible_versions(conn, viewer, page.items)}
+            )
 
     def get_version(
-        self, store_id: str, version_id: str, *, with_content: bool = True
+        self,
+        store_id: str,
+        version_id: str,
+        *,
+        with_content: bool = True,
+        viewer: Viewer | None = None,
     ) -> MemoryVersion:
-        """A version, redacted or not. Raises NotFound."""
+        """A version, redacted or not. Raises NotFound (also: hidden from ``viewer``)."""
         with self._db.read() as conn:
-            return versions.get_version(conn, store_id, version_id, with_content=with_content)
+            version = versions.get_version(conn, store_id, version_id, with_content=with_content)
+            if not seen.visible_versions(conn, viewer, [version]):
+                raise NotFound(f"memory version {version_id!r} not found")
+            return version
 
     def redact_version(
         self, store_id: str, version_id: str, *, actor: Actor | None
@@ -739,13 +844,23 @@ class Engine:
         with self._db.read() as conn:
             return feed.last_change_seq(conn, store_id)
 
-    def changes_since(self, store_id: str, after_seq: int, *, limit: int = 1000) -> list[Change]:
-        """Changes with seq > ``after_seq``, oldest first, at most ``limit``.
+    def changes_since(
+        self,
+        store_id: str,
+        after_seq: int,
+        *,
+        limit: int = 1000,
+        viewer: Viewer | None = None,
+    ) -> list[Change]:
+        """Changes with seq > ``after_seq``, oldest first, at most ``limit``; an entry
+        about a memory hidden from ``viewer`` keeps only its seq, kind and memory id
+        (:func:`memfs.store.visibility.visible_changes`).
 
         Works after the store is deleted (the final entry is ``store_deleted``).
         """
         with self._db.read() as conn:
-            return feed.changes_since(conn, store_id, after_seq, limit)
+            changes = feed.changes_since(conn, store_id, after_seq, limit)
+            return seen.visible_changes(conn, viewer, changes)
 
     # --------------------------------------------------- sessions and keys
 
@@ -758,6 +873,7 @@ class Engine:
         title: str | None = None,
         ttl_s: int | None = None,
         api_key_id: str | None = None,
+        principal: UserPrincipal | None = None,
     ) -> tuple[Session, str | None]:
         """Attaches 1–8 non-archived stores; returns the session and its token (once).
 
@@ -772,6 +888,9 @@ class Engine:
                 the default, 24 h (:data:`memfs.config.DEFAULT_SESSION_TTL_S`).
             api_key_id: the API key creating the session (the API passes its caller's);
                 revoking that key revokes the session. None for local callers.
+            principal: the user the session speaks for (SPEC §6 visibility), kept for
+                its whole life; None for none. Who may hand which principal is the
+                caller's rule (the API's: a key hands its own, an admin key any).
 
         Raises:
             InvalidInput: no store, more than 8, a store twice, bad access or instructions,
@@ -790,6 +909,7 @@ class Engine:
                 title=title,
                 ttl_s=ttl_s,
                 api_key_id=api_key_id,
+                principal=principal,
             )
 
     def get_session(self, session_id: str) -> Session:
@@ -859,16 +979,23 @@ class Engine:
             access.delete_session(conn, session_id)
 
     def create_api_key(
-        self, name: str, scopes: Sequence[Scope], store_ids: Sequence[str] = ()
+        self,
+        name: str,
+        scopes: Sequence[Scope],
+        store_ids: Sequence[str] = (),
+        *,
+        principal: UserPrincipal | None = None,
     ) -> tuple[ApiKey, str]:
         """Creates a key; returns it and its ``memfs_sk_…`` secret, shown this once.
+        ``principal`` is the user it speaks for (SPEC §6 visibility), kept for its
+        whole life.
 
         Raises:
             InvalidInput: no scope, or an unknown scope.
             NotFound: a listed store does not exist.
         """
         with self._db.write() as conn:
-            return access.create_api_key(conn, name, scopes, store_ids)
+            return access.create_api_key(conn, name, scopes, store_ids, principal)
 
     def list_api_keys(self) -> list[ApiKey]:
         """Every key, newest first (secrets are never stored, so never shown)."""
@@ -927,6 +1054,17 @@ class Engine:
         except DBAPIError as exc:  # a damaged file: what was found stands, and this too
             findings.append(f"database: reading it failed: {exc.orig}")
         yield from findings
+
+
+def _counted(conn: Connection, viewer: Viewer | None, store: MemoryStore) -> MemoryStore:
+    """``store`` with the counts ``viewer`` sees (SPEC §6: hidden records are not
+    counted); as it is for an unrestricted viewer."""
+    if viewer is None:
+        return store
+    entry_count, total_size_bytes = seen.visible_counts(conn, viewer, store.id)
+    return store.model_copy(
+        update={"entry_count": entry_count, "total_size_bytes": total_size_bytes}
+    )
 
 
 def _semantic_unavailable() -> SearchUnavailable:

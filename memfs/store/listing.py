@@ -27,6 +27,8 @@ from memfs.store._common import (
 from memfs.store.blobs import blob_data
 from memfs.store.records import records_matching
 from memfs.store.schema import memories
+from memfs.store.visibility import visible_clause
+from memfs.visibility import Viewer
 
 __all__ = ["all_memories", "deleted_memories", "list_memories"]
 
@@ -68,6 +70,7 @@ def _page_rows(
     depth: int,
     limit: int,
     position: tuple[str, str],
+    viewer: Viewer | None,
     record_filter: RecordFilter | None = None,
 ) -> list[Row[Any] | MemoryPrefix]:
     """Up to ``limit + 1`` items from ``position``: rows, or prefixes rolled up by depth;
@@ -81,6 +84,7 @@ def _page_rows(
             memories.c.store_id == store_id,
             memories.c.deleted_at.is_(None),
             memories.c.path > key if op == ">" else memories.c.path >= key,
+            visible_clause(viewer, memories.c.id),  # visibility (issue 15, SPEC §6)
         )
         if upper is not None:
             query = query.where(memories.c.path < upper)
@@ -117,6 +121,7 @@ def list_memories(
     limit: int,
     cursor: str | None,
     with_content: bool,
+    viewer: Viewer | None = None,
     record_filter: RecordFilter | None = None,
 ) -> Page[Memory | MemoryPrefix]:
     """See :meth:`memfs.store.Engine.list_memories`."""
@@ -135,7 +140,9 @@ def list_memories(
     )
     position = _position(cursor, fingerprint, path_prefix)
     store_row(conn, store_id)
-    items = _page_rows(conn, store_id, path_prefix, depth, limit, position, record_filter)
+    items = _page_rows(
+        conn, store_id, path_prefix, depth, limit, position, viewer, record_filter
+    )
     more = len(items) > limit
     result: list[Memory | MemoryPrefix] = []
     for item in items[:limit]:
@@ -156,10 +163,13 @@ def list_memories(
     return Page[Memory | MemoryPrefix](items=result, next_cursor=next_cursor)
 
 
-def all_memories(conn: Connection, store_id: str) -> list[Memory]:
+def all_memories(conn: Connection, store_id: str, viewer: Viewer | None = None) -> list[Memory]:
     """See :meth:`memfs.store.Engine.all_memories`."""
     store_row(conn, store_id)
-    rows = conn.execute(_LIVE_MEMORY_TREE, {"store_id": store_id}).tuples().all()
+    tree = _LIVE_MEMORY_TREE
+    if viewer is not None:  # visibility (issue 15, SPEC §6)
+        tree = tree.where(visible_clause(viewer, memories.c.id))
+    rows = conn.execute(tree, {"store_id": store_id}).tuples().all()
     parse_ts = datetime.fromisoformat
     return [
         Memory(

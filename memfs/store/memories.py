@@ -11,6 +11,7 @@ write locks the store row first and writes the memory's version
 
 from __future__ import annotations
 
+import functools
 import json
 from types import SimpleNamespace
 from typing import Any
@@ -40,7 +41,7 @@ from memfs.errors import (
 from memfs.ids import new_id, sha256_of
 from memfs.model import Actor, ChangeKind, DeleteMode, Memory, Operation
 from memfs.records import RecordHeader, parse_record
-from memfs.store import feed, search
+from memfs.store import _hot, feed, search
 from memfs.store import records as record_index
 from memfs.store._common import (
     actor_columns,
@@ -86,17 +87,19 @@ _MEMORY_COLUMNS = frozenset(memories.c.keys())
 _INSERT_MEMORY = insert(memories)
 
 
-def _path_check_statement(*, ignoring: bool) -> Any:
-    """The query of check_path_free, with ``:paths`` (the path and its ancestors,
-    expanding), ``:below``/``:below_end`` (the descendant range) and, if ``ignoring``,
-    ``:ignore_id``."""
+@functools.cache
+def _path_check_statement(depth: int, *, ignoring: bool) -> Any:
+    """The query of check_path_free for a path of ``depth`` segments, with ``:p0`` …
+    (the path and its ancestors), ``:below``/``:below_end`` (the descendant range) and,
+    if ``ignoring``, ``:ignore_id``. One prebuilt statement per depth (a path has at most
+    512), so it runs on the hot path (:mod:`memfs.store._hot`: no expanding IN)."""
     live = and_(memories.c.store_id == bindparam("store_id"), memories.c.deleted_at.is_(None))
     if ignoring:
         live = and_(live, memories.c.id != bindparam("ignore_id"))
     # One round trip: the exact path and its ancestors by the unique index, plus the
     # first descendant by a range scan of the same index (each branch indexable).
     exact_or_above = select(memories).where(
-        live, memories.c.path.in_(bindparam("paths", expanding=True))
+        live, memories.c.path.in_([bindparam(f"p{index}") for index in range(depth)])
     )
     first_below = (
         select(memories)
@@ -109,10 +112,6 @@ def _path_check_statement(*, ignoring: bool) -> Any:
         .limit(1)
     )
     return union_all(exact_or_above, select(first_below.subquery()))
-
-
-_PATH_CHECK = _path_check_statement(ignoring=False)
-_PATH_CHECK_IGNORING = _path_check_statement(ignoring=True)
 
 
 def path_conflict(path: str, blocker_id: str, blocker_path: str) -> PathConflict:
@@ -135,16 +134,17 @@ def check_path_free(
     (SPEC §1: ``/a`` and ``/a/b`` can't coexist). Returns the live memory at exactly
     ``path`` (other than ``ignore_id``), or None; the caller decides."""
     below = path + "/"
+    paths = [path, *ancestors(path)]
     params = {
         "store_id": store_id,
-        "paths": [path, *ancestors(path)],
         "below": below,
         "below_end": descendant_upper_bound(below),
+        **{f"p{index}": each for index, each in enumerate(paths)},
     }
-    if ignore_id is None:
-        rows = conn.execute(_PATH_CHECK, params).all()
-    else:
-        rows = conn.execute(_PATH_CHECK_IGNORING, {**params, "ignore_id": ignore_id}).all()
+    if ignore_id is not None:
+        params["ignore_id"] = ignore_id
+    statement = _path_check_statement(len(paths), ignoring=ignore_id is not None)
+    rows = _hot.rows(conn, statement, params)
     exact = None
     for row in sorted(rows, key=lambda r: len(r.path)):
         if row.path != path:
@@ -182,17 +182,17 @@ def _check_precondition(row: Row[Any], expected_sha256: str | None) -> None:
 
 
 def _live_row(conn: Connection, store_id: str, memory_id: str) -> Row[Any]:
-    row = conn.execute(_LIVE_MEMORY, {"memory_id": memory_id, "store_id": store_id}).first()
+    row = _hot.first(conn, _LIVE_MEMORY, {"memory_id": memory_id, "store_id": store_id})
     if row is None:
         raise NotFound(f"memory {memory_id!r} not found in memory store {store_id!r}")
-    return row
+    return row  # type: ignore[no-any-return]
 
 
 def _set_memory_columns(conn: Connection, memory_id: str, values: dict[str, Any]) -> None:
     """UPDATE memories SET ``values`` for one memory (a prebuilt statement)."""
     if not values.keys() <= _MEMORY_COLUMNS:
         raise ValueError(f"not columns of memories: {sorted(values.keys() - _MEMORY_COLUMNS)}")
-    conn.execute(_UPDATE_MEMORY, {"memory_id": memory_id, **values})
+    _hot.run(conn, _UPDATE_MEMORY, {"memory_id": memory_id, **values})
 
 
 def create_memory(
@@ -242,7 +242,7 @@ def create_memory(
         created_at=created,
         updated_at=created,
     )
-    conn.execute(_INSERT_MEMORY, columns)
+    _hot.run(conn, _INSERT_MEMORY, columns)
     search.index_memory(conn, memory_id, store_id, path, data)
     record_index.index_memory(conn, memory_id, store_id, header, created)
     record_index.memories_arrived(conn, store_id, [(memory_id, path)])

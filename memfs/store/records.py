@@ -54,6 +54,7 @@ from memfs.records import (
     half_life_days,
     parse_record,
 )
+from memfs.store import _hot
 from memfs.store._common import ts
 from memfs.store.schema import (
     blobs,
@@ -194,6 +195,17 @@ def index_memory(
         conn.execute(insert(record_relations), rows)
 
 
+_WAITING = select(
+    record_relations.c.memory_id,
+    record_relations.c.position,
+    record_relations.c.target_text,
+).where(
+    record_relations.c.store_id == bindparam("store_id"),
+    record_relations.c.target_memory_id.is_(None),
+)
+_WAITING_FOR_PATH = _WAITING.where(record_relations.c.target_text == bindparam("path"))
+
+
 def memories_arrived(conn: Connection, store_id: str, arrivals: Sequence[tuple[str, str]]) -> None:
     """Resolves the dangling path targets that name where memories just arrived
     (``arrivals``: ``(memory id, path)`` of a create, restore or move), so a relation
@@ -201,17 +213,16 @@ def memories_arrived(conn: Connection, store_id: str, arrivals: Sequence[tuple[s
     if not arrivals:
         return
     paths = {path: memory_id for memory_id, path in arrivals}
-    waiting = conn.execute(
-        select(
-            record_relations.c.memory_id,
-            record_relations.c.position,
-            record_relations.c.target_text,
-        ).where(
-            record_relations.c.store_id == store_id,
-            record_relations.c.target_memory_id.is_(None),
-            record_relations.c.target_text.in_(sorted(paths)),
+    if len(paths) == 1:  # every single write: the hot path (issue 17)
+        (path,) = paths
+        waiting: Sequence[Any] = _hot.rows(
+            conn, _WAITING_FOR_PATH, {"store_id": store_id, "path": path}
         )
-    ).all()
+    else:
+        waiting = conn.execute(
+            _WAITING.where(record_relations.c.target_text.in_(sorted(paths))),
+            {"store_id": store_id},
+        ).all()
     for row in waiting:
         conn.execute(
             update(record_relations)

@@ -319,6 +319,18 @@ sessions = Table(
             "revoked is revoked"
         ),
     ),
+    Column(
+        "principal_user_id",
+        String(128),
+        nullable=True,
+        comment="the user it speaks for (SPEC §6 visibility); NULL = no principal; immutable",
+    ),
+    Column(
+        "principal_roles_json",
+        Text,
+        nullable=True,
+        comment="JSON list of the principal's roles, sorted; NULL iff principal_user_id is NULL",
+    ),
 )
 Index("ix_sessions_api_key", sessions.c.api_key_id)
 
@@ -358,6 +370,18 @@ api_keys = Table(
     Column("store_ids_json", Text, nullable=False, comment="JSON list; [] = all stores"),
     Column("created_at", String(32), nullable=False),
     Column("revoked_at", String(32), nullable=True, comment="NULL = active"),
+    Column(
+        "principal_user_id",
+        String(128),
+        nullable=True,
+        comment="the user it speaks for (SPEC §6 visibility); NULL = no principal; immutable",
+    ),
+    Column(
+        "principal_roles_json",
+        Text,
+        nullable=True,
+        comment="JSON list of the principal's roles, sorted; NULL iff principal_user_id is NULL",
+    ),
 )
 
 search_docs = Table(

@@ -31,6 +31,7 @@ from memfs.local import scrub_erased_paths
 from memfs.model import DeleteMode, Memory, MemoryPrefix, Scope
 from memfs.records import RecordFilter, record_to_wire
 from memfs.store import Engine
+from memfs.visibility import Viewer
 from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
 
 __all__ = ["router"]
@@ -48,11 +49,13 @@ def _memory_item(item: Memory | MemoryPrefix, *, full: bool) -> dict[str, Any]:
     return memory_to_wire(item, full=full)
 
 
-def _with_records(engine: Engine, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _with_records(
+    engine: Engine, items: list[dict[str, Any]], viewer: Viewer | None
+) -> list[dict[str, Any]]:
     """Adds the ``record`` object (SPEC §6, an extension the SDK ignores) to the wire
     memories of ``items`` that are records: one index read for the whole page."""
     ids = [item["id"] for item in items if item.get("type") == "memory"]
-    found = engine.get_records(ids) if ids else {}
+    found = engine.get_records(ids, viewer=viewer) if ids else {}
     for item in items:
         record = found.get(item.get("id", ""))
         if record is not None:
@@ -60,9 +63,12 @@ def _with_records(engine: Engine, items: list[dict[str, Any]]) -> list[dict[str,
     return items
 
 
-def _memory_out(engine: Engine, memory: Memory, *, full: bool) -> dict[str, Any]:
-    """One memory on the wire, with its ``record`` object when it is a record."""
-    return _with_records(engine, [memory_to_wire(memory, full=full)])[0]
+def _memory_out(
+    engine: Engine, memory: Memory, *, full: bool, viewer: Viewer | None
+) -> dict[str, Any]:
+    """One memory on the wire, with its ``record`` object when it is a record (as
+    ``viewer`` may see it)."""
+    return _with_records(engine, [memory_to_wire(memory, full=full)], viewer)[0]
 
 
 @router.post("/v1/memory_stores/{memory_store_id}/memories", responses=doc(schemas.MemoryOut))
@@ -77,9 +83,14 @@ async def create_memory(
         if body.content is None:
             raise InvalidContent('content must be a string; pass "" to create an empty memory')
         memory = engine.create_memory(
-            memory_store_id, body.path, body.content, actor=principal.actor, metadata=body.metadata
+            memory_store_id,
+            body.path,
+            body.content,
+            actor=principal.actor,
+            metadata=body.metadata,
+            viewer=principal.viewer,
         )
-        return _memory_out(engine, memory, full=view == "full")
+        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
 
     return json_response(await run(request, op))
 
@@ -155,10 +166,13 @@ async def list_memories(
             limit=page_limit(limit, view),
             cursor=page,
             with_content=full,
+            viewer=principal.viewer,
             record_filter=record_filter,
         )
         return {
-            "data": _with_records(engine, [_memory_item(item, full=full) for item in result.items]),
+            "data": _with_records(
+                engine, [_memory_item(item, full=full) for item in result.items], principal.viewer
+            ),
             "next_page": result.next_cursor,
         }
 
@@ -177,10 +191,12 @@ async def retrieve_memory(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        memory = engine.get_memory(memory_store_id, memory_id, with_content=full)
+        memory = engine.get_memory(
+            memory_store_id, memory_id, with_content=full, viewer=principal.viewer
+        )
         if full:
             engine.note_access([memory.id])
-        return _memory_out(engine, memory, full=full)
+        return _memory_out(engine, memory, full=full, viewer=principal.viewer)
 
     return json_response(await run(request, op))
 
@@ -237,8 +253,9 @@ async def _update_memory(
             expected_sha256=expected,
             metadata=body.metadata,
             replace=body.replace,
+            viewer=principal.viewer,
         )
-        return _memory_out(engine, memory, full=view == "full")
+        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
 
     return json_response(await run(request, op))
 
@@ -299,6 +316,9 @@ async def _delete_memory(
         principal.require(scope, memory_store_id, agents=agents)
         if replacement is not None and mode is not DeleteMode.REDACT:
             raise InvalidInput("replacement_content is only allowed with mode=redact")
+        replacement_option: dict[str, Any] = (
+            {} if replacement is None else {"replacement": replacement}
+        )
         erased = engine.delete_memory(
             memory_store_id,
             memory_id,
@@ -306,7 +326,8 @@ async def _delete_memory(
             expected_sha256=expected_sha256,
             mode=mode,
             reason=reason,
-            **({"replacement": replacement} if replacement is not None else {}),
+            viewer=principal.viewer,
+            **replacement_option,
         )
         # The server's own $MEMFS_HOME may hold logs of mounts not running (SPEC §2).
         scrub_erased_paths(memory_id, erased)
@@ -435,8 +456,9 @@ async def restore_memory(
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id)
         memory = engine.restore_memory(
-            memory_store_id, memory_id, actor=principal.actor, reason=reason
+            memory_store_id, memory_id, actor=principal.actor, reason=reason,
+            viewer=principal.viewer,
         )
-        return _memory_out(engine, memory, full=view == "full")
+        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
 
     return json_response(await run(request, op))

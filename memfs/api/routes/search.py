@@ -86,6 +86,7 @@ def _answer(
         limit=limit,
         semantic=semantic,
         record_filter=record_filter,
+        viewer=principal.viewer,
     )
     return {"data": [search_hit_to_wire(hit) for hit in hits]}
 
