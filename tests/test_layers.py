@@ -170,6 +170,7 @@ STORE_INSIDES = (
     "memfs.store.engine",
     "memfs.store._db",
     "memfs.store._common",
+    "memfs.store._hot",
     "memfs.store.access",
     "memfs.store.blobs",
     "memfs.store.feed",
