@@ -453,6 +453,13 @@ def umount(
     if not mounts.is_mounted(target):
         if record is not None and not mounts.process_alive(int(record["pid"])):
             status_path(target).unlink(missing_ok=True)
+        elsewhere = _other_namespace(record)
+        if elsewhere is not None:
+            fail(
+                f"{target} is not mounted in this mount namespace: daemon {record['pid']} "
+                f"serves it in {elsewhere}; unmount it there, e.g. `nsenter --mount "
+                f"--target {record['pid']} memfs umount {target}`"
+            )
         fail(f"{target} is not mounted")
     pid = int(record["pid"]) if record is not None else None
     daemon_gone = (pid is not None and not mounts.process_alive(pid)) or mounts.is_stale(target)
@@ -539,6 +546,8 @@ def status(
         state = "mounted (no status record)" if mounted else "not mounted"
     elif not mounts.process_alive(int(record["pid"])):
         state = "stale (daemon gone)" if mounted else "not mounted (daemon gone)"
+    elif not mounted and _other_namespace(record) is not None:
+        state = f"running in another mount namespace ({_other_namespace(record)})"
     else:
         state = "running" if mounted else "starting"
     if as_json:
@@ -549,8 +558,22 @@ def status(
     else:
         _print_status(target, state, record)
         _print_saved_scratch(saved_scratch)
-    if state != "running":
+    if not state.startswith("running"):
         raise typer.Exit(1)
+
+
+def _other_namespace(record: dict[str, Any] | None) -> str | None:
+    """The mount namespace a live daemon serves its mount in, when it is not this
+    process's (``unshare -m``, a container: SPEC §4 Sandboxes); else None."""
+    from memfs.fuse import mounts
+    from memfs.fuse.sandbox import mount_namespace
+
+    if record is None or not mounts.process_alive(int(record["pid"])):
+        return None
+    theirs = record.get("mount_namespace") or mount_namespace(int(record["pid"]))
+    if theirs is None or theirs == mount_namespace():
+        return None
+    return str(theirs)
 
 
 def _print_status(target: str, state: str, record: dict[str, Any] | None) -> None:
