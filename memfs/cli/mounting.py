@@ -454,7 +454,7 @@ def umount(
         if record is not None and not mounts.process_alive(int(record["pid"])):
             status_path(target).unlink(missing_ok=True)
         elsewhere = _other_namespace(record)
-        if elsewhere is not None:
+        if record is not None and elsewhere is not None:
             fail(
                 f"{target} is not mounted in this mount namespace: daemon {record['pid']} "
                 f"serves it in {elsewhere}; unmount it there, e.g. `nsenter --mount "
