@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import grp
 import pwd
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memfs.errors import InvalidInput
@@ -64,11 +65,13 @@ class MountOptions:
     nonempty: bool = False
     debug: bool = False
 
-    def store_arguments(self) -> list[str]:
-        """The ``--store`` arguments, each ``:ro`` when ``ro`` was given."""
+    def store_arguments(self, given: Sequence[str] = ()) -> list[str]:
+        """The ``--store`` arguments: ``given`` (from ``--store``) then ``store=``'s,
+        each ``:ro`` when ``ro`` was given."""
+        stores = [*given, *self.stores]
         if not self.read_only:
-            return list(self.stores)
-        return [s if s.endswith(":ro") else s.removesuffix(":rw") + ":ro" for s in self.stores]
+            return stores
+        return [s if s.endswith(":ro") else s.removesuffix(":rw") + ":ro" for s in stores]
 
 
 def parse_user(value: str) -> int:

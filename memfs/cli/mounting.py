@@ -140,7 +140,7 @@ def mount(
     except InvalidInput as exc:
         fail(exc.message)
     assert isinstance(options, MountOptions)
-    stores = list(store or []) + options.store_arguments()
+    stores = options.store_arguments(store or [])
     layout = options.layout or layout
     database = options.database or database
     api = options.api or api

@@ -36,7 +36,9 @@ def test_an_fstab_option_string_is_parsed() -> None:
         allow_other=True, uid=0, gid=0, umask=0o077, stores=["notes", "mem_x:ro"],
         layout="flat", home="/var/lib/memfs",
     )
-    assert parse_option_string("ro,store=a,store=b:rw").store_arguments() == ["a:ro", "b:ro"]
+    assert parse_option_string("ro,store=a,store=b:rw").store_arguments(["c"]) == [
+        "c:ro", "a:ro", "b:ro",
+    ]
     with pytest.raises(InvalidInput, match="unknown mount option 'colour'"):
         parse_option_string("allow_other,colour=blue")
     with pytest.raises(InvalidInput, match="mount option store needs a value"):
