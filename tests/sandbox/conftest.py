@@ -7,6 +7,7 @@ used by other uids, non-root mounts, private mount namespaces, mount(8) and syst
   (daemon exit status, no unannounced WARNING/ERROR, fsck clean).
 - ``agents``: two throwaway users made with ``useradd`` for the session (removed at
   its end); the tests run tools as them with ``runuser``.
+- ``as_root``: skips (saying why) unless the tests run as root.
 - ``shared_dir``: a 0755 directory under /tmp (pytest's tmp_path is 0700 root's: no
   other uid could reach a mount point in it).
 
@@ -53,6 +54,16 @@ def mounter(
         mounter.close()
     findings = list(store_engine.iter_fsck_findings())
     assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)
+
+
+@pytest.fixture
+def as_root() -> None:
+    """Skips unless root: private mount namespaces (``unshare -m``) and mount(8)'s
+    helpers need it."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root: unshare --mount and mount(8) helpers")
+    if shutil.which("unshare") is None:
+        pytest.skip("unshare is not installed (Debian package util-linux)")
 
 
 @pytest.fixture(scope="session")

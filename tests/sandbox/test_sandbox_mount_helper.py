@@ -82,12 +82,10 @@ def _with_helper(body: str, fstab: Path | None = None) -> str:
     return "\n".join(lines) + "\n" + body
 
 
-@pytest.mark.usefixtures("fuse_available")
+@pytest.mark.usefixtures("fuse_available", "as_root")
 def test_mount_t_fuse_memfs_and_umount_round_trip(
     make_store: Callable[..., MemoryStore], store_engine: Engine, tmp_path: Path
 ) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root: mount(8) runs external helpers for root")
     notes = make_store("Notes", {"/hello.md": "hello\n"})
     path = tmp_path / "mnt"
     path.mkdir()
@@ -120,13 +118,11 @@ def _assert_clean_log(path: Path) -> None:
         assert bad not in log, log
 
 
-@pytest.mark.usefixtures("fuse_available")
+@pytest.mark.usefixtures("fuse_available", "as_root")
 def test_an_etc_fstab_line_mounts(
     make_store: Callable[..., MemoryStore], store_engine: Engine, tmp_path: Path,
     memfs_home: Path,
 ) -> None:
-    if os.geteuid() != 0:
-        pytest.skip("needs root: mount(8) runs external helpers for root")
     notes = make_store("Notes", {"/hello.md": "hello\n"})
     reference = make_store("Ref", {"/ref.md": "ref\n"})
     path = tmp_path / "mnt"

@@ -12,9 +12,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from _support.cli import MEMFS
 from _support.mount import COMMAND_TIMEOUT_S, live, wait_until
-from sandbox_helpers import Agent
 
 from memfs.fuse import mounts
 from memfs.fuse.sandbox import mount_namespace
@@ -26,9 +26,9 @@ from memfs.store import Engine
 NAMESPACE_EXIT_TIMEOUT_S = 10.0
 
 
+@pytest.mark.usefixtures("fuse_available", "as_root")
 def test_a_mount_in_a_private_namespace_ends_with_it(
-    fuse_available: None, agents: tuple[Agent, Agent], make_store: Callable[..., MemoryStore],
-    store_engine: Engine, tmp_path: Path,
+    make_store: Callable[..., MemoryStore], store_engine: Engine, tmp_path: Path,
 ) -> None:
     notes = make_store("Notes", {"/kept.md": "kept\n"})
     path = tmp_path / "mnt"

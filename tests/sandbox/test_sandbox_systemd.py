@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from _support.cli import REPO_ROOT
-from _support.mount import COMMAND_TIMEOUT_S, Mounter
+from _support.mount import COMMAND_TIMEOUT_S, Mount, Mounter
 
 from memfs.fuse import mounts
 from memfs.model import MemoryStore
@@ -60,19 +60,27 @@ def test_systemd_analyze_verifies_the_units(tmp_path: Path) -> None:
 
 def test_ready_once_the_mount_is_live_and_stopping_at_unmount(
     mounter: Mounter, make_store: Callable[..., MemoryStore], tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     make_store("Notes", {"/hello.md": "hello\n"})
     address = tmp_path / "notify.sock"
+    path = tmp_path / "mnt"
+    path.mkdir()
+    log_file = tmp_path / "mount.log"
     with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM) as listener:
         listener.bind(str(address))
         listener.settimeout(COMMAND_TIMEOUT_S)
-        monkeypatch.setenv("NOTIFY_SOCKET", str(address))
-        path = tmp_path / "mnt"
-        path.mkdir()
-        mount = mounter.mount("Notes", path=path)
+        # The daemon as the unit starts it; nothing else waits for the mount here.
+        with open(log_file, "wb") as log:
+            process = subprocess.Popen(
+                [sys.executable, "-m", "memfs.cli.mounting", "mount", str(path),
+                 "--store", "Notes", "--foreground"],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                env=dict(os.environ, NOTIFY_SOCKET=str(address)),
+            )
+        mount = Mount(path, process.pid, log_file, process)
+        mounter.mounts.append(mount)
         ready = listener.recv(4096).decode()
-        # By the time systemd would start the units ordered after this one:
+        # What a unit ordered after this one would see at once:
         assert (path / "notes/hello.md").read_text() == "hello\n"
         assert ready.splitlines() == [
             "READY=1", f"STATUS=mounted {path}", f"MAINPID={mount.pid}",
