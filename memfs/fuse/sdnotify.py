@@ -24,7 +24,8 @@ def notify(state: str) -> bool:
 
     The socket is a path or, with a leading ``@``, an abstract name (sd_notify(3)).
     Returns whether it was sent; a failure is logged, never raised (the mount works
-    without systemd knowing).
+    without systemd knowing). Never blocks (a full socket is a failure): it is called
+    on the trio loop.
     """
     address = os.environ.get(NOTIFY_SOCKET_ENV)
     if not address:
@@ -32,7 +33,9 @@ def notify(state: str) -> bool:
     if address.startswith("@"):
         address = "\0" + address[1:]
     try:
-        with socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC) as sock:
+        with socket.socket(
+            socket.AF_UNIX, socket.SOCK_DGRAM | socket.SOCK_CLOEXEC | socket.SOCK_NONBLOCK
+        ) as sock:
             sock.connect(address)
             sock.sendall(state.encode())
     except OSError as exc:
