@@ -167,7 +167,7 @@ class ChangeNotifier:
     async def _subscribe(self) -> None:
         """Subscribes to the watch once (the first wait; the others wait for it, so no
         wait reads the seq before notifications reach it)."""
-        if self._watch is None:
+        if self._watch is None or self._closed:
             return
         if self._subscribed is not None:
             await self._subscribed.wait()
@@ -179,6 +179,9 @@ class ChangeNotifier:
             )
             if self._closed:
                 self._unsubscribe()
+        except Exception as exc:  # no notifications: poll as without a watch
+            log.warning("no change notifications (parked long polls poll instead): %s", exc)
+            self._poll_interval_s = min(self._poll_interval_s, POLL_INTERVAL_S)
         finally:
             self._subscribed.set()
 
@@ -203,9 +206,9 @@ class ChangeNotifier:
         Never raises for a store that disappears or can't be read (that ends the wait;
         the caller's next read reports it). Cancellation is safe at any point.
         """
-        if self._closed:
-            return
         await self._subscribe()
+        if self._closed:  # before it, or while it subscribed
+            return
         watch = self._watches.get(store_id)
         if watch is None:
             watch = self._watches[store_id] = _StoreWatch()

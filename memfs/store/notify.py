@@ -53,7 +53,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CHANNEL",
+    "CLOSE_WAIT_S",
     "FALLBACK_POLL_S",
+    "MIN_DELIVERY_INTERVAL_S",
     "SAFETY_POLL_S",
     "ChangeCallback",
     "ChangeWatch",
@@ -69,11 +71,26 @@ CHANNEL = "memfs_changes"
 SAFETY_POLL_S = 2.0
 # Seconds between two checks of a SQLite database when inotify is not available.
 FALLBACK_POLL_S = 0.25
+# The least time between two deliveries of a watch (see ChangeWatch._pause).
+MIN_DELIVERY_INTERVAL_S = 0.05
+# How long closing a watch waits for its thread.
+CLOSE_WAIT_S = 1.0
 
 # Called from the watch's thread: the stores that changed, or None for "any may have".
 ChangeCallback = Callable[[frozenset[str] | None], None]
 
 _NOTIFY = text("SELECT pg_notify(:channel, :store_id)")
+# libpq options of the LISTEN connection: an unreachable server fails its connect and
+# its safety check within seconds (never holds the watch's thread, or a close, for the
+# minutes of TCP's own timeouts).
+_LISTEN_OPTIONS = {
+    "connect_timeout": 5,
+    "tcp_user_timeout": 5000,
+    "keepalives": 1,
+    "keepalives_idle": 10,
+    "keepalives_interval": 5,
+    "keepalives_count": 2,
+}
 # Connection.info key: the stores whose change feed this transaction appended to.
 _FEED_CHANGED = "memfs_feed_changed"
 _NOTHING: frozenset[str] = frozenset()
@@ -191,7 +208,9 @@ class ChangeWatch:
         self._thread.start()
 
     def close(self) -> None:
-        """Stops the thread (at most a few ms); later subscriptions are refused."""
+        """Stops the thread (a few ms; it is left to end on its own, a daemon, when a
+        check of an unreachable server holds it past :data:`CLOSE_WAIT_S`); later
+        subscriptions are refused."""
         with self._lock:
             self._closed = True
             self._subscribers.clear()
@@ -199,13 +218,15 @@ class ChangeWatch:
         if thread is None:
             return
         os.write(self._stop_write, b"x")
-        thread.join()
-        os.close(self._stop_read)
-        os.close(self._stop_write)
+        thread.join(CLOSE_WAIT_S)
+        if not thread.is_alive():  # else it still polls the pipe: leave it open
+            os.close(self._stop_read)
+            os.close(self._stop_write)
 
     def _run(self, source: _Source) -> None:
+        delivered = False
         try:
-            while True:
+            while not delivered or self._pause(MIN_DELIVERY_INTERVAL_S):
                 poller = select.poll()
                 poller.register(self._stop_read, select.POLLIN)
                 fd = source.fileno()
@@ -219,10 +240,19 @@ class ChangeWatch:
                 except Exception:
                     log.exception("watching the database for changes failed")
                     changed = None
-                if changed is None or changed:
+                delivered = changed is None or bool(changed)
+                if delivered:
                     self._deliver(changed)
         finally:
             source.close()
+
+    def _pause(self, seconds: float) -> bool:
+        """Waits ``seconds`` (events meanwhile are told together afterwards: a burst of
+        commits wakes subscribers at most once per :data:`MIN_DELIVERY_INTERVAL_S`, no
+        more often than a poll at that rate); False when the watch is closing."""
+        poller = select.poll()
+        poller.register(self._stop_read, select.POLLIN)
+        return not poller.poll(seconds * 1000)
 
     def _deliver(self, changed: frozenset[str] | None) -> None:
         with self._lock:
@@ -322,8 +352,11 @@ class _PostgresSource:
     interval_s = SAFETY_POLL_S
 
     def __init__(self, url: str) -> None:
-        self._conninfo = make_url(url).set(drivername="postgresql").render_as_string(
-            hide_password=False
+        from psycopg.conninfo import make_conninfo
+
+        self._conninfo = make_conninfo(
+            make_url(url).set(drivername="postgresql").render_as_string(hide_password=False),
+            **_LISTEN_OPTIONS,
         )
         self._conn: psycopg.Connection[Any] | None = None
         self._connect()
