@@ -14,6 +14,7 @@ PostgreSQL (psycopg 3): READ COMMITTED; writers serialize per store with
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -32,11 +33,11 @@ from memfs.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
     ForeignDatabase,
-    InvalidInput,
     StoreBusy,
 )
 from memfs.local import create_private_file
 from memfs.store import search
+from memfs.store._hot import refuse_nul
 from memfs.store.schema import metadata
 
 __all__ = [
@@ -54,7 +55,7 @@ __all__ = [
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0004"
+SCHEMA_HEAD = "0006_principals"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
@@ -69,10 +70,14 @@ _SQLITE_LOCKED = 6
 # PostgreSQL SQLSTATE lock_not_available (lock_timeout expired).
 _PG_LOCK_NOT_AVAILABLE = "55P03"
 _MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-# Every revision id memfs's migrations have had (their files are named ``NNNN_….py``):
-# an alembic_version holding anything else belongs to another application.
+# Every revision id memfs's migrations have had (the ``revision = "…"`` line of each
+# ``versions/NNNN_….py``, read as text: importing them needs Alembic): an
+# alembic_version holding anything else belongs to another application.
+_REVISION_LINE = re.compile(r'^revision = "([^"]+)"$', re.MULTILINE)
 MEMFS_REVISIONS = frozenset(
-    p.name.split("_", 1)[0] for p in (_MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py")
+    match.group(1)
+    for p in (_MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py")
+    if (match := _REVISION_LINE.search(p.read_text(encoding="utf-8"))) is not None
 )
 _SQLITE_READONLY = 8
 _SQLITE_NOTADB = 26
@@ -264,10 +269,7 @@ def _refuse_nul_parameters(sa_engine: SAEngine) -> None:
     ) -> None:
         rows = parameters if isinstance(parameters, list) else [parameters]
         for row in rows:
-            values = row.values() if isinstance(row, dict) else (row or ())
-            for value in values:
-                if isinstance(value, str) and "\x00" in value:
-                    raise InvalidInput("text must not contain the NUL character (U+0000)")
+            refuse_nul(row.values() if isinstance(row, dict) else (row or ()))
 
 
 def alembic_config() -> Config:

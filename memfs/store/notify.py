@@ -48,6 +48,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sqlalchemy import Connection, text
 from sqlalchemy.engine import make_url
 
+from memfs.store import _hot
+
 if TYPE_CHECKING:
     import psycopg
 
@@ -107,7 +109,7 @@ def feed_changed(conn: Connection, store_id: str) -> None:
         return
     grown.add(store_id)
     if conn.dialect.name == "postgresql":
-        conn.execute(_NOTIFY, {"channel": CHANNEL, "store_id": store_id})
+        _hot.run(conn, _NOTIFY, {"channel": CHANNEL, "store_id": store_id})
 
 
 def take_feed_changed(conn: Connection) -> bool:

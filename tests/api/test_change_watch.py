@@ -52,11 +52,10 @@ class Served:
 def no_backstops(monkeypatch: pytest.MonkeyPatch) -> None:
     """Neither the notifier's backstop poll nor the watch's safety check comes in time:
     only a notification can wake a parked poll."""
-    from memfs.store import notify
-
     monkeypatch.setattr(changes, "WATCHED_POLL_INTERVAL_S", 3600.0)
-    monkeypatch.setattr(notify, "SAFETY_POLL_S", 3600.0)
-    monkeypatch.setattr(notify._PostgresSource, "interval_s", 3600.0)
+    # By name: the store's modules are not imported outside tests/store (test_layers).
+    monkeypatch.setattr("memfs.store.notify.SAFETY_POLL_S", 3600.0)
+    monkeypatch.setattr("memfs.store.notify._PostgresSource.interval_s", 3600.0)
 
 
 @pytest.fixture

@@ -54,9 +54,9 @@ class CountingEngine:
         self._engine = engine
         self.reads: Counter[str] = Counter()
 
-    def changes_since(self, store_id: str, after_seq: int, *, limit: int = 1000) -> list[Change]:
+    def changes_since(self, store_id: str, after_seq: int, **options: Any) -> list[Change]:
         self.reads[store_id] += 1
-        return self._engine.changes_since(store_id, after_seq, limit=limit)
+        return self._engine.changes_since(store_id, after_seq, **options)
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._engine, name)
@@ -65,10 +65,9 @@ class CountingEngine:
 @pytest.fixture
 def no_safety_check(monkeypatch: pytest.MonkeyPatch) -> None:
     """Only a notification can end a wait in time."""
-    from memfs.store import notify
-
-    monkeypatch.setattr(notify, "SAFETY_POLL_S", 3600.0)
-    monkeypatch.setattr(notify._PostgresSource, "interval_s", 3600.0)
+    # By name: the store's modules are not imported outside tests/store (test_layers).
+    monkeypatch.setattr("memfs.store.notify.SAFETY_POLL_S", 3600.0)
+    monkeypatch.setattr("memfs.store.notify._PostgresSource.interval_s", 3600.0)
 
 
 @pytest.fixture
