@@ -174,6 +174,7 @@ STORE_INSIDES = (
     "memfs.store.access",
     "memfs.store.blobs",
     "memfs.store.feed",
+    "memfs.store.notify",
     "memfs.store.listing",
     "memfs.store.memories",
     "memfs.store.search",
