@@ -216,9 +216,7 @@ def memories_arrived(conn: Connection, store_id: str, arrivals: Sequence[tuple[s
     waiting: Sequence[Any]
     if len(paths) == 1:  # every single write: the hot path (issue 17)
         (path,) = paths
-        waiting: Sequence[Any] = _hot.rows(
-            conn, _WAITING_FOR_PATH, {"store_id": store_id, "path": path}
-        )
+        waiting = _hot.rows(conn, _WAITING_FOR_PATH, {"store_id": store_id, "path": path})
     else:
         waiting = conn.execute(
             _WAITING.where(record_relations.c.target_text.in_(sorted(paths))),
