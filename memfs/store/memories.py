@@ -31,6 +31,7 @@ from sqlalchemy import (
 from memfs import rules
 from memfs.errors import (
     InvalidInput,
+    InvalidRecord,
     NotFound,
     NotRestorable,
     PathConflict,
@@ -39,7 +40,9 @@ from memfs.errors import (
 )
 from memfs.ids import new_id, sha256_of
 from memfs.model import Actor, ChangeKind, DeleteMode, Memory, Operation
+from memfs.records import RecordHeader, parse_record
 from memfs.store import _hot, feed, search
+from memfs.store import records as record_index
 from memfs.store._common import (
     actor_columns,
     ancestors,
@@ -205,6 +208,7 @@ def create_memory(
     """See :meth:`memfs.store.Engine.create_memory`."""
     rules.validate_path(path)
     rules.validate_content(content)
+    header = parse_record(content)
     clean = rules.validate_metadata(metadata or {})
     data = content.encode("utf-8")
     store = lock_store(conn, store_id)
@@ -240,6 +244,8 @@ def create_memory(
     )
     _hot.run(conn, _INSERT_MEMORY, columns)
     search.index_memory(conn, memory_id, store_id, path, data)
+    record_index.index_memory(conn, memory_id, store_id, header, created)
+    record_index.memories_arrived(conn, store_id, [(memory_id, path)])
     feed.emit(
         conn,
         store_id,
@@ -293,6 +299,7 @@ def update_memory(
         rules.validate_path(path)
     if content is not None:
         rules.validate_content(content)
+    header = parse_record(content) if content is not None else None
     clean = rules.validate_metadata(metadata) if metadata is not None else None
     data = content.encode("utf-8") if content is not None else None
     store = lock_store(conn, store_id)
@@ -342,10 +349,7 @@ def update_memory(
     after = SimpleNamespace(**{**row._mapping, **values})
     if content_changed or path_changed:
         body = data if content_changed and data is not None else None
-        if body is None:
-            search.move_documents(conn, [(memory_id, new_path)])
-        else:
-            search.index_memory(conn, memory_id, store_id, new_path, body)
+        _reindex(conn, store_id, memory_id, new_path, body, header, written_at)
     feed.emit(
         conn,
         store_id,
@@ -362,6 +366,25 @@ def update_memory(
     if written is None:
         written = blob_data(conn, after.blob_key)
     return memory_model(after, written)
+
+
+def _reindex(
+    conn: Connection,
+    store_id: str,
+    memory_id: str,
+    path: str,
+    body: bytes | None,
+    header: RecordHeader | None,
+    written_at: str,
+) -> None:
+    """Brings the search and record indexes to a memory's new head: ``body`` (and its
+    parsed ``header``) when the content changed, else only the new ``path``."""
+    if body is None:
+        search.move_documents(conn, [(memory_id, path)])
+    else:
+        search.index_memory(conn, memory_id, store_id, path, body)
+        record_index.index_memory(conn, memory_id, store_id, header, written_at)
+    record_index.memories_arrived(conn, store_id, [(memory_id, path)])
 
 
 def _clear_destination(
@@ -402,8 +425,9 @@ def retract_create(conn: Connection, store_id: str, memory_id: str, *, actor: Ac
     lock_store(conn, store_id)
     row = _live_row(conn, store_id, memory_id)
     history = conn.execute(
-        select(versions.c.operation, versions.c.size_bytes, versions.c.actor_type,
-               versions.c.actor_id).where(versions.c.memory_id == memory_id)
+        select(
+            versions.c.operation, versions.c.size_bytes, versions.c.actor_type, versions.c.actor_id
+        ).where(versions.c.memory_id == memory_id)
     ).all()
     placeholder = (Operation.CREATED.value, 0, *actor_columns(actor))
     if row.size_bytes or [tuple(version) for version in history] != [placeholder]:
@@ -474,6 +498,7 @@ def _tombstone(
         },
     )
     search.unindex_memory(conn, row.id)
+    record_index.unindex_memory(conn, row.id)
     feed.audit(conn, store_id, mode.value, memory_id=row.id, actor=actor, reason=reason)
     feed.emit(
         conn,
@@ -546,6 +571,7 @@ def delete_memory(
         conn.execute(delete(versions).where(versions.c.memory_id == memory_id))
         conn.execute(delete(memories).where(memories.c.id == memory_id))
         search.unindex_memory(conn, memory_id)
+        record_index.unindex_memory(conn, memory_id)
         feed.audit(conn, store_id, mode.value, memory_id=memory_id, actor=actor, reason=reason)
         feed.emit(
             conn,
@@ -625,6 +651,9 @@ def restore_memory(
     restored_data = blob_data(conn, source.blob_key)
     if restored_data is not None:
         search.index_memory(conn, memory_id, store_id, row.path, restored_data)
+        header = _restored_header(restored_data)
+        record_index.index_memory(conn, memory_id, store_id, header, restored_at)
+    record_index.memories_arrived(conn, store_id, [(memory_id, row.path)])
     feed.audit(conn, store_id, "restore", memory_id=memory_id, actor=actor, reason=reason)
     feed.emit(
         conn,
@@ -639,3 +668,13 @@ def restore_memory(
     )
     restored = conn.execute(_MEMORY_BY_ID, {"memory_id": memory_id}).one()
     return memory_model(restored, blob_data(conn, restored.blob_key))
+
+
+def _restored_header(data: bytes) -> RecordHeader | None:
+    """The record header of restored content; None when it is no record, or when its
+    header breaks a rule (content written before records existed: restoring it must not
+    fail for that, and fsck names it)."""
+    try:
+        return parse_record(data.decode("utf-8"))
+    except InvalidRecord:
+        return None

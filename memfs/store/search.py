@@ -369,8 +369,10 @@ def search(
     *,
     path_prefix: str,
     limit: int,
+    hidden: Any = None,
 ) -> list[SearchHit]:
-    """See :meth:`memfs.store.Engine.search`."""
+    """See :meth:`memfs.store.Engine.search`. ``hidden``: a ``SELECT memory_id`` of the
+    memories the caller may not see (memfs/store/visibility.py), never hits."""
     rules.validate_path_prefix(path_prefix)
     query_language.validate_limit(limit)
     for store_id in store_ids or ():
@@ -390,6 +392,9 @@ def search(
         low = compiled.param(path_prefix)
         high = compiled.param(descendant_upper_bound(path_prefix))
         where.append(f"d.path >= {low} AND d.path < {high}")
+    if hidden is not None:  # visibility (issue 15, SPEC §6 and §7)
+        subquery = hidden.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
+        where.append(f"d.memory_id NOT IN ({subquery})")
     score = " + ".join(compiled.score) or "0"
     statement = (
         f"SELECT d.memory_id, d.store_id, d.path, d.body, ({score}) AS score "
