@@ -84,6 +84,10 @@ class EmbeddedBackend:
         self._wakeups: _Wakeups | None = None
         self._watching = trio.Lock()
         self._unwatch: Callable[[], None] | None = None
+        # Per store: the newest seq changes_since handed out, and the batch after it
+        # that change_counter read (see change_counter).
+        self._delivered: dict[str, int] = {}
+        self._prefetched: dict[str, tuple[int, list[Change]]] = {}
 
     async def _run(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
@@ -195,20 +199,42 @@ class EmbeddedBackend:
         return await self._run(self._engine.last_change_seq, store_id)
 
     async def change_counter(self, store_id: str) -> int | None:
-        """See the Protocol: the store row's ``last_change_seq``."""
-        return await self._run(self._engine.last_change_seq, store_id)
+        """See the Protocol: the store's newest seq.
+
+        Once this backend has handed out changes of the store, it reads the changes
+        after them instead (one indexed read too) and keeps that batch for the next
+        :meth:`changes_since` of the store: the catch-up that asked for the counter
+        then applies them without a second round trip (issue 17: after each of the
+        mount's own commits, an open or a lookup miss found the counter ahead and read
+        the feed again). Every :meth:`changes_since` drops the kept batch, so it never
+        outlives the catch-up that read it by more than one feed poll.
+        """
+        after = self._delivered.get(store_id)
+        if after is None:
+            return await self._run(self._engine.last_change_seq, store_id)
+        changes = await self._run(
+            self._engine.changes_since, store_id, after, limit=self.CHANGE_BATCH
+        )
+        if len(changes) >= self.CHANGE_BATCH:
+            return await self._run(self._engine.last_change_seq, store_id)
+        self._prefetched[store_id] = (after, changes)
+        return changes[-1].seq if changes else after
 
     async def changes_since(
         self, store_id: str, after_seq: int, *, timeout_s: float = 0.0
     ) -> list[Change]:
         """See the Protocol. A wait sleeps until the engine says a commit (of any
         process) grew this store's feed (:meth:`memfs.store.Engine.watch_changes`), then
-        reads it again: nothing is read while nothing changes (issue 12 idle cost)."""
+        reads it again: nothing is read while nothing changes (issue 12 idle cost). A
+        batch :meth:`change_counter` has just read is handed out without reading again."""
+        prefetched = self._prefetched.pop(store_id, None)
+        if prefetched is not None and prefetched[0] == after_seq and prefetched[1]:
+            return self._deliver(store_id, after_seq, prefetched[1])
         read = functools.partial(
             self._run, self._engine.changes_since, store_id, after_seq, limit=self.CHANGE_BATCH
         )
         if timeout_s <= 0:
-            return await read()
+            return self._deliver(store_id, after_seq, await read())
         deadline = trio.current_time() + timeout_s
         wakeups = await self._watch()
         while True:
@@ -216,7 +242,7 @@ class EmbeddedBackend:
             changes = await read()
             remaining_s = deadline - trio.current_time()
             if changes or remaining_s <= 0:
-                return changes
+                return self._deliver(store_id, after_seq, changes)
             await wakeups.wait_past(store_id, count, remaining_s)
 
     async def _watch(self) -> _Wakeups:
@@ -233,6 +259,12 @@ class EmbeddedBackend:
                 self._unwatch = await self._run(self._engine.watch_changes, deliver)
                 self._wakeups = wakeups
             return self._wakeups
+
+    def _deliver(self, store_id: str, after_seq: int, changes: list[Change]) -> list[Change]:
+        """Records how far the store's feed has been handed out (see change_counter)."""
+        newest = changes[-1].seq if changes else after_seq
+        self._delivered[store_id] = max(self._delivered.get(store_id, newest), newest)
+        return changes
 
     async def maintain(self) -> None:
         await trio.sleep_forever()  # every write is committed when it is made

@@ -18,6 +18,7 @@ The caller holds the mount's mutation lock for every method here.
 
 from __future__ import annotations
 
+import collections
 import errno
 import logging
 from typing import NoReturn
@@ -36,6 +37,9 @@ from memfs.rules import validate_content_bytes
 __all__ = ["Committer"]
 
 log = logging.getLogger(__name__)
+
+# How many of this mount's newest versions it remembers as its own (see wrote_version).
+WRITTEN_VERSIONS_KEPT = 4096
 
 
 class Committer:
@@ -62,6 +66,19 @@ class Committer:
         self._reader = reader
         self._status = status
         self._session_id = session_id
+        self._written: collections.OrderedDict[str, None] = collections.OrderedDict()
+
+    def wrote_version(self, version_id: str) -> bool:
+        """Whether this mount wrote version ``version_id`` (one of its newest
+        :data:`WRITTEN_VERSIONS_KEPT`): its change in the feed tells the mount nothing
+        new (issue 17: ``cp``'s exclusive create is followed by the content commit, so
+        the feed's entry for the empty version is older than the node, not foreign)."""
+        return version_id in self._written
+
+    def _wrote(self, memory: Memory) -> None:
+        self._written[memory.memory_version_id] = None
+        if len(self._written) > WRITTEN_VERSIONS_KEPT:
+            self._written.popitem(last=False)
 
     async def commit(self, node: Node) -> None:
         """Writes ``node``'s pending content as one version (SPEC §4).
@@ -98,6 +115,7 @@ class Committer:
         except (MemfsError, ReadOnly) as exc:
             self.reject(node, data, exc)
         self._table.set_memory(node, memory)
+        self._wrote(memory)
         node.working.committed(memory.content_sha256, data)
         self._reader.remember(memory.blob_key, data)
         for ancestor in self._table.ancestors(node):
@@ -132,6 +150,7 @@ class Committer:
         mount, before any content (an ``O_EXCL`` create)."""
         node.created_here = True
         self._table.set_memory(node, memory)
+        self._wrote(memory)
         node.working.start_empty(dirty=False)
         node.working.committed(memory.content_sha256, b"")
         self._reader.remember(memory.blob_key, b"")

@@ -49,6 +49,7 @@ class ChangeFollower:
         lock: the mount's mutation lock (held while a batch is applied).
         has_writer: whether a node has a writable handle open.
         send_notices: hands the kernel invalidations recorded so far to the notice task.
+        wrote_version: whether this mount wrote a version (its change needs no fetch).
     """
 
     def __init__(
@@ -60,6 +61,7 @@ class ChangeFollower:
         lock: trio.Lock,
         has_writer: Callable[[Node], bool],
         send_notices: Callable[[], None],
+        wrote_version: Callable[[str], bool] = lambda _version_id: False,
     ) -> None:
         self._backend = backend
         self._table = table
@@ -68,6 +70,8 @@ class ChangeFollower:
         self._lock = lock
         self._has_writer = has_writer
         self._send_notices = send_notices
+        self._wrote_version = wrote_version
+        self.fetches = 0  # memories fetched to apply a change (memfs status)
 
     async def follow(self, attachment: Attachment, *, wait_s: float = CHANGE_WAIT_S) -> None:
         """Applies one store's change feed until the store is deleted (a named task per
@@ -193,10 +197,14 @@ class ChangeFollower:
                 and change.memory_version_id is not None
                 and node is not None
                 and node.memory is not None
-                and node.memory.memory_version_id == change.memory_version_id
+                and (
+                    node.memory.memory_version_id == change.memory_version_id
+                    or self._wrote_version(change.memory_version_id)
+                )
             ):
                 return  # this mount's own write, or already seen: nothing to fetch
             fetched.add(change.memory_id)  # the current state covers later entries too
+            self.fetches += 1
             try:
                 memory: Memory | None = await self._backend.get_memory(
                     attachment.store_id, change.memory_id

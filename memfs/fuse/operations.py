@@ -148,7 +148,8 @@ class Operations(pyfuse3.Operations):
         self._renamer = Renamer(backend, table, self.reader, self.committer, self._has_writer)
         self._xattrs = Xattrs(backend, table)
         self.follower = ChangeFollower(
-            backend, table, self.reader, status, self._lock, self._has_writer, self._send_notices
+            backend, table, self.reader, status, self._lock, self._has_writer,
+            self._send_notices, wrote_version=self.committer.wrote_version,
         )
         self._flushes = {"read_only": 0, "writable": 0}  # FLUSH requests (memfs status)
         # Owner and modes every inode shows (SPEC §4 Sandboxes: --uid/--gid/--umask).
@@ -199,15 +200,18 @@ class Operations(pyfuse3.Operations):
         return self.reader.statistics()
 
     def kernel_cache_status(self) -> dict[str, Any]:
-        """What this mount lets the kernel cache (issue 17) and the FLUSH requests it
-        got, by kind of handle (``memfs status``; a read-only open sends none when
-        ``noflush`` is on)."""
+        """What this mount lets the kernel cache (issue 17), the FLUSH requests it got,
+        by kind of handle (``memfs status``; a read-only open sends none when
+        ``noflush`` is on), and how many memories it fetched from the store to apply
+        changes of the feed (``change_fetches``: changes made elsewhere; its own
+        writes need none)."""
         return {
             "noflush": KERNEL_CACHE.noflush,
             "cached_listings": KERNEL_CACHE.cached_listings,
             "entry_timeout_s": ENTRY_TIMEOUT_S,
             "attr_timeout_s": ATTR_TIMEOUT_S,
             "flushes": dict(self._flushes),
+            "change_fetches": self.follower.fetches,
         }
 
     # ---------------------------------------------------------------- attributes

@@ -139,7 +139,8 @@ class Cursor:
             ) from exc
 
 
-_LOCK_STORE = select(stores).where(stores.c.id == bindparam("store_id")).with_for_update()
+_STORE_ROW = select(stores).where(stores.c.id == bindparam("store_id"))
+_LOCK_STORE = _STORE_ROW.with_for_update()
 
 
 def lock_store(conn: Connection, store_id: str) -> Row[Any]:
@@ -153,10 +154,10 @@ def lock_store(conn: Connection, store_id: str) -> Row[Any]:
 
 def store_row(conn: Connection, store_id: str) -> Row[Any]:
     """The store row, unlocked. Raises NotFound."""
-    row = conn.execute(select(stores).where(stores.c.id == store_id)).first()
+    row = _hot.first(conn, _STORE_ROW, {"store_id": store_id})
     if row is None:
         raise NotFound(f"memory store {store_id!r} not found")
-    return row
+    return row  # type: ignore[no-any-return]
 
 
 def require_writable(row: Row[Any]) -> None:

@@ -201,14 +201,19 @@ def last_change_seq(conn: Connection, store_id: str) -> int:
     return int(store_row(conn, store_id).last_change_seq)
 
 
+_CHANGES_SINCE = (
+    select(changes)
+    .where(changes.c.store_id == bindparam("store_id"), changes.c.seq > bindparam("after_seq"))
+    .order_by(changes.c.seq)
+    .limit(bindparam("limit"))
+)
+
+
 def changes_since(conn: Connection, store_id: str, after_seq: int, limit: int) -> list[Change]:
     """Changes with seq > ``after_seq``, oldest first, at most ``limit``."""
-    rows = conn.execute(
-        select(changes)
-        .where(changes.c.store_id == store_id, changes.c.seq > after_seq)
-        .order_by(changes.c.seq)
-        .limit(limit)
-    ).all()
+    rows = _hot.rows(
+        conn, _CHANGES_SINCE, {"store_id": store_id, "after_seq": after_seq, "limit": limit}
+    )
     return [
         Change(
             seq=r.seq,

@@ -63,8 +63,13 @@ POLL_INTERVAL_S = 0.002
 LOG_TAIL_BYTES = 2000
 
 # Every command the benchmark runs sees the C locale: same sorting and the fast paths of
-# grep and ls on every machine.
-COMMAND_ENV = {**os.environ, "LC_ALL": "C"}
+# grep and ls on every machine. Python may keep compiled bytecode, as an installed
+# package does: PYTHONDONTWRITEBYTECODE (set in some shells and CI images) would make
+# every `memfs mount` compile the whole package again and count that as mount time.
+COMMAND_ENV = {
+    **{k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"},
+    "LC_ALL": "C",
+}
 
 
 class SetupFailed(RuntimeError):
