@@ -45,8 +45,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture
 def mounter(
-    fuse_available: None, memfs_home: Path, tmp_path: Path, store_engine: Engine
+    fuse_available: None, memfs_home: Path, tmp_path: Path, store_engine: Engine,
+    shared_dir: Path,
 ) -> Iterator[Mounter]:
+    # shared_dir: set up first, so it is removed after every mount in it is gone.
     mounter = Mounter(tmp_path, store_engine)
     try:
         yield mounter

@@ -53,8 +53,14 @@ def make_agent() -> Agent:
 
 
 def remove_agent(agent: Agent) -> None:
-    subprocess.run(["userdel", agent.name], check=False, capture_output=True,
-                   timeout=COMMAND_TIMEOUT_S)
+    """``userdel --force`` (even while a process of the user is still ending); a user
+    left behind fails the teardown, naming it."""
+    completed = subprocess.run(
+        ["userdel", "--force", agent.name], check=False, capture_output=True, text=True,
+        timeout=COMMAND_TIMEOUT_S,
+    )
+    if completed.returncode != 0:
+        raise AssertionError(f"userdel {agent.name} failed: {completed.stderr.strip()}")
 
 
 def run_as(
