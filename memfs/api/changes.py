@@ -61,7 +61,7 @@ MAX_CHANGES_LIMIT = 1000
 POLL_INTERVAL_S = 0.25
 # The same with a change watch, whose notifications wake parked requests at once: a
 # backstop only (issue 12 idle cost).
-WATCHED_POLL_INTERVAL_S = 5.0
+WATCHED_POLL_INTERVAL_S = 10.0
 
 # Engine.watch_changes: subscribes a callback (called from another thread with the
 # store ids that changed, or None for any) and returns the function that unsubscribes.

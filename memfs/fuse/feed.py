@@ -33,8 +33,9 @@ __all__ = ["CHANGE_RETRY_MAX_S", "CHANGE_RETRY_MIN_S", "CHANGE_WAIT_S", "ChangeF
 log = logging.getLogger(__name__)
 
 # How long one read of the change feed waits for a change: a long poll on a remote
-# backend, engine polling on an embedded one (SPEC §4: changes elsewhere appear within
-# about one second; a change ends the wait at once). Below the server's 30 s cap.
+# backend, the engine's change notification on an embedded one (SPEC §4: changes
+# elsewhere appear within about one second; a change ends the wait at once, and an idle
+# store is read once per wait: issue 12 idle cost). Below the server's 30 s cap.
 CHANGE_WAIT_S = 25.0
 # Pause after a failed read of the feed, doubling while failures last.
 CHANGE_RETRY_MIN_S = 0.1

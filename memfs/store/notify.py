@@ -156,6 +156,7 @@ class ChangeWatch:
     def __init__(self, url: str, sqlite_file: Path | None) -> None:
         self._url = url
         self._sqlite_file = None if sqlite_file is None else sqlite_file.absolute()
+        self._in_memory = sqlite_file is None and make_url(url).get_backend_name() == "sqlite"
         self._lock = threading.Lock()
         self._subscribers: dict[int, ChangeCallback] = {}
         self._ids = itertools.count()
@@ -192,14 +193,14 @@ class ChangeWatch:
         subscribers directly. PostgreSQL has notified at commit already."""
         if self._sqlite_file is not None:
             _signal_commit(self._sqlite_file)
-        elif make_url(self._url).get_backend_name() == "sqlite":
+        elif self._in_memory:
             self._deliver(None)
 
     def _start(self) -> None:
         source: _Source
         if self._sqlite_file is not None:
             source = _SqliteSource(self._sqlite_file)
-        elif make_url(self._url).get_backend_name() == "sqlite":
+        elif self._in_memory:
             source = _InProcessSource()
         else:
             source = _PostgresSource(self._url)
