@@ -42,6 +42,7 @@ __all__ = [
     "MAX_EXPLICIT_MOUNTS",
     "MAX_STORES_PER_PAIR_SESSION",
     "DEFAULT_PAIR_MOUNT_ROOT",
+    "DEFAULT_SESSION_MOUNT_ROOT",
     "DEFAULT_SESSION_TTL_S",
     "MAX_SESSION_TTL_S",
     "MAX_STORE_DESCRIPTION_CHARS",
@@ -72,6 +73,9 @@ MAX_STORES_PER_SESSION = 8
 # attaches its default store and every one of them, so it may hold 1 + 10 stores.
 MAX_EXPLICIT_MOUNTS = 10
 MAX_STORES_PER_PAIR_SESSION = 1 + MAX_EXPLICIT_MOUNTS
+# Where a session's stores are mounted unless its creator says otherwise (api-contract
+# §5.1 mount path rule: /mnt/memory/<slug>).
+DEFAULT_SESSION_MOUNT_ROOT = "/mnt/memory"
 # SPEC §8: where a pair's session is mounted (flat layout) unless another root is given.
 DEFAULT_PAIR_MOUNT_ROOT = "/data/.qoder/awareness"
 # Session tokens expire (SPEC §3 credential lifecycle): after a day unless a ttl is
