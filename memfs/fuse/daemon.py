@@ -295,6 +295,7 @@ async def serve(
         session_id = await backend.open_session(
             [AttachmentSpec(a.store_id, a.read_only) for a in attachments],
             mount_root=mountpoint,
+            layout=config.layout,
         )
         status = MountStatus(
             mountpoint,

@@ -312,8 +312,9 @@ class Engine:
         (mounting it again gives the same mount).
 
         Raises:
-            InvalidInput: a malformed pair, ``read_write`` access, a default store, or
-                the pair's 10 explicit mounts taken (``mount_limit_reached``).
+            InvalidInput: a malformed pair, ``read_write`` access, or the pair's 10
+                explicit mounts taken (``mount_limit_reached``).
+            Conflict: a default store (``default_store_not_mountable``).
             NotFound: unknown store. StoreArchived: an archived store.
         """
         with self._db.write() as conn:
@@ -323,7 +324,7 @@ class Engine:
         """Removes a pair's explicit mount of a store.
 
         Raises:
-            InvalidInput: a malformed pair, or the pair's default store.
+            InvalidInput: a malformed pair. Conflict: the pair's default store.
             NotFound: the store is not mounted on the pair.
         """
         with self._db.write() as conn:

@@ -35,7 +35,7 @@ from sqlalchemy import Connection, Row, and_, delete, func, insert, select, text
 
 from memfs import rules
 from memfs.config import MAX_EXPLICIT_MOUNTS
-from memfs.errors import InvalidInput, NotFound, StoreArchived, StoreBound
+from memfs.errors import Conflict, InvalidInput, NotFound, StoreArchived, StoreBound
 from memfs.model import Access, IdentityMount, MemoryStore
 from memfs.store import stores as store_rows
 from memfs.store._common import lock_store, now, store_model, store_row
@@ -179,10 +179,11 @@ def mount_store(
     ``(mount, created)``; a store already mounted on the pair gives its mount unchanged.
 
     Raises:
-        InvalidInput: a malformed pair; ``access`` not ``read_only``; the store is a
-            default store (this pair's or another's); the pair has
+        InvalidInput: a malformed pair; ``access`` not ``read_only``; the pair has
             :data:`~memfs.config.MAX_EXPLICIT_MOUNTS` explicit mounts already
             (``error_code: mount_limit_reached``).
+        Conflict: the store is a default store, this pair's or another's
+            (``default_store_not_mountable``).
         NotFound: an unknown store.
         StoreArchived: an archived store.
     """
@@ -195,9 +196,10 @@ def mount_store(
     _lock_pair(conn, identity_id, template_id)
     row = lock_store(conn, store_id)
     if row.identity_id is not None:
-        raise InvalidInput(
+        raise Conflict(
             f"memory store {store_id!r} is the system-managed default store of "
-            f"{row.identity_id}/{row.template_id}; default stores can't be mounted explicitly"
+            f"{row.identity_id}/{row.template_id}; default stores can't be mounted explicitly",
+            code="default_store_not_mountable",
         )
     existing = _pair_mount(conn, identity_id, template_id, store_id)
     if existing is not None:
@@ -240,8 +242,9 @@ def unmount_store(conn: Connection, identity_id: str, template_id: str, store_id
     """Removes an explicit mount (the store itself is untouched).
 
     Raises:
-        InvalidInput: a malformed pair, or the pair's default store (it can't be
-            unmounted; delete it when the pair has no mounts left).
+        InvalidInput: a malformed pair.
+        Conflict: the pair's default store (it can't be unmounted; delete it when the
+            pair has no mounts left).
         NotFound: the store is not mounted on the pair.
     """
     rules.validate_pair(identity_id, template_id)
@@ -250,9 +253,10 @@ def unmount_store(conn: Connection, identity_id: str, template_id: str, store_id
     if existing is None:
         raise NotFound(f"memory store {store_id!r} is not mounted on {identity_id}/{template_id}")
     if existing.system_managed:
-        raise InvalidInput(
+        raise Conflict(
             f"memory store {store_id!r} is the default store of {identity_id}/{template_id} "
-            "and can't be unmounted"
+            "and can't be unmounted",
+            code="default_store_not_mountable",
         )
     lock_store(conn, store_id)
     conn.execute(

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import anthropic
 import pytest
-from _support.cli import fsck_findings, memfs_env
+from _support.cli import Cli, fsck_findings, memfs_env
 from _support.serve import ServeProcess
 from identity_helpers import SDK_TIMEOUT_S, IdentityServer
 
@@ -50,3 +50,12 @@ def admin_client(identity_server: IdentityServer) -> Iterator[anthropic.Anthropi
         yield client
     finally:
         client.close()
+
+
+@pytest.fixture
+def cli(memfs_home: Path) -> Iterator[Cli]:
+    """The real ``memfs`` command on a fresh ``$MEMFS_HOME``; fsck clean at teardown."""
+    runner = Cli(memfs_home)
+    yield runner
+    if runner.database.exists():
+        assert fsck_findings(runner.database) == []

@@ -73,7 +73,7 @@ def test_mounts_over_http_limit_order_and_removal(
         removed = ok(http.delete(f"{PAIR}/mounts/{shared[3].id}"))
         assert removed["type"] == "memory_store_mount_deleted"
         error_of(http.delete(f"{PAIR}/mounts/{shared[3].id}"), 404)
-        error_of(http.delete(f"{PAIR}/mounts/{default['id']}"), 400)
+        error_of(http.delete(f"{PAIR}/mounts/{default['id']}"), 409)
         assert ok(http.get(f"/v1/memory_stores/{shared[3].id}/mounts"))["data"] == []
         malformed = http.get("/v1/identities/user-1/templates/tmpl_x/mounts")
         assert malformed.status_code == 400, malformed.text

@@ -22,7 +22,8 @@ from _support.mount import (
 )
 from identity_helpers import IdentityServer
 
-from memfs.model import Actor
+from memfs.model import Actor, Layout
+from memfs.store import open_engine
 
 IDN, TMPL = "idn_user42", "tmpl_support_agent"
 PAIR = f"/v1/identities/{IDN}/templates/{TMPL}"
@@ -102,3 +103,28 @@ def test_a_pair_session_mounts_flat_with_shadowing_and_copy_up(
     assert "All stores are merged into one directory tree" in session_note.stdout
     assert '"Team Wiki" at /data/.qoder/awareness/ (read-only)' in session_note.stdout
     mounter.unmount(mount)
+
+
+def test_an_embedded_flat_mount_records_a_flat_session(memfs_home: Path, tmp_path: Path) -> None:
+    """``memfs mount --layout flat`` on the database: its session says ``flat`` and every
+    resource's mount path is the mount point itself (it used to say ``<root>/<slug>``)."""
+    if FUSE_UNAVAILABLE_REASON is not None:
+        pytest.skip(FUSE_UNAVAILABLE_REASON)
+    with open_engine() as engine:
+        mine = engine.create_store("Mine")
+        engine.create_store("Theirs")
+        mounter = Mounter(tmp_path, engine)
+        try:
+            mount = mounter.mount("Mine", "Theirs:ro", layout="flat")
+            session = engine.get_session(mount.session_id)
+            note = run(MEMFS, "prompt", "--session", session.id).stdout
+            mounter.unmount(mount)
+        finally:
+            mounter.close()
+        assert session.layout is Layout.FLAT
+        assert [(r.memory_store_id == mine.id, r.mount_path) for r in session.resources] == [
+            (True, str(mount.path)),
+            (False, str(mount.path)),
+        ]
+        assert "All stores are merged into one directory tree" in note
+        assert list(engine.iter_fsck_findings()) == []

@@ -12,7 +12,7 @@ import pytest
 from sqlalchemy import Connection, create_engine, text
 
 from memfs.config import MAX_EXPLICIT_MOUNTS
-from memfs.errors import InvalidInput, NotFound, StoreArchived, StoreBound
+from memfs.errors import Conflict, InvalidInput, NotFound, StoreArchived, StoreBound
 from memfs.model import Access, Layout, format_timestamp, utcnow
 from memfs.store import Engine
 
@@ -203,9 +203,9 @@ def test_what_can_not_be_mounted_or_unmounted(engine: Engine) -> None:
     default, _ = engine.ensure_default_store(IDN, TMPL)
     other_default, _ = engine.ensure_default_store("idn_other", TMPL)
     for system_managed in (default, other_default):
-        with pytest.raises(InvalidInput, match="default stores can't be mounted"):
+        with pytest.raises(Conflict, match="default stores can't be mounted"):
             engine.mount_store(IDN, TMPL, system_managed.id)
-    with pytest.raises(InvalidInput, match="can't be unmounted"):
+    with pytest.raises(Conflict, match="can't be unmounted"):
         engine.unmount_store(IDN, TMPL, default.id)
     with pytest.raises(NotFound, match="is not mounted on"):
         engine.unmount_store(IDN, TMPL, store.id)

@@ -55,8 +55,8 @@ async def create_mount(
     body: schemas.IdentityMountCreate,
 ) -> JSONResponse:
     """Mounts a store on the pair, read-only (SPEC §8); mounting it again returns the
-    same mount. 400 for ``read_write``, a default store, an archived store, or an 11th
-    explicit mount (``error_code: mount_limit_reached``, at most 10 a pair)."""
+    same mount. 400 for ``read_write``, an archived store, or an 11th explicit mount
+    (``error_code: mount_limit_reached``, at most 10 a pair); 409 for a default store."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         for scope in (Scope.READ, Scope.WRITE):
@@ -92,7 +92,7 @@ async def delete_mount(
     request: Request, identity_id: IdentityId, template_id: TemplateId, memory_store_id: str
 ) -> JSONResponse:
     """Unmounts a store from the pair (the store itself stays). 404 when it is not
-    mounted there; 400 for the pair's default store, which can't be unmounted."""
+    mounted there; 409 for the pair's default store, which can't be unmounted."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         for scope in (Scope.READ, Scope.WRITE):
