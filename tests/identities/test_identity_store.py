@@ -196,6 +196,37 @@ def test_mounts_are_read_only_at_most_ten_and_listed_default_first(engine: Engin
     ]
 
 
+def test_racing_mounts_never_pass_the_limit(engine: Engine, database: str) -> None:
+    """Twelve engines mount twelve stores on one pair at once: ten win, two are refused
+    naming the limit (the pair is locked while its mounts are counted)."""
+    stores = [engine.create_store(f"racer {i}") for i in range(MAX_EXPLICIT_MOUNTS + 2)]
+    engines = [Engine(database) for _ in stores]
+    barrier = threading.Barrier(len(stores))
+    outcomes: list[object] = []
+
+    def mount(eng: Engine, store_id: str) -> None:
+        barrier.wait(JOIN_TIMEOUT_S)
+        try:
+            outcomes.append(eng.mount_store(IDN, TMPL, store_id))
+        except InvalidInput as exc:
+            outcomes.append(exc.code)
+
+    threads = [
+        threading.Thread(target=mount, args=(eng, store.id))
+        for eng, store in zip(engines, stores, strict=True)
+    ]
+    try:
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(JOIN_TIMEOUT_S)
+    finally:
+        for eng in engines:
+            eng.close()
+    assert sorted(o for o in outcomes if isinstance(o, str)) == ["mount_limit_reached"] * 2
+    assert len(engine.list_pair_mounts(IDN, TMPL)) == MAX_EXPLICIT_MOUNTS
+
+
 def test_what_can_not_be_mounted_or_unmounted(engine: Engine) -> None:
     store = engine.create_store("team")
     with pytest.raises(InvalidInput, match="explicit mounts are always read_only"):
