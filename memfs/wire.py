@@ -131,7 +131,8 @@ def version_to_wire(version: MemoryVersion, *, full: bool) -> dict[str, Any]:
 
 
 def session_to_wire(session: Session) -> dict[str, Any]:
-    """A session with its memory_store resources (api-contract §7.2)."""
+    """A session with its memory_store resources (api-contract §7.2) and its
+    ``principal`` (memfs extension, SPEC §6: ``{"user_id", "roles"}`` or null)."""
     return {
         "id": session.id,
         "type": "session",
@@ -139,6 +140,7 @@ def session_to_wire(session: Session) -> dict[str, Any]:
         "created_at": _ts(session.created_at),
         "resources": [resource.to_wire() for resource in session.resources],
         "layout": session.layout.value,  # memfs extension: "per-store" or "flat" (SPEC §4)
+        "principal": None if session.principal is None else session.principal.to_wire(),
     }
 
 

@@ -29,6 +29,8 @@ CORE = (
     "memfs.ids",
     "memfs.wire",
     "memfs.query",
+    "memfs.records",
+    "memfs.visibility",
 )
 
 
@@ -167,12 +169,15 @@ STORE_INSIDES = (
     "memfs.store.engine",
     "memfs.store._db",
     "memfs.store._common",
+    "memfs.store._hot",
     "memfs.store.access",
     "memfs.store.blobs",
     "memfs.store.feed",
     "memfs.store.listing",
     "memfs.store.memories",
     "memfs.store.search",
+    "memfs.store.records",
+    "memfs.store.visibility",
     "memfs.store.renames",
     "memfs.store._connections",
     "memfs.store.stores",

@@ -16,6 +16,7 @@ module                  commands
 ``mounting``            ``mount``, ``umount``, ``status``
 ``search``              ``search``
 ``identity``            ``identity mount|unmount|mounts|default|session`` (SPEC §8)
+``record``              ``record ls|show|forget``
 ``_common``             the ``--database`` option, opening the database, output
 ======================  ====================================================
 
@@ -58,6 +59,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
         "identity",
         "Mount stores on (identity, template) pairs; their default stores and sessions.",
     ),
+    "record": ("record", "List, show and forget long-term memory records (typed headers)."),
     "fsck": ("fsck_prompt", "Check every storage invariant."),
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
     "mcp": ("mcp", "Serve memory stores to an MCP client over stdio (memory tool commands)."),

@@ -6,6 +6,10 @@ Owns the ``sessions``, ``session_resources`` and ``api_keys`` tables. Tokens
 SHA-256 is stored. SPEC §3 credential lifecycle: a session token expires (default 24 h,
 at most 30 days), a session can be revoked or archived (both end its token), and
 revoking an API key revokes every session it created, in the same transaction.
+
+Principals (SPEC §6 visibility, issue 15): a key or a session may carry the user it
+speaks for (``principal_user_id``, ``principal_roles_json``), written at creation and
+by nothing else — no function here updates them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from memfs.ids import new_id, sha256_of
 from memfs.model import Access, ApiKey, Layout, Page, Scope, Session, SessionResource, utcnow
 from memfs.store._common import Cursor, check_limit, lock_store, now, parse_ts, store_row, ts
 from memfs.store.schema import api_keys, session_resources, sessions
+from memfs.visibility import UserPrincipal
 
 __all__ = [
     "API_KEY_SECRET_PREFIX",
@@ -139,6 +144,7 @@ def create_session(
     api_key_id: str | None,
     layout: Layout = Layout.PER_STORE,
     max_stores: int = MAX_STORES_PER_SESSION,
+    principal: UserPrincipal | None = None,
 ) -> tuple[Session, str | None]:
     """See :meth:`memfs.store.Engine.create_session`; ``max_stores`` is 8, or 1 + 10
     for an (identity, template) pair's session (SPEC §8)."""
@@ -171,6 +177,7 @@ def create_session(
             ),
             api_key_id=api_key_id,
             layout=None if layout is Layout.PER_STORE else layout.value,
+            **_principal_values(principal),
         )
     )
     root = mount_root.rstrip("/")
@@ -189,6 +196,28 @@ def create_session(
             )
         )
     return get_session(conn, session_id), token
+
+
+# --- principals (issue 15): written once, at creation; read into the models.
+
+
+def _principal_values(principal: UserPrincipal | None) -> dict[str, str | None]:
+    """The principal columns of a new key or session row."""
+    if principal is None:
+        return {"principal_user_id": None, "principal_roles_json": None}
+    return {
+        "principal_user_id": principal.user_id,
+        "principal_roles_json": json.dumps(list(principal.roles)),
+    }
+
+
+def _principal_of(row: Row[Any]) -> UserPrincipal | None:
+    """The principal a key or session row carries, or None."""
+    if row.principal_user_id is None:
+        return None
+    return UserPrincipal(
+        user_id=row.principal_user_id, roles=tuple(json.loads(row.principal_roles_json or "[]"))
+    )
 
 
 def _session_row(conn: Connection, session_id: str) -> Row[Any]:
@@ -219,6 +248,7 @@ def _session_model(conn: Connection, row: Row[Any]) -> Session:
         archived_at=parse_ts(row.archived_at),
         api_key_id=row.api_key_id,
         layout=Layout(row.layout) if row.layout else Layout.PER_STORE,
+        principal=_principal_of(row),
         resources=[
             SessionResource(
                 memory_store_id=r.store_id,
@@ -311,6 +341,7 @@ def _api_key_model(row: Row[Any]) -> ApiKey:
         store_ids=json.loads(row.store_ids_json),
         created_at=datetime.fromisoformat(row.created_at),
         revoked_at=parse_ts(row.revoked_at),
+        principal=_principal_of(row),
     )
 
 
@@ -322,7 +353,11 @@ def _api_key_row(conn: Connection, api_key_id: str) -> Row[Any]:
 
 
 def create_api_key(
-    conn: Connection, name: str, scopes: Sequence[Scope], store_ids: Sequence[str]
+    conn: Connection,
+    name: str,
+    scopes: Sequence[Scope],
+    store_ids: Sequence[str],
+    principal: UserPrincipal | None = None,
 ) -> tuple[ApiKey, str]:
     """See :meth:`memfs.store.Engine.create_api_key`."""
     if not scopes:
@@ -345,6 +380,7 @@ def create_api_key(
             scopes_json=json.dumps(clean_scopes),
             store_ids_json=json.dumps(list(dict.fromkeys(store_ids))),
             created_at=now(),
+            **_principal_values(principal),
         )
     )
     return _api_key_model(_api_key_row(conn, key_id)), secret

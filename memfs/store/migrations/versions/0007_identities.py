@@ -7,7 +7,7 @@ Existing stores are user-created (NULL pair) and mounted nowhere (count 0); exis
 sessions keep the per-store layout (NULL).
 
 Revision ID: 0007_identities
-Revises: 0004
+Revises: 0006_principals
 Create Date: 2026-12-01
 """
 
@@ -17,7 +17,7 @@ from alembic import op
 from memfs.store.schema import identity_mounts, sessions, stores
 
 revision = "0007_identities"
-down_revision = "0004"
+down_revision = "0006_principals"
 branch_labels = None
 depends_on = None
 
