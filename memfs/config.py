@@ -39,6 +39,10 @@ __all__ = [
     "MAX_PATH_SEGMENTS",
     "MAX_SEGMENT_BYTES",
     "MAX_STORES_PER_SESSION",
+    "MAX_EXPLICIT_MOUNTS",
+    "MAX_STORES_PER_PAIR_SESSION",
+    "DEFAULT_PAIR_MOUNT_ROOT",
+    "DEFAULT_SESSION_MOUNT_ROOT",
     "DEFAULT_SESSION_TTL_S",
     "MAX_SESSION_TTL_S",
     "MAX_STORE_DESCRIPTION_CHARS",
@@ -65,6 +69,15 @@ MAX_STORE_NAME_CHARS = 255
 MAX_STORE_DESCRIPTION_CHARS = 1024
 MAX_INSTRUCTIONS_CHARS = 4096
 MAX_STORES_PER_SESSION = 8
+# SPEC §8: explicit (read-only) mounts per (identity, template) pair; a pair's session
+# attaches its default store and every one of them, so it may hold 1 + 10 stores.
+MAX_EXPLICIT_MOUNTS = 10
+MAX_STORES_PER_PAIR_SESSION = 1 + MAX_EXPLICIT_MOUNTS
+# Where a session's stores are mounted unless its creator says otherwise (api-contract
+# §5.1 mount path rule: /mnt/memory/<slug>).
+DEFAULT_SESSION_MOUNT_ROOT = "/mnt/memory"
+# SPEC §8: where a pair's session is mounted (flat layout) unless another root is given.
+DEFAULT_PAIR_MOUNT_ROOT = "/data/.qoder/awareness"
 # Session tokens expire (SPEC §3 credential lifecycle): after a day unless a ttl is
 # given at creation, and never later than 30 days after it.
 DEFAULT_SESSION_TTL_S = 24 * 3600

@@ -25,7 +25,8 @@ exit status.
     │   ├── PathConflict                path (or a prefix/descendant) is occupied
     │   ├── PreconditionFailed          content_sha256 precondition mismatch
     │   ├── HeadVersionRedaction        head version of a live memory can't be redacted
-    │   └── NotRestorable               restore of a memory that is not soft-deleted
+    │   ├── NotRestorable               restore of a memory that is not soft-deleted
+    │   └── StoreBound                  archive/delete of a store still mounted on a pair
     ├── StoreArchived                   write to an archived store
     ├── StoreFull                       the per-store memory limit is reached
     ├── PermissionDenied                credential lacks a scope / read-only attachment
@@ -52,7 +53,7 @@ and the client turns a response back into a class with :func:`error_class_for`
     ContentTooLarge          413 invalid_request_error    but ContentTooLarge)
     NotFound                 404 not_found_error
     Conflict                 409 conflict_error          (HeadVersionRedaction,
-    PathConflict             409 memory_path_conflict_error          NotRestorable)
+    PathConflict             409 memory_path_conflict_error   NotRestorable, StoreBound)
     PreconditionFailed       409 memory_precondition_failed_error
     StoreArchived, StoreFull 400 invalid_request_error   (permanent refusals; a 409
                                                           would mean "re-read and retry")
@@ -98,6 +99,7 @@ __all__ = [
     "PreconditionFailed",
     "SearchUnavailable",
     "StoreArchived",
+    "StoreBound",
     "StoreBusy",
     "StoreFull",
     "WireError",
@@ -294,6 +296,14 @@ class NotRestorable(Conflict):
     """Raised when restoring a memory that is live, redacted, or whose path is taken."""
 
     code = "not_restorable"
+
+
+class StoreBound(Conflict):
+    """Raised when a store still mounted on an (identity, template) pair is archived or
+    deleted without ``force``, or a system-managed default store is deleted while its
+    pair has mounts (SPEC §8). The message names the bindings."""
+
+    code = "store_bound"
 
 
 class StoreArchived(MemfsError):

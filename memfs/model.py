@@ -24,6 +24,8 @@ __all__ = [
     "Change",
     "ChangeKind",
     "DeleteMode",
+    "IdentityMount",
+    "Layout",
     "Memory",
     "MemoryPrefix",
     "MemoryStore",
@@ -124,6 +126,13 @@ class Access(enum.StrEnum):
     READ_ONLY = "read_only"
 
 
+class Layout(enum.StrEnum):
+    """How attached stores appear under the mount point (SPEC §4 layouts)."""
+
+    PER_STORE = "per-store"
+    FLAT = "flat"
+
+
 class Scope(enum.StrEnum):
     """API key scopes (SPEC §3)."""
 
@@ -139,6 +148,10 @@ class MemoryStore(_Frozen):
 
     ``entry_count`` and ``total_size_bytes`` count live (not soft-deleted) memories and
     their content bytes; fsck checks them against the rows.
+
+    SPEC §8: ``identity_id`` and ``template_id`` name the (identity, template) pair whose
+    system-managed default store this is (both None for a store a user created);
+    ``identity_template_count`` is how many pairs mount it (``binding_info`` on the wire).
     """
 
     id: str
@@ -150,10 +163,42 @@ class MemoryStore(_Frozen):
     archived_at: datetime | None
     entry_count: int
     total_size_bytes: int
+    identity_id: str | None = None
+    template_id: str | None = None
+    identity_template_count: int = 0
 
     @property
     def archived(self) -> bool:
         return self.archived_at is not None
+
+    @property
+    def system_managed(self) -> bool:
+        """True for the default store memfs created for a pair (SPEC §8)."""
+        return self.identity_id is not None
+
+    @property
+    def status(self) -> Literal["active", "archived"]:
+        """``active`` or ``archived`` (SPEC §8 store ``status``)."""
+        return "archived" if self.archived else "active"
+
+
+class IdentityMount(_Frozen):
+    """A store mounted on an (identity, template) pair (SPEC §8, seed 000's mount record).
+
+    ``access`` is ``read_write`` only for the pair's system-managed default store; every
+    explicit mount is ``read_only``. ``name``, ``status`` and ``entry_count`` are the
+    mounted store's, read with the mount.
+    """
+
+    memory_store_id: str
+    identity_id: str
+    template_id: str
+    access: Access
+    system_managed: bool
+    name: str
+    status: Literal["active", "archived"]
+    entry_count: int
+    created_at: datetime
 
 
 class Memory(_Frozen):
@@ -341,6 +386,7 @@ class Session(_Frozen):
     revoked_at: datetime | None = None
     archived_at: datetime | None = None
     api_key_id: str | None = None
+    layout: Layout = Layout.PER_STORE
     principal: UserPrincipal | None = None
 
 

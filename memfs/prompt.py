@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memfs.config import MAX_CONTENT_BYTES
-from memfs.model import Access, MemoryStore, SessionResource
+from memfs.config import DEFAULT_SESSION_MOUNT_ROOT, MAX_CONTENT_BYTES
+from memfs.model import Access, Layout, MemoryStore, SessionResource
 from memfs.rules import unique_slugs, validate_instructions
 
 __all__ = [
@@ -25,10 +25,10 @@ __all__ = [
     "render_prompt",
 ]
 
-DEFAULT_MOUNT_ROOT = "/mnt/memory"
+DEFAULT_MOUNT_ROOT = DEFAULT_SESSION_MOUNT_ROOT
 """Where sessions mount stores (api-contract §5.1 mount path rule)."""
 
-_INTRO = (
+_HEAD = (
     "## Memory\n"
     "\n"
     "You have persistent memory, mounted as ordinary files. Use your usual file tools on it "
@@ -43,11 +43,38 @@ _INTRO = (
     "(an editor's atomic save) counts as one change.\n"
     "- Files with editor scratch names (*.tmp, *~, .#*, 4913, sedXXXXXX, vim .*.swp) are "
     "not saved to memory; rename them to a real name to keep them.\n"
-    '- Writing to a read-only store fails with "Read-only file system" (EROFS); '
-    "so does creating anything directly in the mount root.\n"
+)
+_TAIL = (
     "- A file written by someone else while you were editing it is not overwritten: your "
     "version is saved beside it as NAME.conflict-TIMESTAMP-SESSION.EXT.\n"
 )
+# SPEC §4 per-store layout: a directory per store; the root itself is read-only.
+_PER_STORE_RULES = (
+    '- Writing to a read-only store fails with "Read-only file system" (EROFS); '
+    "so does creating anything directly in the mount root.\n"
+)
+# SPEC §4 flat layout: one merged namespace; new files go to the writable default store.
+_FLAT_RULES = (
+    "- All stores are merged into one directory tree: a file's path is its memory's path, "
+    "and you may create files and directories anywhere in it. New and changed files are "
+    "saved in the writable default store.\n"
+    "- When several stores hold the same path, you see the default store's file, else the "
+    "earliest-attached store's. Changing a file that comes from a read-only store saves "
+    'your copy in the default store; deleting or renaming such a file fails with "Read-only '
+    'file system" (EROFS). Deleting your own copy shows the read-only file again.\n'
+)
+_FLAT_READ_ONLY_RULES = (
+    "- All stores are merged into one read-only directory tree: a file's path is its "
+    'memory\'s path; writing anything fails with "Read-only file system" (EROFS).\n'
+)
+
+
+def _rules(resources: Sequence[SessionResource], flat: bool) -> str:
+    """The rules of the filesystem, for the layout the stores are mounted in."""
+    if not flat:
+        return _HEAD + _PER_STORE_RULES + _TAIL
+    writable = any(r.access is Access.READ_WRITE for r in resources)
+    return _HEAD + (_FLAT_RULES if writable else _FLAT_READ_ONLY_RULES) + _TAIL
 
 
 def _quote_block(text: str) -> str:
@@ -69,7 +96,12 @@ _RECORDS_NOTE = (
 )
 
 
-def render_prompt(resources: Sequence[SessionResource], *, with_records: bool = False) -> str:
+def render_prompt(
+    resources: Sequence[SessionResource],
+    *,
+    layout: Layout | None = None,
+    with_records: bool = False,
+) -> str:
     """Renders the memory section of a system prompt for the given attached stores.
 
     Args:
@@ -77,6 +109,10 @@ def render_prompt(resources: Sequence[SessionResource], *, with_records: bool = 
             path, access mode, description and instructions (the fields of
             api-contract §7.2). Stores sharing one mount path are rendered as one merged
             (flat layout, SPEC §4) directory.
+        layout: the layout of the mount (a session's ``layout``), which decides the
+            rules stated (SPEC §4: the per-store root refuses new files, a flat one takes
+            them). None: flat when every store shares one mount path and there are
+            several, else per-store.
         with_records: some store holds long-term memory records: the note explains
             their header in a few lines (SPEC §6).
 
@@ -85,7 +121,11 @@ def render_prompt(resources: Sequence[SessionResource], *, with_records: bool = 
     """
     if not resources:
         return ""
-    lines = [_INTRO, "Mounted stores:", ""]
+    if layout is None:
+        flat = len(resources) > 1 and len({r.mount_path for r in resources}) == 1
+    else:
+        flat = Layout(layout) is Layout.FLAT
+    lines = [_rules(resources, flat), "Mounted stores:", ""]
     for resource in resources:
         access = "read-write" if resource.access is Access.READ_WRITE else "read-only"
         lines.append(f'- "{resource.name}" at {resource.mount_path}/ ({access})')

@@ -55,6 +55,7 @@ __all__ = [
     "validate_segment",
     "validate_store_description",
     "validate_store_name",
+    "validate_pair",
 ]
 
 _LINE_SEPARATORS = frozenset("\u2028\u2029")
@@ -467,3 +468,27 @@ def parse_store_spec(spec: str) -> StoreSpec:
             f"--store {spec!r}: give a store name or id (optionally followed by :ro or :rw)"
         )
     return StoreSpec(name, access)
+
+
+_PAIR_ID_RES = {
+    "identity_id": re.compile(r"idn_[A-Za-z0-9_-]{1,64}"),
+    "template_id": re.compile(r"tmpl_[A-Za-z0-9_-]{1,64}"),
+}
+
+
+def validate_pair(identity_id: object, template_id: object) -> tuple[str, str]:
+    """Checks an (identity, template) pair (SPEC §8): ids chosen by the caller,
+    ``idn_`` and ``tmpl_`` followed by 1–64 ASCII letters, digits, ``_`` or ``-``.
+
+    Raises:
+        InvalidInput: the id that breaks the rule, named.
+    """
+    for field, value in (("identity_id", identity_id), ("template_id", template_id)):
+        pattern = _PAIR_ID_RES[field]
+        if not isinstance(value, str) or pattern.fullmatch(value) is None:
+            prefix = pattern.pattern.split("_", 1)[0]
+            raise InvalidInput(
+                f"{field} must be {prefix}_ followed by 1 to 64 ASCII letters, digits, "
+                f"'_' or '-', not {value!r}"
+            )
+    return str(identity_id), str(template_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from memfs.model import (
+    IdentityMount,
     Memory,
     MemoryPrefix,
     MemoryStore,
@@ -20,6 +21,7 @@ from memfs.model import (
 from memfs.query import SearchHit
 
 __all__ = [
+    "identity_mount_to_wire",
     "memory_deleted_to_wire",
     "memory_to_wire",
     "prefix_to_wire",
@@ -48,6 +50,28 @@ def store_to_wire(store: MemoryStore) -> dict[str, Any]:
         "archived_at": _ts(store.archived_at),
         "entry_count": store.entry_count,
         "total_size": store.total_size_bytes,
+        # SPEC §8 (seed 000's store object): extensions.
+        "status": store.status,
+        "system_managed": store.system_managed,
+        "identity_id": store.identity_id,
+        "binding_info": {"identity_template_count": store.identity_template_count},
+    }
+
+
+def identity_mount_to_wire(mount: IdentityMount) -> dict[str, Any]:
+    """A store mounted on an (identity, template) pair (SPEC §8, seed 000's mount
+    record; memfs extension): ``type`` ``memory_store_mount``."""
+    return {
+        "type": "memory_store_mount",
+        "memory_store_id": mount.memory_store_id,
+        "identity_id": mount.identity_id,
+        "template_id": mount.template_id,
+        "access": mount.access.value,
+        "system_managed": mount.system_managed,
+        "name": mount.name,
+        "status": mount.status,
+        "entry_count": mount.entry_count,
+        "created_at": _ts(mount.created_at),
     }
 
 
@@ -115,6 +139,7 @@ def session_to_wire(session: Session) -> dict[str, Any]:
         "title": session.title,
         "created_at": _ts(session.created_at),
         "resources": [resource.to_wire() for resource in session.resources],
+        "layout": session.layout.value,  # memfs extension: "per-store" or "flat" (SPEC §4)
         "principal": None if session.principal is None else session.principal.to_wire(),
     }
 

@@ -186,6 +186,7 @@ STORE_INSIDES = (
     "memfs.store.versions",
     "memfs.store.schema",
     "memfs.store.fsck",
+    "memfs.store.identities",
     "memfs.store.migrations",
 )
 

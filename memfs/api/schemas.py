@@ -16,13 +16,23 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, model_validator
 
-from memfs.config import MAX_SESSION_TTL_S
+from memfs.config import (
+    DEFAULT_PAIR_MOUNT_ROOT,
+    MAX_SESSION_TTL_S,
+    MAX_STORES_PER_SESSION,
+)
 
 __all__ = [
     "ChangeOut",
     "ChangePage",
     "DeletedObject",
     "ErrorEnvelope",
+    "IDENTITY_ID_PATTERN",
+    "IdentityMountCreate",
+    "IdentityMountDeleted",
+    "IdentityMountList",
+    "IdentityMountOut",
+    "TEMPLATE_ID_PATTERN",
     "RECORD_NAME_PATTERN",
     "MemoryCreate",
     "MemoryForget",
@@ -291,6 +301,15 @@ class SessionResourceParam(_Request):
     ) = Field(default=None, description="At most 4,096 characters.")
 
 
+class IdentityMountCreate(_Request):
+    """Body of mounting a store on a pair (SPEC §8): explicit mounts are read-only."""
+
+    memory_store_id: str
+    access: Literal["read_only"] | None = Field(
+        default=None, description="Always read_only (the default store is the only writable)."
+    )
+
+
 class SearchRequest(_Request):
     """``POST /v1/search`` (memfs extension, SPEC §7): full-text search over several
     stores; the query language is documented in the README (memfs/query.py)."""
@@ -340,6 +359,11 @@ class SearchRequest(_Request):
     )
 
 
+# SPEC §8: ids of (identity, template) pairs, chosen by the caller (memfs.rules).
+IDENTITY_ID_PATTERN = r"^idn_[A-Za-z0-9_-]{1,64}$"
+TEMPLATE_ID_PATTERN = r"^tmpl_[A-Za-z0-9_-]{1,64}$"
+# An absolute directory of at most 1,000 characters without control characters.
+MOUNT_ROOT_PATTERN = r"^/[^\x00-\x1f\x7f]{0,999}$"
 class PrincipalParam(_Request):
     """memfs extension (SPEC §6 visibility): the user a new session speaks for."""
 
@@ -350,15 +374,53 @@ class PrincipalParam(_Request):
 class SessionCreate(_NoNul):
     """Body of ``POST /v1/sessions``.
 
-    Only ``resources`` of type ``memory_store`` (1 to 8) and ``title`` mean something to
-    memfs. The other fields of the SDK's ``sessions.create`` (``agent``,
-    ``environment_id``, ``metadata`` …) are accepted and ignored, so that the SDK call
-    works unmodified.
+    Only ``resources`` of type ``memory_store`` (1 to 8), ``title`` and the memfs
+    extensions below mean something to memfs. The other fields of the SDK's
+    ``sessions.create`` (``agent``, ``environment_id``, ``metadata`` …) are accepted
+    and ignored, so that the SDK call works unmodified.
+
+    A session for an (identity, template) pair (SPEC §8, memfs extension) gives
+    ``identity_id`` and ``template_id`` instead of ``resources``: memfs attaches the
+    pair's default store (created if needed) ``read_write`` and every active explicit
+    mount ``read_only`` (at most 1 + 10), in the ``flat`` layout at
+    ``/data/.qoder/awareness`` unless ``mount_root`` says otherwise. Exactly one of
+    ``resources`` and the pair must be given.
     """
 
     model_config = ConfigDict(strict=True, extra="ignore")
 
-    resources: list[SessionResourceParam] = Field(min_length=1, max_length=8)
+    resources: list[SessionResourceParam] | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_STORES_PER_SESSION,
+        description="The stores to attach; absent for an (identity, template) pair's session.",
+    )
+    identity_id: str | None = Field(
+        default=None,
+        description="memfs extension (SPEC §8): with template_id, a session for the pair.",
+        json_schema_extra={"pattern": IDENTITY_ID_PATTERN},
+    )
+    template_id: str | None = Field(
+        default=None,
+        description="memfs extension (SPEC §8): with identity_id, a session for the pair.",
+        json_schema_extra={"pattern": TEMPLATE_ID_PATTERN},
+    )
+    layout: Literal["per-store", "flat"] | None = Field(
+        default=None,
+        description=(
+            "memfs extension (SPEC §4): how a mount lays the stores out; default "
+            "per-store (flat for a pair's session, which is always flat). A flat session "
+            "has at most one read_write store, its default."
+        ),
+    )
+    mount_root: str | None = Field(
+        default=None,
+        description=(
+            "memfs extension: where the resources are mounted (their mount_path); default "
+            f"/mnt/memory, {DEFAULT_PAIR_MOUNT_ROOT} for a pair's session."
+        ),
+        pattern=MOUNT_ROOT_PATTERN,
+    )
     title: str | None = None
     ttl_s: int | None = Field(
         default=None,
@@ -382,8 +444,15 @@ class _Response(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
+class BindingInfo(_Response):
+    """SPEC §8: how many (identity, template) pairs mount the store."""
+
+    identity_template_count: int
+
+
 class MemoryStoreOut(_Response):
-    """api-contract §4.1, plus the counters ``entry_count`` and ``total_size``."""
+    """api-contract §4.1, plus the counters ``entry_count`` and ``total_size`` and the
+    SPEC §8 extensions ``status``, ``system_managed``, ``identity_id``, ``binding_info``."""
 
     id: str
     type: Literal["memory_store"]
@@ -395,6 +464,43 @@ class MemoryStoreOut(_Response):
     archived_at: Timestamp | None
     entry_count: int
     total_size: int
+    status: Literal["active", "archived"]
+    system_managed: bool
+    identity_id: str | None
+    binding_info: BindingInfo
+
+
+class IdentityMountOut(_Response):
+    """A store mounted on an (identity, template) pair (SPEC §8, memfs extension).
+    ``access`` is ``read_write`` only for the pair's system-managed default store."""
+
+    type: Literal["memory_store_mount"]
+    memory_store_id: str
+    identity_id: str
+    template_id: str
+    access: Literal["read_write", "read_only"]
+    system_managed: bool
+    name: str
+    status: Literal["active", "archived"]
+    entry_count: int
+    created_at: Timestamp
+
+
+class IdentityMountList(_Response):
+    """A pair's mounts (the default first, then by creation time; at most 1 + 10) or a
+    store's (oldest first); one page holds them all."""
+
+    data: list[IdentityMountOut]
+    next_page: None = None
+
+
+class IdentityMountDeleted(_Response):
+    """Answer of removing a mount."""
+
+    type: Literal["memory_store_mount_deleted"]
+    memory_store_id: str
+    identity_id: str
+    template_id: str
 
 
 class DeletedObject(_Response):
@@ -561,6 +667,7 @@ class SessionOut(_Response):
     title: str | None
     created_at: Timestamp
     resources: list[SessionResourceOut]
+    layout: Literal["per-store", "flat"]
     expires_at: Timestamp | None
     revoked_at: Timestamp | None
     archived_at: Timestamp | None

@@ -17,7 +17,7 @@ import trio
 
 from memfs.backend.protocol import BackendStatistics, MemoryChange
 from memfs.errors import MemfsError
-from memfs.model import Access, Actor, Change, Memory, MemoryStore, Session
+from memfs.model import Access, Actor, Change, Layout, Memory, MemoryStore, Session
 from memfs.records import Record
 
 if TYPE_CHECKING:
@@ -101,7 +101,13 @@ class EmbeddedBackend:
     async def get_store(self, store_id: str) -> MemoryStore:
         return await self._run(self._engine.get_store, store_id)
 
-    async def open_session(self, attachments: Sequence[AttachmentSpec], *, mount_root: str) -> str:
+    async def open_session(
+        self,
+        attachments: Sequence[AttachmentSpec],
+        *,
+        mount_root: str,
+        layout: Layout = Layout.PER_STORE,
+    ) -> str:
         from memfs.store import ResourceSpec
 
         specs = [
@@ -109,7 +115,11 @@ class EmbeddedBackend:
             for a in attachments
         ]
         session, _token = await self._run(
-            self._engine.create_session, specs, mount_root=mount_root, with_token=False
+            self._engine.create_session,
+            specs,
+            mount_root=mount_root,
+            with_token=False,
+            layout=layout,
         )
         self._actor = Actor.session(session.id)
         return session.id

@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import Protocol
 
 from memfs.errors import MemfsError
-from memfs.model import Change, Memory, MemoryStore, Session
+from memfs.model import Change, Layout, Memory, MemoryStore, Session
 from memfs.records import Record
 
 __all__ = [
@@ -156,8 +156,15 @@ class Backend(Protocol):
         """Raises NotFound."""
         ...
 
-    async def open_session(self, attachments: Sequence[AttachmentSpec], *, mount_root: str) -> str:
-        """Creates the mount's session and attributes every later write to it.
+    async def open_session(
+        self,
+        attachments: Sequence[AttachmentSpec],
+        *,
+        mount_root: str,
+        layout: Layout = Layout.PER_STORE,
+    ) -> str:
+        """Creates the mount's session and attributes every later write to it; its
+        resources' mount paths follow ``layout`` (flat: the mount root itself).
 
         Returns:
             The ``sesn_…`` id. Raises InvalidInput, NotFound, StoreArchived.

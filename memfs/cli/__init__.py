@@ -15,6 +15,7 @@ module                  commands
 ``access``              ``key create|list|revoke``, ``session create|show|list|revoke``
 ``mounting``            ``mount``, ``umount``, ``status``
 ``search``              ``search``
+``identity``            ``identity mount|unmount|mounts|default|session`` (SPEC §8)
 ``record``              ``record ls|show|forget``
 ``_common``             the ``--database`` option, opening the database, output
 ======================  ====================================================
@@ -54,6 +55,10 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "key": ("access", "Create, list and revoke API keys (a secret is shown once)."),
     "session": ("access", "Attach memory stores to an agent session; print its token."),
     "search": ("search", "Find memories by words across stores, best first."),
+    "identity": (
+        "identity",
+        "Mount stores on (identity, template) pairs; their default stores and sessions.",
+    ),
     "record": ("record", "List, show and forget long-term memory records (typed headers)."),
     "fsck": ("fsck_prompt", "Check every storage invariant."),
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),

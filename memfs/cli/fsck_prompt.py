@@ -3,7 +3,6 @@ system-prompt note describing a mount, a set of stores or a session)."""
 
 from __future__ import annotations
 
-import enum
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -22,6 +21,7 @@ from memfs.cli._common import (
 from memfs.errors import InvalidInput, MemfsError
 from memfs.model import (
     Access,
+    Layout,
     MemoryStore,
 )
 from memfs.prompt import DEFAULT_MOUNT_ROOT
@@ -89,11 +89,6 @@ def fsck_command(
         )
 
 
-class Layout(enum.StrEnum):
-    PER_STORE = "per-store"
-    FLAT = "flat"
-
-
 def prompt_command(
     mount: Annotated[
         Path | None,
@@ -133,10 +128,11 @@ def prompt_command(
         raise typer.BadParameter("with --session the instructions are the session's own")
     with command_engine(database) as engine:
         if session_id is not None:
-            resources = engine.get_session(session_id).resources
+            session = engine.get_session(session_id)
+            resources, layout = session.resources, session.layout
         else:
             if mount is not None:
-                attachments, mount_paths = _mounted_stores(engine, mount)
+                attachments, mount_paths, layout = _mounted_stores(engine, mount)
             else:
                 attachments = []
                 for spec in stores or ():
@@ -151,18 +147,20 @@ def prompt_command(
                     for r, path in zip(resources, mount_paths, strict=True)
                 ]
         with_records = bool(engine.stores_with_records([r.memory_store_id for r in resources]))
-    typer.echo(render_prompt(resources, with_records=with_records), nl=False)
+    typer.echo(render_prompt(resources, layout=layout, with_records=with_records), nl=False)
 
 
 _Attachment = tuple[MemoryStore, Access, str | None]
 
 
-def _mounted_stores(engine: Engine, mountpoint: Path) -> tuple[list[_Attachment], list[str]]:
+def _mounted_stores(
+    engine: Engine, mountpoint: Path
+) -> tuple[list[_Attachment], list[str], Layout]:
     """The stores a running mount serves, from the status file its daemon keeps.
 
     Returns:
-        ``(store, access, None)`` per store in attachment order, and each store's
-        directory (the mount point itself in the flat layout).
+        ``(store, access, None)`` per store in attachment order, each store's
+        directory (the mount point itself in the flat layout), and the layout.
 
     Raises:
         InvalidInput: no memfs mount daemon runs at ``mountpoint``.
@@ -180,7 +178,7 @@ def _mounted_stores(engine: Engine, mountpoint: Path) -> tuple[list[_Attachment]
         attachments.append((engine.get_store(entry["id"]), access, None))
         directory = entry.get("directory") or "."
         paths.append(target if directory == "." else f"{target}/{directory}")
-    return attachments, paths
+    return attachments, paths, Layout(status.get("layout") or Layout.PER_STORE)
 
 
 def _with_instructions(

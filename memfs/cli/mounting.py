@@ -78,8 +78,13 @@ def mount(
         ),
     ] = None,
     layout: Annotated[
-        str, typer.Option("--layout", help="per-store (a directory per store) or flat.")
-    ] = "per-store",
+        str | None,
+        typer.Option(
+            "--layout",
+            help="per-store (a directory per store) or flat. Default: per-store; with "
+            "--api, the session's layout (flat for an (identity, template) pair's).",
+        ),
+    ] = None,
     foreground: Annotated[
         bool, typer.Option("--foreground", "-f", help="Serve in this process until unmounted.")
     ] = False,
@@ -132,7 +137,6 @@ def mount(
     memfs server with a session token (--api URL --token T)."""
     from memfs.cli.mount_options import MountOptions
     from memfs.errors import InvalidInput
-    from memfs.fuse.inodes import Layout
     from memfs.rules import parse_store_spec
 
     try:
@@ -146,10 +150,7 @@ def mount(
     api = options.api or api
     nonempty = nonempty or options.nonempty
     debug = debug or options.debug
-    try:
-        layout_value = Layout(layout)
-    except ValueError:
-        fail(f"--layout must be per-store or flat, not {layout!r}")
+    layout_value = _layout_option(layout, remote=api is not None)
     for spec in stores:
         try:
             parse_store_spec(spec)
@@ -175,6 +176,19 @@ def mount(
         _mount_in_background(request)
         return
     _mount_in_foreground(request, ready_fd)
+
+
+def _layout_option(layout: str | None, *, remote: bool) -> Any:
+    """The ``--layout`` given, as a Layout; None for a remote mount that leaves it to
+    its session (SPEC §8: a pair's session is flat); per-store otherwise."""
+    from memfs.model import Layout
+
+    if layout is None:
+        return None if remote else Layout.PER_STORE
+    try:
+        return Layout(layout)
+    except ValueError:
+        fail(f"--layout must be per-store or flat, not {layout!r}")
 
 
 @dataclass(frozen=True)
@@ -366,9 +380,11 @@ def _mount_in_background(request: _MountRequest) -> None:
     read_end, write_end = os.pipe()
     command = [
         sys.executable, "-m", "memfs.cli.mounting",
-        "mount", target, "--layout", request.layout.value, "--foreground",
+        "mount", target, "--foreground",
         "--ready-fd", str(write_end), "--nonempty",  # checked above, before the start
     ]
+    if request.layout is not None:  # else the session's (a remote mount)
+        command += ["--layout", request.layout.value]
     for argument in request.stores:
         command += ["--store", argument]
     command += _access_arguments(request.access)

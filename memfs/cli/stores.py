@@ -160,14 +160,26 @@ def store_update(
     _print_store(updated, as_json)
 
 
+# SPEC §8: archiving or deleting a store mounted on (identity, template) pairs.
+ForceOption = Annotated[
+    bool,
+    typer.Option(
+        "--force", help="Even though (identity, template) pairs mount it (SPEC §8)."
+    ),
+]
+
+
 @store_app.command("archive")
 def store_archive(
-    store: StoreArgument, as_json: JsonOption = False, database: DatabaseOption = None
+    store: StoreArgument,
+    force: ForceOption = False,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
 ) -> None:
     """Archive a store: one-way; it becomes read-only (SPEC §2)."""
     with command_engine(database) as engine:
         found = engine.find_store(store)
-        archived = engine.archive_store(found.id, actor=command_actor())
+        archived = engine.archive_store(found.id, actor=command_actor(), force=force)
     if as_json:
         print_json(store_to_wire(archived))
     else:
@@ -178,6 +190,7 @@ def store_archive(
 def store_delete(
     store: StoreArgument,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+    force: ForceOption = False,
     as_json: JsonOption = False,
     database: DatabaseOption = None,
 ) -> None:
@@ -192,7 +205,7 @@ def store_delete(
                 "memories and all their versions?",
                 abort=True,
             )
-        engine.delete_store(found.id, actor=command_actor())
+        engine.delete_store(found.id, actor=command_actor(), force=force)
     if as_json:
         print_json(store_deleted_to_wire(found.id))
     else:

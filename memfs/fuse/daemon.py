@@ -104,16 +104,26 @@ class MountConfig:
         mountpoint: an existing empty directory.
         stores: in attachment order (1–8); empty means every store of the backend's
             preset session (a remote mount).
-        layout: per-store (default) or flat.
+        layout: per-store or flat; None: the preset session's layout (a remote mount of
+            an (identity, template) pair's session is flat, SPEC §8), else per-store.
         memory_limit: live memories per store, for ``statfs``.
         access: who may use the mount; the owner and modes files show.
     """
 
     mountpoint: str
     stores: Sequence[StoreRequest]
-    layout: Layout
+    layout: Layout | None
     memory_limit: int
     access: MountAccess = MountAccess()
+
+
+async def _resolve_layout(backend: Backend, config: MountConfig) -> MountConfig:
+    """``config`` with its layout decided: as given, else the preset session's."""
+    if config.layout is not None:
+        return config
+    session = await backend.preset_session()
+    layout = session.layout if session is not None else Layout.PER_STORE
+    return dataclasses.replace(config, layout=layout)
 
 
 def _directory_of(mount_path: str) -> str | None:
@@ -300,10 +310,13 @@ async def serve(
         stack.callback(_forget_mount, mounted, mountpoint)
         stack.push_async_callback(_shielded, backend.aclose)
         await trio.to_thread.run_sync(_clear_mount_point, mountpoint)
+        config = await _resolve_layout(backend, config)
+        assert config.layout is not None
         attachments = await _attach(backend, config)
         session_id = await backend.open_session(
             [AttachmentSpec(a.store_id, a.read_only) for a in attachments],
             mount_root=mountpoint,
+            layout=config.layout,
         )
         status = MountStatus(
             mountpoint,

@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 
 from memfs.fuse.content import WorkingCopy
 from memfs.fuse.errors import NoSuchEntry, NotADirectory, ReadOnly
-from memfs.model import Memory
+from memfs.model import Layout, Memory
 
 __all__ = [
     "ROOT_INODE",
@@ -48,13 +48,6 @@ __all__ = [
 
 # FUSE_ROOT_ID (pyfuse3.ROOT_INODE): the inode the kernel asks for at the mount root.
 ROOT_INODE = 1
-
-
-class Layout(enum.StrEnum):
-    """How attached stores appear under the mount point (SPEC §4 layouts)."""
-
-    PER_STORE = "per-store"
-    FLAT = "flat"
 
 
 class Kind(enum.Enum):

@@ -95,7 +95,7 @@ from memfs.errors import (
     PermissionDenied,
 )
 from memfs.local import rejected_directory
-from memfs.model import Access, MemoryStore
+from memfs.model import Access, Layout, MemoryStore
 from memfs.remote.feed import RemoteFeed
 from memfs.remote.outbox import Outbox
 from memfs.remote.state import (
@@ -163,11 +163,17 @@ class RemoteBackend(RemoteFeed):
     async def get_store(self, store_id: str) -> MemoryStore:
         return _store(await self._ask(self._client.retrieve_store(store_id)))
 
-    async def open_session(self, attachments: Sequence[AttachmentSpec], *, mount_root: str) -> str:
+    async def open_session(
+        self,
+        attachments: Sequence[AttachmentSpec],
+        *,
+        mount_root: str,
+        layout: Layout = Layout.PER_STORE,
+    ) -> str:
         """Checks ``attachments`` against the token's session (the server enforces the
         access modes; a store may be mounted read-only although attached read-write)
-        and opens the session's outbox. ``mount_root`` is unused: the mount paths are
-        the session's.
+        and opens the session's outbox. ``mount_root`` and ``layout`` are unused: the
+        mount paths are the session's.
 
         Raises:
             PermissionDenied: a store not attached to the session (``store_not_allowed``)

@@ -179,6 +179,9 @@ def store_model(row: Row[Any]) -> MemoryStore:
         archived_at=parse_ts(row.archived_at),
         entry_count=row.entry_count,
         total_size_bytes=row.total_size_bytes,
+        identity_id=row.identity_id,
+        template_id=row.template_id,
+        identity_template_count=row.identity_template_count,
     )
 
 

@@ -34,7 +34,7 @@ from memfs.errors import (
     StoreArchived,
 )
 from memfs.ids import new_id, sha256_of
-from memfs.model import Access, ApiKey, Page, Scope, Session, SessionResource, utcnow
+from memfs.model import Access, ApiKey, Layout, Page, Scope, Session, SessionResource, utcnow
 from memfs.store._common import Cursor, check_limit, lock_store, now, parse_ts, store_row, ts
 from memfs.store.schema import api_keys, session_resources, sessions
 from memfs.visibility import UserPrincipal
@@ -74,13 +74,20 @@ class ResourceSpec:
         self.instructions = instructions
 
 
-def _check_resources(resources: Sequence[ResourceSpec]) -> None:
-    """Raises InvalidInput unless ``resources`` are 1–8 distinct stores with valid access
-    and instructions (SPEC §3 sessions)."""
+def _check_resources(
+    resources: Sequence[ResourceSpec], max_stores: int, layout: Layout
+) -> None:
+    """Raises InvalidInput unless ``resources`` are 1–``max_stores`` distinct stores with
+    valid access and instructions (SPEC §3 sessions), and a flat layout has at most one
+    ``read_write`` store (SPEC §4: its one writable default)."""
     if not resources:
         raise InvalidInput("a session needs at least one memory store")
-    if len(resources) > MAX_STORES_PER_SESSION:
-        raise InvalidInput(f"a session can attach at most {MAX_STORES_PER_SESSION} memory stores")
+    if len(resources) > max_stores:
+        raise InvalidInput(f"a session can attach at most {max_stores} memory stores")
+    if layout is Layout.FLAT and sum(Access(r.access) is Access.READ_WRITE for r in resources) > 1:
+        raise InvalidInput(
+            "a flat session has one writable store, its default: attach the others read_only"
+        )
     ids = [r.memory_store_id for r in resources]
     if len(set(ids)) != len(ids):
         raise InvalidInput("a memory store can be attached to a session only once")
@@ -135,10 +142,14 @@ def create_session(
     title: str | None,
     ttl_s: int | None,
     api_key_id: str | None,
+    layout: Layout = Layout.PER_STORE,
+    max_stores: int = MAX_STORES_PER_SESSION,
     principal: UserPrincipal | None = None,
 ) -> tuple[Session, str | None]:
-    """See :meth:`memfs.store.Engine.create_session`."""
-    _check_resources(resources)
+    """See :meth:`memfs.store.Engine.create_session`; ``max_stores`` is 8, or 1 + 10
+    for an (identity, template) pair's session (SPEC §8)."""
+    layout = Layout(layout)
+    _check_resources(resources, max_stores, layout)
     lifetime_s = _check_ttl(ttl_s, with_token)
     token = SESSION_TOKEN_PREFIX + secrets.token_urlsafe(32) if with_token else None
     session_id = new_id("session")
@@ -165,6 +176,7 @@ def create_session(
                 None if lifetime_s is None else ts(created + timedelta(seconds=lifetime_s))
             ),
             api_key_id=api_key_id,
+            layout=None if layout is Layout.PER_STORE else layout.value,
             **_principal_values(principal),
         )
     )
@@ -179,7 +191,8 @@ def create_session(
                 instructions=spec.instructions,
                 name=row.name,
                 description=row.description,
-                mount_path=f"{root}/{slugs[row.id]}",
+                # Flat (SPEC §4): every store is the mount root itself.
+                mount_path=(root or "/") if layout is Layout.FLAT else f"{root}/{slugs[row.id]}",
             )
         )
     return get_session(conn, session_id), token
@@ -234,6 +247,7 @@ def _session_model(conn: Connection, row: Row[Any]) -> Session:
         revoked_at=parse_ts(row.revoked_at),
         archived_at=parse_ts(row.archived_at),
         api_key_id=row.api_key_id,
+        layout=Layout(row.layout) if row.layout else Layout.PER_STORE,
         principal=_principal_of(row),
         resources=[
             SessionResource(

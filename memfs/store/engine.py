@@ -19,6 +19,7 @@ aggregate, each a set of functions that take the transaction's
 ``feed``           the change feed and the audit log
 ``blobs``          content-addressed blobs, their collection, version retention
 ``search``         the full-text index of live memories and its ranked query
+``identities``     mounts on (identity, template) pairs, default stores (SPEC §8)
 ``records``        the record index (SPEC §6): typed headers, tags, relations, access
 ``fsck``           one check per invariant of ``schema.py``
 =================  ===========================================================
@@ -44,19 +45,23 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from typing import TypeVar
 
 from sqlalchemy import Connection
-from sqlalchemy.exc import DBAPIError
+from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from memfs import config
 from memfs import query as query_language
 from memfs.errors import InvalidInput, NotFound, SearchUnavailable
 from memfs.model import (
+    Access,
     Actor,
     ActorType,
     ApiKey,
     Change,
     DeleteMode,
+    IdentityMount,
+    Layout,
     Memory,
     MemoryPrefix,
     MemoryStore,
@@ -72,6 +77,7 @@ from memfs.store import (
     access,
     blobs,
     feed,
+    identities,
     listing,
     memories,
     renames,
@@ -89,6 +95,8 @@ from memfs.store.notify import ChangeCallback
 from memfs.visibility import UserPrincipal, Viewer
 
 __all__ = ["ERASE_WAIT_S", "Engine", "ResourceSpec"]
+
+T = TypeVar("T")
 
 
 class Engine:
@@ -277,22 +285,141 @@ class Engine:
             items = [_counted(conn, viewer, store) for store in page.items]
             return page.model_copy(update={"items": items})
 
-    def archive_store(self, store_id: str, *, actor: Actor | None = None) -> MemoryStore:
-        """Archives a store (one-way; an archived store comes back unchanged). Raises NotFound."""
-        with self._db.write() as conn:
-            return stores.archive_store(conn, store_id, actor=actor)
+    def archive_store(
+        self, store_id: str, *, actor: Actor | None = None, force: bool = False
+    ) -> MemoryStore:
+        """Archives a store (one-way; an archived store comes back unchanged).
 
-    def delete_store(self, store_id: str, *, actor: Actor | None = None) -> None:
-        """Deletes a store with its memories, versions and now-unreferenced blobs.
+        Raises:
+            NotFound.
+            StoreBound: the store is mounted on an (identity, template) pair and
+                ``force`` is False (SPEC §8; the message names the bindings).
+        """
+        with self._db.write() as conn:
+            return stores.archive_store(conn, store_id, actor=actor, force=force)
+
+    def delete_store(
+        self, store_id: str, *, actor: Actor | None = None, force: bool = False
+    ) -> None:
+        """Deletes a store with its memories, versions, mounts and now-unreferenced blobs.
 
         A final ``store_deleted`` entry stays in the change feed so mounts learn of it.
 
         Raises:
             NotFound.
+            StoreBound: the store is mounted on a pair and ``force`` is False, or it is
+                a pair's default store and the pair has explicit mounts (SPEC §8).
         """
         with self._db.write() as conn:
-            stores.delete_store(conn, store_id, actor=actor)
+            stores.delete_store(conn, store_id, actor=actor, force=force)
         self._db.checkpoint()
+
+    # ------------------------------------------- identities (SPEC §8)
+
+    def _write_racing_default(self, work: Callable[[Connection], T]) -> T:
+        """Runs ``work`` in a write transaction, again when it lost the race to create a
+        pair's default store (the unique index ``ix_identity_mounts_default``: the other
+        transaction committed one, which the next attempt finds)."""
+        for attempt in range(identities.DEFAULT_STORE_ATTEMPTS):
+            try:
+                with self._db.write() as conn:
+                    return work(conn)
+            except IntegrityError:
+                if attempt + 1 == identities.DEFAULT_STORE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    def ensure_default_store(
+        self, identity_id: str, template_id: str
+    ) -> tuple[MemoryStore, bool]:
+        """The (identity, template) pair's system-managed default store, created on the
+        first call (named ``default:<identity_id>:<template_id>``); returns it and
+        whether this call created it. Two callers racing get the same one store.
+
+        Raises:
+            InvalidInput: an identity id not ``idn_…`` or a template id not ``tmpl_…``.
+        """
+        return self._write_racing_default(
+            lambda conn: identities.ensure_default_store(conn, identity_id, template_id)
+        )
+
+    def mount_store(
+        self,
+        identity_id: str,
+        template_id: str,
+        store_id: str,
+        access: Access = Access.READ_ONLY,
+    ) -> tuple[IdentityMount, bool]:
+        """Mounts a store on a pair, read-only; returns the mount and whether it is new
+        (mounting it again gives the same mount).
+
+        Raises:
+            InvalidInput: a malformed pair, ``read_write`` access, or the pair's 10
+                explicit mounts taken (``mount_limit_reached``).
+            Conflict: a default store (``default_store_not_mountable``).
+            NotFound: unknown store. StoreArchived: an archived store.
+        """
+        with self._db.write() as conn:
+            return identities.mount_store(conn, identity_id, template_id, store_id, access)
+
+    def unmount_store(self, identity_id: str, template_id: str, store_id: str) -> None:
+        """Removes a pair's explicit mount of a store.
+
+        Raises:
+            InvalidInput: a malformed pair. Conflict: the pair's default store.
+            NotFound: the store is not mounted on the pair.
+        """
+        with self._db.write() as conn:
+            identities.unmount_store(conn, identity_id, template_id, store_id)
+
+    def list_pair_mounts(self, identity_id: str, template_id: str) -> list[IdentityMount]:
+        """A pair's mounts: the default store first, then by mount creation time.
+        Raises InvalidInput (a malformed pair)."""
+        with self._db.read() as conn:
+            return identities.list_pair_mounts(conn, identity_id, template_id)
+
+    def list_store_mounts(self, store_id: str) -> list[IdentityMount]:
+        """The pairs a store is mounted on, oldest mount first. Raises NotFound."""
+        with self._db.read() as conn:
+            return identities.list_store_mounts(conn, store_id)
+
+    def create_pair_session(
+        self,
+        identity_id: str,
+        template_id: str,
+        *,
+        mount_root: str = config.DEFAULT_PAIR_MOUNT_ROOT,
+        with_token: bool = True,
+        title: str | None = None,
+        ttl_s: int | None = None,
+        api_key_id: str | None = None,
+        principal: UserPrincipal | None = None,
+    ) -> tuple[Session, str | None]:
+        """A session for an (identity, template) pair (SPEC §8), in one transaction: its
+        default store (created if needed) ``read_write``, then every explicit mount of an
+        active store ``read_only`` by mount time, in the flat layout at ``mount_root``.
+
+        Raises:
+            InvalidInput: a malformed pair; and what :meth:`create_session` raises.
+            StoreArchived: the pair's default store is archived.
+        """
+
+        def work(conn: Connection) -> tuple[Session, str | None]:
+            resources = identities.pair_resources(conn, identity_id, template_id)
+            return access.create_session(
+                conn,
+                resources,
+                mount_root=mount_root,
+                with_token=with_token,
+                title=title,
+                ttl_s=ttl_s,
+                api_key_id=api_key_id,
+                layout=Layout.FLAT,
+                max_stores=config.MAX_STORES_PER_PAIR_SESSION,
+                principal=principal,
+            )
+
+        return self._write_racing_default(work)
 
     # ----------------------------------------------------------- memories
 
@@ -890,12 +1017,15 @@ class Engine:
         title: str | None = None,
         ttl_s: int | None = None,
         api_key_id: str | None = None,
+        layout: Layout = Layout.PER_STORE,
         principal: UserPrincipal | None = None,
     ) -> tuple[Session, str | None]:
         """Attaches 1–8 non-archived stores; returns the session and its token (once).
 
         Each resource snapshots the store's name and description and gets a mount path
-        ``<mount_root>/<slug>`` (SPEC §4 per-store layout; collisions get ``-2``, ``-3``).
+        ``<mount_root>/<slug>`` (SPEC §4 per-store layout; collisions get ``-2``, ``-3``),
+        or ``<mount_root>`` itself in the flat layout (which has at most one
+        ``read_write`` store, its default).
         The token is ``memfs_st_…``; only its SHA-256 is stored. It expires ``ttl_s``
         seconds after creation (``Session.expires_at``; SPEC §3 credential lifecycle).
 
@@ -926,6 +1056,7 @@ class Engine:
                 title=title,
                 ttl_s=ttl_s,
                 api_key_id=api_key_id,
+                layout=layout,
                 principal=principal,
             )
 

@@ -20,6 +20,7 @@ from memfs import rules
 from memfs.config import MAX_SESSION_TTL_S
 from memfs.errors import InvalidInput
 from memfs.ids import blob_key_of, sha256_of
+from memfs.store.identities import check_mount_counts
 from memfs.store.memories import REDACTED_PATH
 from memfs.store.records import check_index as check_record_index
 from memfs.store.schema import api_keys, blobs, changes, memories, sessions, stores, versions
@@ -338,6 +339,7 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_metadata_json,
     check_sessions,
     check_search_index,
+    check_mount_counts,
     check_records,
 )
 

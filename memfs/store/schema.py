@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from sqlalchemy import (
     BigInteger,
+    Boolean,
     Column,
     Float,
     ForeignKey,
@@ -32,6 +33,7 @@ __all__ = [
     "audit_log",
     "blobs",
     "changes",
+    "identity_mounts",
     "memories",
     "metadata",
     "record_grants",
@@ -81,6 +83,32 @@ stores = Table(
         BigInteger,
         nullable=False,
         comment="seq of the newest row in changes for this store; 0 = none yet",
+    ),
+    Column(
+        "identity_id",
+        String(80),
+        nullable=True,
+        comment=(
+            "SPEC §8: the idn_… whose default store this is; NULL = a store a user created. "
+            "Set iff the store is system-managed, iff it has the one system_managed row of "
+            "identity_mounts (its pair's default mount)"
+        ),
+    ),
+    Column(
+        "template_id",
+        String(80),
+        nullable=True,
+        comment="SPEC §8: the tmpl_… of the default store's pair; NULL iff identity_id is",
+    ),
+    Column(
+        "identity_template_count",
+        Integer,
+        nullable=False,
+        server_default=text("0"),
+        comment=(
+            "SPEC §8 binding_info: how many (identity, template) pairs mount the store "
+            "(= its rows in identity_mounts); moved with the store row locked; fsck recounts"
+        ),
     ),
 )
 
@@ -310,6 +338,12 @@ sessions = Table(
         comment="NULL = not archived; an archived session is ended: its token is refused",
     ),
     Column(
+        "layout",
+        String(16),
+        nullable=True,
+        comment="'flat' (SPEC §4: every resource at the mount root); NULL = per-store",
+    ),
+    Column(
         "api_key_id",
         String(40),
         nullable=True,
@@ -334,6 +368,50 @@ sessions = Table(
 )
 Index("ix_sessions_api_key", sessions.c.api_key_id)
 
+identity_mounts = Table(
+    "identity_mounts",
+    metadata,
+    Column("identity_id", String(80), primary_key=True, comment="idn_…, chosen by the caller"),
+    Column("template_id", String(80), primary_key=True, comment="tmpl_…, chosen by the caller"),
+    Column(
+        "store_id",
+        String(40),
+        ForeignKey("stores.id", ondelete="CASCADE"),
+        primary_key=True,
+        comment="the mounted store; a store is mounted on a pair at most once",
+    ),
+    Column(
+        "access",
+        String(16),
+        nullable=False,
+        comment="read_write for the default store, read_only for every explicit mount",
+    ),
+    Column(
+        "system_managed",
+        Boolean,
+        nullable=False,
+        comment="true for the pair's default store (at most one per pair), false otherwise",
+    ),
+    Column("created_at", String(32), nullable=False, comment="orders the explicit mounts"),
+    comment=(
+        "SPEC §8 mounts of stores on (identity, template) pairs, owned by "
+        "memfs/store/identities.py. Invariants: at most one system_managed row per pair "
+        "(the unique index below: two requests racing to create a pair's default store "
+        "can't both win); at most 10 rows that are not; a system_managed row's store has "
+        "this identity_id and template_id."
+    ),
+)
+# Exactly one default store per pair, even when two requests race (SPEC §8).
+Index(
+    "ix_identity_mounts_default",
+    identity_mounts.c.identity_id,
+    identity_mounts.c.template_id,
+    unique=True,
+    sqlite_where=text("system_managed"),
+    postgresql_where=text("system_managed"),
+)
+Index("ix_identity_mounts_store", identity_mounts.c.store_id)
+
 session_resources = Table(
     "session_resources",
     metadata,
@@ -349,7 +427,12 @@ session_resources = Table(
     Column("instructions", Text, nullable=True, comment="≤4,096 chars"),
     Column("name", Text, nullable=False, comment="store name snapshotted at attach time"),
     Column("description", Text, nullable=False, comment="snapshotted at attach time"),
-    Column("mount_path", Text, nullable=False, comment="e.g. /mnt/memory/user-preferences"),
+    Column(
+        "mount_path",
+        Text,
+        nullable=False,
+        comment="e.g. /mnt/memory/user-preferences; the mount root itself in the flat layout",
+    ),
     UniqueConstraint("session_id", "store_id", name="uq_session_store"),
 )
 Index("ix_session_resources_store", session_resources.c.store_id)

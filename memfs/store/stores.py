@@ -18,11 +18,11 @@ from memfs import rules
 from memfs.errors import InvalidInput, NotFound, StoreArchived
 from memfs.ids import new_id
 from memfs.model import Actor, ChangeKind, MemoryStore, Page
-from memfs.store import feed, search
+from memfs.store import feed, identities, search
 from memfs.store import records as record_index
 from memfs.store._common import Cursor, check_limit, lock_store, now, store_model, store_row, ts
 from memfs.store.blobs import gc_blobs
-from memfs.store.schema import blobs, memories, stores, versions
+from memfs.store.schema import blobs, identity_mounts, memories, stores, versions
 
 __all__ = [
     "archive_store",
@@ -162,10 +162,13 @@ def list_stores(
     return Page[MemoryStore](items=items, next_cursor=next_cursor)
 
 
-def archive_store(conn: Connection, store_id: str, *, actor: Actor | None) -> MemoryStore:
+def archive_store(
+    conn: Connection, store_id: str, *, actor: Actor | None, force: bool = False
+) -> MemoryStore:
     """See :meth:`memfs.store.Engine.archive_store`."""
     row = lock_store(conn, store_id)
     if row.archived_at is None:
+        identities.check_unbound(conn, store_id, deleting=False, force=force)
         archived = now()
         conn.execute(
             update(stores)
@@ -177,9 +180,13 @@ def archive_store(conn: Connection, store_id: str, *, actor: Actor | None) -> Me
     return store_model(store_row(conn, store_id))
 
 
-def delete_store(conn: Connection, store_id: str, *, actor: Actor | None) -> None:
+def delete_store(
+    conn: Connection, store_id: str, *, actor: Actor | None, force: bool = False
+) -> None:
     """See :meth:`memfs.store.Engine.delete_store`."""
     lock_store(conn, store_id)
+    identities.check_unbound(conn, store_id, deleting=True, force=force)
+    conn.execute(delete(identity_mounts).where(identity_mounts.c.store_id == store_id))
     keys = set(
         conn.execute(select(memories.c.blob_key).where(memories.c.store_id == store_id)).scalars()
     ) | set(

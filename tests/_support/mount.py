@@ -236,13 +236,14 @@ class Mounter:
         token: str,
         *,
         path: Path | None = None,
-        layout: str = "per-store",
+        layout: str | None = "per-store",
         wait: bool = True,
         extra: tuple[str, ...] = (),
     ) -> Mount:
         """Starts ``memfs mount PATH --api URL --foreground`` with the token in
         ``$MEMFS_TOKEN`` (as the background mode passes it); waits until it is live
-        unless ``wait`` is False (a mount that must wait for its server)."""
+        unless ``wait`` is False (a mount that must wait for its server). ``layout``
+        None gives no ``--layout``: the session's layout."""
         index = len(self.mounts)
         if path is None:
             path = self._tmp_path / f"remote{index}"
@@ -252,7 +253,7 @@ class Mounter:
         with open(log_file, "ab") as log:
             process = subprocess.Popen(
                 [sys.executable, "-m", "memfs.cli.mounting", "mount", str(path), "--api",
-                 url, "--layout", layout, "--foreground", *extra],
+                 url, *(["--layout", layout] if layout else []), "--foreground", *extra],
                 stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, env=env,
             )
         mount = Mount(path, process.pid, log_file, process)

@@ -9,7 +9,8 @@ rule named, and said in the descriptions of :mod:`memfs.api.schemas`:
 - rules between two fields or parameters: ``replacement_content`` only with
   ``mode=redact`` (query parameters can't depend on each other in OpenAPI), a forget
   option given in the body and the query with two values, a directory moved into
-  itself, a store attached twice to one session;
+  itself, a store attached twice to one session, a session given both resources and an
+  (identity, template) pair (or neither), a flat session with two writable stores;
 - ``page`` cursors: opaque, only ever taken from a response (the stateful links do).
 
 Path parameters are replaced by real ids (``$MEMFS_FUZZ_IDS``) in about half of the
@@ -69,10 +70,16 @@ def _rename_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
 
 def _session_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
     resources = body.get("resources")
-    if not isinstance(resources, list):
-        return True
-    ids = [r.get("memory_store_id") for r in resources if isinstance(r, dict)]
-    return len(ids) == len(set(ids))
+    pair = [body.get("identity_id"), body.get("template_id")]
+    if resources is None:  # SPEC §8: a pair's session, which is flat
+        return None not in pair and body.get("layout") in (None, "flat")
+    if pair != [None, None] or not isinstance(resources, list):
+        return pair == [None, None]  # resources or a pair, not both
+    dicts = [r for r in resources if isinstance(r, dict)]
+    ids = [r.get("memory_store_id") for r in dicts]
+    writable = [r for r in dicts if r.get("access") in (None, "read_write")]
+    flat_ok = body.get("layout") != "flat" or len(writable) <= 1  # one writable default
+    return len(ids) == len(set(ids)) and flat_ok
 
 
 def _delete_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
@@ -142,7 +149,8 @@ def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool
     can't state (the list above; the coverage phase does not go through
     :func:`filter_case`), and of positive cases refused because an earlier step archived
     the store (400 ``store_archived``, a state the schema can't describe; api-contract
-    §8.1 chose 400 for it)."""
+    §8.1 chose 400 for it) or because earlier steps mounted ten stores on the pair (400
+    ``mount_limit_reached``, SPEC §8)."""
     if response.status_code != 400:
         return True
     meta = case.meta
@@ -153,4 +161,4 @@ def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool
         code = response.json()["error"]["details"]["error_code"]
     except (ValueError, KeyError, TypeError):
         return True
-    return code != "store_archived"
+    return code not in ("store_archived", "mount_limit_reached")

@@ -17,6 +17,10 @@ STORE_FIELDS = [
     "archived_at",
     "entry_count",
     "total_size",
+    "status",
+    "system_managed",
+    "identity_id",
+    "binding_info",
 ]
 
 

@@ -79,6 +79,6 @@ def test_every_error_class_has_a_considered_entry() -> None:
     ]
     inheriting = {fs.RefusedWrite, domain.InvalidStoreField, domain.InvalidCursor,
                   domain.HeadVersionRedaction, domain.NotRestorable, domain.PreconditionFailed,
-                  domain.PathConflict}
+                  domain.PathConflict, domain.StoreBound}
     missing = [c.__name__ for c in classes if c not in ERRNO_BY_ERROR and c not in inheriting]
     assert missing == []

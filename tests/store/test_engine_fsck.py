@@ -438,6 +438,24 @@ def test_fsck_finds_an_index_that_disagrees_with_the_heads(
     )
 
 
+@covers("check_mount_counts")
+def test_identity_mounts(engine: Engine, store: MemoryStore) -> None:
+    default, _ = engine.ensure_default_store("idn_fsck", "tmpl_fsck")
+    engine.mount_store("idn_fsck", "tmpl_fsck", store.id)
+    assert findings(engine) == []
+    raw = functools.partial(execute_sql, engine.url)
+    raw(f"UPDATE stores SET identity_template_count = 5 WHERE id = '{store.id}'")
+    raw(f"UPDATE identity_mounts SET access = 'read_write' WHERE store_id = '{store.id}'")
+    raw(f"UPDATE stores SET identity_id = NULL, template_id = NULL WHERE id = '{default.id}'")
+    assert sorted(findings(engine)) == sorted(
+        [
+            f"store {store.id}: identity_template_count 5 but 1 mounts",
+            f"store {default.id}: pair None but default mount of ('idn_fsck', 'tmpl_fsck')",
+            f"mount of {store.id} on idn_fsck/tmpl_fsck: explicit but read_write",
+        ]
+    )
+
+
 @covers("check_records")
 def test_fsck_finds_a_record_index_that_disagrees_with_the_heads(
     engine: Engine, store: MemoryStore, actor: Actor

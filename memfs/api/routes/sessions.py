@@ -39,9 +39,9 @@ from memfs.api.routes._common import (
     refuse_other_methods,
     run,
 )
-from memfs.config import DEFAULT_PAGE_LIMIT
+from memfs.config import DEFAULT_PAGE_LIMIT, DEFAULT_PAIR_MOUNT_ROOT, DEFAULT_SESSION_MOUNT_ROOT
 from memfs.errors import InvalidInput, NotFound, PermissionDenied
-from memfs.model import Access, Scope, Session
+from memfs.model import Access, Layout, Scope, Session
 from memfs.store import Engine, ResourceSpec
 from memfs.visibility import UserPrincipal, handed_principal, make_principal
 from memfs.wire import session_to_wire
@@ -130,7 +130,26 @@ async def create_session(request: Request, body: schemas.SessionCreate) -> JSONR
     ``principal`` (or ``user_id`` and ``roles``; memfs extension, SPEC §6) is the user
     the session speaks for, fixed for its life: an admin key hands any, a key with a
     principal its own (the default) or fewer of its roles, a key without one none
-    (403 ``principal_not_allowed``)."""
+    (403 ``principal_not_allowed``).
+
+    With ``identity_id`` and ``template_id`` instead of ``resources`` (memfs extension,
+    SPEC §8), memfs builds the resources of the pair itself: its default store (created
+    the first time) ``read_write``, then every active explicit mount ``read_only`` by
+    mount time, in the flat layout at ``/data/.qoder/awareness`` unless ``mount_root``
+    is given. That needs a key not limited to stores with ``memory:read`` and
+    ``memory:write`` (it may create the default store)."""
+    pair = (body.identity_id, body.template_id)
+    if body.resources is None and None in pair:
+        raise InvalidInput(
+            "a session needs resources, or identity_id and template_id (SPEC §8)"
+        )
+    if body.resources is not None and pair != (None, None):
+        raise InvalidInput(
+            "give resources or identity_id and template_id, not both: a pair's session "
+            "is built from its mounts"
+        )
+    if body.resources is None:
+        return await _create_pair_session(request, body)
     specs = [
         ResourceSpec(
             r.memory_store_id,
@@ -152,6 +171,39 @@ async def create_session(request: Request, body: schemas.SessionCreate) -> JSONR
         )
         session, token = engine.create_session(
             specs,
+            mount_root=body.mount_root or DEFAULT_SESSION_MOUNT_ROOT,
+            title=body.title,
+            ttl_s=body.ttl_s,
+            api_key_id=None if key is None else key.id,
+            principal=session_principal,
+            layout=Layout(body.layout or Layout.PER_STORE),
+        )
+        return {**session_out(session), "token": token}
+
+    return json_response(await run(request, op))
+
+
+async def _create_pair_session(request: Request, body: schemas.SessionCreate) -> JSONResponse:
+    """``POST /v1/sessions`` for an (identity, template) pair (SPEC §8)."""
+    if body.layout not in (None, Layout.FLAT.value):
+        raise InvalidInput("a session for an (identity, template) pair is always flat")
+    identity_id, template_id = body.identity_id, body.template_id
+    assert identity_id is not None
+    assert template_id is not None
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require_unlimited(Scope.WRITE)
+        principal.require(Scope.READ, agents=False)
+        key = principal.api_key
+        session_principal = handed_principal(
+            None if key is None else key.principal,
+            admin=principal.viewer is None,
+            requested=_requested_principal(body),
+        )
+        session, token = engine.create_pair_session(
+            identity_id,
+            template_id,
+            mount_root=body.mount_root or DEFAULT_PAIR_MOUNT_ROOT,
             title=body.title,
             ttl_s=body.ttl_s,
             api_key_id=None if key is None else key.id,

@@ -3,9 +3,9 @@ delete, archive (api-contract §5.1–5.6), and a store's audit trail (SPEC §2)
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
 from memfs.api import schemas
@@ -121,25 +121,44 @@ async def patch_memory_store(
     return await _update_memory_store(request, memory_store_id, body)
 
 
+# SPEC §8 (memfs extension): archive or delete a store still mounted on a pair.
+ForceQuery = Annotated[
+    bool,
+    Query(
+        description="Archive or delete the store although (identity, template) pairs "
+        "mount it (without it: 409 naming the bindings)."
+    ),
+]
+
+
 @router.delete("/v1/memory_stores/{memory_store_id}", responses=doc(schemas.DeletedObject))
-async def delete_memory_store(request: Request, memory_store_id: str) -> JSONResponse:
-    """api-contract §5.5: erases the store with every memory and version."""
+async def delete_memory_store(
+    request: Request, memory_store_id: str, force: ForceQuery = False
+) -> JSONResponse:
+    """api-contract §5.5: erases the store with every memory and version. A store still
+    mounted on a pair is 409 ``store_bound`` (naming the bindings) unless ``force``; a
+    pair's default store is 409 while its pair has explicit mounts, even forced
+    (SPEC §8)."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.HARD_DELETE, memory_store_id, agents=False)
-        engine.delete_store(memory_store_id, actor=principal.actor)
+        engine.delete_store(memory_store_id, actor=principal.actor, force=force)
         return store_deleted_to_wire(memory_store_id)
 
     return json_response(await run(request, op))
 
 
 @router.post("/v1/memory_stores/{memory_store_id}/archive", responses=doc(schemas.MemoryStoreOut))
-async def archive_memory_store(request: Request, memory_store_id: str) -> JSONResponse:
-    """api-contract §5.6: one-way; archiving an archived store returns it unchanged."""
+async def archive_memory_store(
+    request: Request, memory_store_id: str, force: ForceQuery = False
+) -> JSONResponse:
+    """api-contract §5.6: one-way; archiving an archived store returns it unchanged. A
+    store still mounted on a pair is 409 ``store_bound`` unless ``force`` (SPEC §8)."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id, agents=False)
-        return store_to_wire(engine.archive_store(memory_store_id, actor=principal.actor))
+        store = engine.archive_store(memory_store_id, actor=principal.actor, force=force)
+        return store_to_wire(store)
 
     return json_response(await run(request, op))
 
