@@ -17,7 +17,8 @@ import trio
 
 from memfs.backend.protocol import BackendStatistics, MemoryChange
 from memfs.errors import MemfsError
-from memfs.model import Access, Actor, Change, Memory, MemoryStore, Session
+from memfs.model import Access, Actor, Change, Memory, MemoryStore, Session, UserPrincipal
+from memfs.visibility import Viewer
 
 if TYPE_CHECKING:
     from memfs.backend.protocol import AttachmentSpec
@@ -44,6 +45,9 @@ class EmbeddedBackend:
 
     Args:
         engine: an open engine; :meth:`aclose` closes it.
+        principal: the user the mount speaks for (SPEC §6 visibility): its session
+            carries it, and the mount sees only what that user sees (the store hides
+            the rest). None: a local mount that sees everything (it holds the database).
 
     Every call runs in a worker thread. Memories are returned without content (the
     mount caches content by blob key, see :mod:`memfs.fuse.cache`).
@@ -51,9 +55,11 @@ class EmbeddedBackend:
 
     CHANGE_BATCH = 1000
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, principal: UserPrincipal | None = None) -> None:
         self._engine = engine
         self._actor: Actor | None = None
+        self._principal = principal
+        self._viewer = None if principal is None else Viewer.of(principal)
 
     async def _run(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
@@ -75,13 +81,17 @@ class EmbeddedBackend:
             for a in attachments
         ]
         session, _token = await self._run(
-            self._engine.create_session, specs, mount_root=mount_root, with_token=False
+            self._engine.create_session,
+            specs,
+            mount_root=mount_root,
+            with_token=False,
+            principal=self._principal,
         )
         self._actor = Actor.session(session.id)
         return session.id
 
     async def list_memories(self, store_id: str) -> list[Memory]:
-        return await self._run(self._engine.all_memories, store_id)
+        return await self._run(self._engine.all_memories, store_id, viewer=self._viewer)
 
     async def memory_room(self, store_id: str) -> int | None:
         """See the Protocol: the engine's limit minus the store's live ``entry_count``."""
@@ -90,7 +100,7 @@ class EmbeddedBackend:
 
     async def get_memory(self, store_id: str, memory_id: str) -> Memory:
         return await self._run(
-            self._engine.get_memory, store_id, memory_id, with_content=False
+            self._engine.get_memory, store_id, memory_id, with_content=False, viewer=self._viewer
         )
 
     async def read_content(self, memory: Memory) -> bytes:
@@ -110,6 +120,7 @@ class EmbeddedBackend:
             content,
             actor=self._actor,
             metadata=metadata,
+            viewer=self._viewer,
         )
         return _without_content(memory)
 
@@ -124,6 +135,7 @@ class EmbeddedBackend:
             expected_sha256=change.expected_sha256,
             metadata=change.metadata,
             replace=change.replace,
+            viewer=self._viewer,
         )
         return _without_content(memory)
 
@@ -136,6 +148,7 @@ class EmbeddedBackend:
             memory_id,
             actor=self._actor,
             expected_sha256=expected_sha256,
+            viewer=self._viewer,
         )
 
     async def discard_created(self, store_id: str, memory_id: str) -> None:
@@ -167,7 +180,11 @@ class EmbeddedBackend:
         deadline = trio.current_time() + timeout_s
         while True:
             changes = await self._run(
-                self._engine.changes_since, store_id, after_seq, limit=self.CHANGE_BATCH
+                self._engine.changes_since,
+                store_id,
+                after_seq,
+                limit=self.CHANGE_BATCH,
+                viewer=self._viewer,
             )
             remaining_s = deadline - trio.current_time()
             if changes or remaining_s <= 0:

@@ -30,7 +30,7 @@ import select
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import typer
@@ -98,6 +98,18 @@ def mount(
             "--nonempty", help="Mount over a directory that holds files (hidden while mounted)."
         ),
     ] = False,
+    user_id: Annotated[
+        str | None,
+        typer.Option(
+            "--user-id",
+            help="Embedded: mount as this user; its session carries the principal and "
+            "the mount shows only the records that user may see (SPEC §6).",
+        ),
+    ] = None,
+    role: Annotated[
+        list[str] | None,
+        typer.Option("--role", help="Embedded: a role of that user; repeatable."),
+    ] = None,
     ready_fd: Annotated[int | None, typer.Option("--ready-fd", hidden=True)] = None,
 ) -> None:
     """Mount memory stores as a directory tree (FUSE): from the database, or from a
@@ -116,6 +128,7 @@ def mount(
             parse_store_spec(spec)
         except InvalidInput as exc:
             fail(exc.message)
+    _check_principal(api, user_id, role or [])
     if api is not None:
         if database is not None:
             fail("--api and --database exclude each other")
@@ -138,11 +151,28 @@ def mount(
         token=token if api is not None else None,
         wait_for_server_s=wait_for_server_s,
         debug=debug,
+        user_id=user_id,
+        roles=list(role or []),
     )
     if not foreground:
         _mount_in_background(request)
         return
     _mount_in_foreground(request, ready_fd)
+
+
+def _check_principal(api: str | None, user_id: str | None, roles: list[str]) -> None:
+    """Fails unless ``--user-id``/``--role`` make a valid principal of an embedded mount
+    (issue 15, SPEC §6); a remote mount's principal is its session's."""
+    from memfs.errors import InvalidInput
+    from memfs.visibility import make_principal
+
+    try:
+        make_principal(user_id, roles)
+    except InvalidInput as exc:
+        fail(exc.message)
+    if api is not None and user_id is not None:
+        fail("--user-id is for embedded mounts: a remote mount sees what its session's "
+             "principal sees (memfs session create --user-id)")
 
 
 @dataclass(frozen=True)
@@ -155,6 +185,8 @@ class _MountRequest:
     token: str | None
     wait_for_server_s: float
     debug: bool
+    user_id: str | None = None
+    roles: list[str] = field(default_factory=list)
 
 
 def _refuse_non_empty(mountpoint: str) -> None:
@@ -189,8 +221,10 @@ def _backend(request: _MountRequest) -> Any:
         return RemoteBackend(client, startup_wait_s=request.wait_for_server_s)
     from memfs.backend import EmbeddedBackend
     from memfs.store import open_engine
+    from memfs.visibility import make_principal
 
-    return EmbeddedBackend(open_engine(request.database))
+    principal = make_principal(request.user_id, request.roles)
+    return EmbeddedBackend(open_engine(request.database), principal=principal)
 
 
 def _mount_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
@@ -273,6 +307,10 @@ def _mount_in_background(request: _MountRequest) -> None:
         env[TOKEN_ENV] = request.token  # never in argv: /proc/<pid>/cmdline is public
     if request.debug:
         command.append("--debug")
+    if request.user_id is not None:
+        command += ["--user-id", request.user_id]
+    for role in request.roles:
+        command += ["--role", role]
     with open(open_private(log_file, os.O_WRONLY | os.O_APPEND), "ab") as log:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
