@@ -215,6 +215,7 @@ class Engine:
         name: str | None = None,
         description: str | None = None,
         metadata_patch: dict[str, str | None] | None = None,
+        viewer: Viewer | None = None,
     ) -> MemoryStore:
         """Patches a store; None means "no change"; a metadata value None removes the key.
 
@@ -223,11 +224,14 @@ class Engine:
         Raises:
             NotFound, StoreArchived (updating an archived store), InvalidStoreField,
             InvalidMetadata (also when the patched result has more than 16 keys).
+
+        The store comes back with the counts ``viewer`` sees.
         """
         with self._db.write() as conn:
-            return stores.update_store(
+            store = stores.update_store(
                 conn, store_id, name=name, description=description, metadata_patch=metadata_patch
             )
+            return _counted(conn, viewer, store)
 
     def list_stores(
         self,
@@ -260,10 +264,13 @@ class Engine:
             items = [_counted(conn, viewer, store) for store in page.items]
             return page.model_copy(update={"items": items})
 
-    def archive_store(self, store_id: str, *, actor: Actor | None = None) -> MemoryStore:
-        """Archives a store (one-way; an archived store comes back unchanged). Raises NotFound."""
+    def archive_store(
+        self, store_id: str, *, actor: Actor | None = None, viewer: Viewer | None = None
+    ) -> MemoryStore:
+        """Archives a store (one-way; an archived store comes back unchanged), with the
+        counts ``viewer`` sees. Raises NotFound."""
         with self._db.write() as conn:
-            return stores.archive_store(conn, store_id, actor=actor)
+            return _counted(conn, viewer, stores.archive_store(conn, store_id, actor=actor))
 
     def delete_store(self, store_id: str, *, actor: Actor | None = None) -> None:
         """Deletes a store with its memories, versions and now-unreferenced blobs.

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from _support.mount import Mounter, errno_of, run, wait_until
+from _support.mount import MEMFS, Mounter, errno_of, run, wait_until
 from _support.serve import ServeProcess
 
 from memfs.model import Access, Actor
@@ -75,6 +75,8 @@ def test_a_mount_for_alice_shows_her_records_and_shared_ones_only(
     log = mount.log_file.read_text()
     assert "invisible to its writer" in log
     assert "user_id: alice" in log
+    # `memfs status` names the refusal; the bytes are kept under rejected/ (SPEC §4).
+    assert "invisible to its writer" in run(MEMFS, "status", str(root)).stdout
 
 
 def test_an_embedded_mount_with_a_principal_sees_what_its_user_sees(
