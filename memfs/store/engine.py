@@ -413,7 +413,7 @@ class Engine:
         reason: str | None = None,
         replacement: str = "[REDACTED]",
         viewer: Viewer | None = None,
-    ) -> None:
+    ) -> frozenset[str]:
         """Deletes a live memory in one of the SPEC §2 modes; audited with ``reason``.
 
         soft_delete: tombstone + ``deleted`` version, restorable. redact: tombstone whose
@@ -421,13 +421,19 @@ class Engine:
         restorable. hard_delete: the memory and all its versions erased (the audit log
         keeps the fact, the reason and the actor). Allowed on archived stores.
 
+        Returns:
+            The paths the memory ever had (every version's, store-absolute) when they
+            were erased (redact, hard_delete), for the caller to scrub them from local
+            files too (:func:`memfs.local.scrub_stopped_mounts`); empty for a soft
+            delete.
+
         Raises:
             NotFound (also: hidden from ``viewer``), PreconditionFailed, InvalidContent
             (bad replacement), InvalidInput (unknown mode).
         """
         with self._db.write() as conn:
             seen.require_visible(conn, viewer, memory_id)
-            memories.delete_memory(
+            erased = memories.delete_memory(
                 conn,
                 store_id,
                 memory_id,
@@ -439,6 +445,7 @@ class Engine:
             )
         if mode != DeleteMode.SOFT_DELETE:
             self._db.checkpoint()
+        return erased
 
     def restore_memory(
         self,

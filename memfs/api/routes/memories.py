@@ -27,6 +27,7 @@ from memfs.api.routes._common import (
 )
 from memfs.config import DEFAULT_PAGE_LIMIT
 from memfs.errors import InvalidContent, InvalidInput
+from memfs.local import scrub_erased_paths
 from memfs.model import DeleteMode, Memory, MemoryPrefix, Scope
 from memfs.records import RecordFilter, record_to_wire
 from memfs.store import Engine
@@ -307,7 +308,7 @@ async def _delete_memory(
         replacement_option: dict[str, Any] = (
             {} if replacement is None else {"replacement": replacement}
         )
-        engine.delete_memory(
+        erased = engine.delete_memory(
             memory_store_id,
             memory_id,
             actor=principal.actor,
@@ -317,6 +318,8 @@ async def _delete_memory(
             viewer=principal.viewer,
             **replacement_option,
         )
+        # The server's own $MEMFS_HOME may hold logs of mounts not running (SPEC §2).
+        scrub_erased_paths(memory_id, erased)
         return {**memory_deleted_to_wire(memory_id), "mode": mode.value}
 
     return json_response(await run(request, op))
