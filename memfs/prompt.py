@@ -55,7 +55,21 @@ def _quote_block(text: str) -> str:
     return "\n".join(("    " + line) if line else "" for line in text.strip().splitlines())
 
 
-def render_prompt(resources: Sequence[SessionResource]) -> str:
+_RECORDS_NOTE = (
+    "\n"
+    "Some files are long-term memory records: they start with a YAML header between `---` "
+    "lines whose `type` is episodic, semantic, procedural, preference or profile, with "
+    "optional keys scope (private|share|public), importance and confidence (0 to 1), tags, "
+    "source, summary, structured, user_id, agent_id, tenant_id, relations "
+    "([{type: related_to|derived_from|contradicts|supersedes, target: /path or mem_ id}]), "
+    "allowed_users and allowed_roles.\n"
+    "Keep the header valid when you edit a record (a bad value is refused with "
+    '"Invalid argument", naming the key); the text below the header is the memory itself. '
+    "Records you do not read lose weight over time (decay) and may be forgotten.\n"
+)
+
+
+def render_prompt(resources: Sequence[SessionResource], *, with_records: bool = False) -> str:
     """Renders the memory section of a system prompt for the given attached stores.
 
     Args:
@@ -63,6 +77,8 @@ def render_prompt(resources: Sequence[SessionResource]) -> str:
             path, access mode, description and instructions (the fields of
             api-contract §7.2). Stores sharing one mount path are rendered as one merged
             (flat layout, SPEC §4) directory.
+        with_records: some store holds long-term memory records: the note explains
+            their header in a few lines (SPEC §6).
 
     Returns:
         Markdown text ending with a newline; empty when ``resources`` is empty.
@@ -80,6 +96,8 @@ def render_prompt(resources: Sequence[SessionResource]) -> str:
             lines.append("  Instructions:")
             lines.append(_quote_block(resource.instructions))
     lines.extend(_merged_notes(resources))
+    if with_records:
+        lines.append(_RECORDS_NOTE.rstrip("\n"))
     return "\n".join(lines) + "\n"
 
 

@@ -50,6 +50,8 @@ from memfs.errors import (
     PreconditionFailed,
 )
 from memfs.model import Actor, Memory
+from memfs.records import parse_record
+from memfs.records_seed import file_to_seed, is_seed_record, seed_id_of, seed_to_file
 from memfs.rules import (
     is_scratch_name,
     validate_content,
@@ -67,6 +69,7 @@ __all__ = [
     "ImportOutcome",
     "ImportStatus",
     "export_jsonl",
+    "export_records_jsonl",
     "export_tree",
     "import_candidates",
     "plan_directory_import",
@@ -282,12 +285,15 @@ def _file_candidate(
 def plan_jsonl_import(
     lines: Iterable[str], *, source_name: str, prefix: str = "/"
 ) -> list[ImportCandidate]:
-    """Reads memory records from JSON Lines, as written by :func:`export_jsonl`.
+    """Reads memory records from JSON Lines, as written by :func:`export_jsonl` or
+    :func:`export_records_jsonl`.
 
     Each line is an object with ``path`` and ``content`` (strings) and optionally
     ``metadata``; other fields (``id``, timestamps …) are ignored, so the memory wire
     objects of api-contract §4.3 round-trip. Blank lines are skipped. A record's path
-    ``/a/b`` is imported at ``<prefix>a/b``.
+    ``/a/b`` is imported at ``<prefix>a/b``. A line in seed 002's record shape
+    (:func:`memfs.records_seed.is_seed_record`) becomes a record file with its header
+    (:func:`memfs.records_seed.seed_to_file`), whose rules the engine checks at the write.
 
     Raises:
         InvalidPath: ``prefix`` is not ``/`` or a valid directory prefix.
@@ -308,6 +314,9 @@ def plan_jsonl_import(
             candidates.append(
                 ImportCandidate(source, None, refusal=("invalid_json", f"not JSON: {exc}"))
             )
+            continue
+        if is_seed_record(record):
+            candidates.append(_seed_candidate(source, record, prefix))
             continue
         if not isinstance(record, dict) or not isinstance(record.get("path"), str):
             candidates.append(
@@ -333,6 +342,16 @@ def plan_jsonl_import(
             continue
         candidates.append(ImportCandidate(source, path, content=content, metadata=metadata))
     return candidates
+
+
+def _seed_candidate(source: str, record: dict[str, Any], prefix: str) -> ImportCandidate:
+    """The candidate of one seed 002 record line (refused with the reason of a bad shape)."""
+    try:
+        path, content = seed_to_file(record, prefix)
+        validate_path(path)
+    except InvalidInput as exc:
+        return ImportCandidate(source, None, refusal=(exc.code, exc.message))
+    return ImportCandidate(source, path, content=content)
 
 
 def import_candidates(
@@ -571,3 +590,42 @@ def export_jsonl(
             continue
         stream.write(json.dumps(memory_to_wire(full, full=True), ensure_ascii=False) + "\n")
         yield ExportOutcome(full.path, None, full.content_size_bytes)
+
+
+def export_records_jsonl(
+    engine: Engine,
+    store_id: str,
+    stream: IO[str],
+    *,
+    prefix: str = "/",
+    on_total: Callable[[int], None] | None = None,
+) -> Iterator[ExportOutcome]:
+    """Writes every live record under ``prefix`` as one seed 002 record object per line
+    (:func:`memfs.records_seed.file_to_seed`); memories that are no record are left
+    out. ``memfs import FILE.jsonl`` reads them back.
+
+    Raises:
+        NotFound: unknown store. InvalidPath: bad prefix.
+    """
+    validate_path_prefix(prefix)
+    records = [r for r in engine.list_records([store_id]) if r.path.startswith(prefix)]
+    if on_total is not None:
+        on_total(len(records))
+    contents: dict[str, str] = {}
+    for record in records:
+        with contextlib.suppress(NotFound):
+            memory = engine.get_memory(store_id, record.memory_id, with_content=True)
+            contents[record.memory_id] = memory.content or ""
+    seed_ids = {
+        r.memory_id: seed_id_of(r, contents[r.memory_id])
+        for r in records
+        if r.memory_id in contents
+    }
+    for record in records:
+        content = contents.get(record.memory_id)
+        header = None if content is None else parse_record(content)
+        if content is None or header is None:
+            continue  # deleted or rewritten meanwhile
+        line = file_to_seed(record, header, content[header.body_offset :], seed_ids)
+        stream.write(json.dumps(line, ensure_ascii=False) + "\n")
+        yield ExportOutcome(record.path, None, len(content.encode("utf-8")))

@@ -30,6 +30,7 @@ CORE = (
     "memfs.wire",
     "memfs.query",
     "memfs.records",
+    "memfs.records_seed",
     "memfs.visibility",
 )
 

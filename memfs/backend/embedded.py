@@ -18,6 +18,7 @@ import trio
 from memfs.backend.protocol import BackendStatistics, MemoryChange
 from memfs.errors import MemfsError
 from memfs.model import Access, Actor, Change, Memory, MemoryStore, Session, UserPrincipal
+from memfs.records import Record
 from memfs.visibility import Viewer
 
 if TYPE_CHECKING:
@@ -105,6 +106,15 @@ class EmbeddedBackend:
 
     async def read_content(self, memory: Memory) -> bytes:
         return await self._run(self._engine.read_blob, memory.blob_key)
+
+    def note_access(self, store_id: str, memory_ids: Sequence[str]) -> None:
+        """See the Protocol: a dict update under a lock, so no worker thread."""
+        self._engine.note_access(memory_ids)
+
+    async def get_record(self, store_id: str, memory_id: str) -> Record | None:
+        found = await self._run(self._engine.get_records, [memory_id], viewer=self._viewer)
+        record = found.get(memory_id)
+        return record if record is not None and record.store_id == store_id else None
 
     async def read_contents(self, memories: Sequence[Memory]) -> dict[str, bytes]:
         """See the Protocol: one query for every blob."""

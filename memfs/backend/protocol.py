@@ -25,6 +25,7 @@ from typing import Protocol
 
 from memfs.errors import MemfsError
 from memfs.model import Change, Memory, MemoryStore, Session
+from memfs.records import Record
 
 __all__ = [
     "AttachmentSpec",
@@ -181,6 +182,18 @@ class Backend(Protocol):
 
     async def read_content(self, memory: Memory) -> bytes:
         """The bytes of ``memory``'s head content. Raises NotFound."""
+        ...
+
+    def note_access(self, store_id: str, memory_ids: Sequence[str]) -> None:
+        """Records that memories were opened for reading (SPEC §6 ``last_accessed`` of
+        records). Cheap and non-blocking (an in-memory note, written in batches);
+        raises nothing. Embedded: the engine's access log. Remote: nothing here — the
+        server records the full retrieve of a content the mount's cache lacks."""
+        ...
+
+    async def get_record(self, store_id: str, memory_id: str) -> Record | None:
+        """The record index entry of a live memory (SPEC §6), None when it is no record
+        or the backend can't tell (remote). Raises nothing else."""
         ...
 
     async def read_contents(self, memories: Sequence[Memory]) -> dict[str, bytes]:

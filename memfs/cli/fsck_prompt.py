@@ -42,13 +42,23 @@ def fsck_command(
         bool,
         typer.Option("--quick", help="SQLite's quick_check instead of the full integrity_check."),
     ] = False,
+    records: Annotated[
+        bool,
+        typer.Option(
+            "--records",
+            help="Also list record relations whose target is no live memory (dangling).",
+        ),
+    ] = False,
     database: DatabaseOption = None,
 ) -> None:
     """Check the database (SQLite integrity_check) and every storage invariant; print
     each problem and exit 1 if there is any.
 
     A database that can't be opened (missing, not memfs's, damaged beyond opening) is
-    itself the one finding; nothing is created or changed (the check is read-only)."""
+    itself the one finding; nothing is created or changed (the check is read-only).
+    The record index is always checked against the heads; ``--records`` also reports
+    dangling relations (SPEC §6: reported, never refused, so not a problem: the exit
+    status stays 0)."""
     from memfs.store import fsck_database, open_engine
 
     secure_home()
@@ -64,10 +74,19 @@ def fsck_command(
         fail(f"fsck found {len(findings)} problem{'s' if len(findings) != 1 else ''}")
     with open_engine(database, create=False, read_only=True) as engine:
         counts = engine.statistics()
+        dangling = engine.record_findings() if records else []
+        record_count = len(engine.list_records(None)) if records else 0
     typer.echo(
         f"fsck: clean ({counts['stores']} stores, {counts['memories']} memories, "
         f"{counts['versions']} versions, {counts['blobs']} blobs checked)"
     )
+    if records:
+        for finding in dangling:
+            typer.echo(f"fsck: {finding}")
+        typer.echo(
+            f"fsck: records: {record_count} records, {len(dangling)} dangling "
+            "relation(s) (reported, not refused)"
+        )
 
 
 class Layout(enum.StrEnum):
@@ -131,7 +150,8 @@ def prompt_command(
                     r.model_copy(update={"mount_path": path})
                     for r, path in zip(resources, mount_paths, strict=True)
                 ]
-    typer.echo(render_prompt(resources), nl=False)
+        with_records = bool(engine.stores_with_records([r.memory_store_id for r in resources]))
+    typer.echo(render_prompt(resources, with_records=with_records), nl=False)
 
 
 _Attachment = tuple[MemoryStore, Access, str | None]

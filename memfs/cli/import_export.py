@@ -45,6 +45,13 @@ def register(app: typer.Typer) -> None:
 class ExportFormat(enum.StrEnum):
     FILES = "files"
     JSONL = "jsonl"
+    RECORDS_JSONL = "records-jsonl"
+
+
+class ImportFormat(enum.StrEnum):
+    AUTO = "auto"
+    FILES = "files"
+    JSONL = "jsonl"
 
 
 @contextlib.contextmanager
@@ -95,6 +102,15 @@ def import_command(
     verbose: Annotated[
         bool, typer.Option("--verbose", "-v", help="Print every file, not only refusals.")
     ] = False,
+    input_format: Annotated[
+        ImportFormat,
+        typer.Option(
+            "--format",
+            help="files: a folder; jsonl: a JSON Lines file of memory objects or of seed 002 "
+            "records (each becomes USER_ID/MEMORY_ID.md with its record header); auto: "
+            "jsonl for a .jsonl file.",
+        ),
+    ] = ImportFormat.AUTO,
     as_json: JsonOption = False,
     database: DatabaseOption = None,
 ) -> None:
@@ -108,7 +124,7 @@ def import_command(
     from memfs import transfer
 
     target_prefix = listing_prefix(prefix)
-    candidates = _plan_import(source, target_prefix, include_hidden)
+    candidates = _plan_import(source, target_prefix, include_hidden, input_format)
     tally = _ImportTally()
     terminal = is_terminal() and not as_json
     with command_engine(database, create=create) as engine:
@@ -149,13 +165,18 @@ def import_command(
     _exit_after_import(tally, len(candidates) - len(tally.outcomes), strict)
 
 
-def _plan_import(source: Path, prefix: str, include_hidden: bool) -> list[Any]:
-    """The import candidates of a folder or a ``.jsonl`` file; fails in one line when
+def _plan_import(
+    source: Path, prefix: str, include_hidden: bool, input_format: ImportFormat
+) -> list[Any]:
+    """The import candidates of a folder or a JSON Lines file; fails in one line when
     the source can't be read."""
     from memfs import transfer
 
+    jsonl = input_format is ImportFormat.JSONL or (
+        input_format is ImportFormat.AUTO and source.is_file() and source.suffix == ".jsonl"
+    )
     try:
-        if source.is_file() and source.suffix == ".jsonl":
+        if jsonl:
             with open(source, encoding="utf-8") as stream:
                 return transfer.plan_jsonl_import(stream, source_name=source.name, prefix=prefix)
         return transfer.plan_directory_import(source, prefix=prefix, include_hidden=include_hidden)
@@ -266,7 +287,8 @@ def export_command(
         typer.Option(
             "--format",
             help="files: one file per memory; jsonl: one API memory object per line "
-            "(keeps metadata; `memfs import FILE.jsonl` reads it back).",
+            "(keeps metadata; `memfs import FILE.jsonl` reads it back); records-jsonl: "
+            "one seed 002 record object per record (other memories are left out).",
         ),
     ] = ExportFormat.FILES,
     force: Annotated[
@@ -299,13 +321,18 @@ def export_command(
                     progress.update(task, total=total)
 
             try:
-                if output_format is ExportFormat.JSONL:
+                if output_format is not ExportFormat.FILES:
                     stream = (
                         sys.stdout
                         if to_stdout
                         else stack.enter_context(open(target, "w", encoding="utf-8"))
                     )
-                    outcomes = transfer.export_jsonl(
+                    export = (
+                        transfer.export_jsonl
+                        if output_format is ExportFormat.JSONL
+                        else transfer.export_records_jsonl
+                    )
+                    outcomes = export(
                         engine, found.id, stream, prefix=source_prefix, on_total=on_total
                     )
                 else:
@@ -337,14 +364,14 @@ def _check_export_target(
     """Fails in one line for stdout without jsonl, or (without --force) a non-empty
     folder or an existing file."""
     if to_stdout:
-        if output_format is not ExportFormat.JSONL:
+        if output_format is ExportFormat.FILES:
             fail("exporting to stdout (-) needs --format jsonl")
         return
     if force:
         return
     if output_format is ExportFormat.FILES and target.is_dir() and any(target.iterdir()):
         fail(f"{target} is not empty (pass --force to write into it)")
-    if output_format is ExportFormat.JSONL and target.exists():
+    if output_format is not ExportFormat.FILES and target.exists():
         fail(f"{target} exists (pass --force to overwrite it)")
 
 

@@ -513,6 +513,9 @@ class Operations(pyfuse3.Operations):
         fh = self._handles.open_file(
             node, writable=writable, append=bool(flags & os.O_APPEND), pid=ctx.pid
         )
+        if not writable and node.memory is not None and node.attachment is not None:
+            # SPEC §6: an open for reading is a read of a record (last_accessed).
+            self._backend.note_access(node.attachment.store_id, [node.memory.id])
         # keep_cache only when the kernel's pages hold exactly what this open serves.
         keep_cache, kernel_stale = working.opened()
         if kernel_stale:
@@ -706,7 +709,7 @@ class Operations(pyfuse3.Operations):
 
     @handler
     async def getxattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> bytes:
-        return self._xattrs.get(self._table.get(inode), name)
+        return await self._xattrs.get(self._table.get(inode), name)
 
     @handler
     async def listxattr(self, inode: int, ctx: pyfuse3.RequestContext) -> list[bytes]:

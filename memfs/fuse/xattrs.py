@@ -10,10 +10,15 @@ Owns :class:`Xattrs` (SPEC §4 mapping: xattrs):
   pending until its first commit.
 * ``user.memfs.id``, ``user.memfs.version_id``, ``user.memfs.sha256``: read-only, not
   listed (tools that copy every listed xattr would fail on them).
+* ``user.memfs.last_accessed`` (RFC 3339 UTC) and ``user.memfs.decay`` (the decay score,
+  6 decimals) of a record (SPEC §6): read-only, not listed; absent (ENODATA) on a
+  memory that is no record, and on a remote mount.
 * any other namespace: ENOTSUP.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from memfs.backend import Backend, MemoryChange
 from memfs.errors import InvalidContent, InvalidMetadata
@@ -25,6 +30,8 @@ from memfs.fuse.errors import (
     UnknownAttribute,
 )
 from memfs.fuse.inodes import InodeTable, Node
+from memfs.model import format_timestamp
+from memfs.records import Record
 from memfs.rules import MetadataProblem, metadata_problems
 
 __all__ = ["XATTR_META_PREFIX", "Xattrs"]
@@ -36,6 +43,12 @@ _XATTR_MEMFS_FIELDS = {
     "user.memfs.id": "id",
     "user.memfs.version_id": "memory_version_id",
     "user.memfs.sha256": "content_sha256",
+}
+
+
+_XATTR_RECORD_FIELDS: dict[str, Callable[[Record], str]] = {
+    "user.memfs.last_accessed": lambda record: format_timestamp(record.last_accessed),
+    "user.memfs.decay": lambda record: f"{record.decay_score:.6f}",
 }
 
 
@@ -51,7 +64,7 @@ class Xattrs:
         self._backend = backend
         self._table = table
 
-    def get(self, node: Node, raw_name: bytes) -> bytes:
+    async def get(self, node: Node, raw_name: bytes) -> bytes:
         """Raises UnknownAttribute (not ``user.*``: no security labels, no POSIX ACLs),
         NoSuchAttribute."""
         text = raw_name.decode("utf-8", "replace")
@@ -64,6 +77,10 @@ class Xattrs:
         memory = node.memory if node.stored else None
         if text in _XATTR_MEMFS_FIELDS and memory is not None:
             return str(getattr(memory, _XATTR_MEMFS_FIELDS[text])).encode()
+        if text in _XATTR_RECORD_FIELDS and memory is not None and node.attachment is not None:
+            record = await self._backend.get_record(node.attachment.store_id, memory.id)
+            if record is not None:
+                return _XATTR_RECORD_FIELDS[text](record).encode()
         if text.startswith(XATTR_META_PREFIX) and not node.is_dir:
             value = self.metadata(node).get(text[len(XATTR_META_PREFIX):])
             if value is not None:

@@ -125,7 +125,9 @@ class StoreAccess(Protocol):
         ...
 
     async def read(self, store_id: str, path: str) -> StoredFile | None:
-        """The live memory at ``path`` with its content, or None.
+        """The live memory at ``path`` with its content, or None. A read of a record
+        (a view, an MCP resource, the read before an edit) moves its ``last_accessed``
+        (SPEC §6; remote: the server's full retrieve does).
 
         Raises:
             NotFound (the store), PermissionDenied, AuthenticationFailed.
@@ -270,6 +272,7 @@ class EngineAccess:
             except NotFound:
                 self._engine.get_store(store_id)  # a missing store is an error, not None
                 return None
+            self._engine.note_access([memory.id])  # SPEC §6: a view reads a record
             return StoredFile(
                 memory.id,
                 memory.path,

@@ -21,6 +21,7 @@ from memfs.errors import (
     NotFound,
 )
 from memfs.model import Memory
+from memfs.records import Record
 from memfs.remote.client import ServerUnavailable
 from memfs.remote.outbox import (
     PendingWrite,
@@ -125,6 +126,14 @@ class RemoteReads(RemoteState):
             for memory in memories:
                 nursery.start_soon(fetch, memory)
         return found
+
+    def note_access(self, store_id: str, memory_ids: Sequence[str]) -> None:
+        """Nothing: the server records the reads it serves (a full retrieve of content
+        the cache lacks); reads from this mount's cache are not seen (a limitation)."""
+
+    async def get_record(self, store_id: str, memory_id: str) -> Record | None:
+        """None: the remote mount does not serve the record xattrs (a limitation)."""
+        return None
 
     async def read_content(self, memory: Memory) -> bytes:
         """The head content of ``memory``: from the disk cache (no round trip), else from

@@ -646,6 +646,12 @@ class Engine:
             hidden = seen.hidden_among(conn, viewer, [r.memory_id for r in found])
             return [r for r in found if r.memory_id not in hidden]
 
+    def stores_with_records(self, store_ids: Sequence[str]) -> set[str]:
+        """Those of ``store_ids`` that hold at least one live record (``memfs prompt``
+        explains the record header only then). One indexed probe per store."""
+        with self._db.read() as conn:
+            return record_index.stores_with_records(conn, list(store_ids))
+
     def relations_to(
         self, memory_id: str, *, viewer: Viewer | None = None
     ) -> list[RecordRelation]:

@@ -78,6 +78,7 @@ __all__ = [
     "memories_arrived",
     "rebuild",
     "relations_to",
+    "stores_with_records",
     "touch",
     "unindex_memory",
     "unindex_store",
@@ -444,6 +445,16 @@ def list_records(
     if store_ids is not None:
         where = and_(where, records.c.store_id.in_(list(store_ids)))
     return _records_of(conn, _record_rows(conn, where), at)
+
+
+def stores_with_records(conn: Connection, store_ids: Sequence[str]) -> set[str]:
+    """See :meth:`memfs.store.Engine.stores_with_records`."""
+    found: set[str] = set()
+    for store_id in sorted(set(store_ids)):
+        one = select(records.c.memory_id).where(records.c.store_id == store_id).limit(1)
+        if conn.execute(one).first() is not None:
+            found.add(store_id)
+    return found
 
 
 def relations_to(conn: Connection, memory_id: str) -> list[RecordRelation]:

@@ -95,3 +95,33 @@ def test_forget_by_decay_is_a_dry_run_unless_applied(cli: Cli, store: dict[str, 
     assert (deleted["operation"], deleted["reason"]) == ("deleted", "decay_score below 0.1")
     cli.run("memory", "restore", "Scratch", gone["id"])
     assert cli.paths("Scratch") == ["/gone.md"]
+
+
+def test_fsck_records_reports_dangling_relations_without_failing(
+    cli: Cli, store: dict[str, Any]
+) -> None:
+    source = cli.put(
+        STORE, "/r.md", header("semantic", 0.5, "relations: [{type: related_to, target: /t.md}]")
+    )
+    lines = cli.run("fsck", "--records").lines
+    assert lines[-2:] == [
+        f"fsck: record /r.md ({source['id']}, store {store['id']}): relation related_to → "
+        "/t.md is dangling (no live memory there)",
+        "fsck: records: 1 records, 1 dangling relation(s) (reported, not refused)",
+    ]
+    cli.put(STORE, "/t.md", "the target arrives")
+    assert cli.run("fsck", "--records").lines[-1] == (
+        "fsck: records: 1 records, 0 dangling relation(s) (reported, not refused)"
+    )
+    assert "dangling" not in cli.run("fsck").stdout
+
+
+def test_prompt_explains_the_header_only_when_a_store_holds_records(
+    cli: Cli, store: dict[str, Any]
+) -> None:
+    cli.put(STORE, "/plain.md", "---\ntype: post\n---\n")
+    assert "long-term memory records" not in cli.run("prompt", "--store", STORE).stdout
+    cli.put(STORE, "/r.md", header("profile", 0.5))
+    note = cli.run("prompt", "--store", STORE).stdout
+    assert "Some files are long-term memory records: they start with a YAML header" in note
+    assert "a bad value is refused" in note

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from _support.mount import MEMFS, Mount, errno_of, run
+from _support.mount import MEMFS, Mount, errno_of, run, run_python, wait_until
 
 from memfs.model import MemoryStore
 from memfs.store import Engine
@@ -23,6 +23,8 @@ x-unknown:   {kept: "verbatim"}   # a comment, kept too
 ---
 Be brief and funny.
 """
+# The access log writes within ACCESS_FLUSH_INTERVAL_S (2 s); slack for a busy CI box.
+ACCESS_TIMEOUT_S = 20.0
 BAD = "---\ntype: preference\nimportance: 1.5\ntags: [tone]\n---\nBe brief.\n"
 
 
@@ -88,3 +90,35 @@ def test_a_bad_header_is_einval_at_close_and_reported(
     assert message in mount.log_file.read_text()
     printed = run(MEMFS, "status", mount.path).stdout
     assert f"EINVAL: {message}; kept in " in printed
+
+
+def test_an_open_for_reading_moves_last_accessed_and_xattrs_show_it(
+    mount: Mount, store_engine: Engine
+) -> None:
+    (store,) = [s for s in store_engine.list_stores().items if s.name == "Notes"]
+    memory = store_engine.create_memory(store.id, "/tone.md", RECORD, actor=None)
+    created = store_engine.get_records([memory.id])[memory.id].last_accessed
+    path = mount / "notes" / "tone.md"
+    wait_until(path.exists, "the new record to show in the mount")
+    shown = run_python(f"""
+        import os
+        print(os.getxattr({str(path)!r}, "user.memfs.last_accessed").decode())
+        print(os.getxattr({str(path)!r}, "user.memfs.decay").decode())
+    """).split()
+    assert shown[0] == created.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert 0.91 < float(shown[1]) <= 0.92
+    assert "user.memfs.decay" not in run_python(f"import os; print(os.listxattr({str(path)!r}))")
+    assert errno_of(f"os.getxattr({str(mount / 'notes' / 'hello.md')!r}, 'user.memfs.decay')") == (
+        "ENODATA"
+    )
+    run("ls", "-l", mount / "notes")  # no open: no read
+    run("cat", path)
+
+    def moved() -> bool:
+        record = store_engine.get_records([memory.id])[memory.id]
+        return record.last_accessed > created
+
+    wait_until(moved, "last_accessed to move after cat", ACCESS_TIMEOUT_S)
+    assert store_engine.get_memory(store.id, memory.id).memory_version_id == (
+        memory.memory_version_id
+    )

@@ -242,3 +242,22 @@ def test_reads_are_written_at_close(database: str, clock: FakeClock) -> None:
     first.close()
     with Engine(database, clock=clock) as second:
         assert second.get_records([memory_id])[memory_id].last_accessed == clock.now
+
+
+def test_a_memory_tool_view_is_a_read(timed: Engine, clock: FakeClock) -> None:
+    from anthropic.types.beta import BetaMemoryTool20250818ViewCommand
+
+    from memfs.memory_tool import MemfsMemoryTool
+
+    store = timed.create_store("Notes")
+    memory_id = create(timed, store, "/tone.md", TONE)
+    head = timed.get_memory(store.id, memory_id).memory_version_id
+    clock.advance(days=10)
+    with MemfsMemoryTool.embedded(timed, ["Notes"]) as tool:
+        shown = tool.execute(
+            BetaMemoryTool20250818ViewCommand(command="view", path="/memories/tone.md")
+        )
+    assert "Be brief." in str(shown)
+    timed.flush_access()
+    assert timed.get_records([memory_id])[memory_id].last_accessed == clock.now
+    assert timed.get_memory(store.id, memory_id).memory_version_id == head
