@@ -374,6 +374,7 @@ class Engine:
         """
         with self._db.write() as conn:
             seen.require_visible(conn, viewer, memory_id)
+            replace = seen.keeps_hidden(conn, viewer, store_id, path, replace)
             memory = memories.update_memory(
                 conn,
                 store_id,

@@ -37,6 +37,7 @@ __all__ = [
     "hidden_among",
     "hidden_ids",
     "hidden_tombstones",
+    "keeps_hidden",
     "require_visible",
     "visible_changes",
     "visible_clause",
@@ -86,6 +87,24 @@ def require_visible(conn: Connection, viewer: Viewer | None, memory_id: str) -> 
     is hidden from ``viewer``: an invisible record does not exist for it (SPEC §6)."""
     if viewer is not None and hidden_among(conn, viewer, [memory_id]):
         raise NotFound(f"memory {memory_id!r} not found")
+
+
+def keeps_hidden(
+    conn: Connection, viewer: Viewer | None, store_id: str, path: str | None, replace: bool
+) -> bool:
+    """``replace`` of an update moving a memory to ``path``, turned off when the live
+    memory there is hidden from ``viewer``: a rename over it is then the PathConflict of
+    any occupied path, never a soft delete of a record the viewer can't see."""
+    if viewer is None or path is None or not replace:
+        return replace
+    occupant = conn.execute(
+        select(memories.c.id).where(
+            memories.c.store_id == store_id,
+            memories.c.path == path,
+            memories.c.deleted_at.is_(None),
+        )
+    ).scalar()
+    return occupant is None or not hidden_among(conn, viewer, [occupant])
 
 
 def _record_of(conn: Connection, memory_id: str) -> RecordVisibility | None:
