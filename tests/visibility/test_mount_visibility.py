@@ -113,6 +113,12 @@ def test_an_embedded_mount_with_a_principal_sees_what_its_user_sees(
         """
     ) == "EACCES"
     assert store_engine.get_memory_by_path(store.id, "/alice.md").content == record("alice")
+    # A rename onto the path of a record she can't see does not replace (delete) it.
+    assert errno_of(
+        f"os.rename({str(root / 'alice.md')!r}, {str(root / 'bob.md')!r})"
+    ) == "EEXIST"
+    assert store_engine.get_memory_by_path(store.id, "/bob.md").content == record("bob")
+    assert (root / "alice.md").read_text() == record("alice")
     # Without a principal an embedded mount is local: it shows every record.
     everything = mounter.mount("Shared", layout="flat")
     wait_until(
