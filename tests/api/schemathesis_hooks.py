@@ -9,7 +9,8 @@ rule named, and said in the descriptions of :mod:`memfs.api.schemas`:
 - rules between two fields or parameters: ``replacement_content`` only with
   ``mode=redact`` (query parameters can't depend on each other in OpenAPI), a forget
   option given in the body and the query with two values, a directory moved into
-  itself, a store attached twice to one session;
+  itself, a store attached twice to one session, a session's ``roles`` without its
+  ``user_id`` or with a ``principal`` object;
 - ``page`` cursors: opaque, only ever taken from a response (the stateful links do).
 
 Path parameters are replaced by real ids (``$MEMFS_FUZZ_IDS``) in about half of the
@@ -68,6 +69,12 @@ def _rename_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
 
 
 def _session_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
+    # The principal (issue 15): roles need a user_id; one form or the other, not both.
+    flat = body.get("user_id") is not None or body.get("roles") is not None
+    if (body.get("roles") and body.get("user_id") is None) or (
+        flat and body.get("principal") is not None
+    ):
+        return False
     resources = body.get("resources")
     if not isinstance(resources, list):
         return True
