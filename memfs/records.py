@@ -93,6 +93,9 @@ DEFAULT_HALF_LIFE_DAYS = 30.0
 HALF_LIFE_METADATA_KEY = "record_half_life_days"
 
 _FENCE = "---"
+# YAML's safe loader (plain data only: no tags that build objects), in its C version
+# when libyaml is there (about 10× faster), else the Python one.
+_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _E = TypeVar("_E", bound=enum.StrEnum)
 _SECONDS_PER_DAY = 86_400.0
 
@@ -230,7 +233,7 @@ def parse_record(content: str) -> RecordHeader | None:
         return None
     text, body_offset = split
     try:
-        loaded = yaml.safe_load(text)
+        loaded = yaml.load(text, Loader=_SAFE_LOADER)
     except yaml.YAMLError as exc:
         if _TYPE_LINE.search(text) is None:
             return None
@@ -614,6 +617,14 @@ class RecordFilter:
             raise InvalidInput(f"scope {_enum_rule(RecordScope)}, not {scope!r}")
         if min_importance is not None and not 0 <= min_importance <= 1:
             raise InvalidInput("min_importance must be a number from 0 to 1")
+        if tag is not None and not (_is_name(tag) and len(tag) <= MAX_TAG_CHARS):
+            raise InvalidInput(
+                f"tag must be 1–{MAX_TAG_CHARS} characters without control characters"
+            )
+        if user_id is not None and not _is_name(user_id):
+            raise InvalidInput(
+                f"user_id must be 1–{MAX_ID_CHARS} characters without control characters"
+            )
         return cls(
             record_type=None if record_type is None else RecordType(record_type),
             tag=tag,

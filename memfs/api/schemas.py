@@ -320,6 +320,13 @@ class SearchRequest(_Request):
             }
         ),
     ] = False
+    record_type: str | None = Field(
+        default=None, description="Only records of this type (SPEC §6 record header)."
+    )
+    tag: str | None = Field(default=None, description="Only records with this tag.")
+    min_importance: float | None = Field(
+        default=None, ge=0, le=1, description="Only records of at least this importance."
+    )
 
 
 PrincipalText = Annotated[

@@ -48,6 +48,14 @@ def search_command(
     limit: Annotated[
         int, typer.Option("--limit", min=1, max=MAX_SEARCH_LIMIT, help="At most this many hits.")
     ] = DEFAULT_SEARCH_LIMIT,
+    record_type: Annotated[
+        str | None, typer.Option("--type", help="Only records of this type (SPEC §6).")
+    ] = None,
+    tag: Annotated[str | None, typer.Option("--tag", help="Only records with this tag.")] = None,
+    min_importance: Annotated[
+        float | None,
+        typer.Option("--min-importance", help="Only records of at least this importance."),
+    ] = None,
     as_json: JsonOption = False,
     database: DatabaseOption = None,
 ) -> None:
@@ -58,12 +66,19 @@ def search_command(
     """
     if text and semantic:
         fail("--text and --semantic exclude each other")
+    from memfs.records import RecordFilter
     from memfs.wire import search_hit_to_wire
 
+    record_filter = RecordFilter.of(record_type=record_type, tag=tag, min_importance=min_importance)
     with command_engine(database) as engine:
         store_ids = [engine.find_store(name).id for name in store] if store else None
         hits = engine.search(
-            query, store_ids, path_prefix=path_prefix, limit=limit, semantic=semantic
+            query,
+            store_ids,
+            path_prefix=path_prefix,
+            limit=limit,
+            semantic=semantic,
+            record_filter=record_filter,
         )
         names = {hit.store_id: engine.get_store(hit.store_id).name for hit in hits}
     if as_json:

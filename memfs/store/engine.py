@@ -577,6 +577,7 @@ class Engine:
         limit: int = query_language.DEFAULT_SEARCH_LIMIT,
         semantic: bool = False,
         viewer: Viewer | None = None,
+        record_filter: RecordFilter | None = None,
     ) -> list[query_language.SearchHit]:
         """Ranked full-text hits among the live memories of ``store_ids`` (SPEC §7), best
         first; the query language is :mod:`memfs.query`'s. The index is written in the
@@ -590,6 +591,8 @@ class Engine:
             limit: at most this many hits, 1–100.
             semantic: ask for semantic search, which needs an embedding model.
             viewer: what is hidden from it is never a hit (SPEC §7), left out in the query.
+            record_filter: only records it keeps (SPEC §7: record type, tags,
+                minimum importance); None or empty: every memory.
 
         Raises:
             InvalidInput: a malformed query, prefix or limit.
@@ -607,6 +610,7 @@ class Engine:
                 path_prefix=path_prefix,
                 limit=limit,
                 hidden=None if viewer is None else seen.hidden_ids(viewer),
+                record_filter=record_filter,
             )
 
     # ------------------------------------------------------------ records

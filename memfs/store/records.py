@@ -120,16 +120,18 @@ def index_memory(
     kept = conn.execute(
         select(records.c.last_accessed).where(records.c.memory_id == memory_id)
     ).scalar()
-    earlier: dict[str, str] = {
-        row.target_text: row.target_memory_id
-        for row in conn.execute(
-            select(record_relations.c.target_text, record_relations.c.target_memory_id).where(
-                record_relations.c.memory_id == memory_id,
-                record_relations.c.target_memory_id.is_not(None),
+    earlier: dict[str, str] = {}
+    if kept is not None:  # side rows exist only beside a records row (fsck checks it)
+        earlier = {
+            row.target_text: row.target_memory_id
+            for row in conn.execute(
+                select(record_relations.c.target_text, record_relations.c.target_memory_id).where(
+                    record_relations.c.memory_id == memory_id,
+                    record_relations.c.target_memory_id.is_not(None),
+                )
             )
-        )
-    }
-    unindex_memory(conn, memory_id)
+        }
+        unindex_memory(conn, memory_id)
     conn.execute(
         insert(records).values(
             memory_id=memory_id,
@@ -587,7 +589,8 @@ class AccessLog:
         self._flush = flush
         self._clock = clock
         self._interval_s = interval_s
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards _pending, _timer, _closed
+        self._writing = threading.Lock()  # one batch written at a time
         self._pending: dict[str, str] = {}
         self._timer: threading.Timer | None = None
         self._closed = False
@@ -612,18 +615,20 @@ class AccessLog:
             return dict(self._pending)
 
     def flush(self) -> None:
-        """Writes the pending reads now (the caller's thread)."""
-        with self._lock:
-            batch, self._pending = self._pending, {}
-            timer, self._timer = self._timer, None
-        if timer is not None:
-            timer.cancel()
-        if not batch:
-            return
-        try:
-            self._flush(batch)
-        except MemfsError as exc:
-            log.warning("last_accessed of %d record(s) not written: %s", len(batch), exc)
+        """Writes the pending reads now (the caller's thread); returns after any write
+        already under way in another thread (so :meth:`close` leaves none running)."""
+        with self._writing:
+            with self._lock:
+                batch, self._pending = self._pending, {}
+                timer, self._timer = self._timer, None
+            if timer is not None:
+                timer.cancel()
+            if not batch:
+                return
+            try:
+                self._flush(batch)
+            except MemfsError as exc:
+                log.warning("last_accessed of %d record(s) not written: %s", len(batch), exc)
 
     def _tick(self) -> None:
         with self._lock:

@@ -40,7 +40,9 @@ from memfs import rules
 from memfs.errors import DatabaseUnavailable
 from memfs.ids import sha256_of
 from memfs.query import Query, SearchHit, Term, TermKind
+from memfs.records import RecordFilter
 from memfs.store._common import descendant_upper_bound, execute_many, store_row
+from memfs.store.records import records_matching
 from memfs.store.schema import blobs, memories, search_docs
 
 __all__ = [
@@ -359,6 +361,7 @@ def search(
     path_prefix: str,
     limit: int,
     hidden: Any = None,
+    record_filter: RecordFilter | None = None,
 ) -> list[SearchHit]:
     """See :meth:`memfs.store.Engine.search`. ``hidden``: a ``SELECT memory_id`` of the
     memories the caller may not see (memfs/store/visibility.py), never hits."""
@@ -384,6 +387,12 @@ def search(
     if hidden is not None:  # visibility (issue 15, SPEC §6 and §7)
         subquery = hidden.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
         where.append(f"d.memory_id NOT IN ({subquery})")
+    if record_filter is not None and not record_filter.empty:
+        # The record index's own translation of the filter (memfs/store/records.py),
+        # compiled with named parameters as this text statement uses them.
+        matching = records_matching(record_filter).compile()
+        where.append(f"d.memory_id IN ({matching})")
+        compiled.params.update(matching.params)
     score = " + ".join(compiled.score) or "0"
     statement = (
         f"SELECT d.memory_id, d.store_id, d.path, d.body, ({score}) AS score "

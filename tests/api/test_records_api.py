@@ -142,3 +142,29 @@ def test_a_full_retrieve_moves_last_accessed_without_a_version(
     after = memories.retrieve(created.id, memory_store_id=store.id, view="basic")
     assert after.memory_version_id == basic.memory_version_id == created.memory_version_id
     assert len(list(admin.beta.memory_stores.memory_versions.list(store.id))) == 1
+
+
+def test_search_filters(server: Server, admin: anthropic.Anthropic, store: Any) -> None:
+    memories = admin.beta.memory_stores.memories
+    memories.create(store.id, path="/a.md", content=TONE.replace("---\n簡", "---\nkernel 簡"))
+    memories.create(
+        store.id, path="/b.md", content="---\ntype: episodic\nimportance: 0.1\n---\nkernel\n"
+    )
+    memories.create(store.id, path="/c.md", content="kernel\n")
+    with server.http() as http:
+
+        def paths(**params: Any) -> list[str]:
+            response = http.get(
+                f"/v1/memory_stores/{store.id}/search", params={"q": "kernel", **params}
+            )
+            assert response.status_code == 200, response.text
+            return sorted(hit["path"] for hit in response.json()["data"])
+
+        assert paths() == ["/a.md", "/b.md", "/c.md"]
+        assert paths(record_type="episodic") == ["/b.md"]
+        assert paths(tag="tone", min_importance=0.5) == ["/a.md"]
+        response = http.post(
+            "/v1/search",
+            json={"query": "kernel", "memory_store_ids": [store.id], "min_importance": 0.05},
+        )
+        assert sorted(h["path"] for h in response.json()["data"]) == ["/a.md", "/b.md"]

@@ -125,3 +125,17 @@ def test_prompt_explains_the_header_only_when_a_store_holds_records(
     note = cli.run("prompt", "--store", STORE).stdout
     assert "Some files are long-term memory records: they start with a YAML header" in note
     assert "a bad value is refused" in note
+
+
+def test_search_filters(cli: Cli, store: dict[str, Any]) -> None:
+    cli.put(STORE, "/a.md", header("preference", 0.8, "tags: [tone]") + " kernel")
+    cli.put(STORE, "/b.md", header("episodic", 0.2) + " kernel")
+    cli.put(STORE, "/c.md", "kernel")
+
+    def paths(*args: str) -> list[str]:
+        page = cli.run("search", "kernel", "--json", *args).json()
+        return sorted(hit["path"] for hit in page["data"])
+
+    assert paths() == ["/a.md", "/b.md", "/c.md"]
+    assert paths("--type", "episodic") == ["/b.md"]
+    assert paths("--tag", "tone", "--min-importance", "0.5") == ["/a.md"]

@@ -274,3 +274,12 @@ def test_filters_from_untyped_input() -> None:
         RecordFilter.of(record_type="post")
     with pytest.raises(InvalidInput, match="min_importance must be a number from 0 to 1"):
         RecordFilter.of(min_importance=3)
+
+
+def test_filter_strings_follow_the_header_rules() -> None:
+    with pytest.raises(InvalidInput, match="tag must be 1–64 characters"):
+        RecordFilter.of(tag="a\x00b")
+    with pytest.raises(InvalidInput, match="user_id must be 1–128 characters"):
+        RecordFilter.of(user_id="")
+    with pytest.raises(InvalidInput, match="min_importance"):
+        RecordFilter.of(min_importance=float("nan"))

@@ -261,3 +261,23 @@ def test_a_memory_tool_view_is_a_read(timed: Engine, clock: FakeClock) -> None:
     timed.flush_access()
     assert timed.get_records([memory_id])[memory_id].last_accessed == clock.now
     assert timed.get_memory(store.id, memory_id).memory_version_id == head
+
+
+def test_search_filters_by_record_fields(engine: Engine, store: MemoryStore) -> None:
+    create(engine, store, "/a.md", TONE.replace("Be brief.", "kernel notes"))
+    create(engine, store, "/b.md", "---\ntype: episodic\nimportance: 0.2\n---\nkernel trip\n")
+    create(engine, store, "/c.md", "kernel, not a record\n")
+
+    def hits(**filters: object) -> list[str]:
+        found = engine.search(
+            "kernel",
+            [store.id],
+            record_filter=RecordFilter.of(**filters),  # type: ignore[arg-type]
+        )
+        return sorted(hit.path for hit in found)
+
+    assert hits() == ["/a.md", "/b.md", "/c.md"]
+    assert hits(record_type="episodic") == ["/b.md"]
+    assert hits(tag="tone") == ["/a.md"]
+    assert hits(min_importance=0.5) == ["/a.md"]
+    assert hits(record_type="profile") == []

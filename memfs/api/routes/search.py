@@ -21,6 +21,7 @@ from memfs.api.auth import Principal
 from memfs.api.routes._common import doc, json_response, run
 from memfs.model import Scope
 from memfs.query import DEFAULT_SEARCH_LIMIT, MAX_QUERY_CHARS, MAX_SEARCH_LIMIT
+from memfs.records import RecordFilter
 from memfs.store import Engine
 from memfs.wire import search_hit_to_wire
 
@@ -75,6 +76,7 @@ def _answer(
     path_prefix: str,
     limit: int,
     semantic: bool,
+    record_filter: RecordFilter,
 ) -> dict[str, Any]:
     stores = readable_stores(principal, store_ids)
     hits = engine.search(
@@ -84,6 +86,7 @@ def _answer(
         limit=limit,
         semantic=semantic,
         viewer=principal.viewer,
+        record_filter=record_filter,
     )
     return {"data": [search_hit_to_wire(hit) for hit in hits]}
 
@@ -95,8 +98,16 @@ async def search_store(
     q: SearchQuery,
     path_prefix: PathPrefix = "/",
     limit: SearchLimit = DEFAULT_SEARCH_LIMIT,
+    record_type: Annotated[
+        str | None, Query(description="Only records of this type (SPEC §6).")
+    ] = None,
+    tag: Annotated[str | None, Query(description="Only records with this tag.")] = None,
+    min_importance: Annotated[
+        float | None, Query(ge=0, le=1, description="Only records of at least this importance.")
+    ] = None,
 ) -> JSONResponse:
-    """Ranked full-text hits among the live memories of one store, best first."""
+    """Ranked full-text hits among the live memories of one store, best first; the
+    record filters keep only records (SPEC §7)."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         return _answer(
@@ -107,6 +118,9 @@ async def search_store(
             path_prefix=path_prefix,
             limit=limit,
             semantic=False,
+            record_filter=RecordFilter.of(
+                record_type=record_type, tag=tag, min_importance=min_importance
+            ),
         )
 
     return json_response(await run(request, op))
@@ -125,6 +139,9 @@ async def search_stores(request: Request, body: schemas.SearchRequest) -> JSONRe
             path_prefix=body.path_prefix,
             limit=body.limit,
             semantic=body.semantic,
+            record_filter=RecordFilter.of(
+                record_type=body.record_type, tag=body.tag, min_importance=body.min_importance
+            ),
         )
 
     return json_response(await run(request, op))
