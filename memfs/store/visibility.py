@@ -11,7 +11,8 @@ row with ``scope = 'private'`` and neither its ``user_id`` is the viewer's, nor 
 The index holds exactly the live memories whose head is a record, so a clause on
 ``memories.id`` (listings, a mount's tree, search documents, the change feed) judges
 live memories by their head. A tombstone has no index row: its versions are judged by
-their own content (:func:`version_visible`), parsed with the records parser.
+their own content (:func:`visible_versions`, :func:`content_visible`), parsed with the
+records parser.
 
 Used by the facade (``memfs/store/engine.py``) around the aggregate calls, and by the
 listing and search queries through :func:`visible_clause`.
@@ -74,6 +75,8 @@ def visible_clause(viewer: Viewer | None, memory_id: Any) -> ColumnElement[bool]
 
 
 def hidden_among(conn: Connection, viewer: Viewer, memory_ids: Sequence[str]) -> set[str]:
+    """Those of the live memories ``memory_ids`` that are hidden from ``viewer`` (one
+    query; ids of no live record are never hidden here)."""
     if not memory_ids:
         return set()
     rows = conn.execute(
