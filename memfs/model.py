@@ -9,6 +9,7 @@ extensions SPEC §1 allows.
 from __future__ import annotations
 
 import enum
+import unicodedata
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
@@ -298,7 +299,7 @@ def _check_text(what: str, value: object) -> str:
     ``user_id``). Raises InvalidInput naming ``what``."""
     if not isinstance(value, str) or not 1 <= len(value) <= MAX_PRINCIPAL_TEXT_CHARS:
         raise InvalidInput(f"{what} must be a string of 1 to {MAX_PRINCIPAL_TEXT_CHARS} characters")
-    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+    if any(unicodedata.category(c) == "Cc" for c in value):
         raise InvalidInput(f"{what} must not contain control characters")
     return value
 
@@ -327,10 +328,9 @@ class UserPrincipal(BaseModel):
     @field_validator("roles")
     @classmethod
     def _valid_roles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        roles = sorted({_check_text("a role", role) for role in value})
-        if len(roles) > MAX_PRINCIPAL_ROLES:
+        if len(value) > MAX_PRINCIPAL_ROLES:
             raise InvalidInput(f"a principal has at most {MAX_PRINCIPAL_ROLES} roles")
-        return tuple(roles)
+        return tuple(sorted({_check_text("a role", role) for role in value}))
 
     def to_wire(self) -> dict[str, object]:
         """``{"user_id": …, "roles": [...]}`` (memfs extension on keys and sessions)."""

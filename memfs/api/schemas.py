@@ -21,6 +21,7 @@ from memfs.config import (
     MAX_SESSION_TTL_S,
     MAX_STORES_PER_SESSION,
 )
+from memfs.model import MAX_PRINCIPAL_ROLES, MAX_PRINCIPAL_TEXT_CHARS
 
 __all__ = [
     "ChangeOut",
@@ -364,11 +365,27 @@ IDENTITY_ID_PATTERN = r"^idn_[A-Za-z0-9_-]{1,64}$"
 TEMPLATE_ID_PATTERN = r"^tmpl_[A-Za-z0-9_-]{1,64}$"
 # An absolute directory of at most 1,000 characters without control characters.
 MOUNT_ROOT_PATTERN = r"^/[^\x00-\x1f\x7f]{0,999}$"
+
+
+PrincipalText = Annotated[
+    str,
+    WithJsonSchema(
+        {"type": "string", "minLength": 1, "maxLength": MAX_PRINCIPAL_TEXT_CHARS,
+         "pattern": _NO_CONTROL}
+    ),
+    Field(description="1 to 128 characters, no control characters."),
+]
+PrincipalRoles = Annotated[
+    list[PrincipalText],
+    Field(max_length=MAX_PRINCIPAL_ROLES, description="At most 32 roles (needs a user_id)."),
+]
+
+
 class PrincipalParam(_Request):
     """memfs extension (SPEC §6 visibility): the user a new session speaks for."""
 
-    user_id: str = Field(description="1–128 characters, no control characters.")
-    roles: list[str] = Field(default_factory=list, description="At most 32 roles.")
+    user_id: PrincipalText
+    roles: PrincipalRoles = Field(default_factory=list)
 
 
 class SessionCreate(_NoNul):
@@ -433,8 +450,8 @@ class SessionCreate(_NoNul):
     # memfs extension (issue 15, SPEC §6): the principal, either as one object or as
     # the two flat fields; a key with a principal hands its own when none is given.
     principal: PrincipalParam | None = None
-    user_id: str | None = Field(default=None, description="memfs extension: principal user.")
-    roles: list[str] | None = Field(default=None, description="memfs extension: its roles.")
+    user_id: PrincipalText | None = None
+    roles: PrincipalRoles | None = None
 
 
 # ----------------------------------------------------------------- responses

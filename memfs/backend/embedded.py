@@ -17,8 +17,18 @@ import trio
 
 from memfs.backend.protocol import BackendStatistics, MemoryChange
 from memfs.errors import MemfsError
-from memfs.model import Access, Actor, Change, Layout, Memory, MemoryStore, Session
+from memfs.model import (
+    Access,
+    Actor,
+    Change,
+    Layout,
+    Memory,
+    MemoryStore,
+    Session,
+    UserPrincipal,
+)
 from memfs.records import Record
+from memfs.visibility import Viewer
 
 if TYPE_CHECKING:
     from memfs.backend.protocol import AttachmentSpec
@@ -71,6 +81,9 @@ class EmbeddedBackend:
 
     Args:
         engine: an open engine; :meth:`aclose` closes it.
+        principal: the user the mount speaks for (SPEC §6 visibility): its session
+            carries it, and the mount sees only what that user sees (the store hides
+            the rest). None: a local mount that sees everything (it holds the database).
 
     Every call runs in a worker thread. Memories are returned without content (the
     mount caches content by blob key, see :mod:`memfs.fuse.cache`).
@@ -78,7 +91,7 @@ class EmbeddedBackend:
 
     CHANGE_BATCH = 1000
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, *, principal: UserPrincipal | None = None) -> None:
         self._engine = engine
         self._actor: Actor | None = None
         self._wakeups: _Wakeups | None = None
@@ -88,6 +101,8 @@ class EmbeddedBackend:
         # that change_counter read (see change_counter).
         self._delivered: dict[str, int] = {}
         self._prefetched: dict[str, tuple[int, list[Change]]] = {}
+        self._principal = principal
+        self._viewer = None if principal is None else Viewer.of(principal)
 
     async def _run(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
@@ -120,12 +135,13 @@ class EmbeddedBackend:
             mount_root=mount_root,
             with_token=False,
             layout=layout,
+            principal=self._principal,
         )
         self._actor = Actor.session(session.id)
         return session.id
 
     async def list_memories(self, store_id: str) -> list[Memory]:
-        return await self._run(self._engine.all_memories, store_id)
+        return await self._run(self._engine.all_memories, store_id, viewer=self._viewer)
 
     async def memory_room(self, store_id: str) -> int | None:
         """See the Protocol: the engine's limit minus the store's live ``entry_count``."""
@@ -134,7 +150,7 @@ class EmbeddedBackend:
 
     async def get_memory(self, store_id: str, memory_id: str) -> Memory:
         return await self._run(
-            self._engine.get_memory, store_id, memory_id, with_content=False
+            self._engine.get_memory, store_id, memory_id, with_content=False, viewer=self._viewer
         )
 
     async def read_content(self, memory: Memory) -> bytes:
@@ -145,7 +161,7 @@ class EmbeddedBackend:
         self._engine.note_access(memory_ids)
 
     async def get_record(self, store_id: str, memory_id: str) -> Record | None:
-        found = await self._run(self._engine.get_records, [memory_id])
+        found = await self._run(self._engine.get_records, [memory_id], viewer=self._viewer)
         record = found.get(memory_id)
         return record if record is not None and record.store_id == store_id else None
 
@@ -163,6 +179,7 @@ class EmbeddedBackend:
             content,
             actor=self._actor,
             metadata=metadata,
+            viewer=self._viewer,
         )
         return _without_content(memory)
 
@@ -177,6 +194,7 @@ class EmbeddedBackend:
             expected_sha256=change.expected_sha256,
             metadata=change.metadata,
             replace=change.replace,
+            viewer=self._viewer,
         )
         return _without_content(memory)
 
@@ -189,6 +207,7 @@ class EmbeddedBackend:
             memory_id,
             actor=self._actor,
             expected_sha256=expected_sha256,
+            viewer=self._viewer,
         )
 
     async def discard_created(self, store_id: str, memory_id: str) -> None:
@@ -223,7 +242,11 @@ class EmbeddedBackend:
         if after is None:
             return await self._run(self._engine.last_change_seq, store_id)
         changes = await self._run(
-            self._engine.changes_since, store_id, after, limit=self.CHANGE_BATCH
+            self._engine.changes_since,
+            store_id,
+            after,
+            limit=self.CHANGE_BATCH,
+            viewer=self._viewer,  # handed out by changes_since: the same view
         )
         if len(changes) >= self.CHANGE_BATCH:
             return await self._run(self._engine.last_change_seq, store_id)
@@ -241,7 +264,12 @@ class EmbeddedBackend:
         if prefetched is not None and prefetched[0] == after_seq and prefetched[1]:
             return self._deliver(store_id, after_seq, prefetched[1])
         read = functools.partial(
-            self._run, self._engine.changes_since, store_id, after_seq, limit=self.CHANGE_BATCH
+            self._run,
+            self._engine.changes_since,
+            store_id,
+            after_seq,
+            limit=self.CHANGE_BATCH,
+            viewer=self._viewer,
         )
         if timeout_s <= 0:
             return self._deliver(store_id, after_seq, await read())

@@ -30,7 +30,7 @@ import select
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 import typer
@@ -131,6 +131,18 @@ def mount(
             "sandbox or container).",
         ),
     ] = None,
+    user_id: Annotated[
+        str | None,
+        typer.Option(
+            "--user-id",
+            help="Embedded: mount as this user; its session carries the principal and "
+            "the mount shows only the records that user may see (SPEC §6).",
+        ),
+    ] = None,
+    role: Annotated[
+        list[str] | None,
+        typer.Option("--role", help="Embedded: a role of that user; repeatable."),
+    ] = None,
     ready_fd: Annotated[int | None, typer.Option("--ready-fd", hidden=True)] = None,
 ) -> None:
     """Mount memory stores as a directory tree (FUSE): from the database, or from a
@@ -156,6 +168,7 @@ def mount(
             parse_store_spec(spec)
         except InvalidInput as exc:
             fail(exc.message)
+    _check_principal(api, user_id, role or [])
     _check_source(api, token, database, stores)
     if not nonempty:
         _refuse_non_empty(mountpoint)
@@ -171,6 +184,8 @@ def mount(
         wait_for_server_s=wait_for_server_s,
         debug=debug,
         access=_access(options),
+        user_id=user_id,
+        roles=list(role or []),
     )
     if not foreground:
         _mount_in_background(request)
@@ -191,6 +206,21 @@ def _layout_option(layout: str | None, *, remote: bool) -> Any:
         fail(f"--layout must be per-store or flat, not {layout!r}")
 
 
+def _check_principal(api: str | None, user_id: str | None, roles: list[str]) -> None:
+    """Fails unless ``--user-id``/``--role`` make a valid principal of an embedded mount
+    (issue 15, SPEC §6); a remote mount's principal is its session's."""
+    from memfs.errors import InvalidInput
+    from memfs.visibility import make_principal
+
+    try:
+        make_principal(user_id, roles)
+    except InvalidInput as exc:
+        fail(exc.message)
+    if api is not None and user_id is not None:
+        fail("--user-id is for embedded mounts: a remote mount sees what its session's "
+             "principal sees (memfs session create --user-id)")
+
+
 @dataclass(frozen=True)
 class _MountRequest:
     mountpoint: str
@@ -202,6 +232,8 @@ class _MountRequest:
     wait_for_server_s: float
     debug: bool
     access: Any  # memfs.fuse.sandbox.MountAccess
+    user_id: str | None = None
+    roles: list[str] = field(default_factory=list)
 
 
 def _check_source(
@@ -309,8 +341,10 @@ def _backend(request: _MountRequest) -> Any:
         return RemoteBackend(client, startup_wait_s=request.wait_for_server_s)
     from memfs.backend import EmbeddedBackend
     from memfs.store import open_engine
+    from memfs.visibility import make_principal
 
-    return EmbeddedBackend(open_engine(request.database))
+    principal = make_principal(request.user_id, request.roles)
+    return EmbeddedBackend(open_engine(request.database), principal=principal)
 
 
 def _mount_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
@@ -370,18 +404,13 @@ def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
         fail(str(exc))
 
 
-def _mount_in_background(request: _MountRequest) -> None:
-    from memfs.fuse.status import log_path
-    from memfs.local import hold_mount_lock, open_private, private_directory
-
-    target = os.path.realpath(request.mountpoint)
-    log_file = log_path(target)
-    private_directory(log_file.parent)
-    read_end, write_end = os.pipe()
+def _daemon_command(request: _MountRequest, target: str, ready_fd: int) -> list[str]:
+    """The ``memfs mount --foreground`` command line of the daemon a background mount
+    starts (the token goes in its environment, never here)."""
     command = [
         sys.executable, "-m", "memfs.cli.mounting",
         "mount", target, "--foreground",
-        "--ready-fd", str(write_end), "--nonempty",  # checked above, before the start
+        "--ready-fd", str(ready_fd), "--nonempty",  # checked above, before the start
     ]
     if request.layout is not None:  # else the session's (a remote mount)
         command += ["--layout", request.layout.value]
@@ -390,13 +419,30 @@ def _mount_in_background(request: _MountRequest) -> None:
     command += _access_arguments(request.access)
     if request.database:
         command += ["--database", request.database]
+    if request.api is not None:
+        command += ["--api", request.api, "--wait-for-server", str(request.wait_for_server_s)]
+    if request.debug:
+        command.append("--debug")
+    if request.user_id is not None:
+        command += ["--user-id", request.user_id]
+    for role in request.roles:
+        command += ["--role", role]
+    return command
+
+
+def _mount_in_background(request: _MountRequest) -> None:
+    from memfs.fuse.status import log_path
+    from memfs.local import hold_mount_lock, open_private, private_directory
+
+    target = os.path.realpath(request.mountpoint)
+    log_file = log_path(target)
+    private_directory(log_file.parent)
+    read_end, write_end = os.pipe()
+    command = _daemon_command(request, target, write_end)
     env = dict(os.environ)
     if request.api is not None:
         assert request.token is not None
-        command += ["--api", request.api, "--wait-for-server", str(request.wait_for_server_s)]
         env[TOKEN_ENV] = request.token  # never in argv: /proc/<pid>/cmdline is public
-    if request.debug:
-        command.append("--debug")
     # The daemon inherits the lock of its log for its lifetime: a redaction made while
     # no daemon runs scrubs this log itself (memfs.local.scrub_stopped_mounts).
     lock = hold_mount_lock(log_file)

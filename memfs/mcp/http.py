@@ -132,7 +132,11 @@ class McpHttpEndpoint:
             attachments_of_principal, self._engine, principal
         )
         access = EngineAccess(
-            self._engine, attachments, principal.actor, require=principal.require
+            self._engine,
+            attachments,
+            principal.actor,
+            require=principal.require,
+            viewer=principal.viewer,  # visibility (issue 15, SPEC §6)
         )
         return MemoryFiles(access, attachments)
 

@@ -35,6 +35,7 @@ from memfs import rules
 from memfs.errors import InvalidInput, NotFound
 from memfs.model import Access, Actor, Memory, MemoryPrefix, Scope, Session
 from memfs.query import SearchHit
+from memfs.visibility import Viewer
 
 if TYPE_CHECKING:
     from memfs.remote.client import MemfsClient
@@ -235,6 +236,8 @@ class EngineAccess:
         actor: recorded as ``created_by`` of every version written.
         require: checks each operation's scope on its store first (an HTTP request's
             principal); None when ``attachments`` is all the policy there is.
+        viewer: whose records it sees (SPEC §6; an HTTP request's principal): the
+            engine hides the others. None: everything (local use).
     """
 
     def __init__(
@@ -244,11 +247,13 @@ class EngineAccess:
         actor: Actor,
         *,
         require: Require | None = None,
+        viewer: Viewer | None = None,
     ) -> None:
         self._engine = engine
         self._attachments = list(attachments)
         self.actor = actor
         self._require = require
+        self._viewer = viewer
 
     async def _call(self, scope: Scope, store_id: str, func: Callable[[], T]) -> T:
         if self._require is not None:
@@ -261,7 +266,9 @@ class EngineAccess:
     async def read(self, store_id: str, path: str) -> StoredFile | None:
         def read() -> StoredFile | None:
             try:
-                memory = self._engine.get_memory_by_path(store_id, path, with_content=True)
+                memory = self._engine.get_memory_by_path(
+                    store_id, path, with_content=True, viewer=self._viewer
+                )
             except NotFound:
                 self._engine.get_store(store_id)  # a missing store is an error, not None
                 return None
@@ -282,7 +289,11 @@ class EngineAccess:
             cursor: str | None = None
             while True:
                 page = self._engine.list_memories(
-                    store_id, path_prefix=prefix, limit=LISTING_PAGE_LIMIT, cursor=cursor
+                    store_id,
+                    path_prefix=prefix,
+                    limit=LISTING_PAGE_LIMIT,
+                    cursor=cursor,
+                    viewer=self._viewer,
                 )
                 found.extend(_info(m) for m in page.items if not isinstance(m, MemoryPrefix))
                 cursor = page.next_cursor
@@ -293,7 +304,12 @@ class EngineAccess:
 
     async def create(self, store_id: str, path: str, content: str) -> None:
         create = functools.partial(
-            self._engine.create_memory, store_id, path, content, actor=self.actor
+            self._engine.create_memory,
+            store_id,
+            path,
+            content,
+            actor=self.actor,
+            viewer=self._viewer,
         )
         await self._call(Scope.WRITE, store_id, create)
 
@@ -314,12 +330,13 @@ class EngineAccess:
             content=content,
             path=path,
             expected_sha256=expected_sha256,
+            viewer=self._viewer,
         )
         await self._call(Scope.WRITE, store_id, update)
 
     async def delete(self, store_id: str, memory_id: str) -> None:
         delete = functools.partial(
-            self._engine.delete_memory, store_id, memory_id, actor=self.actor
+            self._engine.delete_memory, store_id, memory_id, actor=self.actor, viewer=self._viewer
         )
         await self._call(Scope.DELETE, store_id, delete)
 
@@ -333,7 +350,9 @@ class EngineAccess:
         if self._require is not None:
             for store_id in store_ids:
                 self._require(Scope.READ, store_id)
-        search = functools.partial(self._engine.search, query, list(store_ids), limit=limit)
+        search = functools.partial(
+            self._engine.search, query, list(store_ids), limit=limit, viewer=self._viewer
+        )
         return await anyio.to_thread.run_sync(search)
 
     async def aclose(self) -> None:

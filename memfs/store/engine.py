@@ -240,6 +240,7 @@ class Engine:
         name: str | None = None,
         description: str | None = None,
         metadata_patch: dict[str, str | None] | None = None,
+        viewer: Viewer | None = None,
     ) -> MemoryStore:
         """Patches a store; None means "no change"; a metadata value None removes the key.
 
@@ -248,11 +249,14 @@ class Engine:
         Raises:
             NotFound, StoreArchived (updating an archived store), InvalidStoreField,
             InvalidMetadata (also when the patched result has more than 16 keys).
+
+        The store comes back with the counts ``viewer`` sees.
         """
         with self._db.write() as conn:
-            return stores.update_store(
+            store = stores.update_store(
                 conn, store_id, name=name, description=description, metadata_patch=metadata_patch
             )
+            return _counted(conn, viewer, store)
 
     def list_stores(
         self,
@@ -286,9 +290,15 @@ class Engine:
             return page.model_copy(update={"items": items})
 
     def archive_store(
-        self, store_id: str, *, actor: Actor | None = None, force: bool = False
+        self,
+        store_id: str,
+        *,
+        actor: Actor | None = None,
+        force: bool = False,
+        viewer: Viewer | None = None,
     ) -> MemoryStore:
-        """Archives a store (one-way; an archived store comes back unchanged).
+        """Archives a store (one-way; an archived store comes back unchanged), with the
+        counts ``viewer`` sees.
 
         Raises:
             NotFound.
@@ -511,6 +521,7 @@ class Engine:
         """
         with self._db.write() as conn:
             seen.require_visible(conn, viewer, memory_id)
+            replace = seen.keeps_hidden(conn, viewer, store_id, path, replace)
             memory = memories.update_memory(
                 conn,
                 store_id,

@@ -312,6 +312,28 @@ def check_sessions(conn: Connection) -> Iterator[str]:
             yield f"session {r.id}: its API key {r.api_key_id} is revoked but it is not"
 
 
+def check_principals(conn: Connection) -> Iterator[str]:
+    """A key's or session's principal is whole (issue 15, schema.py): roles iff a user
+    id, and the roles a JSON list of strings."""
+    for table in (api_keys, sessions):
+        rows = conn.execute(
+            select(table.c.id, table.c.principal_user_id, table.c.principal_roles_json)
+        )
+        for r in rows:
+            if (r.principal_user_id is None) != (r.principal_roles_json is None):
+                yield f"{table.name} {r.id}: principal_user_id and principal_roles_json " \
+                    "must be both set or both NULL"
+                continue
+            if r.principal_roles_json is None:
+                continue
+            try:
+                roles = json.loads(r.principal_roles_json)
+            except ValueError:
+                roles = None
+            if not isinstance(roles, list) or not all(isinstance(x, str) for x in roles):
+                yield f"{table.name} {r.id}: principal_roles_json is not a JSON list of strings"
+
+
 def check_search_index(conn: Connection) -> Iterator[str]:
     """The search documents are exactly the live memories at their current path and head
     content, and the dialect's index agrees with them (memfs/store/search.py)."""
@@ -338,6 +360,7 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_change_feed,
     check_metadata_json,
     check_sessions,
+    check_principals,
     check_search_index,
     check_mount_counts,
     check_records,

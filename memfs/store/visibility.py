@@ -11,7 +11,8 @@ row with ``scope = 'private'`` and neither its ``user_id`` is the viewer's, nor 
 The index holds exactly the live memories whose head is a record, so a clause on
 ``memories.id`` (listings, a mount's tree, search documents, the change feed) judges
 live memories by their head. A tombstone has no index row: its versions are judged by
-their own content (:func:`version_visible`), parsed with the records parser.
+their own content (:func:`visible_versions`, :func:`content_visible`), parsed with the
+records parser.
 
 Used by the facade (``memfs/store/engine.py``) around the aggregate calls, and by the
 listing and search queries through :func:`visible_clause`.
@@ -37,6 +38,7 @@ __all__ = [
     "hidden_among",
     "hidden_ids",
     "hidden_tombstones",
+    "keeps_hidden",
     "require_visible",
     "visible_changes",
     "visible_clause",
@@ -73,6 +75,8 @@ def visible_clause(viewer: Viewer | None, memory_id: Any) -> ColumnElement[bool]
 
 
 def hidden_among(conn: Connection, viewer: Viewer, memory_ids: Sequence[str]) -> set[str]:
+    """Those of the live memories ``memory_ids`` that are hidden from ``viewer`` (one
+    query; ids of no live record are never hidden here)."""
     if not memory_ids:
         return set()
     rows = conn.execute(
@@ -86,6 +90,24 @@ def require_visible(conn: Connection, viewer: Viewer | None, memory_id: str) -> 
     is hidden from ``viewer``: an invisible record does not exist for it (SPEC §6)."""
     if viewer is not None and hidden_among(conn, viewer, [memory_id]):
         raise NotFound(f"memory {memory_id!r} not found")
+
+
+def keeps_hidden(
+    conn: Connection, viewer: Viewer | None, store_id: str, path: str | None, replace: bool
+) -> bool:
+    """``replace`` of an update moving a memory to ``path``, turned off when the live
+    memory there is hidden from ``viewer``: a rename over it is then the PathConflict of
+    any occupied path, never a soft delete of a record the viewer can't see."""
+    if viewer is None or path is None or not replace:
+        return replace
+    occupant = conn.execute(
+        select(memories.c.id).where(
+            memories.c.store_id == store_id,
+            memories.c.path == path,
+            memories.c.deleted_at.is_(None),
+        )
+    ).scalar()
+    return occupant is None or not hidden_among(conn, viewer, [occupant])
 
 
 def _record_of(conn: Connection, memory_id: str) -> RecordVisibility | None:

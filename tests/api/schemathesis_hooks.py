@@ -10,7 +10,8 @@ rule named, and said in the descriptions of :mod:`memfs.api.schemas`:
   ``mode=redact`` (query parameters can't depend on each other in OpenAPI), a forget
   option given in the body and the query with two values, a directory moved into
   itself, a store attached twice to one session, a session given both resources and an
-  (identity, template) pair (or neither), a flat session with two writable stores;
+  (identity, template) pair (or neither), a flat session with two writable stores, a
+  session's ``roles`` without its ``user_id`` or with a ``principal`` object;
 - ``page`` cursors: opaque, only ever taken from a response (the stateful links do).
 
 Path parameters are replaced by real ids (``$MEMFS_FUZZ_IDS``) in about half of the
@@ -69,6 +70,12 @@ def _rename_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
 
 
 def _session_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
+    # The principal (issue 15): roles need a user_id; one form or the other, not both.
+    flat = body.get("user_id") is not None or body.get("roles") is not None
+    if (body.get("roles") and body.get("user_id") is None) or (
+        flat and body.get("principal") is not None
+    ):
+        return False
     resources = body.get("resources")
     pair = [body.get("identity_id"), body.get("template_id")]
     if resources is None:  # SPEC §8: a pair's session, which is flat

@@ -20,7 +20,7 @@ from store_helpers import execute_sql
 
 from memfs.errors import CorruptedStore, InvalidInput
 from memfs.ids import blob_key_of
-from memfs.model import Actor, DeleteMode, MemoryStore, Scope
+from memfs.model import Actor, DeleteMode, MemoryStore, Scope, UserPrincipal
 from memfs.store import Engine, ResourceSpec, fsck_database
 from memfs.store.fsck import CHECKS
 
@@ -360,6 +360,25 @@ def test_sessions(engine: Engine, store: MemoryStore) -> None:
             f"session {too_long.id}: expires {lifetime} after its creation (1 s to 30 days)",
             f"session {ghost_key.id}: its API key apikey_ghost does not exist",
             f"session {not_revoked.id}: its API key {key_.id} is revoked but it is not",
+        ]
+    )
+    assert fine.id not in " ".join(findings(engine))
+
+
+@covers("check_principals")
+def test_principals(engine: Engine, store: MemoryStore) -> None:
+    alice = UserPrincipal(user_id="alice", roles=("support",))
+    half, _ = engine.create_api_key("k", [Scope.READ], principal=alice)
+    not_a_list, _ = engine.create_session([ResourceSpec(store.id)], principal=alice)
+    fine, _ = engine.create_session([ResourceSpec(store.id)], principal=alice)
+    raw = functools.partial(execute_sql, engine.url)
+    raw(f"UPDATE api_keys SET principal_roles_json = NULL WHERE id = '{half.id}'")
+    raw(f"UPDATE sessions SET principal_roles_json = '{{}}' WHERE id = '{not_a_list.id}'")
+    assert sorted(findings(engine)) == sorted(
+        [
+            f"api_keys {half.id}: principal_user_id and principal_roles_json must be both "
+            "set or both NULL",
+            f"sessions {not_a_list.id}: principal_roles_json is not a JSON list of strings",
         ]
     )
     assert fine.id not in " ".join(findings(engine))

@@ -62,6 +62,9 @@ def test_two_principals_see_their_own_and_shared_records_only(
         for name, client in (("alice", alice), ("bob", bob), ("plain", plain), ("admin", admin))
     }
     assert counts == {"alice": 3, "bob": 3, "plain": 2, "admin": 4}
+    assert alice.update(store.id, description="ours").model_dump()["entry_count"] == 3
+    listed = {s.id: s.model_dump()["entry_count"] for s in plain.list()}
+    assert listed[store.id] == 2
 
     # Retrieve, update and delete of the other's record: the 404 of an unknown id.
     with pytest.raises(anthropic.NotFoundError):

@@ -10,7 +10,7 @@ import os
 from pathlib import Path
 
 import pytest
-from _support.mount import Mounter, errno_of, run, wait_until
+from _support.mount import MEMFS, Mounter, errno_of, run, wait_until
 from _support.serve import ServeProcess
 
 from memfs.model import Access, Actor
@@ -75,3 +75,53 @@ def test_a_mount_for_alice_shows_her_records_and_shared_ones_only(
     log = mount.log_file.read_text()
     assert "invisible to its writer" in log
     assert "user_id: alice" in log
+    # `memfs status` names the refusal; the bytes are kept under rejected/ (SPEC §4).
+    assert "invisible to its writer" in run(MEMFS, "status", str(root)).stdout
+
+
+def test_an_embedded_mount_with_a_principal_sees_what_its_user_sees(
+    mounter: Mounter, store_engine: Engine
+) -> None:
+    store = store_engine.create_store("Shared")
+    for path, content in {
+        "/alice.md": record("alice"),
+        "/bob.md": record("bob"),
+        "/team.md": record("bob", "share"),
+        "/support.md": "---\ntype: procedural\nuser_id: bob\nallowed_roles: [support]\n"
+        "---\nhow to escalate\n",
+    }.items():
+        store_engine.create_memory(store.id, path, content, actor=ACTOR)
+    mount = mounter.mount(
+        "Shared", layout="flat", extra_args=("--user-id", "alice", "--role", "support")
+    )
+    root = Path(mount.path)
+    assert sorted(os.listdir(root)) == ["alice.md", "support.md", "team.md"]
+    assert errno_of(f"open({str(root / 'bob.md')!r})") == "ENOENT"
+    sessions = store_engine.list_sessions(store.id).items
+    assert [s.principal for s in sessions] == [
+        UserPrincipal(user_id="alice", roles=("support",))
+    ]
+    store_engine.create_memory(store.id, "/bob2.md", record("bob"), actor=ACTOR)
+    store_engine.create_memory(store.id, "/team2.md", record("bob", "share"), actor=ACTOR)
+    wait_until(lambda: (root / "team2.md").exists(), "the shared record to appear")
+    assert "bob2.md" not in os.listdir(root)
+    mount.expect_log("invisible to its writer")
+    assert errno_of(
+        f"""
+        with open({str(root / 'alice.md')!r}, 'w') as f:
+            f.write({record('bob')!r})
+        """
+    ) == "EACCES"
+    assert store_engine.get_memory_by_path(store.id, "/alice.md").content == record("alice")
+    # A rename onto the path of a record she can't see does not replace (delete) it.
+    assert errno_of(
+        f"os.rename({str(root / 'alice.md')!r}, {str(root / 'bob.md')!r})"
+    ) == "EEXIST"
+    assert store_engine.get_memory_by_path(store.id, "/bob.md").content == record("bob")
+    assert (root / "alice.md").read_text() == record("alice")
+    # Without a principal an embedded mount is local: it shows every record.
+    everything = mounter.mount("Shared", layout="flat")
+    wait_until(
+        lambda: "bob2.md" in os.listdir(everything.path), "the local mount to list bob2.md"
+    )
+    assert "bob.md" in os.listdir(everything.path)

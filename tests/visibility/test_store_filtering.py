@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from memfs.errors import NotFound, PermissionDenied
+from memfs.errors import NotFound, PathConflict, PermissionDenied
 from memfs.model import Actor, ChangeKind, DeleteMode, MemoryStore
 from memfs.store import Engine
 from memfs.visibility import Viewer
@@ -211,3 +211,23 @@ def test_record_listings_and_relations_hide_what_the_viewer_can_not_see(
     assert {r.memory_path for r in engine.relations_to(shared.id)} == {
         "/a/points.md", "/a/bob-points.md",
     }
+
+
+def test_a_rename_never_replaces_a_record_the_viewer_can_not_see(
+    engine: Engine, store: MemoryStore
+) -> None:
+    mine = engine.create_memory(store.id, "/a/draft.md", record("alice"), actor=ACTOR)
+    bob_only = engine.get_memory_by_path(store.id, "/a/bob.md")
+    with pytest.raises(PathConflict):
+        engine.update_memory(
+            store.id, mine.id, path="/a/bob.md", replace=True, actor=ACTOR, viewer=ALICE
+        )
+    assert engine.get_memory(store.id, bob_only.id).content == record("bob")
+    # Over a record she sees, the rename replaces it as rename(2) does.
+    shared = engine.get_memory_by_path(store.id, "/a/shared.md")
+    moved = engine.update_memory(
+        store.id, mine.id, path="/a/shared.md", replace=True, actor=ACTOR, viewer=ALICE
+    )
+    assert moved.path == "/a/shared.md"
+    with pytest.raises(NotFound):
+        engine.get_memory(store.id, shared.id)

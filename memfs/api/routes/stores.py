@@ -96,6 +96,7 @@ async def _update_memory_store(
             name=body.name,
             description=body.description,
             metadata_patch=body.metadata,
+            viewer=principal.viewer,
         )
         return store_to_wire(store)
 
@@ -157,8 +158,10 @@ async def archive_memory_store(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id, agents=False)
-        store = engine.archive_store(memory_store_id, actor=principal.actor, force=force)
-        return store_to_wire(store)
+        archived = engine.archive_store(
+            memory_store_id, actor=principal.actor, force=force, viewer=principal.viewer
+        )
+        return store_to_wire(archived)
 
     return json_response(await run(request, op))
 
