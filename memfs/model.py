@@ -24,6 +24,7 @@ __all__ = [
     "DeleteMode",
     "Memory",
     "MemoryPrefix",
+    "MemoryStatus",
     "MemoryStore",
     "MemoryVersion",
     "Operation",
@@ -112,6 +113,14 @@ class DeleteMode(enum.StrEnum):
     SOFT_DELETE = "soft_delete"
     REDACT = "redact"
     HARD_DELETE = "hard_delete"
+
+
+class MemoryStatus(enum.StrEnum):
+    """A memory's ``status`` on the wire (seed 004): live, or soft-deleted (restorable).
+    Redacted tombstones are never returned, so they have none."""
+
+    ACTIVE = "active"
+    DELETED = "deleted"
 
 
 class Access(enum.StrEnum):

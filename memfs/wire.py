@@ -57,7 +57,8 @@ def store_deleted_to_wire(store_id: str) -> dict[str, Any]:
 
 
 def memory_to_wire(memory: Memory, *, full: bool) -> dict[str, Any]:
-    """api-contract §4.3 ``memory``; ``content`` is null unless ``full``. Adds ``metadata``."""
+    """api-contract §4.3 ``memory``; ``content`` is null unless ``full``. Adds ``metadata``
+    and ``status`` (``active``, or ``deleted`` for a soft-deleted memory, seed 004)."""
     return {
         "id": memory.id,
         "type": "memory",
@@ -70,6 +71,7 @@ def memory_to_wire(memory: Memory, *, full: bool) -> dict[str, Any]:
         "created_at": _ts(memory.created_at),
         "updated_at": _ts(memory.updated_at),
         "metadata": dict(memory.metadata),
+        "status": "active" if memory.deleted_at is None else "deleted",
     }
 
 

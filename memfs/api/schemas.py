@@ -263,12 +263,20 @@ class MemoryForget(_Request):
         default=None, description="mode=redact only: the tombstone's text ([REDACTED] by default)."
     )
     expected_content_sha256: Sha256 | None = None
+    metadata: Metadata | None = Field(
+        default=None,
+        description="Kept with the audit event (seed 004 MemoryForgetRequest); the "
+        "memory's own metadata is not changed by it.",
+    )
 
 
 class MemoryRestore(_Request):
-    """Body of ``POST …/memories/{id}/restore`` (SPEC §2)."""
+    """Body of ``POST …/memories/{id}/restore`` (SPEC §2, seed 004 MemoryRestoreRequest)."""
 
     reason: str | None = Field(default=None, description="Recorded in the audit trail.")
+    metadata: Metadata | None = Field(
+        default=None, description="Kept with the audit event (seed 004)."
+    )
 
 
 class SessionResourceParam(_Request):
@@ -385,6 +393,10 @@ class MemoryOut(_Response):
     created_at: Timestamp
     updated_at: Timestamp
     metadata: dict[str, str]
+    status: Literal["active", "deleted"] = Field(
+        description="memfs extension (seed 004): deleted for a soft-deleted memory, "
+        "listed with include_deleted=true or status=deleted; restorable."
+    )
 
 
 class MemoryPrefixOut(_Response):
@@ -507,9 +519,14 @@ class DeletedSession(_Response):
 
 
 class AuditEvent(_Response):
+    """One audit-log entry (SPEC §2 "audited"); ``metadata`` is what the forget or
+    restore request carried (seed 004), ``{}`` when none."""
+
     action: str
+    memory_store_id: str
     memory_id: str | None
     reason: str | None
+    metadata: dict[str, str]
     actor_type: str | None
     actor_id: str | None
     created_at: Timestamp

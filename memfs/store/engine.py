@@ -36,12 +36,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
 from memfs import config
 from memfs import query as query_language
-from memfs.errors import SearchUnavailable
+from memfs.errors import InvalidInput, SearchUnavailable
 from memfs.model import (
     Actor,
     ActorType,
@@ -50,6 +51,7 @@ from memfs.model import (
     DeleteMode,
     Memory,
     MemoryPrefix,
+    MemoryStatus,
     MemoryStore,
     MemoryVersion,
     Operation,
@@ -280,6 +282,16 @@ class Engine:
                 memory_limit=self.memory_limit,
             )
 
+    def memory_store_id(self, memory_id: str) -> str:
+        """The id of the store holding memory ``memory_id``, live or tombstoned (the
+        seed 004 store-less routes find the store this way).
+
+        Raises:
+            NotFound: no memory has this id (never was, or hard-deleted).
+        """
+        with self._db.read() as conn:
+            return memories.memory_store_id(conn, memory_id)
+
     def get_memory(self, store_id: str, memory_id: str, *, with_content: bool = True) -> Memory:
         """A live memory by id. Raises NotFound (unknown, deleted, other store)."""
         with self._db.read() as conn:
@@ -352,8 +364,10 @@ class Engine:
         mode: DeleteMode = DeleteMode.SOFT_DELETE,
         reason: str | None = None,
         replacement: str = "[REDACTED]",
+        audit_metadata: dict[str, str] | None = None,
     ) -> None:
-        """Deletes a live memory in one of the SPEC §2 modes; audited with ``reason``.
+        """Deletes a live memory in one of the SPEC §2 modes; audited with ``reason``
+        and ``audit_metadata`` (seed 004: the request's metadata, SPEC §1 rules).
 
         soft_delete: tombstone + ``deleted`` version, restorable. redact: tombstone whose
         content is ``replacement``, metadata cleared, every earlier version redacted, not
@@ -362,7 +376,7 @@ class Engine:
 
         Raises:
             NotFound, PreconditionFailed, InvalidContent (bad replacement), InvalidInput
-            (unknown mode).
+            (unknown mode), InvalidMetadata (``audit_metadata``).
         """
         with self._db.write() as conn:
             memories.delete_memory(
@@ -374,14 +388,22 @@ class Engine:
                 mode=mode,
                 reason=reason,
                 replacement=replacement,
+                audit_metadata=audit_metadata,
             )
         if mode != DeleteMode.SOFT_DELETE:
             self._db.checkpoint()
 
     def restore_memory(
-        self, store_id: str, memory_id: str, *, actor: Actor | None, reason: str | None = None
+        self,
+        store_id: str,
+        memory_id: str,
+        *,
+        actor: Actor | None,
+        reason: str | None = None,
+        audit_metadata: dict[str, str] | None = None,
     ) -> Memory:
-        """Brings a soft-deleted memory back with its id, path and content.
+        """Brings a soft-deleted memory back with its id, path and content; audited with
+        ``reason`` and ``audit_metadata`` (seed 004).
 
         Writes a ``created`` version (the memory comes back into existence) carrying the
         content of its newest content version.
@@ -391,6 +413,7 @@ class Engine:
             StoreArchived, StoreFull.
             NotRestorable: the memory is live, was redacted, or its content was redacted.
             PathConflict: its path (or an ancestor/descendant) is now taken.
+            InvalidMetadata: ``audit_metadata`` breaks SPEC §1.
         """
         with self._db.write() as conn:
             return memories.restore_memory(
@@ -400,6 +423,7 @@ class Engine:
                 actor=actor,
                 reason=reason,
                 memory_limit=self.memory_limit,
+                audit_metadata=audit_metadata,
             )
 
     def rename_prefix(
@@ -434,16 +458,37 @@ class Engine:
         limit: int = 20,
         cursor: str | None = None,
         with_content: bool = False,
+        status: MemoryStatus | None = MemoryStatus.ACTIVE,
     ) -> Page[Memory | MemoryPrefix]:
-        """Live memories under ``path_prefix`` in byte order of path, rolled up by depth.
+        """Memories under ``path_prefix`` in byte order of path, rolled up by depth.
 
         With ``depth`` > 0, a memory more than ``depth`` segments below the prefix is
         replaced by one ``MemoryPrefix`` of its first ``depth`` segments (deduplicated;
         api-contract §5.10). Prefixes and memories both count toward ``limit``.
 
+        Args:
+            status: ``ACTIVE`` (default) lists the live memories; ``DELETED`` the
+                soft-deleted (restorable) ones, None both (seed 004: an admin finds what
+                to restore), in path then id order, ``deleted_at`` set on tombstones,
+                which have no content; redacted tombstones are never listed.
+
         Raises:
-            NotFound, InvalidPath (prefix), InvalidInput (depth/limit), InvalidCursor.
+            NotFound, InvalidPath (prefix), InvalidInput (depth/limit; a depth other
+            than 0 with deleted memories), InvalidCursor.
         """
+        if status is not MemoryStatus.ACTIVE:
+            if depth != 0:
+                raise InvalidInput("depth must be 0 when deleted memories are listed")
+            with self._db.read() as conn:
+                return listing.list_with_deleted(
+                    conn,
+                    store_id,
+                    path_prefix=path_prefix,
+                    status=status,
+                    limit=limit,
+                    cursor=cursor,
+                    with_content=with_content,
+                )
         with self._db.read() as conn:
             return listing.list_memories(
                 conn,
@@ -599,16 +644,31 @@ class Engine:
     # -------------------------------------------------- change feed, audit
 
     def audit_events(
-        self, store_id: str, *, memory_id: str | None = None
-    ) -> list[dict[str, str | None]]:
-        """Audit trail of deletions, redactions, restores and store events, newest first.
+        self,
+        store_id: str | None,
+        *,
+        memory_id: str | None = None,
+        since: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Audit trail of deletions, redactions, restores, prunes and store events,
+        newest first (SPEC §2 "audited").
+
+        Args:
+            store_id: one store's events (they outlive the store); None: every store's.
+            memory_id: only the events of this memory.
+            since: only events at or after this time.
+            limit: at most this many (the newest); None: all.
 
         Returns:
-            dicts with keys ``action``, ``memory_id``, ``reason``, ``actor_type``,
-            ``actor_id``, ``created_at`` (RFC 3339 text). Works after the store is deleted.
+            dicts with keys ``action``, ``memory_store_id``, ``memory_id``, ``reason``,
+            ``metadata`` (a dict, ``{}`` when none), ``actor_type``, ``actor_id``,
+            ``created_at`` (RFC 3339 text).
         """
         with self._db.read() as conn:
-            return feed.audit_events(conn, store_id, memory_id=memory_id)
+            return feed.audit_events(
+                conn, store_id, memory_id=memory_id, since=since, limit=limit
+            )
 
     def last_change_seq(self, store_id: str) -> int:
         """The newest change seq of a store (0 when none). Raises NotFound."""

@@ -185,6 +185,24 @@ def _live_row(conn: Connection, store_id: str, memory_id: str) -> Row[Any]:
     return row
 
 
+def _audit_metadata(metadata: dict[str, str] | None) -> dict[str, str] | None:
+    """The metadata of a forget or restore request, checked by the SPEC §1 rules
+    (seed 004: kept with the audit event). Raises InvalidMetadata."""
+    if metadata is None:
+        return None
+    return {key: str(value) for key, value in rules.validate_metadata(metadata).items()}
+
+
+def memory_store_id(conn: Connection, memory_id: str) -> str:
+    """See :meth:`memfs.store.Engine.memory_store_id`."""
+    store_id = conn.execute(
+        select(memories.c.store_id).where(memories.c.id == memory_id)
+    ).scalar()
+    if store_id is None:
+        raise NotFound(f"memory {memory_id!r} not found")
+    return str(store_id)
+
+
 def _set_memory_columns(conn: Connection, memory_id: str, values: dict[str, Any]) -> None:
     """UPDATE memories SET ``values`` for one memory (a prebuilt statement)."""
     if not values.keys() <= _MEMORY_COLUMNS:
@@ -431,6 +449,7 @@ def _tombstone(
     reason: str | None,
     now: str,
     content: dict[str, Any],
+    audit_metadata: dict[str, str] | None = None,
 ) -> None:
     """Turns a live memory into a tombstone: a ``deleted`` version, the row marked with
     ``mode``, the audit entry and the change, in one go.
@@ -474,7 +493,15 @@ def _tombstone(
         },
     )
     search.unindex_memory(conn, row.id)
-    feed.audit(conn, store_id, mode.value, memory_id=row.id, actor=actor, reason=reason)
+    feed.audit(
+        conn,
+        store_id,
+        mode.value,
+        memory_id=row.id,
+        actor=actor,
+        reason=reason,
+        metadata=audit_metadata,
+    )
     feed.emit(
         conn,
         store_id,
@@ -496,6 +523,7 @@ def delete_memory(
     mode: DeleteMode,
     reason: str | None,
     replacement: str,
+    audit_metadata: dict[str, str] | None = None,
 ) -> None:
     """See :meth:`memfs.store.Engine.delete_memory`."""
     try:
@@ -503,6 +531,7 @@ def delete_memory(
     except ValueError as exc:
         raise InvalidInput("mode must be soft_delete, redact or hard_delete") from exc
     replacement_data = rules.validate_content(replacement).encode("utf-8")
+    audit_metadata = _audit_metadata(audit_metadata)
     lock_store(conn, store_id)
     row = _live_row(conn, store_id, memory_id)
     _check_precondition(row, expected_sha256)
@@ -517,6 +546,7 @@ def delete_memory(
             reason=reason,
             now=deleted_at,
             content={"blob_key": None},
+            audit_metadata=audit_metadata,
         )
         return
     old_versions = conn.execute(select(versions).where(versions.c.memory_id == memory_id)).all()
@@ -540,12 +570,21 @@ def delete_memory(
                 "size_bytes": len(replacement_data),
                 "metadata_json": "{}",
             },
+            audit_metadata=audit_metadata,
         )
     else:
         conn.execute(delete(versions).where(versions.c.memory_id == memory_id))
         conn.execute(delete(memories).where(memories.c.id == memory_id))
         search.unindex_memory(conn, memory_id)
-        feed.audit(conn, store_id, mode.value, memory_id=memory_id, actor=actor, reason=reason)
+        feed.audit(
+            conn,
+            store_id,
+            mode.value,
+            memory_id=memory_id,
+            actor=actor,
+            reason=reason,
+            metadata=audit_metadata,
+        )
         feed.emit(
             conn,
             store_id,
@@ -568,8 +607,10 @@ def restore_memory(
     actor: Actor | None,
     reason: str | None,
     memory_limit: int,
+    audit_metadata: dict[str, str] | None = None,
 ) -> Memory:
     """See :meth:`memfs.store.Engine.restore_memory`."""
+    audit_metadata = _audit_metadata(audit_metadata)
     store = lock_store(conn, store_id)
     row = conn.execute(
         select(memories).where(memories.c.id == memory_id, memories.c.store_id == store_id)
@@ -623,7 +664,15 @@ def restore_memory(
     restored_data = blob_data(conn, source.blob_key)
     if restored_data is not None:
         search.index_memory(conn, memory_id, store_id, row.path, restored_data)
-    feed.audit(conn, store_id, "restore", memory_id=memory_id, actor=actor, reason=reason)
+    feed.audit(
+        conn,
+        store_id,
+        "restore",
+        memory_id=memory_id,
+        actor=actor,
+        reason=reason,
+        metadata=audit_metadata,
+    )
     feed.emit(
         conn,
         store_id,
