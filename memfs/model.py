@@ -156,6 +156,7 @@ class MemoryStore(_Frozen):
     archived_at: datetime | None
     entry_count: int
     total_size_bytes: int
+    version_retention_s: int | None = None  # SPEC §2 retention; None keeps versions forever
 
     @property
     def archived(self) -> bool:

@@ -36,7 +36,8 @@ def _ts(value: Any) -> str | None:
 
 
 def store_to_wire(store: MemoryStore) -> dict[str, Any]:
-    """api-contract §4.1 ``memory_store``, plus ``entry_count`` and ``total_size``."""
+    """api-contract §4.1 ``memory_store``, plus ``entry_count``, ``total_size`` and
+    ``version_retention_seconds`` (SPEC §2 retention; null keeps versions forever)."""
     return {
         "id": store.id,
         "type": "memory_store",
@@ -48,6 +49,7 @@ def store_to_wire(store: MemoryStore) -> dict[str, Any]:
         "archived_at": _ts(store.archived_at),
         "entry_count": store.entry_count,
         "total_size": store.total_size_bytes,
+        "version_retention_seconds": store.version_retention_s,
     }
 
 

@@ -177,6 +177,7 @@ def store_model(row: Row[Any]) -> MemoryStore:
         archived_at=parse_ts(row.archived_at),
         entry_count=row.entry_count,
         total_size_bytes=row.total_size_bytes,
+        version_retention_s=row.version_retention_s,
     )
 
 

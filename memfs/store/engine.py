@@ -17,7 +17,8 @@ aggregate, each a set of functions that take the transaction's
 ``versions``       versions and their redaction
 ``access``         sessions, API keys, their tokens and secrets
 ``feed``           the change feed and the audit log
-``blobs``          content-addressed blobs, their collection, version retention
+``blobs``          content-addressed blobs and their collection
+``retention``      a store's version retention period; pruning past it
 ``search``         the full-text index of live memories and its ranked query
 ``fsck``           one check per invariant of ``schema.py``
 =================  ===========================================================
@@ -36,11 +37,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from datetime import datetime
+from types import EllipsisType
 from typing import Any
 
 from sqlalchemy.exc import DBAPIError
 
-from memfs import config
+from memfs import config, rules
 from memfs import query as query_language
 from memfs.errors import InvalidInput, SearchUnavailable
 from memfs.model import (
@@ -58,6 +60,7 @@ from memfs.model import (
     Page,
     Scope,
     Session,
+    utcnow,
 )
 from memfs.store import (
     access,
@@ -66,6 +69,7 @@ from memfs.store import (
     listing,
     memories,
     renames,
+    retention,
     search,
     stores,
     versions,
@@ -74,8 +78,9 @@ from memfs.store import fsck as _fsck
 from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.access import ResourceSpec
+from memfs.store.retention import PruneResult
 
-__all__ = ["ERASE_WAIT_S", "Engine", "ResourceSpec"]
+__all__ = ["ERASE_WAIT_S", "Engine", "PruneResult", "ResourceSpec"]
 
 
 class Engine:
@@ -164,16 +169,31 @@ class Engine:
     # ------------------------------------------------------------- stores
 
     def create_store(
-        self, name: str, description: str = "", metadata: dict[str, str] | None = None
+        self,
+        name: str,
+        description: str = "",
+        metadata: dict[str, str] | None = None,
+        *,
+        version_retention_s: int | None = None,
     ) -> MemoryStore:
         """Creates a store (api-contract §5.1).
+
+        Args:
+            version_retention_s: prune versions older than this many seconds (SPEC §2
+                retention, :meth:`prune_versions`); None keeps them forever.
 
         Raises:
             InvalidStoreField: name or description breaks SPEC §1.
             InvalidMetadata: metadata breaks SPEC §1 (every problem named).
+            InvalidInput: a retention period out of range (1 s to 100 years).
         """
+        rules.validate_retention_s(version_retention_s)
         with self._db.write() as conn:
-            return stores.create_store(conn, name, description, metadata)
+            store = stores.create_store(conn, name, description, metadata)
+            if version_retention_s is None:
+                return store
+            retention.init_version_retention(conn, store.id, version_retention_s)
+            return stores.get_store(conn, store.id)
 
     def get_store(self, store_id: str) -> MemoryStore:
         """A store, archived or not. Raises NotFound."""
@@ -197,19 +217,32 @@ class Engine:
         name: str | None = None,
         description: str | None = None,
         metadata_patch: dict[str, str | None] | None = None,
+        version_retention_s: int | None | EllipsisType = ...,
     ) -> MemoryStore:
         """Patches a store; None means "no change"; a metadata value None removes the key.
 
         ``updated_at`` moves only when something changed (api-contract §5.3).
 
+        Args:
+            version_retention_s: the new retention period in seconds, None to keep
+                versions forever; ``...`` (default) leaves it unchanged (SPEC §2).
+
         Raises:
             NotFound, StoreArchived (updating an archived store), InvalidStoreField,
-            InvalidMetadata (also when the patched result has more than 16 keys).
+            InvalidMetadata (also when the patched result has more than 16 keys),
+            InvalidInput (a retention period out of range).
         """
+        if version_retention_s is not ...:
+            rules.validate_retention_s(version_retention_s)
         with self._db.write() as conn:
-            return stores.update_store(
+            store = stores.update_store(
                 conn, store_id, name=name, description=description, metadata_patch=metadata_patch
             )
+            if version_retention_s is ... or not retention.set_version_retention(
+                conn, store_id, version_retention_s
+            ):
+                return store
+            return stores.get_store(conn, store_id)
 
     def list_stores(
         self,
@@ -829,14 +862,42 @@ class Engine:
 
     # -------------------------------------------------------- maintenance
 
-    def prune_versions(self, *, older_than_s: int) -> int:
-        """Drops versions written more than ``older_than_s`` seconds ago (SPEC §2
-        retention), never the head version of a memory nor the content version a
-        soft-deleted memory would be restored from. Returns how many were dropped."""
+    def prune_versions(
+        self,
+        *,
+        store_id: str | None = None,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> list[PruneResult]:
+        """Drops the versions older than their store's retention period (SPEC §2
+        retention; :mod:`memfs.store.retention`): never the head version of a memory,
+        nor the content version a soft-deleted memory would be restored from. Pruned
+        content leaves the database as a redaction's does (blobs, change-feed paths,
+        FTS segments, then a WAL checkpoint). Stores without a period keep everything.
+
+        Args:
+            store_id: prune this store only (None: every store with a period).
+            dry_run: count what would be dropped, change nothing.
+            now: the clock the periods count back from (None: the current time); tests
+                pass a fake one.
+
+        Returns:
+            One :class:`PruneResult` per store with a retention period, by store id.
+
+        Raises:
+            NotFound: ``store_id`` names no store.
+        """
+        clock = utcnow() if now is None else now
+        if dry_run:
+            with self._db.read() as conn:
+                return retention.prune_versions(
+                    conn, clock=clock, store_id=store_id, dry_run=True
+                )
         with self._db.write() as conn:
-            dropped = blobs.prune_versions(conn, older_than_s=older_than_s)
-        self._db.checkpoint()
-        return dropped
+            results = retention.prune_versions(conn, clock=clock, store_id=store_id, dry_run=False)
+        if any(result.versions for result in results):
+            self._db.checkpoint()
+        return results
 
     def statistics(self) -> dict[str, int]:
         """Row counts: ``stores``, ``memories`` (live), ``versions``, ``blobs``."""

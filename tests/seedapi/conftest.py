@@ -2,7 +2,7 @@
 backend driven by the unmodified ``anthropic`` SDK, and raw HTTP where the SDK has no
 method (the store-less routes, restore).
 
-- ``database``: a SQLite file, or a fresh PostgreSQL database on ``$MEMFS_TEST_PG_URL``
+- ``api_database``: a SQLite file, or a fresh PostgreSQL database on ``$MEMFS_TEST_PG_URL``
   (skipped when unset), for the whole session; fsck must find nothing in it at the end.
 - ``api``: ``memfs serve`` on it, with an engine for making keys and sessions.
 - ``store``: a fresh store of one test.
@@ -77,7 +77,7 @@ class Api:
     scope="session",
     params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)],
 )
-def database(
+def api_database(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[str]:
     if request.param == "sqlite":
@@ -103,12 +103,12 @@ def database(
 
 
 @pytest.fixture(scope="session")
-def api(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
+def api(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     home: Path = tmp_path_factory.mktemp("seedapi-home")
-    engine = Engine(database_url(database))
+    engine = Engine(database_url(api_database))
     _, secret = engine.create_api_key("seedapi admin", [Scope.ADMIN])
-    process = ServeProcess(database, home, env=memfs_env(home))
-    result = Api(process.url, database, engine, secret)
+    process = ServeProcess(api_database, home, env=memfs_env(home))
+    result = Api(process.url, api_database, engine, secret)
     try:
         yield result
     finally:
