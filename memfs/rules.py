@@ -44,7 +44,9 @@ __all__ = [
     "check_content_size",
     "is_scratch_name",
     "metadata_problems",
+    "format_duration_s",
     "parse_duration_s",
+    "parse_retention",
     "parse_store_spec",
     "slugify",
     "unique_slugs",
@@ -510,3 +512,27 @@ def validate_retention_s(retention_s: object) -> int | None:
             f"(100 years), or null to keep every version; got {retention_s}"
         )
     return retention_s
+
+
+def parse_retention(text: str) -> int | None:
+    """A retention period as the CLI takes it (``--retention 30d``): a duration in
+    seconds, or None for ``forever`` (keep every version, the default; SPEC §2).
+
+    Raises:
+        InvalidInput: neither, or a period ``validate_retention_s`` refuses.
+    """
+    if text.strip().lower() == "forever":
+        return None
+    try:
+        return validate_retention_s(parse_duration_s(text))
+    except InvalidInput as exc:
+        raise InvalidInput(f"--retention: {exc} (or 'forever')") from None
+
+
+def format_duration_s(seconds: int) -> str:
+    """``2592000`` → ``30d``: the largest unit of :func:`parse_duration_s` that divides
+    it (its inverse)."""
+    for unit, size in sorted(_DURATION_UNITS.items(), key=lambda item: -item[1]):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, model_validator
 
-from memfs.config import MAX_SESSION_TTL_S
+from memfs.config import MAX_SESSION_TTL_S, MAX_VERSION_RETENTION_S
 
 __all__ = [
     "ChangeOut",
@@ -149,12 +149,22 @@ class _Request(_NoNul):
 # ------------------------------------------------------------------ requests
 
 
+# SPEC §2 retention on the wire (memfs extension): seconds; 0 keeps versions forever.
+VersionRetention = Annotated[int, Field(ge=0, le=MAX_VERSION_RETENTION_S)]
+
+
 class MemoryStoreCreate(_Request):
-    """api-contract §5.1."""
+    """api-contract §5.1, plus ``version_retention_seconds`` (memfs extension)."""
 
     name: StoreName
     description: StoreDescription | None = None
     metadata: Metadata | None = None
+    version_retention_seconds: VersionRetention | None = Field(
+        default=None,
+        description="SPEC §2 retention: versions older than this many seconds may be "
+        "pruned (never a live memory's head, nor what a restore needs); null or 0 keeps "
+        "every version forever (the default).",
+    )
 
 
 class MemoryStoreUpdate(_Request):
@@ -164,6 +174,11 @@ class MemoryStoreUpdate(_Request):
     description: StoreDescription | None = None
     metadata: MetadataPatch | None = Field(
         default=None, description="A string adds or replaces a key; null removes it."
+    )
+    version_retention_seconds: VersionRetention | None = Field(
+        default=None,
+        description="memfs extension (SPEC §2 retention): the new period in seconds; 0 "
+        "keeps every version forever; null leaves it unchanged.",
     )
 
 
@@ -370,6 +385,9 @@ class MemoryStoreOut(_Response):
     archived_at: Timestamp | None
     entry_count: int
     total_size: int
+    version_retention_seconds: int | None = Field(
+        description="memfs extension (SPEC §2): null keeps every version forever."
+    )
 
 
 class DeletedObject(_Response):

@@ -17,6 +17,7 @@ STORE_FIELDS = [
     "archived_at",
     "entry_count",
     "total_size",
+    "version_retention_seconds",
 ]
 
 
