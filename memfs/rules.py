@@ -476,23 +476,24 @@ def parse_store_spec(spec: str) -> StoreSpec:
 
 # Units of a duration such as ``30d`` (seconds each).
 _DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 24 * 3600, "w": 7 * 24 * 3600}
-_DURATION = re.compile(r"([0-9]{1,12})([smhdw])")
+_DURATION = re.compile(r"([0-9]{1,12})([smhdw]?)")
 
 
 def parse_duration_s(text: str) -> int:
-    """A duration such as ``30d``, ``12h``, ``90m``, ``2w`` or ``45s`` in seconds
-    (``memfs store create --retention 30d``, ``memfs audit ls --since 1h``).
+    """A duration such as ``30d``, ``12h``, ``90m``, ``2w``, ``45s`` or ``45`` (seconds)
+    in seconds: the one parser of the CLI's durations (``--ttl 12h``, ``--retention
+    30d``, ``--since 1h``, ``--prune-interval 10m``).
 
     Raises:
         InvalidInput: anything else (the message shows the accepted forms).
     """
-    match = _DURATION.fullmatch(text.strip())
+    match = _DURATION.fullmatch(text.strip().lower())
     if match is None:
         raise InvalidInput(
-            f"{text!r} is not a duration: give a whole number and a unit, "
-            "s, m, h, d or w (e.g. 30d, 12h)"
+            f"{text!r} is not a duration: give a whole number of seconds, or a number "
+            "with a unit, s, m, h, d or w (e.g. 30d, 12h)"
         )
-    return int(match.group(1)) * _DURATION_UNITS[match.group(2)]
+    return int(match.group(1)) * _DURATION_UNITS[match.group(2) or "s"]
 
 
 def validate_retention_s(retention_s: object) -> int | None:
