@@ -398,7 +398,7 @@ class Engine:
         reason: str | None = None,
         replacement: str = "[REDACTED]",
         audit_metadata: dict[str, str] | None = None,
-    ) -> None:
+    ) -> frozenset[str]:
         """Deletes a live memory in one of the SPEC §2 modes; audited with ``reason``
         and ``audit_metadata`` (seed 004: the request's metadata, SPEC §1 rules).
 
@@ -407,12 +407,18 @@ class Engine:
         restorable. hard_delete: the memory and all its versions erased (the audit log
         keeps the fact, the reason and the actor). Allowed on archived stores.
 
+        Returns:
+            The paths the memory ever had (every version's, store-absolute) when they
+            were erased (redact, hard_delete), for the caller to scrub them from local
+            files too (:func:`memfs.local.scrub_stopped_mounts`); empty for a soft
+            delete.
+
         Raises:
             NotFound, PreconditionFailed, InvalidContent (bad replacement), InvalidInput
             (unknown mode), InvalidMetadata (``audit_metadata``).
         """
         with self._db.write() as conn:
-            memories.delete_memory(
+            erased = memories.delete_memory(
                 conn,
                 store_id,
                 memory_id,
@@ -425,6 +431,7 @@ class Engine:
             )
         if mode != DeleteMode.SOFT_DELETE:
             self._db.checkpoint()
+        return erased
 
     def restore_memory(
         self,

@@ -30,6 +30,7 @@ from memfs.api.routes._common import (
 )
 from memfs.config import DEFAULT_PAGE_LIMIT
 from memfs.errors import InvalidContent, InvalidInput
+from memfs.local import scrub_erased_paths
 from memfs.model import DeleteMode, Memory, MemoryPrefix, MemoryStatus, Scope
 from memfs.store import Engine
 from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
@@ -298,7 +299,7 @@ async def delete_memory_request(
         store_id = _target(request, engine, principal, memory_store_id, memory_id, scope, agents)
         if replacement is not None and mode is not DeleteMode.REDACT:
             raise InvalidInput("replacement_content is only allowed with mode=redact")
-        engine.delete_memory(
+        erased = engine.delete_memory(
             store_id,
             memory_id,
             actor=principal.actor,
@@ -308,6 +309,8 @@ async def delete_memory_request(
             audit_metadata=audit_metadata,
             **({"replacement": replacement} if replacement is not None else {}),
         )
+        # The server's own $MEMFS_HOME may hold logs of mounts not running (SPEC §2).
+        scrub_erased_paths(memory_id, erased)
         return {**memory_deleted_to_wire(memory_id), "mode": mode.value}
 
     return json_response(await run(request, op))
