@@ -14,7 +14,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    WithJsonSchema,
+    model_validator,
+)
 
 from memfs.config import MAX_SESSION_TTL_S, MAX_VERSION_RETENTION_S
 
@@ -149,8 +157,21 @@ class _Request(_NoNul):
 # ------------------------------------------------------------------ requests
 
 
+def _integral_number(value: object) -> object:
+    """A JSON number with no fraction (``86400.0``) is the integer JSON Schema says it
+    is; strict validation would refuse it as a float."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# A JSON Schema integer in a strict body: ``86400`` or ``86400.0``, never ``"86400"``.
+WholeNumber = Annotated[int, BeforeValidator(_integral_number)]
 # SPEC §2 retention on the wire (memfs extension): seconds; 0 keeps versions forever.
-VersionRetention = Annotated[int, Field(ge=0, le=MAX_VERSION_RETENTION_S)]
+# (The bounds come first: after the validator they would not reach the JSON Schema.)
+VersionRetention = Annotated[
+    int, Field(ge=0, le=MAX_VERSION_RETENTION_S), BeforeValidator(_integral_number)
+]
 
 
 class MemoryStoreCreate(_Request):
@@ -355,7 +376,7 @@ class SessionCreate(_NoNul):
 
     resources: list[SessionResourceParam] = Field(min_length=1, max_length=8)
     title: str | None = None
-    ttl_s: int | None = Field(
+    ttl_s: WholeNumber | None = Field(
         default=None,
         description=(
             "memfs extension: seconds until the token expires, 1 to 2,592,000 (30 days); "

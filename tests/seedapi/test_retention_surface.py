@@ -74,6 +74,10 @@ def test_the_sdk_sets_and_clears_the_period(api: Api) -> None:
         stores.update(created.id, extra_body={"version_retention_seconds": -1})
     with pytest.raises(anthropic.BadRequestError):
         stores.create(name="bad", extra_body={"version_retention_seconds": "30d"})
+    with pytest.raises(anthropic.BadRequestError):
+        stores.create(name="bad", extra_body={"version_retention_seconds": 1.5})
+    whole = stores.create(name="whole", extra_body={"version_retention_seconds": 3600.0})
+    assert whole.version_retention_seconds == 3600  # type: ignore[attr-defined]
     assert stores.retrieve(created.id).version_retention_seconds is None  # type: ignore[attr-defined]
 
 
