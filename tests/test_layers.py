@@ -29,6 +29,8 @@ CORE = (
     "memfs.ids",
     "memfs.wire",
     "memfs.query",
+    "memfs.records",
+    "memfs.visibility",
 )
 
 
@@ -173,6 +175,8 @@ STORE_INSIDES = (
     "memfs.store.listing",
     "memfs.store.memories",
     "memfs.store.search",
+    "memfs.store.records",
+    "memfs.store.visibility",
     "memfs.store.renames",
     "memfs.store._connections",
     "memfs.store.stores",

@@ -40,6 +40,7 @@ from memfs import rules
 from memfs.errors import DatabaseUnavailable
 from memfs.ids import sha256_of
 from memfs.query import Query, SearchHit, Term, TermKind
+from memfs.store import _hot
 from memfs.store._common import descendant_upper_bound, execute_many, store_row
 from memfs.store.schema import blobs, memories, search_docs
 
@@ -139,19 +140,33 @@ def _text(data: bytes | memoryview) -> str:
     return bytes(data).decode("utf-8")
 
 
+# The statements of index_memory, prebuilt: every write runs them (memfs.store._hot).
+_FTS_DELETE = tuple(
+    text(
+        f"INSERT INTO {table}({table}, rowid, path, body) "
+        "VALUES ('delete', :doc_id, :path, :body)"
+    )
+    for table in SQLITE_FTS_TABLES
+)
+_FTS_INSERT = tuple(
+    text(f"INSERT INTO {table}(rowid, path, body) VALUES (:doc_id, :path, :body)")
+    for table in SQLITE_FTS_TABLES
+)
+_DOCUMENT_OF = select(search_docs.c.doc_id, search_docs.c.path, search_docs.c.body).where(
+    search_docs.c.memory_id == bindparam("memory_id")
+)
+_INSERT_DOCUMENT = insert(search_docs).returning(search_docs.c.doc_id)
+_UPDATE_DOCUMENT = update(search_docs).where(search_docs.c.doc_id == bindparam("doc_id_"))
+
+
 def _fts_delete(conn: Connection, doc_id: int, path: str, body: str) -> None:
-    for table in SQLITE_FTS_TABLES:
-        conn.exec_driver_sql(
-            f"INSERT INTO {table}({table}, rowid, path, body) VALUES ('delete', ?, ?, ?)",
-            (doc_id, path, body),
-        )
+    for statement in _FTS_DELETE:
+        _hot.run(conn, statement, {"doc_id": doc_id, "path": path, "body": body})
 
 
 def _fts_insert(conn: Connection, doc_id: int, path: str, body: str) -> None:
-    for table in SQLITE_FTS_TABLES:
-        conn.exec_driver_sql(
-            f"INSERT INTO {table}(rowid, path, body) VALUES (?, ?, ?)", (doc_id, path, body)
-        )
+    for statement in _FTS_INSERT:
+        _hot.run(conn, statement, {"doc_id": doc_id, "path": path, "body": body})
 
 
 def index_memory(
@@ -161,27 +176,23 @@ def index_memory(
     or replace), in the caller's write transaction."""
     body = content if isinstance(content, str) else _text(content)
     sqlite = conn.dialect.name == "sqlite"
-    old = conn.execute(
-        select(search_docs.c.doc_id, search_docs.c.path, search_docs.c.body).where(
-            search_docs.c.memory_id == memory_id
-        )
-    ).first()
+    old = _hot.first(conn, _DOCUMENT_OF, {"memory_id": memory_id})
     if old is not None and old.path == path and old.body == body:
         return
     if old is None:
-        inserted = conn.execute(
-            insert(search_docs).values(memory_id=memory_id, store_id=store_id, path=path, body=body)
-        ).inserted_primary_key
-        assert inserted is not None
-        doc_id = inserted[0]
+        doc_id = _hot.scalar(
+            conn,
+            _INSERT_DOCUMENT,
+            {"memory_id": memory_id, "store_id": store_id, "path": path, "body": body},
+        )
     else:
         doc_id = old.doc_id
         if sqlite:
             _fts_delete(conn, doc_id, old.path, old.body)
-        conn.execute(
-            update(search_docs)
-            .where(search_docs.c.doc_id == doc_id)
-            .values(store_id=store_id, path=path, body=body)
+        _hot.run(
+            conn,
+            _UPDATE_DOCUMENT,
+            {"doc_id_": doc_id, "store_id": store_id, "path": path, "body": body},
         )
     if sqlite:
         _fts_insert(conn, doc_id, path, body)
@@ -358,8 +369,10 @@ def search(
     *,
     path_prefix: str,
     limit: int,
+    hidden: Any = None,
 ) -> list[SearchHit]:
-    """See :meth:`memfs.store.Engine.search`."""
+    """See :meth:`memfs.store.Engine.search`. ``hidden``: a ``SELECT memory_id`` of the
+    memories the caller may not see (memfs/store/visibility.py), never hits."""
     rules.validate_path_prefix(path_prefix)
     query_language.validate_limit(limit)
     for store_id in store_ids or ():
@@ -379,6 +392,9 @@ def search(
         low = compiled.param(path_prefix)
         high = compiled.param(descendant_upper_bound(path_prefix))
         where.append(f"d.path >= {low} AND d.path < {high}")
+    if hidden is not None:  # visibility (issue 15, SPEC §6 and §7)
+        subquery = hidden.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
+        where.append(f"d.memory_id NOT IN ({subquery})")
     score = " + ".join(compiled.score) or "0"
     statement = (
         f"SELECT d.memory_id, d.store_id, d.path, d.body, ({score}) AS score "

@@ -77,7 +77,14 @@ def _answer(
     semantic: bool,
 ) -> dict[str, Any]:
     stores = readable_stores(principal, store_ids)
-    hits = engine.search(query, stores, path_prefix=path_prefix, limit=limit, semantic=semantic)
+    hits = engine.search(
+        query,
+        stores,
+        path_prefix=path_prefix,
+        limit=limit,
+        semantic=semantic,
+        viewer=principal.viewer,
+    )
     return {"data": [search_hit_to_wire(hit) for hit in hits]}
 
 

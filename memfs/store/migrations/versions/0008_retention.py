@@ -4,7 +4,7 @@ entries get ``metadata_json`` (the metadata a forget or restore request carried,
 facts of a retention prune; NULL for every existing entry).
 
 Revision ID: 0008_retention
-Revises: 0004
+Revises: 0006_principals
 Create Date: 2026-12-01
 """
 
@@ -14,7 +14,7 @@ from alembic import op
 from memfs.store.schema import audit_log, stores
 
 revision = "0008_retention"
-down_revision = "0004"
+down_revision = "0006_principals"
 branch_labels = None
 depends_on = None
 
