@@ -25,6 +25,7 @@ from pydantic import (
 )
 
 from memfs.config import MAX_SESSION_TTL_S, MAX_VERSION_RETENTION_S
+from memfs.model import MAX_PRINCIPAL_ROLES, MAX_PRINCIPAL_TEXT_CHARS
 
 __all__ = [
     "ChangeOut",
@@ -365,11 +366,20 @@ class SearchRequest(_Request):
     ] = False
 
 
+# SPEC §6 principals (memfs.model.UserPrincipal): a user id or a role, as the schema says.
+PrincipalText = Annotated[
+    str,
+    Field(min_length=1, max_length=MAX_PRINCIPAL_TEXT_CHARS, pattern=r"^[^\x00-\x1f\x7f]*$"),
+]
+
+
 class PrincipalParam(_Request):
     """memfs extension (SPEC §6 visibility): the user a new session speaks for."""
 
-    user_id: str = Field(description="1–128 characters, no control characters.")
-    roles: list[str] = Field(default_factory=list, description="At most 32 roles.")
+    user_id: PrincipalText = Field(description="1–128 characters, no control characters.")
+    roles: list[PrincipalText] = Field(
+        default_factory=list, max_length=MAX_PRINCIPAL_ROLES, description="At most 32 roles."
+    )
 
 
 class SessionCreate(_NoNul):
@@ -396,8 +406,12 @@ class SessionCreate(_NoNul):
     # memfs extension (issue 15, SPEC §6): the principal, either as one object or as
     # the two flat fields; a key with a principal hands its own when none is given.
     principal: PrincipalParam | None = None
-    user_id: str | None = Field(default=None, description="memfs extension: principal user.")
-    roles: list[str] | None = Field(default=None, description="memfs extension: its roles.")
+    user_id: PrincipalText | None = Field(
+        default=None, description="memfs extension: principal user."
+    )
+    roles: list[PrincipalText] | None = Field(
+        default=None, max_length=MAX_PRINCIPAL_ROLES, description="memfs extension: its roles."
+    )
 
 
 # ----------------------------------------------------------------- responses

@@ -11,7 +11,9 @@ rule named, and said in the descriptions of :mod:`memfs.api.schemas`:
   option given in the body and the query with two values, a directory moved into
   itself, a store attached twice to one session, a listing with deleted memories
   (``include_deleted=true`` or ``status=deleted``) at a ``depth`` other than 0 or
-  with ``include_deleted=true`` and ``status=active`` together;
+  with ``include_deleted=true`` and ``status=active`` together, or with a record
+  filter; roles without a ``user_id``, or ``principal`` beside ``user_id``/``roles``, in a new
+  session;
 - ``page`` cursors: opaque, only ever taken from a response (the stateful links do).
 
 Path parameters are replaced by real ids (``$MEMFS_FUZZ_IDS``) in about half of the
@@ -74,6 +76,12 @@ def _session_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
     if not isinstance(resources, list):
         return True
     ids = [r.get("memory_store_id") for r in resources if isinstance(r, dict)]
+    if body.get("roles") and body.get("user_id") is None and body.get("principal") is None:
+        return False  # roles need a user_id (SPEC §6 principals)
+    if body.get("principal") is not None and (
+        body.get("user_id") is not None or body.get("roles") is not None
+    ):
+        return False  # either principal or user_id/roles, not both
     return len(ids) == len(set(ids))
 
 
@@ -96,7 +104,12 @@ def _listing_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
     if include_deleted and query.get("status") == "active":
         return False
     with_deleted = include_deleted or query.get("status") == "deleted"
-    return not with_deleted or query.get("depth") in (None, 0, "0")
+    if not with_deleted:
+        return True
+    record_filters = ("record_type", "tag", "min_importance", "user_id")
+    if any(query.get(name) is not None for name in record_filters):
+        return False  # record filters list live records only
+    return query.get("depth") in (None, 0, "0")
 
 
 _MEMORIES = "/v1/memory_stores/{memory_store_id}/memories"

@@ -32,7 +32,7 @@ from memfs.config import DEFAULT_PAGE_LIMIT
 from memfs.errors import InvalidContent, InvalidInput
 from memfs.local import scrub_erased_paths
 from memfs.model import DeleteMode, Memory, MemoryPrefix, MemoryStatus, Scope
-from memfs.records import RecordFilter, record_to_wire
+from memfs.records import RecordFilter, RecordType, record_to_wire
 from memfs.store import Engine
 from memfs.visibility import Viewer
 from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
@@ -132,7 +132,7 @@ async def list_memories(
     limit: LimitQuery = DEFAULT_PAGE_LIMIT,
     page: PageQuery = None,
     record_type: Annotated[
-        str | None,
+        RecordType | None,
         Query(description="memfs extension (SPEC §6): only records of this type."),
     ] = None,
     tag: Annotated[
