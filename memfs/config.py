@@ -43,7 +43,9 @@ __all__ = [
     "MAX_STORES_PER_PAIR_SESSION",
     "DEFAULT_PAIR_MOUNT_ROOT",
     "DEFAULT_SESSION_MOUNT_ROOT",
+    "DEFAULT_PRUNE_INTERVAL_S",
     "DEFAULT_SESSION_TTL_S",
+    "MAX_VERSION_RETENTION_S",
     "MAX_SESSION_TTL_S",
     "MAX_STORE_DESCRIPTION_CHARS",
     "MAX_STORE_NAME_CHARS",
@@ -82,6 +84,11 @@ DEFAULT_PAIR_MOUNT_ROOT = "/data/.qoder/awareness"
 # given at creation, and never later than 30 days after it.
 DEFAULT_SESSION_TTL_S = 24 * 3600
 MAX_SESSION_TTL_S = 30 * 24 * 3600
+# SPEC §2 retention: a store's version retention period is at most 100 years (a bound
+# on input, not a promise); None, the default, keeps every version forever.
+MAX_VERSION_RETENTION_S = 100 * 365 * 24 * 3600
+# How often `memfs serve` prunes versions past their store's retention period.
+DEFAULT_PRUNE_INTERVAL_S = 3600.0
 
 # SPEC §1 limits: memories per store, configurable with MEMFS_MEMORY_LIMIT.
 DEFAULT_MEMORY_LIMIT = 10_000

@@ -29,6 +29,7 @@ __all__ = [
     "Layout",
     "Memory",
     "MemoryPrefix",
+    "MemoryStatus",
     "MemoryStore",
     "MemoryVersion",
     "Operation",
@@ -120,6 +121,14 @@ class DeleteMode(enum.StrEnum):
     HARD_DELETE = "hard_delete"
 
 
+class MemoryStatus(enum.StrEnum):
+    """A memory's ``status`` on the wire (seed 004): live, or soft-deleted (restorable).
+    Redacted tombstones are never returned, so they have none."""
+
+    ACTIVE = "active"
+    DELETED = "deleted"
+
+
 class Access(enum.StrEnum):
     """Access mode of a store attached to a session (api-contract §7.1)."""
 
@@ -167,6 +176,7 @@ class MemoryStore(_Frozen):
     identity_id: str | None = None
     template_id: str | None = None
     identity_template_count: int = 0
+    version_retention_s: int | None = None  # SPEC §2 retention; None keeps versions forever
 
     @property
     def archived(self) -> bool:

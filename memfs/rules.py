@@ -25,6 +25,7 @@ from memfs.config import (
     MAX_SEGMENT_BYTES,
     MAX_STORE_DESCRIPTION_CHARS,
     MAX_STORE_NAME_CHARS,
+    MAX_VERSION_RETENTION_S,
 )
 from memfs.errors import (
     ContentTooLarge,
@@ -43,6 +44,9 @@ __all__ = [
     "check_content_size",
     "is_scratch_name",
     "metadata_problems",
+    "format_duration_s",
+    "parse_duration_s",
+    "parse_retention",
     "parse_store_spec",
     "slugify",
     "unique_slugs",
@@ -52,6 +56,7 @@ __all__ = [
     "validate_metadata",
     "validate_path",
     "validate_path_prefix",
+    "validate_retention_s",
     "validate_segment",
     "validate_store_description",
     "validate_store_name",
@@ -492,3 +497,68 @@ def validate_pair(identity_id: object, template_id: object) -> tuple[str, str]:
                 f"'_' or '-', not {value!r}"
             )
     return str(identity_id), str(template_id)
+
+
+# Units of a duration such as ``30d`` (seconds each).
+_DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 24 * 3600, "w": 7 * 24 * 3600}
+_DURATION = re.compile(r"([0-9]{1,12})([smhdw]?)")
+
+
+def parse_duration_s(text: str) -> int:
+    """A duration such as ``30d``, ``12h``, ``90m``, ``2w``, ``45s`` or ``45`` (seconds)
+    in seconds: the one parser of the CLI's durations (``--ttl 12h``, ``--retention
+    30d``, ``--since 1h``, ``--prune-interval 10m``).
+
+    Raises:
+        InvalidInput: anything else (the message shows the accepted forms).
+    """
+    match = _DURATION.fullmatch(text.strip().lower())
+    if match is None:
+        raise InvalidInput(
+            f"{text!r} is not a duration: give a whole number of seconds, or a number "
+            "with a unit, s, m, h, d or w (e.g. 30d, 12h)"
+        )
+    return int(match.group(1)) * _DURATION_UNITS[match.group(2) or "s"]
+
+
+def validate_retention_s(retention_s: object) -> int | None:
+    """Checks a store's version retention period in seconds (SPEC §2 retention): None
+    keeps every version forever; else an integer from 1 second to 100 years.
+
+    Raises:
+        InvalidInput: not an integer (or None), or out of range.
+    """
+    if retention_s is None:
+        return None
+    if not isinstance(retention_s, int) or isinstance(retention_s, bool):
+        raise InvalidInput("version retention must be a whole number of seconds or null")
+    if not 1 <= retention_s <= MAX_VERSION_RETENTION_S:
+        raise InvalidInput(
+            f"version retention must be from 1 to {MAX_VERSION_RETENTION_S} seconds "
+            f"(100 years), or null to keep every version; got {retention_s}"
+        )
+    return retention_s
+
+
+def parse_retention(text: str) -> int | None:
+    """A retention period as the CLI takes it (``--retention 30d``): a duration in
+    seconds, or None for ``forever`` (keep every version, the default; SPEC §2).
+
+    Raises:
+        InvalidInput: neither, or a period ``validate_retention_s`` refuses.
+    """
+    if text.strip().lower() == "forever":
+        return None
+    try:
+        return validate_retention_s(parse_duration_s(text))
+    except InvalidInput as exc:
+        raise InvalidInput(f"--retention: {exc} (or 'forever')") from None
+
+
+def format_duration_s(seconds: int) -> str:
+    """``2592000`` → ``30d``: the largest unit of :func:`parse_duration_s` that divides
+    it (its inverse)."""
+    for unit, size in sorted(_DURATION_UNITS.items(), key=lambda item: -item[1]):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"

@@ -38,7 +38,8 @@ def _ts(value: Any) -> str | None:
 
 
 def store_to_wire(store: MemoryStore) -> dict[str, Any]:
-    """api-contract §4.1 ``memory_store``, plus ``entry_count`` and ``total_size``."""
+    """api-contract §4.1 ``memory_store``, plus ``entry_count``, ``total_size`` and
+    ``version_retention_seconds`` (SPEC §2 retention; null keeps versions forever)."""
     return {
         "id": store.id,
         "type": "memory_store",
@@ -50,6 +51,7 @@ def store_to_wire(store: MemoryStore) -> dict[str, Any]:
         "archived_at": _ts(store.archived_at),
         "entry_count": store.entry_count,
         "total_size": store.total_size_bytes,
+        "version_retention_seconds": store.version_retention_s,
         # SPEC §8 (seed 000's store object): extensions.
         "status": store.status,
         "system_managed": store.system_managed,
@@ -81,7 +83,8 @@ def store_deleted_to_wire(store_id: str) -> dict[str, Any]:
 
 
 def memory_to_wire(memory: Memory, *, full: bool) -> dict[str, Any]:
-    """api-contract §4.3 ``memory``; ``content`` is null unless ``full``. Adds ``metadata``."""
+    """api-contract §4.3 ``memory``; ``content`` is null unless ``full``. Adds ``metadata``
+    and ``status`` (``active``, or ``deleted`` for a soft-deleted memory, seed 004)."""
     return {
         "id": memory.id,
         "type": "memory",
@@ -94,6 +97,7 @@ def memory_to_wire(memory: Memory, *, full: bool) -> dict[str, Any]:
         "created_at": _ts(memory.created_at),
         "updated_at": _ts(memory.updated_at),
         "metadata": dict(memory.metadata),
+        "status": "active" if memory.deleted_at is None else "deleted",
     }
 
 

@@ -14,12 +14,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, WithJsonSchema, model_validator
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    WithJsonSchema,
+    model_validator,
+)
 
 from memfs.config import (
     DEFAULT_PAIR_MOUNT_ROOT,
     MAX_SESSION_TTL_S,
     MAX_STORES_PER_SESSION,
+    MAX_VERSION_RETENTION_S,
 )
 from memfs.model import MAX_PRINCIPAL_ROLES, MAX_PRINCIPAL_TEXT_CHARS
 
@@ -168,12 +177,35 @@ class _Request(_NoNul):
 # ------------------------------------------------------------------ requests
 
 
+def _integral_number(value: object) -> object:
+    """A JSON number with no fraction (``86400.0``) is the integer JSON Schema says it
+    is; strict validation would refuse it as a float."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# A JSON Schema integer in a strict body: ``86400`` or ``86400.0``, never ``"86400"``.
+WholeNumber = Annotated[int, BeforeValidator(_integral_number)]
+# SPEC §2 retention on the wire (memfs extension): seconds; 0 keeps versions forever.
+# (The bounds come first: after the validator they would not reach the JSON Schema.)
+VersionRetention = Annotated[
+    int, Field(ge=0, le=MAX_VERSION_RETENTION_S), BeforeValidator(_integral_number)
+]
+
+
 class MemoryStoreCreate(_Request):
-    """api-contract §5.1."""
+    """api-contract §5.1, plus ``version_retention_seconds`` (memfs extension)."""
 
     name: StoreName
     description: StoreDescription | None = None
     metadata: Metadata | None = None
+    version_retention_seconds: VersionRetention | None = Field(
+        default=None,
+        description="SPEC §2 retention: versions older than this many seconds may be "
+        "pruned (never a live memory's head, nor what a restore needs); null or 0 keeps "
+        "every version forever (the default).",
+    )
 
 
 class MemoryStoreUpdate(_Request):
@@ -183,6 +215,11 @@ class MemoryStoreUpdate(_Request):
     description: StoreDescription | None = None
     metadata: MetadataPatch | None = Field(
         default=None, description="A string adds or replaces a key; null removes it."
+    )
+    version_retention_seconds: VersionRetention | None = Field(
+        default=None,
+        description="memfs extension (SPEC §2 retention): the new period in seconds; 0 "
+        "keeps every version forever; null leaves it unchanged.",
     )
 
 
@@ -282,12 +319,20 @@ class MemoryForget(_Request):
         default=None, description="mode=redact only: the tombstone's text ([REDACTED] by default)."
     )
     expected_content_sha256: Sha256 | None = None
+    metadata: Metadata | None = Field(
+        default=None,
+        description="Kept with the audit event (seed 004 MemoryForgetRequest); the "
+        "memory's own metadata is not changed by it.",
+    )
 
 
 class MemoryRestore(_Request):
-    """Body of ``POST …/memories/{id}/restore`` (SPEC §2)."""
+    """Body of ``POST …/memories/{id}/restore`` (SPEC §2, seed 004 MemoryRestoreRequest)."""
 
     reason: str | None = Field(default=None, description="Recorded in the audit trail.")
+    metadata: Metadata | None = Field(
+        default=None, description="Kept with the audit event (seed 004)."
+    )
 
 
 class SessionResourceParam(_Request):
@@ -439,7 +484,7 @@ class SessionCreate(_NoNul):
         pattern=MOUNT_ROOT_PATTERN,
     )
     title: str | None = None
-    ttl_s: int | None = Field(
+    ttl_s: WholeNumber | None = Field(
         default=None,
         description=(
             "memfs extension: seconds until the token expires, 1 to 2,592,000 (30 days); "
@@ -481,6 +526,9 @@ class MemoryStoreOut(_Response):
     archived_at: Timestamp | None
     entry_count: int
     total_size: int
+    version_retention_seconds: int | None = Field(
+        description="memfs extension (SPEC §2): null keeps every version forever."
+    )
     status: Literal["active", "archived"]
     system_managed: bool
     identity_id: str | None
@@ -576,6 +624,10 @@ class MemoryOut(_Response):
     created_at: Timestamp
     updated_at: Timestamp
     metadata: dict[str, str]
+    status: Literal["active", "deleted"] = Field(
+        description="memfs extension (seed 004): deleted for a soft-deleted memory, "
+        "listed with include_deleted=true or status=deleted; restorable."
+    )
     record: RecordOut | None = None
 
 
@@ -708,9 +760,14 @@ class DeletedSession(_Response):
 
 
 class AuditEvent(_Response):
+    """One audit-log entry (SPEC §2 "audited"); ``metadata`` is what the forget or
+    restore request carried (seed 004), ``{}`` when none."""
+
     action: str
+    memory_store_id: str
     memory_id: str | None
     reason: str | None
+    metadata: dict[str, str]
     actor_type: str | None
     actor_id: str | None
     created_at: Timestamp

@@ -33,8 +33,9 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from memfs.api.app import create_app
-from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT
+from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_PRUNE_INTERVAL_S
 from memfs.errors import InvalidInput, MemfsError
+from memfs.model import format_timestamp
 from memfs.store import Engine, open_engine
 
 __all__ = ["GRACEFUL_TIMEOUT_S", "READY_PREFIX", "serve"]
@@ -141,18 +142,51 @@ def _listen(config: Config, host: str, port: int) -> Sockets:
     return sockets
 
 
-async def _serve(app: Any, config: Config, sockets: Sockets) -> None:
+async def _prune_on_schedule(engine: Engine, interval_s: float) -> None:
+    """Prunes versions past their store's retention period (SPEC §2) now and then every
+    ``interval_s`` seconds, in a worker thread, until cancelled. A failed prune (the
+    database busy or unreachable) is logged and tried again at the next turn: retention
+    is housekeeping and never stops the server."""
+    while True:
+        try:
+            results = await trio.to_thread.run_sync(engine.prune_versions)
+        except Exception as exc:  # any failure: the next turn tries again
+            log.warning("version retention: prune failed, retrying in %g s: %s", interval_s, exc)
+        else:
+            for result in results:
+                if result.versions:
+                    log.info(
+                        "version retention: pruned %d versions of %s written before %s",
+                        result.versions,
+                        result.store_id,
+                        format_timestamp(result.cutoff),
+                    )
+        await trio.sleep(interval_s)
+
+
+async def _serve(
+    app: Any, config: Config, sockets: Sockets, prune_interval_s: float | None
+) -> None:
     async with trio.open_nursery() as nursery:
         # hypercorn.trio.serve() minus its own socket creation: the sockets are bound
         # already (the path Hypercorn's own multi-worker runner takes).
-        serve = functools.partial(
-            worker_serve,
-            wrap_app(app, config.wsgi_max_body_size, None),
-            config,
-            sockets=sockets,
-            shutdown_trigger=functools.partial(_wait_for_signal, app),
-        )
-        binds = await nursery.start(serve)
+        async def serve_then_stop(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+            try:
+                await worker_serve(
+                    wrap_app(app, config.wsgi_max_body_size, None),
+                    config,
+                    sockets=sockets,
+                    shutdown_trigger=functools.partial(_wait_for_signal, app),
+                    task_status=task_status,
+                )
+            finally:  # the server stopped: so do the background tasks
+                nursery.cancel_scope.cancel()
+
+        binds = await nursery.start(serve_then_stop)
+        if prune_interval_s:
+            nursery.start_soon(
+                _prune_on_schedule, app.state.engine, prune_interval_s, name="version retention"
+            )
         for bind in binds:
             print(f"{READY_PREFIX}{bind}", flush=True)
 
@@ -165,6 +199,7 @@ def serve(
     insecure_dev: bool = False,
     certfile: str | None = None,
     keyfile: str | None = None,
+    prune_interval_s: float | None = DEFAULT_PRUNE_INTERVAL_S,
 ) -> None:
     """Serves the API until SIGINT or SIGTERM (blocking; runs its own trio loop).
 
@@ -179,6 +214,8 @@ def serve(
         port: TCP port; 0 picks a free one (printed on the ready line).
         insecure_dev: see :mod:`memfs.api.auth`; refused unless ``host`` is loopback.
         certfile, keyfile: PEM files of the server's certificate (chain) and its key.
+        prune_interval_s: prune versions past their store's retention period (SPEC §2)
+            at start-up and then this often, in seconds; None or 0 never does.
 
     Raises:
         InvalidInput: ``insecure_dev`` on a non-loopback host; only one of ``certfile``
@@ -216,7 +253,7 @@ def serve(
                     host,
                 )
             app = create_app(engine, insecure_dev=insecure_dev)
-            trio.run(_serve, app, config, sockets)
+            trio.run(_serve, app, config, sockets, prune_interval_s)
         finally:
             engine.close()
     finally:

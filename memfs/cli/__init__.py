@@ -8,7 +8,8 @@ module                  commands
 ======================  ====================================================
 ``stores``              ``store create|list|show|update|archive|delete``
 ``memories``            ``memory ls|cat|put|mv|rm|restore``
-``versions``            ``version ls|show|redact``
+``versions``            ``version ls|show|redact|prune``
+``audit``               ``audit ls``
 ``import_export``       ``import``, ``export``
 ``fsck_prompt``         ``fsck``, ``prompt``
 ``server``              ``serve``
@@ -45,7 +46,8 @@ __all__ = ["COMMANDS", "app", "main", "short_help"]
 COMMANDS: dict[str, tuple[str, str]] = {
     "store": ("stores", "Create, inspect, change, archive and delete memory stores."),
     "memory": ("memories", "List, read, write, move, delete and restore memories."),
-    "version": ("versions", "Inspect and redact the version history of a store."),
+    "version": ("versions", "Inspect, redact and prune the version history of a store."),
+    "audit": ("audit", "Show who deleted, redacted, restored or pruned what, and why."),
     "import": ("import_export", "Import a folder or a .jsonl file into a store."),
     "export": ("import_export", "Write a store's memories out to a folder or a .jsonl file."),
     "mount": ("mounting", "Mount memory stores as a directory tree (FUSE)."),

@@ -24,7 +24,7 @@ from memfs.cli._common import (
 )
 from memfs.errors import InvalidInput, InvalidTtl
 from memfs.model import Access, ApiKey, Scope, Session, format_timestamp, utcnow
-from memfs.rules import parse_store_spec
+from memfs.rules import parse_duration_s, parse_store_spec
 from memfs.store import ResourceSpec
 from memfs.visibility import UserPrincipal, make_principal
 from memfs.wire import session_to_wire
@@ -173,24 +173,22 @@ def key_revoke(
 # ----------------------------------------------------------------- sessions
 
 
-_TTL_UNITS_S = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-
-
 def _parse_ttl(value: str | None) -> int | None:
     """``--ttl``: seconds, or a number with ``s``, ``m``, ``h`` or ``d`` (``90m``,
-    ``12h``, ``30d``) → seconds. The range (1 s to 30 days) is the engine's rule.
+    ``12h``, ``30d``) → seconds (:func:`memfs.rules.parse_duration_s`). The range (1 s
+    to 30 days) is the engine's rule.
 
     Raises:
         InvalidTtl: not of that form.
     """
     if value is None:
         return None
-    text = value.strip().lower()
-    unit = text[-1:] if text[-1:] in _TTL_UNITS_S else "s"
-    number = text[:-1] if text[-1:] in _TTL_UNITS_S else text
-    if not number.isdigit():
-        raise InvalidTtl(f"--ttl {value!r}: give seconds or a number with s, m, h or d (e.g. 12h)")
-    return int(number) * _TTL_UNITS_S[unit]
+    try:
+        return parse_duration_s(value)
+    except InvalidInput:
+        raise InvalidTtl(
+            f"--ttl {value!r}: give seconds or a number with s, m, h or d (e.g. 12h)"
+        ) from None
 
 
 def _session_state(session: Session) -> str:

@@ -11,6 +11,7 @@ import typer
 
 from memfs.cli._common import DatabaseOption, secure_home
 from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT
+from memfs.rules import parse_duration_s
 
 __all__ = ["register"]
 
@@ -43,6 +44,14 @@ def serve_command(
     keyfile: Annotated[
         str | None, typer.Option("--keyfile", help="PEM private key of --certfile.")
     ] = None,
+    prune_interval: Annotated[
+        str,
+        typer.Option(
+            "--prune-interval",
+            help="Prune versions past their store's retention period (memfs store update "
+            "--retention) at start-up and this often, e.g. 1h, 10m; 'never' turns it off.",
+        ),
+    ] = "1h",
 ) -> None:
     """Serve the REST API (anthropic SDK compatible) with Hypercorn on trio.
 
@@ -51,8 +60,9 @@ def serve_command(
     """
     from memfs.api.serve import serve
 
+    interval_s = None if prune_interval.strip() == "never" else parse_duration_s(prune_interval)
     secure_home()
     serve(
         database, host=host, port=port, insecure_dev=insecure_dev,
-        certfile=certfile, keyfile=keyfile,
+        certfile=certfile, keyfile=keyfile, prune_interval_s=interval_s,
     )

@@ -33,6 +33,7 @@ from memfs.cli._common import (
 from memfs.model import (
     MemoryStore,
 )
+from memfs.rules import format_duration_s, parse_retention
 from memfs.wire import (
     store_deleted_to_wire,
     store_to_wire,
@@ -60,8 +61,26 @@ def _store_fields(store: MemoryStore) -> list[tuple[str, str]]:
         ("size", f"{store.total_size_bytes:,} bytes"),
         ("created", format_time(store.created_at)),
         ("updated", format_time(store.updated_at)),
+        ("retention", _retention_text(store.version_retention_s)),
         ("archived", format_time(store.archived_at) or "no"),
     ]
+
+
+def _retention_text(retention_s: int | None) -> str:
+    """How long versions are kept (SPEC §2 retention)."""
+    if retention_s is None:
+        return "forever"
+    return f"{format_duration_s(retention_s)} (older versions are pruned)"
+
+
+RetentionOption = Annotated[
+    str | None,
+    typer.Option(
+        "--retention",
+        help="Keep versions this long, e.g. 30d, 12h, 2w; 'forever' (the default) keeps "
+        "every version. The head version of a memory is never pruned.",
+    ),
+]
 
 
 def _print_store(store: MemoryStore, as_json: bool) -> None:
@@ -78,12 +97,16 @@ def store_create(
         str, typer.Option("--description", help="Up to 1,024 characters; shown to agents.")
     ] = "",
     metadata: MetadataOption = None,
+    retention: RetentionOption = None,
     as_json: JsonOption = False,
     database: DatabaseOption = None,
 ) -> None:
     """Create a memory store."""
+    retention_s = None if retention is None else parse_retention(retention)
     with command_engine(database, create=True) as engine:
-        store = engine.create_store(name, description, parse_metadata(metadata))
+        store = engine.create_store(
+            name, description, parse_metadata(metadata), version_retention_s=retention_s
+        )
     _print_store(store, as_json)
 
 
@@ -145,17 +168,24 @@ def store_update(
         list[str] | None,
         typer.Option("--unset-metadata", help="Remove a metadata KEY; repeat for several."),
     ] = None,
+    retention: RetentionOption = None,
     as_json: JsonOption = False,
     database: DatabaseOption = None,
 ) -> None:
-    """Change a store's name, description or metadata (other keys are kept)."""
+    """Change a store's name, description, metadata (other keys are kept) or version
+    retention."""
     patch: dict[str, str | None] = dict(parse_metadata(metadata))
     for key in unset or ():
         patch[key] = None
+    retention_s = ... if retention is None else parse_retention(retention)
     with command_engine(database) as engine:
         found = engine.find_store(store)
         updated = engine.update_store(
-            found.id, name=name, description=description, metadata_patch=patch or None
+            found.id,
+            name=name,
+            description=description,
+            metadata_patch=patch or None,
+            version_retention_s=retention_s,
         )
     _print_store(updated, as_json)
 

@@ -1,10 +1,11 @@
-"""``memfs version ls|show|redact``: the version history of a store."""
+"""``memfs version ls|show|redact|prune``: the version history of a store, and its
+retention (SPEC §2)."""
 
 from __future__ import annotations
 
 import contextlib
 import sys
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -29,9 +30,10 @@ from memfs.errors import NotFound
 from memfs.model import (
     MemoryVersion,
     Operation,
+    format_timestamp,
 )
-from memfs.rules import validate_path
-from memfs.store import Engine
+from memfs.rules import format_duration_s, validate_path
+from memfs.store import Engine, PruneResult
 from memfs.wire import (
     version_to_wire,
 )
@@ -231,3 +233,62 @@ def version_redact(
         print_json(version_to_wire(version, full=False))
     else:
         typer.echo(f"redacted {version.id} (memory {version.memory_id})")
+
+
+def _prune_to_wire(result: PruneResult, *, dry_run: bool) -> dict[str, Any]:
+    return {
+        "memory_store_id": result.store_id,
+        "version_retention_seconds": result.retention_s,
+        "written_before": format_timestamp(result.cutoff),
+        "versions_pruned": result.versions,
+        "versions_kept": result.kept,
+        "blobs_purged": result.blobs_purged,
+        "dry_run": dry_run,
+    }
+
+
+@version_app.command("prune")
+def version_prune(
+    store: Annotated[
+        str | None,
+        typer.Option("--store", help="Only this store (name, slug or memstore_ id)."),
+    ] = None,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Count what would be pruned; change nothing.")
+    ] = False,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Drop versions older than their store's retention period (SPEC §2; set with
+    `memfs store create|update --retention 30d`). The head version of a memory and the
+    version a soft-deleted memory would be restored from are always kept; pruned
+    content is erased like a redaction's. Stores without a period keep everything."""
+    with command_engine(database) as engine:
+        store_id = None if store is None else engine.find_store(store).id
+        results = engine.prune_versions(store_id=store_id, dry_run=dry_run)
+    if as_json:
+        print_json(page_json([_prune_to_wire(r, dry_run=dry_run) for r in results]))
+        return
+    rows = [
+        (
+            r.store_id,
+            format_duration_s(r.retention_s),
+            format_time(r.cutoff),
+            f"{r.versions:,}",
+            f"{r.kept:,}",
+            f"{r.blobs_purged:,}",
+        )
+        for r in results
+    ]
+    print_table(
+        (
+            "STORE",
+            "RETENTION",
+            "WRITTEN BEFORE",
+            "WOULD PRUNE" if dry_run else "PRUNED",
+            "KEPT",
+            "BLOBS ERASED",
+        ),
+        rows,
+        empty="no store has a retention period (memfs store update STORE --retention 30d)",
+    )

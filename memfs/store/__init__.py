@@ -6,12 +6,13 @@
 """
 
 from memfs.store.access import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, ResourceSpec
-from memfs.store.engine import Engine
+from memfs.store.engine import Engine, PruneResult
 
 __all__ = [
     "API_KEY_SECRET_PREFIX",
     "SESSION_TOKEN_PREFIX",
     "Engine",
+    "PruneResult",
     "ResourceSpec",
     "fsck_database",
     "open_engine",

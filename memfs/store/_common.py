@@ -182,6 +182,7 @@ def store_model(row: Row[Any]) -> MemoryStore:
         identity_id=row.identity_id,
         template_id=row.template_id,
         identity_template_count=row.identity_template_count,
+        version_retention_s=row.version_retention_s,
     )
 
 

@@ -1,23 +1,22 @@
-"""Content-addressed blobs, their garbage collection, and version retention.
+"""Content-addressed blobs and their garbage collection.
 
 Owns the ``blobs`` table: each distinct content once, keyed by its xxh3-128 digest,
 with its SHA-256 recorded. A blob is written in the same transaction as the first row
 that references it (:func:`put_blob`) and deleted in the same transaction as the last
-reference goes (:func:`gc_blobs`: redaction, hard delete, store deletion, retention), so
-a crash at any point leaves neither an orphan nor a dangling reference.
+reference goes (:func:`gc_blobs`: redaction, hard delete, store deletion, retention
+pruning in :mod:`memfs.store.retention`), so a crash at any point leaves neither an
+orphan nor a dangling reference.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from datetime import datetime
 
 from sqlalchemy import (
     Connection,
     LargeBinary,
     bindparam,
     delete,
-    func,
     or_,
     select,
     text,
@@ -25,12 +24,11 @@ from sqlalchemy import (
 
 from memfs.errors import CorruptedStore, NotFound
 from memfs.ids import blob_key_of, sha256_of
-from memfs.model import ChangeKind, DeleteMode, Operation, utcnow
+from memfs.model import ChangeKind
 from memfs.store import _hot, feed
-from memfs.store._common import lock_store, ts
-from memfs.store.schema import blobs, memories, stores, versions
+from memfs.store.schema import blobs, memories, versions
 
-__all__ = ["blob_data", "gc_blobs", "prune_versions", "put_blob", "read_blob", "read_blobs"]
+__all__ = ["blob_data", "gc_blobs", "put_blob", "read_blob", "read_blobs"]
 
 _BLOB_DATA = select(blobs.c.data).where(blobs.c.key == bindparam("key"))
 _BLOBS_DATA = select(blobs.c.key, blobs.c.data).where(
@@ -137,40 +135,3 @@ def read_blobs(conn: Connection, blob_keys: Sequence[str]) -> dict[str, bytes]:
         return {}
     rows = conn.execute(_BLOBS_DATA, {"keys": list(dict.fromkeys(blob_keys))}).all()
     return {row.key: bytes(row.data) for row in rows}
-
-
-def prune_versions(conn: Connection, *, older_than_s: int) -> int:
-    """See :meth:`memfs.store.Engine.prune_versions` (SPEC §2 retention)."""
-    cutoff = ts(datetime.fromtimestamp(utcnow().timestamp() - older_than_s, tz=utcnow().tzinfo))
-    dropped = 0
-    for store_id in conn.execute(select(stores.c.id)).scalars().all():
-        lock_store(conn, store_id)
-        heads = select(memories.c.head_version_id)
-        candidates = conn.execute(
-            select(versions).where(
-                versions.c.store_id == store_id,
-                versions.c.created_at < cutoff,
-                versions.c.id.not_in(heads),
-            )
-        ).all()
-        keep: set[int] = set()
-        for tomb in conn.execute(
-            select(memories.c.id).where(
-                memories.c.store_id == store_id,
-                memories.c.delete_mode == DeleteMode.SOFT_DELETE.value,
-            )
-        ).scalars():
-            # The content version a soft-deleted memory would be restored from.
-            seq = conn.execute(
-                select(func.max(versions.c.seq)).where(
-                    versions.c.memory_id == tomb, versions.c.operation != Operation.DELETED.value
-                )
-            ).scalar()
-            if seq is not None:
-                keep.add(int(seq))
-        doomed = [v for v in candidates if v.seq not in keep]
-        for v in doomed:
-            conn.execute(delete(versions).where(versions.c.seq == v.seq))
-        gc_blobs(conn, store_id, [v.blob_key for v in doomed])
-        dropped += len(doomed)
-    return dropped

@@ -17,7 +17,8 @@ aggregate, each a set of functions that take the transaction's
 ``versions``       versions and their redaction
 ``access``         sessions, API keys, their tokens and secrets
 ``feed``           the change feed and the audit log
-``blobs``          content-addressed blobs, their collection, version retention
+``blobs``          content-addressed blobs and their collection
+``retention``      a store's version retention period; pruning past it
 ``search``         the full-text index of live memories and its ranked query
 ``identities``     mounts on (identity, template) pairs, default stores (SPEC §8)
 ``records``        the record index (SPEC §6): typed headers, tags, relations, access
@@ -45,12 +46,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
-from typing import TypeVar
+from types import EllipsisType
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from memfs import config
+from memfs import config, rules
 from memfs import query as query_language
 from memfs.errors import InvalidInput, NotFound, SearchUnavailable
 from memfs.model import (
@@ -64,6 +66,7 @@ from memfs.model import (
     Layout,
     Memory,
     MemoryPrefix,
+    MemoryStatus,
     MemoryStore,
     MemoryVersion,
     Operation,
@@ -81,6 +84,7 @@ from memfs.store import (
     listing,
     memories,
     renames,
+    retention,
     search,
     stores,
     versions,
@@ -92,9 +96,10 @@ from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.access import ResourceSpec
 from memfs.store.notify import ChangeCallback
+from memfs.store.retention import PruneResult
 from memfs.visibility import UserPrincipal, Viewer
 
-__all__ = ["ERASE_WAIT_S", "Engine", "ResourceSpec"]
+__all__ = ["ERASE_WAIT_S", "Engine", "PruneResult", "ResourceSpec"]
 
 T = TypeVar("T")
 
@@ -207,16 +212,31 @@ class Engine:
     # ------------------------------------------------------------- stores
 
     def create_store(
-        self, name: str, description: str = "", metadata: dict[str, str] | None = None
+        self,
+        name: str,
+        description: str = "",
+        metadata: dict[str, str] | None = None,
+        *,
+        version_retention_s: int | None = None,
     ) -> MemoryStore:
         """Creates a store (api-contract §5.1).
+
+        Args:
+            version_retention_s: prune versions older than this many seconds (SPEC §2
+                retention, :meth:`prune_versions`); None keeps them forever.
 
         Raises:
             InvalidStoreField: name or description breaks SPEC §1.
             InvalidMetadata: metadata breaks SPEC §1 (every problem named).
+            InvalidInput: a retention period out of range (1 s to 100 years).
         """
+        rules.validate_retention_s(version_retention_s)
         with self._db.write() as conn:
-            return stores.create_store(conn, name, description, metadata)
+            store = stores.create_store(conn, name, description, metadata)
+            if version_retention_s is None:
+                return store
+            retention.init_version_retention(conn, store.id, version_retention_s)
+            return stores.get_store(conn, store.id)
 
     def get_store(self, store_id: str, *, viewer: Viewer | None = None) -> MemoryStore:
         """A store, archived or not; its counts are those ``viewer`` sees. Raises NotFound."""
@@ -241,21 +261,33 @@ class Engine:
         description: str | None = None,
         metadata_patch: dict[str, str | None] | None = None,
         viewer: Viewer | None = None,
+        version_retention_s: int | None | EllipsisType = ...,
     ) -> MemoryStore:
         """Patches a store; None means "no change"; a metadata value None removes the key.
 
         ``updated_at`` moves only when something changed (api-contract §5.3).
 
+        Args:
+            version_retention_s: the new retention period in seconds, None to keep
+                versions forever; ``...`` (default) leaves it unchanged (SPEC §2).
+
         Raises:
             NotFound, StoreArchived (updating an archived store), InvalidStoreField,
-            InvalidMetadata (also when the patched result has more than 16 keys).
+            InvalidMetadata (also when the patched result has more than 16 keys),
+            InvalidInput (a retention period out of range).
 
         The store comes back with the counts ``viewer`` sees.
         """
+        if version_retention_s is not ...:
+            rules.validate_retention_s(version_retention_s)
         with self._db.write() as conn:
             store = stores.update_store(
                 conn, store_id, name=name, description=description, metadata_patch=metadata_patch
             )
+            if version_retention_s is not ... and retention.set_version_retention(
+                conn, store_id, version_retention_s
+            ):
+                store = stores.get_store(conn, store_id)
             return _counted(conn, viewer, store)
 
     def list_stores(
@@ -464,6 +496,16 @@ class Engine:
             seen.check_written(conn, viewer, memory.id, memory.path)
             return memory
 
+    def memory_store_id(self, memory_id: str) -> str:
+        """The id of the store holding memory ``memory_id``, live or tombstoned (the
+        seed 004 store-less routes find the store this way).
+
+        Raises:
+            NotFound: no memory has this id (never was, or hard-deleted).
+        """
+        with self._db.read() as conn:
+            return memories.memory_store_id(conn, memory_id)
+
     def get_memory(
         self,
         store_id: str,
@@ -560,9 +602,11 @@ class Engine:
         mode: DeleteMode = DeleteMode.SOFT_DELETE,
         reason: str | None = None,
         replacement: str = "[REDACTED]",
+        audit_metadata: dict[str, str] | None = None,
         viewer: Viewer | None = None,
     ) -> frozenset[str]:
-        """Deletes a live memory in one of the SPEC §2 modes; audited with ``reason``.
+        """Deletes a live memory in one of the SPEC §2 modes; audited with ``reason``
+        and ``audit_metadata`` (seed 004: the request's metadata, SPEC §1 rules).
 
         soft_delete: tombstone + ``deleted`` version, restorable. redact: tombstone whose
         content is ``replacement``, metadata cleared, every earlier version redacted, not
@@ -577,7 +621,8 @@ class Engine:
 
         Raises:
             NotFound (also: hidden from ``viewer``), PreconditionFailed, InvalidContent
-            (bad replacement), InvalidInput (unknown mode).
+            (bad replacement), InvalidInput (unknown mode), InvalidMetadata
+            (``audit_metadata``).
         """
         with self._db.write() as conn:
             seen.require_visible(conn, viewer, memory_id)
@@ -590,6 +635,7 @@ class Engine:
                 mode=mode,
                 reason=reason,
                 replacement=replacement,
+                audit_metadata=audit_metadata,
             )
         if mode != DeleteMode.SOFT_DELETE:
             self._db.checkpoint()
@@ -602,9 +648,11 @@ class Engine:
         *,
         actor: Actor | None,
         reason: str | None = None,
+        audit_metadata: dict[str, str] | None = None,
         viewer: Viewer | None = None,
     ) -> Memory:
-        """Brings a soft-deleted memory back with its id, path and content.
+        """Brings a soft-deleted memory back with its id, path and content; audited with
+        ``reason`` and ``audit_metadata`` (seed 004).
 
         Writes a ``created`` version (the memory comes back into existence) carrying the
         content of its newest content version.
@@ -614,6 +662,7 @@ class Engine:
             StoreArchived, StoreFull.
             NotRestorable: the memory is live, was redacted, or its content was redacted.
             PathConflict: its path (or an ancestor/descendant) is now taken.
+            InvalidMetadata: ``audit_metadata`` breaks SPEC §1.
 
         A memory whose restored record ``viewer`` could not see is NotFound for it
         (rolled back), as it is absent from its restore listing.
@@ -626,6 +675,7 @@ class Engine:
                 actor=actor,
                 reason=reason,
                 memory_limit=self.memory_limit,
+                audit_metadata=audit_metadata,
             )
             seen.require_visible(conn, viewer, memory.id)
             return memory
@@ -662,10 +712,11 @@ class Engine:
         limit: int = 20,
         cursor: str | None = None,
         with_content: bool = False,
+        status: MemoryStatus | None = MemoryStatus.ACTIVE,
         viewer: Viewer | None = None,
         record_filter: RecordFilter | None = None,
     ) -> Page[Memory | MemoryPrefix]:
-        """Live memories under ``path_prefix`` in byte order of path, rolled up by depth.
+        """Memories under ``path_prefix`` in byte order of path, rolled up by depth.
 
         With a ``record_filter`` that is not empty, only the records it keeps (SPEC §6
         curation, the API's ``record_type``/``tag``/``min_importance``/``user_id``).
@@ -676,9 +727,41 @@ class Engine:
         hidden from ``viewer`` is left out in the query (pages stay full; a prefix only
         of hidden memories is not shown).
 
+        Args:
+            status: ``ACTIVE`` (default) lists the live memories; ``DELETED`` the
+                soft-deleted (restorable) ones, None both (seed 004: an admin finds what
+                to restore), in path then id order, ``deleted_at`` set on tombstones,
+                which have no content; redacted tombstones are never listed, nor
+                tombstones of records hidden from ``viewer``; no ``record_filter``.
+
         Raises:
-            NotFound, InvalidPath (prefix), InvalidInput (depth/limit), InvalidCursor.
+            NotFound, InvalidPath (prefix), InvalidInput (depth/limit; a depth other
+            than 0 with deleted memories), InvalidCursor.
         """
+        if status is not MemoryStatus.ACTIVE:
+            if depth != 0:
+                raise InvalidInput("depth must be 0 when deleted memories are listed")
+            if record_filter is not None and not record_filter.empty:
+                raise InvalidInput("record filters list live records only, not deleted ones")
+            with self._db.read() as conn:
+                page = listing.list_with_deleted(
+                    conn,
+                    store_id,
+                    path_prefix=path_prefix,
+                    status=status,
+                    limit=limit,
+                    cursor=cursor,
+                    with_content=with_content,
+                    viewer=viewer,
+                )
+                # A tombstone whose last content is a record hidden from the viewer is
+                # left out (the page may then hold fewer than limit items).
+                tombstones = [m.id for m in page.items if isinstance(m, Memory) and m.deleted_at]
+                hidden = seen.hidden_tombstones(conn, viewer, tombstones)
+            return Page[Memory | MemoryPrefix](
+                items=[m for m in page.items if not isinstance(m, Memory) or m.id not in hidden],
+                next_cursor=page.next_cursor,
+            )
         with self._db.read() as conn:
             return listing.list_memories(
                 conn,
@@ -983,16 +1066,31 @@ class Engine:
     # -------------------------------------------------- change feed, audit
 
     def audit_events(
-        self, store_id: str, *, memory_id: str | None = None
-    ) -> list[dict[str, str | None]]:
-        """Audit trail of deletions, redactions, restores and store events, newest first.
+        self,
+        store_id: str | None,
+        *,
+        memory_id: str | None = None,
+        since: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Audit trail of deletions, redactions, restores, prunes and store events,
+        newest first (SPEC §2 "audited").
+
+        Args:
+            store_id: one store's events (they outlive the store); None: every store's.
+            memory_id: only the events of this memory.
+            since: only events at or after this time.
+            limit: at most this many (the newest); None: all.
 
         Returns:
-            dicts with keys ``action``, ``memory_id``, ``reason``, ``actor_type``,
-            ``actor_id``, ``created_at`` (RFC 3339 text). Works after the store is deleted.
+            dicts with keys ``action``, ``memory_store_id``, ``memory_id``, ``reason``,
+            ``metadata`` (a dict, ``{}`` when none), ``actor_type``, ``actor_id``,
+            ``created_at`` (RFC 3339 text).
         """
         with self._db.read() as conn:
-            return feed.audit_events(conn, store_id, memory_id=memory_id)
+            return feed.audit_events(
+                conn, store_id, memory_id=memory_id, since=since, limit=limit
+            )
 
     def last_change_seq(self, store_id: str) -> int:
         """The newest change seq of a store (0 when none). Raises NotFound."""
@@ -1179,14 +1277,42 @@ class Engine:
 
     # -------------------------------------------------------- maintenance
 
-    def prune_versions(self, *, older_than_s: int) -> int:
-        """Drops versions written more than ``older_than_s`` seconds ago (SPEC §2
-        retention), never the head version of a memory nor the content version a
-        soft-deleted memory would be restored from. Returns how many were dropped."""
+    def prune_versions(
+        self,
+        *,
+        store_id: str | None = None,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> list[PruneResult]:
+        """Drops the versions older than their store's retention period (SPEC §2
+        retention; :mod:`memfs.store.retention`): never the head version of a memory,
+        nor the content version a soft-deleted memory would be restored from. Pruned
+        content leaves the database as a redaction's does (blobs, change-feed paths,
+        FTS segments, then a WAL checkpoint). Stores without a period keep everything.
+
+        Args:
+            store_id: prune this store only (None: every store with a period).
+            dry_run: count what would be dropped, change nothing.
+            now: the clock the periods count back from (None: the current time); tests
+                pass a fake one.
+
+        Returns:
+            One :class:`PruneResult` per store with a retention period, by store id.
+
+        Raises:
+            NotFound: ``store_id`` names no store.
+        """
+        clock = utcnow() if now is None else now
+        if dry_run:
+            with self._db.read() as conn:
+                return retention.prune_versions(
+                    conn, clock=clock, store_id=store_id, dry_run=True
+                )
         with self._db.write() as conn:
-            dropped = blobs.prune_versions(conn, older_than_s=older_than_s)
-        self._db.checkpoint()
-        return dropped
+            results = retention.prune_versions(conn, clock=clock, store_id=store_id, dry_run=False)
+        if any(result.versions for result in results):
+            self._db.checkpoint()
+        return results
 
     def statistics(self) -> dict[str, int]:
         """Row counts: ``stores``, ``memories`` (live), ``versions``, ``blobs``."""

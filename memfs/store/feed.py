@@ -8,6 +8,7 @@ restores and store events, SPEC §2 "audited"). Both outlive the store they desc
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Any
 
@@ -16,7 +17,7 @@ from sqlalchemy import Connection, bindparam, insert, select, update
 from memfs.errors import NotFound
 from memfs.model import Actor, Change, ChangeKind
 from memfs.store import _hot
-from memfs.store._common import actor_columns, execute_many, now, store_row
+from memfs.store._common import actor_columns, execute_many, now, store_row, ts
 from memfs.store.notify import feed_changed
 from memfs.store.schema import audit_log, changes, stores
 
@@ -158,8 +159,15 @@ def audit(
     memory_id: str | None,
     actor: Actor | None,
     reason: str | None,
+    metadata: dict[str, str] | None = None,
 ) -> None:
-    """Appends one audit-log entry (ids only, never a path or content)."""
+    """Appends one audit-log entry (ids only, never a path or content).
+
+    Args:
+        metadata: kept with the entry (seed 004: the ``metadata`` of a forget or
+            restore request, already validated by :func:`memfs.rules.validate_metadata`);
+            None or empty stores NULL.
+    """
     actor_type, actor_id = actor_columns(actor)
     conn.execute(
         _INSERT_AUDIT,
@@ -171,28 +179,42 @@ def audit(
             actor_type=actor_type,
             actor_id=actor_id,
             created_at=now(),
+            metadata_json=json.dumps(metadata, sort_keys=True) if metadata else None,
         ),
     )
 
 
 def audit_events(
-    conn: Connection, store_id: str, *, memory_id: str | None = None
-) -> list[dict[str, str | None]]:
+    conn: Connection,
+    store_id: str | None,
+    *,
+    memory_id: str | None = None,
+    since: datetime | None = None,
+    limit: int | None = None,
+) -> list[dict[str, Any]]:
     """See :meth:`memfs.store.Engine.audit_events`."""
-    query = select(audit_log).where(audit_log.c.store_id == store_id)
+    query = select(audit_log)
+    if store_id is not None:
+        query = query.where(audit_log.c.store_id == store_id)
     if memory_id is not None:
         query = query.where(audit_log.c.memory_id == memory_id)
-    rows = conn.execute(query.order_by(audit_log.c.seq.desc())).all()
+    if since is not None:
+        query = query.where(audit_log.c.created_at >= ts(since))
+    query = query.order_by(audit_log.c.seq.desc())
+    if limit is not None:
+        query = query.limit(limit)
     return [
         {
             "action": r.action,
+            "memory_store_id": r.store_id,
             "memory_id": r.memory_id,
             "reason": r.reason,
+            "metadata": json.loads(r.metadata_json) if r.metadata_json else {},
             "actor_type": r.actor_type,
             "actor_id": r.actor_id,
             "created_at": r.created_at,
         }
-        for r in rows
+        for r in conn.execute(query).all()
     ]
 
 

@@ -23,7 +23,16 @@ from memfs.ids import blob_key_of, sha256_of
 from memfs.store.identities import check_mount_counts
 from memfs.store.memories import REDACTED_PATH
 from memfs.store.records import check_index as check_record_index
-from memfs.store.schema import api_keys, blobs, changes, memories, sessions, stores, versions
+from memfs.store.schema import (
+    api_keys,
+    audit_log,
+    blobs,
+    changes,
+    memories,
+    sessions,
+    stores,
+    versions,
+)
 from memfs.store.search import check_index
 
 __all__ = ["CHECKS", "SQLITE_CHECKS", "run_checks", "sqlite_findings"]
@@ -282,6 +291,29 @@ def check_metadata_json(conn: Connection) -> Iterator[str]:
                 yield f"{label} {row_id}: invalid metadata: {exc}"
 
 
+def check_retention_and_audit(conn: Connection) -> Iterator[str]:
+    """A store's version retention period is NULL or 1 s to 100 years (SPEC §2); an
+    audit entry's metadata is NULL or a JSON object passing SPEC §1 metadata rules."""
+    for store_id, retention_s in conn.execute(
+        select(stores.c.id, stores.c.version_retention_s).where(
+            stores.c.version_retention_s.is_not(None)
+        )
+    ):
+        try:
+            rules.validate_retention_s(retention_s)
+        except InvalidInput as exc:
+            yield f"store {store_id}: {exc}"
+    for seq, raw in conn.execute(
+        select(audit_log.c.seq, audit_log.c.metadata_json).where(
+            audit_log.c.metadata_json.is_not(None)
+        )
+    ):
+        try:
+            rules.validate_metadata(json.loads(raw))
+        except (ValueError, InvalidInput) as exc:
+            yield f"audit entry {seq}: invalid metadata: {exc}"
+
+
 def check_sessions(conn: Connection) -> Iterator[str]:
     """A session has an expiry iff it has a token, expiring after its creation and at
     most 30 days later; its creating API key exists, and if that key is revoked, so is
@@ -359,6 +391,7 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_paths,
     check_change_feed,
     check_metadata_json,
+    check_retention_and_audit,
     check_sessions,
     check_principals,
     check_search_index,

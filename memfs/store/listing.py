@@ -11,11 +11,11 @@ import json
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, bindparam, select
+from sqlalchemy import Connection, Row, and_, bindparam, or_, select
 
 from memfs import rules
 from memfs.errors import InvalidCursor, InvalidInput
-from memfs.model import DeleteMode, Memory, MemoryPrefix, Page
+from memfs.model import DeleteMode, Memory, MemoryPrefix, MemoryStatus, Page
 from memfs.records import RecordFilter
 from memfs.store._common import (
     Cursor,
@@ -30,7 +30,7 @@ from memfs.store.schema import memories
 from memfs.store.visibility import visible_clause
 from memfs.visibility import Viewer
 
-__all__ = ["all_memories", "deleted_memories", "list_memories"]
+__all__ = ["all_memories", "deleted_memories", "list_memories", "list_with_deleted"]
 
 # A mount's whole tree (all_memories): the columns of a live memory without content, as
 # plain tuples, in path order (index ix_memories_live_path). store_id and deleted_at are
@@ -161,6 +161,60 @@ def list_memories(
         )
         next_cursor = Cursor.encode(fingerprint, after)
     return Page[Memory | MemoryPrefix](items=result, next_cursor=next_cursor)
+
+
+def list_with_deleted(
+    conn: Connection,
+    store_id: str,
+    *,
+    path_prefix: str,
+    status: MemoryStatus | None,
+    limit: int,
+    cursor: str | None,
+    with_content: bool,
+    viewer: Viewer | None,
+) -> Page[Memory | MemoryPrefix]:
+    """The soft-deleted memories under ``path_prefix`` (``status`` deleted), or those and
+    the live ones (None), in byte order of path, then id (tombstones may share a path
+    with each other and with a live memory); see :meth:`memfs.store.Engine.list_memories`.
+    A tombstone has no content (``with_content`` gives the live ones theirs). Live
+    memories hidden from ``viewer`` are left out here; hidden tombstones by the caller
+    (their record is judged by their last content)."""
+    rules.validate_path_prefix(path_prefix)
+    check_limit(limit)
+    fingerprint = Cursor.fingerprint("memories+deleted", store_id, path_prefix, status)
+    soft_deleted = memories.c.delete_mode == DeleteMode.SOFT_DELETE.value
+    query = select(memories).where(
+        memories.c.store_id == store_id,
+        soft_deleted
+        if status is MemoryStatus.DELETED
+        else or_(memories.c.deleted_at.is_(None), soft_deleted),
+        memories.c.path >= path_prefix,
+        visible_clause(viewer, memories.c.id),  # visibility (issue 15, SPEC §6)
+    )
+    if path_prefix != "/":
+        query = query.where(memories.c.path < descendant_upper_bound(path_prefix))
+    if cursor is not None:
+        after = Cursor.decode(cursor, fingerprint)
+        if not (isinstance(after, list) and len(after) == 2):
+            raise InvalidCursor("page cursor is malformed")
+        path, memory_id = str(after[0]), str(after[1])
+        query = query.where(
+            or_(memories.c.path > path, and_(memories.c.path == path, memories.c.id > memory_id))
+        )
+    store_row(conn, store_id)
+    rows = conn.execute(query.order_by(memories.c.path, memories.c.id).limit(limit + 1)).all()
+    items: list[Memory | MemoryPrefix] = [
+        memory_model(
+            row, blob_data(conn, row.blob_key) if with_content and row.deleted_at is None else None
+        )
+        for row in rows[:limit]
+    ]
+    next_cursor = None
+    if len(rows) > limit:
+        last = rows[limit - 1]
+        next_cursor = Cursor.encode(fingerprint, [last.path, last.id])
+    return Page[Memory | MemoryPrefix](items=items, next_cursor=next_cursor)
 
 
 def all_memories(conn: Connection, store_id: str, viewer: Viewer | None = None) -> list[Memory]:

@@ -188,6 +188,24 @@ def _live_row(conn: Connection, store_id: str, memory_id: str) -> Row[Any]:
     return row  # type: ignore[no-any-return]
 
 
+def _audit_metadata(metadata: dict[str, str] | None) -> dict[str, str] | None:
+    """The metadata of a forget or restore request, checked by the SPEC §1 rules
+    (seed 004: kept with the audit event). Raises InvalidMetadata."""
+    if metadata is None:
+        return None
+    return {key: str(value) for key, value in rules.validate_metadata(metadata).items()}
+
+
+def memory_store_id(conn: Connection, memory_id: str) -> str:
+    """See :meth:`memfs.store.Engine.memory_store_id`."""
+    store_id = conn.execute(
+        select(memories.c.store_id).where(memories.c.id == memory_id)
+    ).scalar()
+    if store_id is None:
+        raise NotFound(f"memory {memory_id!r} not found")
+    return str(store_id)
+
+
 def _set_memory_columns(conn: Connection, memory_id: str, values: dict[str, Any]) -> None:
     """UPDATE memories SET ``values`` for one memory (a prebuilt statement)."""
     if not values.keys() <= _MEMORY_COLUMNS:
@@ -455,6 +473,7 @@ def _tombstone(
     reason: str | None,
     now: str,
     content: dict[str, Any],
+    audit_metadata: dict[str, str] | None = None,
 ) -> None:
     """Turns a live memory into a tombstone: a ``deleted`` version, the row marked with
     ``mode``, the audit entry and the change, in one go.
@@ -499,7 +518,15 @@ def _tombstone(
     )
     search.unindex_memory(conn, row.id)
     record_index.unindex_memory(conn, row.id)
-    feed.audit(conn, store_id, mode.value, memory_id=row.id, actor=actor, reason=reason)
+    feed.audit(
+        conn,
+        store_id,
+        mode.value,
+        memory_id=row.id,
+        actor=actor,
+        reason=reason,
+        metadata=audit_metadata,
+    )
     feed.emit(
         conn,
         store_id,
@@ -521,6 +548,7 @@ def delete_memory(
     mode: DeleteMode,
     reason: str | None,
     replacement: str,
+    audit_metadata: dict[str, str] | None = None,
 ) -> frozenset[str]:
     """See :meth:`memfs.store.Engine.delete_memory`."""
     try:
@@ -528,6 +556,7 @@ def delete_memory(
     except ValueError as exc:
         raise InvalidInput("mode must be soft_delete, redact or hard_delete") from exc
     replacement_data = rules.validate_content(replacement).encode("utf-8")
+    audit_metadata = _audit_metadata(audit_metadata)
     lock_store(conn, store_id)
     row = _live_row(conn, store_id, memory_id)
     _check_precondition(row, expected_sha256)
@@ -542,6 +571,7 @@ def delete_memory(
             reason=reason,
             now=deleted_at,
             content={"blob_key": None},
+            audit_metadata=audit_metadata,
         )
         return frozenset()
     old_versions = conn.execute(select(versions).where(versions.c.memory_id == memory_id)).all()
@@ -566,13 +596,22 @@ def delete_memory(
                 "size_bytes": len(replacement_data),
                 "metadata_json": "{}",
             },
+            audit_metadata=audit_metadata,
         )
     else:
         conn.execute(delete(versions).where(versions.c.memory_id == memory_id))
         conn.execute(delete(memories).where(memories.c.id == memory_id))
         search.unindex_memory(conn, memory_id)
         record_index.unindex_memory(conn, memory_id)
-        feed.audit(conn, store_id, mode.value, memory_id=memory_id, actor=actor, reason=reason)
+        feed.audit(
+            conn,
+            store_id,
+            mode.value,
+            memory_id=memory_id,
+            actor=actor,
+            reason=reason,
+            metadata=audit_metadata,
+        )
         feed.emit(
             conn,
             store_id,
@@ -596,8 +635,10 @@ def restore_memory(
     actor: Actor | None,
     reason: str | None,
     memory_limit: int,
+    audit_metadata: dict[str, str] | None = None,
 ) -> Memory:
     """See :meth:`memfs.store.Engine.restore_memory`."""
+    audit_metadata = _audit_metadata(audit_metadata)
     store = lock_store(conn, store_id)
     row = conn.execute(
         select(memories).where(memories.c.id == memory_id, memories.c.store_id == store_id)
@@ -654,7 +695,15 @@ def restore_memory(
         header = _restored_header(restored_data)
         record_index.index_memory(conn, memory_id, store_id, header, restored_at)
     record_index.memories_arrived(conn, store_id, [(memory_id, row.path)])
-    feed.audit(conn, store_id, "restore", memory_id=memory_id, actor=actor, reason=reason)
+    feed.audit(
+        conn,
+        store_id,
+        "restore",
+        memory_id=memory_id,
+        actor=actor,
+        reason=reason,
+        metadata=audit_metadata,
+    )
     feed.emit(
         conn,
         store_id,

@@ -110,6 +110,15 @@ stores = Table(
             "(= its rows in identity_mounts); moved with the store row locked; fsck recounts"
         ),
     ),
+    Column(
+        "version_retention_s",
+        BigInteger,
+        nullable=True,
+        comment=(
+            "SPEC §2 retention: versions older than this many seconds may be pruned "
+            "(never a live memory's head, nor what a restore needs); NULL = keep forever"
+        ),
+    ),
 )
 
 blobs = Table(
@@ -294,12 +303,24 @@ audit_log = Table(
         "action",
         String(32),
         nullable=False,
-        comment="soft_delete | redact | hard_delete | restore | redact_version | store_*",
+        comment=(
+            "soft_delete | redact | hard_delete | restore | redact_version | "
+            "prune_versions | store_*"
+        ),
     ),
     Column("reason", Text, nullable=True),
     Column("actor_type", String(32), nullable=True),
     Column("actor_id", String(64), nullable=True),
     Column("created_at", String(32), nullable=False),
+    Column(
+        "metadata_json",
+        Text,
+        nullable=True,
+        comment=(
+            "JSON object str→str given with the request (seed 004 forget/restore "
+            "metadata; SPEC §1 metadata rules), or facts of a prune; NULL = none"
+        ),
+    ),
     comment="Who deleted, redacted or restored what, and why (SPEC §2 'audited').",
 )
 

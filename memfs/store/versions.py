@@ -1,7 +1,7 @@
 """Memory versions and their redaction (SPEC §2 versions, redaction).
 
 Owns the ``versions`` table: immutable snapshots, one per write, of which only
-redaction (and retention pruning, :mod:`memfs.store.blobs`) changes anything. A redacted
+redaction (and retention pruning, :mod:`memfs.store.retention`) changes anything. A redacted
 version keeps its id, memory id, operation, time and actors; its path, content, digest
 and size become null, and the path is scrubbed from the change feed once nothing
 unredacted holds it.
@@ -39,6 +39,7 @@ __all__ = [
     "list_versions",
     "redact_version",
     "redact_version_row",
+    "scrub_path",
 ]
 
 _INSERT_VERSION = insert(versions)
@@ -246,10 +247,10 @@ def redact_version_row(
             redacted_by_id=actor_id,
         )
     )
-    _scrub_path(conn, version_row.memory_id, version_row.path)
+    scrub_path(conn, version_row.memory_id, version_row.path)
 
 
-def _scrub_path(conn: Connection, memory_id: str, path: str | None) -> None:
+def scrub_path(conn: Connection, memory_id: str, path: str | None) -> None:
     """Nulls ``path`` out of the change feed of ``memory_id`` once no unredacted
     version and no memory row holds it any more: redaction scrubs the path too
     (SPEC §2), and the feed is a place memfs keeps data."""

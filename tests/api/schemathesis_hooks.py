@@ -11,7 +11,10 @@ rule named, and said in the descriptions of :mod:`memfs.api.schemas`:
   option given in the body and the query with two values, a directory moved into
   itself, a store attached twice to one session, a session given both resources and an
   (identity, template) pair (or neither), a flat session with two writable stores, a
-  session's ``roles`` without its ``user_id`` or with a ``principal`` object;
+  session's ``roles`` without its ``user_id`` or with a ``principal`` object; a listing
+  with deleted memories (``include_deleted=true`` or ``status=deleted``) at a ``depth``
+  other than 0 or with ``include_deleted=true`` and ``status=active`` together, or with
+  a record filter;
 - ``page`` cursors: opaque, only ever taken from a response (the stateful links do).
 
 Path parameters are replaced by real ids (``$MEMFS_FUZZ_IDS``) in about half of the
@@ -103,13 +106,31 @@ def _forget_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
     return replacement is None or mode == "redact"
 
 
-_MEMORY = "/v1/memory_stores/{memory_store_id}/memories/{memory_id}"
+def _listing_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
+    include_deleted = query.get("include_deleted") in (True, "true")
+    if include_deleted and query.get("status") == "active":
+        return False
+    with_deleted = include_deleted or query.get("status") == "deleted"
+    if not with_deleted:
+        return True
+    record_filters = ("record_type", "tag", "min_importance", "user_id")
+    if any(query.get(name) is not None for name in record_filters):
+        return False  # record filters list live records only
+    return query.get("depth") in (None, 0, "0")
+
+
+_MEMORIES = "/v1/memory_stores/{memory_store_id}/memories"
+_MEMORY = f"{_MEMORIES}/{{memory_id}}"
+_STORELESS_MEMORY = "/v1/memories/{memory_id}"  # seed 004's routes without the store
 # (method, path) → the rule between fields of that operation (the list above).
 _OPERATION_RULES = {
-    ("POST", "/v1/memory_stores/{memory_store_id}/memories/rename_prefix"): _rename_is_stateable,
+    ("POST", f"{_MEMORIES}/rename_prefix"): _rename_is_stateable,
+    ("GET", _MEMORIES): _listing_is_stateable,
     ("POST", "/v1/sessions"): _session_is_stateable,
     ("DELETE", _MEMORY): _delete_is_stateable,
     ("POST", f"{_MEMORY}/forget"): _forget_is_stateable,
+    ("DELETE", _STORELESS_MEMORY): _delete_is_stateable,
+    ("POST", f"{_STORELESS_MEMORY}/forget"): _forget_is_stateable,
 }
 
 

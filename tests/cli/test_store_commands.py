@@ -21,6 +21,7 @@ STORE_FIELDS = [
     "system_managed",
     "identity_id",
     "binding_info",
+    "version_retention_seconds",
 ]
 
 

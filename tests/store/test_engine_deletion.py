@@ -62,8 +62,10 @@ def test_soft_delete_keeps_versions_and_is_restorable(
     )
     assert engine.audit_events(store.id, memory_id=memory.id)[0] == {
         "action": "soft_delete",
+        "memory_store_id": store.id,
         "memory_id": memory.id,
         "reason": "tidy up",
+        "metadata": {},
         "actor_type": "user_actor",
         "actor_id": "user_admin",
         "created_at": engine.audit_events(store.id)[0]["created_at"],

@@ -326,6 +326,19 @@ def test_metadata_json(engine: Engine, store: MemoryStore, actor: Actor) -> None
     )
 
 
+@covers("check_retention_and_audit")
+def test_retention_and_audit_metadata(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    memory = engine.create_memory(store.id, "/a", "a", actor=actor)
+    engine.delete_memory(store.id, memory.id, actor=actor, audit_metadata={"k": "v"})
+    raw = functools.partial(execute_sql, engine.url)
+    raw(f"UPDATE stores SET version_retention_s = 0 WHERE id = '{store.id}'")
+    raw("""UPDATE audit_log SET metadata_json = '{"k": 1}'""")
+    found = findings(engine)
+    assert len(found) == 2
+    assert found[0].startswith(f"store {store.id}: version retention must be from 1 to ")
+    assert found[1].endswith("invalid metadata: invalid metadata: value of 'k' must be a string")
+
+
 def test_engine_refuses_to_overwrite_a_damaged_blob(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:

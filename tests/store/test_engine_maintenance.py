@@ -3,12 +3,14 @@ version retention (SPEC §2 "the head version of a live memory is never pruned")
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from sqlalchemy import event
 from store_helpers import collect, snapshot
 
 from memfs.errors import InvalidInput, InvalidPath, NotFound, PathConflict, PathTooLong
-from memfs.model import Actor, ChangeKind, DeleteMode, MemoryStore, Operation
+from memfs.model import Actor, ChangeKind, DeleteMode, MemoryStore, Operation, utcnow
 from memfs.store import Engine
 
 
@@ -87,19 +89,20 @@ def test_rename_prefix_refusals_change_nothing(
 def test_prune_versions_keeps_heads_and_restore_sources(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
+    engine.update_store(store.id, version_retention_s=3600)
     live = engine.create_memory(store.id, "/live", "l1", actor=actor)
     live = engine.update_memory(store.id, live.id, actor=actor, content="l2")
     soft = engine.create_memory(store.id, "/soft", "s1", actor=actor)
     engine.update_memory(store.id, soft.id, actor=actor, content="s2")
     engine.delete_memory(store.id, soft.id, actor=actor)
     gone = engine.create_memory(store.id, "/gone", "g1", actor=actor)
-    engine.delete_memory(store.id, gone.id, actor=actor, mode=DeleteMode.REDACT)
-    assert engine.prune_versions(older_than_s=3600) == 0
+    engine.delete_memory(store.id, gone.id, mode=DeleteMode.REDACT, actor=actor)
+    assert [r.versions for r in engine.prune_versions()] == [0]
     assert engine.statistics()["versions"] == 7
 
-    dropped = engine.prune_versions(older_than_s=0)
+    [result] = engine.prune_versions(now=utcnow() + timedelta(hours=2))
 
-    assert dropped == 3  # live's v1, soft's v1, gone's redacted v1
+    assert result.versions == 3  # live's v1, soft's v1, gone's redacted v1
     assert [v.id for v in collect(engine.list_versions, store_id=store.id, memory_id=live.id)] == [
         live.memory_version_id
     ]

@@ -9,6 +9,7 @@
 ``sessions``   sessions and their tokens (api-contract §7, SPEC §3)
 ``search``     full-text search of one store and across stores (SPEC §7, extension)
 ``identities`` mounts on (identity, template) pairs, default stores (SPEC §8, extension)
+``by_memory``  seed 004's store-less delete, forget and restore (``/v1/memories/{id}``)
 ``_common``    what they share: :func:`~memfs.api.routes._common.run`, query types
 =============  ===================================================================
 
@@ -22,12 +23,21 @@ from __future__ import annotations
 from fastapi import APIRouter
 from fastapi.routing import APIRoute
 
-from memfs.api.routes import feed, identities, memories, search, sessions, stores, versions
+from memfs.api.routes import (
+    by_memory,
+    feed,
+    identities,
+    memories,
+    search,
+    sessions,
+    stores,
+    versions,
+)
 from memfs.api.routes._common import ROUTER_DEPENDENCIES, authenticate_request
 
 __all__ = ["allowed_methods", "authenticate_request", "router"]
 
-_MODULES = (stores, memories, versions, feed, sessions, search, identities)
+_MODULES = (stores, memories, versions, feed, sessions, search, identities, by_memory)
 
 router = APIRouter(dependencies=ROUTER_DEPENDENCIES)
 for _module in _MODULES:

@@ -44,7 +44,8 @@ from memfs.api.auth import Principal, authenticate, credential_from_headers
 from memfs.api.changes import ChangeNotifier
 from memfs.api.errors import InternalError
 from memfs.config import MAX_FULL_VIEW_PAGE_LIMIT, MAX_PAGE_LIMIT
-from memfs.errors import InvalidInput, MemfsError
+from memfs.errors import InvalidInput, MemfsError, NotFound
+from memfs.model import Scope
 from memfs.store import Engine
 
 __all__ = [
@@ -61,6 +62,7 @@ __all__ = [
     "notifier",
     "page_limit",
     "run",
+    "store_of_memory",
     "utc",
 ]
 
@@ -167,9 +169,45 @@ async def run(
         log.exception("request %s failed", getattr(request.state, "request_id", "?"))
         raise InternalError("internal server error") from exc
     finally:
-        store_id = request.path_params.get("memory_store_id")
+        store_id = request.path_params.get("memory_store_id") or getattr(
+            request.state, "memory_store_id", None
+        )
         if request.method != "GET" and store_id is not None:
             notifier(request).notify(store_id)
+
+
+def store_of_memory(
+    request: Request,
+    engine: Engine,
+    principal: Principal,
+    memory_id: str,
+    scope: Scope,
+    *,
+    agents: bool = True,
+) -> str:
+    """The store of memory ``memory_id`` for the store-less routes of seed 004
+    (``/v1/memories/{memory_id}…``), checked as :meth:`Principal.require` checks the
+    store-scoped ones; kept in ``request.state`` so :func:`run` wakes that store's long
+    polls. Runs in the worker thread of :func:`run`.
+
+    The scope comes first (403 before anything about the target, as everywhere); a
+    memory in a store the caller can't reach is the 404 of an unknown memory id, so
+    neither the memory nor its store is revealed (SPEC §3).
+
+    Raises:
+        PermissionDenied: the caller lacks ``scope`` (or is a session and ``agents`` is
+            False, or the memory's store is attached read-only to it).
+        NotFound: no memory ``memory_id`` the caller can reach.
+    """
+    if principal.session is None or not agents:
+        principal.require(scope, None, agents=agents)
+    store_id = engine.memory_store_id(memory_id)
+    try:
+        principal.require(scope, store_id, agents=agents)
+    except NotFound:
+        raise NotFound(f"memory {memory_id!r} not found") from None
+    request.state.memory_store_id = store_id
+    return store_id
 
 
 def notifier(request: Request) -> ChangeNotifier:

@@ -1,6 +1,8 @@
 """Memories of one store: create, list, retrieve, update (``POST`` and its ``PATCH``
 alias), delete (api-contract §5.7–5.11), with the SPEC §2 deletion modes, ``forget``
 and ``restore``, and the directory rename of remote mounts (``rename_prefix``, SPEC §4).
+The delete, forget and restore requests are shared with the store-less routes of
+seed 004 (:mod:`memfs.api.routes.by_memory`).
 
 Registration order matters: ``POST …/memories/rename_prefix`` comes before
 ``POST …/memories/{memory_id}``, which would take ``rename_prefix`` for an id.
@@ -24,17 +26,28 @@ from memfs.api.routes._common import (
     page_limit,
     refuse_other_methods,
     run,
+    store_of_memory,
 )
 from memfs.config import DEFAULT_PAGE_LIMIT
 from memfs.errors import InvalidContent, InvalidInput
 from memfs.local import scrub_erased_paths
-from memfs.model import DeleteMode, Memory, MemoryPrefix, Scope
-from memfs.records import RecordFilter, record_to_wire
+from memfs.model import DeleteMode, Memory, MemoryPrefix, MemoryStatus, Scope
+from memfs.records import RecordFilter, RecordType, record_to_wire
 from memfs.store import Engine
 from memfs.visibility import Viewer
 from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
 
-__all__ = ["router"]
+__all__ = [
+    "DeleteModeQuery",
+    "ExpectedSha256Query",
+    "ForgetModeQuery",
+    "ReasonQuery",
+    "ReplacementQuery",
+    "delete_memory_request",
+    "forget_memory_request",
+    "restore_memory_request",
+    "router",
+]
 
 router = APIRouter()
 # First: the {memory_id} routes below would take rename_prefix for an id.
@@ -119,7 +132,7 @@ async def list_memories(
     limit: LimitQuery = DEFAULT_PAGE_LIMIT,
     page: PageQuery = None,
     record_type: Annotated[
-        schemas.RecordTypeName | None,
+        RecordType | None,
         Query(description="memfs extension (SPEC §6): only records of this type."),
     ] = None,
     tag: Annotated[
@@ -148,11 +161,28 @@ async def list_memories(
             description="memfs extension (SPEC §6): only records of this user_id.",
         ),
     ] = None,
+    include_deleted: Annotated[
+        bool,
+        Query(
+            description="memfs extension (seed 004): list the soft-deleted (restorable) "
+            "memories too, with status deleted and no content; depth must be 0."
+        ),
+    ] = False,
+    status: Annotated[
+        Literal["active", "deleted"] | None,
+        Query(
+            description="memfs extension (seed 004): only live (active, the default) or "
+            "only soft-deleted (deleted) memories; depth must be 0 for deleted."
+        ),
+    ] = None,
 ) -> JSONResponse:
     """api-contract §5.10: path order, deeper entries rolled up into ``memory_prefix``.
     Any of ``record_type``, ``tag``, ``min_importance``, ``user_id`` (memfs extension,
-    SPEC §6 curation) keeps only the records matching all of them."""
+    SPEC §6 curation) keeps only the records matching all of them. With
+    ``include_deleted=true`` or ``status=deleted`` (seed 004) soft-deleted memories are
+    listed too (or only), in path then id order, so an admin finds what to restore."""
     full = view == "full"
+    wanted = _listing_status(include_deleted, status)
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
@@ -166,6 +196,7 @@ async def list_memories(
             limit=page_limit(limit, view),
             cursor=page,
             with_content=full,
+            status=wanted,
             viewer=principal.viewer,
             record_filter=record_filter,
         )
@@ -177,6 +208,19 @@ async def list_memories(
         }
 
     return json_response(await run(request, op))
+
+
+def _listing_status(include_deleted: bool, status: str | None) -> MemoryStatus | None:
+    """The ``status`` filter of a listing; None lists live and soft-deleted memories.
+
+    Raises:
+        InvalidInput: ``include_deleted=true`` with ``status=active`` (they contradict).
+    """
+    if status is None:
+        return None if include_deleted else MemoryStatus.ACTIVE
+    if include_deleted and status == MemoryStatus.ACTIVE:
+        raise InvalidInput("include_deleted=true contradicts status=active; give one of them")
+    return MemoryStatus(status)
 
 
 @router.get(
@@ -293,6 +337,14 @@ async def patch_memory(
     return await _update_memory(request, memory_store_id, memory_id, body, view)
 
 
+DeleteModeQuery = Literal["soft_delete", "redact", "hard_delete"]
+ForgetModeQuery = Annotated[
+    DeleteModeQuery | None, Query(description="As the body's mode; default redact.")
+]
+ReasonQuery = Annotated[str | None, Query(description="Recorded in the audit trail.")]
+ReplacementQuery = Annotated[str | None, Query(description="mode=redact only.")]
+ExpectedSha256Query = Annotated[str | None, Query(pattern=schemas.SHA256_PATTERN)]
+
 _DELETE_SCOPES = {
     DeleteMode.SOFT_DELETE: (Scope.DELETE, True),
     DeleteMode.REDACT: (Scope.DELETE, False),  # agents do not redact (api-contract §4.6)
@@ -300,32 +352,38 @@ _DELETE_SCOPES = {
 }
 
 
-async def _delete_memory(
+async def delete_memory_request(
     request: Request,
-    memory_store_id: str,
+    memory_store_id: str | None,
     memory_id: str,
     *,
     mode: DeleteMode,
     reason: str | None,
     expected_sha256: str | None,
     replacement: str | None,
+    audit_metadata: dict[str, str] | None = None,
 ) -> JSONResponse:
+    """A delete or forget of ``memory_id`` in ``memory_store_id``, or in the store the
+    memory is in when None (the seed 004 store-less routes, :mod:`.by_memory`): the
+    scope of ``mode`` first, then the target; audited with ``reason`` and
+    ``audit_metadata``."""
     scope, agents = _DELETE_SCOPES[mode]
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
-        principal.require(scope, memory_store_id, agents=agents)
+        store_id = _target(request, engine, principal, memory_store_id, memory_id, scope, agents)
         if replacement is not None and mode is not DeleteMode.REDACT:
             raise InvalidInput("replacement_content is only allowed with mode=redact")
         replacement_option: dict[str, Any] = (
             {} if replacement is None else {"replacement": replacement}
         )
         erased = engine.delete_memory(
-            memory_store_id,
+            store_id,
             memory_id,
             actor=principal.actor,
             expected_sha256=expected_sha256,
             mode=mode,
             reason=reason,
+            audit_metadata=audit_metadata,
             viewer=principal.viewer,
             **replacement_option,
         )
@@ -336,6 +394,22 @@ async def _delete_memory(
     return json_response(await run(request, op))
 
 
+def _target(
+    request: Request,
+    engine: Engine,
+    principal: Principal,
+    memory_store_id: str | None,
+    memory_id: str,
+    scope: Scope,
+    agents: bool,
+) -> str:
+    """The store acted on, checked for ``scope``: the route's, or the memory's own."""
+    if memory_store_id is None:
+        return store_of_memory(request, engine, principal, memory_id, scope, agents=agents)
+    principal.require(scope, memory_store_id, agents=agents)
+    return memory_store_id
+
+
 @router.delete(
     "/v1/memory_stores/{memory_store_id}/memories/{memory_id}",
     responses=doc(schemas.DeletedObject),
@@ -344,15 +418,15 @@ async def delete_memory(
     request: Request,
     memory_store_id: str,
     memory_id: str,
-    expected_content_sha256: Annotated[str | None, Query(pattern=schemas.SHA256_PATTERN)] = None,
-    mode: Literal["soft_delete", "redact", "hard_delete"] = "soft_delete",
-    reason: Annotated[str | None, Query(description="Recorded in the audit trail.")] = None,
-    replacement_content: Annotated[str | None, Query(description="mode=redact only.")] = None,
+    expected_content_sha256: ExpectedSha256Query = None,
+    mode: DeleteModeQuery = "soft_delete",
+    reason: ReasonQuery = None,
+    replacement_content: ReplacementQuery = None,
 ) -> JSONResponse:
     """api-contract §5.11, with the SPEC §2 modes: ``soft_delete`` (default, restorable),
     ``redact`` (content replaced, history redacted), ``hard_delete`` (erased; needs
     ``memory:hard_delete``)."""
-    return await _delete_memory(
+    return await delete_memory_request(
         request,
         memory_store_id,
         memory_id,
@@ -364,6 +438,9 @@ async def delete_memory(
 
 
 _FORGET_FIELDS = tuple(schemas.MemoryForget.model_fields)
+# What a forget takes as query parameters: every body field but metadata (an object).
+_FORGET_QUERY = tuple(name for name in _FORGET_FIELDS if name != "metadata")
+
 
 
 def _forget_options(
@@ -378,10 +455,10 @@ def _forget_options(
         InvalidInput: an unknown query parameter, or a field given in both places with
             different values.
     """
-    unknown = sorted(set(request.query_params) - set(_FORGET_FIELDS))
+    unknown = sorted(set(request.query_params) - set(_FORGET_QUERY))
     if unknown:
         raise InvalidInput(
-            f"unknown query parameter {unknown[0]!r}; forget takes {', '.join(_FORGET_FIELDS)}"
+            f"unknown query parameter {unknown[0]!r}; forget takes {', '.join(_FORGET_QUERY)}"
         )
     given = body.model_dump(exclude_none=True) if body is not None else {}
     for name, value in query.items():
@@ -402,13 +479,10 @@ async def forget_memory(
     memory_store_id: str,
     memory_id: str,
     body: Annotated[schemas.MemoryForget | None, Body()] = None,
-    mode: Annotated[
-        Literal["soft_delete", "redact", "hard_delete"] | None,
-        Query(description="As the body's mode; default redact."),
-    ] = None,
-    reason: Annotated[str | None, Query(description="Recorded in the audit trail.")] = None,
-    replacement_content: Annotated[str | None, Query(description="mode=redact only.")] = None,
-    expected_content_sha256: Annotated[str | None, Query(pattern=schemas.SHA256_PATTERN)] = None,
+    mode: ForgetModeQuery = None,
+    reason: ReasonQuery = None,
+    replacement_content: ReplacementQuery = None,
+    expected_content_sha256: ExpectedSha256Query = None,
 ) -> JSONResponse:
     """Forget a memory: the user wants it gone (SPEC §2 deletion modes).
 
@@ -416,9 +490,10 @@ async def forget_memory(
     ``replacement_content``), metadata cleared and every earlier version redacted; it is
     not restorable. ``mode=soft_delete`` (restorable) and ``mode=hard_delete`` (needs
     ``memory:hard_delete``) are the other modes. Options come in a JSON body or as query
-    parameters (as on ``DELETE``), ``reason`` is recorded in the audit trail; unknown
-    fields or parameters are 400. Redact and hard delete need an API key (a session
-    token may only soft-delete, api-contract §4.6).
+    parameters (as on ``DELETE``), ``reason`` is recorded in the audit trail, and the
+    body's ``metadata`` is kept with the audit event (seed 004); unknown fields or
+    parameters are 400. Redact and hard delete need an API key (a session token may
+    only soft-delete, api-contract §4.6).
     """
     query = {
         "mode": mode,
@@ -426,8 +501,20 @@ async def forget_memory(
         "replacement_content": replacement_content,
         "expected_content_sha256": expected_content_sha256,
     }
+    return await forget_memory_request(request, memory_store_id, memory_id, body, query)
+
+
+async def forget_memory_request(
+    request: Request,
+    memory_store_id: str | None,
+    memory_id: str,
+    body: schemas.MemoryForget | None,
+    query: dict[str, str | None],
+) -> JSONResponse:
+    """A forget (see :func:`forget_memory`) in ``memory_store_id``, or in the memory's own
+    store when None (seed 004 store-less route)."""
     options = _forget_options(request, body, query)
-    return await _delete_memory(
+    return await delete_memory_request(
         request,
         memory_store_id,
         memory_id,
@@ -435,6 +522,7 @@ async def forget_memory(
         reason=options["reason"],
         expected_sha256=options["expected_content_sha256"],
         replacement=options["replacement_content"],
+        audit_metadata=options["metadata"],
     )
 
 
@@ -450,13 +538,33 @@ async def restore_memory(
     view: View = "basic",
 ) -> JSONResponse:
     """Brings a soft-deleted memory back with its id, path and content (SPEC §2); 409
-    ``conflict_error`` when it is live, redacted, or its path is taken."""
+    ``conflict_error`` when it is live, redacted, or its path is taken. ``reason`` and
+    ``metadata`` are kept with the audit event (seed 004)."""
+    return await restore_memory_request(request, memory_store_id, memory_id, body, view)
+
+
+async def restore_memory_request(
+    request: Request,
+    memory_store_id: str | None,
+    memory_id: str,
+    body: schemas.MemoryRestore | None,
+    view: View,
+) -> JSONResponse:
+    """A restore in ``memory_store_id``, or in the memory's own store when None (seed
+    004 store-less route)."""
     reason = body.reason if body is not None else None
+    audit_metadata = body.metadata if body is not None else None
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
-        principal.require(Scope.WRITE, memory_store_id)
+        store_id = _target(
+            request, engine, principal, memory_store_id, memory_id, Scope.WRITE, True
+        )
         memory = engine.restore_memory(
-            memory_store_id, memory_id, actor=principal.actor, reason=reason,
+            store_id,
+            memory_id,
+            actor=principal.actor,
+            reason=reason,
+            audit_metadata=audit_metadata,
             viewer=principal.viewer,
         )
         return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)

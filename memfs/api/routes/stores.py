@@ -32,12 +32,15 @@ router = APIRouter()
 
 @router.post("/v1/memory_stores", responses=doc(schemas.MemoryStoreOut))
 async def create_memory_store(request: Request, body: schemas.MemoryStoreCreate) -> JSONResponse:
-    """api-contract §5.1."""
+    """api-contract §5.1; ``version_retention_seconds`` is a memfs extension (SPEC §2)."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require_unlimited(Scope.WRITE)
         store = engine.create_store(
-            body.name, description=body.description or "", metadata=body.metadata or {}
+            body.name,
+            description=body.description or "",
+            metadata=body.metadata or {},
+            version_retention_s=body.version_retention_seconds or None,
         )
         return store_to_wire(store)
 
@@ -97,6 +100,11 @@ async def _update_memory_store(
             description=body.description,
             metadata_patch=body.metadata,
             viewer=principal.viewer,
+            version_retention_s=(
+                ...
+                if body.version_retention_seconds is None
+                else body.version_retention_seconds or None  # 0: keep forever
+            ),
         )
         return store_to_wire(store)
 
