@@ -173,6 +173,8 @@ STORE_INSIDES = (
     "memfs.store.listing",
     "memfs.store.memories",
     "memfs.store.search",
+    "memfs.store.semantic",
+    "memfs.store.embedder",
     "memfs.store.renames",
     "memfs.store._connections",
     "memfs.store.stores",

@@ -14,6 +14,7 @@ PostgreSQL (psycopg 3): READ COMMITTED; writers serialize per store with
 from __future__ import annotations
 
 import random
+import re
 import sqlite3
 import time
 from pathlib import Path
@@ -54,7 +55,7 @@ __all__ = [
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0004"
+SCHEMA_HEAD = "0009_semantic"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
@@ -69,10 +70,11 @@ _SQLITE_LOCKED = 6
 # PostgreSQL SQLSTATE lock_not_available (lock_timeout expired).
 _PG_LOCK_NOT_AVAILABLE = "55P03"
 _MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-# Every revision id memfs's migrations have had (their files are named ``NNNN_….py``):
+# Every revision id memfs's migrations have had (each file's ``revision = "…"`` line):
 # an alembic_version holding anything else belongs to another application.
 MEMFS_REVISIONS = frozenset(
-    p.name.split("_", 1)[0] for p in (_MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py")
+    re.findall(r'^revision = "([^"]+)"', p.read_text(encoding="utf-8"), re.MULTILINE)[0]
+    for p in (_MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py")
 )
 _SQLITE_READONLY = 8
 _SQLITE_NOTADB = 26

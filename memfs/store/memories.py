@@ -402,8 +402,9 @@ def retract_create(conn: Connection, store_id: str, memory_id: str, *, actor: Ac
     lock_store(conn, store_id)
     row = _live_row(conn, store_id, memory_id)
     history = conn.execute(
-        select(versions.c.operation, versions.c.size_bytes, versions.c.actor_type,
-               versions.c.actor_id).where(versions.c.memory_id == memory_id)
+        select(
+            versions.c.operation, versions.c.size_bytes, versions.c.actor_type, versions.c.actor_id
+        ).where(versions.c.memory_id == memory_id)
     ).all()
     placeholder = (Operation.CREATED.value, 0, *actor_columns(actor))
     if row.size_bytes or [tuple(version) for version in history] != [placeholder]:

@@ -29,6 +29,7 @@ search only.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -40,6 +41,7 @@ from memfs import rules
 from memfs.errors import DatabaseUnavailable
 from memfs.ids import sha256_of
 from memfs.query import Query, SearchHit, Term, TermKind
+from memfs.store import semantic
 from memfs.store._common import descendant_upper_bound, execute_many, store_row
 from memfs.store.schema import blobs, memories, search_docs
 
@@ -53,7 +55,10 @@ __all__ = [
     "move_documents",
     "rebuild",
     "scrub",
+    "hybrid_search",
+    "rebuild_stores",
     "search",
+    "semantic_search",
     "unindex_memory",
     "unindex_store",
 ]
@@ -135,6 +140,22 @@ def rebuild(conn: Connection) -> int:
     return len(rows)
 
 
+def rebuild_stores(conn: Connection, store_ids: Sequence[str]) -> int:
+    """Rebuilds the documents of these stores' live memories (``memfs search reindex
+    --store``), queueing each for embedding. Returns how many were indexed."""
+    for store_id in store_ids:
+        unindex_store(conn, store_id)
+    rows = conn.execute(
+        select(memories.c.id, memories.c.store_id, memories.c.path, blobs.c.data)
+        .join(blobs, blobs.c.key == memories.c.blob_key)
+        .where(memories.c.deleted_at.is_(None), memories.c.store_id.in_(list(store_ids)))
+        .order_by(memories.c.store_id, memories.c.path)
+    ).all()
+    for r in rows:
+        index_memory(conn, r.id, r.store_id, r.path, r.data)
+    return len(rows)
+
+
 def _text(data: bytes | memoryview) -> str:
     return bytes(data).decode("utf-8")
 
@@ -168,6 +189,8 @@ def index_memory(
     ).first()
     if old is not None and old.path == path and old.body == body:
         return
+    if old is None or old.body != body:
+        semantic.enqueue(conn, memory_id, sha256_of(body.encode("utf-8")))
     if old is None:
         inserted = conn.execute(
             insert(search_docs).values(memory_id=memory_id, store_id=store_id, path=path, body=body)
@@ -229,6 +252,7 @@ def unindex_memory(conn: Connection, memory_id: str) -> None:
             search_docs.c.memory_id == memory_id
         )
     ).first()
+    semantic.forget(conn, [memory_id])
     if old is None:
         return
     if conn.dialect.name == "sqlite":
@@ -351,6 +375,17 @@ def _compile_postgresql(compiled: _Compiled, query: Query) -> None:
             compiled.where.append(f"NOT ({document} @@ {_tsquery(compiled, term)})")
 
 
+def _validate(
+    conn: Connection, store_ids: Sequence[str] | None, path_prefix: str, limit: int
+) -> bool:
+    """Checks the arguments of a search; False when it covers no store at all."""
+    rules.validate_path_prefix(path_prefix)
+    query_language.validate_limit(limit)
+    for store_id in store_ids or ():
+        store_row(conn, store_id)
+    return store_ids is None or bool(store_ids)
+
+
 def search(
     conn: Connection,
     query: Query,
@@ -359,12 +394,8 @@ def search(
     path_prefix: str,
     limit: int,
 ) -> list[SearchHit]:
-    """See :meth:`memfs.store.Engine.search`."""
-    rules.validate_path_prefix(path_prefix)
-    query_language.validate_limit(limit)
-    for store_id in store_ids or ():
-        store_row(conn, store_id)
-    if store_ids is not None and not store_ids:
+    """See :meth:`memfs.store.Engine.search` (full text)."""
+    if not _validate(conn, store_ids, path_prefix, limit):
         return []
     compiled = _Compiled()
     if conn.dialect.name == "sqlite":
@@ -398,6 +429,95 @@ def search(
     ]
 
 
+# ------------------------------------------------------------ semantic, hybrid
+
+# Reciprocal-rank fusion (Cormack et al. 2009): a hit's score is the sum over the
+# rankings holding it of 1 / (RRF_K + rank), rank from 1.
+RRF_K = 60
+# How many hits of each ranking the fusion looks at.
+_FUSION_DEPTH = 100
+
+
+def _excluded(query: Query, path: str, body: str) -> bool:
+    """A semantic hit holding a negated term (as a case-insensitive substring)."""
+    haystack = f"{path} {body}".lower()
+    return any(term.text.lower() in haystack for term in query.negative)
+
+
+def _semantic_ranking(
+    conn: Connection,
+    probe: semantic.Probe,
+    query: Query,
+    store_ids: Sequence[str] | None,
+    path_prefix: str,
+    depth: int,
+) -> list[tuple[Any, float]]:
+    """``(search_docs row, cosine)`` best first, negated terms left out."""
+    nearest = semantic.nearest(conn, probe, store_ids, path_prefix, depth + 20)
+    docs = semantic.documents(conn, [memory_id for memory_id, _ in nearest])
+    ranked = [
+        (docs[memory_id], score)
+        for memory_id, score in nearest
+        if memory_id in docs and not _excluded(query, docs[memory_id].path, docs[memory_id].body)
+    ]
+    return ranked[:depth]
+
+
+def _doc_hit(doc: Any, score: float, query: Query) -> SearchHit:
+    return SearchHit(
+        store_id=doc.store_id,
+        memory_id=doc.memory_id,
+        path=doc.path,
+        score=round(score, 6),
+        snippet=query_language.snippet(doc.body, query),
+    )
+
+
+def semantic_search(
+    conn: Connection,
+    probe: semantic.Probe,
+    query: Query,
+    store_ids: Sequence[str] | None,
+    *,
+    path_prefix: str,
+    limit: int,
+) -> list[SearchHit]:
+    """The memories whose vector is nearest the probe's, best first; score = cosine
+    similarity. Memories still queued for embedding are not found."""
+    if not _validate(conn, store_ids, path_prefix, limit):
+        return []
+    ranked = _semantic_ranking(conn, probe, query, store_ids, path_prefix, limit)
+    return [_doc_hit(doc, score, query) for doc, score in ranked]
+
+
+def hybrid_search(
+    conn: Connection,
+    probe: semantic.Probe,
+    query: Query,
+    store_ids: Sequence[str] | None,
+    *,
+    path_prefix: str,
+    limit: int,
+) -> list[SearchHit]:
+    """Full-text and semantic rankings fused by reciprocal rank (:data:`RRF_K`): a
+    memory both find ranks above one only either finds. A memory written a moment ago
+    is found by its words at once and by its meaning once embedded."""
+    if not _validate(conn, store_ids, path_prefix, limit):
+        return []
+    words = search(conn, query, store_ids, path_prefix=path_prefix, limit=_FUSION_DEPTH)
+    meaning = _semantic_ranking(conn, probe, query, store_ids, path_prefix, _FUSION_DEPTH)
+    fused: dict[str, float] = {}
+    hits: dict[str, SearchHit] = {}
+    for rank, hit in enumerate(words, 1):
+        fused[hit.memory_id] = 1.0 / (RRF_K + rank)
+        hits[hit.memory_id] = hit
+    for rank, (doc, _) in enumerate(meaning, 1):
+        fused[doc.memory_id] = fused.get(doc.memory_id, 0.0) + 1.0 / (RRF_K + rank)
+        hits.setdefault(doc.memory_id, _doc_hit(doc, 0.0, query))
+    best = sorted(fused, key=lambda m: (-fused[m], hits[m].path))[:limit]
+    return [dataclasses.replace(hits[m], score=round(fused[m], 6)) for m in best]
+
+
 # -------------------------------------------------------------------- fsck
 
 
@@ -424,6 +544,7 @@ def check_index(conn: Connection) -> Iterator[str]:
             yield f"memory {doc.memory_id}: its search document is not its head content"
     for memory_id in live.keys() - seen:
         yield f"memory {memory_id}: live but not in the search index"
+    yield from semantic.check(conn)
     if conn.dialect.name != "sqlite":
         return
     # Read-only (fsck may run on a read-only open, beside writers): FTS5's own
