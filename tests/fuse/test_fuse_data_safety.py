@@ -230,6 +230,42 @@ def test_a_refused_truncate_moves_neither_size_nor_times(mount: Mount) -> None:
     assert out == "EFBIG\n6 True True\n"
 
 
+def test_a_zero_fill_left_by_an_extending_truncate_fails_the_close_and_keeps_the_bytes(
+    mount: Mount, store_engine: Engine, memfs_home: Path
+) -> None:
+    """An extending ``ftruncate`` is accepted (tools preallocate, then fill; fsx checks
+    it), but NUL bytes still there at close are not text: the close fails ``EILSEQ``,
+    the head stays what it was, and every byte is kept under ``rejected/`` (README
+    "Order of refusals"); filling the extension before close commits normally."""
+    mount.expect_log("refused (EILSEQ")
+    path = mount / "notes" / "hello.md"
+    out = run_python(f"""
+        import errno, os
+        p = {str(path)!r}
+        fd = os.open(p, os.O_WRONLY | os.O_APPEND)
+        os.write(fd, b"more\\n")
+        os.ftruncate(fd, 20)
+        print(os.fstat(fd).st_size)
+        try:
+            os.close(fd)
+            print("close ok")
+        except OSError as e:
+            print("close", errno.errorcode[e.errno])
+        fd = os.open(p, os.O_WRONLY)
+        os.ftruncate(fd, 12)
+        os.pwrite(fd, b"filled", 6)
+        os.close(fd)
+        print("filled ok")
+    """)
+    assert out == "20\nclose EILSEQ\nfilled ok\n"
+    kept = [p.read_bytes() for p in (memfs_home / "rejected" / mount.session_id).iterdir()]
+    assert kept == [b"hello\nmore\n" + b"\0" * 9]
+    assert mount.status["rejected_count"] == 1
+    assert path.read_text() == "hello\nfilled"
+    assert [content for _, content in _history(store_engine, _store_id(mount), "/hello.md")] \
+        == ["hello\n", "hello\nfilled"]
+
+
 def test_cp_of_a_large_binary_reports_eilseq_not_efbig(mount: Mount, store_engine: Engine) -> None:
     assert Path("/bin/ls").stat().st_size > MAX_CONTENT_BYTES
     completed = run("cp", "/bin/ls", mount / "notes" / "ls", check=False)
