@@ -99,9 +99,9 @@ class EmbeddingModel:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        encodings = self._tokenizer.encode_batch(
-            [t[:MAX_EMBED_CHARS] for t in texts], add_special_tokens=False
-        )
+        # encode_batch_fast (tokenizers >= 0.20) skips the offsets: ~40% faster.
+        encode = getattr(self._tokenizer, "encode_batch_fast", self._tokenizer.encode_batch)
+        encodings = encode([t[:MAX_EMBED_CHARS] for t in texts], add_special_tokens=False)
         for row, encoding in enumerate(encodings):
             ids = [i for i in encoding.ids if i not in self._skip]
             if not ids:

@@ -29,7 +29,6 @@ search only.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Iterator, Sequence
 from typing import Any
 
@@ -386,17 +385,11 @@ def _validate(
     return store_ids is None or bool(store_ids)
 
 
-def search(
-    conn: Connection,
-    query: Query,
-    store_ids: Sequence[str] | None,
-    *,
-    path_prefix: str,
-    limit: int,
-) -> list[SearchHit]:
-    """See :meth:`memfs.store.Engine.search` (full text)."""
-    if not _validate(conn, store_ids, path_prefix, limit):
-        return []
+def _text_rows(
+    conn: Connection, query: Query, store_ids: Sequence[str] | None, path_prefix: str, limit: int
+) -> list[Any]:
+    """The full-text ranking: ``(memory_id, store_id, path, body, score)`` rows, best
+    first (arguments already checked)."""
     compiled = _Compiled()
     if conn.dialect.name == "sqlite":
         _compile_sqlite(compiled, query)
@@ -416,7 +409,21 @@ def search(
         f"FROM search_docs d {' '.join(compiled.joins)} WHERE {' AND '.join(where) or 'TRUE'} "
         f"ORDER BY score DESC, d.path LIMIT {compiled.param(limit)}"
     )
-    rows = conn.execute(text(statement), compiled.params).all()
+    return list(conn.execute(text(statement), compiled.params).all())
+
+
+def search(
+    conn: Connection,
+    query: Query,
+    store_ids: Sequence[str] | None,
+    *,
+    path_prefix: str,
+    limit: int,
+) -> list[SearchHit]:
+    """See :meth:`memfs.store.Engine.search` (full text)."""
+    if not _validate(conn, store_ids, path_prefix, limit):
+        return []
+    rows = _text_rows(conn, query, store_ids, path_prefix, limit)
     return [
         SearchHit(
             store_id=r.store_id,
@@ -504,18 +511,18 @@ def hybrid_search(
     is found by its words at once and by its meaning once embedded."""
     if not _validate(conn, store_ids, path_prefix, limit):
         return []
-    words = search(conn, query, store_ids, path_prefix=path_prefix, limit=_FUSION_DEPTH)
+    words = _text_rows(conn, query, store_ids, path_prefix, _FUSION_DEPTH)
     meaning = _semantic_ranking(conn, probe, query, store_ids, path_prefix, _FUSION_DEPTH)
     fused: dict[str, float] = {}
-    hits: dict[str, SearchHit] = {}
-    for rank, hit in enumerate(words, 1):
-        fused[hit.memory_id] = 1.0 / (RRF_K + rank)
-        hits[hit.memory_id] = hit
+    docs: dict[str, Any] = {}
+    for rank, row in enumerate(words, 1):
+        fused[row.memory_id] = 1.0 / (RRF_K + rank)
+        docs[row.memory_id] = row
     for rank, (doc, _) in enumerate(meaning, 1):
         fused[doc.memory_id] = fused.get(doc.memory_id, 0.0) + 1.0 / (RRF_K + rank)
-        hits.setdefault(doc.memory_id, _doc_hit(doc, 0.0, query))
-    best = sorted(fused, key=lambda m: (-fused[m], hits[m].path))[:limit]
-    return [dataclasses.replace(hits[m], score=round(fused[m], 6)) for m in best]
+        docs.setdefault(doc.memory_id, doc)
+    best = sorted(fused, key=lambda m: (-fused[m], docs[m].path))[:limit]
+    return [_doc_hit(docs[m], fused[m], query) for m in best]
 
 
 # -------------------------------------------------------------------- fsck
