@@ -18,6 +18,8 @@ local users must not read memories): files are created ``0600`` and directories
 * :func:`scrub_file`: rewrites a file with some strings replaced (a redacted memory's
   path in a mount's log, SPEC §2), atomically, even while this process appends to it
   through its own standard error (see its docstring for why no line is lost).
+* :func:`scrub_stopped_mounts`: the same for the log and status files of every mount
+  whose daemon is not running (recognised by :func:`hold_mount_lock`'s ``flock``).
 * :func:`save_rejected`: the one way to keep the bytes of a write that could not be
   stored (SPEC §4: "a write rejected at close is never silently dropped"):
   ``rejected/<session_id>/<UTC timestamp>[-<tag>]-<name>``.
@@ -46,11 +48,16 @@ __all__ = [
     "compact_timestamp",
     "create_private_file",
     "fsync_directory",
+    "hold_mount_lock",
+    "mount_lock_path",
     "open_private",
     "private_directory",
+    "redaction_marker",
     "rejected_directory",
     "save_rejected",
+    "scrub_erased_paths",
     "scrub_file",
+    "scrub_stopped_mounts",
     "secure_home",
     "write_atomically",
 ]
@@ -322,3 +329,125 @@ def _create_exclusively(directory: Path, stem: str, data: bytes) -> Path:
         fsync_directory(directory)
         return path
     raise FileExistsError(f"too many rejected writes named {stem!r}")
+
+
+# ------------------------------------------------------------ mounts that are not running
+
+
+def mount_lock_path(log_file: Path) -> Path:
+    """The lock beside a mount's log (``logs/mount-<key>.lock`` for
+    ``logs/mount-<key>.log``): held, as an exclusive ``flock``, by the daemon writing
+    that log for as long as it runs (:func:`hold_mount_lock`)."""
+    return log_file.with_suffix(".lock")
+
+
+def hold_mount_lock(log_file: Path, *, wait_s: float = 2.0) -> int | None:
+    """Opens and exclusively ``flock``\\ s the lock of ``log_file``'s mount and returns the
+    descriptor. Pass it to the daemon (``subprocess.Popen(pass_fds=…)``) and close this
+    copy: the lock then lives exactly as long as the daemon, because a ``flock``
+    belongs to the open file description both share.
+
+    :func:`scrub_stopped_mounts` holds a lock for milliseconds; one still held after
+    ``wait_s`` seconds belongs to another daemon writing the same log (the same mount
+    point mounted in another mount namespace): then None is returned and the new daemon
+    runs without one, which only means a redaction leaves this log to the daemons
+    themselves (the safe side: nothing rewrites a log a daemon appends to).
+
+    Raises:
+        OSError: the lock file can't be created.
+    """
+    import fcntl
+    import time
+
+    fd = open_private(mount_lock_path(log_file), os.O_RDWR)
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                return None
+            time.sleep(0.01)
+        except BaseException:
+            os.close(fd)
+            raise
+
+
+def _pid_alive(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def scrub_stopped_mounts(replacements: Mapping[str, str], home: Path | None = None) -> int:
+    """Replaces erased paths (SPEC §2: a redaction or hard delete erases the path
+    everywhere memfs keeps it) in the files of every mount under ``home`` whose daemon
+    is not running: its log ``logs/mount-<key>.log`` (every earlier run's lines), its
+    saved-scratch list ``mounts/<key>.scratch.json`` and a status file a crashed daemon
+    left behind. A running daemon scrubs its own files when the change reaches it
+    (:mod:`memfs.fuse.feed`); it is recognised by the ``flock`` it holds
+    (:func:`hold_mount_lock`), which is taken here, non-blocking, for the time of the
+    rewrite, so no daemon starts appending to a file being replaced. A foreground
+    mount (no lock: it logs to its own standard error) keeps its status file while its
+    pid lives.
+
+    Args:
+        replacements: each erased path -> its marker (``<redacted mem_…>``); longer
+            keys first, as :func:`scrub_file`.
+        home: ``$MEMFS_HOME`` unless told.
+
+    Returns:
+        How many files were rewritten. Blocking: run it in a worker thread from async
+        code. A file that can't be rewritten is left as it was (and not counted).
+    """
+    import fcntl
+
+    home = home if home is not None else memfs_home()
+    rewritten = 0
+    for log_file in sorted((home / "logs").glob("mount-*.log")):
+        key = log_file.stem.removeprefix("mount-")
+        try:
+            fd = open_private(mount_lock_path(log_file), os.O_RDWR)
+        except OSError:
+            continue
+        try:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                continue  # its daemon runs and scrubs itself
+            candidates = [log_file, home / "mounts" / f"{key}.scratch.json"]
+            status_file = home / "mounts" / f"{key}.json"
+            with contextlib.suppress(OSError, ValueError):
+                if not _pid_alive(json.loads(status_file.read_text()).get("pid")):
+                    candidates.append(status_file)
+            for path in candidates:
+                with contextlib.suppress(OSError):
+                    rewritten += scrub_file(path, replacements)
+        finally:
+            os.close(fd)
+    return rewritten
+
+
+def redaction_marker(memory_id: str) -> str:
+    """What replaces an erased path in logs and status files: ``<redacted mem_…>``."""
+    return f"<redacted {memory_id}>"
+
+
+def scrub_erased_paths(memory_id: str, paths: frozenset[str] | set[str]) -> int:
+    """:func:`scrub_stopped_mounts` for the ``paths`` a redaction or hard delete of
+    ``memory_id`` erased (what :meth:`memfs.store.Engine.delete_memory` returns), each
+    replaced by :func:`redaction_marker`; longer paths first, so that a path is never
+    half-replaced through a shorter one it ends with. Returns the number of files
+    rewritten (0 for no paths). Blocking."""
+    if not paths:
+        return 0
+    marker = redaction_marker(memory_id)
+    return scrub_stopped_mounts({p: marker for p in sorted(paths, key=len, reverse=True)})

@@ -280,7 +280,7 @@ def memory_rm(
     with command_engine(database) as engine:
         found = engine.find_store(store)
         memory = find_memory(engine, found.id, path)
-        engine.delete_memory(
+        erased = engine.delete_memory(
             found.id,
             memory.id,
             actor=command_actor(),
@@ -289,6 +289,9 @@ def memory_rm(
             reason=reason,
             replacement=replacement,
         )
+    from memfs.local import scrub_erased_paths
+
+    scrub_erased_paths(memory.id, erased)  # logs of mounts not running (SPEC §2)
     if as_json:
         print_json(memory_deleted_to_wire(memory.id))
     elif mode is DeleteMode.SOFT_DELETE:

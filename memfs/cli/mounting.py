@@ -257,7 +257,7 @@ def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
 
 def _mount_in_background(request: _MountRequest) -> None:
     from memfs.fuse.status import log_path
-    from memfs.local import open_private, private_directory
+    from memfs.local import hold_mount_lock, open_private, private_directory
 
     target = os.path.realpath(request.mountpoint)
     log_file = log_path(target)
@@ -279,11 +279,19 @@ def _mount_in_background(request: _MountRequest) -> None:
         env[TOKEN_ENV] = request.token  # never in argv: /proc/<pid>/cmdline is public
     if request.debug:
         command.append("--debug")
-    with open(open_private(log_file, os.O_WRONLY | os.O_APPEND), "ab") as log:
-        process = subprocess.Popen(
-            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
-            pass_fds=(write_end,), start_new_session=True,
-        )
+    # The daemon inherits the lock of its log for its lifetime: a redaction made while
+    # no daemon runs scrubs this log itself (memfs.local.scrub_stopped_mounts).
+    lock = hold_mount_lock(log_file)
+    try:
+        with open(open_private(log_file, os.O_WRONLY | os.O_APPEND), "ab") as log:
+            process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
+                pass_fds=(write_end,) if lock is None else (write_end, lock),
+                start_new_session=True,
+            )
+    finally:
+        if lock is not None:
+            os.close(lock)
     os.close(write_end)
     try:
         message = _read_until_eof(read_end, MOUNT_READY_TIMEOUT_S)

@@ -43,6 +43,7 @@ from typing import Any
 
 from memfs import local
 from memfs.config import memfs_home
+from memfs.local import redaction_marker
 from memfs.model import format_timestamp, utcnow
 
 __all__ = [
@@ -74,11 +75,6 @@ def status_path(mountpoint: str) -> Path:
 def log_path(mountpoint: str) -> Path:
     """``$MEMFS_HOME/logs/mount-<key>.log``: where a background daemon logs."""
     return memfs_home() / "logs" / f"mount-{_key(mountpoint)}.log"
-
-
-def redaction_marker(memory_id: str) -> str:
-    """What replaces an erased path in logs and status files: ``<redacted mem_…>``."""
-    return f"<redacted {memory_id}>"
 
 
 def _scrub_text(text: str, replacements: Mapping[str, str]) -> str:

@@ -360,7 +360,7 @@ class Engine:
         mode: DeleteMode = DeleteMode.SOFT_DELETE,
         reason: str | None = None,
         replacement: str = "[REDACTED]",
-    ) -> None:
+    ) -> frozenset[str]:
         """Deletes a live memory in one of the SPEC §2 modes; audited with ``reason``.
 
         soft_delete: tombstone + ``deleted`` version, restorable. redact: tombstone whose
@@ -368,12 +368,18 @@ class Engine:
         restorable. hard_delete: the memory and all its versions erased (the audit log
         keeps the fact, the reason and the actor). Allowed on archived stores.
 
+        Returns:
+            The paths the memory ever had (every version's, store-absolute) when they
+            were erased (redact, hard_delete), for the caller to scrub them from local
+            files too (:func:`memfs.local.scrub_stopped_mounts`); empty for a soft
+            delete.
+
         Raises:
             NotFound, PreconditionFailed, InvalidContent (bad replacement), InvalidInput
             (unknown mode).
         """
         with self._db.write() as conn:
-            memories.delete_memory(
+            erased = memories.delete_memory(
                 conn,
                 store_id,
                 memory_id,
@@ -385,6 +391,7 @@ class Engine:
             )
         if mode != DeleteMode.SOFT_DELETE:
             self._db.checkpoint()
+        return erased
 
     def restore_memory(
         self, store_id: str, memory_id: str, *, actor: Actor | None, reason: str | None = None

@@ -497,7 +497,7 @@ def delete_memory(
     mode: DeleteMode,
     reason: str | None,
     replacement: str,
-) -> None:
+) -> frozenset[str]:
     """See :meth:`memfs.store.Engine.delete_memory`."""
     try:
         mode = DeleteMode(mode)
@@ -519,8 +519,9 @@ def delete_memory(
             now=deleted_at,
             content={"blob_key": None},
         )
-        return
+        return frozenset()
     old_versions = conn.execute(select(versions).where(versions.c.memory_id == memory_id)).all()
+    erased_paths = frozenset({v.path for v in old_versions if v.path} | {row.path})
     purged_keys = {v.blob_key for v in old_versions} | {row.blob_key}
     if mode is DeleteMode.REDACT:
         key, digest = put_blob(conn, replacement_data)
@@ -559,6 +560,7 @@ def delete_memory(
     feed.forget_paths(conn, memory_id)
     gc_blobs(conn, store_id, purged_keys)
     search.scrub(conn)
+    return erased_paths
 
 
 def restore_memory(

@@ -27,6 +27,7 @@ from memfs.api.routes._common import (
 )
 from memfs.config import DEFAULT_PAGE_LIMIT
 from memfs.errors import InvalidContent, InvalidInput
+from memfs.local import scrub_erased_paths
 from memfs.model import DeleteMode, Memory, MemoryPrefix, Scope
 from memfs.store import Engine
 from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
@@ -241,7 +242,7 @@ async def _delete_memory(
         principal.require(scope, memory_store_id, agents=agents)
         if replacement is not None and mode is not DeleteMode.REDACT:
             raise InvalidInput("replacement_content is only allowed with mode=redact")
-        engine.delete_memory(
+        erased = engine.delete_memory(
             memory_store_id,
             memory_id,
             actor=principal.actor,
@@ -250,6 +251,8 @@ async def _delete_memory(
             reason=reason,
             **({"replacement": replacement} if replacement is not None else {}),
         )
+        # The server's own $MEMFS_HOME may hold logs of mounts not running (SPEC §2).
+        scrub_erased_paths(memory_id, erased)
         return {**memory_deleted_to_wire(memory_id), "mode": mode.value}
 
     return json_response(await run(request, op))
