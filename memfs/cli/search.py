@@ -50,7 +50,9 @@ def register(app: typer.Typer) -> None:
     """Adds ``memfs search`` (a query, or ``reindex``) to the ``memfs`` app."""
     group = typer.Typer(
         cls=_QueryByDefault,
-        help="Find memories by words or meaning across stores; rebuild the indexes.",
+        help="Find memories by words or meaning across stores: memfs search QUERY [OPTIONS] "
+        "(the same as memfs search query QUERY, whose --help lists the options); "
+        "memfs search reindex rebuilds the indexes.",
         no_args_is_help=True,
     )
     group.command("query")(search_command)
@@ -125,8 +127,8 @@ def reindex_command(
     """Rebuild the search indexes from the memories' heads: full text, then vectors.
 
     For a changed embedding model or an upgraded database. The vectors are computed
-    here, with a progress bar, when ``MEMFS_SEARCH_MODEL_DIR`` names a model; without
-    one they wait in the queue for one.
+    here, with a progress bar, when MEMFS_SEARCH_MODEL_DIR names a model; without one
+    they wait in the queue for one.
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 

@@ -34,6 +34,7 @@ database.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
@@ -514,7 +515,7 @@ class Engine:
                 None searches every store (a caller that may read them all).
             path_prefix: a directory prefix ending with ``/`` (whole segments match).
             limit: at most this many hits, 1–100.
-            mode: ``auto`` (hybrid with a model configured, else full text), ``text``,
+            mode: ``auto`` (hybrid with a usable model configured, else full text), ``text``,
                 ``semantic`` or ``hybrid`` (:data:`memfs.query.SEARCH_MODES`).
 
         Raises:
@@ -527,9 +528,12 @@ class Engine:
         parsed = query if isinstance(query, query_language.Query) else query_language.parse(query)
         stores = None if store_ids is None else list(store_ids)
         model = None
-        if mode != query_language.SEARCH_TEXT:
+        if mode == query_language.SEARCH_AUTO:
+            with contextlib.suppress(SearchUnavailable):  # a broken model: full text only
+                model = embeddings.configured_model()
+        elif mode != query_language.SEARCH_TEXT:
             model = embeddings.configured_model()
-            if model is None and mode != query_language.SEARCH_AUTO:
+            if model is None:
                 raise _semantic_unavailable()
         with self._db.read() as conn:
             if model is None:

@@ -95,6 +95,7 @@ def test_a_broken_model_directory_is_named(
     monkeypatch.setenv(SEARCH_MODEL_ENV, str(empty))
     with pytest.raises(SearchUnavailable, match="lacks model.safetensors"):
         engine.search("recipe", [store.id], mode="semantic")
+    assert engine.search("recipe", [store.id]) == []  # auto: full text still answers
     (empty / "model.safetensors").write_bytes(b"not a tensor file")
     (empty / "tokenizer.json").write_text("{}")
     with pytest.raises(SearchUnavailable, match="model.safetensors"):
