@@ -446,3 +446,6 @@ search_vectors = Table(
         "when its content changes."
     ),
 )
+# A query's staleness check, count(*) and max(vec_id) of one model, reads this index
+# only, not the vectors' pages (a full scan of them was 26 ms at 10,000 memories).
+Index("ix_search_vectors_model", search_vectors.c.model, search_vectors.c.vec_id)

@@ -22,7 +22,7 @@ depends_on = None
 def upgrade() -> None:
     conn = op.get_bind()
     search_queue.create(conn)
-    search_vectors.create(conn)
+    search_vectors.create(conn)  # with its index ix_search_vectors_model
     semantic.queue_all(conn, None)
 
 
