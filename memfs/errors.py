@@ -18,6 +18,7 @@ exit status.
     │   ├── InvalidStoreField           store name / description rules
     │   ├── InvalidCursor               a pagination cursor we did not issue
     │   ├── InvalidTtl                  a session lifetime outside 1 s – 30 days
+    │   ├── InvalidRecord               a record header breaks a SPEC §6 rule
     │   └── SearchUnavailable           a kind of search this server can't answer
     ├── NotFound                        unknown id, deleted memory, other store's id
     ├── Conflict                        state conflicts (HTTP 409)
@@ -85,6 +86,7 @@ __all__ = [
     "InvalidInput",
     "InvalidMetadata",
     "InvalidPath",
+    "InvalidRecord",
     "InvalidStoreField",
     "InvalidTtl",
     "MemfsError",
@@ -205,6 +207,25 @@ class InvalidTtl(InvalidInput):
     days (SPEC §3 credential lifecycle)."""
 
     code = "invalid_ttl"
+
+
+class InvalidRecord(InvalidInput):
+    """Raised when a memory's front matter makes it a record (``type`` is one of the
+    five record types) and a key of it breaks a SPEC §6 rule; nothing changed.
+
+    Attributes:
+        key: the key of the first problem (e.g. ``"importance"``,
+            ``"relations[0].target"``); ``""`` when unknown (an error rebuilt from a
+            wire message).
+        problems: one ``"<key>: <rule>"`` line per problem found, all of them.
+    """
+
+    code = "invalid_record"
+
+    def __init__(self, message: str, *, key: str = "", problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.key = key
+        self.problems = [message] if problems is None else problems
 
 
 class SearchUnavailable(InvalidInput):

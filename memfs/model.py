@@ -12,7 +12,9 @@ import enum
 from datetime import UTC, datetime
 from typing import Any, Generic, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, field_validator
+
+from memfs.errors import InvalidInput
 
 __all__ = [
     "Access",
@@ -31,6 +33,7 @@ __all__ = [
     "Scope",
     "Session",
     "SessionResource",
+    "UserPrincipal",
     "format_timestamp",
     "utcnow",
 ]
@@ -239,6 +242,57 @@ class Change(_Frozen):
 
 T = TypeVar("T")
 
+# SPEC §6: user ids are 1–128 chars without control characters; roles follow the same
+# rule (they are compared with a record's allowed_roles, strings of that kind).
+MAX_PRINCIPAL_TEXT_CHARS = 128
+MAX_PRINCIPAL_ROLES = 32
+
+
+def _check_text(what: str, value: object) -> str:
+    """``value`` if it is 1–128 characters without control characters (SPEC §6 rule for
+    ``user_id``). Raises InvalidInput naming ``what``."""
+    if not isinstance(value, str) or not 1 <= len(value) <= MAX_PRINCIPAL_TEXT_CHARS:
+        raise InvalidInput(f"{what} must be a string of 1 to {MAX_PRINCIPAL_TEXT_CHARS} characters")
+    if any(ord(c) < 0x20 or ord(c) == 0x7F for c in value):
+        raise InvalidInput(f"{what} must not contain control characters")
+    return value
+
+
+class UserPrincipal(BaseModel):
+    """Who an API key or a session speaks for (SPEC §6 "Visibility", §3 credentials).
+
+    Attributes:
+        user_id: 1–128 characters, no control characters.
+        roles: at most 32 distinct roles, each like a user id; kept sorted.
+
+    Raises (at construction):
+        InvalidInput: a value breaking these rules (the validators raise it as is).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    user_id: str
+    roles: tuple[str, ...] = ()
+
+    @field_validator("user_id")
+    @classmethod
+    def _valid_user_id(cls, value: str) -> str:
+        return _check_text("user_id", value)
+
+    @field_validator("roles")
+    @classmethod
+    def _valid_roles(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        roles = sorted({_check_text("a role", role) for role in value})
+        if len(roles) > MAX_PRINCIPAL_ROLES:
+            raise InvalidInput(f"a principal has at most {MAX_PRINCIPAL_ROLES} roles")
+        return tuple(roles)
+
+    def to_wire(self) -> dict[str, object]:
+        """``{"user_id": …, "roles": [...]}`` (memfs extension on keys and sessions)."""
+        return {"user_id": self.user_id, "roles": list(self.roles)}
+
+
+
 
 class Page(_Frozen, Generic[T]):
     """One page of a keyset-paginated listing; ``next_cursor`` is None on the last page."""
@@ -275,7 +329,8 @@ class Session(_Frozen):
     ``expires_at`` is when its token stops working (None: a session without a token,
     an embedded mount's); ``revoked_at`` when it was revoked (by itself or with the API
     key ``api_key_id`` that created it); ``archived_at`` when it was archived (ended:
-    its token no longer works and listings leave it out unless asked).
+    its token no longer works and listings leave it out unless asked). ``principal``
+    is the user it speaks for (SPEC §6 visibility), set at creation, never changed.
     """
 
     id: str
@@ -286,12 +341,15 @@ class Session(_Frozen):
     revoked_at: datetime | None = None
     archived_at: datetime | None = None
     api_key_id: str | None = None
+    principal: UserPrincipal | None = None
 
 
 class ApiKey(_Frozen):
     """An API key's public record; the secret is never stored or returned after creation.
 
-    ``store_ids`` empty means every store.
+    ``store_ids`` empty means every store. ``principal`` is the user the key speaks for
+    (SPEC §6 visibility), set at creation, never changed; an ``admin`` key sees every
+    record whatever its principal.
     """
 
     id: str
@@ -300,6 +358,7 @@ class ApiKey(_Frozen):
     store_ids: list[str]
     created_at: datetime
     revoked_at: datetime | None
+    principal: UserPrincipal | None = None
 
     def allows(self, scope: Scope, store_id: str | None = None) -> bool:
         """True when this key has ``scope`` (``admin`` implies all) on ``store_id``."""

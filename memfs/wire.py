@@ -107,13 +107,15 @@ def version_to_wire(version: MemoryVersion, *, full: bool) -> dict[str, Any]:
 
 
 def session_to_wire(session: Session) -> dict[str, Any]:
-    """A session with its memory_store resources (api-contract §7.2)."""
+    """A session with its memory_store resources (api-contract §7.2) and its
+    ``principal`` (memfs extension, SPEC §6: ``{"user_id", "roles"}`` or null)."""
     return {
         "id": session.id,
         "type": "session",
         "title": session.title,
         "created_at": _ts(session.created_at),
         "resources": [resource.to_wire() for resource in session.resources],
+        "principal": None if session.principal is None else session.principal.to_wire(),
     }
 
 

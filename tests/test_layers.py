@@ -29,6 +29,8 @@ CORE = (
     "memfs.ids",
     "memfs.wire",
     "memfs.query",
+    "memfs.records",
+    "memfs.visibility",
 )
 
 
@@ -173,8 +175,11 @@ STORE_INSIDES = (
     "memfs.store.listing",
     "memfs.store.memories",
     "memfs.store.search",
+    "memfs.store._hot",
     "memfs.store.semantic",
     "memfs.store.embedder",
+    "memfs.store.records",
+    "memfs.store.visibility",
     "memfs.store.renames",
     "memfs.store._connections",
     "memfs.store.stores",

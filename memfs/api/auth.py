@@ -64,6 +64,7 @@ from dataclasses import dataclass
 from memfs.errors import AuthenticationFailed, NotFound, PermissionDenied
 from memfs.model import Access, Actor, ApiKey, Scope, Session
 from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, Engine
+from memfs.visibility import Viewer
 
 __all__ = [
     "INSECURE_DEV_KEY_ID",
@@ -105,6 +106,17 @@ class Principal:
     @property
     def is_session(self) -> bool:
         return self.session is not None
+
+    @property
+    def viewer(self) -> Viewer | None:
+        """Whose records this caller sees (SPEC §6, :mod:`memfs.visibility`): None for
+        an ``admin`` key and the insecure development principal (everything), else
+        the principal of its key or session (none: no private record)."""
+        if self.session is not None:
+            return Viewer.of(self.session.principal)
+        if self.api_key is not None and Scope.ADMIN not in self.api_key.scopes:
+            return Viewer.of(self.api_key.principal)
+        return None
 
     def can_see(self, store_id: str) -> bool:
         """True when the caller may read ``store_id`` (listing filter)."""

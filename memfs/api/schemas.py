@@ -42,6 +42,8 @@ __all__ = [
     "SearchRequest",
     "SearchResults",
     "DeletedSession",
+    "PrincipalOut",
+    "PrincipalParam",
     "SessionCreate",
     "SessionOut",
     "SessionPage",
@@ -316,6 +318,13 @@ class SearchRequest(_Request):
     )
 
 
+class PrincipalParam(_Request):
+    """memfs extension (SPEC §6 visibility): the user a new session speaks for."""
+
+    user_id: str = Field(description="1–128 characters, no control characters.")
+    roles: list[str] = Field(default_factory=list, description="At most 32 roles.")
+
+
 class SessionCreate(_NoNul):
     """Body of ``POST /v1/sessions``.
 
@@ -337,6 +346,11 @@ class SessionCreate(_NoNul):
         ),
         json_schema_extra={"minimum": 1, "maximum": MAX_SESSION_TTL_S},
     )
+    # memfs extension (issue 15, SPEC §6): the principal, either as one object or as
+    # the two flat fields; a key with a principal hands its own when none is given.
+    principal: PrincipalParam | None = None
+    user_id: str | None = Field(default=None, description="memfs extension: principal user.")
+    roles: list[str] | None = Field(default=None, description="memfs extension: its roles.")
 
 
 # ----------------------------------------------------------------- responses
@@ -368,8 +382,43 @@ class DeletedObject(_Response):
     type: Literal["memory_store_deleted", "memory_deleted"]
 
 
+class RecordRelationOut(_Response):
+    """One relation of a record, resolved (SPEC §6)."""
+
+    type: Literal["related_to", "derived_from", "contradicts", "supersedes"]
+    target: str
+    target_memory_id: str | None
+    target_path: str | None
+    dangling: bool
+
+
+class RecordOut(_Response):
+    """The ``record`` object of a memory whose header makes it a record (SPEC §6; a
+    memfs extension the SDK ignores): the typed header fields, ``version`` (the
+    memory's number of versions), ``last_accessed`` and ``decay_score``."""
+
+    type: Literal["episodic", "semantic", "procedural", "preference", "profile"]
+    scope: Literal["private", "share", "public"]
+    importance: float | None
+    confidence: float | None
+    tags: list[str]
+    source: str | None
+    summary: str | None
+    structured: dict[str, Any] | None
+    user_id: str | None
+    agent_id: str | None
+    tenant_id: str | None
+    relations: list[RecordRelationOut]
+    allowed_users: list[str]
+    allowed_roles: list[str]
+    version: int
+    last_accessed: Timestamp
+    decay_score: float
+
+
 class MemoryOut(_Response):
-    """api-contract §4.3 (``content`` null unless ``view=full``)."""
+    """api-contract §4.3 (``content`` null unless ``view=full``); ``record`` (memfs
+    extension, SPEC §6) only on memories that are records."""
 
     id: str
     type: Literal["memory"]
@@ -382,6 +431,7 @@ class MemoryOut(_Response):
     created_at: Timestamp
     updated_at: Timestamp
     metadata: dict[str, str]
+    record: RecordOut | None = None
 
 
 class MemoryPrefixOut(_Response):
@@ -470,6 +520,13 @@ class MemoryVersionPage(_Response):
     next_page: str | None
 
 
+class PrincipalOut(_Response):
+    """memfs extension (SPEC §6): the user a key or session speaks for."""
+
+    user_id: str
+    roles: list[str]
+
+
 class SessionResourceOut(_Response):
     """api-contract §7.2."""
 
@@ -495,6 +552,7 @@ class SessionOut(_Response):
     revoked_at: Timestamp | None
     archived_at: Timestamp | None
     token: str | None = None
+    principal: PrincipalOut | None = None
 
 
 class SessionPage(_Response):

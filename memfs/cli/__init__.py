@@ -15,6 +15,7 @@ module                  commands
 ``access``              ``key create|list|revoke``, ``session create|show|list|revoke``
 ``mounting``            ``mount``, ``umount``, ``status``
 ``search``              ``search``
+``record``              ``record ls|show|forget``
 ``_common``             the ``--database`` option, opening the database, output
 ======================  ====================================================
 
@@ -53,6 +54,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "key": ("access", "Create, list and revoke API keys (a secret is shown once)."),
     "session": ("access", "Attach memory stores to an agent session; print its token."),
     "search": ("search", "Find memories by words across stores, best first."),
+    "record": ("record", "List, show and forget long-term memory records (typed headers)."),
     "fsck": ("fsck_prompt", "Check every storage invariant."),
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
     "mcp": ("mcp", "Serve memory stores to an MCP client over stdio (memory tool commands)."),

@@ -26,6 +26,7 @@ from memfs.errors import InvalidInput, InvalidTtl
 from memfs.model import Access, ApiKey, Scope, Session, format_timestamp, utcnow
 from memfs.rules import parse_store_spec
 from memfs.store import ResourceSpec
+from memfs.visibility import UserPrincipal, make_principal
 from memfs.wire import session_to_wire
 
 __all__ = ["register"]
@@ -33,6 +34,24 @@ __all__ = ["register"]
 key_app = typer.Typer(help=short_help("key"))
 session_app = typer.Typer(help=short_help("session"))
 JsonOption = Annotated[bool, typer.Option("--json", help="Print a JSON object.")]
+# The principal of a new key or session (SPEC §6 visibility; fixed for its life).
+UserIdOption = Annotated[
+    str | None,
+    typer.Option(
+        "--user-id", help="The user it speaks for: sees that user's private records."
+    ),
+]
+RoleOption = Annotated[
+    list[str] | None,
+    typer.Option("--role", help="A role of that user (needs --user-id); repeatable."),
+]
+
+
+def _principal_text(principal: UserPrincipal | None) -> str:
+    """``alice`` or ``alice (support, admin-desk)``, ``-`` for none."""
+    if principal is None:
+        return "-"
+    return principal.user_id + (f" ({', '.join(principal.roles)})" if principal.roles else "")
 
 
 def register(app: typer.Typer) -> None:
@@ -53,6 +72,7 @@ def _key_to_json(key: ApiKey, secret: str | None = None) -> dict[str, Any]:
         "store_ids": list(key.store_ids),
         "created_at": format_timestamp(key.created_at),
         "revoked_at": format_timestamp(key.revoked_at) if key.revoked_at else None,
+        "principal": None if key.principal is None else key.principal.to_wire(),
     }
     if secret is not None:
         record["secret"] = secret
@@ -85,20 +105,26 @@ def key_create(
         typer.Option("--store", help="Limit the key to this store (name or id); repeatable."),
     ] = None,
     name: Annotated[str, typer.Option(help="A label for humans.")] = "cli",
+    user_id: UserIdOption = None,
+    role: RoleOption = None,
     database: DatabaseOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Create an API key and print its secret (shown this once)."""
+    """Create an API key and print its secret (shown this once). With --user-id it
+    speaks for that user (sees its private records, SPEC §6); an admin key sees all."""
     scopes = _parse_scopes(scope)
+    principal = make_principal(user_id, role or ())
     with command_engine(database, create=True) as engine:  # a new server's first key
         store_ids = [engine.find_store(value).id for value in store or []]
-        key, secret = engine.create_api_key(name, scopes, store_ids)
+        key, secret = engine.create_api_key(name, scopes, store_ids, principal=principal)
     if as_json:
         print_json(_key_to_json(key, secret))
         return
     typer.echo(f"id:      {key.id}")
     typer.echo(f"scopes:  {' '.join(s.value for s in key.scopes)}")
     typer.echo(f"stores:  {' '.join(key.store_ids) or 'all'}")
+    if key.principal is not None:
+        typer.echo(f"user:    {_principal_text(key.principal)}")
     typer.echo(f"secret:  {secret}")
     typer.echo("The secret is shown only now; memfs stores only its hash.", err=True)
 
@@ -112,7 +138,7 @@ def key_list(database: DatabaseOption = None, as_json: JsonOption = False) -> No
         print_json({"data": [_key_to_json(k) for k in keys], "next_page": None})
         return
     print_table(
-        ("ID", "STATE", "SCOPES", "STORES", "CREATED", "NAME"),
+        ("ID", "STATE", "SCOPES", "STORES", "CREATED", "NAME", "USER"),
         [
             (
                 key.id,
@@ -121,6 +147,7 @@ def key_list(database: DatabaseOption = None, as_json: JsonOption = False) -> No
                 ",".join(key.store_ids) or "all",
                 format_timestamp(key.created_at),
                 key.name,
+                _principal_text(key.principal),
             )
             for key in keys
         ],
@@ -200,6 +227,8 @@ def _print_session(session: Session, token: str | None, as_json: bool) -> None:
     typer.echo(f"created: {format_timestamp(session.created_at)}")
     if session.expires_at is not None:
         typer.echo(f"expires: {format_timestamp(session.expires_at)}")
+    if session.principal is not None:
+        typer.echo(f"user:    {_principal_text(session.principal)}")
     state = _session_state(session)
     if state != "active":
         typer.echo(f"state:   {state}")
@@ -243,12 +272,15 @@ def session_create(
             show_default=False,
         ),
     ] = None,
+    user_id: UserIdOption = None,
+    role: RoleOption = None,
     database: DatabaseOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Create a session over the given stores and print its id, token, expiry and
-    resources."""
+    resources. With --user-id it speaks for that user (SPEC §6 visibility)."""
     ttl_s = _parse_ttl(ttl)
+    principal = make_principal(user_id, role or ())
     texts = list(instructions or [])
     if len(texts) > len(store):
         raise InvalidInput("there are more --instructions than --store options")
@@ -261,7 +293,7 @@ def session_create(
             text = texts[position] if position < len(texts) else None
             specs.append(ResourceSpec(store_id, access, text))
         session, token = engine.create_session(
-            specs, mount_root=mount_root, title=title, ttl_s=ttl_s
+            specs, mount_root=mount_root, title=title, ttl_s=ttl_s, principal=principal
         )
     _print_session(session, token, as_json)
 
@@ -320,7 +352,7 @@ def session_list(
         print_json(page_json([_session_json(s) for s in sessions]))
         return
     print_table(
-        ("ID", "STATE", "EXPIRES", "STORES", "TITLE"),
+        ("ID", "STATE", "EXPIRES", "STORES", "TITLE", "USER"),
         [
             (
                 s.id,
@@ -328,6 +360,7 @@ def session_list(
                 format_timestamp(s.expires_at) if s.expires_at else "never",
                 ",".join(r.memory_store_id for r in s.resources),
                 s.title or "",
+                _principal_text(s.principal),
             )
             for s in sessions
         ],

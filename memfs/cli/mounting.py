@@ -501,7 +501,10 @@ def _print_status(target: str, state: str, record: dict[str, Any] | None) -> Non
         typer.echo(f"  {store['directory']:<24} {store['name']} ({store['id']}, {flags})")
     typer.echo(f"rejected writes: {record['rejected_count']}")
     for event in record["rejected_writes"]:
-        typer.echo(f"  {event['at']} {event['path']} {event['errno']}: kept in {event['saved_to']}")
+        reason = f"{event['message']}; " if event.get("message") else ""
+        typer.echo(
+            f"  {event['at']} {event['path']} {event['errno']}: {reason}kept in {event['saved_to']}"
+        )
     typer.echo(f"conflicts: {record['conflict_count']}")
     for event in record["conflicts"]:
         typer.echo(f"  {event['at']} {event['path']} -> {event['conflict_path']}")

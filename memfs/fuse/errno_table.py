@@ -41,6 +41,8 @@ ERRNO_BY_ERROR: dict[type[BaseException], int] = {
     # write a file that exceeds the implementation-defined maximum file size".
     domain.ContentTooLarge: errno.EFBIG,
     domain.InvalidMetadata: errno.EINVAL,
+    # SPEC §6: a record header that breaks a rule is refused at close with EINVAL.
+    domain.InvalidRecord: errno.EINVAL,
     domain.NotFound: errno.ENOENT,
     # The only conflicts a mount can meet unhandled are path conflicts (a name taken by
     # another writer between our lookup and our commit); precondition failures are

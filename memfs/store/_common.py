@@ -29,6 +29,7 @@ from memfs.model import (
     format_timestamp,
     utcnow,
 )
+from memfs.store import _hot
 from memfs.store.schema import stores
 
 __all__ = [
@@ -144,10 +145,10 @@ _LOCK_STORE = select(stores).where(stores.c.id == bindparam("store_id")).with_fo
 def lock_store(conn: Connection, store_id: str) -> Row[Any]:
     """The store row, locked until commit (``FOR UPDATE``; SQLite's ``BEGIN IMMEDIATE``
     already serializes writers). Every write locks it first. Raises NotFound."""
-    row = conn.execute(_LOCK_STORE, {"store_id": store_id}).first()
+    row = _hot.first(conn, _LOCK_STORE, {"store_id": store_id})
     if row is None:
         raise NotFound(f"memory store {store_id!r} not found")
-    return row
+    return row  # type: ignore[no-any-return]
 
 
 def store_row(conn: Connection, store_id: str) -> Row[Any]:

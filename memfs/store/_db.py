@@ -33,11 +33,11 @@ from memfs.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
     ForeignDatabase,
-    InvalidInput,
     StoreBusy,
 )
 from memfs.local import create_private_file
 from memfs.store import search
+from memfs.store._hot import refuse_nul
 from memfs.store.schema import metadata
 
 __all__ = [
@@ -70,11 +70,14 @@ _SQLITE_LOCKED = 6
 # PostgreSQL SQLSTATE lock_not_available (lock_timeout expired).
 _PG_LOCK_NOT_AVAILABLE = "55P03"
 _MIGRATIONS_DIR = Path(__file__).with_name("migrations")
-# Every revision id memfs's migrations have had (each file's ``revision = "…"`` line):
-# an alembic_version holding anything else belongs to another application.
+# Every revision id memfs's migrations have had (the ``revision = "…"`` line of each
+# ``versions/NNNN_….py``, read as text: importing them needs Alembic): an
+# alembic_version holding anything else belongs to another application.
+_REVISION_LINE = re.compile(r'^revision = "([^"]+)"$', re.MULTILINE)
 MEMFS_REVISIONS = frozenset(
-    re.findall(r'^revision = "([^"]+)"', p.read_text(encoding="utf-8"), re.MULTILINE)[0]
+    match.group(1)
     for p in (_MIGRATIONS_DIR / "versions").glob("[0-9]*_*.py")
+    if (match := _REVISION_LINE.search(p.read_text(encoding="utf-8"))) is not None
 )
 _SQLITE_READONLY = 8
 _SQLITE_NOTADB = 26
@@ -266,10 +269,7 @@ def _refuse_nul_parameters(sa_engine: SAEngine) -> None:
     ) -> None:
         rows = parameters if isinstance(parameters, list) else [parameters]
         for row in rows:
-            values = row.values() if isinstance(row, dict) else (row or ())
-            for value in values:
-                if isinstance(value, str) and "\x00" in value:
-                    raise InvalidInput("text must not contain the NUL character (U+0000)")
+            refuse_nul(row.values() if isinstance(row, dict) else (row or ()))
 
 
 def alembic_config() -> Config:

@@ -6,6 +6,10 @@ Owns the ``sessions``, ``session_resources`` and ``api_keys`` tables. Tokens
 SHA-256 is stored. SPEC §3 credential lifecycle: a session token expires (default 24 h,
 at most 30 days), a session can be revoked or archived (both end its token), and
 revoking an API key revokes every session it created, in the same transaction.
+
+Principals (SPEC §6 visibility, issue 15): a key or a session may carry the user it
+speaks for (``principal_user_id``, ``principal_roles_json``), written at creation and
+by nothing else — no function here updates them.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from memfs.ids import new_id, sha256_of
 from memfs.model import Access, ApiKey, Page, Scope, Session, SessionResource, utcnow
 from memfs.store._common import Cursor, check_limit, lock_store, now, parse_ts, store_row, ts
 from memfs.store.schema import api_keys, session_resources, sessions
+from memfs.visibility import UserPrincipal
 
 __all__ = [
     "API_KEY_SECRET_PREFIX",
@@ -130,6 +135,7 @@ def create_session(
     title: str | None,
     ttl_s: int | None,
     api_key_id: str | None,
+    principal: UserPrincipal | None = None,
 ) -> tuple[Session, str | None]:
     """See :meth:`memfs.store.Engine.create_session`."""
     _check_resources(resources)
@@ -159,6 +165,7 @@ def create_session(
                 None if lifetime_s is None else ts(created + timedelta(seconds=lifetime_s))
             ),
             api_key_id=api_key_id,
+            **_principal_values(principal),
         )
     )
     root = mount_root.rstrip("/")
@@ -176,6 +183,28 @@ def create_session(
             )
         )
     return get_session(conn, session_id), token
+
+
+# --- principals (issue 15): written once, at creation; read into the models.
+
+
+def _principal_values(principal: UserPrincipal | None) -> dict[str, str | None]:
+    """The principal columns of a new key or session row."""
+    if principal is None:
+        return {"principal_user_id": None, "principal_roles_json": None}
+    return {
+        "principal_user_id": principal.user_id,
+        "principal_roles_json": json.dumps(list(principal.roles)),
+    }
+
+
+def _principal_of(row: Row[Any]) -> UserPrincipal | None:
+    """The principal a key or session row carries, or None."""
+    if row.principal_user_id is None:
+        return None
+    return UserPrincipal(
+        user_id=row.principal_user_id, roles=tuple(json.loads(row.principal_roles_json or "[]"))
+    )
 
 
 def _session_row(conn: Connection, session_id: str) -> Row[Any]:
@@ -205,6 +234,7 @@ def _session_model(conn: Connection, row: Row[Any]) -> Session:
         revoked_at=parse_ts(row.revoked_at),
         archived_at=parse_ts(row.archived_at),
         api_key_id=row.api_key_id,
+        principal=_principal_of(row),
         resources=[
             SessionResource(
                 memory_store_id=r.store_id,
@@ -297,6 +327,7 @@ def _api_key_model(row: Row[Any]) -> ApiKey:
         store_ids=json.loads(row.store_ids_json),
         created_at=datetime.fromisoformat(row.created_at),
         revoked_at=parse_ts(row.revoked_at),
+        principal=_principal_of(row),
     )
 
 
@@ -308,7 +339,11 @@ def _api_key_row(conn: Connection, api_key_id: str) -> Row[Any]:
 
 
 def create_api_key(
-    conn: Connection, name: str, scopes: Sequence[Scope], store_ids: Sequence[str]
+    conn: Connection,
+    name: str,
+    scopes: Sequence[Scope],
+    store_ids: Sequence[str],
+    principal: UserPrincipal | None = None,
 ) -> tuple[ApiKey, str]:
     """See :meth:`memfs.store.Engine.create_api_key`."""
     if not scopes:
@@ -331,6 +366,7 @@ def create_api_key(
             scopes_json=json.dumps(clean_scopes),
             store_ids_json=json.dumps(list(dict.fromkeys(store_ids))),
             created_at=now(),
+            **_principal_values(principal),
         )
     )
     return _api_key_model(_api_key_row(conn, key_id)), secret

@@ -26,7 +26,7 @@ from sqlalchemy import (
 from memfs.errors import CorruptedStore, NotFound
 from memfs.ids import blob_key_of, sha256_of
 from memfs.model import ChangeKind, DeleteMode, Operation, utcnow
-from memfs.store import feed
+from memfs.store import _hot, feed
 from memfs.store._common import lock_store, ts
 from memfs.store.schema import blobs, memories, stores, versions
 
@@ -72,12 +72,12 @@ def put_blob(conn: Connection, data: bytes) -> tuple[str, str]:
     params = {"key": key, "sha256": digest, "size_bytes": len(data), "data": data}
     if conn.dialect.name == "postgresql":
         # Row-locks the blob until commit (see _UPSERT_BLOB_POSTGRESQL).
-        existing = conn.execute(_UPSERT_BLOB_POSTGRESQL, params).scalar()
+        existing = _hot.scalar(conn, _UPSERT_BLOB_POSTGRESQL, params)
     else:
         # SQLite has one writer at a time, so this is race-free; new content costs
         # one statement, known content a second one to verify the digest.
-        inserted = conn.execute(_INSERT_BLOB_SQLITE, params).rowcount
-        existing = digest if inserted else conn.execute(_BLOB_SHA256, {"key": key}).scalar()
+        inserted = _hot.run(conn, _INSERT_BLOB_SQLITE, params)
+        existing = digest if inserted else _hot.scalar(conn, _BLOB_SHA256, {"key": key})
     if existing != digest:
         raise CorruptedStore(f"blob {key} holds different bytes than its key promises")
     return key, digest

@@ -19,8 +19,16 @@ aggregate, each a set of functions that take the transaction's
 ``feed``           the change feed and the audit log
 ``blobs``          content-addressed blobs, their collection, version retention
 ``search``         the full-text index of live memories and its ranked query
+``records``        the record index (SPEC §6): typed headers, tags, relations, access
 ``fsck``           one check per invariant of ``schema.py``
 =================  ===========================================================
+
+Visibility (issue 15, SPEC §6): the reads and writes callers make on behalf of a
+restricted caller take ``viewer`` (a :class:`memfs.visibility.Viewer`; None, the
+default, is an unrestricted caller). The hooks (``seen.…``, memfs/store/visibility.py)
+run in the call's transaction: what is hidden from the viewer is absent from listings,
+counts, search, versions and the change feed, a NotFound by id, and a write whose
+result the viewer could not see is refused and rolled back.
 
 The module is long only because the public surface is: each method is its contract (the
 docstring callers rely on) and one delegating call.
@@ -38,12 +46,13 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError
 
 from memfs import config, embeddings
 from memfs import query as query_language
 from memfs.embeddings import IndexLag
-from memfs.errors import SearchUnavailable
+from memfs.errors import InvalidInput, NotFound, SearchUnavailable
 from memfs.model import (
     Actor,
     ActorType,
@@ -58,7 +67,9 @@ from memfs.model import (
     Page,
     Scope,
     Session,
+    utcnow,
 )
+from memfs.records import Record, RecordFilter, RecordRelation
 from memfs.store import (
     access,
     blobs,
@@ -72,10 +83,13 @@ from memfs.store import (
     versions,
 )
 from memfs.store import fsck as _fsck
+from memfs.store import records as record_index
+from memfs.store import visibility as seen
 from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.access import ResourceSpec
 from memfs.store.embedder import Embedder, drain
+from memfs.visibility import UserPrincipal, Viewer
 
 __all__ = ["ERASE_WAIT_S", "Engine", "ResourceSpec"]
 
@@ -102,6 +116,8 @@ class Engine:
         read_only: open for reading only: nothing is ever written (no journal-mode
             switch, no checkpoint; writes raise DatabaseReadOnly). None: read-only
             exactly when the SQLite file exists and this process may not write it.
+        clock: the time of record reads (``last_accessed``) and of decay scores (SPEC
+            §6); a fake clock in tests. Writes keep their own timestamps.
 
     Raises:
         DatabaseNotFound: a missing SQLite file with ``create=False`` (or ``read_only``).
@@ -122,6 +138,7 @@ class Engine:
         busy_timeout_s: float = SQLITE_BUSY_TIMEOUT_MS / 1000,
         create: bool = True,
         read_only: bool | None = None,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.url = url
         self.memory_limit = config.memory_limit() if memory_limit is None else memory_limit
@@ -137,15 +154,19 @@ class Engine:
         self._sa = self._db.sa
         self.dialect = self._db.dialect
         self.read_only = self._db.read_only
+        self.clock = clock
+        self._access_log = record_index.AccessLog(self._write_access_times, clock=clock)
         self._vectors = semantic.VectorCache()
         self._embedder: Embedder | None = None
 
     def close(self) -> None:
         """Stops the embedder, then releases every pooled connection (checkpointing the
-        SQLite WAL, waiting at most :data:`ERASE_WAIT_S` for readers)."""
+        SQLite WAL, waiting at most :data:`ERASE_WAIT_S` for readers), after writing the
+        pending record reads."""
         if self._embedder is not None:
             self._embedder.stop()
             self._embedder = None
+        self._access_log.close()
         self._db.close()
 
     def erasure_pending(self) -> datetime | None:
@@ -182,10 +203,10 @@ class Engine:
         with self._db.write() as conn:
             return stores.create_store(conn, name, description, metadata)
 
-    def get_store(self, store_id: str) -> MemoryStore:
-        """A store, archived or not. Raises NotFound."""
+    def get_store(self, store_id: str, *, viewer: Viewer | None = None) -> MemoryStore:
+        """A store, archived or not; its counts are those ``viewer`` sees. Raises NotFound."""
         with self._db.read() as conn:
-            return stores.get_store(conn, store_id)
+            return _counted(conn, viewer, stores.get_store(conn, store_id))
 
     def find_store(self, name_or_id: str) -> MemoryStore:
         """A store by id, else by exact name, else by slug (CLI convenience).
@@ -226,15 +247,17 @@ class Engine:
         created_lte: datetime | None = None,
         limit: int = 20,
         cursor: str | None = None,
+        viewer: Viewer | None = None,
     ) -> Page[MemoryStore]:
-        """Stores newest first (by id, which sorts by creation time).
+        """Stores newest first (by id, which sorts by creation time); their counts are
+        those ``viewer`` sees.
 
         Raises:
             InvalidInput: limit outside 1–100.
             InvalidCursor: a cursor from another query.
         """
         with self._db.read() as conn:
-            return stores.list_stores(
+            page = stores.list_stores(
                 conn,
                 include_archived=include_archived,
                 created_gte=created_gte,
@@ -242,6 +265,10 @@ class Engine:
                 limit=limit,
                 cursor=cursor,
             )
+            if viewer is None:
+                return page
+            items = [_counted(conn, viewer, store) for store in page.items]
+            return page.model_copy(update={"items": items})
 
     def archive_store(self, store_id: str, *, actor: Actor | None = None) -> MemoryStore:
         """Archives a store (one-way; an archived store comes back unchanged). Raises NotFound."""
@@ -270,6 +297,7 @@ class Engine:
         *,
         actor: Actor | None,
         metadata: dict[str, str] | None = None,
+        viewer: Viewer | None = None,
     ) -> Memory:
         """Creates a memory and its ``created`` version; returns it with content.
 
@@ -277,9 +305,10 @@ class Engine:
             NotFound, StoreArchived, InvalidPath, PathTooLong, InvalidContent,
             ContentTooLarge, InvalidMetadata, StoreFull, PathConflict (path, ancestor or
             descendant occupied; names the blocker).
+            PermissionDenied: ``record_not_visible``, a record ``viewer`` could not see.
         """
         with self._db.write() as conn:
-            return memories.create_memory(
+            memory = memories.create_memory(
                 conn,
                 store_id,
                 path,
@@ -288,16 +317,36 @@ class Engine:
                 metadata=metadata,
                 memory_limit=self.memory_limit,
             )
+            seen.check_written(conn, viewer, memory.id, memory.path)
+            return memory
 
-    def get_memory(self, store_id: str, memory_id: str, *, with_content: bool = True) -> Memory:
-        """A live memory by id. Raises NotFound (unknown, deleted, other store)."""
+    def get_memory(
+        self,
+        store_id: str,
+        memory_id: str,
+        *,
+        with_content: bool = True,
+        viewer: Viewer | None = None,
+    ) -> Memory:
+        """A live memory by id. Raises NotFound (unknown, deleted, other store, hidden
+        from ``viewer``)."""
         with self._db.read() as conn:
+            seen.require_visible(conn, viewer, memory_id)
             return memories.get_memory(conn, store_id, memory_id, with_content=with_content)
 
-    def get_memory_by_path(self, store_id: str, path: str, *, with_content: bool = True) -> Memory:
-        """A live memory by path. Raises NotFound."""
+    def get_memory_by_path(
+        self,
+        store_id: str,
+        path: str,
+        *,
+        with_content: bool = True,
+        viewer: Viewer | None = None,
+    ) -> Memory:
+        """A live memory by path. Raises NotFound (also: hidden from ``viewer``)."""
         with self._db.read() as conn:
-            return memories.get_memory_by_path(conn, store_id, path, with_content=with_content)
+            memory = memories.get_memory_by_path(conn, store_id, path, with_content=with_content)
+            seen.require_visible(conn, viewer, memory.id)
+            return memory
 
     def update_memory(
         self,
@@ -310,6 +359,7 @@ class Engine:
         expected_sha256: str | None = None,
         metadata: dict[str, str] | None = None,
         replace: bool = False,
+        viewer: Viewer | None = None,
     ) -> Memory:
         """Changes content and/or path (rename keeps the id); returns it with content.
 
@@ -322,10 +372,12 @@ class Engine:
 
         Raises:
             NotFound, StoreArchived, PreconditionFailed, PathConflict, and the
-            validation errors of create.
+            validation errors of create; NotFound for a memory hidden from ``viewer``,
+            PermissionDenied ``record_not_visible`` for a result it could not see.
         """
         with self._db.write() as conn:
-            return memories.update_memory(
+            seen.require_visible(conn, viewer, memory_id)
+            memory = memories.update_memory(
                 conn,
                 store_id,
                 memory_id,
@@ -336,6 +388,8 @@ class Engine:
                 metadata=metadata,
                 replace=replace,
             )
+            seen.check_written(conn, viewer, memory.id, memory.path)
+            return memory
 
     def retract_create(self, store_id: str, memory_id: str, *, actor: Actor) -> bool:
         """Erases a memory whose whole history is the one empty ``created`` version
@@ -361,6 +415,7 @@ class Engine:
         mode: DeleteMode = DeleteMode.SOFT_DELETE,
         reason: str | None = None,
         replacement: str = "[REDACTED]",
+        viewer: Viewer | None = None,
     ) -> frozenset[str]:
         """Deletes a live memory in one of the SPEC §2 modes; audited with ``reason``.
 
@@ -376,10 +431,11 @@ class Engine:
             delete.
 
         Raises:
-            NotFound, PreconditionFailed, InvalidContent (bad replacement), InvalidInput
-            (unknown mode).
+            NotFound (also: hidden from ``viewer``), PreconditionFailed, InvalidContent
+            (bad replacement), InvalidInput (unknown mode).
         """
         with self._db.write() as conn:
+            seen.require_visible(conn, viewer, memory_id)
             erased = memories.delete_memory(
                 conn,
                 store_id,
@@ -395,7 +451,13 @@ class Engine:
         return erased
 
     def restore_memory(
-        self, store_id: str, memory_id: str, *, actor: Actor | None, reason: str | None = None
+        self,
+        store_id: str,
+        memory_id: str,
+        *,
+        actor: Actor | None,
+        reason: str | None = None,
+        viewer: Viewer | None = None,
     ) -> Memory:
         """Brings a soft-deleted memory back with its id, path and content.
 
@@ -407,9 +469,12 @@ class Engine:
             StoreArchived, StoreFull.
             NotRestorable: the memory is live, was redacted, or its content was redacted.
             PathConflict: its path (or an ancestor/descendant) is now taken.
+
+        A memory whose restored record ``viewer`` could not see is NotFound for it
+        (rolled back), as it is absent from its restore listing.
         """
         with self._db.write() as conn:
-            return memories.restore_memory(
+            memory = memories.restore_memory(
                 conn,
                 store_id,
                 memory_id,
@@ -417,6 +482,8 @@ class Engine:
                 reason=reason,
                 memory_limit=self.memory_limit,
             )
+            seen.require_visible(conn, viewer, memory.id)
+            return memory
 
     def rename_prefix(
         self, store_id: str, old_prefix: str, new_prefix: str, *, actor: Actor | None
@@ -450,12 +517,19 @@ class Engine:
         limit: int = 20,
         cursor: str | None = None,
         with_content: bool = False,
+        viewer: Viewer | None = None,
+        record_filter: RecordFilter | None = None,
     ) -> Page[Memory | MemoryPrefix]:
         """Live memories under ``path_prefix`` in byte order of path, rolled up by depth.
 
+        With a ``record_filter`` that is not empty, only the records it keeps (SPEC §6
+        curation, the API's ``record_type``/``tag``/``min_importance``/``user_id``).
+
         With ``depth`` > 0, a memory more than ``depth`` segments below the prefix is
         replaced by one ``MemoryPrefix`` of its first ``depth`` segments (deduplicated;
-        api-contract §5.10). Prefixes and memories both count toward ``limit``.
+        api-contract §5.10). Prefixes and memories both count toward ``limit``. What is
+        hidden from ``viewer`` is left out in the query (pages stay full; a prefix only
+        of hidden memories is not shown).
 
         Raises:
             NotFound, InvalidPath (prefix), InvalidInput (depth/limit), InvalidCursor.
@@ -469,9 +543,11 @@ class Engine:
                 limit=limit,
                 cursor=cursor,
                 with_content=with_content,
+                viewer=viewer,
+                record_filter=record_filter,
             )
 
-    def all_memories(self, store_id: str) -> list[Memory]:
+    def all_memories(self, store_id: str, *, viewer: Viewer | None = None) -> list[Memory]:
         """Every live memory of a store without content, in path order (mount start-up).
 
         Built from plain tuples of the columns a Memory needs: a mount waits for this
@@ -482,12 +558,15 @@ class Engine:
             NotFound.
         """
         with self._db.read() as conn:
-            return listing.all_memories(conn, store_id)
+            return listing.all_memories(conn, store_id, viewer=viewer)
 
-    def deleted_memories(self, store_id: str) -> list[Memory]:
-        """Soft-deleted (restorable) memories, newest deletion first, without content."""
+    def deleted_memories(self, store_id: str, *, viewer: Viewer | None = None) -> list[Memory]:
+        """Soft-deleted (restorable) memories, newest deletion first, without content;
+        for ``viewer`` without those whose last content is a record hidden from it."""
         with self._db.read() as conn:
-            return listing.deleted_memories(conn, store_id)
+            deleted = listing.deleted_memories(conn, store_id)
+            hidden = seen.hidden_tombstones(conn, viewer, [m.id for m in deleted])
+            return [m for m in deleted if m.id not in hidden]
 
     # ------------------------------------------------------------- search
 
@@ -499,6 +578,7 @@ class Engine:
         path_prefix: str = "/",
         limit: int = query_language.DEFAULT_SEARCH_LIMIT,
         mode: str = query_language.SEARCH_AUTO,
+        viewer: Viewer | None = None,
     ) -> list[query_language.SearchHit]:
         """Ranked hits among the live memories of ``store_ids`` (SPEC §7), best first;
         the query language is :mod:`memfs.query`'s.
@@ -517,6 +597,7 @@ class Engine:
             limit: at most this many hits, 1–100.
             mode: ``auto`` (hybrid with a usable model configured, else full text), ``text``,
                 ``semantic`` or ``hybrid`` (:data:`memfs.query.SEARCH_MODES`).
+            viewer: what is hidden from it is never a hit (SPEC §7), left out in the query.
 
         Raises:
             InvalidInput: a malformed query, prefix, limit or mode.
@@ -526,7 +607,7 @@ class Engine:
         """
         query_language.validate_mode(mode)
         parsed = query if isinstance(query, query_language.Query) else query_language.parse(query)
-        stores = None if store_ids is None else list(store_ids)
+        scope = None if store_ids is None else list(store_ids)
         model = None
         if mode == query_language.SEARCH_AUTO:
             with contextlib.suppress(SearchUnavailable):  # a broken model: full text only
@@ -536,8 +617,11 @@ class Engine:
             if model is None:
                 raise _semantic_unavailable()
         with self._db.read() as conn:
+            hidden = None if viewer is None else seen.hidden_ids(viewer)
             if model is None:
-                return search.search(conn, parsed, stores, path_prefix=path_prefix, limit=limit)
+                return search.search(
+                    conn, parsed, scope, path_prefix=path_prefix, limit=limit, hidden=hidden
+                )
             vector = model.embed([" ".join(t.text for t in parsed.positive)])[0]
             ranked = (
                 search.semantic_search
@@ -545,7 +629,9 @@ class Engine:
                 else search.hybrid_search
             )
             probe = semantic.Probe(self._vectors, model.fingerprint, vector)
-            return ranked(conn, probe, parsed, stores, path_prefix=path_prefix, limit=limit)
+            return ranked(
+                conn, probe, parsed, scope, path_prefix=path_prefix, limit=limit, hidden=hidden
+            )
 
     def start_embedder(self) -> bool:
         """Starts the embedder thread when a model is configured and the database is
@@ -616,6 +702,121 @@ class Engine:
             search.scrub(conn)
             return count
 
+    # ------------------------------------------------------------ records
+
+    def get_records(
+        self, memory_ids: Sequence[str], *, viewer: Viewer | None = None
+    ) -> dict[str, Record]:
+        """The index entries of those of ``memory_ids`` that are live records (SPEC §6),
+        by memory id; ids that are no record (or unknown, or hidden from ``viewer``) are
+        absent, and a relation's target hidden from ``viewer`` has no ``target_path``
+        (it shows as written, never where it is). One transaction whatever the number
+        of ids (the API's ``record`` objects of a page)."""
+        with self._db.read() as conn:
+            found = record_index.get_records(conn, list(memory_ids), self.clock())
+            if viewer is None:
+                return found
+            return seen.visible_records(conn, viewer, found)
+
+    def list_records(
+        self,
+        store_ids: Sequence[str] | None,
+        record_filter: RecordFilter | None = None,
+        *,
+        viewer: Viewer | None = None,
+    ) -> list[Record]:
+        """The live records of ``store_ids`` (None: every store) that ``record_filter``
+        keeps and ``viewer`` sees, by store then path (SPEC §6 curation; ``memfs record
+        ls``)."""
+        with self._db.read() as conn:
+            found = record_index.list_records(
+                conn,
+                None if store_ids is None else list(store_ids),
+                record_filter or RecordFilter(),
+                self.clock(),
+            )
+            if viewer is None:
+                return found
+            hidden = seen.hidden_among(conn, viewer, [r.memory_id for r in found])
+            return [r for r in found if r.memory_id not in hidden]
+
+    def relations_to(
+        self, memory_id: str, *, viewer: Viewer | None = None
+    ) -> list[RecordRelation]:
+        """The relations of live records whose target resolved to ``memory_id`` (what
+        points to it), by source path; ``memfs record show`` lists them beside the
+        record's own :attr:`Record.relations`. Those of records hidden from ``viewer``
+        are left out."""
+        with self._db.read() as conn:
+            found = record_index.relations_to(conn, memory_id)
+            if viewer is None:
+                return found
+            hidden = seen.hidden_among(conn, viewer, [r.memory_id for r in found])
+            return [r for r in found if r.memory_id not in hidden]
+
+    def note_access(self, memory_ids: Sequence[str]) -> None:
+        """Records that ``memory_ids`` were read (SPEC §6 ``last_accessed``: an open for
+        reading through a mount, a full retrieve, a memory-tool or MCP view, a fetched
+        search hit). Costs no transaction: the reads are written in batches, without a
+        version, within :data:`memfs.store.records.ACCESS_FLUSH_INTERVAL_S` and at
+        :meth:`close` (see :meth:`flush_access`). A read-only engine records nothing."""
+        if not self.read_only:
+            self._access_log.note(memory_ids)
+
+    def flush_access(self) -> None:
+        """Writes the reads :meth:`note_access` gathered now (tests, ``memfs record``)."""
+        self._access_log.flush()
+
+    def _write_access_times(self, accessed: dict[str, str]) -> None:
+        with self._db.write() as conn:
+            record_index.touch(conn, accessed)
+
+    def forget_records(
+        self,
+        store_ids: Sequence[str] | None,
+        *,
+        below: float,
+        apply: bool,
+        actor: Actor | None = None,
+    ) -> list[Record]:
+        """The live records of ``store_ids`` (None: every store) whose decay score is
+        below ``below``, by store then path; with ``apply``, each is soft-deleted
+        (restorable; audited with the reason ``decay_score below <below>``) in one
+        transaction (SPEC §6 curation: "dry-run by default, soft delete").
+
+        Raises:
+            InvalidInput: ``below`` outside 0–1.
+        """
+        if isinstance(below, bool) or not 0 <= below <= 1:
+            raise InvalidInput("the decay threshold must be a number from 0 to 1")
+        self.flush_access()  # reads noted so far count
+        chosen = None if store_ids is None else list(store_ids)
+        if not apply:
+            with self._db.read() as conn:
+                found = record_index.list_records(conn, chosen, RecordFilter(), self.clock())
+            return [record for record in found if record.decay_score < below]
+        with self._db.write() as conn:
+            found = record_index.list_records(conn, chosen, RecordFilter(), self.clock())
+            decayed = [record for record in found if record.decay_score < below]
+            for record in decayed:
+                memories.delete_memory(
+                    conn,
+                    record.store_id,
+                    record.memory_id,
+                    actor=actor,
+                    expected_sha256=None,
+                    mode=DeleteMode.SOFT_DELETE,
+                    reason=f"decay_score below {below}",
+                    replacement="",
+                )
+        return decayed
+
+    def record_findings(self) -> list[str]:
+        """``memfs fsck --records``: one line per dangling relation (a target that is no
+        live memory; SPEC §6 reports them, never refuses them)."""
+        with self._db.read() as conn:
+            return list(record_index.check_relations(conn))
+
     # -------------------------------------------------------------- blobs
 
     def read_blob(self, blob_key: str) -> bytes:
@@ -651,14 +852,17 @@ class Engine:
         limit: int = 20,
         cursor: str | None = None,
         with_content: bool = False,
+        viewer: Viewer | None = None,
     ) -> Page[MemoryVersion]:
-        """Versions newest first, filtered (api-contract §5.12).
+        """Versions newest first, filtered (api-contract §5.12); for ``viewer`` without
+        those it may not see (:func:`memfs.store.visibility.visible_versions`; a page may
+        then hold fewer than ``limit``).
 
         Raises:
             NotFound (store), InvalidInput (operation, limit), InvalidCursor.
         """
         with self._db.read() as conn:
-            return versions.list_versions(
+            page = versions.list_versions(
                 conn,
                 store_id,
                 memory_id=memory_id,
@@ -674,13 +878,26 @@ class Engine:
                 cursor=cursor,
                 with_content=with_content,
             )
+            if viewer is None:
+                return page
+            return page.model_copy(
+                update={"items": seen.visible_versions(conn, viewer, page.items)}
+            )
 
     def get_version(
-        self, store_id: str, version_id: str, *, with_content: bool = True
+        self,
+        store_id: str,
+        version_id: str,
+        *,
+        with_content: bool = True,
+        viewer: Viewer | None = None,
     ) -> MemoryVersion:
-        """A version, redacted or not. Raises NotFound."""
+        """A version, redacted or not. Raises NotFound (also: hidden from ``viewer``)."""
         with self._db.read() as conn:
-            return versions.get_version(conn, store_id, version_id, with_content=with_content)
+            version = versions.get_version(conn, store_id, version_id, with_content=with_content)
+            if not seen.visible_versions(conn, viewer, [version]):
+                raise NotFound(f"memory version {version_id!r} not found")
+            return version
 
     def redact_version(
         self, store_id: str, version_id: str, *, actor: Actor | None
@@ -718,13 +935,23 @@ class Engine:
         with self._db.read() as conn:
             return feed.last_change_seq(conn, store_id)
 
-    def changes_since(self, store_id: str, after_seq: int, *, limit: int = 1000) -> list[Change]:
-        """Changes with seq > ``after_seq``, oldest first, at most ``limit``.
+    def changes_since(
+        self,
+        store_id: str,
+        after_seq: int,
+        *,
+        limit: int = 1000,
+        viewer: Viewer | None = None,
+    ) -> list[Change]:
+        """Changes with seq > ``after_seq``, oldest first, at most ``limit``; an entry
+        about a memory hidden from ``viewer`` keeps only its seq, kind and memory id
+        (:func:`memfs.store.visibility.visible_changes`).
 
         Works after the store is deleted (the final entry is ``store_deleted``).
         """
         with self._db.read() as conn:
-            return feed.changes_since(conn, store_id, after_seq, limit)
+            changes = feed.changes_since(conn, store_id, after_seq, limit)
+            return seen.visible_changes(conn, viewer, changes)
 
     # --------------------------------------------------- sessions and keys
 
@@ -737,6 +964,7 @@ class Engine:
         title: str | None = None,
         ttl_s: int | None = None,
         api_key_id: str | None = None,
+        principal: UserPrincipal | None = None,
     ) -> tuple[Session, str | None]:
         """Attaches 1–8 non-archived stores; returns the session and its token (once).
 
@@ -751,6 +979,9 @@ class Engine:
                 the default, 24 h (:data:`memfs.config.DEFAULT_SESSION_TTL_S`).
             api_key_id: the API key creating the session (the API passes its caller's);
                 revoking that key revokes the session. None for local callers.
+            principal: the user the session speaks for (SPEC §6 visibility), kept for
+                its whole life; None for none. Who may hand which principal is the
+                caller's rule (the API's: a key hands its own, an admin key any).
 
         Raises:
             InvalidInput: no store, more than 8, a store twice, bad access or instructions,
@@ -769,6 +1000,7 @@ class Engine:
                 title=title,
                 ttl_s=ttl_s,
                 api_key_id=api_key_id,
+                principal=principal,
             )
 
     def get_session(self, session_id: str) -> Session:
@@ -838,16 +1070,23 @@ class Engine:
             access.delete_session(conn, session_id)
 
     def create_api_key(
-        self, name: str, scopes: Sequence[Scope], store_ids: Sequence[str] = ()
+        self,
+        name: str,
+        scopes: Sequence[Scope],
+        store_ids: Sequence[str] = (),
+        *,
+        principal: UserPrincipal | None = None,
     ) -> tuple[ApiKey, str]:
         """Creates a key; returns it and its ``memfs_sk_…`` secret, shown this once.
+        ``principal`` is the user it speaks for (SPEC §6 visibility), kept for its
+        whole life.
 
         Raises:
             InvalidInput: no scope, or an unknown scope.
             NotFound: a listed store does not exist.
         """
         with self._db.write() as conn:
-            return access.create_api_key(conn, name, scopes, store_ids)
+            return access.create_api_key(conn, name, scopes, store_ids, principal)
 
     def list_api_keys(self) -> list[ApiKey]:
         """Every key, newest first (secrets are never stored, so never shown)."""
@@ -906,6 +1145,17 @@ class Engine:
         except DBAPIError as exc:  # a damaged file: what was found stands, and this too
             findings.append(f"database: reading it failed: {exc.orig}")
         yield from findings
+
+
+def _counted(conn: Connection, viewer: Viewer | None, store: MemoryStore) -> MemoryStore:
+    """``store`` with the counts ``viewer`` sees (SPEC §6: hidden records are not
+    counted); as it is for an unrestricted viewer."""
+    if viewer is None:
+        return store
+    entry_count, total_size_bytes = seen.visible_counts(conn, viewer, store.id)
+    return store.model_copy(
+        update={"entry_count": entry_count, "total_size_bytes": total_size_bytes}
+    )
 
 
 def _semantic_unavailable() -> SearchUnavailable:

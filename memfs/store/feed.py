@@ -12,7 +12,9 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select, update
 
+from memfs.errors import NotFound
 from memfs.model import Actor, Change, ChangeKind
+from memfs.store import _hot
 from memfs.store._common import actor_columns, execute_many, now, store_row
 from memfs.store.schema import audit_log, changes, stores
 
@@ -69,10 +71,13 @@ def emit(
     assert kind is not ChangeKind.MEMORY_WRITTEN or (
         version_id is not None and content_sha256 is not None
     ), "a memory_written change needs the new head version and digest"
-    seq = conn.execute(
-        _BUMP_STORE, {"store_id": store_id, "entries": entries, "size_bytes": size_bytes}
-    ).scalar_one()
-    conn.execute(
+    seq = _hot.scalar(
+        conn, _BUMP_STORE, {"store_id": store_id, "entries": entries, "size_bytes": size_bytes}
+    )
+    if seq is None:
+        raise NotFound(f"memory store {store_id!r} not found")
+    _hot.run(
+        conn,
         _INSERT_CHANGE,
         dict(
             store_id=store_id,

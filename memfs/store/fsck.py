@@ -21,6 +21,7 @@ from memfs.config import MAX_SESSION_TTL_S
 from memfs.errors import InvalidInput
 from memfs.ids import blob_key_of, sha256_of
 from memfs.store.memories import REDACTED_PATH
+from memfs.store.records import check_index as check_record_index
 from memfs.store.schema import api_keys, blobs, changes, memories, sessions, stores, versions
 from memfs.store.search import check_index
 
@@ -316,6 +317,12 @@ def check_search_index(conn: Connection) -> Iterator[str]:
     yield from check_index(conn)
 
 
+def check_records(conn: Connection) -> Iterator[str]:
+    """The record index holds exactly the live records with their headers' fields (SPEC
+    §6, memfs/store/records.py); dangling relations are no finding (``--records``)."""
+    yield from check_record_index(conn)
+
+
 CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_blob_integrity,
     check_no_orphan_blobs,
@@ -331,6 +338,7 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_metadata_json,
     check_sessions,
     check_search_index,
+    check_records,
 )
 
 

@@ -16,6 +16,7 @@ from sqlalchemy import Connection, Row, bindparam, select
 from memfs import rules
 from memfs.errors import InvalidCursor, InvalidInput
 from memfs.model import DeleteMode, Memory, MemoryPrefix, Page
+from memfs.records import RecordFilter
 from memfs.store._common import (
     Cursor,
     check_limit,
@@ -24,7 +25,10 @@ from memfs.store._common import (
     store_row,
 )
 from memfs.store.blobs import blob_data
+from memfs.store.records import records_matching
 from memfs.store.schema import memories
+from memfs.store.visibility import visible_clause
+from memfs.visibility import Viewer
 
 __all__ = ["all_memories", "deleted_memories", "list_memories"]
 
@@ -66,8 +70,11 @@ def _page_rows(
     depth: int,
     limit: int,
     position: tuple[str, str],
+    viewer: Viewer | None,
+    record_filter: RecordFilter | None = None,
 ) -> list[Row[Any] | MemoryPrefix]:
-    """Up to ``limit + 1`` items from ``position``: rows, or prefixes rolled up by depth."""
+    """Up to ``limit + 1`` items from ``position``: rows, or prefixes rolled up by depth;
+    with ``record_filter``, only the records it keeps (SPEC §6 curation)."""
     op, key = position
     upper = descendant_upper_bound(path_prefix) if path_prefix != "/" else None
     items: list[Row[Any] | MemoryPrefix] = []
@@ -77,9 +84,12 @@ def _page_rows(
             memories.c.store_id == store_id,
             memories.c.deleted_at.is_(None),
             memories.c.path > key if op == ">" else memories.c.path >= key,
+            visible_clause(viewer, memories.c.id),  # visibility (issue 15, SPEC §6)
         )
         if upper is not None:
             query = query.where(memories.c.path < upper)
+        if record_filter is not None:
+            query = query.where(memories.c.id.in_(records_matching(record_filter)))
         rows = conn.execute(query.order_by(memories.c.path).limit(batch)).all()
         if not rows:
             break
@@ -111,16 +121,28 @@ def list_memories(
     limit: int,
     cursor: str | None,
     with_content: bool,
+    viewer: Viewer | None = None,
+    record_filter: RecordFilter | None = None,
 ) -> Page[Memory | MemoryPrefix]:
     """See :meth:`memfs.store.Engine.list_memories`."""
+    if record_filter is not None and record_filter.empty:
+        record_filter = None
     rules.validate_path_prefix(path_prefix)
     if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
         raise InvalidInput("depth must be an integer ≥ 0")
     check_limit(limit)
-    fingerprint = Cursor.fingerprint("memories", store_id, path_prefix, depth)
+    fingerprint = Cursor.fingerprint(
+        "memories",
+        store_id,
+        path_prefix,
+        depth,
+        *([] if record_filter is None else [record_filter]),
+    )
     position = _position(cursor, fingerprint, path_prefix)
     store_row(conn, store_id)
-    items = _page_rows(conn, store_id, path_prefix, depth, limit, position)
+    items = _page_rows(
+        conn, store_id, path_prefix, depth, limit, position, viewer, record_filter
+    )
     more = len(items) > limit
     result: list[Memory | MemoryPrefix] = []
     for item in items[:limit]:
@@ -141,10 +163,13 @@ def list_memories(
     return Page[Memory | MemoryPrefix](items=result, next_cursor=next_cursor)
 
 
-def all_memories(conn: Connection, store_id: str) -> list[Memory]:
+def all_memories(conn: Connection, store_id: str, viewer: Viewer | None = None) -> list[Memory]:
     """See :meth:`memfs.store.Engine.all_memories`."""
     store_row(conn, store_id)
-    rows = conn.execute(_LIVE_MEMORY_TREE, {"store_id": store_id}).tuples().all()
+    tree = _LIVE_MEMORY_TREE
+    if viewer is not None:  # visibility (issue 15, SPEC §6)
+        tree = tree.where(visible_clause(viewer, memories.c.id))
+    rows = conn.execute(tree, {"store_id": store_id}).tuples().all()
     parse_ts = datetime.fromisoformat
     return [
         Memory(

@@ -11,6 +11,7 @@ write locks the store row first and writes the memory's version
 
 from __future__ import annotations
 
+import functools
 import json
 from types import SimpleNamespace
 from typing import Any
@@ -30,6 +31,7 @@ from sqlalchemy import (
 from memfs import rules
 from memfs.errors import (
     InvalidInput,
+    InvalidRecord,
     NotFound,
     NotRestorable,
     PathConflict,
@@ -38,7 +40,9 @@ from memfs.errors import (
 )
 from memfs.ids import new_id, sha256_of
 from memfs.model import Actor, ChangeKind, DeleteMode, Memory, Operation
-from memfs.store import feed, search
+from memfs.records import RecordHeader, parse_record
+from memfs.store import _hot, feed, search
+from memfs.store import records as record_index
 from memfs.store._common import (
     actor_columns,
     ancestors,
@@ -83,17 +87,19 @@ _MEMORY_COLUMNS = frozenset(memories.c.keys())
 _INSERT_MEMORY = insert(memories)
 
 
-def _path_check_statement(*, ignoring: bool) -> Any:
-    """The query of check_path_free, with ``:paths`` (the path and its ancestors,
-    expanding), ``:below``/``:below_end`` (the descendant range) and, if ``ignoring``,
-    ``:ignore_id``."""
+@functools.cache
+def _path_check_statement(depth: int, *, ignoring: bool) -> Any:
+    """The query of check_path_free for a path of ``depth`` segments, with ``:p0`` …
+    (the path and its ancestors), ``:below``/``:below_end`` (the descendant range) and,
+    if ``ignoring``, ``:ignore_id``. One prebuilt statement per depth (a path has at most
+    512), so it runs on the hot path (:mod:`memfs.store._hot`: no expanding IN)."""
     live = and_(memories.c.store_id == bindparam("store_id"), memories.c.deleted_at.is_(None))
     if ignoring:
         live = and_(live, memories.c.id != bindparam("ignore_id"))
     # One round trip: the exact path and its ancestors by the unique index, plus the
     # first descendant by a range scan of the same index (each branch indexable).
     exact_or_above = select(memories).where(
-        live, memories.c.path.in_(bindparam("paths", expanding=True))
+        live, memories.c.path.in_([bindparam(f"p{index}") for index in range(depth)])
     )
     first_below = (
         select(memories)
@@ -106,10 +112,6 @@ def _path_check_statement(*, ignoring: bool) -> Any:
         .limit(1)
     )
     return union_all(exact_or_above, select(first_below.subquery()))
-
-
-_PATH_CHECK = _path_check_statement(ignoring=False)
-_PATH_CHECK_IGNORING = _path_check_statement(ignoring=True)
 
 
 def path_conflict(path: str, blocker_id: str, blocker_path: str) -> PathConflict:
@@ -132,16 +134,17 @@ def check_path_free(
     (SPEC §1: ``/a`` and ``/a/b`` can't coexist). Returns the live memory at exactly
     ``path`` (other than ``ignore_id``), or None; the caller decides."""
     below = path + "/"
+    paths = [path, *ancestors(path)]
     params = {
         "store_id": store_id,
-        "paths": [path, *ancestors(path)],
         "below": below,
         "below_end": descendant_upper_bound(below),
+        **{f"p{index}": each for index, each in enumerate(paths)},
     }
-    if ignore_id is None:
-        rows = conn.execute(_PATH_CHECK, params).all()
-    else:
-        rows = conn.execute(_PATH_CHECK_IGNORING, {**params, "ignore_id": ignore_id}).all()
+    if ignore_id is not None:
+        params["ignore_id"] = ignore_id
+    statement = _path_check_statement(len(paths), ignoring=ignore_id is not None)
+    rows = _hot.rows(conn, statement, params)
     exact = None
     for row in sorted(rows, key=lambda r: len(r.path)):
         if row.path != path:
@@ -179,17 +182,17 @@ def _check_precondition(row: Row[Any], expected_sha256: str | None) -> None:
 
 
 def _live_row(conn: Connection, store_id: str, memory_id: str) -> Row[Any]:
-    row = conn.execute(_LIVE_MEMORY, {"memory_id": memory_id, "store_id": store_id}).first()
+    row = _hot.first(conn, _LIVE_MEMORY, {"memory_id": memory_id, "store_id": store_id})
     if row is None:
         raise NotFound(f"memory {memory_id!r} not found in memory store {store_id!r}")
-    return row
+    return row  # type: ignore[no-any-return]
 
 
 def _set_memory_columns(conn: Connection, memory_id: str, values: dict[str, Any]) -> None:
     """UPDATE memories SET ``values`` for one memory (a prebuilt statement)."""
     if not values.keys() <= _MEMORY_COLUMNS:
         raise ValueError(f"not columns of memories: {sorted(values.keys() - _MEMORY_COLUMNS)}")
-    conn.execute(_UPDATE_MEMORY, {"memory_id": memory_id, **values})
+    _hot.run(conn, _UPDATE_MEMORY, {"memory_id": memory_id, **values})
 
 
 def create_memory(
@@ -205,6 +208,7 @@ def create_memory(
     """See :meth:`memfs.store.Engine.create_memory`."""
     rules.validate_path(path)
     rules.validate_content(content)
+    header = parse_record(content)
     clean = rules.validate_metadata(metadata or {})
     data = content.encode("utf-8")
     store = lock_store(conn, store_id)
@@ -238,8 +242,10 @@ def create_memory(
         created_at=created,
         updated_at=created,
     )
-    conn.execute(_INSERT_MEMORY, columns)
+    _hot.run(conn, _INSERT_MEMORY, columns)
     search.index_memory(conn, memory_id, store_id, path, data)
+    record_index.index_memory(conn, memory_id, store_id, header, created)
+    record_index.memories_arrived(conn, store_id, [(memory_id, path)])
     feed.emit(
         conn,
         store_id,
@@ -293,6 +299,7 @@ def update_memory(
         rules.validate_path(path)
     if content is not None:
         rules.validate_content(content)
+    header = parse_record(content) if content is not None else None
     clean = rules.validate_metadata(metadata) if metadata is not None else None
     data = content.encode("utf-8") if content is not None else None
     store = lock_store(conn, store_id)
@@ -342,10 +349,7 @@ def update_memory(
     after = SimpleNamespace(**{**row._mapping, **values})
     if content_changed or path_changed:
         body = data if content_changed and data is not None else None
-        if body is None:
-            search.move_documents(conn, [(memory_id, new_path)])
-        else:
-            search.index_memory(conn, memory_id, store_id, new_path, body)
+        _reindex(conn, store_id, memory_id, new_path, body, header, written_at)
     feed.emit(
         conn,
         store_id,
@@ -362,6 +366,25 @@ def update_memory(
     if written is None:
         written = blob_data(conn, after.blob_key)
     return memory_model(after, written)
+
+
+def _reindex(
+    conn: Connection,
+    store_id: str,
+    memory_id: str,
+    path: str,
+    body: bytes | None,
+    header: RecordHeader | None,
+    written_at: str,
+) -> None:
+    """Brings the search and record indexes to a memory's new head: ``body`` (and its
+    parsed ``header``) when the content changed, else only the new ``path``."""
+    if body is None:
+        search.move_documents(conn, [(memory_id, path)])
+    else:
+        search.index_memory(conn, memory_id, store_id, path, body)
+        record_index.index_memory(conn, memory_id, store_id, header, written_at)
+    record_index.memories_arrived(conn, store_id, [(memory_id, path)])
 
 
 def _clear_destination(
@@ -475,6 +498,7 @@ def _tombstone(
         },
     )
     search.unindex_memory(conn, row.id)
+    record_index.unindex_memory(conn, row.id)
     feed.audit(conn, store_id, mode.value, memory_id=row.id, actor=actor, reason=reason)
     feed.emit(
         conn,
@@ -547,6 +571,7 @@ def delete_memory(
         conn.execute(delete(versions).where(versions.c.memory_id == memory_id))
         conn.execute(delete(memories).where(memories.c.id == memory_id))
         search.unindex_memory(conn, memory_id)
+        record_index.unindex_memory(conn, memory_id)
         feed.audit(conn, store_id, mode.value, memory_id=memory_id, actor=actor, reason=reason)
         feed.emit(
             conn,
@@ -626,6 +651,9 @@ def restore_memory(
     restored_data = blob_data(conn, source.blob_key)
     if restored_data is not None:
         search.index_memory(conn, memory_id, store_id, row.path, restored_data)
+        header = _restored_header(restored_data)
+        record_index.index_memory(conn, memory_id, store_id, header, restored_at)
+    record_index.memories_arrived(conn, store_id, [(memory_id, row.path)])
     feed.audit(conn, store_id, "restore", memory_id=memory_id, actor=actor, reason=reason)
     feed.emit(
         conn,
@@ -640,3 +668,13 @@ def restore_memory(
     )
     restored = conn.execute(_MEMORY_BY_ID, {"memory_id": memory_id}).one()
     return memory_model(restored, blob_data(conn, restored.blob_key))
+
+
+def _restored_header(data: bytes) -> RecordHeader | None:
+    """The record header of restored content; None when it is no record, or when its
+    header breaks a rule (content written before records existed: restoring it must not
+    fail for that, and fsck names it)."""
+    try:
+        return parse_record(data.decode("utf-8"))
+    except InvalidRecord:
+        return None

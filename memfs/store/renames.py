@@ -18,6 +18,7 @@ from memfs import rules
 from memfs.errors import InvalidInput
 from memfs.model import Actor, ChangeKind, Memory, Operation
 from memfs.store import feed, search
+from memfs.store import records as record_index
 from memfs.store._common import (
     ancestors,
     descendant_upper_bound,
@@ -103,6 +104,7 @@ def rename_prefix(
         ],
     )
     search.move_documents(conn, [(row.id, targets[row.id]) for row in rows])
+    record_index.memories_arrived(conn, store_id, [(row.id, targets[row.id]) for row in rows])
     feed.emit_many(
         conn,
         store_id,

@@ -34,6 +34,10 @@ __all__ = [
     "changes",
     "memories",
     "metadata",
+    "record_grants",
+    "record_relations",
+    "record_tags",
+    "records",
     "search_docs",
     "search_queue",
     "search_vectors",
@@ -317,6 +321,18 @@ sessions = Table(
             "revoked is revoked"
         ),
     ),
+    Column(
+        "principal_user_id",
+        String(128),
+        nullable=True,
+        comment="the user it speaks for (SPEC §6 visibility); NULL = no principal; immutable",
+    ),
+    Column(
+        "principal_roles_json",
+        Text,
+        nullable=True,
+        comment="JSON list of the principal's roles, sorted; NULL iff principal_user_id is NULL",
+    ),
 )
 Index("ix_sessions_api_key", sessions.c.api_key_id)
 
@@ -356,6 +372,18 @@ api_keys = Table(
     Column("store_ids_json", Text, nullable=False, comment="JSON list; [] = all stores"),
     Column("created_at", String(32), nullable=False),
     Column("revoked_at", String(32), nullable=True, comment="NULL = active"),
+    Column(
+        "principal_user_id",
+        String(128),
+        nullable=True,
+        comment="the user it speaks for (SPEC §6 visibility); NULL = no principal; immutable",
+    ),
+    Column(
+        "principal_roles_json",
+        Text,
+        nullable=True,
+        comment="JSON list of the principal's roles, sorted; NULL iff principal_user_id is NULL",
+    ),
 )
 
 search_docs = Table(
@@ -449,3 +477,103 @@ search_vectors = Table(
 # A query's staleness check, count(*) and max(vec_id) of one model, reads this index
 # only, not the vectors' pages (a full scan of them was 26 ms at 10,000 memories).
 Index("ix_search_vectors_model", search_vectors.c.model, search_vectors.c.vec_id)
+
+# ------------------------------------------------------------------ records (SPEC §6)
+# The record index, maintained by memfs/store/records.py in the transaction of every
+# write that changes a live memory's head content (create, update, restore) or ends it
+# (soft delete, redaction, hard delete, store deletion): exactly the live memories whose
+# head content is a record (memfs/records.py), fsck checks it. Derived data only: the
+# content itself (the header included) is the blob, byte for byte.
+
+records = Table(
+    "records",
+    metadata,
+    Column("memory_id", String(40), primary_key=True, comment="the live memory (mem_…)"),
+    Column("store_id", String(40), nullable=False, comment="= memories.store_id"),
+    Column(
+        "type",
+        String(16),
+        nullable=False,
+        comment="episodic | semantic | procedural | preference | profile",
+    ),
+    Column(
+        "scope",
+        String(16),
+        nullable=False,
+        comment="private | share | public; 'private' when the header names none",
+    ),
+    Column("importance", Float, nullable=True, comment="0–1; NULL = not stated"),
+    Column("confidence", Float, nullable=True, comment="0–1; NULL = not stated"),
+    Column("source", String(32), nullable=True, comment="explicit_user_input | …; NULL = none"),
+    Column("summary", Text, nullable=True, comment="≤1,024 chars; NULL = none"),
+    Column("structured_json", Text, nullable=True, comment="JSON of `structured`; NULL = none"),
+    Column("user_id", Text, nullable=True, comment="1–128 chars; NULL = none"),
+    Column("agent_id", Text, nullable=True),
+    Column("tenant_id", Text, nullable=True),
+    Column(
+        "last_accessed",
+        String(32),
+        nullable=False,
+        comment=(
+            "when the record was last read (SPEC §6), written without a version by the "
+            "engine's batched access log; the write time of the first indexing until then. "
+            "Kept when the record is rewritten"
+        ),
+    ),
+    comment="One row per live memory whose head content is a record (SPEC §6).",
+)
+Index("ix_records_store_type", records.c.store_id, records.c.type)
+Index("ix_records_user", records.c.store_id, records.c.user_id)
+
+record_tags = Table(
+    "record_tags",
+    metadata,
+    Column("memory_id", String(40), primary_key=True, comment="= records.memory_id"),
+    Column("tag", Text, primary_key=True, comment="one tag of the header (deduplicated)"),
+    Column("store_id", String(40), nullable=False, comment="= records.store_id"),
+    comment="The tags of each record; rows exist iff their record does.",
+)
+Index("ix_record_tags_tag", record_tags.c.store_id, record_tags.c.tag)
+
+record_relations = Table(
+    "record_relations",
+    metadata,
+    Column("memory_id", String(40), primary_key=True, comment="the record that relates"),
+    Column("position", Integer, primary_key=True, comment="index in its `relations` list"),
+    Column("store_id", String(40), nullable=False, comment="= records.store_id"),
+    Column(
+        "type",
+        String(16),
+        nullable=False,
+        comment="related_to | derived_from | contradicts | supersedes",
+    ),
+    Column("target_text", PathText, nullable=False, comment="the target as written"),
+    Column(
+        "target_memory_id",
+        String(40),
+        nullable=True,
+        comment=(
+            "the memory the target resolved to: the mem_ id written, or the live memory at "
+            "the path written when the record was indexed (or when a memory later came "
+            "to that path). NULL = unresolved. By id, so renaming the target keeps it; a "
+            "target that is not live is dangling (fsck --records reports it)"
+        ),
+    ),
+    comment="The relations of each record; rows exist iff their record does.",
+)
+Index("ix_record_relations_target", record_relations.c.target_memory_id)
+Index("ix_record_relations_text", record_relations.c.store_id, record_relations.c.target_text)
+
+record_grants = Table(
+    "record_grants",
+    metadata,
+    Column("memory_id", String(40), primary_key=True, comment="= records.memory_id"),
+    Column("kind", String(8), primary_key=True, comment="'user' (allowed_users) | 'role'"),
+    Column("principal", Text, primary_key=True, comment="the user id or role name"),
+    Column("store_id", String(40), nullable=False, comment="= records.store_id"),
+    comment=(
+        "allowed_users and allowed_roles of each record (SPEC §6 visibility: who may see "
+        "a private record besides its user_id); rows exist iff their record does."
+    ),
+)
+Index("ix_record_grants_principal", record_grants.c.kind, record_grants.c.principal)

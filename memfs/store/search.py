@@ -40,7 +40,7 @@ from memfs import rules
 from memfs.errors import DatabaseUnavailable
 from memfs.ids import sha256_of
 from memfs.query import Query, SearchHit, Term, TermKind
-from memfs.store import semantic
+from memfs.store import _hot, semantic
 from memfs.store._common import descendant_upper_bound, execute_many, store_row
 from memfs.store.schema import blobs, memories, search_docs
 
@@ -159,19 +159,33 @@ def _text(data: bytes | memoryview) -> str:
     return bytes(data).decode("utf-8")
 
 
+# The statements of index_memory, prebuilt: every write runs them (memfs.store._hot).
+_FTS_DELETE = tuple(
+    text(
+        f"INSERT INTO {table}({table}, rowid, path, body) "
+        "VALUES ('delete', :doc_id, :path, :body)"
+    )
+    for table in SQLITE_FTS_TABLES
+)
+_FTS_INSERT = tuple(
+    text(f"INSERT INTO {table}(rowid, path, body) VALUES (:doc_id, :path, :body)")
+    for table in SQLITE_FTS_TABLES
+)
+_DOCUMENT_OF = select(search_docs.c.doc_id, search_docs.c.path, search_docs.c.body).where(
+    search_docs.c.memory_id == bindparam("memory_id")
+)
+_INSERT_DOCUMENT = insert(search_docs).returning(search_docs.c.doc_id)
+_UPDATE_DOCUMENT = update(search_docs).where(search_docs.c.doc_id == bindparam("doc_id_"))
+
+
 def _fts_delete(conn: Connection, doc_id: int, path: str, body: str) -> None:
-    for table in SQLITE_FTS_TABLES:
-        conn.exec_driver_sql(
-            f"INSERT INTO {table}({table}, rowid, path, body) VALUES ('delete', ?, ?, ?)",
-            (doc_id, path, body),
-        )
+    for statement in _FTS_DELETE:
+        _hot.run(conn, statement, {"doc_id": doc_id, "path": path, "body": body})
 
 
 def _fts_insert(conn: Connection, doc_id: int, path: str, body: str) -> None:
-    for table in SQLITE_FTS_TABLES:
-        conn.exec_driver_sql(
-            f"INSERT INTO {table}(rowid, path, body) VALUES (?, ?, ?)", (doc_id, path, body)
-        )
+    for statement in _FTS_INSERT:
+        _hot.run(conn, statement, {"doc_id": doc_id, "path": path, "body": body})
 
 
 def index_memory(
@@ -181,29 +195,25 @@ def index_memory(
     or replace), in the caller's write transaction."""
     body = content if isinstance(content, str) else _text(content)
     sqlite = conn.dialect.name == "sqlite"
-    old = conn.execute(
-        select(search_docs.c.doc_id, search_docs.c.path, search_docs.c.body).where(
-            search_docs.c.memory_id == memory_id
-        )
-    ).first()
+    old = _hot.first(conn, _DOCUMENT_OF, {"memory_id": memory_id})
     if old is not None and old.path == path and old.body == body:
         return
     if old is None or old.body != body:
         semantic.enqueue(conn, memory_id, sha256_of(body.encode("utf-8")))
     if old is None:
-        inserted = conn.execute(
-            insert(search_docs).values(memory_id=memory_id, store_id=store_id, path=path, body=body)
-        ).inserted_primary_key
-        assert inserted is not None
-        doc_id = inserted[0]
+        doc_id = _hot.scalar(
+            conn,
+            _INSERT_DOCUMENT,
+            {"memory_id": memory_id, "store_id": store_id, "path": path, "body": body},
+        )
     else:
         doc_id = old.doc_id
         if sqlite:
             _fts_delete(conn, doc_id, old.path, old.body)
-        conn.execute(
-            update(search_docs)
-            .where(search_docs.c.doc_id == doc_id)
-            .values(store_id=store_id, path=path, body=body)
+        _hot.run(
+            conn,
+            _UPDATE_DOCUMENT,
+            {"doc_id_": doc_id, "store_id": store_id, "path": path, "body": body},
         )
     if sqlite:
         _fts_insert(conn, doc_id, path, body)
@@ -386,10 +396,15 @@ def _validate(
 
 
 def _text_rows(
-    conn: Connection, query: Query, store_ids: Sequence[str] | None, path_prefix: str, limit: int
+    conn: Connection,
+    query: Query,
+    store_ids: Sequence[str] | None,
+    path_prefix: str,
+    limit: int,
+    hidden: Any,
 ) -> list[Any]:
     """The full-text ranking: ``(memory_id, store_id, path, body, score)`` rows, best
-    first (arguments already checked)."""
+    first (arguments already checked; ``hidden`` as in :func:`search`)."""
     compiled = _Compiled()
     if conn.dialect.name == "sqlite":
         _compile_sqlite(compiled, query)
@@ -403,6 +418,9 @@ def _text_rows(
         low = compiled.param(path_prefix)
         high = compiled.param(descendant_upper_bound(path_prefix))
         where.append(f"d.path >= {low} AND d.path < {high}")
+    if hidden is not None:  # visibility (issue 15, SPEC §6 and §7)
+        subquery = hidden.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
+        where.append(f"d.memory_id NOT IN ({subquery})")
     score = " + ".join(compiled.score) or "0"
     statement = (
         f"SELECT d.memory_id, d.store_id, d.path, d.body, ({score}) AS score "
@@ -419,11 +437,14 @@ def search(
     *,
     path_prefix: str,
     limit: int,
+    hidden: Any = None,
 ) -> list[SearchHit]:
-    """See :meth:`memfs.store.Engine.search` (full text)."""
+    """See :meth:`memfs.store.Engine.search` (full text). ``hidden``: a ``SELECT
+    memory_id`` of the memories the caller may not see (memfs/store/visibility.py),
+    never hits."""
     if not _validate(conn, store_ids, path_prefix, limit):
         return []
-    rows = _text_rows(conn, query, store_ids, path_prefix, limit)
+    rows = _text_rows(conn, query, store_ids, path_prefix, limit, hidden)
     return [
         SearchHit(
             store_id=r.store_id,
@@ -458,10 +479,11 @@ def _semantic_ranking(
     store_ids: Sequence[str] | None,
     path_prefix: str,
     depth: int,
+    hidden: Any,
 ) -> list[tuple[Any, float]]:
-    """``(search_docs row, cosine)`` best first, negated terms left out."""
+    """``(search_docs row, cosine)`` best first, negated terms and ``hidden`` left out."""
     nearest = semantic.nearest(conn, probe, store_ids, path_prefix, depth + 20)
-    docs = semantic.documents(conn, [memory_id for memory_id, _ in nearest])
+    docs = semantic.documents(conn, [memory_id for memory_id, _ in nearest], hidden)
     ranked = [
         (docs[memory_id], score)
         for memory_id, score in nearest
@@ -488,12 +510,14 @@ def semantic_search(
     *,
     path_prefix: str,
     limit: int,
+    hidden: Any = None,
 ) -> list[SearchHit]:
     """The memories whose vector is nearest the probe's, best first; score = cosine
-    similarity. Memories still queued for embedding are not found."""
+    similarity. Memories still queued for embedding are not found; ``hidden`` as in
+    :func:`search`."""
     if not _validate(conn, store_ids, path_prefix, limit):
         return []
-    ranked = _semantic_ranking(conn, probe, query, store_ids, path_prefix, limit)
+    ranked = _semantic_ranking(conn, probe, query, store_ids, path_prefix, limit, hidden)
     return [_doc_hit(doc, score, query) for doc, score in ranked]
 
 
@@ -505,14 +529,18 @@ def hybrid_search(
     *,
     path_prefix: str,
     limit: int,
+    hidden: Any = None,
 ) -> list[SearchHit]:
     """Full-text and semantic rankings fused by reciprocal rank (:data:`RRF_K`): a
     memory both find ranks above one only either finds. A memory written a moment ago
-    is found by its words at once and by its meaning once embedded."""
+    is found by its words at once and by its meaning once embedded. ``hidden`` as in
+    :func:`search`."""
     if not _validate(conn, store_ids, path_prefix, limit):
         return []
-    words = _text_rows(conn, query, store_ids, path_prefix, _FUSION_DEPTH)
-    meaning = _semantic_ranking(conn, probe, query, store_ids, path_prefix, _FUSION_DEPTH)
+    words = _text_rows(conn, query, store_ids, path_prefix, _FUSION_DEPTH, hidden)
+    meaning = _semantic_ranking(
+        conn, probe, query, store_ids, path_prefix, _FUSION_DEPTH, hidden
+    )
     fused: dict[str, float] = {}
     docs: dict[str, Any] = {}
     for rank, row in enumerate(words, 1):

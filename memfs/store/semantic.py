@@ -295,14 +295,17 @@ def nearest(
     return [(ids[i], float(scores[i])) for i in order]
 
 
-def documents(conn: Connection, memory_ids: Sequence[str]) -> dict[str, Any]:
-    """``{memory id: search_docs row}`` of these memories (those still live)."""
+def documents(conn: Connection, memory_ids: Sequence[str], hidden: Any = None) -> dict[str, Any]:
+    """``{memory id: search_docs row}`` of these memories (those still live), less those
+    of ``hidden`` (a ``SELECT memory_id`` of what the caller may not see)."""
     if not memory_ids:
         return {}
-    rows = conn.execute(
-        select(search_docs).where(search_docs.c.memory_id.in_(bindparam("ids", expanding=True))),
-        {"ids": list(memory_ids)},
-    ).all()
+    statement = select(search_docs).where(
+        search_docs.c.memory_id.in_(bindparam("ids", expanding=True))
+    )
+    if hidden is not None:
+        statement = statement.where(search_docs.c.memory_id.not_in(hidden))
+    rows = conn.execute(statement, {"ids": list(memory_ids)}).all()
     return {r.memory_id: r for r in rows}
 
 

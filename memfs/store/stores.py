@@ -19,6 +19,7 @@ from memfs.errors import InvalidInput, NotFound, StoreArchived
 from memfs.ids import new_id
 from memfs.model import Actor, ChangeKind, MemoryStore, Page
 from memfs.store import feed, search
+from memfs.store import records as record_index
 from memfs.store._common import Cursor, check_limit, lock_store, now, store_model, store_row, ts
 from memfs.store.blobs import gc_blobs
 from memfs.store.schema import blobs, memories, stores, versions
@@ -187,6 +188,7 @@ def delete_store(conn: Connection, store_id: str, *, actor: Actor | None) -> Non
     conn.execute(delete(versions).where(versions.c.store_id == store_id))
     conn.execute(delete(memories).where(memories.c.store_id == store_id))
     search.unindex_store(conn, store_id)
+    record_index.unindex_store(conn, store_id)
     search.scrub(conn)
     gc_blobs(conn, store_id, keys)
     last = conn.execute(

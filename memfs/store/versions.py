@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Row, insert, or_, select, update
 from memfs.errors import HeadVersionRedaction, InvalidCursor, InvalidInput, NotFound
 from memfs.ids import new_id
 from memfs.model import Actor, ActorType, ChangeKind, MemoryVersion, Operation, Page
-from memfs.store import feed, search
+from memfs.store import _hot, feed, search
 from memfs.store._common import (
     Cursor,
     actor_columns,
@@ -67,7 +67,8 @@ def insert_version(
     assert (path is None) == redacted, "a version has no path exactly when it is redacted"
     version_id = new_id("version")
     actor_type, actor_id = actor_columns(actor)
-    conn.execute(
+    _hot.run(
+        conn,
         _INSERT_VERSION,
         dict(
             id=version_id,

@@ -26,7 +26,7 @@ def test_key_list_prints_aligned_columns_with_a_header_on_a_pipe(
     cli.run("key", "revoke", revoked_id)
 
     lines = cli.run("key", "list").lines
-    assert _columns(lines[0]) == ["ID", "STATE", "SCOPES", "STORES", "CREATED", "NAME"]
+    assert _columns(lines[0]) == ["ID", "STATE", "SCOPES", "STORES", "CREATED", "NAME", "USER"]
     assert "\t" not in "\n".join(lines)
     rows = {_columns(line)[0]: _columns(line) for line in lines[1:]}
     assert len(rows) == 3

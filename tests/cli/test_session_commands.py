@@ -59,7 +59,7 @@ def test_revoke_ends_the_token_and_list_says_so(cli: Cli, store: dict[str, Any])
     assert listed[kept["id"]]["revoked_at"] is None
     assert "token" not in listed[kept["id"]]
     table = cli.run("session", "list").lines
-    assert table[0].split() == ["ID", "STATE", "EXPIRES", "STORES", "TITLE"]
+    assert table[0].split() == ["ID", "STATE", "EXPIRES", "STORES", "TITLE", "USER"]
     states = {line.split()[0]: line.split()[1] for line in table[1:]}
     assert states == {created["id"]: "revoked", kept["id"]: "active"}
     only_other = cli.run("session", "list", "--store", "Other", "--json").json()["data"]

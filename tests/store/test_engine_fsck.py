@@ -436,3 +436,32 @@ def test_fsck_finds_an_index_that_disagrees_with_the_heads(
             f"memory {moved.id}: its search document has another store or path",
         ]
     )
+
+
+@covers("check_records")
+def test_fsck_finds_a_record_index_that_disagrees_with_the_heads(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    raw = functools.partial(execute_sql, engine.url)
+    header = "---\ntype: semantic\nimportance: 0.5\ntags: [a]\n---\n"
+    changed = engine.create_memory(store.id, "/changed", header, actor=actor)
+    missing = engine.create_memory(store.id, "/missing", header, actor=actor)
+    plain = engine.create_memory(store.id, "/plain", "no record", actor=actor)
+    raw(f"UPDATE records SET importance = 0.9 WHERE memory_id = '{changed.id}'")
+    raw(f"DELETE FROM records WHERE memory_id = '{missing.id}'")
+    raw(
+        "INSERT INTO records (memory_id, store_id, type, scope, last_accessed) VALUES "
+        f"('{plain.id}', '{store.id}', 'episodic', 'private', '2026-01-01T00:00:00.000000Z')"
+    )
+    raw(
+        f"INSERT INTO record_tags (memory_id, tag, store_id) VALUES ('mem_gone', 'a', '{store.id}')"
+    )
+    assert sorted(findings(engine)) == sorted(
+        [
+            f"memory {changed.id}: its record index row disagrees with its header",
+            f"memory {missing.id}: a record missing from the record index",
+            f"record_tags row of {missing.id}: no such record in the index",
+            f"memory {plain.id}: in the record index but its content is no record",
+            "record_tags row of mem_gone: no such record in the index",
+        ]
+    )

@@ -20,6 +20,7 @@ from memfs.api.routes._common import doc, json_response, notifier, run
 from memfs.errors import NotFound
 from memfs.model import Change, ChangeKind, Scope
 from memfs.store import Engine
+from memfs.visibility import Viewer
 
 __all__ = ["router"]
 
@@ -30,7 +31,7 @@ MAX_SEQ = 2**63 - 1
 
 
 def _read_changes(
-    engine: Engine, store_id: str, after: int, limit: int
+    engine: Engine, store_id: str, after: int, limit: int, viewer: Viewer | None
 ) -> tuple[list[Change], int, bool]:
     """The changes after ``after`` (at most ``limit``), the store's newest seq, and
     whether the store still exists.
@@ -38,18 +39,21 @@ def _read_changes(
     A deleted store answers until its final ``store_deleted`` entry has been read; its
     newest seq is then that entry's.
 
+    Entries about memories hidden from ``viewer`` keep only their seq, kind and memory
+    id (SPEC §6; :meth:`memfs.store.Engine.changes_since`).
+
     Raises:
         NotFound: an unknown store, or a deleted one whose feed was read to the end.
     """
     # Changes first: the newest seq read after them is never below the last one returned.
-    changes = engine.changes_since(store_id, after, limit=limit)
+    changes = engine.changes_since(store_id, after, limit=limit, viewer=viewer)
     try:
         return changes, engine.last_change_seq(store_id), True
     except NotFound:
         pass
     # Gone: read again (it may have been deleted between the two reads), then find the
     # final entry, reading on past a truncated batch.
-    changes = engine.changes_since(store_id, after, limit=limit)
+    changes = engine.changes_since(store_id, after, limit=limit, viewer=viewer)
     if not changes:
         raise NotFound(f"memory store {store_id!r} not found")
     final = changes[-1]
@@ -89,7 +93,9 @@ async def list_changes(
 
     def read(engine: Engine, principal: Principal) -> tuple[list[dict[str, Any]], int, bool]:
         principal.require(Scope.READ, memory_store_id)
-        changes, last_seq, alive = _read_changes(engine, memory_store_id, after, limit)
+        changes, last_seq, alive = _read_changes(
+            engine, memory_store_id, after, limit, principal.viewer
+        )
         return [change_to_wire(c) for c in changes], last_seq, alive
 
     data, last_seq, alive = await run(request, read)

@@ -29,7 +29,9 @@ from memfs.config import DEFAULT_PAGE_LIMIT
 from memfs.errors import InvalidContent, InvalidInput
 from memfs.local import scrub_erased_paths
 from memfs.model import DeleteMode, Memory, MemoryPrefix, Scope
+from memfs.records import RecordFilter, record_to_wire
 from memfs.store import Engine
+from memfs.visibility import Viewer
 from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
 
 __all__ = ["router"]
@@ -47,6 +49,28 @@ def _memory_item(item: Memory | MemoryPrefix, *, full: bool) -> dict[str, Any]:
     return memory_to_wire(item, full=full)
 
 
+def _with_records(
+    engine: Engine, items: list[dict[str, Any]], viewer: Viewer | None
+) -> list[dict[str, Any]]:
+    """Adds the ``record`` object (SPEC §6, an extension the SDK ignores) to the wire
+    memories of ``items`` that are records: one index read for the whole page."""
+    ids = [item["id"] for item in items if item.get("type") == "memory"]
+    found = engine.get_records(ids, viewer=viewer) if ids else {}
+    for item in items:
+        record = found.get(item.get("id", ""))
+        if record is not None:
+            item["record"] = record_to_wire(record)
+    return items
+
+
+def _memory_out(
+    engine: Engine, memory: Memory, *, full: bool, viewer: Viewer | None
+) -> dict[str, Any]:
+    """One memory on the wire, with its ``record`` object when it is a record (as
+    ``viewer`` may see it)."""
+    return _with_records(engine, [memory_to_wire(memory, full=full)], viewer)[0]
+
+
 @router.post("/v1/memory_stores/{memory_store_id}/memories", responses=doc(schemas.MemoryOut))
 async def create_memory(
     request: Request, memory_store_id: str, body: schemas.MemoryCreate, view: View = "basic"
@@ -59,9 +83,14 @@ async def create_memory(
         if body.content is None:
             raise InvalidContent('content must be a string; pass "" to create an empty memory')
         memory = engine.create_memory(
-            memory_store_id, body.path, body.content, actor=principal.actor, metadata=body.metadata
+            memory_store_id,
+            body.path,
+            body.content,
+            actor=principal.actor,
+            metadata=body.metadata,
+            viewer=principal.viewer,
         )
-        return memory_to_wire(memory, full=view == "full")
+        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
 
     return json_response(await run(request, op))
 
@@ -89,12 +118,36 @@ async def list_memories(
     view: View = "basic",
     limit: LimitQuery = DEFAULT_PAGE_LIMIT,
     page: PageQuery = None,
+    record_type: Annotated[
+        str | None,
+        Query(description="memfs extension (SPEC §6): only records of this type."),
+    ] = None,
+    tag: Annotated[
+        str | None, Query(description="memfs extension (SPEC §6): only records with this tag.")
+    ] = None,
+    min_importance: Annotated[
+        float | None,
+        Query(
+            ge=0,
+            le=1,
+            description="memfs extension (SPEC §6): only records of at least this importance.",
+        ),
+    ] = None,
+    user_id: Annotated[
+        str | None,
+        Query(description="memfs extension (SPEC §6): only records of this user_id."),
+    ] = None,
 ) -> JSONResponse:
-    """api-contract §5.10: path order, deeper entries rolled up into ``memory_prefix``."""
+    """api-contract §5.10: path order, deeper entries rolled up into ``memory_prefix``.
+    Any of ``record_type``, ``tag``, ``min_importance``, ``user_id`` (memfs extension,
+    SPEC §6 curation) keeps only the records matching all of them."""
     full = view == "full"
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
+        record_filter = RecordFilter.of(
+            record_type=record_type, tag=tag, min_importance=min_importance, user_id=user_id
+        )
         result = engine.list_memories(
             memory_store_id,
             path_prefix=path_prefix,
@@ -102,9 +155,13 @@ async def list_memories(
             limit=page_limit(limit, view),
             cursor=page,
             with_content=full,
+            viewer=principal.viewer,
+            record_filter=record_filter,
         )
         return {
-            "data": [_memory_item(item, full=full) for item in result.items],
+            "data": _with_records(
+                engine, [_memory_item(item, full=full) for item in result.items], principal.viewer
+            ),
             "next_page": result.next_cursor,
         }
 
@@ -117,13 +174,18 @@ async def list_memories(
 async def retrieve_memory(
     request: Request, memory_store_id: str, memory_id: str, view: View = "full"
 ) -> JSONResponse:
-    """api-contract §5.8 (``view`` defaults to ``full`` here)."""
+    """api-contract §5.8 (``view`` defaults to ``full`` here). A full retrieve of a
+    record is a read of it: its ``last_accessed`` moves (SPEC §6, batched, no version)."""
     full = view == "full"
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        memory = engine.get_memory(memory_store_id, memory_id, with_content=full)
-        return memory_to_wire(memory, full=full)
+        memory = engine.get_memory(
+            memory_store_id, memory_id, with_content=full, viewer=principal.viewer
+        )
+        if full:
+            engine.note_access([memory.id])
+        return _memory_out(engine, memory, full=full, viewer=principal.viewer)
 
     return json_response(await run(request, op))
 
@@ -180,8 +242,9 @@ async def _update_memory(
             expected_sha256=expected,
             metadata=body.metadata,
             replace=body.replace,
+            viewer=principal.viewer,
         )
-        return memory_to_wire(memory, full=view == "full")
+        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
 
     return json_response(await run(request, op))
 
@@ -242,6 +305,9 @@ async def _delete_memory(
         principal.require(scope, memory_store_id, agents=agents)
         if replacement is not None and mode is not DeleteMode.REDACT:
             raise InvalidInput("replacement_content is only allowed with mode=redact")
+        replacement_option: dict[str, Any] = (
+            {} if replacement is None else {"replacement": replacement}
+        )
         erased = engine.delete_memory(
             memory_store_id,
             memory_id,
@@ -249,7 +315,8 @@ async def _delete_memory(
             expected_sha256=expected_sha256,
             mode=mode,
             reason=reason,
-            **({"replacement": replacement} if replacement is not None else {}),
+            viewer=principal.viewer,
+            **replacement_option,
         )
         # The server's own $MEMFS_HOME may hold logs of mounts not running (SPEC §2).
         scrub_erased_paths(memory_id, erased)
@@ -378,8 +445,9 @@ async def restore_memory(
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id)
         memory = engine.restore_memory(
-            memory_store_id, memory_id, actor=principal.actor, reason=reason
+            memory_store_id, memory_id, actor=principal.actor, reason=reason,
+            viewer=principal.viewer,
         )
-        return memory_to_wire(memory, full=view == "full")
+        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
 
     return json_response(await run(request, op))

@@ -108,7 +108,9 @@ def _answer(
     mode: str,
 ) -> dict[str, Any]:
     stores = readable_stores(principal, store_ids)
-    hits = engine.search(query, stores, path_prefix=path_prefix, limit=limit, mode=mode)
+    hits = engine.search(
+        query, stores, path_prefix=path_prefix, limit=limit, mode=mode, viewer=principal.viewer
+    )
     lag = engine.index_lag()
     return {
         "data": [search_hit_to_wire(hit) for hit in hits],

@@ -40,9 +40,10 @@ from memfs.api.routes._common import (
     run,
 )
 from memfs.config import DEFAULT_PAGE_LIMIT
-from memfs.errors import NotFound, PermissionDenied
+from memfs.errors import InvalidInput, NotFound, PermissionDenied
 from memfs.model import Access, Scope, Session
 from memfs.store import Engine, ResourceSpec
+from memfs.visibility import UserPrincipal, handed_principal, make_principal
 from memfs.wire import session_to_wire
 
 __all__ = ["ATTACHMENT_SCOPES", "router"]
@@ -56,6 +57,16 @@ ATTACHMENT_SCOPES: dict[Access, tuple[Scope, ...]] = {
     Access.READ_WRITE: (Scope.READ, Scope.WRITE),
     Access.READ_ONLY: (Scope.READ,),
 }
+
+
+def _requested_principal(body: schemas.SessionCreate) -> UserPrincipal | None:
+    """The principal asked for: ``principal`` or the flat ``user_id``/``roles`` (memfs
+    extension, SPEC §6). Raises InvalidInput for both forms at once, or bad values."""
+    if body.principal is not None:
+        if body.user_id is not None or body.roles is not None:
+            raise InvalidInput("give either principal or user_id/roles, not both")
+        return make_principal(body.principal.user_id, body.principal.roles)
+    return make_principal(body.user_id, body.roles or ())
 
 
 def _ts(value: datetime | None) -> str | None:
@@ -114,7 +125,12 @@ async def create_session(request: Request, body: schemas.SessionCreate) -> JSONR
     attachment needs ``memory:read`` and ``memory:write`` on its store, each
     ``read_only`` one ``memory:read``; a session token can't create sessions. One
     attachment beyond the caller refuses the whole session (403
-    ``api_key_scope_missing``, or 404 for a store the key can't reach)."""
+    ``api_key_scope_missing``, or 404 for a store the key can't reach).
+
+    ``principal`` (or ``user_id`` and ``roles``; memfs extension, SPEC §6) is the user
+    the session speaks for, fixed for its life: an admin key hands any, a key with a
+    principal its own (the default) or fewer of its roles, a key without one none
+    (403 ``principal_not_allowed``)."""
     specs = [
         ResourceSpec(
             r.memory_store_id,
@@ -128,11 +144,18 @@ async def create_session(request: Request, body: schemas.SessionCreate) -> JSONR
         for spec in specs:
             for scope in ATTACHMENT_SCOPES[spec.access]:
                 principal.require(scope, spec.memory_store_id, agents=False)
+        key = principal.api_key
+        session_principal = handed_principal(
+            None if key is None else key.principal,
+            admin=principal.viewer is None,
+            requested=_requested_principal(body),
+        )
         session, token = engine.create_session(
             specs,
             title=body.title,
             ttl_s=body.ttl_s,
-            api_key_id=principal.api_key.id if principal.api_key is not None else None,
+            api_key_id=None if key is None else key.id,
+            principal=session_principal,
         )
         return {**session_out(session), "token": token}
 

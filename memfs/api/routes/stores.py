@@ -65,6 +65,7 @@ async def list_memory_stores(
             created_lte=utc(created_at_lte),
             limit=limit,
             cursor=page,
+            viewer=principal.viewer,
         )
         return {
             "data": [store_to_wire(s) for s in result.items if principal.can_see(s.id)],
@@ -80,7 +81,7 @@ async def retrieve_memory_store(request: Request, memory_store_id: str) -> JSONR
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        return store_to_wire(engine.get_store(memory_store_id))
+        return store_to_wire(engine.get_store(memory_store_id, viewer=principal.viewer))
 
     return json_response(await run(request, op))
 

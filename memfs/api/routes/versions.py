@@ -66,6 +66,7 @@ async def list_memory_versions(
             limit=page_limit(limit, view),
             cursor=page,
             with_content=full,
+            viewer=principal.viewer,
         )
         return {
             "data": [version_to_wire(v, full=full) for v in result.items],
@@ -87,7 +88,9 @@ async def retrieve_memory_version(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        version = engine.get_version(memory_store_id, memory_version_id, with_content=full)
+        version = engine.get_version(
+            memory_store_id, memory_version_id, with_content=full, viewer=principal.viewer
+        )
         return version_to_wire(version, full=full)
 
     return json_response(await run(request, op))

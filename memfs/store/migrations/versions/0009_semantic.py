@@ -4,7 +4,7 @@ embedder (a mount's daemon or ``memfs serve`` with a model configured, or ``memf
 search reindex``) gives each one its vector.
 
 Revision ID: 0009_semantic
-Revises: 0004
+Revises: 0006_principals
 Create Date: 2026-12-01
 """
 
@@ -14,7 +14,7 @@ from memfs.store import semantic
 from memfs.store.schema import search_queue, search_vectors
 
 revision = "0009_semantic"
-down_revision = "0004"
+down_revision = "0006_principals"
 branch_labels = None
 depends_on = None
 

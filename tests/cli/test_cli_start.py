@@ -1,0 +1,75 @@
+"""``memfs`` starts fast because each command loads only what it uses (issue 17).
+
+Not a timed test (timing on a busy CI box is noise): each run records which libraries
+the real command imported, in a fresh interpreter, and the heavy ones must be absent
+where they are not needed. ``memfs --help`` lists every command from the table in
+``memfs/cli/__init__.py`` without importing any command module.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from _support.cli import RUN_TIMEOUT_S, Cli, memfs_env
+
+# Runs `memfs ARGS` in this interpreter, then prints the top-level packages it imported.
+_PROBE = """
+import contextlib, io, json, sys
+sys.argv = ["memfs", *sys.argv[1:]]
+from memfs.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    try:
+        main()
+    except SystemExit as exc:
+        status = exc.code
+    else:
+        status = 0
+print(json.dumps({"status": status, "out": out.getvalue(),
+                  "modules": sorted({name.split(".")[0] for name in sys.modules})}))
+"""
+
+# What the API server, the mount daemon and the remote client need; no store command.
+_SERVING = {"fastapi", "starlette", "hypercorn", "pyfuse3", "trio", "httpx", "alembic", "mcp"}
+
+
+def _imported(home: Path, *args: str) -> tuple[str, set[str]]:
+    """(stdout, top-level packages imported) of ``memfs ARGS`` in a fresh interpreter."""
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, *args],
+        env=memfs_env(home),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+        check=True,
+    )
+    probe = json.loads(done.stdout.splitlines()[-1])
+    assert probe["status"] in (0, None), done.stderr
+    return probe["out"], set(probe["modules"])
+
+
+def test_help_lists_every_command_and_imports_no_heavy_library(memfs_home: Path) -> None:
+    from memfs.cli import COMMANDS
+
+    out, modules = _imported(memfs_home, "--help")
+    for name in COMMANDS:
+        assert f"  {name} " in out, f"{name} missing from memfs --help"
+    heavy = modules & {"sqlalchemy", "pydantic", "rich", *_SERVING}
+    assert heavy == set(), f"memfs --help imported {sorted(heavy)}"
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("store", "list"), ("memory", "ls", "Project Notes"), ("version", "ls", "Project Notes")],
+)
+def test_store_commands_load_no_server_daemon_or_client(
+    cli: Cli, store: dict[str, object], args: tuple[str, ...]
+) -> None:
+    cli.put("Project Notes", "/notes.md", "hello")
+    out, modules = _imported(cli.home, *args)
+    assert out, f"memfs {' '.join(args)} printed nothing"
+    loaded = modules & _SERVING
+    assert loaded == set(), f"memfs {' '.join(args)} imported {sorted(loaded)}"

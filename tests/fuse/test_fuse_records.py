@@ -1,0 +1,90 @@
+"""Records through a real mount (SPEC §6, issue 15), driven by real tools: a record
+written with cp/sh is indexed and stored byte for byte; a bad header is EINVAL at
+close, the head unchanged, the bytes kept, the message in the mount log and
+``memfs status``; ordinary front matter is untouched; ``mv`` of a target keeps the
+relation."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from _support.mount import MEMFS, Mount, errno_of, run
+
+from memfs.model import MemoryStore
+from memfs.store import Engine
+
+RECORD = """---
+type: preference
+importance: 0.92
+tags: [tone]
+relations:
+  - {type: related_to, target: /old.md}
+x-unknown:   {kept: "verbatim"}   # a comment, kept too
+---
+Be brief and funny.
+"""
+BAD = "---\ntype: preference\nimportance: 1.5\ntags: [tone]\n---\nBe brief.\n"
+
+
+def _records(engine: Engine, store: MemoryStore) -> dict[str, object]:
+    return {record.path: record for record in engine.list_records([store.id])}
+
+
+def test_records_written_by_tools_are_indexed_byte_for_byte(
+    mount: Mount, store_engine: Engine, tmp_path: Path
+) -> None:
+    (store,) = [s for s in store_engine.list_stores().items if s.name == "Notes"]
+    source = tmp_path / "tone.md"
+    source.write_text(RECORD)
+    run("cp", source, mount / "notes" / "tone.md")
+    run("sh", "-c", f"printf 'plain\\n' > {mount / 'notes' / 'old.md'}")
+    post = "---\ntype: post\nimportance: 7\n---\nnot a record\n"
+    (tmp_path / "post.md").write_text(post)
+    run("cp", tmp_path / "post.md", mount / "notes" / "post.md")
+    records = store_engine.list_records([store.id])
+    assert [r.path for r in records] == ["/tone.md"]
+    (record,) = records
+    assert record.importance == 0.92
+    assert (mount / "notes" / "tone.md").read_text() == RECORD
+    assert store_engine.get_memory_by_path(store.id, "/tone.md").content == RECORD
+    assert store_engine.get_memory_by_path(store.id, "/post.md").content == post
+    old = store_engine.get_memory_by_path(store.id, "/old.md")
+    assert record.relations[0].target_memory_id == old.id
+    # mv of the target: the relation follows it (stored by id).
+    run("mv", mount / "notes" / "old.md", mount / "notes" / "older.md")
+    (record,) = store_engine.list_records([store.id])
+    assert record.relations[0].target_path == "/older.md"
+
+
+def test_a_bad_header_is_einval_at_close_and_reported(
+    mount: Mount, store_engine: Engine, tmp_path: Path, memfs_home: Path
+) -> None:
+    mount.expect_log("refused (EINVAL")
+    path = mount / "notes" / "hello.md"
+    (store,) = [s for s in store_engine.list_stores().items if s.name == "Notes"]
+    code = f"""
+        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_TRUNC)
+        os.write(fd, {BAD.encode()!r})
+        os.close(fd)
+    """
+    assert errno_of(code) == "EINVAL"
+    assert path.read_text() == "hello\n"
+    assert store_engine.get_memory_by_path(store.id, "/hello.md").content == "hello\n"
+    assert _records(store_engine, store) == {}
+    # A real tool says so too. (The new file cp created stays, empty, as for any
+    # content refused at close: its create was committed at open, SPEC §4.)
+    (tmp_path / "bad.md").write_text(BAD)
+    copied = run("cp", tmp_path / "bad.md", mount / "notes" / "bad.md", check=False)
+    assert copied.returncode != 0
+    assert "Invalid argument" in copied.stderr
+    assert store_engine.get_memory_by_path(store.id, "/bad.md").content == ""
+    message = "invalid record header: importance: must be a number from 0 to 1"
+    status = mount.status
+    assert status["rejected_count"] == 2
+    events = status["rejected_writes"]
+    assert [e["errno"] for e in events] == ["EINVAL", "EINVAL"]
+    assert all(e["message"] == message for e in events)
+    assert Path(events[0]["saved_to"]).read_text() == BAD  # nothing a user wrote is lost
+    assert message in mount.log_file.read_text()
+    printed = run(MEMFS, "status", mount.path).stdout
+    assert f"EINVAL: {message}; kept in " in printed

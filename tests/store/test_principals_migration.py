@@ -1,0 +1,48 @@
+"""Migration 0006_principals (issue 15): keys and sessions made before it keep working
+and carry no principal; new ones can carry one; the schema matches the metadata."""
+
+from __future__ import annotations
+
+import pytest
+from alembic import command
+from alembic.migration import MigrationContext
+from sqlalchemy import create_engine, inspect
+
+from memfs.model import Scope
+from memfs.store import Engine, ResourceSpec, _db
+from memfs.store._db import alembic_config
+from memfs.visibility import UserPrincipal
+
+
+@pytest.mark.empty_database
+def test_upgrading_0005_gives_keys_and_sessions_no_principal(database: str) -> None:
+    with Engine(database) as engine:
+        store = engine.create_store("s")
+        _, secret = engine.create_api_key("k", [Scope.READ])
+        _, token = engine.create_session([ResourceSpec(store.id)])
+    raw = create_engine(database)
+    try:
+        with raw.begin() as conn:
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0005_records")
+        with raw.connect() as conn:
+            for table in ("api_keys", "sessions"):
+                columns = {c["name"] for c in inspect(conn).get_columns(table)}
+                assert "principal_user_id" not in columns
+    finally:
+        raw.dispose()
+    with Engine(database) as engine:
+        assert engine.authenticate_api_key(secret).principal is None
+        assert token is not None
+        assert engine.authenticate_session(token).principal is None
+        principal = UserPrincipal(user_id="alice")
+        key, _ = engine.create_api_key("new", [Scope.READ], principal=principal)
+        assert key.principal == principal
+        assert list(engine.iter_fsck_findings()) == []
+    raw = create_engine(database)
+    try:
+        with raw.connect() as conn:
+            assert MigrationContext.configure(conn).get_current_revision() == _db.SCHEMA_HEAD
+    finally:
+        raw.dispose()

@@ -1,0 +1,77 @@
+"""Visibility through a real mount (issue 15 item 3, SPEC §6): a remote mount made with
+a session for user alice over a shared store shows her private records and every
+shared one, and nothing of bob's (not in ``readdir``, ``ENOENT`` by name), also for
+records written elsewhere while it runs; writing a record she could not see is refused
+at close (``EACCES``) and nothing of it reaches the store."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from _support.mount import Mounter, errno_of, run, wait_until
+from _support.serve import ServeProcess
+
+from memfs.model import Access, Actor
+from memfs.store import Engine, ResourceSpec
+from memfs.visibility import UserPrincipal
+
+pytestmark = pytest.mark.fuse
+ACTOR = Actor.api_key("apikey_tests")
+
+
+def record(user: str, scope: str = "private") -> str:
+    return f"---\ntype: preference\nscope: {scope}\nuser_id: {user}\n---\n{user} likes tea\n"
+
+
+def test_a_mount_for_alice_shows_her_records_and_shared_ones_only(
+    mounter: Mounter, store_engine: Engine, server: ServeProcess
+) -> None:
+    store = store_engine.create_store("Shared")
+    for path, content in {
+        "/alice.md": record("alice"),
+        "/bob.md": record("bob"),
+        "/team.md": record("bob", "share"),
+        "/notes/plain.md": "no header\n",
+        "/bob-only/deep.md": record("bob"),
+    }.items():
+        store_engine.create_memory(store.id, path, content, actor=ACTOR)
+    _, token = store_engine.create_session(
+        [ResourceSpec(store.id, Access.READ_WRITE)], principal=UserPrincipal(user_id="alice")
+    )
+    assert token is not None
+    mount = mounter.mount_remote(server.url, token, layout="flat")
+    root = Path(mount.path)
+
+    assert sorted(os.listdir(root)) == ["alice.md", "notes", "team.md"]
+    assert (root / "alice.md").read_text() == record("alice")
+    assert errno_of(f"open({str(root / 'bob.md')!r})") == "ENOENT"
+    assert errno_of(f"os.stat({str(root / 'bob-only')!r})") == "ENOENT"
+    assert run("find", str(root), "-type", "f").stdout.count("\n") == 3
+
+    # Written elsewhere meanwhile: bob's private record never appears, a shared one does.
+    store_engine.create_memory(store.id, "/bob2.md", record("bob"), actor=ACTOR)
+    store_engine.create_memory(store.id, "/shared2.md", record("bob", "share"), actor=ACTOR)
+    wait_until(lambda: (root / "shared2.md").exists(), "the shared record to appear")
+    assert "bob2.md" not in os.listdir(root)
+    # A record of hers turned private for bob disappears from her mount.
+    alice_memory = store_engine.get_memory_by_path(store.id, "/alice.md")
+    store_engine.update_memory(store.id, alice_memory.id, content=record("bob"), actor=ACTOR)
+    wait_until(lambda: not (root / "alice.md").exists(), "alice.md to disappear")
+
+    # Alice writes her own record; one for bob is refused at close and not stored.
+    run("cp", "/dev/stdin", str(root / "mine.md"), input=record("alice"))
+    assert store_engine.get_memory_by_path(store.id, "/mine.md").content == record("alice")
+    mount.expect_log("record_not_visible", "invisible to its writer")
+    refused = errno_of(
+        f"""
+        with open({str(root / 'mine.md')!r}, 'w') as f:
+            f.write({record('bob')!r})
+        """
+    )
+    assert refused == "EACCES"
+    assert store_engine.get_memory_by_path(store.id, "/mine.md").content == record("alice")
+    log = mount.log_file.read_text()
+    assert "invisible to its writer" in log
+    assert "user_id: alice" in log

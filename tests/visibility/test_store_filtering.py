@@ -1,0 +1,213 @@
+"""Visibility in the store (issue 15 item 3, SPEC §6): for a restricted viewer the
+engine leaves hidden records out of listings (pages stay full), a mount's tree, counts,
+search, versions and the change feed, answers NotFound by id, and refuses a write whose
+result its writer could not see — on SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import pytest
+
+from memfs.errors import NotFound, PermissionDenied
+from memfs.model import Actor, ChangeKind, DeleteMode, MemoryStore
+from memfs.store import Engine
+from memfs.visibility import Viewer
+
+ACTOR = Actor.api_key("apikey_tests")
+ALICE = Viewer(user_id="alice")
+BOB = Viewer(user_id="bob")
+SUPPORT = Viewer(user_id="carol", roles=frozenset({"support"}))
+NOBODY = Viewer()
+
+
+def record(user: str | None, scope: str | None = None, **lists: list[str]) -> str:
+    lines = ["---", "type: preference"]
+    if user is not None:
+        lines.append(f"user_id: {user}")
+    if scope is not None:
+        lines.append(f"scope: {scope}")
+    for key, values in lists.items():
+        lines.append(f"{key}: [{', '.join(values)}]")
+    return "\n".join([*lines, "---", "likes tea\n"])
+
+
+@pytest.fixture
+def store(engine: Engine) -> MemoryStore:
+    store = engine.create_store("Shared")
+    files = {
+        "/a/alice.md": record("alice"),
+        "/a/bob.md": record("bob"),
+        "/a/bob-for-support.md": record("bob", allowed_roles=["support"]),
+        "/a/bob-for-alice.md": record("bob", allowed_users=["alice"]),
+        "/a/shared.md": record("bob", scope="share"),
+        "/a/public.md": record("bob", scope="public"),
+        "/b/plain.md": "no header, likes tea\n",
+        "/c/only-bob/deep.md": record("bob"),
+    }
+    for path, content in files.items():
+        engine.create_memory(store.id, path, content, actor=ACTOR)
+    return store
+
+
+EVERYONE = {"/a/shared.md", "/a/public.md", "/b/plain.md"}
+SEES = {
+    "alice": EVERYONE | {"/a/alice.md", "/a/bob-for-alice.md"},
+    "bob": EVERYONE | {"/a/bob.md", "/a/bob-for-support.md", "/a/bob-for-alice.md",
+                       "/c/only-bob/deep.md"},
+    "carol": EVERYONE | {"/a/bob-for-support.md"},
+    None: EVERYONE,
+}
+VIEWERS = [ALICE, BOB, SUPPORT, NOBODY]
+
+
+def _listed(engine: Engine, store: MemoryStore, viewer: Viewer | None) -> list[str]:
+    paths, cursor = [], None
+    while True:
+        page = engine.list_memories(store.id, limit=2, cursor=cursor, viewer=viewer)
+        assert len(page.items) == 2 or page.next_cursor is None  # pages stay full
+        paths += [item.path for item in page.items]
+        if page.next_cursor is None:
+            return paths
+        cursor = page.next_cursor
+
+
+@pytest.mark.parametrize("viewer", VIEWERS, ids=lambda v: str(v.user_id))
+def test_listings_trees_counts_and_retrieves_show_exactly_what_the_viewer_sees(
+    engine: Engine, store: MemoryStore, viewer: Viewer
+) -> None:
+    expected = SEES[viewer.user_id]
+    assert set(_listed(engine, store, viewer)) == expected
+    assert {m.path for m in engine.all_memories(store.id, viewer=viewer)} == expected
+    rolled_up = {item.path for item in engine.list_memories(store.id, depth=1, viewer=viewer).items}
+    assert ("/c/" in rolled_up) == (viewer.user_id == "bob")  # a prefix of hidden ones only
+    counted = engine.get_store(store.id, viewer=viewer)
+    assert counted.entry_count == len(expected)
+    everything = engine.all_memories(store.id)
+    assert engine.get_store(store.id).entry_count == len(everything) == 8
+    sizes = {m.path: m.content_size_bytes for m in everything}
+    assert counted.total_size_bytes == sum(sizes[p] for p in expected)
+    listed = engine.list_stores(viewer=viewer).items
+    assert [s.entry_count for s in listed if s.id == store.id] == [len(expected)]
+    for memory in everything:
+        if memory.path in expected:
+            assert engine.get_memory(store.id, memory.id, viewer=viewer).path == memory.path
+            engine.get_memory_by_path(store.id, memory.path, viewer=viewer)
+        else:
+            with pytest.raises(NotFound, match=f"memory '{memory.id}' not found"):
+                engine.get_memory(store.id, memory.id, viewer=viewer)
+            with pytest.raises(NotFound):
+                engine.get_memory_by_path(store.id, memory.path, viewer=viewer)
+    hits = engine.search("tea", [store.id], viewer=viewer)
+    assert {hit.path for hit in hits} == expected
+    assert {hit.path for hit in engine.search("tea", None, viewer=viewer)} == expected
+    assert len(engine.search("tea", [store.id])) == 8
+
+
+def test_versions_and_the_change_feed_hide_what_the_viewer_can_not_see(
+    engine: Engine, store: MemoryStore
+) -> None:
+    by_path = {m.path: m for m in engine.all_memories(store.id)}
+    bob_only = by_path["/a/bob.md"]
+    seen_versions = engine.list_versions(store.id, limit=100, viewer=ALICE).items
+    assert {v.path for v in seen_versions} == SEES["alice"]
+    with pytest.raises(NotFound):
+        engine.get_version(store.id, bob_only.memory_version_id, viewer=ALICE)
+    assert engine.get_version(store.id, bob_only.memory_version_id, viewer=BOB).path == "/a/bob.md"
+
+    changes = engine.changes_since(store.id, 0, viewer=ALICE)
+    assert [c.seq for c in changes] == [c.seq for c in engine.changes_since(store.id, 0)]
+    written = [c for c in changes if c.kind is ChangeKind.MEMORY_WRITTEN]
+    assert {c.path for c in written if c.path is not None} == SEES["alice"]
+    hidden = [c for c in written if c.memory_id == bob_only.id]
+    assert len(hidden) == 1
+    assert (hidden[0].path, hidden[0].content_sha256, hidden[0].memory_version_id) == (
+        None, None, None,
+    )
+
+    # Deleted, Bob's private record stays hidden: its versions and its restore listing
+    # are judged by its last content.
+    engine.delete_memory(store.id, bob_only.id, actor=ACTOR)
+    def versioned(viewer: Viewer) -> set[str]:
+        return {v.memory_id for v in engine.list_versions(store.id, limit=100, viewer=viewer).items}
+
+    assert bob_only.id not in versioned(ALICE)
+    assert bob_only.id in versioned(BOB)
+    assert [m.id for m in engine.deleted_memories(store.id, viewer=ALICE)] == []
+    assert [m.id for m in engine.deleted_memories(store.id, viewer=BOB)] == [bob_only.id]
+    deleted = engine.changes_since(store.id, 0, viewer=ALICE)[-1]
+    assert (deleted.kind, deleted.memory_id, deleted.path) == (
+        ChangeKind.MEMORY_DELETED, bob_only.id, None,
+    )
+    with pytest.raises(NotFound):
+        engine.restore_memory(store.id, bob_only.id, actor=ACTOR, viewer=ALICE)
+    assert engine.restore_memory(store.id, bob_only.id, actor=ACTOR, viewer=BOB).id == bob_only.id
+
+
+def test_a_writer_can_not_write_a_record_it_could_not_see(
+    engine: Engine, store: MemoryStore
+) -> None:
+    before = engine.last_change_seq(store.id)
+    for viewer, content in (
+        (ALICE, record("bob")),
+        (ALICE, record(None)),
+        (NOBODY, record("alice")),
+    ):
+        with pytest.raises(PermissionDenied) as refused:
+            engine.create_memory(store.id, "/new.md", content, actor=ACTOR, viewer=viewer)
+        assert refused.value.code == "record_not_visible"
+    mine = engine.create_memory(store.id, "/new.md", record("alice"), actor=ACTOR, viewer=ALICE)
+    # Giving one's own record away is refused too, and leaves it as it was.
+    with pytest.raises(PermissionDenied, match="invisible to its writer"):
+        engine.update_memory(store.id, mine.id, content=record("bob"), actor=ACTOR, viewer=ALICE)
+    assert engine.get_memory(store.id, mine.id).content == record("alice")
+    shared = engine.update_memory(
+        store.id, mine.id, content=record("bob", scope="share"), actor=ACTOR, viewer=ALICE
+    )
+    assert shared.content == record("bob", scope="share")
+    assert engine.last_change_seq(store.id) == before + 2
+    # Another's private record can't be changed or deleted: it does not exist for Alice.
+    bob_only = engine.get_memory_by_path(store.id, "/a/bob.md")
+    with pytest.raises(NotFound):
+        engine.update_memory(store.id, bob_only.id, content="x", actor=ACTOR, viewer=ALICE)
+    for mode in DeleteMode:
+        with pytest.raises(NotFound):
+            engine.delete_memory(store.id, bob_only.id, actor=ACTOR, mode=mode, viewer=ALICE)
+    assert engine.get_memory(store.id, bob_only.id).content == record("bob")
+    # An unrestricted caller writes anything.
+    engine.create_memory(store.id, "/ownerless.md", record(None), actor=ACTOR)
+
+
+def test_record_listings_and_relations_hide_what_the_viewer_can_not_see(
+    engine: Engine, store: MemoryStore
+) -> None:
+    pointing = engine.create_memory(
+        store.id,
+        "/a/points.md",
+        "---\ntype: semantic\nscope: share\nrelations:\n"
+        "  - {type: related_to, target: /a/bob.md}\n"
+        "  - {type: related_to, target: /a/shared.md}\n---\nsee there\n",
+        actor=ACTOR,
+    )
+    listed = {r.path for r in engine.list_records([store.id], viewer=ALICE)}
+    assert listed == (SEES["alice"] - {"/b/plain.md"}) | {"/a/points.md"}
+    bob_only = engine.get_memory_by_path(store.id, "/a/bob.md")
+    assert engine.get_records([bob_only.id], viewer=ALICE) == {}
+    relations = engine.get_records([pointing.id], viewer=ALICE)[pointing.id].relations
+    assert [(r.target, r.target_path) for r in relations] == [
+        ("/a/bob.md", None), ("/a/shared.md", "/a/shared.md"),
+    ]
+    relations = engine.get_records([pointing.id], viewer=BOB)[pointing.id].relations
+    assert [r.target_path for r in relations] == ["/a/bob.md", "/a/shared.md"]
+    assert engine.relations_to(bob_only.id, viewer=BOB)
+    # What points at a record is hidden with its source.
+    engine.create_memory(
+        store.id, "/a/bob-points.md",
+        "---\ntype: semantic\nuser_id: bob\nrelations: [{type: related_to, target: /a/shared.md}]"
+        "\n---\nx\n",
+        actor=ACTOR,
+    )
+    shared = engine.get_memory_by_path(store.id, "/a/shared.md")
+    sources = {r.memory_path for r in engine.relations_to(shared.id, viewer=ALICE)}
+    assert sources == {"/a/points.md"}
+    assert {r.memory_path for r in engine.relations_to(shared.id)} == {
+        "/a/points.md", "/a/bob-points.md",
+    }
