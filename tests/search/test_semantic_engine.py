@@ -16,6 +16,7 @@ from memfs.config import SEARCH_MODEL_ENV, database_url
 from memfs.errors import InvalidInput, SearchUnavailable
 from memfs.model import Actor, DeleteMode, MemoryStore
 from memfs.store import Engine
+from memfs.visibility import Viewer
 
 # path → content; every query below knows which memory it must rank first, by meaning:
 # the query's words are not in that memory (full text finds nothing).
@@ -215,3 +216,23 @@ def test_reindex_rebuilds_text_and_vectors(
     assert _paths(engine, store, "sqlite")[0] == "/notes/db-tuning.md"
     assert engine.reindex(None) == len(CORPUS)
     assert _paths(engine, store, "bread", mode="text") == ["/notes/bread.md"]
+
+
+@pytest.mark.usefixtures("model_dir")
+@pytest.mark.parametrize("mode", ["semantic", "hybrid"])
+def test_a_viewer_never_finds_by_meaning_what_it_can_not_see(
+    engine: Engine, store: MemoryStore, actor: Actor, mode: str
+) -> None:
+    """SPEC §7 with visibility (issue 15): a record of bob's is no hit for alice, by
+    meaning as by words."""
+    bobs = "---\ntype: preference\nuser_id: bob\n---\nMy cat and the kitten\n"
+    engine.create_memory(store.id, "/bob.md", bobs, actor=actor)
+    engine.create_memory(store.id, "/plain.md", "a dog and a puppy", actor=actor)
+    engine.embed_pending()
+    paths = {h.path for h in engine.search("pets", [store.id], mode=mode)}
+    assert paths == {"/bob.md", "/plain.md"}
+    for viewer in (Viewer(user_id="alice"), Viewer()):
+        hits = engine.search("pets", [store.id], mode=mode, viewer=viewer)
+        assert {h.path for h in hits} == {"/plain.md"}
+    bob = engine.search("pets", [store.id], mode=mode, viewer=Viewer(user_id="bob"))
+    assert {h.path for h in bob} == {"/bob.md", "/plain.md"}
