@@ -1,9 +1,13 @@
-"""Full-text search (SPEC §7): the index of live memories and the ranked query over it.
+"""Search (SPEC §7): the full-text index of live memories, the ranked queries over it,
+and the semantic and hybrid rankings built on memfs/store/semantic.py's vectors.
 
-The only SQL of search. ``search_docs`` (schema.py) holds one document per live memory —
-its store, current path and head content — written by :func:`index_memory` and
-:func:`unindex_memory` inside the transaction of the write that changes the head
-(memfs/store/memories.py, stores.py), so a search never lags the head.
+The SQL of full-text search (semantic.py has the vectors' and the queue's). ``search_docs``
+(schema.py) holds one document per live memory — its store, current path and head
+content — written by :func:`index_memory` and :func:`unindex_memory` inside the
+transaction of the write that changes the head (memfs/store/memories.py, stores.py), so a
+search never lags the head; the same calls queue the memory for embedding and drop its
+vector (:func:`memfs.store.semantic.enqueue` / ``forget``). :func:`semantic_search` ranks
+by cosine similarity, :func:`hybrid_search` fuses both rankings by reciprocal rank.
 
 Per dialect, beside ``search_docs``:
 
