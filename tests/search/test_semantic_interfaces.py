@@ -62,7 +62,7 @@ def test_the_server_embeds_off_the_write_path(served: tuple[str, str, Path]) -> 
     headers = {"authorization": f"Bearer {secret}"}
     with httpx.Client(base_url=url, headers=headers, timeout=30) as http:
         # Found by its words at once (full text is in the write's transaction).
-        words = _search(http, store.id, "hotel", "auto")
+        words = _search(http, store.id, "ホテル", "auto")  # a substring of /jp/trip.md
         assert [h["path"] for h in words["data"]] == ["/jp/trip.md"]
         assert set(words["semantic_index"]) == {"model", "pending", "lag_seconds"}
         assert words["semantic_index"]["model"] is not None
