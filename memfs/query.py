@@ -34,6 +34,11 @@ __all__ = [
     "MAX_QUERY_CHARS",
     "MAX_SEARCH_LIMIT",
     "MAX_TERMS",
+    "SEARCH_AUTO",
+    "SEARCH_HYBRID",
+    "SEARCH_MODES",
+    "SEARCH_SEMANTIC",
+    "SEARCH_TEXT",
     "Query",
     "SearchHit",
     "Term",
@@ -41,12 +46,20 @@ __all__ = [
     "parse",
     "snippet",
     "validate_limit",
+    "validate_mode",
 ]
 
 MAX_QUERY_CHARS = 1_000
 MAX_TERMS = 32
 DEFAULT_SEARCH_LIMIT = 20
 MAX_SEARCH_LIMIT = 100
+# How a search ranks (memfs.store.Engine.search): auto is hybrid when an embedding model
+# is configured, else full text.
+SEARCH_AUTO = "auto"
+SEARCH_TEXT = "text"
+SEARCH_SEMANTIC = "semantic"
+SEARCH_HYBRID = "hybrid"
+SEARCH_MODES = (SEARCH_AUTO, SEARCH_TEXT, SEARCH_SEMANTIC, SEARCH_HYBRID)
 # The markers around matched text in a snippet (Markdown bold: memories are Markdown).
 HIGHLIGHT_START = "**"
 HIGHLIGHT_END = "**"
@@ -175,6 +188,13 @@ def validate_limit(limit: int) -> int:
     if not 1 <= limit <= MAX_SEARCH_LIMIT:
         raise InvalidInput(f"limit must be between 1 and {MAX_SEARCH_LIMIT}")
     return limit
+
+
+def validate_mode(mode: str) -> str:
+    """Raises InvalidInput unless ``mode`` is one of :data:`SEARCH_MODES`."""
+    if mode not in SEARCH_MODES:
+        raise InvalidInput(f"search mode must be one of {', '.join(SEARCH_MODES)}, not {mode!r}")
+    return mode
 
 
 def _pattern(term: Term) -> str:

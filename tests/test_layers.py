@@ -178,6 +178,8 @@ STORE_INSIDES = (
     "memfs.store.listing",
     "memfs.store.memories",
     "memfs.store.search",
+    "memfs.store.semantic",
+    "memfs.store.embedder",
     "memfs.store.records",
     "memfs.store.visibility",
     "memfs.store.renames",

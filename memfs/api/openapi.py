@@ -21,6 +21,7 @@ from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
 from memfs.api import schemas
+from memfs.api.routes.search import document_search_modes
 
 __all__ = ["ERROR_STATUSES", "LINKS", "openapi_document"]
 
@@ -177,6 +178,7 @@ def openapi_document(app: FastAPI) -> Callable[[], dict[str, Any]]:
                         "content": error_content,
                     }
         _add_links(document)
+        document_search_modes(document)
         app.openapi_schema = document
         return document
 

@@ -377,19 +377,16 @@ class SearchRequest(_Request):
         json_schema_extra={"pattern": LISTING_PREFIX_PATTERN},
     )
     limit: int = Field(default=20, ge=1, le=100, description="At most this many hits.")
-    # Documented as what this server accepts (no embedding model yet); true is parsed and
-    # answered by the engine's search_unavailable error, naming the setting (SPEC §7).
-    semantic: Annotated[
-        bool,
-        WithJsonSchema(
-            {
-                "type": "boolean",
-                "const": False,
-                "description": "Semantic search; true answers 400 search_unavailable "
-                "while no embedding model is configured.",
-            }
-        ),
-    ] = False
+    semantic: bool = Field(
+        default=False,
+        description="By meaning only (as mode 'semantic'); 400 search_unavailable while "
+        "no embedding model is configured.",
+    )
+    mode: Literal["auto", "text", "semantic", "hybrid"] = Field(
+        default="auto",
+        description="auto: hybrid (words and meaning fused) when the server has an "
+        "embedding model, else text; semantic and hybrid need the model.",
+    )
     record_type: RecordTypeName | None = Field(
         default=None, description="Only records of this type (SPEC §6 record header)."
     )
@@ -678,10 +675,19 @@ class SearchHitOut(_Response):
     snippet: str = Field(description="Excerpt around the first match, matches in **…**.")
 
 
+class SemanticIndexOut(_Response):
+    """How far semantic search is behind the heads (memfs extension)."""
+
+    model: str | None = Field(description="The embedding model's fingerprint; null: none.")
+    pending: int = Field(description="Live memories waiting for their vector.")
+    lag_seconds: float = Field(description="How long the oldest of them has waited.")
+
+
 class SearchResults(_Response):
     """Hits best first (no pagination: ``limit`` bounds the answer)."""
 
     data: list[SearchHitOut]
+    semantic_index: SemanticIndexOut
 
 
 class MemoryStorePage(_Response):

@@ -243,6 +243,10 @@ def serve(
                 format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                 stream=sys.stderr,
             )
+            try:
+                engine.start_embedder()  # semantic search's vectors, with a model configured
+            except MemfsError as exc:  # a broken model must not stop the server
+                log.warning("semantic search is off: %s", exc.message)
             if insecure_dev:
                 log.warning("--insecure-dev: requests without a valid credential act as an admin")
             if not config.ssl_enabled and not _is_loopback(host):

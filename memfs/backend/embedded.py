@@ -308,10 +308,13 @@ class EmbeddedBackend:
         await trio.sleep_forever()  # every write is committed when it is made
 
     def statistics(self) -> BackendStatistics:
+        lag = self._engine.embedder_lag()
         return BackendStatistics(
             kind="embedded",
             location=_PASSWORD_IN_URL_RE.sub(r"\1***@", self._engine.url),
             server_state="in-process",
+            search_pending=None if lag is None else lag.pending,
+            search_lag_s=None if lag is None else lag.oldest_seconds,
         )
 
     async def aclose(self) -> None:

@@ -103,6 +103,9 @@ class BackendStatistics:
             since start; the newest few.
         rejected_count, rejected: writes the server refused for good (bytes kept).
         error_count, last_errors: failures to reach the store.
+        search_pending, search_lag_s: memories waiting for their semantic-search vector
+            and the oldest wait, as the backend's embedder last saw them; None when no
+            embedder runs (SPEC §7).
     """
 
     kind: str
@@ -119,6 +122,8 @@ class BackendStatistics:
     rejected: tuple[BackendEvent, ...] = ()
     error_count: int = 0
     last_errors: tuple[BackendEvent, ...] = ()
+    search_pending: int | None = None
+    search_lag_s: float | None = None
 
 
 @dataclass(frozen=True)

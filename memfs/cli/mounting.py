@@ -340,11 +340,17 @@ def _backend(request: _MountRequest) -> Any:
         client = MemfsClient(request.api, request.token)
         return RemoteBackend(client, startup_wait_s=request.wait_for_server_s)
     from memfs.backend import EmbeddedBackend
+    from memfs.errors import MemfsError
     from memfs.store import open_engine
     from memfs.visibility import make_principal
 
     principal = make_principal(request.user_id, request.roles)
-    return EmbeddedBackend(open_engine(request.database), principal=principal)
+    engine = open_engine(request.database)
+    try:
+        engine.start_embedder()  # semantic search's vectors, when a model is configured
+    except MemfsError as exc:  # a broken model must not stop the mount
+        typer.echo(f"memfs: warning: semantic search is off: {exc.message}", err=True)
+    return EmbeddedBackend(engine, principal=principal)
 
 
 def _mount_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
@@ -659,6 +665,11 @@ def _print_status(target: str, state: str, record: dict[str, Any] | None) -> Non
     backend = record.get("backend")
     if backend is not None:
         typer.echo(f"backend:      {backend['kind']} {backend['location']}")
+        if backend.get("search_pending") is not None:
+            typer.echo(
+                f"search:       {backend['search_pending']} memories wait for their vector "
+                f"(oldest {backend['search_lag_s']:.1f} s)"
+            )
         if backend["kind"] == "remote":
             typer.echo(f"server:       {backend['server_state']}")
             oldest = backend.get("outbox_oldest_at")

@@ -277,6 +277,8 @@ def _backend_status(stats: BackendStatistics) -> dict[str, Any]:
         "conflict_count": stats.conflict_count,
         "rejected_count": stats.rejected_count,
         "error_count": stats.error_count,
+        "search_pending": stats.search_pending,
+        "search_lag_s": stats.search_lag_s,
     }
 
 

@@ -44,6 +44,7 @@ database.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from types import EllipsisType
@@ -52,8 +53,9 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from memfs import config, rules
+from memfs import config, embeddings, rules
 from memfs import query as query_language
+from memfs.embeddings import IndexLag
 from memfs.errors import InvalidInput, NotFound, SearchUnavailable
 from memfs.model import (
     Access,
@@ -86,6 +88,7 @@ from memfs.store import (
     renames,
     retention,
     search,
+    semantic,
     stores,
     versions,
 )
@@ -95,6 +98,7 @@ from memfs.store import visibility as seen
 from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.access import ResourceSpec
+from memfs.store.embedder import Embedder, drain
 from memfs.store.notify import ChangeCallback
 from memfs.store.retention import PruneResult
 from memfs.visibility import UserPrincipal, Viewer
@@ -166,11 +170,16 @@ class Engine:
         self.read_only = self._db.read_only
         self.clock = clock
         self._access_log = record_index.AccessLog(self._write_access_times, clock=clock)
+        self._vectors = semantic.VectorCache()
+        self._embedder: Embedder | None = None
 
     def close(self) -> None:
-        """Releases every pooled connection (checkpointing the SQLite WAL, waiting at most
-        :data:`ERASE_WAIT_S` for readers), after writing the pending record reads, and
-        ends every :meth:`watch_changes`."""
+        """Stops the embedder, then releases every pooled connection (checkpointing the
+        SQLite WAL, waiting at most :data:`ERASE_WAIT_S` for readers), after writing the
+        pending record reads, and ends every :meth:`watch_changes`."""
+        if self._embedder is not None:
+            self._embedder.stop()
+            self._embedder = None
         self._access_log.close()
         self._db.close()
 
@@ -805,13 +814,18 @@ class Engine:
         *,
         path_prefix: str = "/",
         limit: int = query_language.DEFAULT_SEARCH_LIMIT,
-        semantic: bool = False,
+        mode: str = query_language.SEARCH_AUTO,
         record_filter: RecordFilter | None = None,
         viewer: Viewer | None = None,
     ) -> list[query_language.SearchHit]:
-        """Ranked full-text hits among the live memories of ``store_ids`` (SPEC §7), best
-        first; the query language is :mod:`memfs.query`'s. The index is written in the
-        transaction of every write, so a search sees every committed head.
+        """Ranked hits among the live memories of ``store_ids`` (SPEC §7), best first;
+        the query language is :mod:`memfs.query`'s.
+
+        Full text is written in the transaction of every write, so it sees every
+        committed head. Semantic search ranks by the cosine similarity of the
+        configured model's vectors (``$MEMFS_SEARCH_MODEL_DIR``), which the embedder
+        computes off the write path: a memory is found by meaning once embedded
+        (:meth:`index_lag`). Hybrid fuses both by reciprocal rank.
 
         Args:
             query: the query text (parsed with :func:`memfs.query.parse`) or a parsed one.
@@ -819,29 +833,127 @@ class Engine:
                 None searches every store (a caller that may read them all).
             path_prefix: a directory prefix ending with ``/`` (whole segments match).
             limit: at most this many hits, 1–100.
-            semantic: ask for semantic search, which needs an embedding model.
+            mode: ``auto`` (hybrid with a usable model configured, else full text), ``text``,
+                ``semantic`` or ``hybrid`` (:data:`memfs.query.SEARCH_MODES`).
             record_filter: only records it keeps (SPEC §7: record type, tags,
                 minimum importance); None or empty: every memory.
             viewer: what is hidden from it is never a hit (SPEC §7), left out in the query.
 
         Raises:
-            InvalidInput: a malformed query, prefix or limit.
+            InvalidInput: a malformed query, prefix, limit or mode.
             NotFound: an unknown store.
-            SearchUnavailable: ``semantic`` is asked for (no model is configured).
+            SearchUnavailable: ``semantic``/``hybrid`` without a usable model (the
+                message names the setting).
         """
-        if semantic:
-            raise _semantic_unavailable()
+        query_language.validate_mode(mode)
         parsed = query if isinstance(query, query_language.Query) else query_language.parse(query)
+        scope = None if store_ids is None else list(store_ids)
+        model = None
+        if mode == query_language.SEARCH_AUTO:
+            with contextlib.suppress(SearchUnavailable):  # a broken model: full text only
+                model = embeddings.configured_model()
+        elif mode != query_language.SEARCH_TEXT:
+            model = embeddings.configured_model()
+            if model is None:
+                raise _semantic_unavailable()
         with self._db.read() as conn:
-            return search.search(
+            hidden = None if viewer is None else seen.hidden_ids(viewer)
+            if model is None:
+                return search.search(
+                    conn,
+                    parsed,
+                    scope,
+                    path_prefix=path_prefix,
+                    limit=limit,
+                    hidden=hidden,
+                    record_filter=record_filter,
+                )
+            vector = model.embed([" ".join(t.text for t in parsed.positive)])[0]
+            ranked = (
+                search.semantic_search
+                if mode == query_language.SEARCH_SEMANTIC
+                else search.hybrid_search
+            )
+            probe = semantic.Probe(self._vectors, model.fingerprint, vector)
+            return ranked(
                 conn,
+                probe,
                 parsed,
-                None if store_ids is None else list(store_ids),
+                scope,
                 path_prefix=path_prefix,
                 limit=limit,
+                hidden=hidden,
                 record_filter=record_filter,
-                hidden=None if viewer is None else seen.hidden_ids(viewer),
             )
+
+    def start_embedder(self) -> bool:
+        """Starts the embedder thread when a model is configured and the database is
+        writable (a mount's daemon, ``memfs serve``); :meth:`close` stops it. Returns
+        whether it runs.
+
+        Raises:
+            SearchUnavailable: ``$MEMFS_SEARCH_MODEL_DIR`` names no usable model.
+        """
+        model = embeddings.configured_model()
+        if model is None or self.read_only or self._embedder is not None:
+            return self._embedder is not None
+        self._embedder = Embedder(self._db.read, self._db.write, model)
+        self._embedder.start()
+        return True
+
+    def embedder_lag(self) -> IndexLag | None:
+        """The lag this engine's embedder last saw (no I/O: safe on an event loop);
+        None when no embedder runs or before its first poll."""
+        return None if self._embedder is None else self._embedder.lag
+
+    def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embeds every queued memory now, in this thread (``memfs search reindex``,
+        tests); ``progress`` is called with each batch's size. Returns how many vectors
+        were stored.
+
+        Raises:
+            SearchUnavailable: no usable model is configured.
+        """
+        model = embeddings.configured_model()
+        if model is None:
+            raise _semantic_unavailable()
+        stored = 0
+        for done, taken in drain(self._db.read, self._db.write, model):
+            stored += done
+            if progress is not None:
+                progress(taken)
+        return stored
+
+    def index_lag(self) -> IndexLag:
+        """How many live memories wait for their vector, and the oldest wait (seconds);
+        ``model`` is the configured model's fingerprint (None without one, or when its
+        files are unusable)."""
+        try:
+            model = embeddings.configured_model()
+        except SearchUnavailable:
+            model = None
+        with self._db.read() as conn:
+            return semantic.lag(conn, None if model is None else model.fingerprint)
+
+    def reindex(self, store_ids: Sequence[str] | None) -> int:
+        """Rebuilds the full-text documents of ``store_ids`` (None: the whole index) from
+        the heads and queues every memory for a new vector (a changed model, an
+        upgraded database); :meth:`embed_pending` then embeds them. Returns how many
+        memories were indexed.
+
+        Raises:
+            NotFound: an unknown store.
+        """
+        with self._db.write() as conn:
+            if store_ids is None:
+                count = search.rebuild(conn)
+            else:
+                for store_id in store_ids:
+                    stores.get_store(conn, store_id)
+                count = search.rebuild_stores(conn, list(store_ids))
+            semantic.queue_all(conn, None if store_ids is None else list(store_ids))
+            search.scrub(conn)
+            return count
 
     # ------------------------------------------------------------ records
 
@@ -1354,13 +1466,7 @@ def _counted(conn: Connection, viewer: Viewer | None, store: MemoryStore) -> Mem
 
 def _semantic_unavailable() -> SearchUnavailable:
     """The SearchUnavailable of a semantic search: it names the setting (SPEC §7)."""
-    setting = config.SEARCH_MODEL_ENV
-    if config.search_model_dir() is None:
-        return SearchUnavailable(
-            f"semantic search is not configured: {setting} names no embedding model "
-            "directory; full-text search works without one (drop --semantic)"
-        )
     return SearchUnavailable(
-        f"semantic search is not available in this version of memfs ({setting} is set "
-        "but not used yet); full-text search works (drop --semantic)"
+        f"semantic search is not configured: {config.SEARCH_MODEL_ENV} names no embedding "
+        "model directory; full-text search works without one (drop --semantic)"
     )

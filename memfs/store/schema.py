@@ -41,6 +41,8 @@ __all__ = [
     "record_tags",
     "records",
     "search_docs",
+    "search_queue",
+    "search_vectors",
     "session_resources",
     "sessions",
     "stores",
@@ -527,6 +529,58 @@ search_docs = Table(
     ),
 )
 Index("ix_search_docs_store_path", search_docs.c.store_id, search_docs.c.path)
+
+search_queue = Table(
+    "search_queue",
+    metadata,
+    Column("memory_id", String(40), primary_key=True, comment="a live memory to (re)embed"),
+    Column(
+        "content_sha256",
+        String(64),
+        nullable=False,
+        comment="the content to embed (= its search document's); the embedder removes the "
+        "row only while it still names the content it embedded",
+    ),
+    Column("queued_at", Float, nullable=False, comment="Unix seconds (the lag shown)"),
+    comment=(
+        "Semantic search's durable queue (SPEC §7), written by memfs/store/search.py in "
+        "the transaction of each write that changes a head; drained off the write path "
+        "by the embedder (Engine.start_embedder). Rows are removed with their memory's "
+        "document (deletion, redaction)."
+    ),
+)
+Index("ix_search_queue_queued_at", search_queue.c.queued_at)
+
+search_vectors = Table(
+    "search_vectors",
+    metadata,
+    Column(
+        "vec_id",
+        SeqInteger,
+        primary_key=True,
+        autoincrement=True,
+        comment="grows with every vector written (a new vector is a new row), so "
+        "(count, max) tells a cached matrix it is stale",
+    ),
+    Column("memory_id", String(40), nullable=False, unique=True, comment="a live memory"),
+    Column("store_id", String(40), nullable=False, comment="= memories.store_id"),
+    Column("model", String(16), nullable=False, comment="the embedding model's fingerprint"),
+    Column("content_sha256", String(64), nullable=False, comment="the content embedded"),
+    Column(
+        "vector",
+        LargeBinary,
+        nullable=False,
+        comment="float32 little-endian unit vector (sqlite-vec's float32 BLOB format)",
+    ),
+    comment=(
+        "Semantic search vectors (SPEC §7), one per live memory whose current content "
+        "is embedded; removed with the memory's document (deletion, redaction) and "
+        "when its content changes."
+    ),
+)
+# A query's staleness check, count(*) and max(vec_id) of one model, reads this index
+# only, not the vectors' pages (a full scan of them was 26 ms at 10,000 memories).
+Index("ix_search_vectors_model", search_vectors.c.model, search_vectors.c.vec_id)
 
 # ------------------------------------------------------------------ records (SPEC §6)
 # The record index, maintained by memfs/store/records.py in the transaction of every

@@ -1,9 +1,13 @@
-"""Full-text search (SPEC §7): the index of live memories and the ranked query over it.
+"""Search (SPEC §7): the full-text index of live memories, the ranked queries over it,
+and the semantic and hybrid rankings built on memfs/store/semantic.py's vectors.
 
-The only SQL of search. ``search_docs`` (schema.py) holds one document per live memory —
-its store, current path and head content — written by :func:`index_memory` and
-:func:`unindex_memory` inside the transaction of the write that changes the head
-(memfs/store/memories.py, stores.py), so a search never lags the head.
+The SQL of full-text search (semantic.py has the vectors' and the queue's). ``search_docs``
+(schema.py) holds one document per live memory — its store, current path and head
+content — written by :func:`index_memory` and :func:`unindex_memory` inside the
+transaction of the write that changes the head (memfs/store/memories.py, stores.py), so a
+search never lags the head; the same calls queue the memory for embedding and drop its
+vector (:func:`memfs.store.semantic.enqueue` / ``forget``). :func:`semantic_search` ranks
+by cosine similarity, :func:`hybrid_search` fuses both rankings by reciprocal rank.
 
 Per dialect, beside ``search_docs``:
 
@@ -41,7 +45,7 @@ from memfs.errors import DatabaseUnavailable
 from memfs.ids import sha256_of
 from memfs.query import Query, SearchHit, Term, TermKind
 from memfs.records import RecordFilter
-from memfs.store import _hot
+from memfs.store import _hot, semantic
 from memfs.store._common import descendant_upper_bound, execute_many, store_row
 from memfs.store.records import records_matching
 from memfs.store.schema import blobs, memories, search_docs
@@ -56,7 +60,10 @@ __all__ = [
     "move_documents",
     "rebuild",
     "scrub",
+    "hybrid_search",
+    "rebuild_stores",
     "search",
+    "semantic_search",
     "unindex_memory",
     "unindex_store",
 ]
@@ -138,6 +145,22 @@ def rebuild(conn: Connection) -> int:
     return len(rows)
 
 
+def rebuild_stores(conn: Connection, store_ids: Sequence[str]) -> int:
+    """Rebuilds the documents of these stores' live memories (``memfs search reindex
+    --store``), queueing each for embedding. Returns how many were indexed."""
+    for store_id in store_ids:
+        unindex_store(conn, store_id)
+    rows = conn.execute(
+        select(memories.c.id, memories.c.store_id, memories.c.path, blobs.c.data)
+        .join(blobs, blobs.c.key == memories.c.blob_key)
+        .where(memories.c.deleted_at.is_(None), memories.c.store_id.in_(list(store_ids)))
+        .order_by(memories.c.store_id, memories.c.path)
+    ).all()
+    for r in rows:
+        index_memory(conn, r.id, r.store_id, r.path, r.data)
+    return len(rows)
+
+
 def _text(data: bytes | memoryview) -> str:
     return bytes(data).decode("utf-8")
 
@@ -181,6 +204,8 @@ def index_memory(
     old = _hot.first(conn, _DOCUMENT_OF, {"memory_id": memory_id})
     if old is not None and old.path == path and old.body == body:
         return
+    if old is None or old.body != body:
+        semantic.enqueue(conn, memory_id, sha256_of(body.encode("utf-8")))
     if old is None:
         doc_id = _hot.scalar(
             conn,
@@ -242,6 +267,7 @@ def unindex_memory(conn: Connection, memory_id: str) -> None:
             search_docs.c.memory_id == memory_id
         )
     ).first()
+    semantic.forget(conn, [memory_id])
     if old is None:
         return
     if conn.dialect.name == "sqlite":
@@ -364,24 +390,29 @@ def _compile_postgresql(compiled: _Compiled, query: Query) -> None:
             compiled.where.append(f"NOT ({document} @@ {_tsquery(compiled, term)})")
 
 
-def search(
-    conn: Connection,
-    query: Query,
-    store_ids: Sequence[str] | None,
-    *,
-    path_prefix: str,
-    limit: int,
-    record_filter: RecordFilter | None = None,
-    hidden: Any = None,
-) -> list[SearchHit]:
-    """See :meth:`memfs.store.Engine.search`. ``hidden``: a ``SELECT memory_id`` of the
-    memories the caller may not see (memfs/store/visibility.py), never hits."""
+def _validate(
+    conn: Connection, store_ids: Sequence[str] | None, path_prefix: str, limit: int
+) -> bool:
+    """Checks the arguments of a search; False when it covers no store at all."""
     rules.validate_path_prefix(path_prefix)
     query_language.validate_limit(limit)
     for store_id in store_ids or ():
         store_row(conn, store_id)
-    if store_ids is not None and not store_ids:
-        return []
+    return store_ids is None or bool(store_ids)
+
+
+def _text_rows(
+    conn: Connection,
+    query: Query,
+    store_ids: Sequence[str] | None,
+    path_prefix: str,
+    limit: int,
+    hidden: Any,
+    record_filter: RecordFilter | None,
+) -> list[Any]:
+    """The full-text ranking: ``(memory_id, store_id, path, body, score)`` rows, best
+    first (arguments already checked; ``hidden`` and ``record_filter`` as in
+    :func:`search`)."""
     compiled = _Compiled()
     if conn.dialect.name == "sqlite":
         _compile_sqlite(compiled, query)
@@ -410,7 +441,25 @@ def search(
         f"FROM search_docs d {' '.join(compiled.joins)} WHERE {' AND '.join(where) or 'TRUE'} "
         f"ORDER BY score DESC, d.path LIMIT {compiled.param(limit)}"
     )
-    rows = conn.execute(text(statement), compiled.params).all()
+    return list(conn.execute(text(statement), compiled.params).all())
+
+
+def search(
+    conn: Connection,
+    query: Query,
+    store_ids: Sequence[str] | None,
+    *,
+    path_prefix: str,
+    limit: int,
+    hidden: Any = None,
+    record_filter: RecordFilter | None = None,
+) -> list[SearchHit]:
+    """See :meth:`memfs.store.Engine.search` (full text). ``hidden``: a ``SELECT
+    memory_id`` of the memories the caller may not see (memfs/store/visibility.py),
+    never hits; ``record_filter``: only the records it keeps (SPEC §7)."""
+    if not _validate(conn, store_ids, path_prefix, limit):
+        return []
+    rows = _text_rows(conn, query, store_ids, path_prefix, limit, hidden, record_filter)
     return [
         SearchHit(
             store_id=r.store_id,
@@ -421,6 +470,113 @@ def search(
         )
         for r in rows
     ]
+
+
+# ------------------------------------------------------------ semantic, hybrid
+
+# Reciprocal-rank fusion (Cormack et al. 2009): a hit's score is the sum over the
+# rankings holding it of 1 / (RRF_K + rank), rank from 1.
+RRF_K = 60
+# How many hits of each ranking the fusion looks at.
+_FUSION_DEPTH = 100
+
+
+def _excluded(query: Query, path: str, body: str) -> bool:
+    """A semantic hit holding a negated term (as a case-insensitive substring)."""
+    haystack = f"{path} {body}".lower()
+    return any(term.text.lower() in haystack for term in query.negative)
+
+
+def _semantic_ranking(
+    conn: Connection,
+    probe: semantic.Probe,
+    query: Query,
+    store_ids: Sequence[str] | None,
+    path_prefix: str,
+    depth: int,
+    hidden: Any,
+    record_filter: RecordFilter | None,
+) -> list[tuple[Any, float]]:
+    """``(search_docs row, cosine)`` best first, negated terms, ``hidden`` and what
+    ``record_filter`` does not keep left out."""
+    nearest = semantic.nearest(conn, probe, store_ids, path_prefix, depth + 20)
+    docs = semantic.documents(conn, [memory_id for memory_id, _ in nearest], hidden)
+    if record_filter is not None and not record_filter.empty:
+        kept = {row[0] for row in conn.execute(records_matching(record_filter))}
+        docs = {memory_id: doc for memory_id, doc in docs.items() if memory_id in kept}
+    ranked = [
+        (docs[memory_id], score)
+        for memory_id, score in nearest
+        if memory_id in docs and not _excluded(query, docs[memory_id].path, docs[memory_id].body)
+    ]
+    return ranked[:depth]
+
+
+def _doc_hit(doc: Any, score: float, query: Query) -> SearchHit:
+    return SearchHit(
+        store_id=doc.store_id,
+        memory_id=doc.memory_id,
+        path=doc.path,
+        score=round(score, 6),
+        snippet=query_language.snippet(doc.body, query),
+    )
+
+
+def semantic_search(
+    conn: Connection,
+    probe: semantic.Probe,
+    query: Query,
+    store_ids: Sequence[str] | None,
+    *,
+    path_prefix: str,
+    limit: int,
+    hidden: Any = None,
+    record_filter: RecordFilter | None = None,
+) -> list[SearchHit]:
+    """The memories whose vector is nearest the probe's, best first; score = cosine
+    similarity. Memories still queued for embedding are not found; ``hidden`` as in
+    :func:`search`."""
+    if not _validate(conn, store_ids, path_prefix, limit):
+        return []
+    ranked = _semantic_ranking(
+        conn, probe, query, store_ids, path_prefix, limit, hidden, record_filter
+    )
+    return [_doc_hit(doc, score, query) for doc, score in ranked]
+
+
+def hybrid_search(
+    conn: Connection,
+    probe: semantic.Probe,
+    query: Query,
+    store_ids: Sequence[str] | None,
+    *,
+    path_prefix: str,
+    limit: int,
+    hidden: Any = None,
+    record_filter: RecordFilter | None = None,
+) -> list[SearchHit]:
+    """Full-text and semantic rankings fused by reciprocal rank (:data:`RRF_K`): a
+    memory both find ranks above one only either finds. A memory written a moment ago
+    is found by its words at once and by its meaning once embedded. ``hidden`` as in
+    :func:`search`."""
+    if not _validate(conn, store_ids, path_prefix, limit):
+        return []
+    words = _text_rows(
+        conn, query, store_ids, path_prefix, _FUSION_DEPTH, hidden, record_filter
+    )
+    meaning = _semantic_ranking(
+        conn, probe, query, store_ids, path_prefix, _FUSION_DEPTH, hidden, record_filter
+    )
+    fused: dict[str, float] = {}
+    docs: dict[str, Any] = {}
+    for rank, row in enumerate(words, 1):
+        fused[row.memory_id] = 1.0 / (RRF_K + rank)
+        docs[row.memory_id] = row
+    for rank, (doc, _) in enumerate(meaning, 1):
+        fused[doc.memory_id] = fused.get(doc.memory_id, 0.0) + 1.0 / (RRF_K + rank)
+        docs.setdefault(doc.memory_id, doc)
+    best = sorted(fused, key=lambda m: (-fused[m], docs[m].path))[:limit]
+    return [_doc_hit(docs[m], fused[m], query) for m in best]
 
 
 # -------------------------------------------------------------------- fsck
@@ -449,6 +605,7 @@ def check_index(conn: Connection) -> Iterator[str]:
             yield f"memory {doc.memory_id}: its search document is not its head content"
     for memory_id in live.keys() - seen:
         yield f"memory {memory_id}: live but not in the search index"
+    yield from semantic.check(conn)
     if conn.dialect.name != "sqlite":
         return
     # Read-only (fsck may run on a read-only open, beside writers): FTS5's own

@@ -155,7 +155,7 @@ def test_semantic_search_names_the_setting(
 ) -> None:
     monkeypatch.delenv(SEARCH_MODEL_ENV, raising=False)
     with pytest.raises(SearchUnavailable, match=f"not configured: {SEARCH_MODEL_ENV}"):
-        engine.search("kernel", [store.id], semantic=True)
+        engine.search("kernel", [store.id], mode="semantic")
 
 
 def test_a_write_is_found_by_the_next_search(

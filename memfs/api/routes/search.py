@@ -1,5 +1,6 @@
-"""Full-text search (memfs extension, SPEC §7): one store, ``GET …/search``, and every
-store the caller can read, ``POST /v1/search``.
+"""Search (memfs extension, SPEC §7): one store, ``GET …/search``, and every store the
+caller can read, ``POST /v1/search``. Full text, by meaning or both (``mode``); every
+answer carries ``semantic_index``, how far the vectors are behind the heads.
 
 A caller never sees a hit it could not read: a store named explicitly must pass
 :meth:`Principal.require` for ``memory:read`` (an unreachable store is the 404 of an
@@ -11,21 +12,27 @@ unlimited key every store. The engine answers live memories only.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
+from memfs import config
 from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.routes._common import doc, json_response, run
 from memfs.model import Scope
-from memfs.query import DEFAULT_SEARCH_LIMIT, MAX_QUERY_CHARS, MAX_SEARCH_LIMIT
+from memfs.query import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_QUERY_CHARS,
+    MAX_SEARCH_LIMIT,
+    SEARCH_SEMANTIC,
+)
 from memfs.records import RecordFilter
 from memfs.store import Engine
 from memfs.wire import search_hit_to_wire
 
-__all__ = ["router"]
+__all__ = ["document_search_modes", "router"]
 
 router = APIRouter()
 
@@ -45,6 +52,30 @@ PathPrefix = Annotated[
         json_schema_extra={"pattern": schemas.LISTING_PREFIX_PATTERN},
     ),
 ]
+SearchMode = Annotated[
+    Literal["auto", "text", "semantic", "hybrid"],
+    Query(description="auto: hybrid with an embedding model, else text."),
+]
+
+
+def document_search_modes(document: dict[str, Any]) -> None:
+    """Makes ``/openapi.json`` say what this server answers: without an embedding model
+    (``$MEMFS_SEARCH_MODEL_DIR``) the modes are ``auto`` and ``text`` only and
+    ``semantic`` is false (the others answer 400 search_unavailable)."""
+    if config.search_model_dir() is not None:
+        return
+    text_only = ["auto", "text"]
+    for parameter in (
+        document.get("paths", {}).get(_STORE_SEARCH, {}).get("get", {}).get("parameters", [])
+    ):
+        if parameter.get("name") == "mode":
+            parameter["schema"]["enum"] = text_only
+    request = document.get("components", {}).get("schemas", {}).get("SearchRequest", {})
+    properties = request.get("properties", {})
+    if "mode" in properties:
+        properties["mode"]["enum"] = text_only
+    if "semantic" in properties:
+        properties["semantic"]["const"] = False
 
 
 def readable_stores(principal: Principal, store_ids: Sequence[str] | None) -> list[str] | None:
@@ -75,7 +106,7 @@ def _answer(
     store_ids: Sequence[str] | None,
     path_prefix: str,
     limit: int,
-    semantic: bool,
+    mode: str,
     record_filter: RecordFilter,
 ) -> dict[str, Any]:
     stores = readable_stores(principal, store_ids)
@@ -84,20 +115,32 @@ def _answer(
         stores,
         path_prefix=path_prefix,
         limit=limit,
-        semantic=semantic,
+        mode=mode,
         record_filter=record_filter,
         viewer=principal.viewer,
     )
-    return {"data": [search_hit_to_wire(hit) for hit in hits]}
+    lag = engine.index_lag()
+    return {
+        "data": [search_hit_to_wire(hit) for hit in hits],
+        "semantic_index": {
+            "model": lag.model,
+            "pending": lag.pending,
+            "lag_seconds": lag.oldest_seconds,
+        },
+    }
 
 
-@router.get("/v1/memory_stores/{memory_store_id}/search", responses=doc(schemas.SearchResults))
+_STORE_SEARCH = "/v1/memory_stores/{memory_store_id}/search"
+
+
+@router.get(_STORE_SEARCH, responses=doc(schemas.SearchResults))
 async def search_store(
     request: Request,
     memory_store_id: str,
     q: SearchQuery,
     path_prefix: PathPrefix = "/",
     limit: SearchLimit = DEFAULT_SEARCH_LIMIT,
+    mode: SearchMode = "auto",
     record_type: Annotated[
         schemas.RecordTypeName | None, Query(description="Only records of this type (SPEC §6).")
     ] = None,
@@ -114,8 +157,8 @@ async def search_store(
         float | None, Query(ge=0, le=1, description="Only records of at least this importance.")
     ] = None,
 ) -> JSONResponse:
-    """Ranked full-text hits among the live memories of one store, best first; the
-    record filters keep only records (SPEC §7)."""
+    """Ranked hits among the live memories of one store, best first; the record
+    filters keep only records (SPEC §7)."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         return _answer(
@@ -125,7 +168,7 @@ async def search_store(
             store_ids=[memory_store_id],
             path_prefix=path_prefix,
             limit=limit,
-            semantic=False,
+            mode=mode,
             record_filter=RecordFilter.of(
                 record_type=record_type, tag=tag, min_importance=min_importance
             ),
@@ -136,7 +179,7 @@ async def search_store(
 
 @router.post("/v1/search", responses=doc(schemas.SearchResults))
 async def search_stores(request: Request, body: schemas.SearchRequest) -> JSONResponse:
-    """Ranked full-text hits across the stores the caller can read (or those named)."""
+    """Ranked hits across the stores the caller can read (or those named)."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         return _answer(
@@ -146,7 +189,7 @@ async def search_stores(request: Request, body: schemas.SearchRequest) -> JSONRe
             store_ids=body.memory_store_ids,
             path_prefix=body.path_prefix,
             limit=body.limit,
-            semantic=body.semantic,
+            mode=SEARCH_SEMANTIC if body.semantic else body.mode,
             record_filter=RecordFilter.of(
                 record_type=body.record_type, tag=body.tag, min_importance=body.min_importance
             ),

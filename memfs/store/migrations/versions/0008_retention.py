@@ -4,7 +4,7 @@ entries get ``metadata_json`` (the metadata a forget or restore request carried,
 facts of a retention prune; NULL for every existing entry).
 
 Revision ID: 0008_retention
-Revises: 0006_principals
+Revises: 0007_identities
 Create Date: 2026-12-01
 """
 
