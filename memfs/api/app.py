@@ -240,7 +240,9 @@ def create_app(engine: Engine, *, insecure_dev: bool = False) -> FastAPI:
     )
     app.state.engine = engine
     app.state.insecure_dev = insecure_dev
-    app.state.change_notifier = ChangeNotifier(engine.last_change_seq)
+    app.state.change_notifier = ChangeNotifier(
+        engine.last_change_seq, watch=engine.watch_changes
+    )
     app.include_router(router)
     # Issue 13: the MCP server over streamable HTTP, behind the same bearer-token auth.
     from memfs.mcp.http import McpHttpEndpoint

@@ -8,26 +8,34 @@ up to ``N`` seconds. A parked request learns of a new change in one of two ways:
 * **Writes through this server** wake it at once: every request that may have written
   to a store calls :meth:`ChangeNotifier.notify` when it ends (``routes._run``).
 * **Writes made elsewhere** (another ``memfs serve`` on the same PostgreSQL database, the
-  CLI or an embedded mount on the same SQLite file) are found by reading the store's
-  ``last_change_seq`` every :data:`POLL_INTERVAL_S`, in a worker thread. The poll is
-  shared: of all the requests parked on one store, one at a time (the *poller*) reads
-  the seq, and wakes the others when it moved; when the poller leaves (its change came,
-  its time ran out, its client went away) it wakes the others and one of them takes
-  over. So a store costs one cheap query per interval, however many mounts watch it.
+  CLI or an embedded mount on the same SQLite file) arrive as notifications of the
+  engine's change watch (:meth:`memfs.store.Engine.watch_changes`: PostgreSQL
+  ``LISTEN/NOTIFY``, an inotify watch of the SQLite file), which wake the parked
+  requests of the stores named (issue 12 idle cost: nothing is read while nothing
+  changes). Without a watch the store's ``last_change_seq`` is read every
+  :data:`POLL_INTERVAL_S` instead; with one, every :data:`WATCHED_POLL_INTERVAL_S`
+  as a backstop. The read is shared: of all the requests parked on one store, one at a
+  time (the *poller*) reads the seq, and wakes the others when it moved; when the
+  poller leaves (its change came, its time ran out, its client went away) it wakes the
+  others and one of them takes over. So a store costs one cheap query per wake-up,
+  however many mounts watch it.
 
 There is no background task: the work happens inside the parked requests, so a request
 that ends, or is cancelled because its client disconnected
-(:func:`run_until_disconnected`), leaves nothing behind.
+(:func:`run_until_disconnected`), leaves nothing behind (the watch subscription, made
+by the first wait, lasts until :meth:`ChangeNotifier.close`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
 import anyio.to_thread
+import sniffio
 
 from memfs.errors import NotFound
 from memfs.model import Change, format_timestamp
@@ -36,6 +44,7 @@ __all__ = [
     "MAX_CHANGES_LIMIT",
     "MAX_LONG_POLL_TIMEOUT_S",
     "POLL_INTERVAL_S",
+    "WATCHED_POLL_INTERVAL_S",
     "ChangeNotifier",
     "change_to_wire",
     "run_until_disconnected",
@@ -46,9 +55,17 @@ log = logging.getLogger(__name__)
 # Wire limits of GET …/changes (memfs.remote.client docstring).
 MAX_LONG_POLL_TIMEOUT_S = 30.0
 MAX_CHANGES_LIMIT = 1000
-# How often a parked store is polled for writes this server did not make. SPEC §4: a
-# change made elsewhere appears in a mount "within about one second".
+# How often a parked store is polled for writes this server did not make, without a
+# change watch. SPEC §4: a change made elsewhere appears in a mount "within about one
+# second".
 POLL_INTERVAL_S = 0.25
+# The same with a change watch, whose notifications wake parked requests at once: a
+# backstop only (issue 12 idle cost).
+WATCHED_POLL_INTERVAL_S = 5.0
+
+# Engine.watch_changes: subscribes a callback (called from another thread with the
+# store ids that changed, or None for any) and returns the function that unsubscribes.
+Watch = Callable[[Callable[[frozenset[str] | None], None]], Callable[[], None]]
 
 
 def change_to_wire(change: Change) -> dict[str, Any]:
@@ -108,27 +125,65 @@ class ChangeNotifier:
     Args:
         read_last_seq: ``Engine.last_change_seq`` (blocking; run in a worker thread).
             Raises NotFound once the store is deleted.
-        poll_interval_s: seconds between two reads of a parked store's seq.
+        watch: ``Engine.watch_changes`` (blocking; run in a worker thread by the first
+            wait), or None to poll.
+        poll_interval_s: seconds between two reads of a parked store's seq; default
+            :data:`WATCHED_POLL_INTERVAL_S` with a watch, else :data:`POLL_INTERVAL_S`.
     """
 
     def __init__(
         self,
         read_last_seq: Callable[[str], int],
         *,
-        poll_interval_s: float = POLL_INTERVAL_S,
+        watch: Watch | None = None,
+        poll_interval_s: float | None = None,
     ) -> None:
         self._read_last_seq = read_last_seq
+        self._watch = watch
+        if poll_interval_s is None:
+            poll_interval_s = POLL_INTERVAL_S if watch is None else WATCHED_POLL_INTERVAL_S
         self._poll_interval_s = poll_interval_s
         self._watches: dict[str, _StoreWatch] = {}
         self._closed = False
+        self._subscribed: anyio.Event | None = None
+        self._unsubscribe: Callable[[], None] | None = None
 
     def close(self) -> None:
         """Ends every wait now and every later one at once (the server is shutting down:
-        parked long polls answer instead of holding the graceful shutdown up)."""
+        parked long polls answer instead of holding the graceful shutdown up), and the
+        watch subscription."""
         self._closed = True
+        if self._unsubscribe is not None:
+            self._unsubscribe()
         for watch in self._watches.values():
             watch.ended = True
             watch.wake()
+
+    def _notified(self, store_ids: frozenset[str] | None) -> None:
+        """On the loop: the watch says ``store_ids`` changed (None: any may have)."""
+        for store_id in list(self._watches) if store_ids is None else store_ids:
+            self.notify(store_id)
+
+    async def _subscribe(self) -> None:
+        """Subscribes to the watch once (the first wait; the others wait for it, so no
+        wait reads the seq before notifications reach it)."""
+        if self._watch is None or self._closed:
+            return
+        if self._subscribed is not None:
+            await self._subscribed.wait()
+            return
+        self._subscribed = anyio.Event()
+        try:
+            self._unsubscribe = await anyio.to_thread.run_sync(
+                self._watch, _on_loop(self._notified)
+            )
+            if self._closed:
+                self._unsubscribe()
+        except Exception as exc:  # no notifications: poll as without a watch
+            log.warning("no change notifications (parked long polls poll instead): %s", exc)
+            self._poll_interval_s = min(self._poll_interval_s, POLL_INTERVAL_S)
+        finally:
+            self._subscribed.set()
 
     def notify(self, store_id: str) -> None:
         """Tells requests parked on ``store_id`` that it may have changed (this server
@@ -151,7 +206,8 @@ class ChangeNotifier:
         Never raises for a store that disappears or can't be read (that ends the wait;
         the caller's next read reports it). Cancellation is safe at any point.
         """
-        if self._closed:
+        await self._subscribe()
+        if self._closed:  # before it, or while it subscribed
             return
         watch = self._watches.get(store_id)
         if watch is None:
@@ -199,6 +255,33 @@ class ChangeNotifier:
         except Exception as exc:  # the caller's next read raises it properly
             log.warning("long poll of memory store %s stopped: %s", store_id, exc)
             return None
+
+
+def _on_loop(
+    callback: Callable[[frozenset[str] | None], None],
+) -> Callable[[frozenset[str] | None], None]:
+    """``callback`` made callable from any thread: it runs soon on the current event
+    loop (trio or asyncio); the caller never blocks, and once the loop has ended the
+    call is dropped."""
+    if sniffio.current_async_library() == "trio":
+        import trio
+
+        token = trio.lowlevel.current_trio_token()
+
+        def on_trio(store_ids: frozenset[str] | None) -> None:
+            with contextlib.suppress(trio.RunFinishedError):
+                token.run_sync_soon(callback, store_ids)
+
+        return on_trio
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+
+    def on_asyncio(store_ids: frozenset[str] | None) -> None:
+        with contextlib.suppress(RuntimeError):  # the loop is closed
+            loop.call_soon_threadsafe(callback, store_ids)
+
+    return on_asyncio
 
 
 async def run_until_disconnected(

@@ -14,7 +14,7 @@ Layering (tests/test_layers.py): ``memfs.fuse`` and ``memfs.remote`` import this
 package; it imports neither of them, nor the API.
 """
 
-from memfs.backend.embedded import EMBEDDED_CHANGE_POLL_INTERVAL_S, EmbeddedBackend
+from memfs.backend.embedded import EmbeddedBackend
 from memfs.backend.naming import conflict_name
 from memfs.backend.protocol import (
     AttachmentSpec,
@@ -26,7 +26,6 @@ from memfs.backend.protocol import (
 from memfs.errors import BackendUnavailable
 
 __all__ = [
-    "EMBEDDED_CHANGE_POLL_INTERVAL_S",
     "AttachmentSpec",
     "Backend",
     "BackendEvent",

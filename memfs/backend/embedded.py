@@ -23,14 +23,40 @@ if TYPE_CHECKING:
     from memfs.backend.protocol import AttachmentSpec
     from memfs.store import Engine
 
-__all__ = ["EMBEDDED_CHANGE_POLL_INTERVAL_S", "EmbeddedBackend"]
+__all__ = ["EmbeddedBackend"]
 
 T = TypeVar("T")
-
-# How often an embedded backend looks at the engine's change feed while a caller waits
-# for changes (the engine has no notification; SPEC §4 asks for about one second).
-EMBEDDED_CHANGE_POLL_INTERVAL_S = 0.05
 _PASSWORD_IN_URL_RE = re.compile(r"(://[^:/@]+:)[^@]*@")
+
+
+class _Wakeups:
+    """The engine's change notifications on the trio loop (issue 12 idle cost): a count
+    per store that only grows, plus one for "any store may have changed"; a feed read
+    that waits takes the count first, so a change committed after it is never missed."""
+
+    def __init__(self) -> None:
+        self._any = 0
+        self._stores: dict[str, int] = {}
+        self._moved = trio.Event()
+
+    def mark(self, store_ids: frozenset[str] | None) -> None:
+        """On the loop: ``store_ids`` changed (None: any store may have)."""
+        if store_ids is None:
+            self._any += 1
+        else:
+            for store_id in store_ids:
+                self._stores[store_id] = self._stores.get(store_id, 0) + 1
+        self._moved.set()
+        self._moved = trio.Event()
+
+    def count(self, store_id: str) -> tuple[int, int]:
+        return self._any, self._stores.get(store_id, 0)
+
+    async def wait_past(self, store_id: str, count: tuple[int, int], timeout_s: float) -> None:
+        """Returns once ``store_id``'s count is past ``count``, or after ``timeout_s``."""
+        with trio.move_on_after(timeout_s):
+            while self.count(store_id) == count:
+                await self._moved.wait()
 
 
 def _without_content(memory: Memory) -> Memory:
@@ -58,6 +84,9 @@ class EmbeddedBackend:
         # that change_counter read (see change_counter).
         self._delivered: dict[str, int] = {}
         self._prefetched: dict[str, tuple[int, list[Change]]] = {}
+        self._wakeups: _Wakeups | None = None
+        self._watching = trio.Lock()
+        self._unwatch: Callable[[], None] | None = None
 
     async def _run(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
@@ -184,20 +213,42 @@ class EmbeddedBackend:
     async def changes_since(
         self, store_id: str, after_seq: int, *, timeout_s: float = 0.0
     ) -> list[Change]:
-        """See the Protocol. The engine has no notification: a wait polls its feed every
-        :data:`EMBEDDED_CHANGE_POLL_INTERVAL_S`."""
+        """See the Protocol. A wait sleeps until the engine says a commit (of any
+        process) grew this store's feed (:meth:`memfs.store.Engine.watch_changes`), then
+        reads it again: nothing is read while nothing changes (issue 12 idle cost). A
+        batch that change_counter kept is handed out first (issue 17)."""
         prefetched = self._prefetched.pop(store_id, None)
         if prefetched is not None and prefetched[0] == after_seq and prefetched[1]:
             return self._deliver(store_id, after_seq, prefetched[1])
+        read = functools.partial(
+            self._run, self._engine.changes_since, store_id, after_seq, limit=self.CHANGE_BATCH
+        )
+        if timeout_s <= 0:
+            return self._deliver(store_id, after_seq, await read())
         deadline = trio.current_time() + timeout_s
+        wakeups = await self._watch()
         while True:
-            changes = await self._run(
-                self._engine.changes_since, store_id, after_seq, limit=self.CHANGE_BATCH
-            )
+            count = wakeups.count(store_id)  # before the read: no later commit is missed
+            changes = await read()
             remaining_s = deadline - trio.current_time()
             if changes or remaining_s <= 0:
                 return self._deliver(store_id, after_seq, changes)
-            await trio.sleep(min(EMBEDDED_CHANGE_POLL_INTERVAL_S, remaining_s))
+            await wakeups.wait_past(store_id, count, remaining_s)
+
+    async def _watch(self) -> _Wakeups:
+        """This backend's subscription to the engine's change watch (made once)."""
+        async with self._watching:
+            if self._wakeups is None:
+                wakeups = _Wakeups()
+                token = trio.lowlevel.current_trio_token()
+
+                def deliver(store_ids: frozenset[str] | None) -> None:
+                    with contextlib.suppress(trio.RunFinishedError):
+                        token.run_sync_soon(wakeups.mark, store_ids)
+
+                self._unwatch = await self._run(self._engine.watch_changes, deliver)
+                self._wakeups = wakeups
+            return self._wakeups
 
     def _deliver(self, store_id: str, after_seq: int, changes: list[Change]) -> list[Change]:
         """Records how far the store's feed has been handed out (see change_counter)."""
@@ -222,4 +273,6 @@ class EmbeddedBackend:
             session_id = self._actor.id
             with contextlib.suppress(MemfsError):  # the database went away: nothing to end
                 await self._run(self._engine.archive_session, session_id)
+        if self._unwatch is not None:
+            self._unwatch()
         await self._run(self._engine.close)

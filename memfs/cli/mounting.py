@@ -98,33 +98,64 @@ def mount(
             "--nonempty", help="Mount over a directory that holds files (hidden while mounted)."
         ),
     ] = False,
+    allow_other: Annotated[
+        bool,
+        typer.Option(
+            "--allow-other",
+            help="Let other uids use the mount (the kernel then checks modes: "
+            "default_permissions). A non-root mounter needs user_allow_other in "
+            "/etc/fuse.conf.",
+        ),
+    ] = False,
+    uid: Annotated[
+        str | None, typer.Option("--uid", help="Owner (uid or user name) files show.")
+    ] = None,
+    gid: Annotated[
+        str | None, typer.Option("--gid", help="Group (gid or group name) files show.")
+    ] = None,
+    umask: Annotated[
+        str | None,
+        typer.Option("--umask", help="Octal bits cleared from every mode (default 022)."),
+    ] = None,
+    option: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--option", "-o",
+            help="mount(8)-style options: allow_other, default_permissions, uid=, gid=, "
+            "umask=, store=, ro, layout=, database=, api=, home= (README: Running in a "
+            "sandbox or container).",
+        ),
+    ] = None,
     ready_fd: Annotated[int | None, typer.Option("--ready-fd", hidden=True)] = None,
 ) -> None:
     """Mount memory stores as a directory tree (FUSE): from the database, or from a
     memfs server with a session token (--api URL --token T)."""
+    from memfs.cli.mount_options import MountOptions
     from memfs.errors import InvalidInput
     from memfs.fuse.inodes import Layout
     from memfs.rules import parse_store_spec
 
     try:
+        options = _options(option or [], allow_other, uid, gid, umask)
+    except InvalidInput as exc:
+        fail(exc.message)
+    assert isinstance(options, MountOptions)
+    stores = options.store_arguments(store or [])
+    layout = options.layout or layout
+    database = options.database or database
+    api = options.api or api
+    nonempty = nonempty or options.nonempty
+    debug = debug or options.debug
+    try:
         layout_value = Layout(layout)
     except ValueError:
         fail(f"--layout must be per-store or flat, not {layout!r}")
-    stores = list(store or [])
     for spec in stores:
         try:
             parse_store_spec(spec)
         except InvalidInput as exc:
             fail(exc.message)
-    if api is not None:
-        if database is not None:
-            fail("--api and --database exclude each other")
-        if not token:
-            fail(f"a remote mount needs --token (or ${TOKEN_ENV})")
-    elif token is not None and session_token() != token:
-        fail("--token needs --api URL")
-    elif not stores:
-        fail("give at least one --store (or --api URL --token T)")
+    _check_source(api, token, database, stores)
     if not nonempty:
         _refuse_non_empty(mountpoint)
     if ready_fd is None:  # not the daemon `memfs mount` starts: that one checked already
@@ -138,6 +169,7 @@ def mount(
         token=token if api is not None else None,
         wait_for_server_s=wait_for_server_s,
         debug=debug,
+        access=_access(options),
     )
     if not foreground:
         _mount_in_background(request)
@@ -155,6 +187,80 @@ class _MountRequest:
     token: str | None
     wait_for_server_s: float
     debug: bool
+    access: Any  # memfs.fuse.sandbox.MountAccess
+
+
+def _check_source(
+    api: str | None, token: str | None, database: str | None, stores: list[str]
+) -> None:
+    """Refuses a mount that is neither embedded with stores nor remote with a token."""
+    if api is not None:
+        if database is not None:
+            fail("--api and --database exclude each other")
+        if not token:
+            fail(f"a remote mount needs --token (or ${TOKEN_ENV})")
+    elif token is not None and session_token() != token:
+        fail("--token needs --api URL")
+    elif not stores:
+        fail("give at least one --store (or --api URL --token T)")
+
+
+def _options(
+    strings: list[str], allow_other: bool, uid: str | None, gid: str | None,
+    umask: str | None,
+) -> Any:
+    """The ``-o`` strings and the flags of the same meaning, as one
+    :class:`memfs.cli.mount_options.MountOptions` (a flag wins over ``-o``); ``home=``
+    is applied to this process's environment at once (the daemon inherits it).
+
+    Raises:
+        InvalidInput: a bad option (named).
+    """
+    from memfs.cli import mount_options
+
+    options = mount_options.MountOptions()
+    for text in strings:
+        mount_options.parse_option_string(text, into=options)
+    options.allow_other = options.allow_other or allow_other
+    if uid is not None:
+        options.uid = mount_options.parse_user(uid)
+    if gid is not None:
+        options.gid = mount_options.parse_group(gid)
+    if umask is not None:
+        options.umask = mount_options.parse_umask(umask)
+    if options.home is not None:
+        os.environ["MEMFS_HOME"] = os.path.abspath(options.home)
+    return options
+
+
+def _access(options: Any) -> Any:
+    """The :class:`memfs.fuse.sandbox.MountAccess` of parsed options."""
+    from memfs.fuse.sandbox import MountAccess
+
+    try:
+        return MountAccess(
+            allow_other=options.allow_other,
+            default_permissions=options.default_permissions,
+            uid=options.uid,
+            gid=options.gid,
+            umask=0o022 if options.umask is None else options.umask,
+        )
+    except ValueError as exc:
+        fail(str(exc))
+
+
+def _access_arguments(access: Any) -> list[str]:
+    """The ``memfs mount`` options that give the daemon ``access``."""
+    arguments = ["--umask", f"{access.umask:03o}"]
+    if access.allow_other:
+        arguments.append("--allow-other")
+    if access.default_permissions:
+        arguments += ["-o", "default_permissions"]
+    if access.uid is not None:
+        arguments += ["--uid", str(access.uid)]
+    if access.gid is not None:
+        arguments += ["--gid", str(access.gid)]
+    return arguments
 
 
 def _refuse_non_empty(mountpoint: str) -> None:
@@ -238,6 +344,7 @@ def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
         stores=[StoreRequest.parse(s) for s in request.stores],
         layout=request.layout,
         memory_limit=memory_limit(),
+        access=request.access,
     )
     try:
         run(_backend(request), config, on_ready=ready)
@@ -264,6 +371,7 @@ def _mount_in_background(request: _MountRequest) -> None:
     ]
     for argument in request.stores:
         command += ["--store", argument]
+    command += _access_arguments(request.access)
     if request.database:
         command += ["--database", request.database]
     env = dict(os.environ)
@@ -353,6 +461,13 @@ def umount(
     if not mounts.is_mounted(target):
         if record is not None and not mounts.process_alive(int(record["pid"])):
             status_path(target).unlink(missing_ok=True)
+        elsewhere = _other_namespace(record)
+        if record is not None and elsewhere is not None:
+            fail(
+                f"{target} is not mounted in this mount namespace: daemon {record['pid']} "
+                f"serves it in {elsewhere}; unmount it there, e.g. `nsenter --mount "
+                f"--target {record['pid']} memfs umount {target}`"
+            )
         fail(f"{target} is not mounted")
     pid = int(record["pid"]) if record is not None else None
     daemon_gone = (pid is not None and not mounts.process_alive(pid)) or mounts.is_stale(target)
@@ -439,6 +554,8 @@ def status(
         state = "mounted (no status record)" if mounted else "not mounted"
     elif not mounts.process_alive(int(record["pid"])):
         state = "stale (daemon gone)" if mounted else "not mounted (daemon gone)"
+    elif not mounted and _other_namespace(record) is not None:
+        state = f"running in another mount namespace ({_other_namespace(record)})"
     else:
         state = "running" if mounted else "starting"
     if as_json:
@@ -449,8 +566,22 @@ def status(
     else:
         _print_status(target, state, record)
         _print_saved_scratch(saved_scratch)
-    if state != "running":
+    if not state.startswith("running"):
         raise typer.Exit(1)
+
+
+def _other_namespace(record: dict[str, Any] | None) -> str | None:
+    """The mount namespace a live daemon serves its mount in, when it is not this
+    process's (``unshare -m``, a container: SPEC §4 Sandboxes); else None."""
+    from memfs.fuse import mounts
+    from memfs.fuse.sandbox import mount_namespace
+
+    if record is None or not mounts.process_alive(int(record["pid"])):
+        return None
+    theirs = record.get("mount_namespace") or mount_namespace(int(record["pid"]))
+    if theirs is None or theirs == mount_namespace():
+        return None
+    return str(theirs)
 
 
 def _print_status(target: str, state: str, record: dict[str, Any] | None) -> None:

@@ -23,5 +23,8 @@ module                      concern
 ``status``                  status file, rejected writes, conflict-copy names
 ``mounts``                  /proc mount table, fusermount3, daemon liveness
 ``daemon``                  the mount daemon's main and its named tasks
+``sandbox``                 who may use a mount; why a mount would be refused;
+                            the private-namespace watch (SPEC §4 Sandboxes)
+``sdnotify``                systemd readiness (sd_notify over $NOTIFY_SOCKET)
 ==========================  ====================================================
 """

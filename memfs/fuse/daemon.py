@@ -14,7 +14,16 @@ runs named tasks until the filesystem is unmounted (``memfs umount``,
 * ``memfs-backend``: the backend's own work (a remote one replays its outbox);
 * ``memfs-status``: keeps the status file current (server state, outbox depth, caches,
   conflicts and refusals the backend met on its own);
-* ``memfs-signals``: turns SIGTERM/SIGINT/SIGHUP into an unmount.
+* ``memfs-signals``: turns SIGTERM/SIGINT/SIGHUP into an unmount;
+* ``memfs-namespace``: in a private mount namespace (``unshare -m``, SPEC §4
+  Sandboxes), ends the mount once no other process is left in it
+  (:class:`memfs.fuse.sandbox.NamespaceWatch`).
+
+Who may use the mount (``allow_other``, the owner and modes files show) comes from
+``MountConfig.access``; the conditions a mount would be refused for are checked first,
+so the error names the cause (:func:`memfs.fuse.sandbox.check_can_mount`). Under
+systemd (``Type=notify``) the daemon sends ``READY=1`` once the mount is live and
+``STOPPING=1`` when it starts to unmount (:mod:`memfs.fuse.sdnotify`).
 
 On the way out it commits writes still pending in open files, keeps the bytes of
 scratch files (which never reach the store) under ``rejected/``, unmounts, and removes
@@ -43,12 +52,15 @@ from memfs.fuse.errno_table import errno_for
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
 from memfs.fuse.mounts import is_mounted, is_stale, unmount
 from memfs.fuse.operations import Operations
+from memfs.fuse.sandbox import MountAccess, NamespaceWatch, check_can_mount
+from memfs.fuse.sdnotify import notify
 from memfs.fuse.status import MountStatus, log_path, record_saved_scratch
 from memfs.model import Access, format_timestamp, utcnow
 from memfs.rules import parse_store_spec, unique_slugs, validate_segment
 
 __all__ = [
     "MOUNT_OPTIONS",
+    "NAMESPACE_CHECK_INTERVAL_S",
     "STATUS_REFRESH_INTERVAL_S",
     "MountConfig",
     "StoreRequest",
@@ -58,10 +70,13 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# mount.fuse3(8) options. No `default_permissions`: the kernel would answer EACCES from
-# the mode bits of read-only files before memfs could give the EROFS SPEC §4 asks for;
-# memfs enforces access itself. Only the mounting user sees the mount (no allow_other).
+# mount.fuse3(8) options. No `default_permissions` by default: the kernel would answer
+# EACCES from the mode bits of read-only files before memfs could give the EROFS SPEC §4
+# asks for; memfs enforces access itself. Only the mounting user sees the mount, unless
+# MountAccess lets others in (then with default_permissions: SPEC §4 Sandboxes).
 MOUNT_OPTIONS = frozenset({"fsname=memfs", "subtype=memfs", "noatime"})
+# How often a daemon in a private mount namespace looks for other processes in it.
+NAMESPACE_CHECK_INTERVAL_S = 1.0
 # How often the status file is brought up to date with the backend (memfs status).
 STATUS_REFRESH_INTERVAL_S = 0.25
 
@@ -91,12 +106,14 @@ class MountConfig:
             preset session (a remote mount).
         layout: per-store (default) or flat.
         memory_limit: live memories per store, for ``statfs``.
+        access: who may use the mount; the owner and modes files show.
     """
 
     mountpoint: str
     stores: Sequence[StoreRequest]
     layout: Layout
     memory_limit: int
+    access: MountAccess = MountAccess()
 
 
 def _directory_of(mount_path: str) -> str | None:
@@ -267,9 +284,13 @@ async def serve(
         InvalidInput: the mount point is missing, not a directory or already mounted
             (a stale mount whose daemon died is removed first).
         NotFound, StoreArchived, …: from attaching the stores.
+        FuseUnavailable: ``/dev/fuse`` can't be opened, or ``fusermount3`` would refuse
+            (the message names the cause and the fix).
         RuntimeError: the kernel refused the mount.
     """
+    await trio.to_thread.run_sync(check_can_mount, config.access)
     mountpoint = await trio.to_thread.run_sync(os.path.realpath, config.mountpoint)
+    watch = await trio.to_thread.run_sync(NamespaceWatch)
     async with contextlib.AsyncExitStack() as stack:
         # On every way out, in this (reverse) order: unmount once mounted (commit what
         # open files hold, keep scratch bytes), close the backend, and remove the status
@@ -288,6 +309,7 @@ async def serve(
             mountpoint,
             {
                 "pid": os.getpid(),
+                "mount_namespace": watch.namespace,
                 "layout": config.layout.value,
                 "session_id": session_id,
                 "started_at": format_timestamp(utcnow()),
@@ -298,17 +320,18 @@ async def serve(
         table = InodeTable(config.layout, attachments)
         operations = Operations(
             backend, table, session_id=session_id, status=status,
-            memory_limit=config.memory_limit,
+            memory_limit=config.memory_limit, access=config.access,
         )
         feed = _StatusFeed(status, operations, backend, table)
         await operations.load()
-        pyfuse3.init(operations, mountpoint, set(MOUNT_OPTIONS))
+        pyfuse3.init(operations, mountpoint, set(MOUNT_OPTIONS) | config.access.kernel_options())
         mounted.append(status)
         stack.push_async_callback(_shielded, lambda: _unmount(operations, mountpoint))
         location = backend.statistics().location
         log.info("mounted %s (%s layout, session %s, %d inodes, %s)", mountpoint,
                  config.layout.value, session_id, len(table), location)
         feed.publish()
+        notify(f"READY=1\nSTATUS=mounted {mountpoint}\nMAINPID={os.getpid()}")
         if on_ready is not None:
             on_ready()
         async with trio.open_nursery() as nursery:
@@ -321,6 +344,8 @@ async def serve(
             nursery.start_soon(backend.maintain, name="memfs-backend")
             nursery.start_soon(feed.run, name="memfs-status")
             nursery.start_soon(_terminate_on_signal, name="memfs-signals")
+            if watch.watched:
+                nursery.start_soon(_end_with_namespace, watch, name="memfs-namespace")
             await pyfuse3.main()
             nursery.cancel_scope.cancel()
 
@@ -352,6 +377,7 @@ async def _shielded(close: Callable[[], Awaitable[None]]) -> None:
 
 async def _unmount(operations: Operations, mountpoint: str) -> None:
     """Commits writes pending in open files, keeps scratch bytes, unmounts."""
+    notify(f"STOPPING=1\nSTATUS=unmounting {mountpoint}")
     await operations.commit_pending()
     try:
         record_saved_scratch(mountpoint, operations.save_scratch())
@@ -374,6 +400,19 @@ async def _terminate_on_signal() -> None:
             log.info("got %s; unmounting", signal.Signals(signum).name)
             pyfuse3.terminate()
             return
+
+
+async def _end_with_namespace(watch: NamespaceWatch) -> None:
+    """Ends the request loop once every other process of the daemon's private mount
+    namespace has exited (SPEC §4 Sandboxes: the mount ends with its sandbox; nothing
+    but this daemon could reach it any more). The daemon then commits and unmounts."""
+    while True:
+        if await trio.to_thread.run_sync(watch.ended):
+            log.info("no other process is left in mount namespace %s; unmounting",
+                     watch.namespace)
+            pyfuse3.terminate()
+            return
+        await trio.sleep(NAMESPACE_CHECK_INTERVAL_S)
 
 
 def run(

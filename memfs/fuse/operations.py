@@ -68,6 +68,7 @@ from memfs.fuse.notices import KernelNotices
 from memfs.fuse.reading import ContentReader
 from memfs.fuse.renames import Renamer
 from memfs.fuse.room import RoomCheck
+from memfs.fuse.sandbox import MountAccess
 from memfs.fuse.status import MountStatus
 from memfs.fuse.xattrs import Xattrs
 from memfs.rules import (
@@ -127,6 +128,7 @@ class Operations(pyfuse3.Operations):
         session_id: str,
         status: MountStatus,
         memory_limit: int,
+        access: MountAccess | None = None,
     ) -> None:
         super().__init__()
         self._backend = backend
@@ -150,8 +152,9 @@ class Operations(pyfuse3.Operations):
             self._send_notices, wrote_version=self.committer.wrote_version,
         )
         self._flushes = {"read_only": 0, "writable": 0}  # FLUSH requests (memfs status)
-        self._uid = os.getuid()
-        self._gid = os.getgid()
+        # Owner and modes every inode shows (SPEC §4 Sandboxes: --uid/--gid/--umask).
+        self._access = access or MountAccess()
+        self._uid, self._gid = self._access.owner()
 
     # ------------------------------------------------------------ start, stop
 
@@ -221,11 +224,11 @@ class Operations(pyfuse3.Operations):
         entry.attr_timeout = ATTR_TIMEOUT_S
         writable = self._table.is_writable(node)
         if node.is_dir:
-            entry.st_mode = stat.S_IFDIR | (0o755 if writable else 0o555)
+            entry.st_mode = stat.S_IFDIR | self._access.directory_mode(writable)
             entry.st_nlink = 2 + self._table.subdirectory_count(node)
             entry.st_size = 0
         else:
-            entry.st_mode = stat.S_IFREG | (0o644 if writable else 0o444)
+            entry.st_mode = stat.S_IFREG | self._access.file_mode(writable)
             entry.st_nlink = 1 if node.parent is not None else 0
             entry.st_size = node.size_bytes
         entry.st_uid = self._uid

@@ -20,6 +20,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
 from memfs.errors import DatabaseReadOnly, DatabaseUnavailable, MemfsError, StoreBusy
 from memfs.model import format_timestamp, utcnow
+from memfs.store import notify
 from memfs.store._db import (
     WRITE,
     busy_error,
@@ -64,7 +65,8 @@ class Database:
 
     Attributes:
         url: the SQLAlchemy URL. sa: the SQLAlchemy engine. dialect: ``sqlite`` or
-        ``postgresql``. read_only: whether nothing may be written.
+        ``postgresql``. read_only: whether nothing may be written. watch: tells
+        followers of its change feeds that they moved (:mod:`memfs.store.notify`).
     """
 
     def __init__(
@@ -109,6 +111,7 @@ class Database:
             read_only=self.read_only,
         )
         self.dialect = self.sa.dialect.name
+        self.watch = notify.ChangeWatch(url, path)
         # SQLite admits one writer; in-process writers take turns on this lock (see
         # _write). PostgreSQL writers serialize on store rows instead.
         self._write_lock: threading.Lock | None = (
@@ -119,7 +122,8 @@ class Database:
 
     def close(self) -> None:
         """Releases every pooled connection (checkpointing the SQLite WAL, waiting at most
-        :data:`ERASE_WAIT_S` for readers)."""
+        :data:`ERASE_WAIT_S` for readers) and stops the change watch."""
+        self.watch.close()
         if self.dialect == "sqlite" and not self.read_only:
             self.checkpoint()
         self.sa.dispose()
@@ -162,8 +166,13 @@ class Database:
         # take turns on a lock instead; busy_timeout still arbitrates between processes.
         with self._busy_is_typed(), self._turn_to_write(), self.sa.connect() as conn:
             conn.execution_options(**{WRITE: True})
-            with conn.begin():
-                yield conn
+            try:
+                with conn.begin():
+                    yield conn
+            finally:
+                feed_grew = notify.take_feed_changed(conn)
+        if feed_grew:
+            self.watch.committed()  # visible now: followers may read it
         if self._erase_marker is not None and self._erase_marker.exists():
             self.checkpoint(wait_s=0)  # a pending erasure: try again, never wait
 

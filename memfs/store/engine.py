@@ -85,6 +85,7 @@ from memfs.store import visibility as seen
 from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.access import ResourceSpec
+from memfs.store.notify import ChangeCallback
 from memfs.visibility import UserPrincipal, Viewer
 
 __all__ = ["ERASE_WAIT_S", "Engine", "ResourceSpec"]
@@ -155,9 +156,25 @@ class Engine:
 
     def close(self) -> None:
         """Releases every pooled connection (checkpointing the SQLite WAL, waiting at most
-        :data:`ERASE_WAIT_S` for readers), after writing the pending record reads."""
+        :data:`ERASE_WAIT_S` for readers), after writing the pending record reads, and
+        ends every :meth:`watch_changes`."""
         self._access_log.close()
         self._db.close()
+
+    def watch_changes(self, callback: ChangeCallback) -> Callable[[], None]:
+        """Calls ``callback(store_ids)`` — the ids of stores whose change feed grew, or
+        None when any may have — whenever a commit of any process grows a change feed of
+        this database, from a thread of the engine's (so ``callback`` must be quick and
+        thread-safe, e.g. hand over to an event loop). Committed after this returns
+        means told: read the feed afterwards and nothing is missed. What it costs when
+        nothing changes: one cheap check per database every few seconds, however many
+        stores and subscribers (issue 12 idle cost; :mod:`memfs.store.notify`).
+        Blocking the first time (opens the watch).
+
+        Returns:
+            The function that ends this subscription.
+        """
+        return self._db.watch.subscribe(callback)
 
     def erasure_pending(self) -> datetime | None:
         """Since when bytes erased by a redaction, hard delete, store deletion or

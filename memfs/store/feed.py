@@ -1,7 +1,8 @@
 """The change feed and the audit log: what mounts follow and who did what.
 
 Owns the ``changes`` table (one gap-free ``seq`` per store, bumped together with the
-store's counters by :func:`emit`) and the ``audit_log`` table (deletions, redactions,
+store's counters by :func:`emit`; every entry also notifies the feed's followers,
+:func:`memfs.store.notify.feed_changed`) and the ``audit_log`` table (deletions, redactions,
 restores and store events, SPEC §2 "audited"). Both outlive the store they describe.
 """
 
@@ -16,6 +17,7 @@ from memfs.errors import NotFound
 from memfs.model import Actor, Change, ChangeKind
 from memfs.store import _hot
 from memfs.store._common import actor_columns, execute_many, now, store_row
+from memfs.store.notify import feed_changed
 from memfs.store.schema import audit_log, changes, stores
 
 __all__ = [
@@ -92,6 +94,7 @@ def emit(
             created_at=now(),
         ),
     )
+    feed_changed(conn, store_id)
     return int(seq)
 
 
@@ -121,6 +124,7 @@ def emit_many(
             for offset, entry in enumerate(entries)
         ],
     )
+    feed_changed(conn, store_id)
 
 
 def forget_paths(conn: Connection, memory_id: str) -> None:
@@ -143,6 +147,7 @@ def emit_store_deleted(conn: Connection, store_id: str, last_seq: int) -> None:
             created_at=now(),
         ),
     )
+    feed_changed(conn, store_id)
 
 
 def audit(

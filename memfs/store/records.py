@@ -210,6 +210,7 @@ def memories_arrived(conn: Connection, store_id: str, arrivals: Sequence[tuple[s
     if not arrivals:
         return
     paths = {path: memory_id for memory_id, path in arrivals}
+    waiting: Sequence[Any]
     if len(paths) == 1:  # every single write: the hot path (issue 17)
         (path,) = paths
         waiting = _hot.rows(conn, _WAITING_FOR_PATH, {"store_id": store_id, "path": path})
