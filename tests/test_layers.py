@@ -189,6 +189,7 @@ STORE_INSIDES = (
     "memfs.store.schema",
     "memfs.store.fsck",
     "memfs.store.identities",
+    "memfs.store.retention",
     "memfs.store.migrations",
 )
 
@@ -222,6 +223,7 @@ def test_the_store_exports_exactly_its_face() -> None:
         "API_KEY_SECRET_PREFIX",
         "SESSION_TOKEN_PREFIX",
         "Engine",
+        "PruneResult",
         "ResourceSpec",
         "fsck_database",
         "open_engine",

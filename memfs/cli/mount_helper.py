@@ -95,7 +95,8 @@ def mount_command(call: HelperCall, python: str = sys.executable) -> list[str]:
     """
     source = call.source.removeprefix("memfs#")
     parsed = parse_option_string(call.options)
-    command = [python, "-m", "memfs.cli.mounting", "mount", os.path.abspath(call.target)]
+    # -P: never import a `memfs` from the working directory (mount(8) runs us anywhere).
+    command = [python, "-P", "-m", "memfs.cli.mounting", "mount", os.path.abspath(call.target)]
     if source not in _NO_STORE_SOURCES:
         command += ["--store", source]
     elif not parsed.stores and parsed.api is None:

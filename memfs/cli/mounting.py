@@ -16,8 +16,9 @@ Two kinds of mount, one filesystem (issue 4):
 session, logging to ``$MEMFS_HOME/logs/mount-<key>.log``, and returns once the mount is
 live: the child writes ``ready`` (or ``error: …``) to a pipe whose write end it
 inherits (``--ready-fd``, hidden). The token reaches the child in its environment,
-never in its arguments. The child runs ``python -m memfs.cli.mounting``: these three
-commands alone, which start faster than the whole ``memfs`` command.
+never in its arguments. The child runs ``python -P -m memfs.cli.mounting`` (``-P``:
+never a ``memfs`` of the working directory): these three commands alone, which start
+faster than the whole ``memfs`` command.
 """
 
 from __future__ import annotations
@@ -414,7 +415,9 @@ def _daemon_command(request: _MountRequest, target: str, ready_fd: int) -> list[
     """The ``memfs mount --foreground`` command line of the daemon a background mount
     starts (the token goes in its environment, never here)."""
     command = [
-        sys.executable, "-m", "memfs.cli.mounting",
+        # -P: the daemon imports the installed memfs, never a `memfs/` in the directory
+        # the user happens to be in (that would run someone else's code as them).
+        sys.executable, "-P", "-m", "memfs.cli.mounting",
         "mount", target, "--foreground",
         "--ready-fd", str(ready_fd), "--nonempty",  # checked above, before the start
     ]

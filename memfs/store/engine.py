@@ -677,6 +677,9 @@ class Engine:
         (rolled back), as it is absent from its restore listing.
         """
         with self._db.write() as conn:
+            # A live record hidden from the viewer is the 404 of an unknown id, before
+            # any answer that would tell it exists ("is not deleted").
+            seen.require_visible(conn, viewer, memory_id)
             memory = memories.restore_memory(
                 conn,
                 store_id,

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, text
 
 from memfs.embeddings import IndexLag
+from memfs.store import _hot
 from memfs.store._common import descendant_upper_bound
 from memfs.store.schema import memories, search_docs, search_queue, search_vectors
 
@@ -66,8 +67,8 @@ def enqueue(conn: Connection, memory_id: str, content_sha256: str) -> None:
     """Queues a memory's new content for embedding and drops its vector of other content
     (in the caller's write transaction). Two prebuilt statements: ~0.1 ms."""
     values = {"memory_id": memory_id, "sha": content_sha256, "now": time.time()}
-    conn.execute(_UPSERT_QUEUE, values)
-    conn.execute(_DROP_OTHER_VECTOR, values)
+    _hot.run(conn, _UPSERT_QUEUE, values)
+    _hot.run(conn, _DROP_OTHER_VECTOR, values)
 
 
 def forget(conn: Connection, memory_ids: Sequence[str]) -> None:

@@ -17,11 +17,11 @@ STORE_FIELDS = [
     "archived_at",
     "entry_count",
     "total_size",
+    "version_retention_seconds",
     "status",
     "system_managed",
     "identity_id",
     "binding_info",
-    "version_retention_seconds",
 ]
 
 

@@ -54,12 +54,12 @@ def test_the_helper_turns_mount_arguments_into_memfs_mount() -> None:
     assert call == HelperCall("memfs#notes:ro", "/mnt/memory", "rw,allow_other,uid=0",
                               fake=False, verbose=False)
     assert mount_command(call, python="py") == [
-        "py", "-m", "memfs.cli.mounting", "mount", "/mnt/memory", "--store", "notes:ro",
+        "py", "-P", "-m", "memfs.cli.mounting", "mount", "/mnt/memory", "--store", "notes:ro",
         "-o", "rw,allow_other,uid=0",
     ]
     by_option = parse_helper_arguments(["memfs#", "/m", "-fv", "-o", "store=a,store=b"])
     assert by_option.fake
-    assert mount_command(by_option, python="py")[5:] == ["-o", "store=a,store=b"]
+    assert mount_command(by_option, python="py")[6:] == ["-o", "store=a,store=b"]
     for argv, message in (
         (["memfs", "/m"], "no store: give the source as memfs#STORE or the option store="),
         (["memfs#a", "/m", "-N", "1"], "-N (mount in another namespace) is not supported"),

@@ -23,7 +23,6 @@ from _support.polling import wait_until
 from _support.serve import ServeProcess
 
 from memfs.model import Actor, utcnow
-from memfs.store import _common as store_common
 
 if TYPE_CHECKING:
     from tests.seedapi.conftest import Api
@@ -41,7 +40,8 @@ def written_long_ago(monkeypatch: pytest.MonkeyPatch) -> Callable[[], Any]:
     @contextmanager
     def back_in_time() -> Iterator[None]:
         with monkeypatch.context() as patch:
-            patch.setattr(store_common, "utcnow", lambda: utcnow() - timedelta(days=40))
+            # By name: tests outside tests/store do not import the store's insides.
+            patch.setattr("memfs.store._common.utcnow", lambda: utcnow() - timedelta(days=40))
             yield
 
     return back_in_time
