@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from memfs.errors import NotFound, PathConflict, PermissionDenied
+from memfs.errors import NotFound, NotRestorable, PathConflict, PermissionDenied
 from memfs.model import Actor, ChangeKind, DeleteMode, MemoryStore
 from memfs.store import Engine
 from memfs.visibility import Viewer
@@ -107,6 +107,12 @@ def test_versions_and_the_change_feed_hide_what_the_viewer_can_not_see(
 ) -> None:
     by_path = {m.path: m for m in engine.all_memories(store.id)}
     bob_only = by_path["/a/bob.md"]
+    # Live and hidden: restoring it is the 404 of an unknown id, never "is not deleted"
+    # (which would tell Alice it exists).
+    with pytest.raises(NotFound):
+        engine.restore_memory(store.id, bob_only.id, actor=ACTOR, viewer=ALICE)
+    with pytest.raises(NotRestorable):
+        engine.restore_memory(store.id, bob_only.id, actor=ACTOR, viewer=BOB)
     seen_versions = engine.list_versions(store.id, limit=100, viewer=ALICE).items
     assert {v.path for v in seen_versions} == SEES["alice"]
     with pytest.raises(NotFound):
