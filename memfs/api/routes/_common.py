@@ -259,5 +259,27 @@ PageQuery = Annotated[
     BeforeValidator(_no_cursor_if_empty),
     Query(description="next_page of the previous response; empty for the first page."),
 ]
+# memfs extension (SPEC §6, §7): the record filters of memory listings and searches.
+RecordTypeQuery = Annotated[
+    schemas.RecordTypeName | None,
+    Query(description="memfs extension (SPEC §6): only records of this type."),
+]
+RecordTagQuery = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=64,
+        pattern=schemas.RECORD_NAME_PATTERN,
+        description="memfs extension (SPEC §6): only records with this tag.",
+    ),
+]
+MinImportanceQuery = Annotated[
+    float | None,
+    Query(
+        ge=0,
+        le=1,
+        description="memfs extension (SPEC §6): only records of at least this importance.",
+    ),
+]
 CreatedGte = Annotated[datetime | None, BeforeValidator(_rfc3339), Query(alias="created_at[gte]")]
 CreatedLte = Annotated[datetime | None, BeforeValidator(_rfc3339), Query(alias="created_at[lte]")]

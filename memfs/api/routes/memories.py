@@ -19,7 +19,10 @@ from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.routes._common import (
     LimitQuery,
+    MinImportanceQuery,
     PageQuery,
+    RecordTagQuery,
+    RecordTypeQuery,
     View,
     doc,
     json_response,
@@ -32,7 +35,7 @@ from memfs.config import DEFAULT_PAGE_LIMIT
 from memfs.errors import InvalidContent, InvalidInput
 from memfs.local import scrub_erased_paths
 from memfs.model import DeleteMode, Memory, MemoryPrefix, MemoryStatus, Scope
-from memfs.records import RecordFilter, RecordType, record_to_wire
+from memfs.records import RecordFilter, record_to_wire
 from memfs.store import Engine
 from memfs.visibility import Viewer
 from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
@@ -131,27 +134,9 @@ async def list_memories(
     view: View = "basic",
     limit: LimitQuery = DEFAULT_PAGE_LIMIT,
     page: PageQuery = None,
-    record_type: Annotated[
-        RecordType | None,
-        Query(description="memfs extension (SPEC §6): only records of this type."),
-    ] = None,
-    tag: Annotated[
-        str | None,
-        Query(
-            min_length=1,
-            max_length=64,
-            pattern=schemas.RECORD_NAME_PATTERN,
-            description="memfs extension (SPEC §6): only records with this tag.",
-        ),
-    ] = None,
-    min_importance: Annotated[
-        float | None,
-        Query(
-            ge=0,
-            le=1,
-            description="memfs extension (SPEC §6): only records of at least this importance.",
-        ),
-    ] = None,
+    record_type: RecordTypeQuery = None,
+    tag: RecordTagQuery = None,
+    min_importance: MinImportanceQuery = None,
     user_id: Annotated[
         str | None,
         Query(

@@ -20,7 +20,14 @@ from fastapi.responses import JSONResponse
 from memfs import config
 from memfs.api import schemas
 from memfs.api.auth import Principal
-from memfs.api.routes._common import doc, json_response, run
+from memfs.api.routes._common import (
+    MinImportanceQuery,
+    RecordTagQuery,
+    RecordTypeQuery,
+    doc,
+    json_response,
+    run,
+)
 from memfs.model import Scope
 from memfs.query import (
     DEFAULT_SEARCH_LIMIT,
@@ -141,21 +148,9 @@ async def search_store(
     path_prefix: PathPrefix = "/",
     limit: SearchLimit = DEFAULT_SEARCH_LIMIT,
     mode: SearchMode = "auto",
-    record_type: Annotated[
-        schemas.RecordTypeName | None, Query(description="Only records of this type (SPEC §6).")
-    ] = None,
-    tag: Annotated[
-        str | None,
-        Query(
-            min_length=1,
-            max_length=64,
-            pattern=schemas.RECORD_NAME_PATTERN,
-            description="Only records with this tag.",
-        ),
-    ] = None,
-    min_importance: Annotated[
-        float | None, Query(ge=0, le=1, description="Only records of at least this importance.")
-    ] = None,
+    record_type: RecordTypeQuery = None,
+    tag: RecordTagQuery = None,
+    min_importance: MinImportanceQuery = None,
 ) -> JSONResponse:
     """Ranked hits among the live memories of one store, best first; the record
     filters keep only records (SPEC §7)."""
