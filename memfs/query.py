@@ -43,6 +43,7 @@ __all__ = [
     "SearchHit",
     "Term",
     "TermKind",
+    "holds_unspaced_script",
     "parse",
     "snippet",
     "validate_limit",
@@ -179,8 +180,17 @@ def _token_term(match: re.Match[str]) -> Term | None:
     return _term(prefix, TermKind.PREFIX, negated)
 
 
+def holds_unspaced_script(text: str) -> bool:
+    """True when ``text`` holds a character of a script written without spaces (Han,
+    Hiragana, Katakana, Thai, Lao, Khmer, Myanmar): the rule that makes a query term a
+    substring term (:attr:`Term.substring`), so also the rule for which documents the
+    substring index must hold: a substring term holds such a character, so it can only
+    match text that holds one."""
+    return _NO_SPACE_SCRIPTS.search(text) is not None
+
+
 def _term(text: str, kind: TermKind, negated: bool) -> Term:
-    return Term(text, kind, negated, substring=bool(_NO_SPACE_SCRIPTS.search(text)))
+    return Term(text, kind, negated, substring=holds_unspaced_script(text))
 
 
 def validate_limit(limit: int) -> int:

@@ -92,9 +92,9 @@ def _install_switch() -> None:
     def switch(module: object, name: str, kinds: tuple[str, ...]) -> None:
         original = getattr(module, name)
 
-        def switched(*args: object) -> None:
+        def switched(*args: object, **kwargs: object) -> None:
             if _indexing in kinds:
-                original(*args)
+                original(*args, **kwargs)
 
         setattr(module, name, switched)
 

@@ -261,8 +261,8 @@ def create_memory(
         updated_at=created,
     )
     _hot.run(conn, _INSERT_MEMORY, columns)
-    search.index_memory(conn, memory_id, store_id, path, data)
-    record_index.index_memory(conn, memory_id, store_id, header, created)
+    search.index_memory(conn, memory_id, store_id, path, data, content_sha256=digest, new=True)
+    record_index.index_memory(conn, memory_id, store_id, header, created, new=True)
     record_index.memories_arrived(conn, store_id, [(memory_id, path)])
     feed.emit(
         conn,

@@ -110,17 +110,19 @@ def index_memory(
     store_id: str,
     header: RecordHeader | None,
     written_at: str,
+    *,
+    new: bool = False,
 ) -> None:
     """Makes the index hold ``header`` for the live memory ``memory_id`` (insert or
     replace; None: the memory is no record, and leaves the index), in the caller's
     write transaction. ``last_accessed`` of an indexed record is kept; a new one gets
-    ``written_at`` (the write's timestamp as stored)."""
+    ``written_at`` (the write's timestamp as stored). ``new``: the memory was created
+    in this transaction, so the index can't hold it yet (nothing is looked up)."""
     if header is None:
-        unindex_memory(conn, memory_id)
+        if not new:
+            unindex_memory(conn, memory_id)
         return
-    kept = conn.execute(
-        select(records.c.last_accessed).where(records.c.memory_id == memory_id)
-    ).scalar()
+    kept = None if new else _hot.scalar(conn, _LAST_ACCESSED, {"memory_id": memory_id})
     earlier: dict[str, str] = {}
     if kept is not None:  # side rows exist only beside a records row (fsck checks it)
         earlier = {
@@ -233,11 +235,25 @@ def memories_arrived(conn: Connection, store_id: str, arrivals: Sequence[tuple[s
         )
 
 
+# Prebuilt (memfs.store._hot): every write of a memory that is no record runs the first.
+_DELETE_RECORD = delete(records).where(records.c.memory_id == bindparam("memory_id"))
+_DELETE_SIDE_ROWS = tuple(
+    delete(table).where(table.c.memory_id == bindparam("memory_id")) for table in _SIDE_TABLES
+)
+_LAST_ACCESSED = select(records.c.last_accessed).where(
+    records.c.memory_id == bindparam("memory_id")
+)
+
+
 def unindex_memory(conn: Connection, memory_id: str) -> None:
     """Removes a memory from the index (it stopped being live, or a record); no-op when
-    it is not there."""
-    for table in (records, *_SIDE_TABLES):
-        conn.execute(delete(table).where(table.c.memory_id == memory_id))
+    it is not there. One statement when it is no record: side rows exist only beside a
+    records row (fsck checks it), so none are looked for without one."""
+    params = {"memory_id": memory_id}
+    if _hot.run(conn, _DELETE_RECORD, params) == 0:
+        return
+    for statement in _DELETE_SIDE_ROWS:
+        _hot.run(conn, statement, params)
 
 
 def unindex_store(conn: Connection, store_id: str) -> None:

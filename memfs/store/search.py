@@ -14,7 +14,11 @@ Per dialect, beside ``search_docs``:
 - **SQLite**: two FTS5 external-content tables over it, ``search_fts_words``
   (``unicode61``: words, phrases, prefixes, ranked by ``bm25``) and
   ``search_fts_trigram`` (``trigram``: substrings of three or more characters, for
-  text without spaces, also ranked by ``bm25``). A substring term shorter than three
+  text without spaces, also ranked by ``bm25``). The trigram table holds only the
+  documents a substring term can match — those whose path or body holds a character of
+  a script written without spaces (:func:`memfs.query.holds_unspaced_script`, the rule
+  that makes a term a substring term): trigrams of English text cost about six index
+  entries per character and no query reads them. A substring term shorter than three
   characters is matched with ``LIKE``. After a redaction or hard delete
   :func:`scrub` merges every FTS5 segment (``'optimize'``): FTS5 deletes only mark
   entries, and the merge rewrites the segments without them, so with
@@ -59,6 +63,7 @@ __all__ = [
     "index_memory",
     "move_documents",
     "rebuild",
+    "rebuild_trigram",
     "scrub",
     "hybrid_search",
     "rebuild_stores",
@@ -71,6 +76,7 @@ __all__ = [
 # The FTS5 tables of SQLite; they and their shadow tables are named SQLITE_FTS_PREFIX….
 SQLITE_FTS_PREFIX = "search_fts_"
 SQLITE_FTS_TABLES = ("search_fts_words", "search_fts_trigram")
+_WORDS_TABLE, _TRIGRAM_TABLE = SQLITE_FTS_TABLES
 # The PostgreSQL indexes created beside schema.py's own.
 PG_INDEXES = ("ix_search_docs_tsv", "ix_search_docs_trgm")
 # bm25 weights of the (path, body) columns: a word in the path counts twice.
@@ -140,9 +146,24 @@ def rebuild(conn: Connection) -> int:
             ],
         )
     if conn.dialect.name == "sqlite":
-        for table in SQLITE_FTS_TABLES:
-            conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('rebuild')")
+        conn.exec_driver_sql(f"INSERT INTO {_WORDS_TABLE}({_WORDS_TABLE}) VALUES ('rebuild')")
+        rebuild_trigram(conn)
     return len(rows)
+
+
+def rebuild_trigram(conn: Connection) -> int:
+    """Rebuilds the SQLite trigram table from the documents: empties it (``'delete-all'``)
+    and indexes the documents :func:`_trigram_indexed` names. Returns how many it holds.
+    No-op (0) on PostgreSQL."""
+    if conn.dialect.name != "sqlite":
+        return 0
+    conn.exec_driver_sql(f"INSERT INTO {_TRIGRAM_TABLE}({_TRIGRAM_TABLE}) VALUES ('delete-all')")
+    docs = conn.execute(select(search_docs.c.doc_id, search_docs.c.path, search_docs.c.body))
+    chosen = [(d.doc_id, d.path, d.body) for d in docs if _trigram_indexed(d.path, d.body)]
+    execute_many(
+        conn, f"INSERT INTO {_TRIGRAM_TABLE}(rowid, path, body) VALUES (?, ?, ?)", chosen
+    )
+    return len(chosen)
 
 
 def rebuild_stores(conn: Connection, store_ids: Sequence[str]) -> int:
@@ -165,18 +186,33 @@ def _text(data: bytes | memoryview) -> str:
     return bytes(data).decode("utf-8")
 
 
+def _trigram_indexed(path: str, body: str) -> bool:
+    """Whether a document belongs in the SQLite trigram table: only text a substring
+    term can match (see the module docstring). A pure function of the document, so a
+    delete names the same tables its insert did (an external-content FTS5 delete of
+    a row never inserted corrupts the index)."""
+    return query_language.holds_unspaced_script(path) or query_language.holds_unspaced_script(
+        body
+    )
+
+
+def _fts_tables(path: str, body: str) -> tuple[str, ...]:
+    """The SQLite FTS5 tables that index a document."""
+    return SQLITE_FTS_TABLES if _trigram_indexed(path, body) else (_WORDS_TABLE,)
+
+
 # The statements of index_memory, prebuilt: every write runs them (memfs.store._hot).
-_FTS_DELETE = tuple(
-    text(
+_FTS_DELETE = {
+    table: text(
         f"INSERT INTO {table}({table}, rowid, path, body) "
         "VALUES ('delete', :doc_id, :path, :body)"
     )
     for table in SQLITE_FTS_TABLES
-)
-_FTS_INSERT = tuple(
-    text(f"INSERT INTO {table}(rowid, path, body) VALUES (:doc_id, :path, :body)")
+}
+_FTS_INSERT = {
+    table: text(f"INSERT INTO {table}(rowid, path, body) VALUES (:doc_id, :path, :body)")
     for table in SQLITE_FTS_TABLES
-)
+}
 _DOCUMENT_OF = select(search_docs.c.doc_id, search_docs.c.path, search_docs.c.body).where(
     search_docs.c.memory_id == bindparam("memory_id")
 )
@@ -185,27 +221,42 @@ _UPDATE_DOCUMENT = update(search_docs).where(search_docs.c.doc_id == bindparam("
 
 
 def _fts_delete(conn: Connection, doc_id: int, path: str, body: str) -> None:
-    for statement in _FTS_DELETE:
-        _hot.run(conn, statement, {"doc_id": doc_id, "path": path, "body": body})
+    for table in _fts_tables(path, body):
+        _hot.run(conn, _FTS_DELETE[table], {"doc_id": doc_id, "path": path, "body": body})
 
 
 def _fts_insert(conn: Connection, doc_id: int, path: str, body: str) -> None:
-    for statement in _FTS_INSERT:
-        _hot.run(conn, statement, {"doc_id": doc_id, "path": path, "body": body})
+    for table in _fts_tables(path, body):
+        _hot.run(conn, _FTS_INSERT[table], {"doc_id": doc_id, "path": path, "body": body})
 
 
 def index_memory(
-    conn: Connection, memory_id: str, store_id: str, path: str, content: bytes | str
+    conn: Connection,
+    memory_id: str,
+    store_id: str,
+    path: str,
+    content: bytes | str,
+    *,
+    content_sha256: str | None = None,
+    new: bool = False,
 ) -> None:
     """Makes the document of a live memory its current path and head content (insert
-    or replace), in the caller's write transaction."""
+    or replace), in the caller's write transaction.
+
+    Args:
+        content_sha256: the content's SHA-256 (hex) when the caller has it (else it is
+            computed for the embedding queue).
+        new: the memory was created in this transaction, so it has no document and no
+            vector yet: the lookups for them are skipped (the create hot path).
+    """
     body = content if isinstance(content, str) else _text(content)
     sqlite = conn.dialect.name == "sqlite"
-    old = _hot.first(conn, _DOCUMENT_OF, {"memory_id": memory_id})
+    old = None if new else _hot.first(conn, _DOCUMENT_OF, {"memory_id": memory_id})
     if old is not None and old.path == path and old.body == body:
         return
     if old is None or old.body != body:
-        semantic.enqueue(conn, memory_id, sha256_of(body.encode("utf-8")))
+        digest = content_sha256 or sha256_of(body.encode("utf-8"))
+        semantic.enqueue(conn, memory_id, digest, new=new)
     if old is None:
         doc_id = _hot.scalar(
             conn,
@@ -244,7 +295,7 @@ def move_documents(conn: Connection, moves: Sequence[tuple[str, str]]) -> None:
             execute_many(
                 conn,
                 f"INSERT INTO {table}({table}, rowid, path, body) VALUES ('delete', ?, ?, ?)",
-                [(r.doc_id, r.path, r.body) for r in old],
+                [(r.doc_id, r.path, r.body) for r in old if table in _fts_tables(r.path, r.body)],
             )
     execute_many(
         conn,
@@ -256,7 +307,11 @@ def move_documents(conn: Connection, moves: Sequence[tuple[str, str]]) -> None:
             execute_many(
                 conn,
                 f"INSERT INTO {table}(rowid, path, body) VALUES (?, ?, ?)",
-                [(r.doc_id, new_paths[r.memory_id], r.body) for r in old],
+                [
+                    (r.doc_id, new_paths[r.memory_id], r.body)
+                    for r in old
+                    if table in _fts_tables(new_paths[r.memory_id], r.body)
+                ],
             )
 
 
@@ -594,8 +649,13 @@ def check_index(conn: Connection) -> Iterator[str]:
         )
     }
     seen: set[str] = set()
+    doc_ids: set[int] = set()
+    trigram_ids: set[int] = set()
     for doc in conn.execute(select(search_docs)):
         seen.add(doc.memory_id)
+        doc_ids.add(doc.doc_id)
+        if _trigram_indexed(doc.path, doc.body):
+            trigram_ids.add(doc.doc_id)
         head = live.get(doc.memory_id)
         if head is None:
             yield f"search document {doc.doc_id}: memory {doc.memory_id} is not live"
@@ -610,11 +670,14 @@ def check_index(conn: Connection) -> Iterator[str]:
         return
     # Read-only (fsck may run on a read-only open, beside writers): FTS5's own
     # 'integrity-check' is an INSERT, so compare the documents each FTS5 table holds
-    # (its ``_docsize`` shadow table, one row per document) with search_docs.
-    doc_ids = set(conn.execute(select(search_docs.c.doc_id)).scalars())
-    for table in SQLITE_FTS_TABLES:
+    # (its ``_docsize`` shadow table, one row per document) with the documents it
+    # should hold (the trigram table: only those _trigram_indexed names).
+    for table, expected in ((_WORDS_TABLE, doc_ids), (_TRIGRAM_TABLE, trigram_ids)):
         indexed = set(conn.exec_driver_sql(f"SELECT id FROM {table}_docsize").scalars())
-        if indexed - doc_ids:
-            yield f"search index {table}: holds {len(indexed - doc_ids)} removed document(s)"
-        if doc_ids - indexed:
-            yield f"search index {table}: lacks {len(doc_ids - indexed)} document(s)"
+        if indexed - expected:
+            yield (
+                f"search index {table}: holds {len(indexed - expected)} document(s) it "
+                "should not (removed, or not text a substring term can match)"
+            )
+        if expected - indexed:
+            yield f"search index {table}: lacks {len(expected - indexed)} document(s)"

@@ -63,12 +63,14 @@ _DROP_OTHER_VECTOR = text(
 )
 
 
-def enqueue(conn: Connection, memory_id: str, content_sha256: str) -> None:
+def enqueue(conn: Connection, memory_id: str, content_sha256: str, *, new: bool = False) -> None:
     """Queues a memory's new content for embedding and drops its vector of other content
-    (in the caller's write transaction). Two prebuilt statements: ~0.1 ms."""
+    (in the caller's write transaction). Two prebuilt statements, ~0.1 ms; one when the
+    memory is ``new`` (created in this transaction: it has no vector)."""
     values = {"memory_id": memory_id, "sha": content_sha256, "now": time.time()}
     _hot.run(conn, _UPSERT_QUEUE, values)
-    _hot.run(conn, _DROP_OTHER_VECTOR, values)
+    if not new:
+        _hot.run(conn, _DROP_OTHER_VECTOR, values)
 
 
 def forget(conn: Connection, memory_ids: Sequence[str]) -> None:

@@ -446,7 +446,8 @@ def test_fsck_finds_an_index_that_disagrees_with_the_heads(
 ) -> None:
     raw = functools.partial(execute_sql, engine.url)
     stale = engine.create_memory(store.id, "/stale", "old words", actor=actor)
-    missing = engine.create_memory(store.id, "/missing", "words", actor=actor)
+    # Japanese text: in both FTS5 tables (English text is in the words table only).
+    missing = engine.create_memory(store.id, "/missing", "words 長期記憶", actor=actor)
     moved = engine.create_memory(store.id, "/moved", "words", actor=actor)
     raw(f"UPDATE search_docs SET body = 'x' WHERE memory_id = '{stale.id}'")
     raw(f"DELETE FROM search_docs WHERE memory_id = '{missing.id}'")
@@ -456,7 +457,8 @@ def test_fsck_finds_an_index_that_disagrees_with_the_heads(
     findings = [f for f in every if f not in index]
     if engine.dialect == "sqlite":  # the FTS5 tables still hold the deleted document
         assert index == [
-            f"search index {table}: holds 1 removed document(s)"
+            f"search index {table}: holds 1 document(s) it should not (removed, or not "
+            "text a substring term can match)"
             for table in ("search_fts_words", "search_fts_trigram")
         ]
     else:

@@ -205,6 +205,83 @@ def test_the_index_follows_every_kind_of_write(
     assert list(engine.iter_fsck_findings()) == []
 
 
+def _trigram_paths(engine: Engine) -> set[str]:
+    """The paths of the documents SQLite's trigram table holds."""
+    raw = create_engine(engine.url)
+    try:
+        with raw.connect() as conn:
+            return set(
+                conn.execute(
+                    text(
+                        "SELECT d.path FROM search_docs d "
+                        "JOIN search_fts_trigram_docsize t ON t.id = d.doc_id"
+                    )
+                ).scalars()
+            )
+    finally:
+        raw.dispose()
+
+
+def test_only_text_a_substring_term_can_match_is_in_the_trigram_table(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """Issue 14 write cost: English documents stay out of the trigram table; a document
+    goes in and out of it as its path or body gains or loses text without spaces, and
+    substring search follows it."""
+    if engine.dialect != "sqlite":
+        pytest.skip("the trigram table is SQLite's (PostgreSQL: a pg_trgm index on body)")
+    english = engine.create_memory(store.id, "/en.md", "plain english words", actor=actor)
+    japanese = engine.create_memory(store.id, "/jp.md", "長期記憶の設計", actor=actor)
+    in_path = engine.create_memory(store.id, "/記憶装置/note.md", "english body", actor=actor)
+    assert _trigram_paths(engine) == {"/jp.md", "/記憶装置/note.md"}
+    assert paths(engine.search("記憶装置", [store.id])) == ["/記憶装置/note.md"]
+    engine.rename_prefix(store.id, "/記憶装置/", "/plain/", actor=actor)
+    assert _trigram_paths(engine) == {"/jp.md"}
+    assert engine.search("記憶装置", [store.id]) == []
+    engine.update_memory(store.id, english.id, actor=actor, content="今は日本語の文章")
+    engine.update_memory(store.id, japanese.id, actor=actor, content="now english")
+    assert _trigram_paths(engine) == {"/en.md"}
+    assert paths(engine.search("日本語", [store.id])) == ["/en.md"]
+    assert engine.search("長期記憶", [store.id]) == []
+    engine.update_memory(store.id, in_path.id, actor=actor, path="/東京/note.md")
+    assert _trigram_paths(engine) == {"/en.md", "/東京/note.md"}
+    engine.delete_memory(store.id, english.id, actor=actor)
+    assert _trigram_paths(engine) == {"/東京/note.md"}
+    assert list(engine.iter_fsck_findings()) == []
+
+
+@pytest.mark.empty_database
+def test_the_trigram_migration_drops_documents_no_substring_term_can_match(
+    database: str,
+) -> None:
+    """0010_trigram_subset: a database whose trigram table holds every document (as 0004
+    built it) keeps only the documents with text without spaces, and fsck agrees."""
+    from alembic import command
+
+    if not database.startswith("sqlite"):
+        pytest.skip("the trigram table is SQLite's (PostgreSQL: the migration changes nothing)")
+    with Engine(database) as engine:
+        store = engine.create_store("s")
+        engine.create_memory(store.id, "/en", "written in english", actor=ACTOR)
+        engine.create_memory(store.id, "/jp", "以前の記憶", actor=ACTOR)
+    raw = create_engine(database)
+    try:
+        with raw.begin() as conn:
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            command.downgrade(config, "0009_semantic")
+        with raw.connect() as conn:
+            count = "SELECT count(*) FROM search_fts_trigram_docsize"
+            assert conn.execute(text(count)).scalar() == 2
+    finally:
+        raw.dispose()
+    with Engine(database) as engine:
+        assert _trigram_paths(engine) == {"/jp"}
+        assert paths(engine.search("前の記", [store.id])) == ["/jp"]
+        assert paths(engine.search("english", [store.id])) == ["/en"]
+        assert list(engine.iter_fsck_findings()) == []
+
+
 @pytest.mark.empty_database
 def test_the_migration_indexes_existing_memories(database: str) -> None:
     from alembic import command
@@ -236,12 +313,25 @@ def _files_holding(directory: Path, needle: bytes) -> set[str]:
     return {p.name for p in directory.iterdir() if p.is_file() and needle in p.read_bytes()}
 
 
+def _japanese_token() -> str:
+    """Random kanji: one unicode61 token, and trigrams no neighbour shares."""
+    return "".join(chr(0x4E00 + secrets.randbelow(0x5000)) for _ in range(12))
+
+
+@pytest.mark.parametrize("script", ["latin", "japanese"])
 @pytest.mark.parametrize("how", ["redact_version", "redact", "hard_delete"])
-def test_redaction_removes_tokens_from_the_index_and_its_files(tmp_path: Path, how: str) -> None:
+def test_redaction_removes_tokens_from_the_index_and_its_files(
+    tmp_path: Path, how: str, script: str
+) -> None:
     """SPEC §2/§7: after a redaction or hard delete no token of the content is left in
-    the SQLite file or its WAL (FTS5 shadow tables included), and no search finds it."""
-    token = "zq" + secrets.token_hex(12)  # one unicode61 token
-    tail = token[-16:].encode()  # FTS5 prefix-compresses terms: look for the unshared part
+    the SQLite file or its WAL (FTS5 shadow tables included), and no search finds it.
+    The Japanese secret is in the trigram table too."""
+    if script == "latin":
+        token = "zq" + secrets.token_hex(12)  # one unicode61 token
+        tail = token[-16:].encode()  # FTS5 prefix-compresses terms: the unshared part
+    else:
+        token = "記" + _japanese_token()
+        tail = token[-8:].encode()
     engine = Engine(database_url(str(tmp_path / "store.db")))
     try:
         store = engine.create_store("s")
@@ -249,6 +339,8 @@ def test_redaction_removes_tokens_from_the_index_and_its_files(tmp_path: Path, h
             engine.create_memory(store.id, f"/n{i}", f"neighbour zq{i:04d} words", actor=ACTOR)
         memory = engine.create_memory(store.id, "/secret", f"the {token} here", actor=ACTOR)
         assert paths(engine.search(token, [store.id])) == ["/secret"]
+        if script == "japanese":  # a substring: the trigram table's
+            assert paths(engine.search(token[4:9], [store.id])) == ["/secret"]
         version = memory.memory_version_id
         if how == "redact_version":
             engine.update_memory(store.id, memory.id, actor=ACTOR, content="nothing to see")
@@ -261,6 +353,7 @@ def test_redaction_removes_tokens_from_the_index_and_its_files(tmp_path: Path, h
             engine.delete_memory(store.id, memory.id, actor=ACTOR, mode=DeleteMode(how))
         assert engine.search(token, [store.id]) == []
         assert engine.search(token[:10] + "*", [store.id]) == []
+        assert engine.search(token[4:9], [store.id]) == []
         assert _files_holding(tmp_path, tail) == set()
         assert list(engine.iter_fsck_findings()) == []
     finally:
