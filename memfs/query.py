@@ -185,7 +185,9 @@ def holds_unspaced_script(text: str) -> bool:
     Hiragana, Katakana, Thai, Lao, Khmer, Myanmar): the rule that makes a query term a
     substring term (:attr:`Term.substring`), so also the rule for which documents the
     substring index must hold: a substring term holds such a character, so it can only
-    match text that holds one."""
+    match text that holds one. Changing the ranges changes which documents SQLite's
+    trigram table holds: it needs a migration that rebuilds it (as 0010 does), or
+    deletes would name rows never inserted."""
     return _NO_SPACE_SCRIPTS.search(text) is not None
 
 

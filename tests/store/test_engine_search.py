@@ -205,6 +205,23 @@ def test_the_index_follows_every_kind_of_write(
     assert list(engine.iter_fsck_findings()) == []
 
 
+def _downgrade(database: str, revision: str, probe: str) -> object:
+    """Downgrades ``database`` to ``revision`` with Alembic (outside any engine), then
+    returns the scalar the SQL ``probe`` reads from it."""
+    from alembic import command
+
+    raw = create_engine(database)
+    try:
+        with raw.begin() as conn:
+            config = alembic_config()
+            config.attributes["connection"] = conn
+            command.downgrade(config, revision)
+        with raw.connect() as conn:
+            return conn.execute(text(probe)).scalar()
+    finally:
+        raw.dispose()
+
+
 def _trigram_paths(engine: Engine) -> set[str]:
     """The paths of the documents SQLite's trigram table holds."""
     raw = create_engine(engine.url)
@@ -256,25 +273,14 @@ def test_the_trigram_migration_drops_documents_no_substring_term_can_match(
 ) -> None:
     """0010_trigram_subset: a database whose trigram table holds every document (as 0004
     built it) keeps only the documents with text without spaces, and fsck agrees."""
-    from alembic import command
-
     if not database.startswith("sqlite"):
         pytest.skip("the trigram table is SQLite's (PostgreSQL: the migration changes nothing)")
     with Engine(database) as engine:
         store = engine.create_store("s")
         engine.create_memory(store.id, "/en", "written in english", actor=ACTOR)
         engine.create_memory(store.id, "/jp", "以前の記憶", actor=ACTOR)
-    raw = create_engine(database)
-    try:
-        with raw.begin() as conn:
-            config = alembic_config()
-            config.attributes["connection"] = conn
-            command.downgrade(config, "0009_semantic")
-        with raw.connect() as conn:
-            count = "SELECT count(*) FROM search_fts_trigram_docsize"
-            assert conn.execute(text(count)).scalar() == 2
-    finally:
-        raw.dispose()
+    count = "SELECT count(*) FROM search_fts_trigram_docsize"
+    assert _downgrade(database, "0009_semantic", count) == 2
     with Engine(database) as engine:
         assert _trigram_paths(engine) == {"/jp"}
         assert paths(engine.search("前の記", [store.id])) == ["/jp"]
@@ -284,22 +290,11 @@ def test_the_trigram_migration_drops_documents_no_substring_term_can_match(
 
 @pytest.mark.empty_database
 def test_the_migration_indexes_existing_memories(database: str) -> None:
-    from alembic import command
-
     with Engine(database) as engine:
         store = engine.create_store("s")
         engine.create_memory(store.id, "/old", "written before search existed", actor=ACTOR)
         engine.create_memory(store.id, "/jp", "以前の記憶", actor=ACTOR)
-    raw = create_engine(database)
-    try:
-        with raw.begin() as conn:
-            config = alembic_config()
-            config.attributes["connection"] = conn
-            command.downgrade(config, "0003")
-        with raw.connect() as conn:
-            assert conn.execute(text("SELECT count(*) FROM memories")).scalar() == 2
-    finally:
-        raw.dispose()
+    assert _downgrade(database, "0003", "SELECT count(*) FROM memories") == 2
     with Engine(database) as engine:
         assert paths(engine.search("existed", [store.id])) == ["/old"]
         assert paths(engine.search("記憶", [store.id])) == ["/jp"]
