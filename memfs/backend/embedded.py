@@ -21,6 +21,7 @@ from memfs.model import (
     Access,
     Actor,
     Change,
+    ChangeKind,
     Layout,
     Memory,
     MemoryStore,
@@ -90,6 +91,8 @@ class EmbeddedBackend:
     """
 
     CHANGE_BATCH = 1000
+    # Per store: how many of this backend's own newest feed entries it keeps.
+    OWN_CHANGES_KEPT = 4096
 
     def __init__(self, engine: Engine, *, principal: UserPrincipal | None = None) -> None:
         self._engine = engine
@@ -103,9 +106,53 @@ class EmbeddedBackend:
         self._prefetched: dict[str, tuple[int, list[Change]]] = {}
         self._principal = principal
         self._viewer = None if principal is None else Viewer.of(principal)
+        # The newest change seq on this thread without a worker (SQLite files only), and
+        # per store the feed entries of this backend's own writes, by seq.
+        self._probe = engine.feed_probe()
+        self._own: dict[str, dict[int, Change]] = {}
 
     async def _run(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
+
+    async def _run_write(
+        self, fn: Callable[..., Memory], *args: object, **kwargs: object
+    ) -> Memory:
+        """Runs a write of one memory and keeps the change-feed entries it appended (the
+        engine's receipt) when they are all ``memory_written`` entries of that memory:
+        the feed hands them back without a read (see :meth:`changes_since`)."""
+        engine = self._engine
+
+        def write() -> tuple[Memory, list[Change]]:
+            memory = fn(*args, **kwargs)
+            return memory, engine.feed_receipt()
+
+        memory, receipt = await trio.to_thread.run_sync(write)
+        if self._probe is not None and all(
+            c.kind is ChangeKind.MEMORY_WRITTEN and c.memory_id == memory.id for c in receipt
+        ):
+            own = self._own.setdefault(memory.memory_store_id, {})
+            for change in receipt:
+                own[change.seq] = change
+            while len(own) > self.OWN_CHANGES_KEPT:
+                del own[next(iter(own))]
+        return memory
+
+    def _own_batch(self, store_id: str, after_seq: int) -> list[Change] | None:
+        """What the store's feed holds after ``after_seq`` when that is known without a
+        read: nothing (the probe's newest seq is not past it), or only entries this
+        backend wrote itself (kept by :meth:`_run_write`). None: read the feed."""
+        if self._probe is None:
+            return None
+        newest = self._probe.last_seq(store_id)
+        if newest is None:
+            return None  # the store is gone, or the file could not be read at once
+        if newest <= after_seq:
+            return []
+        own = self._own.get(store_id, {})
+        batch = [own.get(seq) for seq in range(after_seq + 1, newest + 1)]
+        if None in batch or len(batch) > self.CHANGE_BATCH:
+            return None
+        return batch  # type: ignore[return-value]  # no None in it
 
     async def preset_session(self) -> Session | None:
         return None  # the mount attaches the stores it is given (open_session)
@@ -172,7 +219,7 @@ class EmbeddedBackend:
     async def create_memory(
         self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
     ) -> Memory:
-        memory = await self._run(
+        memory = await self._run_write(
             self._engine.create_memory,
             store_id,
             path,
@@ -184,7 +231,7 @@ class EmbeddedBackend:
         return _without_content(memory)
 
     async def update_memory(self, store_id: str, memory_id: str, change: MemoryChange) -> Memory:
-        memory = await self._run(
+        memory = await self._run_write(
             self._engine.update_memory,
             store_id,
             memory_id,
@@ -230,14 +277,22 @@ class EmbeddedBackend:
     async def change_counter(self, store_id: str) -> int | None:
         """See the Protocol: the store's newest seq.
 
-        Once this backend has handed out changes of the store, it reads the changes
-        after them instead (one indexed read too) and keeps that batch for the next
+        On a SQLite file it is read on this thread by the engine's
+        :class:`~memfs.store.feed.FeedProbe` (microseconds, never waiting), so an open
+        of an unchanged store makes no worker-thread round trip (issue 17). Otherwise,
+        or when the probe can't answer at once: once this backend has handed out
+        changes of the store, it reads the changes after them instead (one indexed
+        read too) and keeps that batch for the next
         :meth:`changes_since` of the store: the catch-up that asked for the counter
         then applies them without a second round trip (issue 17: after each of the
         mount's own commits, an open or a lookup miss found the counter ahead and read
         the feed again). Every :meth:`changes_since` drops the kept batch, so it never
         outlives the catch-up that read it by more than one feed poll.
         """
+        if self._probe is not None:
+            newest = self._probe.last_seq(store_id)
+            if newest is not None:
+                return newest
         after = self._delivered.get(store_id)
         if after is None:
             return await self._run(self._engine.last_change_seq, store_id)
@@ -272,12 +327,15 @@ class EmbeddedBackend:
             viewer=self._viewer,
         )
         if timeout_s <= 0:
-            return self._deliver(store_id, after_seq, await read())
+            known = self._own_batch(store_id, after_seq)
+            return self._deliver(store_id, after_seq, await read() if known is None else known)
         deadline = trio.current_time() + timeout_s
         wakeups = await self._watch()
         while True:
             count = wakeups.count(store_id)  # before the read: no later commit is missed
-            changes = await read()
+            changes = self._own_batch(store_id, after_seq)
+            if changes is None:
+                changes = await read()
             remaining_s = deadline - trio.current_time()
             if changes or remaining_s <= 0:
                 return self._deliver(store_id, after_seq, changes)
@@ -302,6 +360,9 @@ class EmbeddedBackend:
         """Records how far the store's feed has been handed out (see change_counter)."""
         newest = changes[-1].seq if changes else after_seq
         self._delivered[store_id] = max(self._delivered.get(store_id, newest), newest)
+        own = self._own.get(store_id)
+        while own and next(iter(own)) <= newest:
+            del own[next(iter(own))]
         return changes
 
     async def maintain(self) -> None:
@@ -326,4 +387,6 @@ class EmbeddedBackend:
                 await self._run(self._engine.archive_session, session_id)
         if self._unwatch is not None:
             self._unwatch()
+        if self._probe is not None:
+            self._probe.close()
         await self._run(self._engine.close)

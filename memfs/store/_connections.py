@@ -19,7 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
 from memfs.errors import DatabaseReadOnly, DatabaseUnavailable, MemfsError, StoreBusy
-from memfs.model import format_timestamp, utcnow
+from memfs.model import Change, format_timestamp, utcnow
 from memfs.store import notify
 from memfs.store._db import (
     WRITE,
@@ -65,7 +65,8 @@ class Database:
 
     Attributes:
         url: the SQLAlchemy URL. sa: the SQLAlchemy engine. dialect: ``sqlite`` or
-        ``postgresql``. read_only: whether nothing may be written. watch: tells
+        ``postgresql``. sqlite_file: the SQLite file (None: PostgreSQL, or SQLite in
+        memory). read_only: whether nothing may be written. watch: tells
         followers of its change feeds that they moved (:mod:`memfs.store.notify`).
     """
 
@@ -80,6 +81,7 @@ class Database:
     ) -> None:
         self.url = url
         self._busy_timeout_s = busy_timeout_s
+        self._receipt = threading.local()  # see receipt()
         try:
             self._open(url, synchronous_full, create=create, read_only=read_only)
         except MemfsError:
@@ -103,6 +105,7 @@ class Database:
             if read_only is None:
                 read_only = path.exists() and not os.access(path, os.W_OK)
         self.read_only = bool(read_only)
+        self.sqlite_file = path  # None: PostgreSQL, or SQLite in memory
         self._erase_marker = None if path is None else path.with_name(path.name + "-erase-pending")
         self.sa = make_sa_engine(
             url,
@@ -164,6 +167,7 @@ class Database:
         # SQLite admits one writer; waiting writers of other connections poll with a
         # sleeping busy handler, so 16 threads see multi-second tails. In-process writers
         # take turns on a lock instead; busy_timeout still arbitrates between processes.
+        self._receipt.changes = []
         with self._busy_is_typed(), self._turn_to_write(), self.sa.connect() as conn:
             conn.execution_options(**{WRITE: True})
             try:
@@ -171,10 +175,17 @@ class Database:
                     yield conn
             finally:
                 feed_grew = notify.take_feed_changed(conn)
+                emitted = notify.take_emitted(conn)
+        self._receipt.changes = emitted  # committed
         if feed_grew:
             self.watch.committed()  # visible now: followers may read it
         if self._erase_marker is not None and self._erase_marker.exists():
             self.checkpoint(wait_s=0)  # a pending erasure: try again, never wait
+
+    def receipt(self) -> list[Change]:
+        """The change-feed entries the calling thread's last :meth:`write` appended and
+        committed, oldest first (empty when it appended none, or failed)."""
+        return list(getattr(self._receipt, "changes", ()))
 
     @contextmanager
     def _turn_to_write(self) -> Iterator[None]:

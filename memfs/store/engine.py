@@ -1212,6 +1212,22 @@ class Engine:
         with self._db.read() as conn:
             return feed.last_change_seq(conn, store_id)
 
+    def feed_probe(self) -> feed.FeedProbe | None:
+        """A :class:`memfs.store.feed.FeedProbe` of this database: the newest change seq
+        of a store read on the calling thread without waiting (issue 17). SQLite files
+        only; None for PostgreSQL and in-memory databases (use :meth:`last_change_seq`).
+        The caller closes it."""
+        path = self._db.sqlite_file
+        if path is None or not path.exists():
+            return None
+        return feed.FeedProbe(path)
+
+    def feed_receipt(self) -> list[Change]:
+        """The change-feed entries the calling thread's last write appended, as
+        committed, oldest first (empty when it appended none or failed): a writer that
+        follows the feed knows its own entries without reading them back (issue 17)."""
+        return self._db.receipt()
+
     def changes_since(
         self,
         store_id: str,

@@ -9,7 +9,9 @@ restores and store events, SPEC §2 "audited"). Both outlive the store they desc
 from __future__ import annotations
 
 import json
+import sqlite3
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select, update
@@ -18,10 +20,11 @@ from memfs.errors import NotFound
 from memfs.model import Actor, Change, ChangeKind
 from memfs.store import _hot
 from memfs.store._common import actor_columns, execute_many, now, store_row, ts
-from memfs.store.notify import feed_changed
+from memfs.store.notify import feed_changed, record_emitted
 from memfs.store.schema import audit_log, changes, stores
 
 __all__ = [
+    "FeedProbe",
     "audit",
     "audit_events",
     "changes_since",
@@ -79,6 +82,7 @@ def emit(
     )
     if seq is None:
         raise NotFound(f"memory store {store_id!r} not found")
+    created = now()
     _hot.run(
         conn,
         _INSERT_CHANGE,
@@ -92,10 +96,25 @@ def emit(
             blob_key=blob_key,
             content_sha256=content_sha256,
             memory_version_id=version_id,
-            created_at=now(),
+            created_at=created,
         ),
     )
     feed_changed(conn, store_id)
+    record_emitted(
+        conn,
+        Change.model_construct(
+            seq=int(seq),
+            memory_store_id=store_id,
+            kind=kind,
+            memory_id=memory_id,
+            path=path,
+            old_path=old_path,
+            blob_key=blob_key,
+            created_at=datetime.fromisoformat(created),
+            content_sha256=content_sha256,
+            memory_version_id=version_id,
+        ),
+    )
     return int(seq)
 
 
@@ -126,6 +145,23 @@ def emit_many(
         ],
     )
     feed_changed(conn, store_id)
+    created_at = datetime.fromisoformat(created)
+    for offset, (memory_id, path, old_path, content_sha256, version_id) in enumerate(entries):
+        record_emitted(
+            conn,
+            Change.model_construct(
+                seq=first + offset,
+                memory_store_id=store_id,
+                kind=kind,
+                memory_id=memory_id,
+                path=path,
+                old_path=old_path,
+                blob_key=None,
+                created_at=created_at,
+                content_sha256=content_sha256,
+                memory_version_id=version_id,
+            ),
+        )
 
 
 def forget_paths(conn: Connection, memory_id: str) -> None:
@@ -251,3 +287,47 @@ def changes_since(conn: Connection, store_id: str, after_seq: int, limit: int) -
         )
         for r in rows
     ]
+
+
+class FeedProbe:
+    """The newest change seq of a store, read on the calling thread in microseconds
+    (issue 17; SPEC §4: an open checks the database's change counter, "a shared-memory
+    read", before it returns), so an open of an unchanged store needs no worker thread.
+
+    Its own read-only SQLite connection to ``path`` (a WAL database) runs one primary-key
+    read per call in autocommit, so it never holds a snapshot (a checkpoint that
+    truncates the WAL after a redaction never waits for it). It never waits: a lock
+    (the rare WAL-index recovery) or any other error answers None at once, and the
+    caller reads the counter the usual way. Bounded, hence safe on an event loop's
+    thread; use it from one thread only.
+
+    Args:
+        path: the SQLite file.
+    """
+
+    _QUERY = "SELECT last_change_seq FROM stores WHERE id = ?"
+
+    def __init__(self, path: Path) -> None:
+        self._uri = f"{path.absolute().as_uri()}?mode=ro"
+        self._conn: sqlite3.Connection | None = None
+
+    def last_seq(self, store_id: str) -> int | None:
+        """The store's newest change seq as committed now (0 when none); None when the
+        store does not exist (deleted) or the file could not be read without waiting."""
+        try:
+            if self._conn is None:
+                self._conn = sqlite3.connect(
+                    self._uri, uri=True, timeout=0, isolation_level=None,
+                    check_same_thread=False,
+                )
+            rows = self._conn.execute(self._QUERY, (store_id,)).fetchall()
+        except sqlite3.Error:
+            self.close()
+            return None
+        return int(rows[0][0]) if rows else None
+
+    def close(self) -> None:
+        """Closes the connection (the next call opens it again)."""
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None

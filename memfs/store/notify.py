@@ -53,6 +53,8 @@ from memfs.store import _hot
 if TYPE_CHECKING:
     import psycopg
 
+    from memfs.model import Change
+
 __all__ = [
     "CHANNEL",
     "CLOSE_WAIT_S",
@@ -95,6 +97,8 @@ _LISTEN_OPTIONS = {
 }
 # Connection.info key: the stores whose change feed this transaction appended to.
 _FEED_CHANGED = "memfs_feed_changed"
+# Connection.info key: the change-feed entries this transaction appended (a receipt).
+_EMITTED = "memfs_feed_emitted"
 _NOTHING: frozenset[str] = frozenset()
 
 
@@ -110,6 +114,18 @@ def feed_changed(conn: Connection, store_id: str) -> None:
     grown.add(store_id)
     if conn.dialect.name == "postgresql":
         _hot.run(conn, _NOTIFY, {"channel": CHANNEL, "store_id": store_id})
+
+
+def record_emitted(conn: Connection, change: Change) -> None:
+    """Records, in the write transaction ``conn``, one change-feed entry it appended
+    (called by :mod:`memfs.store.feed` for each); :func:`take_emitted` hands them out."""
+    conn.info.setdefault(_EMITTED, []).append(change)
+
+
+def take_emitted(conn: Connection) -> list[Change]:
+    """The change-feed entries ``conn``'s transaction appended (:func:`record_emitted`),
+    oldest first; the record is cleared (call it when the transaction ends)."""
+    return conn.info.pop(_EMITTED, None) or []
 
 
 def take_feed_changed(conn: Connection) -> bool:

@@ -1,0 +1,95 @@
+"""What a writer that follows the change feed learns without reading it back (issue 17):
+the receipt of its own write (the entries that write appended, exactly as the feed then
+holds them) and, on a SQLite file, the newest seq of a store read on the caller's
+thread by the feed probe."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from memfs.errors import PathConflict
+from memfs.model import Actor, MemoryStore
+from memfs.store import Engine
+
+
+def test_each_write_s_receipt_is_what_it_appended_to_the_feed(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    def receipt_matches_feed(write) -> None:  # type: ignore[no-untyped-def]
+        before = engine.last_change_seq(store.id)
+        write()
+        receipt = engine.feed_receipt()
+        assert receipt, "the write appended entries"
+        assert receipt == engine.changes_since(store.id, before)
+
+    created: list[str] = []
+    receipt_matches_feed(
+        lambda: created.append(engine.create_memory(store.id, "/d/a.md", "a\n", actor=actor).id)
+    )
+    receipt_matches_feed(lambda: engine.create_memory(store.id, "/d/b.md", "b\n", actor=actor))
+    receipt_matches_feed(
+        lambda: engine.update_memory(store.id, created[0], actor=actor, content="a2\n")
+    )
+    receipt_matches_feed(
+        lambda: engine.update_memory(store.id, created[0], actor=actor, path="/d/c.md")
+    )
+    # A directory rename appends one entry per memory in one statement.
+    receipt_matches_feed(lambda: engine.rename_prefix(store.id, "/d/", "/e/", actor=actor))
+    assert len(engine.feed_receipt()) == 2
+    receipt_matches_feed(lambda: engine.delete_memory(store.id, created[0], actor=actor))
+
+
+def test_a_refused_write_or_one_that_changes_nothing_has_an_empty_receipt(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    memory = engine.create_memory(store.id, "/a.md", "a\n", actor=actor)
+    assert engine.feed_receipt() != []
+    with pytest.raises(PathConflict):
+        engine.create_memory(store.id, "/a.md", "again\n", actor=actor)
+    assert engine.feed_receipt() == []
+    engine.update_memory(store.id, memory.id, actor=actor, content="a\n")  # no change
+    assert engine.feed_receipt() == []
+
+
+def test_a_receipt_belongs_to_the_thread_that_wrote(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    mine = engine.create_memory(store.id, "/mine.md", "m\n", actor=actor)
+    theirs: list[object] = []
+
+    def write_elsewhere() -> None:
+        engine.create_memory(store.id, "/theirs.md", "t\n", actor=actor)
+        theirs.extend(engine.feed_receipt())
+
+    thread = threading.Thread(target=write_elsewhere)
+    thread.start()
+    thread.join()
+    assert [c.memory_id for c in engine.feed_receipt()] == [mine.id]
+    assert [c.path for c in theirs] == ["/theirs.md"]  # type: ignore[attr-defined]
+
+
+def test_the_probe_reads_the_newest_seq_of_every_connection_s_commits(
+    engine: Engine, second_engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    probe = engine.feed_probe()
+    if engine.dialect != "sqlite":
+        assert probe is None  # PostgreSQL: the counter is read in a worker thread
+        return
+    assert probe is not None
+    try:
+        assert probe.last_seq(store.id) == 0
+        engine.create_memory(store.id, "/a.md", "a\n", actor=actor)
+        assert probe.last_seq(store.id) == 1
+        # Another engine is another connection pool, as another process would be.
+        second_engine.create_memory(store.id, "/b.md", "b\n", actor=actor)
+        assert probe.last_seq(store.id) == 2 == engine.last_change_seq(store.id)
+        assert probe.last_seq("memstore_unknown") is None
+        # It holds no snapshot between calls: a truncating checkpoint does not wait.
+        assert engine._db.checkpoint(wait_s=0)
+        engine.delete_store(store.id)
+        assert probe.last_seq(store.id) is None  # gone: read the feed for its last entry
+    finally:
+        probe.close()
+
