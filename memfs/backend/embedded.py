@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import re
+import threading
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, TypeVar
 
@@ -110,6 +111,7 @@ class EmbeddedBackend:
         # per store the feed entries of this backend's own writes, by seq.
         self._probe = engine.feed_probe()
         self._own: dict[str, dict[int, Change]] = {}
+        self._own_lock = threading.Lock()  # kept by worker threads, read on the loop
 
     async def _run(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
@@ -119,23 +121,31 @@ class EmbeddedBackend:
     ) -> Memory:
         """Runs a write of one memory and keeps the change-feed entries it appended (the
         engine's receipt) when they are all ``memory_written`` entries of that memory:
-        the feed hands them back without a read (see :meth:`changes_since`)."""
+        the feed hands them back without a read (see :meth:`changes_since`). They are
+        kept by the worker thread as soon as the write returns, so the feed task woken
+        by the commit's notification almost always finds them (else it reads)."""
         engine = self._engine
 
-        def write() -> tuple[Memory, list[Change]]:
+        def write() -> Memory:
             memory = fn(*args, **kwargs)
-            return memory, engine.feed_receipt()
+            if self._probe is not None:
+                self._keep_own(memory.id, engine.feed_receipt())
+            return memory
 
-        memory, receipt = await trio.to_thread.run_sync(write)
-        if self._probe is not None and all(
-            c.kind is ChangeKind.MEMORY_WRITTEN and c.memory_id == memory.id for c in receipt
+        return await trio.to_thread.run_sync(write)
+
+    def _keep_own(self, memory_id: str, receipt: list[Change]) -> None:
+        """Keeps a write's receipt (any thread) when it only wrote ``memory_id``."""
+        if not receipt or not all(
+            c.kind is ChangeKind.MEMORY_WRITTEN and c.memory_id == memory_id for c in receipt
         ):
-            own = self._own.setdefault(memory.memory_store_id, {})
+            return
+        with self._own_lock:
+            own = self._own.setdefault(receipt[0].memory_store_id, {})
             for change in receipt:
                 own[change.seq] = change
             while len(own) > self.OWN_CHANGES_KEPT:
                 del own[next(iter(own))]
-        return memory
 
     def _own_batch(self, store_id: str, after_seq: int) -> list[Change] | None:
         """What the store's feed holds after ``after_seq`` when that is known without a
@@ -148,9 +158,12 @@ class EmbeddedBackend:
             return None  # the store is gone, or the file could not be read at once
         if newest <= after_seq:
             return []
-        own = self._own.get(store_id, {})
-        batch = [own.get(seq) for seq in range(after_seq + 1, newest + 1)]
-        if None in batch or len(batch) > self.CHANGE_BATCH:
+        if newest - after_seq > self.CHANGE_BATCH:
+            return None
+        with self._own_lock:
+            own = self._own.get(store_id, {})
+            batch = [own.get(seq) for seq in range(after_seq + 1, newest + 1)]
+        if None in batch:
             return None
         return batch  # type: ignore[return-value]  # no None in it
 
@@ -360,9 +373,10 @@ class EmbeddedBackend:
         """Records how far the store's feed has been handed out (see change_counter)."""
         newest = changes[-1].seq if changes else after_seq
         self._delivered[store_id] = max(self._delivered.get(store_id, newest), newest)
-        own = self._own.get(store_id)
-        while own and next(iter(own)) <= newest:
-            del own[next(iter(own))]
+        with self._own_lock:
+            own = self._own.get(store_id)
+            while own and next(iter(own)) <= newest:
+                del own[next(iter(own))]
         return changes
 
     async def maintain(self) -> None:
