@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from memfs.errors import InvalidInput
-from memfs.query import Term, TermKind, parse, snippet
+from memfs.query import Term, TermKind, holds_unspaced_script, parse, snippet
 
 
 def test_every_kind_of_term() -> None:
@@ -52,3 +52,19 @@ def test_snippets_cut_and_highlight() -> None:
     assert "the **Kernel** caches **kernels**" in cut
     assert snippet("a kernel", parse("kern")) == "a kernel"  # a whole word, not a prefix
     assert snippet("東京タワー", parse("タワー")) == "東京**タワー**"
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("plain ascii notes " * 200, False),
+        ("café — naïve résumé", False),
+        ("ascii first " * 200 + "終", True),
+        ("会議のメモ", True),
+        ("ภาษาไทย", True),
+        ("𠀋 (a CJK extension B character)", True),
+        ("", False),
+    ],
+)
+def test_which_text_holds_a_script_written_without_spaces(text: str, expected: bool) -> None:
+    assert holds_unspaced_script(text) is expected
