@@ -257,14 +257,17 @@ class PathConflict(Conflict):
     (``/a`` and ``/a/b`` can't coexist, SPEC §1).
 
     Attributes:
-        conflicting_memory_id: the ``mem_…`` id of the memory in the way.
-        conflicting_path: that memory's path.
+        conflicting_memory_id: the ``mem_…`` id of the memory in the way; None when it
+            is a record hidden from the caller (SPEC §6: it does not exist for it).
+        conflicting_path: that memory's path; None likewise.
     """
 
     code = "memory_path_conflict"
     wire = WireError(409, "memory_path_conflict_error")
 
-    def __init__(self, message: str, *, conflicting_memory_id: str, conflicting_path: str) -> None:
+    def __init__(
+        self, message: str, *, conflicting_memory_id: str | None, conflicting_path: str | None
+    ) -> None:
         super().__init__(message)
         self.conflicting_memory_id = conflicting_memory_id
         self.conflicting_path = conflicting_path

@@ -128,7 +128,8 @@ def error_body(exc: MemfsError, request_id: str | None) -> tuple[HTTPStatus, dic
         "message": message,
         "details": {"error_code": exc.code},
     }
-    if isinstance(exc, PathConflict):
+    if isinstance(exc, PathConflict) and exc.conflicting_memory_id is not None:
+        # Left out when the memory in the way is hidden from the caller (SPEC §6).
         error["conflicting_memory_id"] = exc.conflicting_memory_id
         error["conflicting_path"] = exc.conflicting_path
     if isinstance(exc, PreconditionFailed):

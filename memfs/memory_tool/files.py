@@ -326,8 +326,10 @@ class MemoryFiles:
                 await self.access.create(attachment.store_id, location.memory_path, file_text)
         except Refused as refused:
             cause = refused.__cause__
-            if isinstance(cause, PathConflict) and _is_ancestor(
-                cause.conflicting_path, location.memory_path
+            if (
+                isinstance(cause, PathConflict)
+                and cause.conflicting_path is not None
+                and _is_ancestor(cause.conflicting_path, location.memory_path)
             ):
                 blocker = self.tool_path(attachment, cause.conflicting_path)
                 raise Refused(
@@ -511,7 +513,11 @@ class MemoryFiles:
     ) -> Refused:
         cause = refused.__cause__
         if isinstance(cause, PathConflict):
-            blocker = self.tool_path(attachment, cause.conflicting_path)
+            blocker = (
+                new_path
+                if cause.conflicting_path is None  # hidden from the caller
+                else self.tool_path(attachment, cause.conflicting_path)
+            )
             return Refused(
                 f"Cannot rename {old_path} to {new_path}: {blocker} is in the way",
                 RefusalKind.EXISTS,

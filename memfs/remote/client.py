@@ -189,8 +189,8 @@ def error_from_response(response: httpx.Response) -> MemfsError:
         if issubclass(cls, PathConflict):
             exc = cls(
                 message,
-                conflicting_memory_id=str(error.get("conflicting_memory_id") or ""),
-                conflicting_path=str(error.get("conflicting_path") or ""),
+                conflicting_memory_id=error.get("conflicting_memory_id") or None,
+                conflicting_path=error.get("conflicting_path") or None,
             )
         elif issubclass(cls, PreconditionFailed):
             exc = cls(message, actual_sha256=str(error.get("actual_content_sha256") or ""))

@@ -56,7 +56,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 from memfs import config, embeddings, rules
 from memfs import query as query_language
 from memfs.embeddings import IndexLag
-from memfs.errors import InvalidInput, NotFound, SearchUnavailable
+from memfs.errors import InvalidInput, NotFound, PathConflict, SearchUnavailable
 from memfs.model import (
     Access,
     Actor,
@@ -493,15 +493,18 @@ class Engine:
             PermissionDenied: ``record_not_visible``, a record ``viewer`` could not see.
         """
         with self._db.write() as conn:
-            memory = memories.create_memory(
-                conn,
-                store_id,
-                path,
-                content,
-                actor=actor,
-                metadata=metadata,
-                memory_limit=self.memory_limit,
-            )
+            try:
+                memory = memories.create_memory(
+                    conn,
+                    store_id,
+                    path,
+                    content,
+                    actor=actor,
+                    metadata=metadata,
+                    memory_limit=self.memory_limit,
+                )
+            except PathConflict as conflict:
+                raise seen.masked_conflict(conn, viewer, conflict, path) from None
             seen.check_written(conn, viewer, memory.id, memory.path)
             return memory
 
@@ -573,17 +576,20 @@ class Engine:
         with self._db.write() as conn:
             seen.require_visible(conn, viewer, memory_id)
             replace = seen.keeps_hidden(conn, viewer, store_id, path, replace)
-            memory = memories.update_memory(
-                conn,
-                store_id,
-                memory_id,
-                actor=actor,
-                content=content,
-                path=path,
-                expected_sha256=expected_sha256,
-                metadata=metadata,
-                replace=replace,
-            )
+            try:
+                memory = memories.update_memory(
+                    conn,
+                    store_id,
+                    memory_id,
+                    actor=actor,
+                    content=content,
+                    path=path,
+                    expected_sha256=expected_sha256,
+                    metadata=metadata,
+                    replace=replace,
+                )
+            except PathConflict as conflict:
+                raise seen.masked_conflict(conn, viewer, conflict, path) from None
             seen.check_written(conn, viewer, memory.id, memory.path)
             return memory
 
@@ -680,15 +686,18 @@ class Engine:
             # A live record hidden from the viewer is the 404 of an unknown id, before
             # any answer that would tell it exists ("is not deleted").
             seen.require_visible(conn, viewer, memory_id)
-            memory = memories.restore_memory(
-                conn,
-                store_id,
-                memory_id,
-                actor=actor,
-                reason=reason,
-                memory_limit=self.memory_limit,
-                audit_metadata=audit_metadata,
-            )
+            try:
+                memory = memories.restore_memory(
+                    conn,
+                    store_id,
+                    memory_id,
+                    actor=actor,
+                    reason=reason,
+                    memory_limit=self.memory_limit,
+                    audit_metadata=audit_metadata,
+                )
+            except PathConflict as conflict:
+                raise seen.masked_conflict(conn, viewer, conflict, None) from None
             seen.require_visible(conn, viewer, memory.id)
             return memory
 

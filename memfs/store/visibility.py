@@ -26,7 +26,7 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, exists, func, or_, select, true
 
-from memfs.errors import MemfsError, NotFound
+from memfs.errors import MemfsError, NotFound, PathConflict
 from memfs.model import Change, MemoryVersion
 from memfs.records import Record, RecordScope, parse_record
 from memfs.store.schema import blobs, memories, record_grants, records, versions
@@ -90,6 +90,25 @@ def require_visible(conn: Connection, viewer: Viewer | None, memory_id: str) -> 
     is hidden from ``viewer``: an invisible record does not exist for it (SPEC §6)."""
     if viewer is not None and hidden_among(conn, viewer, [memory_id]):
         raise NotFound(f"memory {memory_id!r} not found")
+
+
+def masked_conflict(
+    conn: Connection, viewer: Viewer | None, conflict: PathConflict, path: str | None
+) -> PathConflict:
+    """``conflict`` (writing ``path``; None: the memory's own path, a restore) as
+    ``viewer`` may be told it: when the memory in
+    the way is a record hidden from it, neither its id nor its path is named — the path
+    is still not free (paths are unique per store), but what holds it does not exist for
+    the viewer (SPEC §6; an ancestor's path would tell where a hidden record lives)."""
+    blocker = conflict.conflicting_memory_id
+    if viewer is None or blocker is None or not hidden_among(conn, viewer, [blocker]):
+        return conflict
+    where = "its path" if path is None else f"path {path!r}"
+    return PathConflict(
+        f"{where} is not free: a memory hidden from you is at it, above it or below it",
+        conflicting_memory_id=None,
+        conflicting_path=None,
+    )
 
 
 def keeps_hidden(

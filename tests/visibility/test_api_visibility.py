@@ -115,3 +115,38 @@ def test_two_principals_see_their_own_and_shared_records_only(
     assert all(c["path"] is None for c in about_bob)
     assert all(c.get("content_sha256") is None for c in about_bob)
     assert "/bob/prefs.md" not in str(feed)
+
+
+def test_a_path_conflict_over_a_hidden_record_names_neither_its_id_nor_its_path(
+    server: ServeProcess,
+    store_engine: Engine,
+    sdk: Callable[[str], anthropic.Anthropic],
+) -> None:
+    """The 409 still says the path is taken (paths are unique per store); its
+    ``conflicting_memory_id`` and ``conflicting_path`` are left out for a blocker the
+    caller can't see, and kept for one it can (api-contract: both are optional)."""
+    _, alice_secret = store_engine.create_api_key(
+        "alice", SCOPES, principal=UserPrincipal(user_id="alice")
+    )
+    _, bob_secret = store_engine.create_api_key(
+        "bob", SCOPES, principal=UserPrincipal(user_id="bob")
+    )
+    alice, bob = (sdk(s).beta.memory_stores for s in (alice_secret, bob_secret))
+    store = alice.create(name="Shared")
+    hidden = bob.memories.create(store.id, path="/bob/prefs.md", content=record("bob"))
+    for path in ("/bob/prefs.md", "/bob/prefs.md/below.md", "/bob"):
+        with pytest.raises(anthropic.ConflictError) as caught:
+            alice.memories.create(store.id, path=path, content="x\n")
+        error = caught.value.body["error"]  # type: ignore[index]
+        assert error["type"] == "memory_path_conflict_error"
+        assert "conflicting_memory_id" not in error
+        assert "conflicting_path" not in error
+        assert hidden.id not in error["message"]
+        if path == "/bob":
+            assert "prefs.md" not in error["message"]
+    with pytest.raises(anthropic.ConflictError) as caught:
+        bob.memories.create(store.id, path="/bob/prefs.md", content="x\n")
+    error = caught.value.body["error"]  # type: ignore[index]
+    assert (error["conflicting_memory_id"], error["conflicting_path"]) == (
+        hidden.id, "/bob/prefs.md"
+    )

@@ -219,6 +219,53 @@ def test_record_listings_and_relations_hide_what_the_viewer_can_not_see(
     }
 
 
+def test_a_path_conflict_names_no_record_the_viewer_can_not_see(
+    engine: Engine, store: MemoryStore
+) -> None:
+    """The path stays taken (paths are unique per store), but the id and path of the
+    hidden record in the way are left out; a visible blocker is still named."""
+    bob_only = engine.get_memory_by_path(store.id, "/a/bob.md")
+    hidden_dir = engine.get_memory_by_path(store.id, "/c/only-bob/deep.md")
+    mine = engine.create_memory(store.id, "/a/draft.md", record("alice"), actor=ACTOR)
+    attempts = [
+        lambda: engine.create_memory(store.id, "/a/bob.md", "x\n", actor=ACTOR, viewer=ALICE),
+        # A hidden record below the path, and above it: its path is not told either.
+        lambda: engine.create_memory(store.id, "/c/only-bob", "x\n", actor=ACTOR, viewer=ALICE),
+        lambda: engine.create_memory(
+            store.id, "/c/only-bob/deep.md/x.md", "x\n", actor=ACTOR, viewer=ALICE
+        ),
+        lambda: engine.update_memory(
+            store.id, mine.id, path="/a/bob.md", replace=True, actor=ACTOR, viewer=ALICE
+        ),
+    ]
+    messages: list[str] = []
+    for attempt in attempts:
+        with pytest.raises(PathConflict) as caught:
+            attempt()
+        conflict = caught.value
+        assert (conflict.conflicting_memory_id, conflict.conflicting_path) == (None, None)
+        for hidden in (bob_only.id, hidden_dir.id):
+            assert hidden not in conflict.message
+        messages.append(conflict.message)
+    assert "deep.md" not in messages[1]  # the hidden record below /c/only-bob
+    # Restoring a memory onto a path a hidden record took meanwhile.
+    gone = engine.create_memory(store.id, "/d/x.md", record("alice"), actor=ACTOR)
+    engine.delete_memory(store.id, gone.id, actor=ACTOR)
+    taker = engine.create_memory(store.id, "/d/x.md", record("bob"), actor=ACTOR)
+    with pytest.raises(PathConflict) as caught:
+        engine.restore_memory(store.id, gone.id, actor=ACTOR, viewer=ALICE)
+    assert caught.value.conflicting_memory_id is None
+    assert taker.id not in caught.value.message
+    # A blocker the viewer sees is named, as for an unrestricted caller.
+    shared = engine.get_memory_by_path(store.id, "/a/shared.md")
+    with pytest.raises(PathConflict) as caught:
+        engine.create_memory(store.id, "/a/shared.md", "x\n", actor=ACTOR, viewer=ALICE)
+    assert caught.value.conflicting_memory_id == shared.id
+    with pytest.raises(PathConflict) as caught:
+        engine.create_memory(store.id, "/a/bob.md", "x\n", actor=ACTOR)
+    assert caught.value.conflicting_memory_id == bob_only.id
+
+
 def test_a_rename_never_replaces_a_record_the_viewer_can_not_see(
     engine: Engine, store: MemoryStore
 ) -> None:
