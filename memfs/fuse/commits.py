@@ -310,6 +310,11 @@ class Committer:
                     path, code, exc, saved)
         self._status.record_rejected(path, code, str(saved), str(exc))
         self.reset_to_head(node)
+        if node.created_here and node.memory is not None and not node.memory.content_size_bytes:
+            # The first content of an O_EXCL create, refused at its close (a bad record
+            # header, zeros left by an extending truncate): nothing was accepted, so the
+            # last release takes the empty memory back, as for writes refused at write(2).
+            node.working.refuse()
         raise RefusedWrite(str(exc), cause=exc) from exc
 
     def report_lost(self, node: Node) -> NoReturn:

@@ -73,13 +73,14 @@ def test_a_bad_header_is_einval_at_close_and_reported(
     assert path.read_text() == "hello\n"
     assert store_engine.get_memory_by_path(store.id, "/hello.md").content == "hello\n"
     assert _records(store_engine, store) == {}
-    # A real tool says so too. (The new file cp created stays, empty, as for any
-    # content refused at close: its create was committed at open, SPEC §4.)
+    # A real tool says so too. The new file cp created (its O_EXCL create committed an
+    # empty memory at open, SPEC §4) leaves again at its release: nothing was accepted.
     (tmp_path / "bad.md").write_text(BAD)
     copied = run("cp", tmp_path / "bad.md", mount / "notes" / "bad.md", check=False)
     assert copied.returncode != 0
     assert "Invalid argument" in copied.stderr
-    assert store_engine.get_memory_by_path(store.id, "/bad.md").content == ""
+    wait_until(lambda: not (mount / "notes" / "bad.md").exists(), "the refused file to go")
+    assert "/bad.md" not in {m.path for m in store_engine.list_memories(store.id).items}
     message = "invalid record header: importance: must be a number from 0 to 1"
     status = mount.status
     assert status["rejected_count"] == 2
