@@ -106,6 +106,23 @@ class _LazyGroup(typer.core.TyperGroup):
             formatter.write_dl([(name, help_text) for name, (_, help_text) in COMMANDS.items()])
 
 
+def _print_version(value: bool) -> None:
+    if value:
+        from memfs import __version__
+
+        typer.echo(f"memfs {__version__}")
+        raise typer.Exit()
+
+
+def _root(
+    version: bool = typer.Option(
+        False, "--version", callback=_print_version, is_eager=True,
+        help="Print memfs's version and exit.",
+    ),
+) -> None:
+    pass
+
+
 app = typer.Typer(
     name="memfs",
     help="Durable, versioned memory for AI agents, mounted as ordinary files.",
@@ -115,7 +132,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # the top-level help without rich: it would cost 0.1 s
 )
-app.callback()(_no_options)
+app.callback()(_root)
 
 
 def main() -> None:

@@ -73,3 +73,14 @@ def test_store_commands_load_no_server_daemon_or_client(
     assert out, f"memfs {' '.join(args)} printed nothing"
     loaded = modules & _SERVING
     assert loaded == set(), f"memfs {' '.join(args)} imported {sorted(loaded)}"
+
+
+def test_version_prints_the_package_version_and_imports_no_heavy_library(
+    memfs_home: Path,
+) -> None:
+    from memfs import __version__
+
+    out, modules = _imported(memfs_home, "--version")
+    assert out == f"memfs {__version__}\n"
+    heavy = modules & {"sqlalchemy", "pydantic", "rich", *_SERVING}
+    assert heavy == set(), f"memfs --version imported {sorted(heavy)}"
