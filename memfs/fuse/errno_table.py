@@ -83,6 +83,7 @@ ERRNO_BY_ERROR: dict[type[BaseException], int] = {
     fs.FilesystemError: errno.EIO,
     fs.NoSuchEntry: errno.ENOENT,
     fs.EntryExists: errno.EEXIST,
+    fs.StaleEntry: errno.ESTALE,
     fs.NotADirectory: errno.ENOTDIR,
     fs.IsADirectory: errno.EISDIR,
     # rmdir(2): ENOTEMPTY "pathname contains entries other than . and ..".

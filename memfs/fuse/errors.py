@@ -40,6 +40,7 @@ __all__ = [
     "ReadOnly",
     "ReadOnlyAttribute",
     "RefusedWrite",
+    "StaleEntry",
     "TooManyAttributes",
     "UnknownAttribute",
 ]
@@ -51,6 +52,14 @@ class FilesystemError(Exception):
 
 class NoSuchEntry(FilesystemError):
     """Raised when a name is not in a directory, or an inode is no longer known."""
+
+
+class StaleEntry(FilesystemError):
+    """Raised by an open whose catch-up found the file deleted or moved elsewhere: the
+    path the kernel resolved names it no longer. ``ESTALE`` makes the kernel walk the
+    path again with fresh lookups (``LOOKUP_REVAL``), so the open then meets what the
+    path names now: nothing (``ENOENT``, or a new file with ``O_CREAT``) or another file
+    (SPEC §4 close-to-open)."""
 
 
 class EntryExists(FilesystemError):

@@ -226,13 +226,17 @@ class ChangeFollower:
                 self._table.prune(parent)
             self._notice_modes(attachment)
 
-    async def catch_up(self, attachments: Sequence[Attachment]) -> None:
+    async def catch_up(self, attachments: Sequence[Attachment]) -> int:
         """Applies what other writers committed to ``attachments`` before this request
         goes on (SPEC §4: an open checks the database's change counter and catches up
         before it returns). Costs one cheap backend read per store when nothing changed;
         nothing on a backend without a cheap counter (remote: the feed delivers).
         Failures only leave the change to the feed task (logged).
+
+        Returns:
+            How many feed entries this call applied (0: the tree is as it was).
         """
+        applied = 0
         for attachment in attachments:
             if attachment.deleted:
                 continue
@@ -242,10 +246,13 @@ class ChangeFollower:
                 except NotFound:
                     newest = attachment.seq + 1  # deleted: its feed's last entry says so
                 while newest is not None and newest > attachment.seq:
-                    if not await self.apply(attachment):
+                    batch = await self.apply(attachment)
+                    if not batch:
                         break  # the feed task applied them meanwhile
+                    applied += batch
             except (MemfsError, FilesystemError) as exc:
                 log.info("catching up with %r failed: %s", attachment.name, exc)
+        return applied
 
     async def _store_gone(self, attachment: Attachment, changes: list[Change]) -> bool:
         """Whether ``attachment``'s store is deleted (its last entry, or no such store)."""
@@ -321,6 +328,7 @@ class ChangeFollower:
             return
         if node.parent is not None and self._table.memory_path(node) == memory.path:
             return
+        node.stale_path = True  # the kernel may still reach it by its old name
         old_parent = node.parent
         self._table.unlink(node)
         self._table.place(node)
@@ -334,7 +342,14 @@ class ChangeFollower:
             self._table.set_memory(node, None)
             node.working.detached()
             return
+        if node.open_count > 0 and self._has_writer(node):
+            # Open for writing with nothing written yet: it stays, stored nowhere, until
+            # its last close. A write through it then creates the file again (nothing
+            # written is lost); without one, the last release removes it (Operations).
+            self._table.set_memory(node, None)
+            return
         parent = node.parent
+        node.stale_path = True  # the kernel may still reach it by its name
         # A descriptor still open reads the deleted head from the store again (as an
         # unlinked file stays readable), never bytes held here: a redaction purges them,
         # and the read then fails.

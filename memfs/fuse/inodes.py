@@ -118,6 +118,10 @@ class Node:
         created_here: this mount created the file's memory (a new file's first commit,
             or an ``O_EXCL`` create). Renamed over another file, it is a temporary file
             of an atomic save (SPEC §4: any temp name): the target keeps its identity.
+        stale_path: a change made elsewhere deleted or moved this file since the kernel
+            was last handed it by name (lookup, readdir): a dentry the kernel still holds
+            may name it by a path it no longer has, so an open answers ``ESTALE`` (the
+            kernel then looks the path up again) until a lookup hands it out anew.
     """
 
     inode: int
@@ -137,6 +141,7 @@ class Node:
     kernel_attributes: tuple[int, int] | None = None
     subdirectories: int = 0
     created_here: bool = False
+    stale_path: bool = False
 
     @property
     def is_dir(self) -> bool:

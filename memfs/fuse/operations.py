@@ -59,6 +59,7 @@ from memfs.fuse.errors import (
     NoSuchEntry,
     NotADirectory,
     NotSupported,
+    StaleEntry,
 )
 from memfs.fuse.feed import CHANGE_WAIT_S, ChangeFollower
 from memfs.fuse.handles import Handles, fuse_mount_id, holds_descriptor
@@ -243,8 +244,10 @@ class Operations(pyfuse3.Operations):
         return entry
 
     def _remember(self, node: Node) -> pyfuse3.EntryAttributes:
-        """Attributes of ``node`` handed to the kernel: its lookup count goes up by one."""
+        """Attributes of ``node`` handed to the kernel: its lookup count goes up by one
+        (and the kernel's dentry of it is fresh: see ``Node.stale_path``)."""
         node.lookup_count += 1
+        node.stale_path = False
         return self._attributes(node)
 
     def _directory(self, inode: int) -> Node:
@@ -445,6 +448,7 @@ class Operations(pyfuse3.Operations):
             if not pyfuse3.readdir_reply(token, name, self._attributes(child), child.inode):
                 break
             child.lookup_count += 1
+            child.stale_path = False
 
     @handler
     async def releasedir(self, fh: int) -> None:
@@ -501,7 +505,14 @@ class Operations(pyfuse3.Operations):
         if node.is_dir:
             raise IsADirectory(f"{self._table.display_path(node)} is a directory")
         if node.attachment is not None:
-            await self.follower.catch_up([node.attachment])  # SPEC §4 close-to-open
+            # SPEC §4 close-to-open: what other writers committed is applied first. If
+            # a change elsewhere deleted or moved this file (now, or in the feed task
+            # before this request), the path the kernel resolved may name it no longer.
+            await self.follower.catch_up([node.attachment])
+            if node.stale_path:
+                raise StaleEntry(
+                    f"{node!r} was deleted or moved elsewhere; the kernel looks it up again"
+                )
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
         if writable or flags & os.O_TRUNC:
             self._table.content_target(node)
@@ -649,6 +660,19 @@ class Operations(pyfuse3.Operations):
             elif node.open_count == 0 and node.working.only_refused:
                 async with self._lock:
                     await self.committer.drop_refused_create(node)
+            elif (
+                node.open_count == 0
+                and node.memory is None
+                and not node.parked
+                and node.parent is not None
+                and not is_local_scratch(node)
+            ):
+                # Deleted elsewhere while open for writing, and nothing was written
+                # through it (ChangeFollower._show_deleted): it goes with its last close.
+                parent = node.parent
+                node.stale_path = True
+                self._table.remove(node)
+                self._table.prune(parent)
         finally:
             if node.open_count == 0:
                 node.working.closed()

@@ -1,0 +1,149 @@
+"""Close-to-open across two embedded mounts of one store (SPEC §4), for deletes and
+renames made elsewhere, driven by real tools in subprocesses.
+
+The kernel keeps a mount's dentries for an hour, so a name deleted or moved elsewhere
+still resolves to its inode until the invalidation arrives (tens of milliseconds). The
+open's catch-up then finds the file gone or moved and answers ``ESTALE``, and the kernel
+walks the path again with fresh lookups: the open meets what the path names now. Each
+check runs in a loop with no sleep, so a race shows as a failed iteration. A descriptor
+opened for writing before the delete keeps what is written through it (the close
+creates the file again); one closed without a write leaves nothing.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import textwrap
+from pathlib import Path
+
+from _support.mount import Mounter, live, run, wait_until
+
+from memfs.store import Engine
+
+ROUNDS = 30
+
+
+def _sh(script: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["bash", "-c", textwrap.dedent(script)], capture_output=True, text=True,
+        check=False, timeout=120,
+    )
+
+
+def test_an_open_after_a_delete_elsewhere_sees_the_delete(
+    mounter: Mounter, make_store, store_engine: Engine
+) -> None:
+    store = make_store("Notes", {"/keep.md": "keep\n"})
+    a = mounter.mount("Notes") / "notes"
+    b = mounter.mount("Notes") / "notes"
+    done = _sh(f"""
+        for i in $(seq {ROUNDS}); do
+          echo "old$i" > {a}/d$i.md; cat {b}/d$i.md > /dev/null || echo "unseen $i"
+          rm {a}/d$i.md
+          cat {b}/d$i.md 2> /dev/null && echo "stale $i"
+          echo "new$i" > {b}/d$i.md || echo "refused $i"
+        done
+    """)
+    assert (done.stdout, done.stderr) == ("", "")
+    # Every write after the delete was stored (it was silently dropped before).
+    wait_until(
+        lambda: all(
+            f"/d{i}.md" in (memories := live(store_engine, store.id))
+            and memories[f"/d{i}.md"].content == f"new{i}\n"
+            for i in range(1, ROUNDS + 1)
+        ),
+        "every new file written after the delete to be stored",
+    )
+
+
+def test_an_open_of_a_name_moved_elsewhere_sees_the_move(
+    mounter: Mounter, make_store, store_engine: Engine
+) -> None:
+    store = make_store("Notes", {"/keep.md": "keep\n"})
+    a = mounter.mount("Notes") / "notes"
+    b = mounter.mount("Notes") / "notes"
+    done = _sh(f"""
+        for i in $(seq {ROUNDS}); do
+          echo "m$i" > {a}/m$i.md; cat {b}/m$i.md > /dev/null || echo "unseen $i"
+          mv {a}/m$i.md {a}/n$i.md
+          cat {b}/m$i.md 2> /dev/null && echo "stale $i"
+          echo "again$i" >> {b}/m$i.md || echo "refused $i"
+          python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL))' \\
+            {b}/gone$i.md 2> /dev/null || true
+        done
+    """)
+    assert (done.stdout, done.stderr) == ("", "")
+
+    def settled() -> bool:
+        memories = live(store_engine, store.id)
+        return all(
+            memories.get(f"/n{i}.md") is not None
+            and memories[f"/n{i}.md"].content == f"m{i}\n"  # the moved file is untouched
+            and memories.get(f"/m{i}.md") is not None
+            and memories[f"/m{i}.md"].content == f"again{i}\n"  # a new file at the old name
+            for i in range(1, ROUNDS + 1)
+        )
+
+    wait_until(settled, "the appends to the old names to make new files")
+
+
+def test_an_exclusive_create_of_a_name_deleted_elsewhere_succeeds(
+    mounter: Mounter, make_store, store_engine: Engine
+) -> None:
+    make_store("Notes", {"/keep.md": "keep\n"})
+    a = mounter.mount("Notes") / "notes"
+    b = mounter.mount("Notes") / "notes"
+    done = _sh(f"""
+        for i in $(seq {ROUNDS}); do
+          echo "e$i" > {a}/e$i.md; cat {b}/e$i.md > /dev/null || echo "unseen $i"
+          rm {a}/e$i.md
+          python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL))' \\
+            {b}/e$i.md || echo "EEXIST $i"
+        done
+    """)
+    assert (done.stdout, done.stderr) == ("", "")
+
+
+def _hold_then_delete(a: Path, b: Path, mode: str, text: str | None) -> None:
+    """Opens ``b`` with ``mode`` in a subprocess, deletes the file through ``a`` (the
+    other mount), waits until ``b``'s mount has applied it, then writes ``text`` (None:
+    nothing) and closes."""
+    write = "" if text is None else f"f.write({text!r})"
+    run("python3", "-c", textwrap.dedent(f"""
+        import os, time
+        f = open({str(b)!r}, {mode!r})
+        os.unlink({str(a)!r})
+        deadline = time.monotonic() + 10
+        while {b.name!r} in os.listdir({str(b.parent)!r}) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        {write}
+        f.close()
+    """))
+
+
+def test_a_descriptor_open_for_writing_before_a_delete_elsewhere_keeps_its_write(
+    mounter: Mounter, make_store, store_engine: Engine
+) -> None:
+    store = make_store("Notes", {"/h1.md": "one\n", "/h2.md": "two\n", "/h3.md": "three\n"})
+    a = mounter.mount("Notes") / "notes"
+    b = mounter.mount("Notes") / "notes"
+    for path in ("h1.md", "h2.md", "h3.md"):
+        assert (b / path).read_text()  # the mount knows them
+    _hold_then_delete(a / "h1.md", b / "h1.md", "a", "appended\n")
+    _hold_then_delete(a / "h2.md", b / "h2.md", "r+", "over")
+    # Nothing written: the deleted file is not brought back by the close.
+    _hold_then_delete(a / "h3.md", b / "h3.md", "a", None)
+
+    def settled() -> bool:
+        memories = live(store_engine, store.id)
+        return (
+            memories.get("/h1.md") is not None
+            and memories["/h1.md"].content == "one\nappended\n"
+            and memories.get("/h2.md") is not None
+            and memories["/h2.md"].content == "over"
+            and "/h3.md" not in memories
+        )
+
+    wait_until(settled, "the writes through the held descriptors to be stored")
+    assert sorted(p.name for p in b.iterdir()) == ["h1.md", "h2.md"]
+    assert (b / "h1.md").read_text() == "one\nappended\n"
