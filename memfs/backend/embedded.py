@@ -287,7 +287,7 @@ class EmbeddedBackend:
     async def last_change_seq(self, store_id: str) -> int:
         return await self._run(self._engine.last_change_seq, store_id)
 
-    async def change_counter(self, store_id: str) -> int | None:
+    async def change_counter(self, store_id: str, *, local_only: bool = False) -> int | None:
         """See the Protocol: the store's newest seq.
 
         On a SQLite file it is read on this thread by the engine's
@@ -306,6 +306,8 @@ class EmbeddedBackend:
             newest = self._probe.last_seq(store_id)
             if newest is not None:
                 return newest
+        if local_only:
+            return None
         after = self._delivered.get(store_id)
         if after is None:
             return await self._run(self._engine.last_change_seq, store_id)

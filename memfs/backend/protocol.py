@@ -251,12 +251,14 @@ class Backend(Protocol):
         """The newest change-feed seq of a store (0 when none). Raises NotFound."""
         ...
 
-    async def change_counter(self, store_id: str) -> int | None:
+    async def change_counter(self, store_id: str, *, local_only: bool = False) -> int | None:
         """The store's newest change-feed seq when the backend can read it cheaply from
         a database other mounts write to (embedded: one indexed read), else None (a
         remote backend: its change feed delivers). An open and a lookup miss compare it
         with the seq the mount applied and catch up first (SPEC §4 close-to-open across
-        embedded mounts). Raises NotFound (the store is gone)."""
+        embedded mounts). ``local_only``: None unless it is read without a worker
+        thread (an opendir asks so; on a SQLite file only). Raises NotFound (the store
+        is gone)."""
         ...
 
     async def changes_since(

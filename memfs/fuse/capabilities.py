@@ -76,11 +76,12 @@ def file_reply(
     return info
 
 
-def directory_reply(fh: int) -> int | pyfuse3.FileInfo:
+def directory_reply(fh: int, *, keep_cache: bool = True) -> int | pyfuse3.FileInfo:
     """The reply to ``opendir``: the bare handle with stock pyfuse3, else a ``FileInfo``
-    that lets the kernel keep the listing until the directory is invalidated."""
+    that lets the kernel keep the listing until the directory is invalidated
+    (``keep_cache`` False: the kernel drops the listing it holds at this open)."""
     if not KERNEL_CACHE.cached_listings:
         return fh
-    info = pyfuse3.FileInfo(fh=fh, keep_cache=True)
+    info = pyfuse3.FileInfo(fh=fh, keep_cache=keep_cache)
     info.cache_readdir = True
     return info

@@ -226,12 +226,16 @@ class ChangeFollower:
                 self._table.prune(parent)
             self._notice_modes(attachment)
 
-    async def catch_up(self, attachments: Sequence[Attachment]) -> int:
+    async def catch_up(self, attachments: Sequence[Attachment], *, local_only: bool = False) -> int:
         """Applies what other writers committed to ``attachments`` before this request
         goes on (SPEC §4: an open checks the database's change counter and catches up
         before it returns). Costs one cheap backend read per store when nothing changed;
         nothing on a backend without a cheap counter (remote: the feed delivers).
         Failures only leave the change to the feed task (logged).
+
+        Args:
+            local_only: only when the counter is read without a worker thread
+                (``Backend.change_counter``): an opendir's check, cheap or nothing.
 
         Returns:
             How many feed entries this call applied (0: the tree is as it was).
@@ -242,7 +246,9 @@ class ChangeFollower:
                 continue
             try:
                 try:
-                    newest = await self._backend.change_counter(attachment.store_id)
+                    newest = await self._backend.change_counter(
+                        attachment.store_id, local_only=local_only
+                    )
                 except NotFound:
                     newest = attachment.seq + 1  # deleted: its feed's last entry says so
                 while newest is not None and newest > attachment.seq:

@@ -118,6 +118,9 @@ class Node:
         created_here: this mount created the file's memory (a new file's first commit,
             or an ``O_EXCL`` create). Renamed over another file, it is a temporary file
             of an atomic save (SPEC §4: any temp name): the target keeps its identity.
+        listed_mtime_ns: directories: ``mtime_ns`` when the kernel was last given a
+            listing (readdir from the start); another value means the listing it may
+            hold is older than the children (see ``Operations.opendir``).
         stale_path: a change made elsewhere deleted or moved this file since the kernel
             was last handed it by name (lookup, readdir): a dentry the kernel still holds
             may name it by a path it no longer has, so an open answers ``ESTALE`` (the
@@ -142,6 +145,7 @@ class Node:
     subdirectories: int = 0
     created_here: bool = False
     stale_path: bool = False
+    listed_mtime_ns: int = 0
 
     @property
     def is_dir(self) -> bool:

@@ -427,8 +427,14 @@ class Operations(pyfuse3.Operations):
     @handler
     async def opendir(self, inode: int, ctx: pyfuse3.RequestContext) -> int | pyfuse3.FileInfo:
         directory = self._directory(inode)
-        # The kernel may keep the listing (issue 17).
-        return directory_reply(self._handles.open_listing(directory))
+        # SPEC §4 close-to-open for listings too, where the store's counter is read on
+        # this thread (a SQLite file): changes committed elsewhere are applied first,
+        # and a listing the kernel may keep (issue 17) is dropped at this open when
+        # the children changed since it was handed out; otherwise the feed's
+        # invalidation refreshes it (tens of ms later).
+        await self.follower.catch_up(self._attachments_below(directory), local_only=True)
+        fresh = directory.listed_mtime_ns == directory.mtime_ns
+        return directory_reply(self._handles.open_listing(directory), keep_cache=fresh)
 
     @handler
     async def readdir(self, fh: int, start_id: int, token: pyfuse3.ReaddirToken) -> None:
@@ -438,6 +444,7 @@ class Operations(pyfuse3.Operations):
             # One sorted snapshot per listing (rewinddir(3) takes a new one), so a big
             # directory costs O(n log n) once, not at each of the kernel's pages.
             # next_id is the child's inode: inodes only grow, so the cursor is stable.
+            directory.listed_mtime_ns = directory.mtime_ns
             listing.entries = sorted(directory.children.values(), key=lambda node: node.inode)
             listing.inodes = [child.inode for child in listing.entries]
         assert listing.inodes is not None

@@ -62,7 +62,7 @@ class RemoteFeed(RemoteWrites):
         full store is refused by the commit at close (bytes kept under ``rejected/``)."""
         return None
 
-    async def change_counter(self, store_id: str) -> int | None:
+    async def change_counter(self, store_id: str, *, local_only: bool = False) -> int | None:
         """See the Protocol: None; a remote mount learns of changes from the feed."""
         return None
 

@@ -147,3 +147,26 @@ def test_a_descriptor_open_for_writing_before_a_delete_elsewhere_keeps_its_write
     wait_until(settled, "the writes through the held descriptors to be stored")
     assert sorted(p.name for p in b.iterdir()) == ["h1.md", "h2.md"]
     assert (b / "h1.md").read_text() == "one\nappended\n"
+
+
+def test_a_listing_after_a_change_elsewhere_shows_it(
+    mounter: Mounter, make_store, store_engine: Engine
+) -> None:
+    """An opendir catches up too (the counter is read on the daemon's thread), and a
+    listing the kernel keeps is dropped at that open when the children changed."""
+    make_store("Notes", {"/dir/first.md": "1\n"})
+    a = mounter.mount("Notes") / "notes" / "dir"
+    b = mounter.mount("Notes") / "notes" / "dir"
+    done = _sh(f"""
+        ls {b} > /dev/null
+        for i in $(seq {ROUNDS}); do
+          echo "f$i" > {a}/f$i.md
+          n=$(ls {b} | wc -l); [ "$n" -eq $((i + 1)) ] || echo "after create $i: $n"
+        done
+        for i in $(seq {ROUNDS}); do
+          rm {a}/f$i.md
+          n=$(ls {b} | wc -l); [ "$n" -eq $(({ROUNDS} - i + 1)) ] || echo "after rm $i: $n"
+        done
+        find {b} -type f | wc -l
+    """)
+    assert (done.stdout, done.stderr) == ("1\n", "")
