@@ -118,10 +118,24 @@ class Committer:
         self._wrote(memory)
         node.working.committed(memory.content_sha256, data)
         self._reader.remember(memory.blob_key, data)
+        self._follow_move(node, memory)
         for ancestor in self._table.ancestors(node):
             ancestor.held = False
         log.info("committed %s (%d bytes, version %s)", self._table.display_path(node),
                  len(data), memory.memory_version_id)
+
+    def _follow_move(self, node: Node, memory: Memory) -> None:
+        """After a commit by id: a memory moved elsewhere while ``node`` was open was
+        written at its new path, so the tree shows it there (its feed entry is this
+        mount's own and changes nothing), and the old name is stale for the kernel."""
+        if node.parent is None or node.parked or self._table.memory_path(node) == memory.path:
+            return
+        node.stale_path = True
+        old_parent = node.parent
+        self._table.unlink(node)
+        self._table.place(node)
+        self._table.prune(old_parent)
+        self._table.retry_shadowed()
 
     async def drop_refused_create(self, node: Node) -> None:
         """The last close of a file created at once (``O_EXCL``) whose every write was

@@ -285,6 +285,9 @@ class Operations(pyfuse3.Operations):
             node = parent.parent or self._table.root
         else:
             text = decode_name(name)
+            # A known name may be gone or moved elsewhere (O_EXCL after a delete there
+            # revalidates it): catch up where it costs no worker thread.
+            await self.follower.catch_up(self._attachments_below(parent), local_only=True)
             try:
                 node = self._table.child(parent, text)
             except NoSuchEntry:
@@ -294,6 +297,27 @@ class Operations(pyfuse3.Operations):
                 await self.follower.catch_up(self._attachments_below(parent))
                 node = self._table.child(parent, text)
         return self._remember(node)
+
+    async def _catch_up(self, node: Node, *, local_only: bool = False) -> None:
+        """SPEC §4 close-to-open for a request on ``node`` (an open, a change by inode, or
+        the directory of a change by name): what other writers committed to its stores
+        is applied first (``local_only``: only where that needs no worker thread).
+
+        Raises:
+            StaleEntry: a change elsewhere deleted or moved the file, or removed the
+                directory, since the kernel resolved the path (now, or in the feed task
+                before this request): ``ESTALE``, and the kernel resolves it again.
+        """
+        attachments = (
+            self._attachments_below(node) if node.is_dir
+            else [node.attachment] if node.attachment is not None else []
+        )
+        await self.follower.catch_up(attachments, local_only=local_only)
+        removed_directory = node.is_dir and node is not self._table.root and node.parent is None
+        if node.stale_path or removed_directory:
+            raise StaleEntry(
+                f"{node!r} was deleted or moved elsewhere; the kernel looks it up again"
+            )
 
     def _attachments_below(self, directory: Node) -> list[Attachment]:
         """The stores whose paths ``directory`` shows (all of them at a shared root)."""
@@ -322,6 +346,8 @@ class Operations(pyfuse3.Operations):
         ctx: pyfuse3.RequestContext,
     ) -> pyfuse3.EntryAttributes:
         node = self._table.get(inode)
+        if fh is None:  # by path (truncate(2), chmod(2), …): the path may be stale
+            await self._catch_up(node)
         if fields.update_size:
             if node.is_dir:
                 raise IsADirectory(f"{self._table.display_path(node)} is a directory")
@@ -412,6 +438,7 @@ class Operations(pyfuse3.Operations):
 
     @handler
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        await self._catch_up(self._directory(parent_inode))  # the name as it is now
         async with self._lock:
             parent = self._directory(parent_inode)
             node = self._table.child(parent, decode_name(name))
@@ -432,7 +459,7 @@ class Operations(pyfuse3.Operations):
         # and a listing the kernel may keep (issue 17) is dropped at this open when
         # the children changed since it was handed out; otherwise the feed's
         # invalidation refreshes it (tens of ms later).
-        await self.follower.catch_up(self._attachments_below(directory), local_only=True)
+        await self._catch_up(directory, local_only=True)
         fresh = directory.listed_mtime_ns == directory.mtime_ns
         return directory_reply(self._handles.open_listing(directory), keep_cache=fresh)
 
@@ -511,15 +538,7 @@ class Operations(pyfuse3.Operations):
         node = self._table.get(inode)
         if node.is_dir:
             raise IsADirectory(f"{self._table.display_path(node)} is a directory")
-        if node.attachment is not None:
-            # SPEC §4 close-to-open: what other writers committed is applied first. If
-            # a change elsewhere deleted or moved this file (now, or in the feed task
-            # before this request), the path the kernel resolved may name it no longer.
-            await self.follower.catch_up([node.attachment])
-            if node.stale_path:
-                raise StaleEntry(
-                    f"{node!r} was deleted or moved elsewhere; the kernel looks it up again"
-                )
+        await self._catch_up(node)
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
         if writable or flags & os.O_TRUNC:
             self._table.content_target(node)
@@ -698,6 +717,10 @@ class Operations(pyfuse3.Operations):
 
     @handler
     async def unlink(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        # SPEC §4: the name as it is now, not as the kernel last saw it: a file moved
+        # elsewhere is not deleted by its old name, and one deleted and made again
+        # elsewhere is the one removed.
+        await self._catch_up(self._directory(parent_inode))
         async with self._lock:
             parent = self._directory(parent_inode)
             node = self._table.child(parent, decode_name(name))
@@ -724,6 +747,9 @@ class Operations(pyfuse3.Operations):
         if flags & pyfuse3.RENAME_EXCHANGE:
             # rename(2): EINVAL "RENAME_EXCHANGE ... not supported by the filesystem".
             raise InvalidInput("rename with RENAME_EXCHANGE is not supported")
+        await self._catch_up(self._directory(parent_inode_old))  # the names as they are now
+        if parent_inode_new != parent_inode_old:
+            await self._catch_up(self._directory(parent_inode_new))
         async with self._lock:
             old_parent = self._directory(parent_inode_old)
             new_parent = self._directory(parent_inode_new)
@@ -757,14 +783,18 @@ class Operations(pyfuse3.Operations):
     async def setxattr(
         self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
+        node = self._table.get(inode)
+        await self._catch_up(node)  # by path: it may be stale
         async with self._lock:
-            await self._xattrs.set(self._table.get(inode), name, value)
+            await self._xattrs.set(node, name, value)
         self._send_notices()
 
     @handler
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
+        node = self._table.get(inode)
+        await self._catch_up(node)  # by path: it may be stale
         async with self._lock:
-            await self._xattrs.remove(self._table.get(inode), name)
+            await self._xattrs.remove(node, name)
         self._send_notices()
 
     # -------------------------------------------------------------- change feed

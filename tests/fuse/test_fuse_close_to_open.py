@@ -170,3 +170,67 @@ def test_a_listing_after_a_change_elsewhere_shows_it(
         find {b} -type f | wc -l
     """)
     assert (done.stdout, done.stderr) == ("1\n", "")
+
+
+def test_changes_by_path_after_a_change_elsewhere_act_on_what_the_path_names_now(
+    mounter: Mounter, make_store, store_engine: Engine
+) -> None:
+    """rm, truncate(2) and setxattr by a name moved elsewhere are ENOENT and leave the
+    moved file alone; rm of a name deleted and made again elsewhere removes the new
+    file; a write through a descriptor held across a move elsewhere lands in the moved
+    file, which the mount then shows at its new name."""
+    store = make_store("Notes", {"/keep.md": "keep\n"})
+    a = mounter.mount("Notes") / "notes"
+    b = mounter.mount("Notes") / "notes"
+    out = run("python3", "-c", textwrap.dedent(f"""
+        import errno, os
+        A, B = {str(a)!r}, {str(b)!r}
+        def named(name):
+            open(f"{{A}}/{{name}}", "w").write(name + "\\n")
+            open(f"{{B}}/{{name}}").read()  # mount B knows it by this name
+        def errno_of(action):
+            try:
+                action()
+            except OSError as e:
+                return errno.errorcode[e.errno]
+            return "ok"
+        for i in range({ROUNDS // 3}):
+            named(f"q{{i}}"); os.rename(f"{{A}}/q{{i}}", f"{{A}}/q{{i}}-moved")
+            print("rm", errno_of(lambda: os.unlink(f"{{B}}/q{{i}}")))
+            named(f"t{{i}}"); os.rename(f"{{A}}/t{{i}}", f"{{A}}/t{{i}}-moved")
+            print("truncate", errno_of(lambda: os.truncate(f"{{B}}/t{{i}}", 0)))
+            named(f"x{{i}}"); os.rename(f"{{A}}/x{{i}}", f"{{A}}/x{{i}}-moved")
+            print("setxattr", errno_of(lambda: os.setxattr(f"{{B}}/x{{i}}", "user.meta.k", b"v")))
+            named(f"r{{i}}"); os.unlink(f"{{A}}/r{{i}}")
+            open(f"{{A}}/r{{i}}", "w").write("again\\n")
+            print("rm-made-again", errno_of(lambda: os.unlink(f"{{B}}/r{{i}}")))
+            named(f"h{{i}}")
+            with open(f"{{B}}/h{{i}}", "a") as held:
+                os.rename(f"{{A}}/h{{i}}", f"{{A}}/h{{i}}-moved")
+                held.write("appended\\n")
+    """)).stdout
+    rounds = ROUNDS // 3
+    assert out.splitlines() == [
+        line for _ in range(rounds)
+        for line in ("rm ENOENT", "truncate ENOENT", "setxattr ENOENT", "rm-made-again ok")
+    ]
+
+    def settled() -> bool:
+        memories = live(store_engine, store.id)
+        return all(
+            memories.get(f"/{name}{i}-moved") is not None
+            and memories[f"/{name}{i}-moved"].content == f"{name}{i}\n"
+            for name in ("q", "t", "x") for i in range(rounds)
+        ) and all(
+            f"/r{i}" not in memories
+            and memories.get(f"/h{i}-moved") is not None
+            and memories[f"/h{i}-moved"].content == f"h{i}\nappended\n"
+            for i in range(rounds)
+        )
+
+    wait_until(settled, "every moved file intact and every held write in its moved file")
+    assert all(store_engine.get_memory_by_path(store.id, f"/x{i}-moved").metadata == {}
+               for i in range(rounds))
+    names = {p.name for p in b.iterdir()}
+    assert {f"h{i}-moved" for i in range(rounds)} <= names
+    assert not {f"h{i}" for i in range(rounds)} & names
