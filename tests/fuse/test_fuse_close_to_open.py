@@ -234,3 +234,22 @@ def test_changes_by_path_after_a_change_elsewhere_act_on_what_the_path_names_now
     names = {p.name for p in b.iterdir()}
     assert {f"h{i}-moved" for i in range(rounds)} <= names
     assert not {f"h{i}" for i in range(rounds)} & names
+
+
+def test_a_directory_moved_elsewhere_is_gone_by_its_old_name(
+    mounter: Mounter, make_store, store_engine: Engine
+) -> None:
+    """The opendir of a directory a change elsewhere removed answers ESTALE, so the
+    kernel resolves the path again: ``ls`` of the old name is ENOENT, not empty."""
+    make_store("Notes", {"/keep.md": "keep\n"})
+    a = mounter.mount("Notes") / "notes"
+    b = mounter.mount("Notes") / "notes"
+    done = _sh(f"""
+        for i in $(seq {ROUNDS}); do
+          mkdir -p {a}/dir$i; echo x > {a}/dir$i/f.md; ls {b}/dir$i > /dev/null
+          mv {a}/dir$i {a}/moved$i
+          ls {b}/dir$i > /dev/null 2>&1 && echo "listed $i"
+          [ "$(ls {b}/moved$i)" = "f.md" ] || echo "moved $i missing"
+        done
+    """)
+    assert (done.stdout, done.stderr) == ("", "")
