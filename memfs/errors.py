@@ -34,6 +34,7 @@ exit status.
     │   ├── CredentialExpired           a session token past its expires_at
     │   └── CredentialRevoked           a revoked key, a revoked or archived session
     ├── StoreBusy                       the database stayed locked past the busy timeout
+    ├── StorageFull                     the disk under the database or a durable file is full
     ├── DatabaseUnavailable             the database can't be opened as asked
     │   ├── DatabaseNotFound            no database there, and creating one was not asked
     │   ├── DatabaseReadOnly            a write to a database opened (or only readable) read-only
@@ -60,6 +61,7 @@ and the client turns a response back into a class with :func:`error_class_for`
     PermissionDenied         403 permission_error
     AuthenticationFailed     401 authentication_error
     StoreBusy                503 overloaded_error        (transient: retry-after is set)
+    StorageFull              503 overloaded_error        (transient once space is freed)
     CorruptedStore           500 api_error
 """
 
@@ -100,6 +102,7 @@ __all__ = [
     "SearchUnavailable",
     "StoreArchived",
     "StoreBound",
+    "StorageFull",
     "StoreBusy",
     "StoreFull",
     "WireError",
@@ -366,6 +369,28 @@ class StoreBusy(MemfsError):
 
     def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
+        self.retry_after_s = retry_after_s
+
+
+class StorageFull(MemfsError):
+    """Raised when a write found no space: the filesystem under the database or a durable
+    file of memfs's answered ``ENOSPC``/``EDQUOT``, or SQLite ``SQLITE_FULL``. Nothing was
+    written (the transaction rolled back, the file was not replaced); the same call may
+    succeed once space is freed, and reads keep working meanwhile.
+
+    Attributes:
+        path: the file or directory that could not grow, when known (shown by
+            ``memfs status``); None when the driver did not say.
+        retry_after_s: a suggested wait before retrying, in seconds.
+    """
+
+    code = "storage_full"
+    # Retryable, as StoreBusy: the SDK retries a 503 and honours ``retry-after``.
+    wire = WireError(503, "overloaded_error")
+
+    def __init__(self, message: str, *, path: str | None = None, retry_after_s: float = 5.0) -> None:
+        super().__init__(message)
+        self.path = path
         self.retry_after_s = retry_after_s
 
 

@@ -65,6 +65,9 @@ ERRNO_BY_ERROR: dict[type[BaseException], int] = {
     # The database stayed locked past the busy timeout; nothing was committed, so the
     # caller may try again. errno(3): EAGAIN "Resource temporarily unavailable".
     domain.StoreBusy: errno.EAGAIN,
+    # No space under the database or a durable file: write(2)'s ENOSPC "The device
+    # containing the file ... has no room for the data"; nothing was committed.
+    domain.StorageFull: errno.ENOSPC,
     # The database file is missing, foreign or can't be opened: a low-level I/O error.
     domain.DatabaseUnavailable: errno.EIO,
     domain.DatabaseNotFound: errno.EIO,
