@@ -388,7 +388,9 @@ class StorageFull(MemfsError):
     # Retryable, as StoreBusy: the SDK retries a 503 and honours ``retry-after``.
     wire = WireError(503, "overloaded_error")
 
-    def __init__(self, message: str, *, path: str | None = None, retry_after_s: float = 5.0) -> None:
+    def __init__(
+        self, message: str, *, path: str | None = None, retry_after_s: float = 5.0
+    ) -> None:
         super().__init__(message)
         self.path = path
         self.retry_after_s = retry_after_s

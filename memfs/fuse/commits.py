@@ -138,35 +138,66 @@ class Committer:
         self._table.retry_shadowed()
 
     async def drop_refused_create(self, node: Node) -> None:
-        """The last close of a file created at once (``O_EXCL``) whose every write was
-        refused: its empty memory is taken back (``Backend.discard_created``: erased on
-        an embedded mount, soft-deleted on a remote one), as a new file in that situation
-        leaves nothing (issue 10 item 5: ``cp`` of a binary file)."""
+        """The last close of a file whose ``O_EXCL`` claim never got content and whose
+        every write was refused (or whose process failed on another file: see
+        :meth:`memfs.fuse.operations.Operations.write`): the claim is taken back, as a new
+        file in that situation leaves nothing (SPEC §4; ``cp`` of a binary file)."""
+        if node.working.claimed and node.working.only_refused and not node.parked:
+            await self._take_back_claim(node)
+
+    async def _take_back_claim(self, node: Node) -> None:
+        """Erases the empty memory of ``node``'s ``O_EXCL`` claim (``Backend.discard_created``:
+        erased on an embedded mount, soft-deleted on a remote one) and forgets the node."""
         memory = node.memory
-        if (
-            not node.created_here
-            or memory is None
-            or node.parked
-            or memory.content_size_bytes
-            or not node.working.only_refused
-            or node.attachment is None
-        ):
-            return
-        try:
-            await self._backend.discard_created(node.attachment.store_id, memory.id)
-        except NotFound:
-            log.info("%s was already deleted elsewhere", memory.path)
+        if memory is not None and node.attachment is not None:
+            try:
+                await self._backend.discard_created(node.attachment.store_id, memory.id)
+            except NotFound:
+                log.info("%s was already deleted elsewhere", memory.path)
+            except MemfsError as exc:  # the claim stays; fsck and the user see an empty file
+                log.warning("the claim on %s could not be taken back: %s", memory.path, exc)
+        node.working.claimed = False
         self._table.set_memory(node, None)
         self.reset_to_head(node)
 
+    async def abort(self, node: Node, refusal: Exception) -> NoReturn:
+        """A save that had a write or ``ftruncate`` refused (SPEC §4 "a save is all or
+        nothing"): nothing of it is committed. The pending bytes (what was accepted
+        before and after the refusal) are kept under ``rejected/`` and counted by
+        ``memfs status``; the file shows its head again byte for byte, or disappears
+        when this save created it (an ``O_EXCL`` claim is taken back).
+
+        Raises:
+            RefusedWrite: always, with ``refusal`` as its cause (the close's errno).
+        """
+        if node.working.refusal is None and not node.working.dirty:
+            # Aborted already (another close of the same descriptor): report only.
+            raise RefusedWrite(str(refusal), cause=refusal) from refusal
+        pending = node.working.buffer if node.working.dirty else None
+        path = self._table.display_path(node)
+        code = errno.errorcode[errno_for(refusal)]
+        saved = ""
+        if pending:
+            saved = str(save_rejected(self._session_id, node.name, bytes(pending)))
+        if saved:  # something to recover: a warning, as for a write refused at close
+            log.warning("save of %s failed (%s: %s); nothing of it was committed, its "
+                        "accepted bytes are kept in %s", path, code, refusal, saved)
+        else:  # nothing was accepted: the errno told the writer everything
+            log.info("save of %s failed (%s: %s); nothing was written", path, code, refusal)
+        self._status.record_rejected(path, code, saved, str(refusal))
+        if node.working.claimed and not node.parked:
+            await self._take_back_claim(node)
+        else:
+            self.reset_to_head(node)
+        raise RefusedWrite(str(refusal), cause=refusal) from refusal
+
     def created(self, node: Node, memory: Memory) -> None:
         """New file ``node`` was created in the store as ``memory`` (empty) by this
-        mount, before any content (an ``O_EXCL`` create)."""
+        mount, before any content (an ``O_EXCL`` create's claim, SPEC §4)."""
         node.created_here = True
         self._table.set_memory(node, memory)
         self._wrote(memory)
-        node.working.start_empty(dirty=False)
-        node.working.committed(memory.content_sha256, b"")
+        node.working.claim(memory.content_sha256)
         self._reader.remember(memory.blob_key, b"")
         for ancestor in self._table.ancestors(node):
             ancestor.held = False
@@ -324,10 +355,10 @@ class Committer:
                     path, code, exc, saved)
         self._status.record_rejected(path, code, str(saved), str(exc))
         self.reset_to_head(node)
-        if node.created_here and node.memory is not None and not node.memory.content_size_bytes:
+        if node.working.claimed:
             # The first content of an O_EXCL create, refused at its close (a bad record
             # header, zeros left by an extending truncate): nothing was accepted, so the
-            # last release takes the empty memory back, as for writes refused at write(2).
+            # last release takes the claim back, as for writes refused at write(2).
             node.working.refuse()
         raise RefusedWrite(str(exc), cause=exc) from exc
 

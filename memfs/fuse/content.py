@@ -21,8 +21,13 @@ States (SPEC §4 semantics)::
 * **lost**: pending changes were discarded (the content they were made on was redacted
   elsewhere); the next close reports ``lost`` instead of committing.
 
-A refused write or truncate changes nothing (SPEC §4 "Order of refusals"): it is only
-counted (``refused``), so that a new file whose every write was refused leaves nothing.
+A refused write or truncate changes nothing by itself, and it fails the whole save
+(SPEC §4 "Order of refusals": a save is all or nothing): :meth:`WorkingCopy.refuse`
+records the refusal, and the pending content it belongs to is never committed; the close
+reports the refusal and the file goes back to its head (:meth:`reset_to_head`).
+
+An ``O_EXCL`` create leaves a *claim* (``claimed``): an empty memory that holds the name
+for this mount until the first content commit; a save that fails takes it back.
 
 "Drop pending content and show the head" is :meth:`WorkingCopy.reset_to_head`, and
 only there.
@@ -53,6 +58,11 @@ class WorkingCopy:
             one) is committed with it as the precondition.
         refused: a write or truncate was refused since the content was loaded (or the
             file created); nothing of it is in ``buffer``.
+        refusal: the first refusal of the pending save (a write or ``ftruncate`` through
+            a descriptor): the pending content must never be committed, and the close
+            reports it (SPEC §4 "a save is all or nothing"); None otherwise.
+        claimed: the memory is the empty claim of this mount's ``O_EXCL`` create (SPEC §4)
+            and has had no content commit yet; a failed save takes it back.
         lost: why pending changes were discarded; the next close reports it.
         fresh: the pending content was written after a truncation to empty, so none of
             the content it was opened with is in it (a redaction of that content leaves
@@ -67,6 +77,8 @@ class WorkingCopy:
     kernel_sha256: str | None = None
     opened_sha256: str | None = None
     refused: bool = False
+    refusal: Exception | None = None
+    claimed: bool = False
     lost: Exception | None = None
     fresh: bool = False
     pending_metadata: dict[str, str] = field(default_factory=dict)
@@ -99,6 +111,7 @@ class WorkingCopy:
         """unloaded → clean: the head's bytes are now held."""
         self.buffer = bytearray(data)
         self.refused = False
+        self.refusal = None
         return self.buffer
 
     def start_empty(self, *, dirty: bool) -> None:
@@ -107,6 +120,7 @@ class WorkingCopy:
         self.buffer = bytearray()
         self.dirty = self.dirty or dirty
         self.refused = False
+        self.refusal = None
 
     def truncate(self, size_bytes: int) -> bool:
         """Cuts or zero-extends the loaded content to ``size_bytes`` (truncate(2)).
@@ -145,9 +159,24 @@ class WorkingCopy:
         self.buffer[offset : offset + len(data)] = data
         self.dirty = True
 
-    def refuse(self) -> None:
-        """A write or truncate was refused: nothing changed (SPEC §4)."""
+    def refuse(self, refusal: Exception | None = None) -> None:
+        """A write or truncate was refused: nothing changed (SPEC §4). ``refusal``: the
+        error, when the call came through a descriptor; it fails the pending save (kept
+        from the first refusal on, until the save is aborted)."""
         self.refused = True
+        if refusal is not None and self.refusal is None:
+            self.refusal = refusal
+
+    def claim(self, sha256: str) -> None:
+        """unloaded → clean: this mount's ``O_EXCL`` create committed an empty memory of
+        digest ``sha256``, a claim on the name that its first content commit turns into
+        the memory's content (SPEC §4)."""
+        self.buffer = bytearray()
+        self.dirty = False
+        self.refused = False
+        self.refusal = None
+        self.base_sha256 = self.kernel_sha256 = self.opened_sha256 = sha256
+        self.claimed = True
 
     @property
     def only_refused(self) -> bool:
@@ -163,6 +192,8 @@ class WorkingCopy:
         self.opened_sha256 = sha256
         self.pending_metadata = {}
         self.fresh = False  # what is pending now builds on this version
+        self.claimed = False
+        self.refusal = None
 
     def renamed(self, sha256: str, *, keep_pending: bool) -> None:
         """A rename committed the content of digest ``sha256`` (or only moved the file,
@@ -190,6 +221,7 @@ class WorkingCopy:
         self.buffer = None
         self.dirty = False
         self.refused = False
+        self.refusal = None
         self.lost = None
         self.fresh = False
         self.kernel_sha256 = None

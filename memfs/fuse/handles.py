@@ -30,13 +30,17 @@ class Handle:
     Every handle of a node reads the node's one content, as on a local filesystem: the
     kernel's page cache is per inode, so a per-handle snapshot would leak into the pages
     other opens read.
-    ``pid``: the process that opened it (see :meth:`Handles.of_process`)."""
+    ``pid``: the process that opened it (see :meth:`Handles.of_process`).
+    ``refusal``: the first write or ``ftruncate`` refused through this handle: nothing
+    written through it is committed, and every close of it reports the refusal (SPEC §4
+    "a save is all or nothing")."""
 
     node: Node
     writable: bool
     wrote: bool = False
     append: bool = False
     pid: int = 0
+    refusal: Exception | None = None
 
 
 @dataclass

@@ -30,6 +30,7 @@ a read-only store's file of the same path again, if there is one.
 from __future__ import annotations
 
 import bisect
+import contextlib
 import logging
 import os
 import stat
@@ -59,6 +60,7 @@ from memfs.fuse.errors import (
     NoSuchEntry,
     NotADirectory,
     NotSupported,
+    RefusedWrite,
     StaleEntry,
 )
 from memfs.fuse.feed import CHANGE_WAIT_S, ChangeFollower
@@ -354,8 +356,13 @@ class Operations(pyfuse3.Operations):
             self._table.content_target(node)
             try:
                 self._check_size(node, attr.st_size)
-            except MemfsError:
-                node.working.refuse()  # nothing changed (SPEC §4), not even the times
+            except MemfsError as exc:
+                # Nothing changed (SPEC §4), not even the times; through a descriptor
+                # (ftruncate(2)) the save it belongs to fails whole, as for a write.
+                handle = self._handles.get(fh)
+                if handle is not None:
+                    handle.refusal = handle.refusal or exc
+                node.working.refuse(exc if handle is not None else None)
                 raise
             await self.reader.ensure_loaded(node)
             if node.working.truncate(attr.st_size):
@@ -598,12 +605,14 @@ class Operations(pyfuse3.Operations):
             if not is_local_scratch(node):
                 check_content_fragment(buf, off)
             self._check_size(node, off + len(buf))
-        except MemfsError:
-            # Nothing changed (SPEC §4). New files this process created and holds open
-            # without having written anything count as refused too: a tool that failed
-            # on content memfs can't store (sqlite3, whose journal is binary) leaves no
-            # empty file behind (issue 10 item 5).
-            node.working.refuse()
+        except MemfsError as exc:
+            # Nothing changed, and the save this write belongs to fails whole: its close
+            # commits nothing and reports this refusal (SPEC §4 "a save is all or
+            # nothing"). New files this process created and holds open without having
+            # written anything count as refused too: a tool that failed on content memfs
+            # can't store (sqlite3, whose journal is binary) leaves no empty file behind.
+            handle.refusal = handle.refusal or exc
+            node.working.refuse(exc)
             for other in self._handles.of_process(handle.pid):
                 if other.node.memory is None and not other.node.working.buffer:
                     other.node.working.refuse()
@@ -638,6 +647,14 @@ class Operations(pyfuse3.Operations):
         if not handle.writable:
             return
         node = handle.node
+        refusal = handle.refusal or node.working.refusal
+        if refusal is not None:
+            async with self._lock:
+                try:
+                    await self.committer.abort(node, refusal)
+                finally:
+                    self._table.notice_if_stale(node)
+                    self._send_notices()
         if (
             handle.wrote
             or node.working.lost is not None
@@ -656,6 +673,11 @@ class Operations(pyfuse3.Operations):
     @handler
     async def fsync(self, fh: int, datasync: bool) -> None:
         handle = self._handles.file(fh)
+        refusal = handle.refusal or handle.node.working.refusal
+        if refusal is not None:
+            # The save failed (SPEC §4): nothing of it can become durable; the close
+            # aborts it and reports the same.
+            raise RefusedWrite(str(refusal), cause=refusal)
         if handle.writable:
             await self._close_commit(handle.node)
 
@@ -677,7 +699,14 @@ class Operations(pyfuse3.Operations):
             return
         node = handle.node
         try:
-            if node.open_count == 0 and node.working.dirty:
+            refusal = handle.refusal or node.working.refusal
+            if node.open_count == 0 and refusal is not None:
+                # A failed save whose close did not flush (SPEC §4): aborted here, and
+                # only logged (release has no caller).
+                async with self._lock:
+                    with contextlib.suppress(RefusedWrite):
+                        await self.committer.abort(node, refusal)
+            elif node.open_count == 0 and node.working.dirty:
                 # Truncated or created and closed without a write, and flush could not
                 # tell the last descriptor (see flush): commit now. A refusal can only
                 # be logged and kept (release has no caller).

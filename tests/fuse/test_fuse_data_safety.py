@@ -151,7 +151,13 @@ def test_deleting_the_store_fails_the_close_of_unsaved_bytes_and_keeps_them(
 # ------------------------------------------------------------------ item 4
 
 
-def test_one_refused_write_does_not_poison_the_rest(mount: Mount, store_engine: Engine) -> None:
+def test_one_refused_write_fails_the_whole_save(
+    mount: Mount, store_engine: Engine, memfs_home: Path
+) -> None:
+    """SPEC §4 "a save is all or nothing": the bytes accepted before and after a refused
+    write are not committed; the close reports the first refusal, and a new file leaves
+    nothing in the store (its accepted bytes are kept under ``rejected/``)."""
+    mount.expect_log("save of /notes/p.md failed (EFBIG")
     path = mount / "notes" / "p.md"
     out = run_python(f"""
         import errno, os
@@ -159,17 +165,25 @@ def test_one_refused_write_does_not_poison_the_rest(mount: Mount, store_engine: 
         os.write(fd, b"hello\\n")
         for attempt in (lambda: os.pwrite(fd, b"x", 200000),
                         lambda: os.write(fd, b"bell\\x07"),
-                        lambda: os.ftruncate(fd, 200000)):
+                        lambda: os.ftruncate(fd, 200000),
+                        lambda: os.write(fd, b"after\\n")):
             try:
                 attempt()
             except OSError as e:
                 print(errno.errorcode[e.errno])
-        os.close(fd)
-        print("close ok")
+        try:
+            os.close(fd)
+            print("close ok")
+        except OSError as e:
+            print("close", errno.errorcode[e.errno])
     """)
-    assert out == "EFBIG\nEILSEQ\nEFBIG\nclose ok\n"
-    assert path.read_text() == "hello\n"
-    assert _history(store_engine, _store_id(mount), "/p.md") == [(Operation.CREATED, "hello\n")]
+    assert out == "EFBIG\nEILSEQ\nEFBIG\nclose EFBIG\n"
+    assert not exists(path)
+    assert "/p.md" not in live(store_engine, _store_id(mount))
+    assert [v.path for v in versions(store_engine, _store_id(mount)) if v.path == "/p.md"] == []
+    kept = [p.read_bytes() for p in (memfs_home / "rejected" / mount.session_id).iterdir()]
+    assert kept == [b"hello\nafter\n"]
+    assert mount.status["rejected_count"] == 1
 
 
 def test_a_single_oversized_write_is_refused_whole(mount: Mount, store_engine: Engine) -> None:
@@ -181,20 +195,25 @@ def test_a_single_oversized_write_is_refused_whole(mount: Mount, store_engine: E
             print("wrote", os.write(fd, b"x" * 200000))
         except OSError as e:
             print(errno.errorcode[e.errno])
-        os.close(fd)
-        print("close ok")
+        try:
+            os.close(fd)
+            print("close ok")
+        except OSError as e:
+            print("close", errno.errorcode[e.errno])
     """)
-    assert out == "EFBIG\nclose ok\n"
-    wait_until(lambda: not exists(path), "the refused file to disappear")
+    assert out == "EFBIG\nclose EFBIG\n"
+    assert not exists(path)
     assert "/big.md" not in live(store_engine, _store_id(mount))
 
 
-def test_an_oversized_write_from_mid_page_commits_exactly_what_write_reported(
+def test_an_oversized_append_from_mid_page_commits_nothing(
     mount: Mount, store_engine: Engine
 ) -> None:
     """The kernel splits a write that starts inside a page at the page boundary: the
     first part fits and is accepted (write(2) returns a short count, as a local
-    filesystem does at its size limit); the rest, written again, is refused whole."""
+    filesystem does at its size limit); the rest, written again, is refused, and with it
+    the whole save: the file stays what it was (SPEC §4, no partial file)."""
+    mount.expect_log("save of /notes/hello.md failed (EFBIG")
     path = mount / "notes" / "hello.md"
     out = run_python(f"""
         import errno, os
@@ -206,11 +225,14 @@ def test_an_oversized_write_from_mid_page_commits_exactly_what_write_reported(
             os.write(fd, data[written:])
         except OSError as e:
             print(errno.errorcode[e.errno])
-        os.close(fd)
-        print("close ok")
+        try:
+            os.close(fd)
+        except OSError as e:
+            print("close", errno.errorcode[e.errno])
     """)
-    assert out == "wrote 4090\nEFBIG\nclose ok\n"
-    assert path.read_text() == "hello\n" + "x" * 4090
+    assert out == "wrote 4090\nEFBIG\nclose EFBIG\n"
+    assert path.read_text() == "hello\n"
+    assert _history(store_engine, _store_id(mount), "/hello.md") == [(Operation.CREATED, "hello\n")]
 
 
 def test_a_refused_truncate_moves_neither_size_nor_times(mount: Mount) -> None:
@@ -296,11 +318,13 @@ def test_a_new_file_whose_every_write_was_refused_leaves_nothing(
             os.write(fd, b"\\x07")
         except OSError as e:
             print(errno.errorcode[e.errno])
-        os.close(fd)
-        print("close ok")
+        try:
+            os.close(fd)
+        except OSError as e:
+            print("close", errno.errorcode[e.errno])
     """)
-    assert out == "EILSEQ\nclose ok\n"
-    wait_until(lambda: not exists(path), "the refused file to disappear")
+    assert out == "EILSEQ\nclose EILSEQ\n"
+    assert not exists(path)
     assert "/bell.md" not in live(store_engine, _store_id(mount))
 
 

@@ -153,8 +153,8 @@ def test_a_forbidden_control_byte_is_refused_at_write(mount, store_engine: Engin
         else:
             print("close ok")
     """)
-    # A refused write changes nothing (SPEC §4): the close commits the rest, here nothing.
-    assert out == "write EILSEQ\nclose ok\n"
+    # A refused write changes nothing, and fails its save (SPEC §4): the close says so.
+    assert out == "write EILSEQ\nclose EILSEQ\n"
     assert path.read_text() == "hello\n"
     assert _history(store_engine, mount, "/hello.md") == [(Operation.CREATED, "hello\n")]
 
@@ -204,7 +204,8 @@ def test_content_beyond_102400_bytes_is_efbig_at_write(mount, store_engine: Engi
         except OSError as e:
             print("close", errno.errorcode[e.errno])
     """)
-    assert out == "write EFBIG\n"
+    mount.expect_log("save of /notes/big.md failed (EFBIG")
+    assert out == "write EFBIG\nclose EFBIG\n"
     assert _history(store_engine, mount, "/big.md") == [
         (Operation.CREATED, "x" * MAX_CONTENT_BYTES)
     ]
