@@ -122,6 +122,12 @@ REFUSAL_BY_ERROR: dict[type[BaseException], tuple[RefusalKind, str]] = {
         RefusalKind.UNAVAILABLE,
         "memfs is busy; {path} was not changed. Try again: {message}",
     ),
+    # No space left under the database: nothing was written; reads still work.
+    domain.StorageFull: (
+        RefusalKind.UNAVAILABLE,
+        "memfs's disk is full; {path} was not changed. Try again once space is freed: "
+        "{message}",
+    ),
     domain.DatabaseUnavailable: (
         RefusalKind.UNAVAILABLE,
         "memfs can't open its database, so {path} was not changed or read: {message}",

@@ -234,15 +234,25 @@ def test_only_refused_means_nothing_was_accepted() -> None:
     assert not working.only_refused
 
 
-async def test_a_refused_write_changes_nothing_and_the_rest_commits(harness: Harness) -> None:
+async def test_a_refused_write_fails_the_whole_save(harness: Harness, memfs_home: Path) -> None:
+    """SPEC §4 "a save is all or nothing": the write is refused and changes nothing; the
+    close commits nothing of the descriptor (the bytes before it neither), reports the
+    refusal, and keeps what was accepted under ``rejected/``."""
     fh, inode = await harness.create("c.md")
+    await harness.ops.write(fh, 0, b"before\n")
+    await harness.close(fh)
+    fh = await harness.open(inode, os.O_WRONLY | os.O_TRUNC)
     assert await harness.ops.write(fh, 0, b"good\n") == 5
     with pytest.raises(pyfuse3.FUSEError) as refused:
         await harness.ops.write(fh, 5, b"bad\x01")
     assert refused.value.errno == errno.EILSEQ
     assert harness.table.get(inode).working.pending() == b"good\n"
-    await harness.close(fh)
-    assert harness.content("/c.md") == "good\n"
+    with pytest.raises(pyfuse3.FUSEError) as closed:
+        await harness.close(fh)
+    assert closed.value.errno == errno.EILSEQ
+    assert harness.content("/c.md") == "before\n"
+    kept = list((memfs_home / "rejected").rglob("*c.md"))
+    assert [p.read_bytes() for p in kept] == [b"good\n"]
 
 
 async def test_eilseq_is_reported_before_efbig(harness: Harness) -> None:
@@ -250,14 +260,18 @@ async def test_eilseq_is_reported_before_efbig(harness: Harness) -> None:
     with pytest.raises(pyfuse3.FUSEError) as refused:
         await harness.ops.write(fh, 0, b"\x00" * 200_000)
     assert refused.value.errno == errno.EILSEQ
-    await harness.close(fh)
+    with pytest.raises(pyfuse3.FUSEError) as closed:
+        await harness.close(fh)
+    assert closed.value.errno == errno.EILSEQ
 
 
 async def test_a_new_file_whose_every_write_was_refused_is_not_created(harness: Harness) -> None:
     fh, _ = await harness.create("only-refused.md")
     with pytest.raises(pyfuse3.FUSEError):
         await harness.ops.write(fh, 0, b"bad\x01")
-    await harness.close(fh)
+    with pytest.raises(pyfuse3.FUSEError) as closed:
+        await harness.close(fh)
+    assert closed.value.errno == errno.EILSEQ
     with pytest.raises(NotFound):
         harness.engine.get_memory_by_path(harness.store_id, "/only-refused.md", with_content=False)
 
