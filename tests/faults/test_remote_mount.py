@@ -518,3 +518,35 @@ def test_a_mount_whose_token_is_revoked_keeps_its_writes_queued_and_says_why(
     again = run(MEMFS, "outbox", "replay", session_id, "--api", server.url,
                 "--token", make_session(notes))
     assert "is empty" in again.stdout
+
+
+def test_a_failed_save_through_a_remote_mount_changes_nothing(
+    store_engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    make_remote_mount: Callable[..., Mount],
+    tmp_path: Path,
+) -> None:
+    """SPEC §4 "a save is all or nothing" holds on a remote mount too: a refused
+    overwrite leaves the file as it was (not committed empty, not taken away), and a
+    copy over the size limit leaves no prefix and no memory on the server."""
+    notes = make_store("Notes", {"/f.md": "keep\n"})
+    mount = make_remote_mount(notes)
+    mount.expect_log("its accepted bytes are kept in")
+    target = mount / "notes/f.md"
+    memory_id = live(store_engine, notes.id)["/f.md"].id
+    refused = run("bash", "-c", f"printf 'a\\0b' > {target}", check=False)
+    assert refused.returncode == 1
+    assert "Invalid or incomplete multibyte or wide character" in refused.stderr
+    big = tmp_path / "big.md"
+    big.write_text("y" * 160_000)
+    copied = run(sys.executable, "-c",
+                 f"import shutil; shutil.copy({str(big)!r}, {str(mount / 'notes/g.md')!r})",
+                 check=False)
+    assert "File too large" in copied.stderr
+    assert target.read_text() == "keep\n"
+    assert not (mount / "notes/g.md").exists()
+    assert live(store_engine, notes.id)["/f.md"].id == memory_id
+    assert [(v.operation, v.path) for v in versions(store_engine, notes.id)] == [
+        (Operation.CREATED, "/f.md")
+    ]
+    assert mount.status["rejected_count"] == 2
