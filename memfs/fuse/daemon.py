@@ -402,10 +402,12 @@ async def _unmount(operations: Operations, mountpoint: str) -> None:
 
 
 def _forget_mount(mounted: list[MountStatus], mountpoint: str) -> None:
-    """Removes the status file of a mount that was live (the last teardown step)."""
+    """Removes the status file of a mount that was live (the last teardown step). The
+    "unmounted" line is logged first: a status file gone means the log says so (what
+    waits for the file to go, e.g. ``memfs umount``, may read the log next)."""
     for status in mounted:
-        status.remove()
         log.info("unmounted %s", mountpoint)
+        status.remove()
 
 
 async def _terminate_on_signal() -> None:
