@@ -7,18 +7,24 @@ pass either to ``client.beta.messages.tool_runner(tools=[…])``. Both run the c
 ``ToolError`` (an ``is_error`` tool result with the text), the one translation of this
 edge.
 
-The sync tool runs the async core on an event loop of its own in a worker thread (an
-anyio blocking portal), started at construction and stopped by :meth:`close` (or at the
-end of a ``with`` block): one loop for the tool's whole life, so its HTTP connections
-are reused across commands.
+The sync tool runs the async core on an event loop of its own in a daemon thread (an
+anyio blocking portal), started at construction and stopped by :meth:`close`, at the
+end of a ``with`` block, when the tool is garbage-collected, or at interpreter exit
+(whichever comes first): one loop for the tool's whole life, so its HTTP connections
+are reused across commands, and a tool used without ``with`` (as the SDK's own
+``BetaLocalFilesystemMemoryTool`` is) never keeps the interpreter from exiting.
 """
 
 from __future__ import annotations
 
+import contextlib
+import queue
+import threading
+import weakref
 from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AbstractContextManager
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+import anyio
 from anthropic.lib.tools import BetaAbstractMemoryTool, BetaAsyncAbstractMemoryTool, ToolError
 from anthropic.types.beta import (
     BetaMemoryTool20250818CreateCommand,
@@ -28,7 +34,7 @@ from anthropic.types.beta import (
     BetaMemoryTool20250818StrReplaceCommand,
     BetaMemoryTool20250818ViewCommand,
 )
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.from_thread import BlockingPortal
 
 from memfs.memory_tool.access import HttpAccess, StoreAccess, open_embedded
 from memfs.memory_tool.files import MemoryFiles
@@ -145,14 +151,14 @@ class MemfsMemoryTool(BetaAbstractMemoryTool):
 
     def __init__(self, make_files: Callable[[], Awaitable[MemoryFiles]]) -> None:
         super().__init__()
-        portal_cm = start_blocking_portal()
-        self._portal = portal_cm.__enter__()
+        self._portal, thread = _start_loop_thread()
         try:
             self.files = self._portal.call(make_files)
         except BaseException:
-            portal_cm.__exit__(None, None, None)
+            _stop_loop_thread(self._portal, thread)
             raise
-        self._portal_cm: AbstractContextManager[BlockingPortal] | None = portal_cm
+        # Not a method of self: the finalizer must not keep the tool alive.
+        self._finalizer = weakref.finalize(self, _shut_down, self._portal, thread, self.files)
 
     @classmethod
     def embedded(cls, engine: Engine, stores: StoreSpecs) -> Self:
@@ -180,14 +186,9 @@ class MemfsMemoryTool(BetaAbstractMemoryTool):
         self.close()
 
     def close(self) -> None:
-        """Closes the file service and stops the tool's loop thread (idempotent)."""
-        portal_cm, self._portal_cm = self._portal_cm, None
-        if portal_cm is None:
-            return
-        try:
-            self._portal.call(self.files.aclose)
-        finally:
-            portal_cm.__exit__(None, None, None)
+        """Closes the file service and stops the tool's loop thread (idempotent; also
+        done when the tool is garbage-collected or the interpreter exits)."""
+        self._finalizer()
 
     def _run(self, func: Callable[..., Awaitable[str]], *args: Any) -> str:
         async def call() -> str:
@@ -212,3 +213,46 @@ class MemfsMemoryTool(BetaAbstractMemoryTool):
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> str:
         return self._run(self.files.rename, command.old_path, command.new_path)
+
+
+def _start_loop_thread() -> tuple[BlockingPortal, threading.Thread]:
+    """Starts an anyio event loop in a daemon thread and returns its portal and thread.
+
+    A daemon thread, unlike the executor thread of ``anyio.from_thread.
+    start_blocking_portal``, is not joined by the interpreter before ``atexit`` runs, so
+    a tool nobody closed can't hang the exit; the finalizer closes it at exit instead.
+    """
+    handed: queue.Queue[BlockingPortal | BaseException] = queue.Queue(maxsize=1)
+
+    async def serve() -> None:
+        async with BlockingPortal() as portal:
+            handed.put(portal)
+            await portal.sleep_until_stopped()
+
+    def run() -> None:
+        try:
+            anyio.run(serve)
+        except BaseException as exc:  # the loop could not start: tell the constructor
+            handed.put(exc)
+
+    thread = threading.Thread(target=run, name="memfs-memory-tool-loop", daemon=True)
+    thread.start()
+    portal = handed.get()
+    if isinstance(portal, BaseException):
+        raise portal
+    return portal, thread
+
+
+def _stop_loop_thread(portal: BlockingPortal, thread: threading.Thread) -> None:
+    """Stops the portal's loop (tasks still running are cancelled) and joins its thread."""
+    with contextlib.suppress(RuntimeError):  # the loop is gone already
+        portal.call(portal.stop, True)
+    thread.join()
+
+
+def _shut_down(portal: BlockingPortal, thread: threading.Thread, files: MemoryFiles) -> None:
+    """The tool's finalizer: closes the file service on its loop, then stops the loop."""
+    try:
+        portal.call(files.aclose)
+    finally:
+        _stop_loop_thread(portal, thread)

@@ -330,3 +330,34 @@ async def test_the_async_tool_runs_every_command_on_trio(engine: Engine) -> None
         await tool.aclose()
     assert len(versions(engine, store.id)) == 5
     assert tool.to_dict() == {"type": "memory_20250818", "name": "memory"}
+
+
+@pytest.mark.parametrize("closing", ["", "tool.close()\n", "del tool\n"])
+def test_a_tool_used_without_with_lets_the_interpreter_exit(
+    tmp_path, closing: str
+) -> None:
+    """The SDK's own memory tool is used without a ``with`` block; memfs's must not keep
+    the interpreter from exiting when nobody closes it (its loop thread is a daemon
+    thread and the tool closes itself at exit), and its write is committed."""
+    import subprocess
+    import sys
+
+    from memfs.store import open_engine
+
+    database = tmp_path / "memfs.db"
+    with open_engine(f"sqlite:///{database}", create=True) as setup:
+        store = setup.create_store("notes")
+    script = (
+        "from anthropic.types.beta import BetaMemoryTool20250818CreateCommand as Create\n"
+        "from memfs.memory_tool import MemfsMemoryTool\n"
+        "from memfs.store import open_engine\n"
+        f"tool = MemfsMemoryTool.embedded(open_engine({f'sqlite:///{database}'!r}), ['notes'])\n"
+        "print(tool.create(Create(command='create', path='/memories/a.md', file_text='a\\n')))\n"
+        + closing
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert "File created successfully at: /memories/a.md" in done.stdout
+    with open_engine(f"sqlite:///{database}") as check:
+        assert check.get_memory_by_path(store.id, "/a.md", with_content=True).content == "a\n"
