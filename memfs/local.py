@@ -31,6 +31,7 @@ that keeps local files (fuse, remote, cli) may use it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -49,11 +50,13 @@ __all__ = [
     "create_private_file",
     "fsync_directory",
     "hold_mount_lock",
+    "is_disk_full",
     "mount_lock_path",
     "open_private",
     "private_directory",
     "redaction_marker",
     "rejected_directory",
+    "rejected_path",
     "save_rejected",
     "scrub_erased_paths",
     "scrub_file",
@@ -71,6 +74,13 @@ _GROUP_OTHER_BITS = 0o077
 _MAX_SAME_NAME = 1000
 # Longest file name part kept from the refused file's name (NAME_MAX is 255 bytes).
 _MAX_NAME_CHARS = 200
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is an OSError saying the filesystem has no room: ``ENOSPC`` (no
+    space left on device) or ``EDQUOT`` (disk quota exceeded). Either goes away once
+    space is freed, unlike every other OSError of a write."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def compact_timestamp(when: datetime) -> str:
@@ -264,6 +274,16 @@ def _file_name(name: str) -> str:
     return name.replace("/", "_")[:_MAX_NAME_CHARS] or "file"
 
 
+def rejected_path(directory: Path, name: str, when: datetime, *, tag: str | None = None) -> Path:
+    """``<directory>/<UTC timestamp>[-<tag>]-<name>``: where :func:`save_rejected` keeps
+    the bytes of a refused write made at ``when`` (without a tag, ``.2``, … is added
+    when that name is taken)."""
+    stem = compact_timestamp(when)
+    if tag is not None:
+        stem += f"-{tag}"
+    return directory / f"{stem}-{_file_name(name)}"
+
+
 def save_rejected(
     directory: Path,
     name: str,
@@ -297,10 +317,7 @@ def save_rejected(
         OSError: the directory can't be created or written (the caller reports it).
     """
     private_directory(directory)
-    stem = compact_timestamp(when or utcnow())
-    if tag is not None:
-        stem += f"-{tag}"
-    stem += f"-{_file_name(name)}"
+    stem = rejected_path(directory, name, when or utcnow(), tag=tag).name
     if tag is not None:
         base = directory / stem
         if data is not None:

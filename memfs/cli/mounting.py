@@ -665,6 +665,12 @@ def _print_status(target: str, state: str, record: dict[str, Any] | None) -> Non
     typer.echo(f"layout:       {record['layout']}")
     typer.echo(f"started at:   {record['started_at']}")
     typer.echo(f"log:          {record['log_file']}")
+    full = record.get("storage_full")
+    if full:
+        typer.echo(
+            f"disk full:    {full['path']} (since {full['since']}): writes are refused "
+            "with ENOSPC until space is freed; reads go on"
+        )
     backend = record.get("backend")
     if backend is not None:
         typer.echo(f"backend:      {backend['kind']} {backend['location']}")

@@ -54,7 +54,13 @@ from memfs.fuse.mounts import is_mounted, is_stale, unmount
 from memfs.fuse.operations import Operations
 from memfs.fuse.sandbox import MountAccess, NamespaceWatch, check_can_mount
 from memfs.fuse.sdnotify import notify
-from memfs.fuse.status import MountStatus, log_path, record_saved_scratch
+from memfs.fuse.status import (
+    MountStatus,
+    flush_held_rejected,
+    held_rejected,
+    log_path,
+    record_saved_scratch,
+)
 from memfs.model import Access, format_timestamp, utcnow
 from memfs.rules import parse_store_spec, unique_slugs, validate_segment
 
@@ -231,6 +237,10 @@ class _StatusFeed:
         return list(events[-fresh:]) if fresh > 0 else []
 
     def publish(self) -> None:
+        # A full disk: the disk-full state ends once space is back, and refused bytes
+        # held in memory meanwhile go under rejected/ (memfs.fuse.status, "A full disk").
+        self.status.check_space()
+        flush_held_rejected()
         stats = self.backend.statistics()
         for event in self._new(stats.conflicts, stats.conflict_count, self.conflicts_seen):
             self.status.record_conflict(event.path, event.conflict_path or "", at=event.at)
@@ -398,6 +408,10 @@ async def _unmount(operations: Operations, mountpoint: str) -> None:
         record_saved_scratch(mountpoint, operations.save_scratch())
     except OSError as exc:
         log.error("could not record the scratch files saved at unmount: %s", exc)
+    if flush_held_rejected():
+        log.error("%d refused write(s) held in memory could not be written under "
+                  "rejected/ (the disk is still full); their bytes are lost with this "
+                  "daemon", held_rejected())
     pyfuse3.close(unmount=True)
 
 

@@ -1,0 +1,161 @@
+"""A full disk is an answer, not a crash (README "A full disk"): with ``$MEMFS_HOME`` (the
+database, status files, rejected bytes) or a remote mount's outbox on a small tmpfs that
+a filler file fills up, a close gets ``ENOSPC``, nothing is half-written, the daemon
+stays up and serves reads, ``memfs status`` says "disk full" with the path, and the same
+write succeeds once the filler is deleted. ``memfs fsck`` is clean at the end.
+
+The tmpfs is mounted over the test's ``$MEMFS_HOME`` (or its ``outbox/``) before anything
+is created in it, so it needs root; the suite runs as root.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from _support.mount import MEMFS, Mount, Mounter, errno_of, run, wait_until
+from faults_helpers import memfs_status, read_text
+
+from memfs.fuse import mounts
+from memfs.model import MemoryStore
+from memfs.store import Engine
+
+# Room for the database (schema, WAL), the status files and a few memories.
+HOME_SIZE = "6m"
+OUTBOX_SIZE = "256k"
+# Distinct contents of ~60 KB: each commit needs new WAL pages (a full WAL frame per
+# page), so one of a few of them meets the full disk whatever space the WAL had left.
+ATTEMPTS = 20
+FILLER = "filler"
+
+
+def _content(index: int) -> str:
+    return "".join(f"{index:03d} line {i:05d} of a memory written on a full disk\n"
+                   for i in range(1200))
+
+
+def _mount_tmpfs(directory: Path, size: str) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("a small tmpfs for the full disk needs root (mount -t tmpfs)")
+    directory.mkdir(mode=0o700, exist_ok=True)
+    result = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size},mode=0700", "memfs-full-disk",
+         str(directory)], capture_output=True, text=True, check=False,
+    )
+    if result.returncode != 0:
+        pytest.skip(f"mount -t tmpfs failed: {result.stderr.strip()}")
+
+
+def _unmount_tmpfs(directory: Path) -> None:
+    if subprocess.run(["umount", str(directory)], check=False).returncode != 0:
+        subprocess.run(["umount", "-l", str(directory)], check=False)
+
+
+def _fill(directory: Path) -> Path:
+    """Fills the filesystem of ``directory`` with a filler file until ``ENOSPC``: 64 KiB
+    chunks, then 512 bytes at a time for what is left."""
+    filler = directory / FILLER
+    fd = os.open(filler, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        for chunk in (bytes(64 * 1024), bytes(512)):
+            with pytest.raises(OSError, match="No space left") as raised:  # noqa: PT012
+                while True:
+                    os.write(fd, chunk)
+            assert raised.value.errno == errno.ENOSPC
+    finally:
+        os.close(fd)
+    return filler
+
+
+def _write(path: Path, text: str) -> str:
+    """Writes ``text`` to ``path`` in a new process; the errno name of the failure (or
+    ``no error``)."""
+    return errno_of(f"with open({str(path)!r}, 'w') as f: f.write({text!r})")
+
+
+@pytest.fixture
+def memfs_home(memfs_home: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
+    """``$MEMFS_HOME`` on its own small tmpfs (embedded tests), or with ``outbox/`` on
+    one (remote tests, marked by their name)."""
+    target = memfs_home / "outbox" if "outbox" in request.node.name else memfs_home
+    _mount_tmpfs(target, OUTBOX_SIZE if target != memfs_home else HOME_SIZE)
+    try:
+        yield memfs_home
+    finally:
+        _unmount_tmpfs(target)
+
+
+@pytest.fixture
+def embedded_mounter(
+    fuse_available: None, store_engine: Engine, memfs_home: Path, tmp_path: Path
+) -> Iterator[Mounter]:
+    """Embedded mounts without a server (the server's own full disk is tested with
+    ``memfs serve``); ``memfs fsck`` must be clean after them."""
+    mounter = Mounter(tmp_path, store_engine)
+    try:
+        yield mounter
+    finally:
+        mounter.close()
+    checked = run(MEMFS, "fsck", check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.startswith("fsck: clean"), checked.stdout
+
+
+def _alive(mount: Mount) -> bool:
+    return (
+        mount.process is not None
+        and mount.process.poll() is None
+        and mounts.is_mounted(str(mount.path))
+    )
+
+
+def test_an_embedded_mount_on_a_full_disk_answers_enospc_and_writes_again_once_freed(
+    embedded_mounter: Mounter,
+    store_engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    memfs_home: Path,
+) -> None:
+    store = make_store("Notes", {"/hello.md": "hello\n"})
+    mount = embedded_mounter.mount("Notes")
+    mount.expect_log(
+        "disk full under", "could not update the status file",
+        "could not keep the", "refused (ENOSPC",
+    )
+    notes = mount / "notes"
+    filler = _fill(memfs_home)
+
+    failed_at = None
+    for index in range(ATTEMPTS):
+        outcome = _write(notes / f"full-{index}.md", _content(index))
+        if outcome != "no error":
+            failed_at = index
+            break
+    assert failed_at is not None, "every write fitted: the disk was never full"
+    assert outcome == "ENOSPC"
+    refused = f"/full-{failed_at}.md"
+
+    # The daemon is up and serves reads; nothing of the refused write is stored.
+    assert _alive(mount), mount.log_file.read_text()
+    assert read_text(notes / "hello.md") == "hello\n"
+    assert not (notes / refused.lstrip("/")).exists()
+    assert refused not in {m.path for m in store_engine.all_memories(store.id)}
+    status = memfs_status(mount)
+    assert f"disk full:    {memfs_home / 'memfs.db'}" in status, status
+
+    filler.unlink()
+    wait_until(lambda: "disk full" not in memfs_status(mount), "the disk-full state to end")
+    assert _write(notes / refused.lstrip("/"), _content(failed_at)) == "no error"
+    assert read_text(notes / refused.lstrip("/")) == _content(failed_at)
+    stored = {m.path: m for m in store_engine.all_memories(store.id)}
+    assert stored[refused].content_size_bytes == len(_content(failed_at))
+    # The refused bytes, held in memory while the disk was full, are kept on disk now.
+    rejected = memfs_home / "rejected" / mount.session_id
+    wait_until(
+        lambda: any(p.read_text() == _content(failed_at) for p in rejected.glob("*")),
+        "the refused bytes under rejected/",
+    )
+    assert _alive(mount)
