@@ -27,9 +27,10 @@ filesystem under ``mounts/`` is full (``ENOSPC``/``EDQUOT``) the reserve file is
 and the write retried once, so ``memfs status`` can show ``storage_full`` (the path that
 could not grow, recorded by :meth:`MountStatus.record_storage_full`) however full the
 disk is; :meth:`MountStatus.check_space` clears it, and makes the reserve again, once
-that filesystem has :data:`SPACE_AGAIN_BYTES` free. :func:`save_rejected` never raises
-either: bytes that can't be kept under ``rejected/`` are held in memory and written by
-:func:`flush_held_rejected` (every status refresh, and at unmount) once space is back.
+that filesystem has :data:`SPACE_AGAIN_BYTES` free (a quarter of a smaller one).
+:func:`save_rejected` never raises either: bytes that can't be kept under ``rejected/``
+are held in memory and written by :func:`flush_held_rejected` (every status refresh,
+and at unmount) once space is back.
 
 A redaction (or hard delete) erases a memory's path everywhere memfs keeps it, logs
 included (SPEC §2, issue 11 item 4). Logs keep naming files by path (that is what makes
@@ -90,8 +91,8 @@ MAX_RECORDED_EVENTS = 20
 # recorded event is ~15 KiB; the rename needs room for the old and the new one).
 STATUS_RESERVE_BYTES = 64 * 1024
 # Free space (bytes available to this user) under a full path that counts as freed:
-# room for a few 100 KiB memories and their WAL pages.
-SPACE_AGAIN_BYTES = 1024 * 1024
+# room for a 100 KiB memory and its WAL pages (a quarter of a smaller filesystem).
+SPACE_AGAIN_BYTES = 512 * 1024
 # The most refused bytes held in memory while they can't be written under rejected/;
 # beyond it the oldest are dropped, each with an ERROR naming what was lost.
 MAX_HELD_REJECTED_BYTES = 64 * 1024 * 1024
@@ -222,9 +223,10 @@ def flush_held_rejected() -> int:
                 _held.popleft()
 
 
-def _free_bytes(path: str) -> int | None:
+def _space_again(path: str) -> int | None:
     """Bytes available to this user on the filesystem holding ``path`` (or its nearest
-    existing parent); None when that can't be told."""
+    existing parent) when they count as space freed (:data:`SPACE_AGAIN_BYTES`, or a
+    quarter of a smaller filesystem); None otherwise, or when that can't be told."""
     current = Path(path)
     while True:
         try:
@@ -236,7 +238,9 @@ def _free_bytes(path: str) -> int | None:
             continue
         except OSError:
             return None
-        return result.f_bavail * result.f_frsize
+        free = result.f_bavail * result.f_frsize
+        needed = min(SPACE_AGAIN_BYTES, result.f_blocks * result.f_frsize // 4)
+        return free if free >= needed else None
 
 
 class MountStatus:
@@ -308,12 +312,13 @@ class MountStatus:
 
     def check_space(self) -> None:
         """Clears the disk-full state once the filesystem of its path has
-        :data:`SPACE_AGAIN_BYTES` free, and makes the reserve file again if it is
-        missing. Never raises; cheap (one ``statvfs``) while nothing is full."""
+        :data:`SPACE_AGAIN_BYTES` free (a quarter of a smaller one), and makes the
+        reserve file again if it is missing. Never raises; cheap (one ``statvfs``)
+        while nothing is full."""
         full = self._storage_full
         if full is not None:
-            free = _free_bytes(full["path"])
-            if free is None or free < SPACE_AGAIN_BYTES:
+            free = _space_again(full["path"])
+            if free is None:
                 return
             log.info("space is free again under %s (%d bytes); writes are accepted",
                      full["path"], free)

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 from _support.mount import MEMFS, Mount, Mounter, errno_of, run, wait_until
-from faults_helpers import memfs_status, read_text
+from faults_helpers import Server, memfs_status, mount_remote, read_text, wait_outbox_empty
 
 from memfs.fuse import mounts
 from memfs.model import MemoryStore
+from memfs.remote.outbox import JOURNAL_NAME, _decode_line, read_pending
 from memfs.store import Engine
 
 # Room for the database (schema, WAL), the status files and a few memories.
@@ -158,4 +159,45 @@ def test_an_embedded_mount_on_a_full_disk_answers_enospc_and_writes_again_once_f
         lambda: any(p.read_text() == _content(failed_at) for p in rejected.glob("*")),
         "the refused bytes under rejected/",
     )
+    assert _alive(mount)
+
+
+def test_a_remote_mount_whose_outbox_disk_is_full_answers_enospc_and_keeps_no_torn_record(
+    mounter: Mounter,
+    server: Server,
+    make_session: Callable[..., str],
+    store_engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    memfs_home: Path,
+) -> None:
+    store = make_store("Notes", {"/hello.md": "hello\n"})
+    mount = mount_remote(mounter, server, make_session(store))
+    mount.expect_log("the server is unreachable", "disk full under", "refused (ENOSPC")
+    notes = mount / "notes"
+    assert read_text(notes / "hello.md") == "hello\n"  # cached: readable with no server
+    server.kill()  # writes queue in the outbox
+    assert _write(notes / "queued.md", "queued\n") == "no error"
+    outbox = memfs_home / "outbox"
+    journal = outbox / mount.session_id / JOURNAL_NAME
+    before = journal.read_bytes()
+    filler = _fill(outbox)
+
+    # ~60 KB: more than the journal's last page has left, so today's append tears it.
+    assert _write(notes / "refused.md", _content(1)) == "ENOSPC"
+    assert _alive(mount), mount.log_file.read_text()
+    assert journal.read_bytes() == before  # nothing of the refused write, not a byte
+    assert all(_decode_line(line) is not None for line in before.split(b"\n")[:-1])
+    assert [e.write.path for e in read_pending(journal.parent)] == ["/queued.md"]
+    assert read_text(notes / "hello.md") == "hello\n"
+    assert f"disk full:    {journal}" in memfs_status(mount)
+
+    filler.unlink()
+    wait_until(lambda: "disk full" not in memfs_status(mount), "the disk-full state to end")
+    assert _write(notes / "refused.md", _content(1)) == "no error"
+    assert [e.write.path for e in read_pending(journal.parent)] == ["/queued.md", "/refused.md"]
+    server.start()  # the same port: the outbox replays in order
+    wait_outbox_empty(mount)
+    stored = {m.path: m for m in store_engine.all_memories(store.id)}
+    assert stored["/queued.md"].content_size_bytes == len("queued\n")
+    assert stored["/refused.md"].content_size_bytes == len(_content(1))
     assert _alive(mount)
