@@ -332,17 +332,23 @@ def save_rejected(
 
 
 def _create_exclusively(directory: Path, stem: str, data: bytes) -> Path:
-    """Writes ``data`` to ``directory/stem`` (or ``stem.2``, … when taken), fsynced."""
+    """Writes ``data`` to ``directory/stem`` (or ``stem.2``, … when taken), fsynced; on
+    failure (a full disk) the file is removed again. Raises OSError."""
     for attempt in range(1, _MAX_SAME_NAME):
         path = directory / (stem if attempt == 1 else f"{stem}.{attempt}")
         try:
             # never overwrite an earlier rejection
-            with open(open_private(path, os.O_WRONLY | os.O_EXCL), "wb") as file:
+            fd = open_private(path, os.O_WRONLY | os.O_EXCL)
+        except FileExistsError:
+            continue
+        try:
+            with open(fd, "wb") as file:
                 file.write(data)
                 file.flush()
                 os.fsync(file.fileno())
-        except FileExistsError:
-            continue
+        except BaseException:
+            path.unlink(missing_ok=True)  # a full disk: no empty or partial file stays
+            raise
         fsync_directory(directory)
         return path
     raise FileExistsError(f"too many rejected writes named {stem!r}")
