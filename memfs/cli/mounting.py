@@ -367,12 +367,12 @@ def _mount_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
 
 def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
     from memfs.errors import MemfsError
-    from memfs.fuse.daemon import MountConfig, StoreRequest, run
+    from memfs.fuse.daemon import DaemonLogHandler, MountConfig, StoreRequest, run
 
     logging.basicConfig(
         level=logging.DEBUG if request.debug else logging.INFO,
         format=_LOG_FORMAT,
-        stream=sys.stderr,
+        handlers=[DaemonLogHandler(sys.stderr)],
     )
     if not request.debug:
         # One line per HTTP request would drown the mount's own story (long polls).

@@ -39,6 +39,7 @@ import errno
 import logging
 import os
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -66,6 +67,7 @@ from memfs.rules import parse_store_spec, unique_slugs, validate_segment
 
 __all__ = [
     "MOUNT_OPTIONS",
+    "DaemonLogHandler",
     "NAMESPACE_CHECK_INTERVAL_S",
     "STATUS_REFRESH_INTERVAL_S",
     "MountConfig",
@@ -85,6 +87,33 @@ MOUNT_OPTIONS = frozenset({"fsname=memfs", "subtype=memfs", "noatime"})
 NAMESPACE_CHECK_INTERVAL_S = 1.0
 # How often the status file is brought up to date with the backend (memfs status).
 STATUS_REFRESH_INTERVAL_S = 0.25
+
+
+class DaemonLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The daemon's log handler (its standard error: the log file of a background
+    mount): a record the stream can't take (its disk is full) is counted, not
+    reported with a traceback to that same full stream, and the next record it takes
+    is preceded by one WARNING saying how many were lost and why. Never raises.
+    """
+
+    def __init__(self, stream: Any = None) -> None:
+        super().__init__(stream)
+        self.lost = 0
+        self._reason = ""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self.lost += 1
+        self._reason = str(sys.exc_info()[1])
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.lost:
+            lost, self.lost = self.lost, 0
+            super().emit(logging.LogRecord(
+                log.name, logging.WARNING, __file__, 0,
+                "%d log line(s) could not be written (%s) and are lost", (lost, self._reason),
+                None,
+            ))
+        super().emit(record)
 
 
 @dataclass(frozen=True)

@@ -11,6 +11,8 @@ is created in it, so it needs root; the suite runs as root.
 from __future__ import annotations
 
 import errno
+import io
+import logging
 import os
 import subprocess
 from collections.abc import Callable, Iterator
@@ -21,6 +23,7 @@ from _support.mount import MEMFS, Mount, Mounter, errno_of, run, wait_until
 from faults_helpers import Server, memfs_status, mount_remote, read_text, wait_outbox_empty
 
 from memfs.fuse import mounts
+from memfs.fuse.daemon import DaemonLogHandler
 from memfs.model import MemoryStore
 from memfs.remote.outbox import JOURNAL_NAME, _decode_line, read_pending
 from memfs.store import Engine
@@ -199,3 +202,37 @@ def test_a_remote_mount_whose_outbox_disk_is_full_answers_enospc_and_keeps_no_to
     assert stored["/queued.md"].content_size_bytes == len("queued\n")
     assert stored["/refused.md"].content_size_bytes == len(_content(1))
     assert _alive(mount)
+
+
+class _FullStream(io.StringIO):
+    """A log stream on a disk that is full until ``full`` is set False."""
+
+    full = True
+
+    def write(self, text: str) -> int:
+        if self.full:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return super().write(text)
+
+
+def test_log_lines_a_full_disk_cannot_take_are_counted_and_reported_never_raised(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    stream = _FullStream()
+    handler = DaemonLogHandler(stream)
+    logger = logging.getLogger("memfs.tests.full-disk-log")
+    logger.addHandler(handler)
+    logger.propagate = False
+    try:
+        logger.warning("one")
+        logger.error("two")
+        stream.full = False
+        logger.warning("three")
+    finally:
+        logger.removeHandler(handler)
+    assert stream.getvalue().splitlines() == [
+        "2 log line(s) could not be written ([Errno 28] No space left on device) and are lost",
+        "three",
+    ]
+    # Not a traceback on standard error (the same full file for a background daemon).
+    assert capsys.readouterr().err == ""
