@@ -31,6 +31,7 @@ that keeps local files (fuse, remote, cli) may use it.
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import os
 import stat
@@ -49,11 +50,13 @@ __all__ = [
     "create_private_file",
     "fsync_directory",
     "hold_mount_lock",
+    "is_disk_full",
     "mount_lock_path",
     "open_private",
     "private_directory",
     "redaction_marker",
     "rejected_directory",
+    "rejected_path",
     "save_rejected",
     "scrub_erased_paths",
     "scrub_file",
@@ -71,6 +74,13 @@ _GROUP_OTHER_BITS = 0o077
 _MAX_SAME_NAME = 1000
 # Longest file name part kept from the refused file's name (NAME_MAX is 255 bytes).
 _MAX_NAME_CHARS = 200
+
+
+def is_disk_full(exc: BaseException) -> bool:
+    """Whether ``exc`` is an OSError saying the filesystem has no room: ``ENOSPC`` (no
+    space left on device) or ``EDQUOT`` (disk quota exceeded). Either goes away once
+    space is freed, unlike every other OSError of a write."""
+    return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
 
 def compact_timestamp(when: datetime) -> str:
@@ -264,6 +274,16 @@ def _file_name(name: str) -> str:
     return name.replace("/", "_")[:_MAX_NAME_CHARS] or "file"
 
 
+def rejected_path(directory: Path, name: str, when: datetime, *, tag: str | None = None) -> Path:
+    """``<directory>/<UTC timestamp>[-<tag>]-<name>``: where :func:`save_rejected` keeps
+    the bytes of a refused write made at ``when`` (without a tag, ``.2``, … is added
+    when that name is taken)."""
+    stem = compact_timestamp(when)
+    if tag is not None:
+        stem += f"-{tag}"
+    return directory / f"{stem}-{_file_name(name)}"
+
+
 def save_rejected(
     directory: Path,
     name: str,
@@ -297,10 +317,7 @@ def save_rejected(
         OSError: the directory can't be created or written (the caller reports it).
     """
     private_directory(directory)
-    stem = compact_timestamp(when or utcnow())
-    if tag is not None:
-        stem += f"-{tag}"
-    stem += f"-{_file_name(name)}"
+    stem = rejected_path(directory, name, when or utcnow(), tag=tag).name
     if tag is not None:
         base = directory / stem
         if data is not None:
@@ -315,17 +332,23 @@ def save_rejected(
 
 
 def _create_exclusively(directory: Path, stem: str, data: bytes) -> Path:
-    """Writes ``data`` to ``directory/stem`` (or ``stem.2``, … when taken), fsynced."""
+    """Writes ``data`` to ``directory/stem`` (or ``stem.2``, … when taken), fsynced; on
+    failure (a full disk) the file is removed again. Raises OSError."""
     for attempt in range(1, _MAX_SAME_NAME):
         path = directory / (stem if attempt == 1 else f"{stem}.{attempt}")
         try:
             # never overwrite an earlier rejection
-            with open(open_private(path, os.O_WRONLY | os.O_EXCL), "wb") as file:
+            fd = open_private(path, os.O_WRONLY | os.O_EXCL)
+        except FileExistsError:
+            continue
+        try:
+            with open(fd, "wb") as file:
                 file.write(data)
                 file.flush()
                 os.fsync(file.fileno())
-        except FileExistsError:
-            continue
+        except BaseException:
+            path.unlink(missing_ok=True)  # a full disk: no empty or partial file stays
+            raise
         fsync_directory(directory)
         return path
     raise FileExistsError(f"too many rejected writes named {stem!r}")

@@ -367,12 +367,12 @@ def _mount_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
 
 def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
     from memfs.errors import MemfsError
-    from memfs.fuse.daemon import MountConfig, StoreRequest, run
+    from memfs.fuse.daemon import DaemonLogHandler, MountConfig, StoreRequest, run
 
     logging.basicConfig(
         level=logging.DEBUG if request.debug else logging.INFO,
         format=_LOG_FORMAT,
-        stream=sys.stderr,
+        handlers=[DaemonLogHandler(sys.stderr)],
     )
     if not request.debug:
         # One line per HTTP request would drown the mount's own story (long polls).
@@ -665,6 +665,12 @@ def _print_status(target: str, state: str, record: dict[str, Any] | None) -> Non
     typer.echo(f"layout:       {record['layout']}")
     typer.echo(f"started at:   {record['started_at']}")
     typer.echo(f"log:          {record['log_file']}")
+    full = record.get("storage_full")
+    if full:
+        typer.echo(
+            f"disk full:    {full['path']} (since {full['since']}): writes are refused "
+            "with ENOSPC until space is freed; reads go on"
+        )
     backend = record.get("backend")
     if backend is not None:
         typer.echo(f"backend:      {backend['kind']} {backend['location']}")

@@ -39,6 +39,7 @@ import errno
 import logging
 import os
 import signal
+import sys
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,12 +55,19 @@ from memfs.fuse.mounts import is_mounted, is_stale, unmount
 from memfs.fuse.operations import Operations
 from memfs.fuse.sandbox import MountAccess, NamespaceWatch, check_can_mount
 from memfs.fuse.sdnotify import notify
-from memfs.fuse.status import MountStatus, log_path, record_saved_scratch
+from memfs.fuse.status import (
+    MountStatus,
+    flush_held_rejected,
+    held_rejected,
+    log_path,
+    record_saved_scratch,
+)
 from memfs.model import Access, format_timestamp, utcnow
 from memfs.rules import parse_store_spec, unique_slugs, validate_segment
 
 __all__ = [
     "MOUNT_OPTIONS",
+    "DaemonLogHandler",
     "NAMESPACE_CHECK_INTERVAL_S",
     "STATUS_REFRESH_INTERVAL_S",
     "MountConfig",
@@ -79,6 +87,33 @@ MOUNT_OPTIONS = frozenset({"fsname=memfs", "subtype=memfs", "noatime"})
 NAMESPACE_CHECK_INTERVAL_S = 1.0
 # How often the status file is brought up to date with the backend (memfs status).
 STATUS_REFRESH_INTERVAL_S = 0.25
+
+
+class DaemonLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The daemon's log handler (its standard error: the log file of a background
+    mount): a record the stream can't take (its disk is full) is counted, not
+    reported with a traceback to that same full stream, and the next record it takes
+    is preceded by one WARNING saying how many were lost and why. Never raises.
+    """
+
+    def __init__(self, stream: Any = None) -> None:
+        super().__init__(stream)
+        self.lost = 0
+        self._reason = ""
+
+    def handleError(self, record: logging.LogRecord) -> None:
+        self.lost += 1
+        self._reason = str(sys.exc_info()[1])
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if self.lost:
+            lost, self.lost = self.lost, 0
+            super().emit(logging.LogRecord(
+                log.name, logging.WARNING, __file__, 0,
+                "%d log line(s) could not be written (%s) and are lost", (lost, self._reason),
+                None,
+            ))
+        super().emit(record)
 
 
 @dataclass(frozen=True)
@@ -231,6 +266,10 @@ class _StatusFeed:
         return list(events[-fresh:]) if fresh > 0 else []
 
     def publish(self) -> None:
+        # A full disk: the disk-full state ends once space is back, and refused bytes
+        # held in memory meanwhile go under rejected/ (memfs.fuse.status, "A full disk").
+        self.status.check_space()
+        flush_held_rejected()
         stats = self.backend.statistics()
         for event in self._new(stats.conflicts, stats.conflict_count, self.conflicts_seen):
             self.status.record_conflict(event.path, event.conflict_path or "", at=event.at)
@@ -398,6 +437,10 @@ async def _unmount(operations: Operations, mountpoint: str) -> None:
         record_saved_scratch(mountpoint, operations.save_scratch())
     except OSError as exc:
         log.error("could not record the scratch files saved at unmount: %s", exc)
+    if flush_held_rejected():
+        log.error("%d refused write(s) held in memory could not be written under "
+                  "rejected/ (the disk is still full); their bytes are lost with this "
+                  "daemon", held_rejected())
     pyfuse3.close(unmount=True)
 
 

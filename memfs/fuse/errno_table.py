@@ -20,8 +20,9 @@ import pyfuse3
 
 from memfs import errors as domain
 from memfs.fuse import errors as fs
+from memfs.local import is_disk_full
 
-__all__ = ["ERRNO_BY_ERROR", "errno_for", "handler"]
+__all__ = ["ERRNO_BY_ERROR", "errno_for", "handler", "storage_full_of"]
 
 log = logging.getLogger("memfs.fuse.operations")
 
@@ -136,12 +137,39 @@ def errno_for(exc: BaseException) -> int:
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 
+def storage_full_of(exc: BaseException) -> domain.StorageFull | None:
+    """The full disk ``exc`` reports, or None: a :class:`memfs.errors.StorageFull`
+    (carried by a RefusedWrite too), or an OSError ``ENOSPC``/``EDQUOT`` that reached
+    a handler unconverted (named by its file)."""
+    if isinstance(exc, fs.RefusedWrite):
+        exc = exc.cause
+    if isinstance(exc, domain.StorageFull):
+        return exc
+    if is_disk_full(exc):
+        assert isinstance(exc, OSError)
+        where = None if exc.filename is None else str(exc.filename)
+        return domain.StorageFull(str(exc), path=where)
+    return None
+
+
+def _bookkeep(action: Callable[[], None], what: str) -> None:
+    """Runs bookkeeping of an error path (the status file): its own failure is logged
+    and dropped, never raised out of a handler or turned into another errno."""
+    try:
+        action()
+    except Exception as exc:  # the errno of the request must stay the one it earned
+        log.error("could not record %s: %s: %s", what, type(exc).__name__, exc)
+
+
 def handler(fn: F) -> F:
     """Runs a request handler so that it raises nothing but ``FUSEError``.
 
     Domain and filesystem errors become their errno (this table, most specific class
-    wins); anything else is a bug: logged with its traceback, recorded in the status
-    file of the handler's object (``self.status``), reported as EIO.
+    wins); a full disk (:class:`memfs.errors.StorageFull`, or an ``ENOSPC``/``EDQUOT``
+    OSError) is ``ENOSPC`` and is recorded in the status file of the handler's object
+    (``self.status``: ``memfs status`` says "disk full"); anything else is a bug:
+    logged with its traceback, recorded in the status file, reported as EIO. Recording
+    never raises out of here (README "A full disk").
     """
 
     @functools.wraps(fn)
@@ -150,13 +178,19 @@ def handler(fn: F) -> F:
             return await fn(self, *args)
         except pyfuse3.FUSEError:
             raise
-        except (domain.MemfsError, fs.FilesystemError) as exc:
-            code = errno_for(exc)
-            log.debug("%s%r: %s (%s)", fn.__name__, args[:3], errno.errorcode[code], exc)
-            raise pyfuse3.FUSEError(code) from None
         except Exception as exc:
+            full = storage_full_of(exc)
+            if full is not None:
+                log.debug("%s%r: ENOSPC (%s)", fn.__name__, args[:3], exc)
+                _bookkeep(lambda: self.status.record_storage_full(full.path), "a full disk")
+                raise pyfuse3.FUSEError(errno.ENOSPC) from None
+            if isinstance(exc, (domain.MemfsError, fs.FilesystemError)):
+                code = errno_for(exc)
+                log.debug("%s%r: %s (%s)", fn.__name__, args[:3], errno.errorcode[code], exc)
+                raise pyfuse3.FUSEError(code) from None
             log.exception("unexpected error in %s%r", fn.__name__, args[:3])
-            self.status.record_error(f"{fn.__name__}: {type(exc).__name__}: {exc}")
+            message = f"{fn.__name__}: {type(exc).__name__}: {exc}"
+            _bookkeep(lambda: self.status.record_error(message), "an error")
             raise pyfuse3.FUSEError(errno.EIO) from None
 
     return cast(F, wrapper)

@@ -38,6 +38,13 @@ Durability and crashes
 * A crash mid-append leaves at most one torn last line (no ``\\n``, or a CRC that does
   not match). On open, a torn tail is cut off: that append never returned, so no
   caller was told it succeeded.
+* An append that fails (a full disk: ``ENOSPC``/``EDQUOT``, raised as
+  :class:`memfs.errors.StorageFull` naming the journal) leaves the file as it was: the
+  bytes it did write are cut off again (``ftruncate`` to the old size, which frees
+  space and so succeeds on a full disk), so the outbox never keeps a torn record while
+  the daemon runs either, and the next append starts on a line boundary. A compaction
+  that finds no room leaves the old journal (the rename never happened) and is tried
+  again later.
 * A damaged line that is *not* the last one is not a torn append but damage: it is
   logged, its bytes are copied to ``<directory>/damaged-<timestamp>.jsonl`` so nothing
   is silently lost, and the rest of the journal is still read.
@@ -77,10 +84,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memfs.errors import MemfsError
+from memfs.errors import MemfsError, StorageFull
 from memfs.local import (
     compact_timestamp,
     fsync_directory,
+    is_disk_full,
     private_directory,
     save_rejected,
     write_atomically,
@@ -338,6 +346,7 @@ class Outbox:
         self._next_seq = 1
         self._lines = 0  # lines in the journal file, header included
         self._rejected = 0
+        self._cut_to: int | None = None  # a failed append's bytes not yet cut off
         private_directory(directory)
         self._lock_fd = os.open(directory / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         try:
@@ -394,19 +403,50 @@ class Outbox:
     # ------------------------------------------------------------ appending
 
     def _append_line(self, record: dict[str, Any]) -> None:
+        """Appends one line, fsync'd; all of it or nothing (see the module docstring).
+
+        Raises:
+            StorageFull: no room for the line (the journal is as it was).
+            OSError: any other failure to write it (the journal is as it was, unless
+                even the cut failed: then the next append cuts first).
+        """
+        if self._cut_to is not None:
+            self._cut(self._cut_to)
+        size = os.fstat(self._fd).st_size
         line = _encode_line(record)
         view = memoryview(line)
-        while view:
-            view = view[os.write(self._fd, view) :]
-        os.fsync(self._fd)
+        try:
+            while view:
+                view = view[os.write(self._fd, view) :]
+            os.fsync(self._fd)
+        except OSError as exc:
+            self._cut_to = size
+            with contextlib.suppress(OSError):  # kept in _cut_to: the next append retries
+                self._cut(size)
+            if is_disk_full(exc):
+                raise StorageFull(
+                    f"no space left for the outbox journal {self.journal_path} ({exc.strerror}); "
+                    "the write was not queued",
+                    path=str(self.journal_path),
+                ) from exc
+            raise
         self._lines += 1
+
+    def _cut(self, size: int) -> None:
+        """Cuts the journal back to ``size`` bytes (a failed append's partial line)."""
+        if os.fstat(self._fd).st_size != size:
+            os.ftruncate(self._fd, size)
+            os.fsync(self._fd)
+        self._cut_to = None
 
     def append(self, write: PendingWrite) -> OutboxEntry:
         """Queues ``write`` at the tail; returns after it is on disk (fsync'd).
 
         Raises:
-            OSError: the journal could not be written (e.g. disk full); the write is then
-                not queued and the caller must report the failure.
+            StorageFull: no space left for the journal (``path`` names it); the write is
+                not queued, nothing of it is in the journal, and the caller must report
+                the failure (a close gets ENOSPC).
+            OSError: the journal could not be written for another reason; the same.
         """
         with self._lock:
             seq = self._next_seq
@@ -421,6 +461,8 @@ class Outbox:
 
         Raises:
             KeyError: no pending entry ``seq``.
+            StorageFull, OSError: the ``done`` line could not be written; the entry stays
+                pending (its replay finds it already applied, :mod:`memfs.remote.replay`).
         """
         with self._lock:
             if seq not in self._pending:
@@ -468,10 +510,16 @@ class Outbox:
         return record_path
 
     def _maybe_compact(self) -> None:
+        """Compacts when due; a compaction that fails (no room for the new journal)
+        leaves the old one, complete, and is tried again at the next ``done``."""
         live = len(self._pending)
         dead = self._lines - live - 1
         if (live == 0 and self._lines > 1) or dead > COMPACT_DEAD_LINES:
-            self._compact()
+            try:
+                self._compact()
+            except OSError as exc:
+                log.warning("outbox %s: could not compact the journal (%s); it stays as it "
+                            "is", self.journal_path, exc)
 
     def _compact(self) -> None:
         """Rewrites the journal as a header and the pending entries (atomic rename)."""

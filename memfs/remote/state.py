@@ -151,6 +151,7 @@ class RemoteState:
         self._client = client
         self._home = home if home is not None else memfs_home()
         self._cache = cache if cache is not None else ContentCache(default_cache_root())
+        self._cache_failing = False  # the last cache write failed (logged once)
         self._startup_wait_s = startup_wait_s
         self._session: Session | None = None
         self._outbox: Outbox | None = None
@@ -239,10 +240,18 @@ class RemoteState:
         return self._outbox
 
     async def _cache_put(self, text: str) -> None:
+        """Caches ``text``; a failure (a full disk) fails neither the read nor the write
+        that brought it: logged once until a cache write succeeds again."""
         try:
             await self._thread(self._cache.put, text.encode("utf-8"))
         except OSError as exc:  # a full disk must not fail a write the server has
-            log.warning("could not cache content: %s", exc)
+            if not self._cache_failing:
+                log.warning("could not cache content (logged once until it can): %s", exc)
+            self._cache_failing = True
+            return
+        if self._cache_failing:
+            log.info("the content cache takes writes again")
+        self._cache_failing = False
 
 
     async def session(self) -> Session:

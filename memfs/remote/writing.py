@@ -23,6 +23,7 @@ from memfs.errors import (
     AuthenticationFailed,
     MemfsError,
     NotFound,
+    StorageFull,
 )
 from memfs.model import (
     Memory,
@@ -299,6 +300,10 @@ class RemoteWrites(RemoteReads):
             await self._queued.wait()
             try:
                 await self.replay()
+            except StorageFull as exc:  # a done line found no room: the entry stays queued
+                log.warning("replaying the outbox paused: %s", exc)
+                self._error_count += 1
+                self._errors.append(BackendEvent(utcnow(), "", f"replay: {exc}"))
             except Exception as exc:  # e.g. OSError from the journal: keep the mount up
                 log.exception("replaying the outbox failed")
                 self._error_count += 1

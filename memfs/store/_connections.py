@@ -28,6 +28,7 @@ from memfs.store._db import (
     make_sa_engine,
     prepare_schema,
     sqlite_path,
+    storage_full_error,
 )
 
 __all__ = ["ERASE_WAIT_S", "Database"]
@@ -205,14 +206,18 @@ class Database:
 
     @contextmanager
     def _busy_is_typed(self) -> Iterator[None]:
-        """Turns the driver's "database is locked" / lock timeout into StoreBusy."""
+        """Turns the driver's "database is locked" / lock timeout into StoreBusy, and
+        "database or disk is full" into StorageFull (naming the database)."""
         try:
             yield
         except OperationalError as exc:
             busy = busy_error(exc, self._busy_timeout_s)
-            if busy is None:
-                raise
-            raise busy from exc
+            if busy is not None:
+                raise busy from exc
+            full = storage_full_error(exc, path=_where(self.url))
+            if full is not None:
+                raise full from exc
+            raise
 
     def checkpoint(self, wait_s: float = ERASE_WAIT_S) -> bool:
         """Moves the WAL into the main file and truncates it, so bytes erased by a

@@ -13,6 +13,7 @@ PostgreSQL (psycopg 3): READ COMMITTED; writers serialize per store with
 
 from __future__ import annotations
 
+import errno
 import random
 import re
 import sqlite3
@@ -33,6 +34,7 @@ from memfs.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
     ForeignDatabase,
+    StorageFull,
     StoreBusy,
 )
 from memfs.local import create_private_file
@@ -51,6 +53,7 @@ __all__ = [
     "make_sa_engine",
     "prepare_schema",
     "sqlite_path",
+    "storage_full_error",
 ]
 
 # The newest migration's revision id; a test checks it against the migration scripts.
@@ -81,6 +84,9 @@ MEMFS_REVISIONS = frozenset(
 )
 _SQLITE_READONLY = 8
 _SQLITE_NOTADB = 26
+_SQLITE_FULL = 13
+# PostgreSQL SQLSTATE disk_full (class 53, insufficient resources).
+_PG_DISK_FULL = "53100"
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -167,6 +173,33 @@ def busy_error(exc: OperationalError, waited_s: float) -> StoreBusy | DatabaseRe
     return StoreBusy(
         f"the database stayed locked by another writer for {waited_s:g} s; nothing was "
         "changed, try again"
+    )
+
+
+def storage_full_error(exc: BaseException, *, path: str | None = None) -> StorageFull | None:
+    """The StorageFull that ``exc`` stands for, or None for anything else: SQLite's
+    SQLITE_FULL ("database or disk is full", any extended code), PostgreSQL's
+    ``disk_full`` (SQLSTATE 53100), or an OSError ``ENOSPC``/``EDQUOT`` (a file written
+    beside the database). Read from the driver's error code or errno, never from message
+    text. ``path``: the file or directory that could not grow, when the caller knows it
+    (an OSError's own file name is used otherwise). The transaction that met it rolled
+    back; nothing was changed."""
+    orig = getattr(exc, "orig", None) or exc
+    code = getattr(orig, "sqlite_errorcode", None)
+    full = (
+        (isinstance(code, int) and code & 0xFF == _SQLITE_FULL)
+        or getattr(orig, "sqlstate", None) == _PG_DISK_FULL
+        or (isinstance(orig, OSError) and orig.errno in (errno.ENOSPC, errno.EDQUOT))
+    )
+    if not full:
+        return None
+    if path is None and isinstance(orig, OSError) and orig.filename is not None:
+        path = str(orig.filename)
+    where = f" under {path}" if path else ""
+    return StorageFull(
+        f"no space left on the disk{where}; nothing was changed, free some space and try "
+        "again",
+        path=path,
     )
 
 
