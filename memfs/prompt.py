@@ -50,9 +50,16 @@ _TAIL = (
 )
 # SPEC §4 per-store layout: a directory per store; the root itself is read-only.
 _PER_STORE_RULES = (
-    '- Writing to a read-only store fails with "Read-only file system" (EROFS); '
-    "so does creating anything directly in the mount root.\n"
+    "- Writing to a read-only store fails with {refusal}; so does creating anything "
+    "directly in the mount root.\n"
 )
+# What a write to something read-only returns (SPEC §4 errors, Sandboxes): memfs answers
+# EROFS; under --allow-other the kernel checks the modes first (default_permissions), and
+# read-only files show no write bits, so an agent that is not root gets EACCES from the
+# kernel before memfs is asked (root passes the mode check and gets EROFS).
+_EROFS = '"Read-only file system" (EROFS)'
+_EACCES = '"Permission denied" (EACCES; "Read-only file system" (EROFS) when running as root)'
+
 # SPEC §4 flat layout: one merged namespace; new files go to the writable default store.
 _FLAT_RULES = (
     "- All stores are merged into one directory tree: a file's path is its memory's path, "
@@ -60,21 +67,24 @@ _FLAT_RULES = (
     "saved in the writable default store.\n"
     "- When several stores hold the same path, you see the default store's file, else the "
     "earliest-attached store's. Changing a file that comes from a read-only store saves "
-    'your copy in the default store; deleting or renaming such a file fails with "Read-only '
-    'file system" (EROFS). Deleting your own copy shows the read-only file again.\n'
+    "your copy in the default store; deleting or renaming such a file fails with "
+    "{refusal}. Deleting your own copy shows the read-only file again.\n"
 )
 _FLAT_READ_ONLY_RULES = (
     "- All stores are merged into one read-only directory tree: a file's path is its "
-    'memory\'s path; writing anything fails with "Read-only file system" (EROFS).\n'
+    "memory's path; writing anything fails with {refusal}.\n"
 )
 
 
-def _rules(resources: Sequence[SessionResource], flat: bool) -> str:
-    """The rules of the filesystem, for the layout the stores are mounted in."""
+def _rules(resources: Sequence[SessionResource], flat: bool, modes_checked: bool) -> str:
+    """The rules of the filesystem, for the layout the stores are mounted in and what a
+    write to something read-only returns there."""
     if not flat:
-        return _HEAD + _PER_STORE_RULES + _TAIL
-    writable = any(r.access is Access.READ_WRITE for r in resources)
-    return _HEAD + (_FLAT_RULES if writable else _FLAT_READ_ONLY_RULES) + _TAIL
+        rules = _PER_STORE_RULES
+    else:
+        writable = any(r.access is Access.READ_WRITE for r in resources)
+        rules = _FLAT_RULES if writable else _FLAT_READ_ONLY_RULES
+    return _HEAD + rules.format(refusal=_EACCES if modes_checked else _EROFS) + _TAIL
 
 
 def _quote_block(text: str) -> str:
@@ -101,6 +111,7 @@ def render_prompt(
     *,
     layout: Layout | None = None,
     with_records: bool = False,
+    modes_checked: bool = False,
 ) -> str:
     """Renders the memory section of a system prompt for the given attached stores.
 
@@ -115,6 +126,9 @@ def render_prompt(
             several, else per-store.
         with_records: some store holds long-term memory records: the note explains
             their header in a few lines (SPEC §6).
+        modes_checked: the mount lets other uids in (``--allow-other``), so the kernel
+            checks modes and an agent that is not root is refused a write to something
+            read-only with EACCES, not memfs's EROFS (SPEC §4 Sandboxes).
 
     Returns:
         Markdown text ending with a newline; empty when ``resources`` is empty.
@@ -125,7 +139,7 @@ def render_prompt(
         flat = len(resources) > 1 and len({r.mount_path for r in resources}) == 1
     else:
         flat = Layout(layout) is Layout.FLAT
-    lines = [_rules(resources, flat), "Mounted stores:", ""]
+    lines = [_rules(resources, flat, modes_checked), "Mounted stores:", ""]
     for resource in resources:
         access = "read-write" if resource.access is Access.READ_WRITE else "read-only"
         lines.append(f'- "{resource.name}" at {resource.mount_path}/ ({access})')

@@ -116,6 +116,14 @@ def prompt_command(
             help="STORE=TEXT: guidance for the agent on one store; repeat for several.",
         ),
     ] = None,
+    allow_other: Annotated[
+        bool,
+        typer.Option(
+            "--allow-other",
+            help="With --store: as given to `memfs mount` (the note then says a write to a "
+            "read-only store is EACCES for an agent that is not root).",
+        ),
+    ] = False,
     database: DatabaseOption = None,
 ) -> None:
     """Print the system-prompt note describing a mount (name, path, access, description)."""
@@ -132,7 +140,7 @@ def prompt_command(
             resources, layout = session.resources, session.layout
         else:
             if mount is not None:
-                attachments, mount_paths, layout = _mounted_stores(engine, mount)
+                attachments, mount_paths, layout, allow_other = _mounted_stores(engine, mount)
             else:
                 attachments = []
                 for spec in stores or ():
@@ -147,7 +155,10 @@ def prompt_command(
                     for r, path in zip(resources, mount_paths, strict=True)
                 ]
         with_records = bool(engine.stores_with_records([r.memory_store_id for r in resources]))
-    typer.echo(render_prompt(resources, layout=layout, with_records=with_records), nl=False)
+    note = render_prompt(
+        resources, layout=layout, with_records=with_records, modes_checked=allow_other
+    )
+    typer.echo(note, nl=False)
 
 
 _Attachment = tuple[MemoryStore, Access, str | None]
@@ -155,12 +166,13 @@ _Attachment = tuple[MemoryStore, Access, str | None]
 
 def _mounted_stores(
     engine: Engine, mountpoint: Path
-) -> tuple[list[_Attachment], list[str], Layout]:
+) -> tuple[list[_Attachment], list[str], Layout, bool]:
     """The stores a running mount serves, from the status file its daemon keeps.
 
     Returns:
         ``(store, access, None)`` per store in attachment order, each store's
-        directory (the mount point itself in the flat layout), and the layout.
+        directory (the mount point itself in the flat layout), the layout, and whether
+        the kernel checks modes there (``--allow-other``).
 
     Raises:
         InvalidInput: no memfs mount daemon runs at ``mountpoint``.
@@ -178,7 +190,8 @@ def _mounted_stores(
         attachments.append((engine.get_store(entry["id"]), access, None))
         directory = entry.get("directory") or "."
         paths.append(target if directory == "." else f"{target}/{directory}")
-    return attachments, paths, Layout(status.get("layout") or Layout.PER_STORE)
+    layout = Layout(status.get("layout") or Layout.PER_STORE)
+    return attachments, paths, layout, bool(status.get("modes_checked"))
 
 
 def _with_instructions(

@@ -369,6 +369,9 @@ async def serve(
                 "started_at": format_timestamp(utcnow()),
                 "log_file": str(log_path(mountpoint)),
                 "stores": _stores_status(attachments, config.layout),
+                # The kernel checks modes (allow_other): `memfs prompt` tells the agent
+                # that a write to something read-only is EACCES then (SPEC §4 Sandboxes).
+                "modes_checked": config.access.checks_permissions,
             },
         )
         table = InodeTable(config.layout, attachments)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from _support.cli import Cli
 
-from memfs.model import Access, MemoryStore, SessionResource, utcnow
+from memfs.model import Access, Layout, MemoryStore, SessionResource, utcnow
 from memfs.prompt import plan_resources, render_prompt
 from memfs.store import ResourceSpec, open_engine
 
@@ -160,6 +160,24 @@ def test_render_prompt_names_every_field() -> None:
     assert render_prompt([]) == ""
 
 
+def test_render_prompt_says_what_a_read_only_write_returns_for_the_mount_s_setup() -> None:
+    """SPEC §4 Sandboxes: memfs answers EROFS; under --allow-other the kernel checks modes
+    first and an agent that is not root gets EACCES."""
+    resource = SessionResource(
+        memory_store_id="memstore_x", access=Access.READ_ONLY, name="Wiki", instructions=None,
+        description="", mount_path="/mnt/memory/wiki",
+    )
+    plain = render_prompt([resource])
+    assert 'a read-only store fails with "Read-only file system" (EROFS);' in plain
+    assert "EACCES" not in plain
+    checked = render_prompt([resource], modes_checked=True)
+    assert 'a read-only store fails with "Permission denied" (EACCES; "Read-only file ' \
+        'system" (EROFS) when running as root);' in checked
+    flat = render_prompt([resource, resource.model_copy(update={"name": "Other"})],
+                         layout=Layout.FLAT, modes_checked=True)
+    assert 'writing anything fails with "Permission denied" (EACCES;' in flat
+
+
 def test_prompt_command_for_stores(cli: Cli, store: dict[str, Any]) -> None:
     cli.create_store("Team Wiki", "Shared reference")
     text = cli.run(
@@ -176,6 +194,9 @@ def test_prompt_command_for_stores(cli: Cli, store: dict[str, Any]) -> None:
     assert '- "Project Notes" at /mnt/m/project-notes/ (read-write)\n' in text
     assert "    Notes on the project\n  Instructions:\n    One file per topic.\n" in text
     assert '- "Team Wiki" at /mnt/m/team-wiki/ (read-only)\n' in text
+    assert "(EACCES" not in text
+    checked = cli.run("prompt", "--store", "team-wiki:ro", "--allow-other").stdout
+    assert '"Permission denied" (EACCES;' in checked
     message = cli.error("prompt", "--store", STORE, "--instructions", "Other=x")
     assert message == "--instructions names a store that is not attached: Other"
 

@@ -11,7 +11,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from _support.mount import Mounter, errno_of, live, versions, wait_until
+from _support.mount import MEMFS, Mounter, errno_of, live, run, versions, wait_until
 from sandbox_helpers import Agent, agent_errno, run_as
 
 from memfs.fuse import mounts
@@ -109,6 +109,10 @@ def test_an_agent_uid_uses_its_stores_with_ordinary_tools(
     assert errno_of(f"open({str(target)!r}, 'w')") == "EROFS"
     assert errno_of(f"open({str(path / 'old/gone.md')!r}, 'a')") == "EROFS"
     assert live(store_engine, reference.id)["/ref.md"].content == "ref\n"
+    # The system-prompt note of this mount tells the agent what it just met.
+    note = run(MEMFS, "prompt", "--mount", path).stdout
+    assert 'fails with "Permission denied" (EACCES; "Read-only file system" (EROFS) ' \
+        "when running as root)" in note
 
     # Another uid, not named: the modes (umask 077) keep it out of everything, from
     # the mount root (dr-x------) down.
