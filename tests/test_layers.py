@@ -1,13 +1,20 @@
-"""The house layering rules, checked on the source with ``ast``:
+"""The house layering rules, checked on the source with ``ast``. The floors, lowest first
+(a package may import the floors below it, never one beside or above it)::
 
-    model/rules/errors/config/ids/wire  ←  store (only SQL)  ←  backend  ←  fuse (only pyfuse3),
-                                                                           remote,
-                                                               api (only HTTP)  ←  cli
-
-``fuse`` and ``remote`` both point down at ``backend`` and never at each other.
+    core                          pure: model, errors, rules, ids, config, query, records,
+                                  visibility (no I/O, no SQL, no HTTP, no pyfuse3)
+    home, wire                    durable private files; the api-contract shapes
+    store                         the only SQL
+    backend                       the Backend port (and its embedded adapter)
+    fuse, remote, api             the only pyfuse3; the remote client; the only HTTP server
+    memory_tool                   the SDK memory tool and its file service
+    mcp                           the MCP server (over memory_tool and api's auth)
+    cli                           the composition root
 
 Every ``import``/``from … import`` statement counts, wherever it is (inside functions and
-``TYPE_CHECKING`` blocks too); relative imports are resolved.
+``TYPE_CHECKING`` blocks too); relative imports are resolved. No module imports itself
+back through a circle (``from package import submodule`` counts as importing the
+submodule only).
 """
 
 from __future__ import annotations
@@ -21,18 +28,21 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "memfs"
 
-CORE = (
-    "memfs.model",
-    "memfs.rules",
-    "memfs.errors",
-    "memfs.config",
-    "memfs.ids",
-    "memfs.wire",
-    "memfs.query",
-    "memfs.records",
-    "memfs.records_seed",
-    "memfs.visibility",
-)
+# The floor of each package of memfs (see the module docstring).
+FLOORS = {
+    "memfs.core": 0,
+    "memfs.home": 1,
+    "memfs.wire": 1,
+    "memfs.store": 2,
+    "memfs.backend": 3,
+    "memfs.fuse": 4,
+    "memfs.remote": 4,
+    "memfs.api": 4,
+    "memfs.memory_tool": 5,
+    "memfs.mcp": 6,
+    "memfs.cli": 7,
+}
+CORE = ("memfs.core",)
 
 
 def module_name(path: Path) -> str:
@@ -101,20 +111,91 @@ def offenders(importers: tuple[str, ...] | None, exempt: tuple[str, ...], *targe
 
 def test_the_scan_sees_the_package() -> None:
     assert "memfs.store.engine" in IMPORTS
-    assert "memfs.rules" in IMPORTS
+    assert "memfs.core.rules" in IMPORTS
     assert "sqlalchemy" in IMPORTS["memfs.store._connections"]
-    assert "memfs.rules" in IMPORTS["memfs.store.memories"]
+    assert "memfs.core.rules" in IMPORTS["memfs.store.memories"]
 
 
 def test_relative_imports_are_resolved() -> None:
-    source = "from . import fsck\nfrom ..rules import slugify\nimport pyfuse3.x\n"
+    source = "from . import fsck\nfrom ..core.rules import slugify\nimport pyfuse3.x\n"
     names = set(imported_names(source, "memfs.store.engine", is_package=False))
-    assert {"memfs.store", "memfs.store.fsck", "memfs.rules", "memfs.rules.slugify"} <= names
+    assert {"memfs.store", "memfs.store.fsck", "memfs.core.rules", "memfs.core.rules.slugify"} \
+        <= names
     assert "pyfuse3.x" in names
     names = set(imported_names("from .engine import Engine\n", "memfs.store", is_package=True))
     assert "memfs.store.engine" in names
     nested = "def f():\n    if True:\n        from memfs.api import app\n"
-    assert "memfs.api" in set(imported_names(nested, "memfs.rules", is_package=False))
+    assert "memfs.api" in set(imported_names(nested, "memfs.core.rules", is_package=False))
+
+
+def floor_of(module: str) -> tuple[str, int] | None:
+    """The package of ``module`` in :data:`FLOORS` and its floor (None: not in memfs, or
+    the top-level ``memfs`` package itself)."""
+    for package, floor in FLOORS.items():
+        if within(module, package):
+            return package, floor
+    return None
+
+
+def test_every_module_of_memfs_is_on_a_floor() -> None:
+    loose = [m for m in IMPORTS if m not in ("memfs", "memfs.__main__") and not floor_of(m)]
+    assert loose == []
+
+
+def test_no_package_imports_a_floor_beside_or_above_it() -> None:
+    found = []
+    for module, names in IMPORTS.items():
+        here = floor_of(module)
+        if here is None:
+            continue
+        for name in sorted(names):
+            there = floor_of(name)
+            if there is not None and there[0] != here[0] and there[1] >= here[1]:
+                found.append((module, name))
+    assert found == []
+
+
+def _imported_modules(path: Path, module: str) -> set[str]:
+    """The memfs modules ``path`` imports, counting ``from package import submodule``
+    as an import of the submodule alone."""
+    is_package = path.name == "__init__.py"
+    package = module if is_package else module.rpartition(".")[0]
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base_parts = package.split(".")
+                base = ".".join(base_parts[: len(base_parts) - (node.level - 1)])
+                target = f"{base}.{node.module}" if node.module else base
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                submodule = f"{target}.{alias.name}"
+                found.add(submodule if submodule in IMPORTS else target)
+    return {name for name in found if name in IMPORTS and name != module}
+
+
+def test_no_module_imports_itself_back_through_a_circle() -> None:
+    graph = {
+        module_name(path): _imported_modules(path, module_name(path))
+        for path in sorted(PACKAGE.rglob("*.py"))
+    }
+    circles = []
+    for start in graph:
+        # Is ``start`` reachable from what it imports?
+        seen: set[str] = set()
+        todo = list(graph[start])
+        while todo:
+            module = todo.pop()
+            if module == start:
+                circles.append(start)
+                break
+            if module not in seen:
+                seen.add(module)
+                todo.extend(graph.get(module, ()))
+    assert circles == []
 
 
 @pytest.mark.parametrize(
@@ -131,38 +212,15 @@ def test_only_one_layer_imports_each_library(libraries: tuple[str, ...], owner: 
     assert offenders(None, (owner,), *libraries) == []
 
 
-def test_core_imports_no_upper_layer() -> None:
-    upper = ("memfs.store", "memfs.fuse", "memfs.api", "memfs.cli")
-    assert offenders(CORE, (), *upper) == []
+def test_core_imports_nothing_but_the_core_and_the_standard_library() -> None:
+    third_party = ("sqlalchemy", "alembic", "pyfuse3", "fastapi", "starlette", "httpx",
+                   "trio", "anyio", "hypercorn", "mcp", "anthropic", "typer")
+    assert offenders(CORE, (), *third_party) == []
 
 
-def test_store_imports_neither_fuse_nor_api_nor_cli() -> None:
-    assert offenders(("memfs.store",), (), "memfs.fuse", "memfs.api", "memfs.cli") == []
-
-
-def test_fuse_and_api_never_import_cli() -> None:
-    assert offenders(("memfs.fuse", "memfs.api"), (), "memfs.cli") == []
-
-
-def test_remote_never_imports_fuse() -> None:
+def test_fuse_and_remote_never_import_each_other() -> None:
     assert offenders(("memfs.remote",), (), "memfs.fuse") == []
-
-
-def test_fuse_imports_neither_api_nor_remote() -> None:
-    assert offenders(("memfs.fuse",), (), "memfs.api", "memfs.remote") == []
-
-
-def test_backend_imports_no_layer_above_it() -> None:
-    above = ("memfs.fuse", "memfs.remote", "memfs.api", "memfs.cli")
-    assert offenders(("memfs.backend",), (), *above) == []
-
-
-def test_the_memory_front_ends_sit_on_one_core() -> None:
-    """memfs.memory_tool (the SDK tool and the memory file service) is the core of both
-    front ends; memfs.mcp is above it, and neither reaches into a mount or the CLI."""
-    front_ends = ("memfs.memory_tool", "memfs.mcp")
-    assert offenders(front_ends, (), "memfs.cli", "memfs.fuse") == []
-    assert offenders(("memfs.memory_tool",), (), "memfs.mcp", "memfs.api") == []
+    assert offenders(("memfs.fuse",), (), "memfs.remote", "memfs.api") == []
 
 
 # The store's face is memfs.store's __all__; its modules are private to it.
@@ -189,6 +247,8 @@ STORE_INSIDES = (
     "memfs.store.schema",
     "memfs.store.fsck",
     "memfs.store.identities",
+    "memfs.store.bindings",
+    "memfs.store.embeddings",
     "memfs.store.retention",
     "memfs.store.migrations",
 )
@@ -231,3 +291,19 @@ def test_the_store_exports_exactly_its_face() -> None:
     namespace: dict[str, object] = {}
     exec("from memfs.store import *", namespace)
     assert sorted(k for k in namespace if k != "__builtins__") == sorted(memfs.store.__all__)
+
+
+def test_the_backend_package_s_face_is_the_port_only() -> None:
+    """``memfs.backend`` exports the port; the embedded adapter (and with it the store) is
+    imported from ``memfs.backend.embedded`` by the composition root alone."""
+    import memfs.backend
+
+    assert "EmbeddedBackend" not in memfs.backend.__all__
+    face = ("memfs.backend", "memfs.backend.protocol", "memfs.backend.naming")
+    found = [
+        (module, name)
+        for module in face
+        for name in sorted(IMPORTS[module])
+        if within(name, "memfs.store", "memfs.backend.embedded")
+    ]
+    assert found == []

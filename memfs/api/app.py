@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Awaitable, Callable, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from http import HTTPStatus
 from typing import Any
 
@@ -34,8 +34,8 @@ from memfs.api.errors import (
 )
 from memfs.api.openapi import openapi_document
 from memfs.api.routes import allowed_methods, authenticate_request, router
-from memfs.errors import InvalidInput, InvalidMetadata, MemfsError, StoreBusy
-from memfs.ids import new_id
+from memfs.core.errors import InvalidInput, InvalidMetadata, MemfsError, StoreBusy
+from memfs.core.ids import new_id
 from memfs.store import Engine
 
 __all__ = ["RequestContextMiddleware", "create_app", "error_response"]
@@ -217,13 +217,26 @@ async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
     return error_response(InternalError("internal server error"), _request_id(request))
 
 
-def create_app(engine: Engine, *, insecure_dev: bool = False) -> FastAPI:
+# An endpoint another front end serves beside the API (the MCP server at ``/mcp``): built
+# from the engine and the insecure_dev flag, an ASGI application. The composition root
+# (memfs.cli.server) hands them in, so this package imports no front end above it.
+EndpointFactory = Callable[[Engine, bool], Any]
+
+
+def create_app(
+    engine: Engine,
+    *,
+    insecure_dev: bool = False,
+    endpoints: Mapping[str, EndpointFactory] | None = None,
+) -> FastAPI:
     """The memfs REST API over ``engine`` (which the caller opens and closes).
 
     Args:
         engine: the store engine; every call to it runs in a worker thread.
         insecure_dev: requests without a valid credential act as an admin (development
             only, see :mod:`memfs.api.auth`).
+        endpoints: ``{path: factory}``: ASGI applications of other front ends served
+            beside the API (``memfs serve`` gives ``/mcp``), built here with the engine.
 
     Returns:
         A FastAPI application (behind :class:`RequestContextMiddleware`).
@@ -244,11 +257,11 @@ def create_app(engine: Engine, *, insecure_dev: bool = False) -> FastAPI:
         engine.last_change_seq, watch=engine.watch_changes
     )
     app.include_router(router)
-    # Issue 13: the MCP server over streamable HTTP, behind the same bearer-token auth.
-    from memfs.mcp.http import McpHttpEndpoint
-
-    mcp_endpoint = McpHttpEndpoint(engine, insecure_dev=insecure_dev)
-    app.router.routes.append(Route("/mcp", mcp_endpoint, methods=["GET", "POST", "DELETE"]))
+    # Endpoints of other front ends (the MCP server over streamable HTTP at /mcp), each
+    # behind its own authentication, which is the API's bearer-token auth.
+    for path, make_endpoint in (endpoints or {}).items():
+        endpoint = make_endpoint(engine, insecure_dev)
+        app.router.routes.append(Route(path, endpoint, methods=["GET", "POST", "DELETE"]))
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> JSONResponse:

@@ -10,7 +10,7 @@ Once listening, one line ``memfs: serving on http://HOST:PORT`` is printed to st
 (flushed), with the real port when ``--port 0`` asked the kernel for a free one; tests and
 scripts wait for it.
 
-Startup failures are one :class:`~memfs.errors.MemfsError` each (the CLI prints its
+Startup failures are one :class:`~memfs.core.errors.MemfsError` each (the CLI prints its
 message as one line, exit status 1), never a traceback: the database is opened, and the
 listening socket bound, before the event loop starts, so their errors are plain
 exceptions rather than Hypercorn's nested exception groups.
@@ -25,6 +25,7 @@ import re
 import signal
 import ssl
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 import trio
@@ -32,10 +33,10 @@ from hypercorn.config import Config, Sockets
 from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
-from memfs.api.app import create_app
-from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_PRUNE_INTERVAL_S
-from memfs.errors import InvalidInput, MemfsError
-from memfs.model import format_timestamp
+from memfs.api.app import EndpointFactory, create_app
+from memfs.core.config import DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_PRUNE_INTERVAL_S
+from memfs.core.errors import InvalidInput, MemfsError
+from memfs.core.model import format_timestamp
 from memfs.store import Engine, open_engine
 
 __all__ = ["GRACEFUL_TIMEOUT_S", "READY_PREFIX", "serve"]
@@ -200,6 +201,7 @@ def serve(
     certfile: str | None = None,
     keyfile: str | None = None,
     prune_interval_s: float | None = DEFAULT_PRUNE_INTERVAL_S,
+    endpoints: Mapping[str, EndpointFactory] | None = None,
 ) -> None:
     """Serves the API until SIGINT or SIGTERM (blocking; runs its own trio loop).
 
@@ -209,10 +211,11 @@ def serve(
 
     Args:
         database: SQLite path, ``sqlite:///`` or ``postgresql://`` URL; None means the
-            default of :func:`memfs.config.database_url`.
+            default of :func:`memfs.core.config.database_url`.
         host: address to listen on.
         port: TCP port; 0 picks a free one (printed on the ready line).
         insecure_dev: see :mod:`memfs.api.auth`; refused unless ``host`` is loopback.
+        endpoints: other front ends' endpoints, as :func:`memfs.api.app.create_app`.
         certfile, keyfile: PEM files of the server's certificate (chain) and its key.
         prune_interval_s: prune versions past their store's retention period (SPEC §2)
             at start-up and then this often, in seconds; None or 0 never does.
@@ -256,7 +259,7 @@ def serve(
                     "in front (README, 'TLS')",
                     host,
                 )
-            app = create_app(engine, insecure_dev=insecure_dev)
+            app = create_app(engine, insecure_dev=insecure_dev, endpoints=endpoints)
             trio.run(_serve, app, config, sockets, prune_interval_s)
         finally:
             engine.close()

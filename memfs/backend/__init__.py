@@ -6,7 +6,10 @@ module                      concern
 ``protocol``                the ``Backend`` Protocol; ``MemoryChange``,
                             ``AttachmentSpec``, ``BackendEvent``,
                             ``BackendStatistics``
-``embedded``                ``EmbeddedBackend``: an in-process store engine
+``embedded``                ``EmbeddedBackend``: an in-process store engine (import
+                            it from ``memfs.backend.embedded``: this package's face
+                            is the port only, so code that needs the port does not
+                            load the store)
 ``naming``                  conflict-copy names (SPEC §4), shared by FUSE and remote
 ==========================  ====================================================
 
@@ -14,7 +17,6 @@ Layering (tests/test_layers.py): ``memfs.fuse`` and ``memfs.remote`` import this
 package; it imports neither of them, nor the API.
 """
 
-from memfs.backend.embedded import EmbeddedBackend
 from memfs.backend.naming import conflict_name
 from memfs.backend.protocol import (
     AttachmentSpec,
@@ -23,7 +25,7 @@ from memfs.backend.protocol import (
     BackendStatistics,
     MemoryChange,
 )
-from memfs.errors import BackendUnavailable
+from memfs.core.errors import BackendUnavailable
 
 __all__ = [
     "AttachmentSpec",
@@ -31,7 +33,6 @@ __all__ = [
     "BackendEvent",
     "BackendStatistics",
     "BackendUnavailable",
-    "EmbeddedBackend",
     "MemoryChange",
     "conflict_name",
 ]

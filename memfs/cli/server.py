@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 
 from memfs.cli._common import DatabaseOption, secure_home
-from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT
-from memfs.rules import parse_duration_s
+from memfs.core.config import DEFAULT_API_HOST, DEFAULT_API_PORT
+from memfs.core.rules import parse_duration_s
 
 __all__ = ["register"]
 
@@ -59,10 +59,13 @@ def serve_command(
     A port in use or a database that can't be opened is one error line, exit status 1.
     """
     from memfs.api.serve import serve
+    from memfs.mcp.http import McpHttpEndpoint
 
     interval_s = None if prune_interval.strip() == "never" else parse_duration_s(prune_interval)
     secure_home()
     serve(
         database, host=host, port=port, insecure_dev=insecure_dev,
         certfile=certfile, keyfile=keyfile, prune_interval_s=interval_s,
+        # The MCP server over streamable HTTP, beside the API (SPEC §5).
+        endpoints={"/mcp": lambda engine, insecure: McpHttpEndpoint(engine, insecure_dev=insecure)},
     )

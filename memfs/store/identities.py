@@ -14,32 +14,39 @@ Owns the ``identity_mounts`` table and the pair columns of ``stores``
   for the first and then finds it (SQLite's one writer), never a second store. The
   engine retries a transaction that lost that race (:data:`DEFAULT_STORE_ATTEMPTS`).
 * **Explicit mounts** are always ``read_only``, at most
-  :data:`memfs.config.MAX_EXPLICIT_MOUNTS` per pair (counted with the pair locked, see
+  :data:`memfs.core.config.MAX_EXPLICIT_MOUNTS` per pair (counted with the pair locked, see
   :func:`_lock_pair`); a store is mounted on a pair at most once (mounting it again
   returns the mount); an archived store or another pair's default store can't be
   mounted.
 * Listing order: the default first, then explicit mounts by creation time.
 * A store still mounted on a pair can't be archived or deleted unless forced, and a
   default store can't be deleted while its pair has explicit mounts, forced or not
-  (:func:`check_unbound`, called by :mod:`memfs.store.stores`).
+  (:func:`memfs.store.bindings.check_unbound`, called by :mod:`memfs.store.stores`).
 """
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterator
-from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Connection, Row, and_, delete, func, insert, select, text, update
+from sqlalchemy import Connection, Row, delete, func, insert, select, text, update
 
-from memfs import rules
-from memfs.config import MAX_EXPLICIT_MOUNTS
-from memfs.errors import Conflict, InvalidInput, NotFound, StoreArchived, StoreBound
-from memfs.model import Access, IdentityMount, MemoryStore
+from memfs.core import rules
+from memfs.core.config import MAX_EXPLICIT_MOUNTS
+from memfs.core.errors import Conflict, InvalidInput, NotFound, StoreArchived
+from memfs.core.model import Access, IdentityMount, MemoryStore
 from memfs.store import stores as store_rows
 from memfs.store._common import lock_store, now, store_model, store_row
 from memfs.store.access import ResourceSpec
+from memfs.store.bindings import (
+    check_unbound,
+    list_pair_mounts,
+    list_store_mounts,
+    mount_model,
+    mounts_query,
+    of_pair,
+)
 from memfs.store.schema import identity_mounts, stores
 
 __all__ = [
@@ -59,44 +66,10 @@ DEFAULT_STORE_ATTEMPTS = 3
 """How often the engine runs a transaction that creates a default store: a loss of the
 race on ``ix_identity_mounts_default`` is followed by a retry, which finds the winner's."""
 
-# Bindings named in a StoreBound message before "and N more".
-_BINDINGS_NAMED = 10
-
-
 def default_store_name(identity_id: str, template_id: str) -> str:
     """The name of a pair's default store: ``default:<identity_id>:<template_id>``
     (stable: the same pair always gives the same name; SPEC §8)."""
     return f"default:{identity_id}:{template_id}"
-
-
-def _mount_model(row: Row[Any]) -> IdentityMount:
-    return IdentityMount(
-        memory_store_id=row.store_id,
-        identity_id=row.identity_id,
-        template_id=row.template_id,
-        access=Access(row.access),
-        system_managed=bool(row.system_managed),
-        name=row.name,
-        status="archived" if row.archived_at is not None else "active",
-        entry_count=row.entry_count,
-        created_at=datetime.fromisoformat(row.created_at),
-    )
-
-
-def _mounts_query() -> Any:
-    return select(
-        identity_mounts,
-        stores.c.name,
-        stores.c.archived_at,
-        stores.c.entry_count,
-    ).join(stores, stores.c.id == identity_mounts.c.store_id)
-
-
-def _of_pair(identity_id: str, template_id: str) -> Any:
-    return and_(
-        identity_mounts.c.identity_id == identity_id,
-        identity_mounts.c.template_id == template_id,
-    )
 
 
 def _lock_pair(conn: Connection, identity_id: str, template_id: str) -> None:
@@ -112,8 +85,8 @@ def _lock_pair(conn: Connection, identity_id: str, template_id: str) -> None:
 
 def _default_mount(conn: Connection, identity_id: str, template_id: str) -> Row[Any] | None:
     return conn.execute(
-        _mounts_query().where(
-            _of_pair(identity_id, template_id), identity_mounts.c.system_managed.is_(True)
+        mounts_query().where(
+            of_pair(identity_id, template_id), identity_mounts.c.system_managed.is_(True)
         )
     ).first()
 
@@ -162,8 +135,8 @@ def _pair_mount(
     conn: Connection, identity_id: str, template_id: str, store_id: str
 ) -> Row[Any] | None:
     return conn.execute(
-        _mounts_query().where(
-            _of_pair(identity_id, template_id), identity_mounts.c.store_id == store_id
+        mounts_query().where(
+            of_pair(identity_id, template_id), identity_mounts.c.store_id == store_id
         )
     ).first()
 
@@ -180,7 +153,7 @@ def mount_store(
 
     Raises:
         InvalidInput: a malformed pair; ``access`` not ``read_only``; the pair has
-            :data:`~memfs.config.MAX_EXPLICIT_MOUNTS` explicit mounts already
+            :data:`~memfs.core.config.MAX_EXPLICIT_MOUNTS` explicit mounts already
             (``error_code: mount_limit_reached``).
         Conflict: the store is a default store, this pair's or another's
             (``default_store_not_mountable``).
@@ -203,13 +176,13 @@ def mount_store(
         )
     existing = _pair_mount(conn, identity_id, template_id, store_id)
     if existing is not None:
-        return _mount_model(existing), False
+        return mount_model(existing), False
     if row.archived_at is not None:
         raise StoreArchived(f"memory store {store_id!r} is archived and can't be mounted")
     explicit = conn.execute(
         select(func.count())
         .select_from(identity_mounts)
-        .where(_of_pair(identity_id, template_id), identity_mounts.c.system_managed.is_(False))
+        .where(of_pair(identity_id, template_id), identity_mounts.c.system_managed.is_(False))
     ).scalar_one()
     if explicit >= MAX_EXPLICIT_MOUNTS:
         raise InvalidInput(
@@ -235,7 +208,7 @@ def mount_store(
     )
     mount = _pair_mount(conn, identity_id, template_id, store_id)
     assert mount is not None
-    return _mount_model(mount), True
+    return mount_model(mount), True
 
 
 def unmount_store(conn: Connection, identity_id: str, template_id: str, store_id: str) -> None:
@@ -261,7 +234,7 @@ def unmount_store(conn: Connection, identity_id: str, template_id: str, store_id
     lock_store(conn, store_id)
     conn.execute(
         delete(identity_mounts).where(
-            _of_pair(identity_id, template_id), identity_mounts.c.store_id == store_id
+            of_pair(identity_id, template_id), identity_mounts.c.store_id == store_id
         )
     )
     conn.execute(
@@ -269,81 +242,6 @@ def unmount_store(conn: Connection, identity_id: str, template_id: str, store_id
         .where(stores.c.id == store_id)
         .values(identity_template_count=stores.c.identity_template_count - 1)
     )
-
-
-def _pair_order() -> tuple[Any, ...]:
-    """Default first, then explicit mounts by creation time (SPEC §8 listing order)."""
-    return (
-        identity_mounts.c.system_managed.desc(),
-        identity_mounts.c.created_at,
-        identity_mounts.c.store_id,
-    )
-
-
-def list_pair_mounts(conn: Connection, identity_id: str, template_id: str) -> list[IdentityMount]:
-    """Every mount of a pair, the default first, then by creation time (at most 1 + 10;
-    an unknown pair has none). Raises InvalidInput (a malformed pair)."""
-    rules.validate_pair(identity_id, template_id)
-    rows = conn.execute(
-        _mounts_query().where(_of_pair(identity_id, template_id)).order_by(*_pair_order())
-    ).all()
-    return [_mount_model(row) for row in rows]
-
-
-def list_store_mounts(conn: Connection, store_id: str) -> list[IdentityMount]:
-    """Every pair a store is mounted on, oldest mount first. Raises NotFound."""
-    store_row(conn, store_id)
-    rows = conn.execute(
-        _mounts_query()
-        .where(identity_mounts.c.store_id == store_id)
-        .order_by(identity_mounts.c.created_at, identity_mounts.c.identity_id)
-    ).all()
-    return [_mount_model(row) for row in rows]
-
-
-def _describe(mounts: list[IdentityMount]) -> str:
-    named = [
-        f"{m.identity_id}/{m.template_id}" + (" (its default store)" if m.system_managed else "")
-        for m in mounts[:_BINDINGS_NAMED]
-    ]
-    more = len(mounts) - len(named)
-    return ", ".join(named) + (f" and {more} more" if more else "")
-
-
-def check_unbound(conn: Connection, store_id: str, *, deleting: bool, force: bool) -> None:
-    """Refuses to archive or delete a store still mounted on a pair (SPEC §8).
-
-    With ``force`` a bound store may be archived or deleted (its mounts then show it
-    archived, or go with it), except that a system-managed default store is never
-    deleted while its pair has explicit mounts. Call it with the store row locked.
-
-    Raises:
-        StoreBound: the store is bound; the message names the bindings.
-    """
-    row = store_row(conn, store_id)
-    if deleting and row.identity_id is not None:
-        explicit = [
-            m
-            for m in list_pair_mounts(conn, row.identity_id, row.template_id)
-            if not m.system_managed
-        ]
-        if explicit:
-            raise StoreBound(
-                f"memory store {store_id!r} is the default store of "
-                f"{row.identity_id}/{row.template_id}, which still has {len(explicit)} "
-                f"mounts ({', '.join(m.memory_store_id for m in explicit)}); unmount them "
-                "before deleting it"
-            )
-    if force:
-        return
-    mounts = list_store_mounts(conn, store_id)
-    if mounts:
-        what = "deleted" if deleting else "archived"
-        raise StoreBound(
-            f"memory store {store_id!r} is mounted on {len(mounts)} (identity, template) "
-            f"pair(s): {_describe(mounts)}; it can't be {what} while mounted (unmount it "
-            "first, or force it)"
-        )
 
 
 def pair_resources(conn: Connection, identity_id: str, template_id: str) -> list[ResourceSpec]:

@@ -14,13 +14,14 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select, update
 
-from memfs import rules
-from memfs.errors import InvalidInput, NotFound, StoreArchived
-from memfs.ids import new_id
-from memfs.model import Actor, ChangeKind, MemoryStore, Page
-from memfs.store import feed, identities, search
+from memfs.core import rules
+from memfs.core.errors import InvalidInput, NotFound, StoreArchived
+from memfs.core.ids import new_id
+from memfs.core.model import Actor, ChangeKind, MemoryStore, Page
+from memfs.store import feed, search
 from memfs.store import records as record_index
 from memfs.store._common import Cursor, check_limit, lock_store, now, store_model, store_row, ts
+from memfs.store.bindings import check_unbound
 from memfs.store.blobs import gc_blobs
 from memfs.store.schema import blobs, identity_mounts, memories, stores, versions
 
@@ -168,7 +169,7 @@ def archive_store(
     """See :meth:`memfs.store.Engine.archive_store`."""
     row = lock_store(conn, store_id)
     if row.archived_at is None:
-        identities.check_unbound(conn, store_id, deleting=False, force=force)
+        check_unbound(conn, store_id, deleting=False, force=force)
         archived = now()
         conn.execute(
             update(stores)
@@ -185,7 +186,7 @@ def delete_store(
 ) -> None:
     """See :meth:`memfs.store.Engine.delete_store`."""
     lock_store(conn, store_id)
-    identities.check_unbound(conn, store_id, deleting=True, force=force)
+    check_unbound(conn, store_id, deleting=True, force=force)
     conn.execute(delete(identity_mounts).where(identity_mounts.c.store_id == store_id))
     keys = set(
         conn.execute(select(memories.c.blob_key).where(memories.c.store_id == store_id)).scalars()

@@ -16,13 +16,14 @@ from pathlib import Path
 import pyfuse3
 import pytest
 
-from memfs.backend import AttachmentSpec, EmbeddedBackend, MemoryChange
-from memfs.errors import InvalidContent, NotFound
+from memfs.backend import AttachmentSpec, MemoryChange
+from memfs.backend.embedded import EmbeddedBackend
+from memfs.core.errors import InvalidContent, NotFound
+from memfs.core.model import MemoryStore
 from memfs.fuse.content import WorkingCopy
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
 from memfs.fuse.operations import Operations
 from memfs.fuse.status import MountStatus
-from memfs.model import MemoryStore
 from memfs.store import Engine
 
 
