@@ -5,7 +5,7 @@ What lives there (SPEC §5): the SQLite database, the mount status files
 and outbox (``outbox/``), and the bytes of refused writes (``rejected/``). This module
 owns how such files are written:
 
-Everything here is private to the user running memfs (SPEC §3, issue 11 item 3: other
+Everything here is private to the user running memfs (SPEC §3: other
 local users must not read memories): files are created ``0600`` and directories
 ``0700`` whatever the umask (:func:`private_directory`, :func:`open_private`), and
 :func:`secure_home` takes group and other access away from an existing

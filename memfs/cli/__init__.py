@@ -23,7 +23,7 @@ module                  commands
 
 :data:`COMMANDS` names each command's module and one-line help, so ``memfs --help``
 lists every command without importing any of them, and ``memfs store list`` imports
-only ``stores`` (issue 17: SQLAlchemy, pydantic and FastAPI load only for the commands
+only ``stores`` (so that SQLAlchemy, pydantic and FastAPI load only for the commands
 that use them). Errors from :mod:`memfs.core.errors` are printed as one line, exit status 1.
 """
 

@@ -14,7 +14,7 @@
   login name of the operating system user running it.
 
 Imports stay light (typer and the core rules): SQLAlchemy, pydantic and rich load only
-when a command needs them, so ``memfs --help`` starts fast (issue 17).
+when a command needs them, so ``memfs --help`` starts fast.
 """
 
 from __future__ import annotations
@@ -103,7 +103,8 @@ def command_engine(database: str | None, *, create: bool = False) -> Iterator[En
         create: the command makes something (``store create``, ``key create``, ``import
             --create``) and may create the SQLite file; every other command refuses a
             missing file by name (DatabaseNotFound) and leaves nothing behind; a file
-            this user may not write is opened read-only (issue 11 item 7).
+            this user may not write is opened read-only (commands that only read never
+            need write access).
 
     Failures to open (unwritable ``$MEMFS_HOME``, a missing parent directory, an
     unreachable PostgreSQL server, a URL of an unknown kind) become one error line,
@@ -128,7 +129,7 @@ def command_engine(database: str | None, *, create: bool = False) -> Iterator[En
 
 def secure_home() -> None:
     """Takes group and other access away from an existing ``$MEMFS_HOME`` (one made
-    before memfs kept its files private, issue 11 item 3) and says so on stderr; says
+    before memfs kept its files private, SPEC §3) and says so on stderr; says
     nothing when there was nothing to change. A failure is reported, not fatal."""
     from memfs import home as local
     from memfs.core.config import memfs_home

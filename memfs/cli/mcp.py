@@ -1,4 +1,4 @@
-"""``memfs mcp``: the MCP server on stdio (issue 13; SPEC §5).
+"""``memfs mcp``: the MCP server on stdio (SPEC §5).
 
 Embedded (``--store NAME[:ro]…``, the database of ``--database``, else
 ``$MEMFS_DATABASE``, else ``$MEMFS_HOME/memfs.db``): the stores are attached to a new
@@ -61,7 +61,7 @@ def mcp(
     from memfs.core.model import Access
     from memfs.core.rules import parse_store_spec
     from memfs.mcp.stdio import serve_stdio
-    from memfs.memory_tool.access import HttpAccess, StoreAccess, open_embedded
+    from memfs.memory_tool.port import HttpAccess, StoreAccess, open_embedded
     from memfs.memory_tool.refusals import Refused
 
     logging.basicConfig(

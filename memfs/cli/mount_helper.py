@@ -1,5 +1,5 @@
 """``mount.fuse.memfs``: the helper mount(8) runs for ``-t fuse.memfs`` and for
-``/etc/fstab`` lines of that type (SPEC §4 Sandboxes, issue 12 item 4).
+``/etc/fstab`` lines of that type (SPEC §4 Sandboxes).
 
 mount(8) calls ``/sbin/mount.fuse.memfs SOURCE DIR [-sfnv] [-o OPTIONS]``; the helper
 runs ``memfs mount DIR`` with the stores and options those name, in the background, and

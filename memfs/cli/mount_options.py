@@ -1,5 +1,5 @@
 """Mount option strings: ``memfs mount -o …``, ``mount -t fuse.memfs -o …`` and
-``/etc/fstab`` (SPEC §4 Sandboxes, issue 12).
+``/etc/fstab`` (SPEC §4 Sandboxes).
 
 An option string is comma-separated, as mount(8) has it::
 

@@ -1,6 +1,6 @@
 """``memfs mount``, ``memfs umount`` and ``memfs status`` (SPEC §5 components).
 
-Two kinds of mount, one filesystem (issue 4):
+Two kinds of mount, one filesystem (SPEC §5):
 
 * embedded: ``memfs mount DIR --store NAME…`` opens the database itself
   (``--database``, else ``$MEMFS_DATABASE``, else ``$MEMFS_HOME/memfs.db``);
@@ -209,7 +209,7 @@ def _layout_option(layout: str | None, *, remote: bool) -> Any:
 
 def _check_principal(api: str | None, user_id: str | None, roles: list[str]) -> None:
     """Fails unless ``--user-id``/``--role`` make a valid principal of an embedded mount
-    (issue 15, SPEC §6); a remote mount's principal is its session's."""
+    (SPEC §6); a remote mount's principal is its session's."""
     from memfs.core.errors import InvalidInput
     from memfs.core.visibility import make_principal
 
@@ -522,7 +522,7 @@ def umount(
     A remote mount whose writes could not all reach its server keeps them in its outbox
     (``$MEMFS_HOME/outbox/<session>``); they replay at the next mount of that session
     from this home. This says how many and where, and exits 1 unless ``--force``
-    (issue 10 item 9).
+    (nothing a user wrote is silently lost).
     """
     from memfs.fuse import mounts
     from memfs.fuse.status import read_status, status_path
@@ -578,9 +578,10 @@ def umount(
 
 def _queued_writes_message(target: str, record: dict[str, Any] | None) -> str | None:
     """What ``umount`` says of a remote mount's writes still queued after its daemon
-    exited (issue 10 item 9), or None when there are none: how many, where, and how
-    they reach the server — at the next mount of that session, or with ``memfs outbox
-    replay`` under another session when the server refused this one's token."""
+    exited (nothing a user wrote is silently lost), or None when there are none: how
+    many, where, and how they reach the server — at the next mount of that session, or
+    with ``memfs outbox replay`` under another session when the server refused this
+    one's token."""
     from memfs.core.config import memfs_home
     from memfs.remote.outbox import read_pending
 

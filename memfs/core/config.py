@@ -101,7 +101,7 @@ DEFAULT_PAGE_LIMIT = 20
 MAX_PAGE_LIMIT = 100
 MAX_FULL_VIEW_PAGE_LIMIT = 20
 
-# `memfs serve` defaults (issue 3).
+# `memfs serve` defaults (SPEC §5).
 DEFAULT_API_HOST = "127.0.0.1"
 DEFAULT_API_PORT = 8765
 

@@ -356,7 +356,7 @@ class CredentialRevoked(AuthenticationFailed):
 class StoreBusy(MemfsError):
     """Raised when the database stayed locked by another writer (or, on SQLite, a
     checkpoint) for longer than the busy timeout; nothing was changed, and the same
-    call may be retried (issue 10: contention gives a typed outcome, never a 500).
+    call may be retried (contention gives a typed outcome, never a 500).
 
     Attributes:
         retry_after_s: a suggested wait before retrying, in seconds.
@@ -436,8 +436,8 @@ class BackendUnavailable(MemfsError):
     """Raised when the store can't be asked now (a remote server is unreachable or
     answered 5xx); nothing about the request itself is wrong, and asking again later
     may succeed. Reads of uncached content fail with it (EIO); writes are queued by the
-    remote backend instead of raising it (issue 4). Raised by backends, never sent by
-    the server (it is sent as its parent is)."""
+    remote backend instead of raising it (SPEC §4: writes queue durably). Raised by
+    backends, never sent by the server (it is sent as its parent is)."""
 
     code = "backend_unavailable"
 

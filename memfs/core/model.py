@@ -264,7 +264,7 @@ class MemoryVersion(_Frozen):
 
 
 class ChangeKind(enum.StrEnum):
-    """What a change-feed entry records (issue 4 change feed)."""
+    """What a change-feed entry records (SPEC §4: how mounts learn of changes made elsewhere)."""
 
     MEMORY_WRITTEN = "memory_written"  # created, modified, restored or renamed
     MEMORY_DELETED = "memory_deleted"

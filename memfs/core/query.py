@@ -191,7 +191,7 @@ def holds_unspaced_script(text: str) -> bool:
 
     ASCII text is answered without a scan (``str.isascii`` reads a flag of CPython's
     string): the regex costs about 15 us per KiB, and every write asks it of the old
-    and the new document (issue 14 write cost)."""
+    and the new document (what a write costs the index, SPEC §7)."""
     return not text.isascii() and _NO_SPACE_SCRIPTS.search(text) is not None
 
 

@@ -1,4 +1,4 @@
-"""The MCP server of memfs (issue 13; SPEC §5 ``memfs mcp``): the memory tool's commands
+"""The MCP server of memfs (SPEC §5 ``memfs mcp``): the memory tool's commands
 and ``list_stores`` as MCP tools, every memory as an MCP resource, over the same stores,
 versions, preconditions, attribution, read-only rules and limits as a mount.
 

@@ -34,8 +34,8 @@ import anyio.to_thread
 from memfs.api.auth import Principal, authenticate, credential_from_headers
 from memfs.core import rules
 from memfs.core.model import Access, MemoryStore, Scope
-from memfs.memory_tool.access import Attachment, EngineAccess, attachments_of_session
 from memfs.memory_tool.files import MemoryFiles
+from memfs.memory_tool.port import EngineAccess, StoreView, attachments_of_session
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -55,7 +55,7 @@ _SCOPE_KEY = "memfs.mcp.files"
 _STORE_PAGE_LIMIT = 100
 
 
-def attachments_of_principal(engine: Engine, principal: Principal) -> list[Attachment]:
+def attachments_of_principal(engine: Engine, principal: Principal) -> list[StoreView]:
     """What the MCP server offers a caller (module docstring); blocking.
 
     Raises:
@@ -75,7 +75,7 @@ def attachments_of_principal(engine: Engine, principal: Principal) -> list[Attac
     slugs = rules.unique_slugs([(s.id, s.name) for s in stores])
     key = principal.api_key
     return [
-        Attachment(
+        StoreView(
             store_id=s.id,
             name=s.name,
             slug=slugs[s.id],
@@ -136,7 +136,7 @@ class McpHttpEndpoint:
             attachments,
             principal.actor,
             require=principal.require,
-            viewer=principal.viewer,  # visibility (issue 15, SPEC §6)
+            viewer=principal.viewer,  # visibility (SPEC §6)
         )
         return MemoryFiles(access, attachments)
 

@@ -35,8 +35,8 @@ from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.shared.exceptions import McpError
 
 from memfs.core.query import DEFAULT_SEARCH_LIMIT
-from memfs.memory_tool.access import Attachment
 from memfs.memory_tool.files import MemoryFiles
+from memfs.memory_tool.port import StoreView
 from memfs.memory_tool.refusals import RefusalKind, Refused
 
 __all__ = [
@@ -197,7 +197,7 @@ TOOLS: dict[str, ToolSpec] = {
 }
 
 
-def resource_uri(attachment: Attachment, memory_path: str) -> str:
+def resource_uri(attachment: StoreView, memory_path: str) -> str:
     """``memfs://<slug>/<path>``, the path percent-encoded (``/`` kept)."""
     return f"{RESOURCE_SCHEME}://{attachment.slug}{quote(memory_path, safe='/')}"
 
@@ -211,7 +211,7 @@ def _resource_error(refused: Refused) -> McpError:
     return McpError(types.ErrorData(code=code, message=refused.text))
 
 
-def _parse_uri(files: MemoryFiles, uri: str) -> tuple[Attachment, str]:
+def _parse_uri(files: MemoryFiles, uri: str) -> tuple[StoreView, str]:
     """The store and memory path a resource URI names.
 
     Raises:

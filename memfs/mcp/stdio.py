@@ -8,8 +8,8 @@ from __future__ import annotations
 from mcp.server.stdio import stdio_server
 
 from memfs.mcp.server import build_server
-from memfs.memory_tool.access import StoreAccess
 from memfs.memory_tool.files import MemoryFiles
+from memfs.memory_tool.port import StoreAccess
 
 __all__ = ["serve_stdio"]
 

@@ -1,5 +1,5 @@
 """Memory without a mount: the SDK's memory tool and the core it shares with the MCP
-server (issue 13; SPEC §5 ``memfs.memory_tool``).
+server (SPEC §5 ``memfs.memory_tool``).
 
 ==========================  ====================================================
 module                      concern
@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from memfs.memory_tool.access import Attachment, StoreAccess
 from memfs.memory_tool.files import MemoryFiles
+from memfs.memory_tool.port import StoreAccess, StoreView
 from memfs.memory_tool.refusals import RefusalKind, Refused
 
 if TYPE_CHECKING:
@@ -39,12 +39,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AsyncMemfsMemoryTool",
-    "Attachment",
     "MemfsMemoryTool",
     "MemoryFiles",
     "RefusalKind",
     "Refused",
     "StoreAccess",
+    "StoreView",
 ]
 
 

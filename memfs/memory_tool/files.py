@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from memfs.core import rules
 from memfs.core.errors import InvalidInput, MemfsError, NotFound, PathConflict, PreconditionFailed
 from memfs.core.query import DEFAULT_SEARCH_LIMIT
-from memfs.memory_tool.access import Attachment, FileInfo, StoreAccess, StoredFile
+from memfs.memory_tool.port import FileInfo, StoreAccess, StoredFile, StoreView
 from memfs.memory_tool.refusals import RefusalKind, Refused, refusal_for
 
 __all__ = [
@@ -114,7 +114,7 @@ class Location:
     """
 
     path: str
-    attachment: Attachment | None
+    attachment: StoreView | None
     memory_path: str
     top: bool = False
 
@@ -148,7 +148,7 @@ class MemoryFiles:
         attachments: what ``access.attachments()`` returned (:meth:`open` asks for them).
     """
 
-    def __init__(self, access: StoreAccess, attachments: Sequence[Attachment]) -> None:
+    def __init__(self, access: StoreAccess, attachments: Sequence[StoreView]) -> None:
         self.access = access
         self.attachments = list(attachments)
         self._by_slug = {a.slug: a for a in self.attachments}
@@ -174,7 +174,7 @@ class MemoryFiles:
 
     # ------------------------------------------------------------------ paths
 
-    def tool_path(self, attachment: Attachment, memory_path: str) -> str:
+    def tool_path(self, attachment: StoreView, memory_path: str) -> str:
         """The tool path of a memory path of ``attachment``."""
         base = MEMORIES_ROOT if self.flat else f"{MEMORIES_ROOT}/{attachment.slug}"
         return base if memory_path == "/" else base + memory_path
@@ -209,7 +209,7 @@ class MemoryFiles:
                 rules.validate_path(memory_path)
         return Location(path, attachment, memory_path)
 
-    def _writable(self, location: Location) -> Attachment:
+    def _writable(self, location: Location) -> StoreView:
         """The store a mutation at ``location`` goes to.
 
         Raises:
@@ -460,7 +460,7 @@ class MemoryFiles:
                     await self._delete_quietly(attachment, info)
         return f"Successfully deleted {path}"
 
-    async def _delete_quietly(self, attachment: Attachment, info: FileInfo) -> None:
+    async def _delete_quietly(self, attachment: StoreView, info: FileInfo) -> None:
         """Deletes one memory of a directory; one deleted meanwhile is already gone."""
         with suppress(NotFound):
             await self.access.delete(attachment.store_id, info.memory_id)
@@ -509,7 +509,7 @@ class MemoryFiles:
         return f"Successfully renamed {old_path} to {new_path}"
 
     def _rename_refusal(
-        self, refused: Refused, old_path: str, new_path: str, attachment: Attachment
+        self, refused: Refused, old_path: str, new_path: str, attachment: StoreView
     ) -> Refused:
         cause = refused.__cause__
         if isinstance(cause, PathConflict):
@@ -530,7 +530,7 @@ class MemoryFiles:
 
     # ------------------------------------------------------- resources (MCP)
 
-    async def read(self, attachment: Attachment, memory_path: str) -> StoredFile:
+    async def read(self, attachment: StoreView, memory_path: str) -> StoredFile:
         """One memory with its content (an MCP resource).
 
         Raises:
@@ -570,13 +570,13 @@ class MemoryFiles:
             ensure_ascii=False,
         )
 
-    async def every_file(self) -> list[tuple[Attachment, FileInfo]]:
+    async def every_file(self) -> list[tuple[StoreView, FileInfo]]:
         """Every memory of every attached store, in attachment then path order.
 
         Raises:
             Refused: what listing met.
         """
-        result: list[tuple[Attachment, FileInfo]] = []
+        result: list[tuple[StoreView, FileInfo]] = []
         for attachment in self.attachments:
             with _refusals(self.tool_path(attachment, "/")):
                 listing = await self.access.listing(attachment.store_id, "/")

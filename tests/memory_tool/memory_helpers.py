@@ -23,7 +23,7 @@ from anthropic.types.beta import (
 )
 
 from memfs.core.model import Memory, MemoryVersion
-from memfs.memory_tool.access import FileInfo, StoreAccess, StoredFile
+from memfs.memory_tool.port import FileInfo, StoreAccess, StoredFile
 from memfs.store import Engine, open_engine
 
 COMMAND_TYPES: dict[str, Any] = {

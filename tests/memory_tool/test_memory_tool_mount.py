@@ -11,7 +11,7 @@ from memory_helpers import InterferingAccess, arun, live, run, versions
 
 from memfs.core.model import Access, Actor, MemoryStore
 from memfs.memory_tool import AsyncMemfsMemoryTool, MemfsMemoryTool, MemoryFiles
-from memfs.memory_tool.access import open_embedded
+from memfs.memory_tool.port import open_embedded
 from memfs.store import Engine
 
 pytestmark = pytest.mark.fuse

@@ -12,7 +12,7 @@ from memory_helpers import InterferingAccess, arun, live, run, versions
 
 from memfs.core.model import Access, Actor, Operation
 from memfs.memory_tool import AsyncMemfsMemoryTool, MemfsMemoryTool, MemoryFiles
-from memfs.memory_tool.access import HttpAccess
+from memfs.memory_tool.port import HttpAccess
 from memfs.remote.client import MemfsClient
 from memfs.store import Engine, ResourceSpec
 

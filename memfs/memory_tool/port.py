@@ -42,7 +42,7 @@ if TYPE_CHECKING:
     from memfs.store import Engine
 
 __all__ = [
-    "Attachment",
+    "StoreView",
     "EngineAccess",
     "FileInfo",
     "HttpAccess",
@@ -59,7 +59,7 @@ LISTING_PAGE_LIMIT = 100
 
 
 @dataclass(frozen=True)
-class Attachment:
+class StoreView:
     """One store as the front ends show it: under ``/memories/<slug>/`` (or at
     ``/memories`` itself when it is the only one).
 
@@ -116,7 +116,7 @@ class StoreAccess(Protocol):
     one store (SPEC §1).
     """
 
-    async def attachments(self) -> list[Attachment]:
+    async def attachments(self) -> list[StoreView]:
         """The attached stores in attachment order.
 
         Raises:
@@ -201,12 +201,12 @@ class StoreAccess(Protocol):
         ...
 
 
-def attachments_of_session(session: Session) -> list[Attachment]:
+def attachments_of_session(session: Session) -> list[StoreView]:
     """The attachments of a session's resources, slugs by the SPEC §4 rule."""
     resources = session.resources
     slugs = rules.unique_slugs([(r.memory_store_id, r.name) for r in resources])
     return [
-        Attachment(
+        StoreView(
             store_id=r.memory_store_id,
             name=r.name,
             slug=slugs[r.memory_store_id],
@@ -243,7 +243,7 @@ class EngineAccess:
     def __init__(
         self,
         engine: Engine,
-        attachments: Sequence[Attachment],
+        attachments: Sequence[StoreView],
         actor: Actor,
         *,
         require: Require | None = None,
@@ -260,7 +260,7 @@ class EngineAccess:
             self._require(scope, store_id)
         return await anyio.to_thread.run_sync(func)
 
-    async def attachments(self) -> list[Attachment]:
+    async def attachments(self) -> list[StoreView]:
         return list(self._attachments)
 
     async def read(self, store_id: str, path: str) -> StoredFile | None:
@@ -370,7 +370,7 @@ class HttpAccess:
     def __init__(self, client: MemfsClient) -> None:
         self._client = client
 
-    async def attachments(self) -> list[Attachment]:
+    async def attachments(self) -> list[StoreView]:
         return attachments_of_session(await self._client.retrieve_session())
 
     async def read(self, store_id: str, path: str) -> StoredFile | None:
