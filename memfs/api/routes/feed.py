@@ -13,7 +13,6 @@ from memfs.api.auth import Principal
 from memfs.api.changes import (
     MAX_CHANGES_LIMIT,
     MAX_LONG_POLL_TIMEOUT_S,
-    change_to_wire,
     run_until_disconnected,
 )
 from memfs.api.routes._common import doc, json_response, notifier, run
@@ -21,6 +20,7 @@ from memfs.errors import NotFound
 from memfs.model import Change, ChangeKind, Scope
 from memfs.store import Engine
 from memfs.visibility import Viewer
+from memfs.wire import change_to_wire
 
 __all__ = ["router"]
 
