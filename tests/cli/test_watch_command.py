@@ -15,7 +15,7 @@ import selectors
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +24,10 @@ import pytest
 from _support.cli import SETUP_ACTOR, Cli, memfs_command, memfs_env
 from _support.serve import ServeProcess
 
+from memfs.config import database_url
 from memfs.model import Scope
 from memfs.remote.client import BETA_HEADER
-from memfs.store import ResourceSpec
+from memfs.store import Engine, ResourceSpec
 from memfs.visibility import UserPrincipal
 from memfs.wire import change_to_wire
 
@@ -345,3 +346,21 @@ def test_remote_watch_shows_what_the_key_may_see(
         "memfs: error: no memory store has the id 'Project Notes' (with an API key, name "
         "stores by their memstore_ id)\n"
     )
+
+
+def test_watch_follows_a_postgresql_database(
+    cli: Cli, pg_database_url: Callable[..., str], watch: Any
+) -> None:
+    url = pg_database_url()
+    with Engine(database_url(url)) as engine:
+        store = engine.create_store("Shared")
+        watcher = watch("Shared", "--database", url, "--count", "2")
+        watcher.wait_ready()  # woken by LISTEN/NOTIFY from here on
+        memory = engine.create_memory(store.id, "/a.md", "a\n", actor=SETUP_ACTOR)
+        engine.delete_memory(store.id, memory.id, actor=SETUP_ACTOR)
+        watcher.read(2)
+        assert watcher.finish() == 0
+        expected = [change_to_wire(c) for c in engine.changes_since(store.id, 0)]
+    assert watcher.lines == [{**line, "memory_store_name": "Shared"} for line in expected]
+    assert summary(watcher.lines) == [(1, "memory_written", "/a.md", None),
+                                      (2, "memory_deleted", "/a.md", None)]  # fmt: skip
