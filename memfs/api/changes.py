@@ -37,7 +37,7 @@ import anyio
 import anyio.to_thread
 import sniffio
 
-from memfs.errors import NotFound
+from memfs.core.errors import NotFound
 
 __all__ = [
     "MAX_CHANGES_LIMIT",

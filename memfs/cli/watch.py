@@ -41,13 +41,13 @@ from typing import TYPE_CHECKING, Annotated, Protocol
 import typer
 
 from memfs.cli._common import DatabaseOption, command_engine, fail, one_line
-from memfs.config import TOKEN_ENV, session_token
-from memfs.errors import MemfsError, NotFound, PermissionDenied
+from memfs.core.config import TOKEN_ENV, session_token
+from memfs.core.errors import MemfsError, NotFound, PermissionDenied
 
 if TYPE_CHECKING:
     import trio
 
-    from memfs.model import Change
+    from memfs.core.model import Change
     from memfs.remote.client import MemfsClient
     from memfs.store import Engine
 
@@ -213,7 +213,7 @@ async def _follow(
     every store is deleted, or ``timeout_s`` passes."""
     import trio
 
-    from memfs.model import ChangeKind
+    from memfs.core.model import ChangeKind
 
     starts: dict[str, int] = {}
     for store_id, name in stores.items():
@@ -265,7 +265,7 @@ async def _stop_on_signal(signals: AsyncIterator[int], lines: _Lines) -> None:
 
 
 def _invalid(message: str) -> MemfsError:
-    from memfs.errors import InvalidInput
+    from memfs.core.errors import InvalidInput
 
     return InvalidInput(message)
 
@@ -380,7 +380,7 @@ async def _find_remote_store(client: MemfsClient, name: str) -> tuple[str, str]:
         NotFound, InvalidInput (several attached stores match), AuthenticationFailed,
         ServerUnavailable.
     """
-    from memfs.rules import slugify
+    from memfs.core.rules import slugify
 
     if name.startswith("memstore_"):
         store = await client.retrieve_store(name)
@@ -413,7 +413,7 @@ class _RemoteFeed:
         return (await self._client.changes(store_id, after=0, limit=1)).last_seq
 
     async def next_changes(self, store_id: str, after: int) -> list[Change]:
-        from memfs.model import Change
+        from memfs.core.model import Change
         from memfs.remote.client import MAX_LONG_POLL_TIMEOUT_S
 
         while True:

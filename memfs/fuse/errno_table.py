@@ -1,6 +1,6 @@
 """The one table that turns exceptions into errno values on a mount (SPEC §4 errors).
 
-Lower layers raise the domain errors of :mod:`memfs.errors` and the filesystem-only
+Lower layers raise the domain errors of :mod:`memfs.core.errors` and the filesystem-only
 conditions of :mod:`memfs.fuse.errors`; only :func:`errno_for` picks a number. The most
 specific class wins: the exception's MRO is walked and the first class found in
 :data:`ERRNO_BY_ERROR` decides. Anything not in the table is a bug and becomes ``EIO``.
@@ -18,16 +18,16 @@ from typing import Any, TypeVar, cast
 
 import pyfuse3
 
-from memfs import errors as domain
+from memfs.core import errors as domain
 from memfs.fuse import errors as fs
-from memfs.local import is_disk_full
+from memfs.home import is_disk_full
 
 __all__ = ["ERRNO_BY_ERROR", "errno_for", "handler", "storage_full_of"]
 
 log = logging.getLogger("memfs.fuse.operations")
 
 ERRNO_BY_ERROR: dict[type[BaseException], int] = {
-    # ---- domain errors (memfs.errors) ------------------------------------------------
+    # ---- domain errors (memfs.core.errors) ------------------------------------------------
     domain.MemfsError: errno.EIO,
     domain.InvalidInput: errno.EINVAL,
     # SPEC §4: invalid path component (whitespace, control/format chars, not NFC, `\`).
@@ -138,7 +138,7 @@ F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
 
 def storage_full_of(exc: BaseException) -> domain.StorageFull | None:
-    """The full disk ``exc`` reports, or None: a :class:`memfs.errors.StorageFull`
+    """The full disk ``exc`` reports, or None: a :class:`memfs.core.errors.StorageFull`
     (carried by a RefusedWrite too), or an OSError ``ENOSPC``/``EDQUOT`` that reached
     a handler unconverted (named by its file)."""
     if isinstance(exc, fs.RefusedWrite):
@@ -165,7 +165,7 @@ def handler(fn: F) -> F:
     """Runs a request handler so that it raises nothing but ``FUSEError``.
 
     Domain and filesystem errors become their errno (this table, most specific class
-    wins); a full disk (:class:`memfs.errors.StorageFull`, or an ``ENOSPC``/``EDQUOT``
+    wins); a full disk (:class:`memfs.core.errors.StorageFull`, or an ``ENOSPC``/``EDQUOT``
     OSError) is ``ENOSPC`` and is recorded in the status file of the handler's object
     (``self.status``: ``memfs status`` says "disk full"); anything else is a bug:
     logged with its traceback, recorded in the status file, reported as EIO. Recording

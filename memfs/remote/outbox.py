@@ -39,7 +39,7 @@ Durability and crashes
   not match). On open, a torn tail is cut off: that append never returned, so no
   caller was told it succeeded.
 * An append that fails (a full disk: ``ENOSPC``/``EDQUOT``, raised as
-  :class:`memfs.errors.StorageFull` naming the journal) leaves the file as it was: the
+  :class:`memfs.core.errors.StorageFull` naming the journal) leaves the file as it was: the
   bytes it did write are cut off again (``ftruncate`` to the old size, which frees
   space and so succeeds on a full disk), so the outbox never keeps a torn record while
   the daemon runs either, and the next append starts on a line boundary. A compaction
@@ -84,8 +84,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memfs.errors import MemfsError, StorageFull
-from memfs.local import (
+from memfs.core.errors import MemfsError, StorageFull
+from memfs.core.model import format_timestamp, utcnow
+from memfs.home import (
     compact_timestamp,
     fsync_directory,
     is_disk_full,
@@ -93,7 +94,6 @@ from memfs.local import (
     save_rejected,
     write_atomically,
 )
-from memfs.model import format_timestamp, utcnow
 
 __all__ = [
     "COMPACT_DEAD_LINES",

@@ -24,11 +24,11 @@ import pytest
 from _support.cli import SETUP_ACTOR, Cli, memfs_command, memfs_env
 from _support.serve import ServeProcess
 
-from memfs.config import database_url
-from memfs.model import Scope
+from memfs.core.config import database_url
+from memfs.core.model import Scope
+from memfs.core.visibility import UserPrincipal
 from memfs.remote.client import BETA_HEADER
 from memfs.store import Engine, ResourceSpec
-from memfs.visibility import UserPrincipal
 from memfs.wire import change_to_wire
 
 DEADLINE_S = 30.0  # a bound only a broken build reaches

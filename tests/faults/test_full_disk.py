@@ -22,9 +22,9 @@ import pytest
 from _support.mount import MEMFS, Mount, Mounter, errno_of, run, wait_until
 from faults_helpers import Server, memfs_status, mount_remote, read_text, wait_outbox_empty
 
+from memfs.core.model import MemoryStore
 from memfs.fuse import mounts
 from memfs.fuse.daemon import DaemonLogHandler
-from memfs.model import MemoryStore
 from memfs.remote.outbox import JOURNAL_NAME, _decode_line, read_pending
 from memfs.store import Engine
 

@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from _support.mount import Mount, exists, live, run, run_python, versions
 
-from memfs.config import MAX_CONTENT_BYTES
-from memfs.model import Operation
+from memfs.core.config import MAX_CONTENT_BYTES
+from memfs.core.model import Operation
 from memfs.store import Engine
 
 VIM = shutil.which("vim") or shutil.which("vim.tiny") or shutil.which("vi")
