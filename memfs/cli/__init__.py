@@ -18,6 +18,7 @@ module                  commands
 ``search``              ``search``
 ``identity``            ``identity mount|unmount|mounts|default|session`` (SPEC §8)
 ``record``              ``record ls|show|forget``
+``watch``               ``watch`` (change feeds as JSON lines)
 ``_common``             the ``--database`` option, opening the database, output
 ======================  ====================================================
 
@@ -65,6 +66,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "fsck": ("fsck_prompt", "Check every storage invariant."),
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
     "mcp": ("mcp", "Serve memory stores to an MCP client over stdio (memory tool commands)."),
+    "watch": ("watch", "Print the changes of memory stores as JSON lines, as they happen."),
     "outbox": ("outbox", "List remote mounts' queued writes; replay one under a new token."),
 }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from memfs.core.model import (
+    Change,
     IdentityMount,
     Memory,
     MemoryPrefix,
@@ -21,6 +22,7 @@ from memfs.core.model import (
 from memfs.core.query import SearchHit
 
 __all__ = [
+    "change_to_wire",
     "identity_mount_to_wire",
     "memory_deleted_to_wire",
     "memory_to_wire",
@@ -57,6 +59,28 @@ def store_to_wire(store: MemoryStore) -> dict[str, Any]:
         "system_managed": store.system_managed,
         "identity_id": store.identity_id,
         "binding_info": {"identity_template_count": store.identity_template_count},
+    }
+
+
+def change_to_wire(change: Change) -> dict[str, Any]:
+    """One ``memory_store_change`` object of a store's change feed (wire shape in
+    :mod:`memfs.remote.client`): what ``GET …/changes`` answers and ``memfs watch``
+    prints, one serializer for both.
+
+    The engine's content address (``blob_key``) never crosses the wire; ``content_sha256``
+    names the bytes (``blob_purged``: the erased ones, ``memory_written``: the new head's).
+    """
+    return {
+        "type": "memory_store_change",
+        "seq": change.seq,
+        "memory_store_id": change.memory_store_id,
+        "kind": change.kind.value,
+        "memory_id": change.memory_id,
+        "path": change.path,
+        "old_path": change.old_path,
+        "content_sha256": change.content_sha256,
+        "memory_version_id": change.memory_version_id,
+        "created_at": format_timestamp(change.created_at),
     }
 
 
