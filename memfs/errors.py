@@ -38,7 +38,8 @@ exit status.
     ├── DatabaseUnavailable             the database can't be opened as asked
     │   ├── DatabaseNotFound            no database there, and creating one was not asked
     │   ├── DatabaseReadOnly            a write to a database opened (or only readable) read-only
-    │   └── ForeignDatabase             a database that is not memfs's; left untouched
+    │   ├── ForeignDatabase             a database that is not memfs's; left untouched
+    │   └── DatabaseUnreachable         the database server refused, restarted or dropped us
     ├── CorruptedStore                  an invariant fsck checks was found broken
     └── BackendUnavailable              the store can't be asked now (a remote server away)
 
@@ -62,6 +63,7 @@ and the client turns a response back into a class with :func:`error_class_for`
     AuthenticationFailed     401 authentication_error
     StoreBusy                503 overloaded_error        (transient: retry-after is set)
     StorageFull              503 overloaded_error        (transient once space is freed)
+    DatabaseUnreachable      503 overloaded_error        (transient: the server comes back)
     CorruptedStore           500 api_error
 """
 
@@ -82,6 +84,7 @@ __all__ = [
     "DatabaseNotFound",
     "DatabaseReadOnly",
     "DatabaseUnavailable",
+    "DatabaseUnreachable",
     "ForeignDatabase",
     "HeadVersionRedaction",
     "InvalidContent",
@@ -388,7 +391,9 @@ class StorageFull(MemfsError):
     # Retryable, as StoreBusy: the SDK retries a 503 and honours ``retry-after``.
     wire = WireError(503, "overloaded_error")
 
-    def __init__(self, message: str, *, path: str | None = None, retry_after_s: float = 5.0) -> None:
+    def __init__(
+        self, message: str, *, path: str | None = None, retry_after_s: float = 5.0
+    ) -> None:
         super().__init__(message)
         self.path = path
         self.retry_after_s = retry_after_s
@@ -420,6 +425,28 @@ class ForeignDatabase(DatabaseUnavailable):
     ``alembic_version``): memfs refuses it by name and never modifies it."""
 
     code = "foreign_database"
+
+
+class DatabaseUnreachable(DatabaseUnavailable):
+    """Raised when the database server can't be reached or dropped the connection: it
+    refused it, is starting up or shutting down (PostgreSQL SQLSTATE ``57P01``–``57P03``),
+    has no connection slot left (``53300``), or the connection was lost mid-transaction
+    (SQLSTATE class ``08``, or none at all). The transaction rolled back unless the
+    connection was lost during its COMMIT, when the write may have been applied: a
+    retry of a write carries its precondition, or looks first. The same call may
+    succeed once the server is back.
+
+    Attributes:
+        retry_after_s: a suggested wait before retrying, in seconds.
+    """
+
+    code = "database_unreachable"
+    # Retryable, as StoreBusy: the SDK retries a 503 and honours ``retry-after``.
+    wire = WireError(503, "overloaded_error")
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class CorruptedStore(MemfsError):

@@ -34,7 +34,7 @@ from memfs.api.errors import (
 )
 from memfs.api.openapi import openapi_document
 from memfs.api.routes import allowed_methods, authenticate_request, router
-from memfs.errors import InvalidInput, InvalidMetadata, MemfsError, StoreBusy
+from memfs.errors import InvalidInput, InvalidMetadata, MemfsError
 from memfs.ids import new_id
 from memfs.store import Engine
 
@@ -54,11 +54,17 @@ MAX_DRAINED_BYTES = 16 * MAX_REQUEST_BODY_BYTES
 
 
 def error_response(exc: MemfsError, request_id: str | None) -> JSONResponse:
-    """The envelope response of ``exc`` with ``request-id`` and retry headers."""
+    """The envelope response of ``exc`` with ``request-id`` and retry headers: an error
+    that says when to try again (``retry_after_s``: StoreBusy, StorageFull,
+    DatabaseUnreachable, all 503) gets ``retry-after`` (whole seconds) and
+    ``x-should-retry: true``, so that any client, not only the SDK, tells a retryable
+    outage from a bug (api-contract §2.3)."""
     status, body = error_body(exc, request_id)
     headers = error_headers(status)
-    if isinstance(exc, StoreBusy):
-        headers["retry-after"] = str(max(1, math.ceil(exc.retry_after_s)))
+    retry_after_s = getattr(exc, "retry_after_s", None)
+    if isinstance(retry_after_s, int | float):
+        headers["retry-after"] = str(max(1, math.ceil(retry_after_s)))
+        headers["x-should-retry"] = "true"
     if request_id is not None:
         headers["request-id"] = request_id
     return JSONResponse(body, status_code=status, headers=headers)
