@@ -226,6 +226,11 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == HTTPStatus.NOT_FOUND:
         problem = RouteNotFound(f"no route for {request.method} {request.url.path}")
     elif exc.status_code == HTTPStatus.METHOD_NOT_ALLOWED:
+        # SPEC §3: authentication first, whatever the method (OPTIONS, TRACE, …): a
+        # stranger learns nothing, not even which methods a path has.
+        refused = await _unauthenticated(request)
+        if refused is not None:
+            return refused
         # RFC 9110 §15.5.6: a 405 lists the methods the path has (Starlette's own Allow
         # names only those of the first route matching the path).
         allow = ", ".join(allowed_methods(request.url.path))
