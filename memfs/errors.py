@@ -11,7 +11,7 @@ exit status.
     MemfsError
     ├── InvalidInput                    bad input; nothing changed
     │   ├── InvalidPath                 SPEC §1 path rules
-    │   │   └── PathTooLong             path > 1,024 bytes or a segment > 255 bytes
+    │   │   └── PathTooLong             path > 1,024 bytes or 20 segments, a segment > 255 bytes
     │   ├── InvalidContent              not UTF-8 text, or forbidden control chars
     │   │   └── ContentTooLarge         content > 102,400 bytes
     │   ├── InvalidMetadata             SPEC §1 metadata rules (names every problem)
@@ -165,7 +165,9 @@ class InvalidPath(InvalidInput):
 
 
 class PathTooLong(InvalidPath):
-    """Raised when a path exceeds 1,024 UTF-8 bytes or a segment exceeds 255 (NAME_MAX)."""
+    """Raised when a path exceeds 1,024 UTF-8 bytes or 20 segments, or a segment exceeds
+    255 (NAME_MAX); a directory a mount makes, when no file could go in it (19 segments,
+    1,022 bytes: :func:`memfs.rules.validate_directory_path`)."""
 
     code = "path_too_long"
 

@@ -38,7 +38,13 @@ from memfs.fuse.inodes import Attachment, InodeTable, Layout, Node, Notice
 from memfs.fuse.names import join_path
 from memfs.fuse.reading import ContentReader
 from memfs.model import Memory
-from memfs.rules import is_scratch_name, validate_content_bytes, validate_path, validate_segment
+from memfs.rules import (
+    is_scratch_name,
+    validate_content_bytes,
+    validate_directory_path,
+    validate_path,
+    validate_segment,
+)
 
 __all__ = ["Move", "Renamer"]
 
@@ -106,6 +112,8 @@ class Renamer:
         table.check_writable(node)
         validate_segment(new_name)
         new_path = validate_path(join_path(table.memory_path(new_parent), new_name))
+        if node.is_dir:
+            validate_directory_path(new_path)  # as mkdir: a file must still fit in it
         existing = new_parent.children.get(new_name)
         if existing is node:
             return None
