@@ -12,7 +12,7 @@ import errno
 import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 
@@ -249,6 +249,24 @@ class Database:
             if exc.errno not in _NO_SPACE:
                 raise
             raise _no_space(exc, self.url) from exc
+
+    def vacuum_full(self, tables: Sequence[str]) -> None:
+        """PostgreSQL: ``VACUUM FULL`` of ``tables``, which rewrites each table, its
+        TOAST table and its indexes into new files without dead row versions (it holds
+        an ACCESS EXCLUSIVE lock on each while it runs). Outside any transaction, as
+        VACUUM must be. Nothing on SQLite (see :meth:`checkpoint`).
+
+        Raises:
+            StoreBusy, StorageFull, DatabaseUnreachable: as any call.
+        """
+        if self.dialect != "postgresql":
+            return
+        quoted = ", ".join(self.sa.dialect.identifier_preparer.quote(t) for t in tables)
+        with (
+            self._driver_errors_are_typed(),
+            self.sa.connect().execution_options(isolation_level="AUTOCOMMIT") as conn,
+        ):
+            conn.exec_driver_sql(f"VACUUM FULL {quoted}")
 
     def checkpoint(self, wait_s: float = ERASE_WAIT_S) -> bool:
         """Moves the WAL into the main file and truncates it, so bytes erased by a

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _support.cli import run_memfs
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
@@ -163,6 +164,61 @@ def test_postgresql_redacted_bytes_leave_the_table_files(
         assert files_holding(files, secret.encode()) == set()
     finally:
         admin.dispose()
+
+
+def test_postgresql_memfs_vacuum_takes_redacted_content_and_path_out_of_the_files(
+    pg_database_url: Callable[[], str],
+) -> None:
+    """README, "Redaction on PostgreSQL": after ``memfs vacuum`` no file of the database
+    holds the forgotten content or path: not the blob, the memory, its versions, the
+    change feed, nor the full-text document and its indexes (which the vacuum the README
+    used to give, of four tables, left behind)."""
+    url = database_url(pg_database_url())
+    name = url.rsplit("/", 1)[1]
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            try:
+                data_dir = Path(conn.execute(text("SHOW data_directory")).scalar_one())
+                oid = conn.execute(
+                    text("SELECT oid FROM pg_database WHERE datname = :n"), {"n": name}
+                ).scalar_one()
+            except DBAPIError:
+                pytest.skip("needs a superuser connection to find the data directory")
+        files = data_dir / "base" / str(oid)
+        if not os.access(files, os.R_OK | os.X_OK):
+            pytest.skip(f"the server's files at {files} are not readable here")
+        content, path = marker(), marker()
+        with Engine(url) as eng:
+            store = eng.create_store("s")
+            memory = eng.create_memory(store.id, f"/{path}/note.md", content, actor=ACTOR)
+            eng.create_memory(store.id, "/kept.md", "kept", actor=ACTOR)
+            with admin.connect() as conn:
+                conn.execute(text("CHECKPOINT"))
+            for needle in (content, path):  # the check can see the bytes
+                assert files_holding(files, needle.encode())
+            eng.delete_memory(store.id, memory.id, actor=ACTOR, mode=DeleteMode.REDACT)
+        vacuumed = run_memfs("vacuum", "--database", url, timeout_s=120)
+        assert vacuumed.returncode == 0, vacuumed.stderr
+        assert vacuumed.stdout == (
+            "vacuum: rewrote blobs, memories, versions, changes, search_docs, search_vectors, "
+            "records, record_tags, record_relations, record_grants (VACUUM FULL)\n"
+        )
+        with admin.connect() as conn:
+            conn.execute(text("CHECKPOINT"))  # the old files are unlinked at a checkpoint
+        assert files_holding(files, content.encode()) == set()
+        assert files_holding(files, path.encode()) == set()
+        assert fsck_database(url) == []
+    finally:
+        admin.dispose()
+
+
+def test_memfs_vacuum_on_sqlite_says_there_is_nothing_left(tmp_path: Path) -> None:
+    database = tmp_path / "store.db"
+    Engine(database_url(str(database))).close()
+    vacuumed = run_memfs("vacuum", "--database", str(database))
+    assert vacuumed.returncode == 0, vacuumed.stderr
+    assert vacuumed.stdout == "vacuum: no erased bytes left in the SQLite file or its WAL\n"
 
 
 def test_a_redaction_erases_the_path_from_every_file(sqlite_engine: Engine, db_dir: Path) -> None:
