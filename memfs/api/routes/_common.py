@@ -82,20 +82,36 @@ async def authenticate_request(request: Request) -> Principal:
     """The caller of ``request``, authenticated in a worker thread and kept in
     ``request.state.principal`` for :func:`run`.
 
+    A lost database connection is tried once more, as any read (see :func:`run`).
+
     Raises:
         AuthenticationFailed: no credential, an unknown, revoked or expired one, or an
             ``Authorization`` header that is not ``Bearer``.
+        DatabaseUnreachable: the database was away twice.
     """
     token = credential_from_headers(
         request.headers.get("authorization"), request.headers.get("x-api-key")
     )
     engine: Engine = request.app.state.engine
     insecure_dev: bool = request.app.state.insecure_dev
-    principal = await anyio.to_thread.run_sync(
-        lambda: authenticate(engine, token, insecure_dev=insecure_dev)
-    )
+
+    def work() -> Principal:
+        return authenticate(engine, token, insecure_dev=insecure_dev)
+
+    try:
+        principal = await anyio.to_thread.run_sync(work)
+    except DatabaseUnreachable:
+        _log_once_more(request)
+        principal = await anyio.to_thread.run_sync(work)
     request.state.principal = principal
     return principal
+
+
+def _log_once_more(request: Request) -> None:
+    log.info(
+        "request %s: the database connection was lost; running it once more",
+        getattr(request.state, "request_id", "?"),
+    )
 
 
 async def _authenticated(request: Request) -> None:
@@ -185,8 +201,7 @@ async def run(
         except DatabaseUnreachable:
             if not (repeatable or request.method in _SAFE_METHODS):
                 raise
-            log.info("request %s: the database connection was lost; running it once more",
-                     getattr(request.state, "request_id", "?"))
+            _log_once_more(request)
             return await anyio.to_thread.run_sync(work)
     except MemfsError:
         raise
