@@ -304,12 +304,15 @@ class Database:
                 except OSError as exc:
                     if exc.errno not in _NO_SPACE:
                         raise
-                    self._erase_marker.unlink(missing_ok=True)  # never a torn marker
-                    log.warning(
-                        "an erasure is pending in %s (the WAL could not be checkpointed) "
-                        "and the disk is full, so %s could not record it: %s",
-                        self.sqlite_file, self._erase_marker, exc.strerror,
-                    )
+                    # A marker created but left empty still says "pending" (since its
+                    # mtime, erasure_pending); none at all can only be logged.
+                    if not self._erase_marker.exists():
+                        log.warning(
+                            "an erasure may be pending in %s (the WAL could not be "
+                            "checkpointed) and the disk is full, so %s could not record "
+                            "it: %s",
+                            self.sqlite_file, self._erase_marker, exc.strerror,
+                        )
             return False
         self._erase_marker.unlink(missing_ok=True)
         return True

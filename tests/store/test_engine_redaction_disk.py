@@ -5,6 +5,7 @@ of the local PostgreSQL test server when they are readable."""
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import sqlite3
@@ -19,7 +20,7 @@ from sqlalchemy.exc import DBAPIError
 
 from memfs.config import database_url
 from memfs.model import Actor, DeleteMode
-from memfs.store import Engine, fsck_database
+from memfs.store import Engine, _connections, fsck_database
 
 ACTOR = Actor.api_key("apikey_tests")
 # A bound far below the 30 s busy timeout the calls used to wait, far above ERASE_WAIT_S.
@@ -291,3 +292,38 @@ def test_a_redaction_under_a_concurrent_reader_is_bounded_and_says_it_is_pending
     assert sqlite_engine.erasure_pending() is None
     assert files_holding(db_dir, secret.encode()) == set()
     assert fsck_database(database) == []
+
+
+def test_a_full_disk_that_can_not_record_a_pending_erasure_does_not_fail_the_redaction(
+    sqlite_engine: Engine,
+    db_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The redaction committed before its checkpoint ran: a full disk that keeps the
+    erasure's marker from being written is logged, never reported as the redaction
+    failing (which would tell the caller nothing was erased)."""
+    store = sqlite_engine.create_store("s")
+    memory = sqlite_engine.create_memory(store.id, "/a", marker(), actor=ACTOR)
+    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content="clean")
+    real_open = os.open
+
+    def full_disk(path: str, *args: object, **kwargs: object) -> int:
+        if str(path).endswith("-erase-pending"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_connections.os, "open", full_disk)
+    reader = sqlite3.connect(str(db_dir / "store.db"), isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM memories").fetchone()
+        redacted = sqlite_engine.redact_version(store.id, memory.memory_version_id, actor=ACTOR)
+    finally:
+        reader.rollback()
+        reader.close()
+    assert redacted.redacted_at is not None
+    assert "the disk is full, so" in caplog.text
+    assert "could not record it: No space left on device" in caplog.text
+    monkeypatch.undo()
+    sqlite_engine.create_memory(store.id, "/c", "any write retries the checkpoint", actor=ACTOR)
