@@ -23,6 +23,7 @@ from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 from memfs.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
+    DatabaseUnreachable,
     MemfsError,
     StorageFull,
     StoreBusy,
@@ -107,6 +108,11 @@ class Database:
         self._receipt = threading.local()  # see receipt()
         try:
             self._open(url, synchronous_full, create=create, read_only=read_only)
+        except DatabaseUnreachable as exc:  # at open, said as every failure to open
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            raise DatabaseUnreachable(
+                f"cannot open the store database: {_reason(cause)} ({_where(url)})"
+            ) from cause
         except MemfsError:
             raise
         except (ArgumentError, ImportError, ValueError) as exc:  # a URL we can't use
