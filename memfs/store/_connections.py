@@ -20,7 +20,7 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
-from memfs.errors import (
+from memfs.core.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
     DatabaseUnreachable,
@@ -28,7 +28,7 @@ from memfs.errors import (
     StorageFull,
     StoreBusy,
 )
-from memfs.model import Change, format_timestamp, utcnow
+from memfs.core.model import Change, format_timestamp, utcnow
 from memfs.store import notify
 from memfs.store._db import (
     WRITE,

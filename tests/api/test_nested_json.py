@@ -17,7 +17,7 @@ from _support.cli import SETUP_ACTOR
 
 from memfs.api.app import create_app
 from memfs.api.schemas import MAX_JSON_DEPTH, nests_too_deep
-from memfs.model import Scope
+from memfs.core.model import Scope
 from memfs.store import Engine
 
 DEPTHS = (2, 50, 300, 400, 5000)

@@ -27,9 +27,9 @@ from _support.polling import wait_until
 from _support.serve import ServeProcess
 
 from memfs.api.app import create_app
-from memfs.config import database_url
-from memfs.errors import DatabaseUnreachable
-from memfs.model import Scope
+from memfs.core.config import database_url
+from memfs.core.errors import DatabaseUnreachable
+from memfs.core.model import Scope
 from memfs.store import Engine
 
 TMPFS_SIZE_BYTES = 8 * 1024 * 1024

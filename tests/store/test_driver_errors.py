@@ -10,7 +10,7 @@ import psycopg.errors
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from memfs.errors import (
+from memfs.core.errors import (
     DatabaseReadOnly,
     DatabaseUnreachable,
     MemfsError,

@@ -167,7 +167,7 @@ class InvalidPath(InvalidInput):
 class PathTooLong(InvalidPath):
     """Raised when a path exceeds 1,024 UTF-8 bytes or 20 segments, or a segment exceeds
     255 (NAME_MAX); a directory a mount makes, when no file could go in it (19 segments,
-    1,022 bytes: :func:`memfs.rules.validate_directory_path`)."""
+    1,022 bytes: :func:`memfs.core.rules.validate_directory_path`)."""
 
     code = "path_too_long"
 
