@@ -34,7 +34,8 @@ from memfs.api.errors import (
 )
 from memfs.api.openapi import openapi_document
 from memfs.api.routes import allowed_methods, authenticate_request, router
-from memfs.core.errors import InvalidInput, InvalidMetadata, MemfsError, StoreBusy
+from memfs.api.schemas import MAX_JSON_DEPTH, nests_too_deep
+from memfs.core.errors import InvalidInput, InvalidMetadata, MemfsError
 from memfs.core.ids import new_id
 from memfs.store import Engine
 
@@ -54,11 +55,17 @@ MAX_DRAINED_BYTES = 16 * MAX_REQUEST_BODY_BYTES
 
 
 def error_response(exc: MemfsError, request_id: str | None) -> JSONResponse:
-    """The envelope response of ``exc`` with ``request-id`` and retry headers."""
+    """The envelope response of ``exc`` with ``request-id`` and retry headers: an error
+    that says when to try again (``retry_after_s``: StoreBusy, StorageFull,
+    DatabaseUnreachable, all 503) gets ``retry-after`` (whole seconds) and
+    ``x-should-retry: true``, so that any client, not only the SDK, tells a retryable
+    outage from a bug (api-contract §2.3)."""
     status, body = error_body(exc, request_id)
     headers = error_headers(status)
-    if isinstance(exc, StoreBusy):
-        headers["retry-after"] = str(max(1, math.ceil(exc.retry_after_s)))
+    retry_after_s = getattr(exc, "retry_after_s", None)
+    if isinstance(retry_after_s, int | float):
+        headers["retry-after"] = str(max(1, math.ceil(retry_after_s)))
+        headers["x-should-retry"] = "true"
     if request_id is not None:
         headers["request-id"] = request_id
     return JSONResponse(body, status_code=status, headers=headers)
@@ -67,7 +74,8 @@ def error_response(exc: MemfsError, request_id: str | None) -> JSONResponse:
 class RequestContextMiddleware:
     """Pure ASGI middleware: assigns the request id, adds the ``request-id`` header to
     every response, and refuses request bodies over ``max_body_bytes`` with 413 before
-    the application sees them (the body is read here and replayed)."""
+    the application sees them (the body is read here and replayed), and bodies nesting
+    JSON deeper than :data:`MAX_JSON_DEPTH` with 400 (after authentication)."""
 
     def __init__(self, app: ASGIApp, max_body_bytes: int = MAX_REQUEST_BODY_BYTES) -> None:
         self.app = app
@@ -93,8 +101,31 @@ class RequestContextMiddleware:
                 too_large = RequestTooLarge(f"the request body exceeds {self.max_body_bytes} bytes")
                 await error_response(too_large, request_id)(scope, receive, send)
                 return
+            if nests_too_deep(body):
+                await self._refuse_deep(scope, receive, send, request_id)
+                return
             receive = _replay(body, receive)
         await self.app(scope, receive, send_with_id)
+
+    async def _refuse_deep(
+        self, scope: Scope, receive: Receive, send: Send, request_id: str
+    ) -> None:
+        """The 400 of a body nesting JSON deeper than :data:`MAX_JSON_DEPTH`, refused
+        before anything parses it (parsing and validating recurse once per level), after
+        authentication like every other refusal (SPEC §3: 401 first)."""
+        request = Request(scope, receive)
+        try:
+            await authenticate_request(request)
+        except MemfsError as refused:
+            await error_response(refused, request_id)(scope, receive, send)
+            return
+        too_deep = InvalidInput(
+            f"the request body nests JSON objects and arrays more than {MAX_JSON_DEPTH} "
+            f"levels deep; the limit is {MAX_JSON_DEPTH} (metadata values are strings, "
+            "SPEC §1)",
+            code="json_too_deep",
+        )
+        await error_response(too_deep, request_id)(scope, receive, send)
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
         """The whole body, or None once it exceeds the limit (declared or actual).
@@ -195,6 +226,11 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     if exc.status_code == HTTPStatus.NOT_FOUND:
         problem = RouteNotFound(f"no route for {request.method} {request.url.path}")
     elif exc.status_code == HTTPStatus.METHOD_NOT_ALLOWED:
+        # SPEC §3: authentication first, whatever the method (OPTIONS, TRACE, …): a
+        # stranger learns nothing, not even which methods a path has.
+        refused = await _unauthenticated(request)
+        if refused is not None:
+            return refused
         # RFC 9110 §15.5.6: a 405 lists the methods the path has (Starlette's own Allow
         # names only those of the first route matching the path).
         allow = ", ".join(allowed_methods(request.url.path))

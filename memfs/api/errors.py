@@ -51,11 +51,14 @@ from http import HTTPStatus
 from typing import Any
 
 from memfs.core.errors import (
+    DatabaseUnreachable,
     InvalidInput,
     MemfsError,
     NotFound,
     PathConflict,
     PreconditionFailed,
+    StorageFull,
+    StoreBusy,
     WireError,
 )
 
@@ -75,6 +78,20 @@ log = logging.getLogger(__name__)
 # A request body may hold 102,400 content bytes, which JSON may escape to up to 6 bytes
 # each (``\uXXXX``), plus a path and metadata: 1 MiB bounds every valid request.
 MAX_REQUEST_BODY_BYTES = 1024 * 1024
+
+# The messages of the retryable 503s: what happened and that nothing changed, without
+# the server's paths or hosts (which the server's log has).
+_OUTAGE_MESSAGES: dict[type[MemfsError], str] = {
+    StoreBusy: "the database is busy with another writer; nothing was changed, try again",
+    StorageFull: (
+        "disk full: the server's database has no space left; nothing was changed, try "
+        "again once space is freed"
+    ),
+    DatabaseUnreachable: (
+        "the server's database can't be reached now; try again (a write cut off during "
+        "its commit may have been applied)"
+    ),
+}
 
 
 class RequestTooLarge(InvalidInput):
@@ -120,9 +137,15 @@ def error_body(exc: MemfsError, request_id: str | None) -> tuple[HTTPStatus, dic
     tell what it lost to without another request (issue 4, remote mounts).
     """
     status, error_type = status_and_type(exc)
-    # A 5xx does not leak internals; the traceback is in the server log by request_id.
+    # A 5xx does not leak internals (paths, hosts, tracebacks: in the server log by
+    # request_id); a retryable outage says which, in words of its own.
     internal = status >= HTTPStatus.INTERNAL_SERVER_ERROR
-    message = "internal server error" if internal else exc.message
+    message = exc.message
+    if internal:
+        message = next(
+            (_OUTAGE_MESSAGES[cls] for cls in type(exc).__mro__ if cls in _OUTAGE_MESSAGES),
+            "internal server error",
+        )
     error: dict[str, Any] = {
         "type": error_type,
         "message": message,

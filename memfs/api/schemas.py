@@ -12,6 +12,7 @@ schemathesis checks that in ``tests/api``.
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 from pydantic import (
@@ -33,6 +34,7 @@ from memfs.core.config import (
 from memfs.core.model import MAX_PRINCIPAL_ROLES, MAX_PRINCIPAL_TEXT_CHARS
 
 __all__ = [
+    "MAX_JSON_DEPTH",
     "ChangeOut",
     "ChangePage",
     "DeletedObject",
@@ -144,6 +146,29 @@ MetadataPatch = Annotated[
 
 
 NUL_MESSAGE = "strings can't contain the NUL character (U+0000)"
+
+# How deep a request body may nest JSON objects and arrays (the body itself is level 1).
+# The deepest valid body nests 4 levels (a session's resources; metadata values are
+# strings, SPEC §1): 32 refuses nothing valid, and keeps every recursive step after it
+# (the JSON parser, validation, the NUL check below) far from Python's recursion limit.
+MAX_JSON_DEPTH = 32
+_JSON_STRING = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"')
+_NOT_A_BRACKET = bytes(b for b in range(256) if b not in b"[]{}")
+
+
+def nests_too_deep(body: bytes, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when the JSON text ``body`` nests objects and arrays more than ``limit``
+    levels deep, or opens more than ``limit`` that it never closes. Reads the bytes
+    without parsing or recursing, in time linear in ``len(body)`` times ``limit``:
+    strings are cut out, the brackets left are peeled one innermost level per pass.
+    A body that is not JSON at all is left for the parser to refuse."""
+    brackets = _JSON_STRING.sub(b"", body).translate(None, _NOT_A_BRACKET)
+    brackets = brackets.replace(b"{", b"[").replace(b"}", b"]")
+    for _ in range(limit):
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"[]", b"")
+    return b"[]" in brackets or brackets.count(b"[") > limit
 
 
 def contains_nul(value: object) -> bool:

@@ -11,7 +11,7 @@ module                  commands
 ``versions``            ``version ls|show|redact|prune``
 ``audit``               ``audit ls``
 ``import_export``       ``import``, ``export``
-``fsck_prompt``         ``fsck``, ``prompt``
+``fsck_prompt``         ``fsck``, ``vacuum``, ``prompt``
 ``server``              ``serve``
 ``access``              ``key create|list|revoke``, ``session create|show|list|revoke``
 ``mounting``            ``mount``, ``umount``, ``status``
@@ -64,6 +64,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "record": ("record", "List, show and forget long-term memory records (typed headers)."),
     "fsck": ("fsck_prompt", "Check every storage invariant."),
+    "vacuum": ("fsck_prompt", "Take erased bytes out of the database files (PostgreSQL)."),
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
     "mcp": ("mcp", "Serve memory stores to an MCP client over stdio (memory tool commands)."),
     "watch": ("watch", "Print the changes of memory stores as JSON lines, as they happen."),

@@ -1,5 +1,6 @@
-"""``memfs fsck`` (check the storage invariants) and ``memfs prompt`` (the
-system-prompt note describing a mount, a set of stores or a session)."""
+"""``memfs fsck`` (check the storage invariants), ``memfs vacuum`` (take erased bytes
+out of the database files) and ``memfs prompt`` (the system-prompt note describing a
+mount, a set of stores or a session)."""
 
 from __future__ import annotations
 
@@ -34,7 +35,21 @@ __all__ = ["register"]
 def register(app: typer.Typer) -> None:
     """Adds ``memfs fsck`` and ``memfs prompt`` to the ``memfs`` app."""
     app.command("fsck")(fsck_command)
+    app.command("vacuum")(vacuum_command)
     app.command("prompt")(prompt_command)
+
+
+def vacuum_command(database: DatabaseOption = None) -> None:
+    """After a redaction, hard delete, store deletion or prune: take the erased bytes
+    out of the database files. PostgreSQL: VACUUM FULL of every table that holds content
+    or paths (an exclusive lock on each while it is rewritten). SQLite erases at once;
+    this only completes an erasure a reader left pending."""
+    with command_engine(database) as engine:
+        tables = engine.vacuum_erased()
+    if tables:
+        typer.echo(f"vacuum: rewrote {', '.join(tables)} (VACUUM FULL)")
+    else:
+        typer.echo("vacuum: no erased bytes left in the SQLite file or its WAL")
 
 
 def fsck_command(

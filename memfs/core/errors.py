@@ -11,7 +11,7 @@ exit status.
     MemfsError
     ├── InvalidInput                    bad input; nothing changed
     │   ├── InvalidPath                 SPEC §1 path rules
-    │   │   └── PathTooLong             path > 1,024 bytes or a segment > 255 bytes
+    │   │   └── PathTooLong             path > 1,024 bytes or 20 segments, a segment > 255 bytes
     │   ├── InvalidContent              not UTF-8 text, or forbidden control chars
     │   │   └── ContentTooLarge         content > 102,400 bytes
     │   ├── InvalidMetadata             SPEC §1 metadata rules (names every problem)
@@ -38,7 +38,8 @@ exit status.
     ├── DatabaseUnavailable             the database can't be opened as asked
     │   ├── DatabaseNotFound            no database there, and creating one was not asked
     │   ├── DatabaseReadOnly            a write to a database opened (or only readable) read-only
-    │   └── ForeignDatabase             a database that is not memfs's; left untouched
+    │   ├── ForeignDatabase             a database that is not memfs's; left untouched
+    │   └── DatabaseUnreachable         the database server refused, restarted or dropped us
     ├── CorruptedStore                  an invariant fsck checks was found broken
     └── BackendUnavailable              the store can't be asked now (a remote server away)
 
@@ -62,6 +63,7 @@ and the client turns a response back into a class with :func:`error_class_for`
     AuthenticationFailed     401 authentication_error
     StoreBusy                503 overloaded_error        (transient: retry-after is set)
     StorageFull              503 overloaded_error        (transient once space is freed)
+    DatabaseUnreachable      503 overloaded_error        (transient: the server comes back)
     CorruptedStore           500 api_error
 """
 
@@ -82,6 +84,7 @@ __all__ = [
     "DatabaseNotFound",
     "DatabaseReadOnly",
     "DatabaseUnavailable",
+    "DatabaseUnreachable",
     "ForeignDatabase",
     "HeadVersionRedaction",
     "InvalidContent",
@@ -162,7 +165,9 @@ class InvalidPath(InvalidInput):
 
 
 class PathTooLong(InvalidPath):
-    """Raised when a path exceeds 1,024 UTF-8 bytes or a segment exceeds 255 (NAME_MAX)."""
+    """Raised when a path exceeds 1,024 UTF-8 bytes or 20 segments, or a segment exceeds
+    255 (NAME_MAX); a directory a mount makes, when no file could go in it (19 segments,
+    1,022 bytes: :func:`memfs.core.rules.validate_directory_path`)."""
 
     code = "path_too_long"
 
@@ -422,6 +427,28 @@ class ForeignDatabase(DatabaseUnavailable):
     ``alembic_version``): memfs refuses it by name and never modifies it."""
 
     code = "foreign_database"
+
+
+class DatabaseUnreachable(DatabaseUnavailable):
+    """Raised when the database server can't be reached or dropped the connection: it
+    refused it, is starting up or shutting down (PostgreSQL SQLSTATE ``57P01``–``57P03``),
+    has no connection slot left (``53300``), or the connection was lost mid-transaction
+    (SQLSTATE class ``08``, or none at all). The transaction rolled back unless the
+    connection was lost during its COMMIT, when the write may have been applied: a
+    retry of a write carries its precondition, or looks first. The same call may
+    succeed once the server is back.
+
+    Attributes:
+        retry_after_s: a suggested wait before retrying, in seconds.
+    """
+
+    code = "database_unreachable"
+    # Retryable, as StoreBusy: the SDK retries a 503 and honours ``retry-after``.
+    wire = WireError(503, "overloaded_error")
+
+    def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class CorruptedStore(MemfsError):

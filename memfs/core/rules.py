@@ -52,6 +52,7 @@ __all__ = [
     "unique_slugs",
     "validate_content",
     "validate_content_bytes",
+    "validate_directory_path",
     "validate_instructions",
     "validate_metadata",
     "validate_path",
@@ -133,9 +134,11 @@ def validate_path(path: object) -> str:
         The same string.
 
     Raises:
-        InvalidPath: not a string, no leading ``/``, a trailing ``/``, more than 20
-            segments, or a segment breaking a rule (see :func:`validate_segment`).
-        PathTooLong: over 1,024 UTF-8 bytes, or a segment over 255 bytes.
+        InvalidPath: not a string, no leading ``/``, a trailing ``/``, or a segment
+            breaking a rule (see :func:`validate_segment`).
+        PathTooLong: over 1,024 UTF-8 bytes, more than 20 segments, or a segment over
+            255 bytes (one rule for every too-long path: ``ENAMETOOLONG`` through a
+            mount, SPEC §4 errno table).
     """
     if not isinstance(path, str):
         raise InvalidPath("path must be a string")
@@ -149,11 +152,43 @@ def validate_path(path: object) -> str:
         raise PathTooLong(f"path is {size} bytes; the limit is {MAX_PATH_BYTES}")
     segments = path[1:].split("/")
     if len(segments) > MAX_PATH_SEGMENTS:
-        raise InvalidPath(f"path has {len(segments)} segments; the limit is {MAX_PATH_SEGMENTS}")
+        raise PathTooLong(f"path has {len(segments)} segments; the limit is {MAX_PATH_SEGMENTS}")
     if path.endswith("/"):
         raise InvalidPath(f"path {path!r} must not end with '/'")
     for segment in segments:
         validate_segment(segment)
+    return path
+
+
+def validate_directory_path(path: object) -> str:
+    """Checks the path of a directory a mount is asked to make (``mkdir``): a path
+    (:func:`validate_path`) that could still hold a file, so at most 19 segments and
+    1,022 bytes — a file in it adds a segment of at least one byte and its ``/``, and a
+    directory that no file can ever go in would be a promise the store can't keep
+    (SPEC §1: at most 20 segments).
+
+    Returns:
+        ``path`` unchanged.
+
+    Raises:
+        PathTooLong: more than 19 segments or 1,022 bytes (``ENAMETOOLONG``), or what
+            :func:`validate_path` raises.
+        InvalidPath: as :func:`validate_path`.
+    """
+    validate_path(path)
+    assert isinstance(path, str)
+    segments = path.count("/")
+    if segments >= MAX_PATH_SEGMENTS:
+        raise PathTooLong(
+            f"directory path has {segments} segments; a file in it would have "
+            f"{segments + 1} and the limit is {MAX_PATH_SEGMENTS}"
+        )
+    size = len(path.encode("utf-8"))
+    if size + len("/x") > MAX_PATH_BYTES:
+        raise PathTooLong(
+            f"directory path is {size} bytes; a file in it would be over the limit of "
+            f"{MAX_PATH_BYTES}"
+        )
     return path
 
 

@@ -73,6 +73,9 @@ ERRNO_BY_ERROR: dict[type[BaseException], int] = {
     domain.DatabaseUnavailable: errno.EIO,
     domain.DatabaseNotFound: errno.EIO,
     domain.ForeignDatabase: errno.EIO,
+    # The database server refused or dropped the connection (restarting, say); nothing
+    # was committed. errno(3): EAGAIN "Resource temporarily unavailable".
+    domain.DatabaseUnreachable: errno.EAGAIN,
     # A write to a database opened read-only (or that this user may not write).
     # open(2)/write(2): EROFS "a write on a read-only filesystem".
     domain.DatabaseReadOnly: errno.EROFS,

@@ -52,6 +52,7 @@ from memfs.core.rules import (
     check_content_fragment,
     check_content_size,
     is_scratch_name,
+    validate_directory_path,
     validate_path,
     validate_segment,
 )
@@ -436,7 +437,8 @@ class Operations(pyfuse3.Operations):
         async with self._lock:
             parent = self._directory(parent_inode)
             self._table.write_target(parent)
-            text_name, _ = self._new_entry_name(parent, name)
+            text_name, path = self._new_entry_name(parent, name)
+            validate_directory_path(path)  # one a file could still go in (ENAMETOOLONG)
             # SPEC §4: a directory is held by the mount until a file is created in it.
             node = self._table.new_directory(parent, text_name, held=True)
             attributes = self._remember(node)

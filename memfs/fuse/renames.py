@@ -29,6 +29,7 @@ from memfs.core.model import Memory
 from memfs.core.rules import (
     is_scratch_name,
     validate_content_bytes,
+    validate_directory_path,
     validate_path,
     validate_segment,
 )
@@ -111,6 +112,8 @@ class Renamer:
         table.check_writable(node)
         validate_segment(new_name)
         new_path = validate_path(join_path(table.memory_path(new_parent), new_name))
+        if node.is_dir:
+            validate_directory_path(new_path)  # as mkdir: a file must still fit in it
         existing = new_parent.children.get(new_name)
         if existing is node:
             return None

@@ -122,11 +122,19 @@ REFUSAL_BY_ERROR: dict[type[BaseException], tuple[RefusalKind, str]] = {
         RefusalKind.UNAVAILABLE,
         "memfs is busy; {path} was not changed. Try again: {message}",
     ),
-    # No space left under the database: nothing was written; reads still work.
+    # No space under the database: nothing was written; it works again once space is
+    # freed, reads meanwhile too.
     domain.StorageFull: (
         RefusalKind.UNAVAILABLE,
-        "memfs's disk is full; {path} was not changed. Try again once space is freed: "
+        "memfs's disk is full, so {path} was not changed. Try again once space is freed: "
         "{message}",
+    ),
+    # The database server is away (restarting, say): a write cut off at its commit may
+    # still have been applied, so the model is told to look.
+    domain.DatabaseUnreachable: (
+        RefusalKind.UNAVAILABLE,
+        "memfs's database can't be reached now, so {path} was not read or changed (a "
+        "write may still have been applied; view it to check). Try again: {message}",
     ),
     domain.DatabaseUnavailable: (
         RefusalKind.UNAVAILABLE,

@@ -8,9 +8,11 @@ only the :class:`~sqlalchemy.Connection` of the transaction it opens for them.
 
 from __future__ import annotations
 
+import errno
+import logging
 import os
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 
@@ -18,20 +20,31 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
-from memfs.core.errors import DatabaseReadOnly, DatabaseUnavailable, MemfsError, StoreBusy
+from memfs.core.errors import (
+    DatabaseReadOnly,
+    DatabaseUnavailable,
+    DatabaseUnreachable,
+    MemfsError,
+    StorageFull,
+    StoreBusy,
+)
 from memfs.core.model import Change, format_timestamp, utcnow
 from memfs.store import notify
 from memfs.store._db import (
     WRITE,
-    busy_error,
     check_sqlite_file,
+    driver_error,
     make_sa_engine,
     prepare_schema,
     sqlite_path,
-    storage_full_error,
 )
 
 __all__ = ["ERASE_WAIT_S", "Database"]
+
+log = logging.getLogger(__name__)
+
+# OSError numbers that mean "no space": the filesystem is full, or the user's quota is.
+_NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 # How long an erasing call (redaction, hard delete, store deletion, retention) waits for
 # readers of older snapshots before it leaves the erasure pending (erasure_pending)
@@ -60,6 +73,16 @@ def _reason(exc: BaseException) -> str:
     return lines[0] if lines else type(exc).__name__
 
 
+def _no_space(exc: OSError, url: str) -> StorageFull:
+    """The StorageFull of an ``ENOSPC``/``EDQUOT`` on a file of the database ``url``."""
+    path = exc.filename if isinstance(exc.filename, str) else _where(url)
+    return StorageFull(
+        f"disk full: {exc.strerror} under {path}; nothing was changed, try again once "
+        "space is freed",
+        path=path,
+    )
+
+
 class Database:
     """Connections to one database, opened as :class:`memfs.store.Engine` documents
     (its ``create``, ``read_only`` and ``busy_timeout_s`` arguments, and what it raises).
@@ -85,6 +108,11 @@ class Database:
         self._receipt = threading.local()  # see receipt()
         try:
             self._open(url, synchronous_full, create=create, read_only=read_only)
+        except DatabaseUnreachable as exc:  # at open, said as every failure to open
+            cause = exc.__cause__ if exc.__cause__ is not None else exc
+            raise DatabaseUnreachable(
+                f"cannot open the store database: {_reason(cause)} ({_where(url)})"
+            ) from cause
         except MemfsError:
             raise
         except (ArgumentError, ImportError, ValueError) as exc:  # a URL we can't use
@@ -92,7 +120,13 @@ class Database:
                 f"cannot open the store database: {_reason(exc)} (use a SQLite file path, "
                 "sqlite:///PATH or postgresql://USER@HOST/DB)"
             ) from exc
-        except (DBAPIError, OSError) as exc:
+        except OSError as exc:
+            if exc.errno in _NO_SPACE:
+                raise _no_space(exc, url) from exc
+            raise DatabaseUnavailable(
+                f"cannot open the store database: {_reason(exc)} ({_where(url)})"
+            ) from exc
+        except DBAPIError as exc:
             raise DatabaseUnavailable(
                 f"cannot open the store database: {_reason(exc)} ({_where(url)})"
             ) from exc
@@ -121,7 +155,7 @@ class Database:
         self._write_lock: threading.Lock | None = (
             threading.Lock() if self.dialect == "sqlite" else None
         )
-        with self._busy_is_typed():
+        with self._driver_errors_are_typed():
             prepare_schema(self.sa, read_only=self.read_only)
 
     def close(self) -> None:
@@ -156,7 +190,7 @@ class Database:
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
-        with self._busy_is_typed(), self.sa.connect() as conn, conn.begin():
+        with self._driver_errors_are_typed(), self.sa.connect() as conn, conn.begin():
             yield conn
 
     @contextmanager
@@ -169,7 +203,7 @@ class Database:
         # sleeping busy handler, so 16 threads see multi-second tails. In-process writers
         # take turns on a lock instead; busy_timeout still arbitrates between processes.
         self._receipt.changes = []
-        with self._busy_is_typed(), self._turn_to_write(), self.sa.connect() as conn:
+        with self._driver_errors_are_typed(), self._turn_to_write(), self.sa.connect() as conn:
             conn.execution_options(**{WRITE: True})
             try:
                 with conn.begin():
@@ -205,19 +239,40 @@ class Database:
             self._write_lock.release()
 
     @contextmanager
-    def _busy_is_typed(self) -> Iterator[None]:
-        """Turns the driver's "database is locked" / lock timeout into StoreBusy, and
-        "database or disk is full" into StorageFull (naming the database)."""
+    def _driver_errors_are_typed(self) -> Iterator[None]:
+        """Turns what the driver (or the OS) says into the typed errors of
+        :func:`memfs.store._db.driver_error`: a lock timeout into StoreBusy, a full disk
+        (SQLITE_FULL, PostgreSQL disk_full, ``ENOSPC``/``EDQUOT`` on a file of ours) into
+        StorageFull, a database server away into DatabaseUnreachable."""
         try:
             yield
         except OperationalError as exc:
-            busy = busy_error(exc, self._busy_timeout_s)
-            if busy is not None:
-                raise busy from exc
-            full = storage_full_error(exc, path=_where(self.url))
-            if full is not None:
-                raise full from exc
-            raise
+            typed = driver_error(exc, self._busy_timeout_s, where=_where(self.url))
+            if typed is None:
+                raise
+            raise typed from exc
+        except OSError as exc:
+            if exc.errno not in _NO_SPACE:
+                raise
+            raise _no_space(exc, self.url) from exc
+
+    def vacuum_full(self, tables: Sequence[str]) -> None:
+        """PostgreSQL: ``VACUUM FULL`` of ``tables``, which rewrites each table, its
+        TOAST table and its indexes into new files without dead row versions (it holds
+        an ACCESS EXCLUSIVE lock on each while it runs). Outside any transaction, as
+        VACUUM must be. Nothing on SQLite (see :meth:`checkpoint`).
+
+        Raises:
+            StoreBusy, StorageFull, DatabaseUnreachable: as any call.
+        """
+        if self.dialect != "postgresql":
+            return
+        quoted = ", ".join(self.sa.dialect.identifier_preparer.quote(t) for t in tables)
+        with (
+            self._driver_errors_are_typed(),
+            self.sa.connect().execution_options(isolation_level="AUTOCOMMIT") as conn,
+        ):
+            conn.exec_driver_sql(f"VACUUM FULL {quoted}")
 
     def checkpoint(self, wait_s: float = ERASE_WAIT_S) -> bool:
         """Moves the WAL into the main file and truncates it, so bytes erased by a
@@ -239,15 +294,31 @@ class Database:
                 finally:
                     conn.exec_driver_sql(f"PRAGMA busy_timeout={int(self._busy_timeout_s * 1000)}")
         except OperationalError as exc:
-            if busy_error(exc, wait_s) is None:
+            # Busy, or a full disk (the main file could not grow to take the WAL's
+            # pages): the erasure stays pending. It runs after a commit, so it must not
+            # report that commit as failed.
+            if not isinstance(driver_error(exc, wait_s), StoreBusy | StorageFull):
                 raise
             busy = 1
         if busy:
             if not self._erase_marker.exists():
-                # Private like the database beside it (SPEC §3: 0600 whatever the umask).
-                descriptor = os.open(self._erase_marker, os.O_WRONLY | os.O_CREAT, 0o600)
-                with os.fdopen(descriptor, "w") as marker:
-                    marker.write(format_timestamp(utcnow()) + "\n")
+                try:
+                    # Private like the database beside it (SPEC §3: 0600 whatever the umask).
+                    descriptor = os.open(self._erase_marker, os.O_WRONLY | os.O_CREAT, 0o600)
+                    with os.fdopen(descriptor, "w") as marker:
+                        marker.write(format_timestamp(utcnow()) + "\n")
+                except OSError as exc:
+                    if exc.errno not in _NO_SPACE:
+                        raise
+                    # A marker created but left empty still says "pending" (since its
+                    # mtime, erasure_pending); none at all can only be logged.
+                    if not self._erase_marker.exists():
+                        log.warning(
+                            "an erasure may be pending in %s (the WAL could not be "
+                            "checkpointed) and the disk is full, so %s could not record "
+                            "it: %s",
+                            self.sqlite_file, self._erase_marker, exc.strerror,
+                        )
             return False
         self._erase_marker.unlink(missing_ok=True)
         return True

@@ -13,7 +13,6 @@ PostgreSQL (psycopg 3): READ COMMITTED; writers serialize per store with
 
 from __future__ import annotations
 
-import errno
 import random
 import re
 import sqlite3
@@ -33,6 +32,7 @@ from memfs.core.errors import (
     DatabaseNotFound,
     DatabaseReadOnly,
     DatabaseUnavailable,
+    DatabaseUnreachable,
     ForeignDatabase,
     StorageFull,
     StoreBusy,
@@ -48,12 +48,11 @@ __all__ = [
     "SQLITE_BUSY_TIMEOUT_MS",
     "WRITE",
     "alembic_config",
-    "busy_error",
+    "driver_error",
     "check_sqlite_file",
     "make_sa_engine",
     "prepare_schema",
     "sqlite_path",
-    "storage_full_error",
 ]
 
 # The newest migration's revision id; a test checks it against the migration scripts.
@@ -83,10 +82,14 @@ MEMFS_REVISIONS = frozenset(
     if (match := _REVISION_LINE.search(p.read_text(encoding="utf-8"))) is not None
 )
 _SQLITE_READONLY = 8
-_SQLITE_NOTADB = 26
 _SQLITE_FULL = 13
-# PostgreSQL SQLSTATE disk_full (class 53, insufficient resources).
+_SQLITE_NOTADB = 26
+# PostgreSQL SQLSTATEs (Appendix A of its manual): disk_full; the connection refused or
+# dropped (class 08 connection_exception; admin_shutdown, crash_shutdown,
+# cannot_connect_now; too_many_connections).
 _PG_DISK_FULL = "53100"
+_PG_CONNECTION_EXCEPTION_CLASS = "08"
+_PG_UNREACHABLE = frozenset({"57P01", "57P02", "57P03", "53300"})
 
 
 def sqlite_path(url: str) -> Path | None:
@@ -155,52 +158,78 @@ def _refuse_foreign(where: str, tables: set[str], revision: str | None) -> None:
         )
 
 
-def busy_error(exc: OperationalError, waited_s: float) -> StoreBusy | DatabaseReadOnly | None:
-    """The typed error that ``exc`` stands for — StoreBusy for SQLite's
-    SQLITE_BUSY/SQLITE_LOCKED ("database is locked") or PostgreSQL's lock_timeout,
-    DatabaseReadOnly for SQLITE_READONLY — or None for anything else. Read from the
-    driver's error code, never from message text."""
+def driver_error(
+    exc: OperationalError, waited_s: float, *, where: str | None = None
+) -> StoreBusy | StorageFull | DatabaseReadOnly | DatabaseUnreachable | None:
+    """The typed error that ``exc`` stands for, read from the driver's error code (never
+    from message text), or None for anything else:
+
+    - StoreBusy: SQLite's SQLITE_BUSY/SQLITE_LOCKED ("database is locked"), PostgreSQL's
+      lock_timeout (``55P03``).
+    - StorageFull: SQLite's SQLITE_FULL (its unix VFS answers that for ``ENOSPC``),
+      PostgreSQL's disk_full (``53100``).
+    - DatabaseReadOnly: SQLITE_READONLY.
+    - DatabaseUnreachable: PostgreSQL refused or dropped the connection: SQLSTATE class
+      ``08`` (connection exception), ``57P01``–``57P03`` (shutting down, crashed,
+      starting up), ``53300`` (no connection slot), or a psycopg OperationalError with
+      no SQLSTATE at all, which libpq raises only for the connection itself ("connection
+      refused", "server closed the connection unexpectedly", "the connection is
+      closed"), as SQLAlchemy's ``connection_invalidated`` also says.
+
+    Args:
+        waited_s: how long a lock was waited for (named in StoreBusy's message).
+        where: the database as shown in messages (a SQLite file's path); StorageFull's
+            ``path``.
+    """
     orig = exc.orig
     code = getattr(orig, "sqlite_errorcode", None)
-    if isinstance(code, int) and code & 0xFF == _SQLITE_READONLY:
-        return DatabaseReadOnly(
-            f"the store database can't be written ({orig}); nothing was changed"
-        )
-    if isinstance(code, int) and code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
-        pass
-    elif getattr(orig, "sqlstate", None) != _PG_LOCK_NOT_AVAILABLE:
+    if isinstance(code, int):
+        primary = code & 0xFF
+        if primary == _SQLITE_READONLY:
+            return DatabaseReadOnly(
+                f"the store database can't be written ({orig}); nothing was changed"
+            )
+        if primary == _SQLITE_FULL:
+            return _storage_full(where)
+        if primary in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            return _busy(waited_s)
         return None
+    sqlstate = getattr(orig, "sqlstate", "not a PostgreSQL error")
+    if sqlstate == _PG_LOCK_NOT_AVAILABLE:
+        return _busy(waited_s)
+    if sqlstate == _PG_DISK_FULL:
+        return _storage_full(where)
+    if (
+        sqlstate is None
+        or sqlstate in _PG_UNREACHABLE
+        or (isinstance(sqlstate, str) and sqlstate.startswith(_PG_CONNECTION_EXCEPTION_CLASS))
+        or exc.connection_invalidated
+    ):
+        return DatabaseUnreachable(
+            f"the database server can't be reached now ({_first_line(orig)}); nothing was "
+            "changed unless the connection was lost during the commit, try again"
+        )
+    return None
+
+
+def _busy(waited_s: float) -> StoreBusy:
     return StoreBusy(
         f"the database stayed locked by another writer for {waited_s:g} s; nothing was "
         "changed, try again"
     )
 
 
-def storage_full_error(exc: BaseException, *, path: str | None = None) -> StorageFull | None:
-    """The StorageFull that ``exc`` stands for, or None for anything else: SQLite's
-    SQLITE_FULL ("database or disk is full", any extended code), PostgreSQL's
-    ``disk_full`` (SQLSTATE 53100), or an OSError ``ENOSPC``/``EDQUOT`` (a file written
-    beside the database). Read from the driver's error code or errno, never from message
-    text. ``path``: the file or directory that could not grow, when the caller knows it
-    (an OSError's own file name is used otherwise). The transaction that met it rolled
-    back; nothing was changed."""
-    orig = getattr(exc, "orig", None) or exc
-    code = getattr(orig, "sqlite_errorcode", None)
-    full = (
-        (isinstance(code, int) and code & 0xFF == _SQLITE_FULL)
-        or getattr(orig, "sqlstate", None) == _PG_DISK_FULL
-        or (isinstance(orig, OSError) and orig.errno in (errno.ENOSPC, errno.EDQUOT))
-    )
-    if not full:
-        return None
-    if path is None and isinstance(orig, OSError) and orig.filename is not None:
-        path = str(orig.filename)
-    where = f" under {path}" if path else ""
+def _storage_full(where: str | None) -> StorageFull:
+    on = f" under {where}" if where else ""
     return StorageFull(
-        f"no space left on the disk{where}; nothing was changed, free some space and try "
-        "again",
-        path=path,
+        f"disk full: no space left{on}; nothing was changed, try again once space is freed",
+        path=where,
     )
+
+
+def _first_line(orig: object) -> str:
+    lines = str(orig).strip().splitlines()
+    return lines[0] if lines else type(orig).__name__
 
 
 def make_sa_engine(

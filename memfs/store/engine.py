@@ -55,7 +55,14 @@ from sqlalchemy.exc import DBAPIError, IntegrityError
 
 from memfs.core import config, rules
 from memfs.core import query as query_language
-from memfs.core.errors import InvalidInput, NotFound, PathConflict, SearchUnavailable
+from memfs.core.errors import (
+    DatabaseReadOnly,
+    InvalidInput,
+    NotFound,
+    PathConflict,
+    SearchUnavailable,
+    StoreBusy,
+)
 from memfs.core.model import (
     Access,
     Actor,
@@ -103,6 +110,7 @@ from memfs.store.embedder import Embedder, drain
 from memfs.store.embeddings import IndexLag
 from memfs.store.notify import ChangeCallback
 from memfs.store.retention import PruneResult
+from memfs.store.schema import ERASED_FROM
 
 __all__ = ["ERASE_WAIT_S", "Engine", "PruneResult", "ResourceSpec"]
 
@@ -1454,6 +1462,37 @@ class Engine:
         if any(result.versions for result in results):
             self._db.checkpoint()
         return results
+
+    def vacuum_erased(self) -> list[str]:
+        """Takes the bytes of past erasures (redactions, hard deletes, store deletions,
+        version prunes) out of the database files (SPEC §2: erased, not hidden).
+
+        PostgreSQL keeps a deleted or updated row's old version in the table's and its
+        indexes' files until VACUUM FULL rewrites them: this runs it on every table of
+        :data:`memfs.store.schema.ERASED_FROM` (an exclusive lock on each while it is
+        rewritten, so writers wait; seconds on a large store). Its WAL keeps them until
+        the segments are recycled, which no command of memfs's can force. SQLite erases
+        at once (``secure_delete``); this completes a pending checkpoint there.
+
+        Returns:
+            The tables rewritten (PostgreSQL), or the empty list (SQLite).
+
+        Raises:
+            StoreBusy: SQLite: a reader of an older snapshot kept the erasure pending.
+            DatabaseReadOnly: a database opened read-only.
+        """
+        if self.read_only:
+            raise DatabaseReadOnly("vacuum needs a database opened for writing")
+        if self.dialect != "postgresql":
+            if not self._db.checkpoint():
+                raise StoreBusy(
+                    "a reader of an older snapshot held the database: the erasure is still "
+                    "pending (memfs status, memfs fsck say since when); try again"
+                )
+            return []
+        tables = [table.name for table in ERASED_FROM]
+        self._db.vacuum_full(tables)
+        return tables
 
     def statistics(self) -> dict[str, int]:
         """Row counts: ``stores``, ``memories`` (live), ``versions``, ``blobs``."""

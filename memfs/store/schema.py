@@ -29,6 +29,7 @@ from sqlalchemy import (
 )
 
 __all__ = [
+    "ERASED_FROM",
     "api_keys",
     "audit_log",
     "blobs",
@@ -681,3 +682,23 @@ record_grants = Table(
     ),
 )
 Index("ix_record_grants_principal", record_grants.c.kind, record_grants.c.principal)
+
+# Every table whose rows hold memory content or paths, or data derived from content
+# (the full-text documents and their indexes, the embeddings, the record index): the
+# rows a redaction, hard delete, store deletion or version prune updates or deletes
+# (SPEC §2: erased). On PostgreSQL their old row versions stay in the table's and its
+# indexes' files until VACUUM FULL rewrites them (Engine.vacuum_erased; README,
+# "Redaction on PostgreSQL"). Not here: stores, sessions, keys and the audit log, which
+# an erasure leaves alone; search_queue, which holds only ids.
+ERASED_FROM = (
+    blobs,
+    memories,
+    versions,
+    changes,
+    search_docs,
+    search_vectors,
+    records,
+    record_tags,
+    record_relations,
+    record_grants,
+)

@@ -80,6 +80,26 @@ def test_every_operation_authenticates_before_validating(
                     )
 
 
+@pytest.mark.parametrize("method", ["OPTIONS", "TRACE", "PUT", "PROPFIND"])
+@pytest.mark.parametrize("secret", [None, UNKNOWN_SECRET], ids=["no-credential", "unknown-key"])
+def test_every_method_authenticates_before_405(
+    server: Server, operations: list[tuple[str, str]], method: str, secret: str | None
+) -> None:
+    """A method a path does not have is 401 to a stranger, 405 with ``Allow`` only to a
+    caller with a valid credential: a stranger learns nothing, not even the methods."""
+    headers = {"authorization": f"Bearer {secret}"} if secret else {}
+    paths = sorted({path for m, path in operations if (method, path) not in operations})
+    assert paths
+    with httpx.Client(base_url=server.url, headers=headers, timeout=30) as stranger:
+        for path in paths:
+            _assert_401(stranger.request(method, path))
+    with server.http() as http:
+        for path in paths:
+            allowed = http.request(method, path)
+            assert allowed.status_code == 405, (path, allowed.text)
+            assert allowed.headers["allow"]
+
+
 def test_sdk_bad_bodies_without_a_valid_key_are_401(server: Server, store: Any) -> None:
     stranger = server.client(UNKNOWN_SECRET).beta
     attempts = (

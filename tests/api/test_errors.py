@@ -343,14 +343,15 @@ def test_nul_characters_are_400_everywhere(http: httpx.Client, store: Any) -> No
 
 def test_a_busy_store_is_a_retryable_503_with_retry_after() -> None:
     """Issue 10 item 6: lock contention is never a 500: 503 (the SDK's
-    ServiceUnavailableError, retried) with ``retry-after`` and the ``store_busy`` code."""
+    ServiceUnavailableError, retried) with ``retry-after``, ``x-should-retry: true`` and
+    the ``store_busy`` code."""
     from memfs.api.app import error_response
     from memfs.core.errors import StoreBusy
 
     response = error_response(StoreBusy("the database is busy", retry_after_s=1.5), "req_1")
     assert response.status_code == 503
     assert response.headers["retry-after"] == "2"
-    assert "x-should-retry" not in response.headers
+    assert response.headers["x-should-retry"] == "true"
     body = json.loads(response.body)
     assert body["error"]["type"] == "overloaded_error"
     assert body["error"]["details"]["error_code"] == "store_busy"

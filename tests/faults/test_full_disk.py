@@ -151,7 +151,7 @@ def test_an_embedded_mount_on_a_full_disk_answers_enospc_and_writes_again_once_f
     assert f"disk full:    {memfs_home / 'memfs.db'}" in status, status
 
     filler.unlink()
-    wait_until(lambda: "disk full" not in memfs_status(mount), "the disk-full state to end")
+    wait_until(lambda: "disk full:    " not in memfs_status(mount), "the disk-full state to end")
     assert _write(notes / refused.lstrip("/"), _content(failed_at)) == "no error"
     assert read_text(notes / refused.lstrip("/")) == _content(failed_at)
     stored = {m.path: m for m in store_engine.all_memories(store.id)}
@@ -193,7 +193,7 @@ def test_a_remote_mount_whose_outbox_disk_is_full_answers_enospc_and_keeps_no_to
     assert f"disk full:    {journal}" in memfs_status(mount)
 
     filler.unlink()
-    wait_until(lambda: "disk full" not in memfs_status(mount), "the disk-full state to end")
+    wait_until(lambda: "disk full:    " not in memfs_status(mount), "the disk-full state to end")
     assert _write(notes / "refused.md", _content(1)) == "no error"
     assert [e.write.path for e in read_pending(journal.parent)] == ["/queued.md", "/refused.md"]
     server.start()  # the same port: the outbox replays in order

@@ -133,6 +133,26 @@ def test_symlink_hard_link_and_mknod_are_eperm(mount, store_engine: Engine) -> N
     assert sorted(os.listdir(notes)) == ["hello.md", "projects"]
 
 
+def test_a_file_may_be_20_segments_deep_and_a_directory_19(mount, store_engine: Engine) -> None:
+    """SPEC §1: at most 20 segments, ENAMETOOLONG past them like any too-long path; a
+    directory is refused where no file could ever go in it (20 segments)."""
+    deep = mount / "notes"
+    for level in range(1, 20):
+        deep = deep / f"d{level}"
+        os.mkdir(deep)
+    assert errno_of(f"os.mkdir({str(deep / 'd20')!r})") == "ENAMETOOLONG"
+    assert errno_of(f"os.makedirs({str(deep / 'd20' / 'd21')!r})") == "ENAMETOOLONG"
+    os.mkdir(mount / "notes" / "d20")
+    assert errno_of(f"os.rename({str(mount / 'notes' / 'd20')!r}, {str(deep / 'd20')!r})") == (
+        "ENAMETOOLONG"
+    )
+    os.rmdir(mount / "notes" / "d20")
+    run_python(f"open({str(deep / 'leaf.md')!r}, 'w').write('deepest')")
+    leaf = "/" + "/".join(f"d{level}" for level in range(1, 20)) + "/leaf.md"
+    assert live(store_engine, _store_id(mount))[leaf].content == "deepest"
+    assert sorted(os.listdir(deep)) == ["leaf.md"]
+
+
 def test_names_the_path_rules_refuse(mount, store_engine: Engine) -> None:
     notes = mount / "notes"
     # ENAMETOOLONG: a component over 255 bytes, a path over 1,024 bytes.

@@ -65,7 +65,7 @@ def test_rename_prefix_refusals_change_nothing(
         (PathConflict, "/b/"),  # /b/x is taken
         (InvalidInput, "/a/y/"),  # into itself
         (InvalidInput, "/"),
-        (InvalidPath, deep),  # /a/y/z would have 21 segments
+        (PathTooLong, deep),  # /a/y/z would have 21 segments
         (PathTooLong, "/" + "l" * 255 + "/" + "m" * 255 + "/" + "n" * 255 + "/" + "o" * 255 + "/"),
         (InvalidPath, "/no-trailing-slash"),
     ]

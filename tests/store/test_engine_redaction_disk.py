@@ -5,6 +5,7 @@ of the local PostgreSQL test server when they are readable."""
 
 from __future__ import annotations
 
+import errno
 import os
 import secrets
 import sqlite3
@@ -13,12 +14,13 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from _support.cli import run_memfs
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
 from memfs.core.config import database_url
 from memfs.core.model import Actor, DeleteMode
-from memfs.store import Engine, fsck_database
+from memfs.store import Engine, _connections, fsck_database
 
 ACTOR = Actor.api_key("apikey_tests")
 # A bound far below the 30 s busy timeout the calls used to wait, far above ERASE_WAIT_S.
@@ -165,6 +167,61 @@ def test_postgresql_redacted_bytes_leave_the_table_files(
         admin.dispose()
 
 
+def test_postgresql_memfs_vacuum_takes_redacted_content_and_path_out_of_the_files(
+    pg_database_url: Callable[[], str],
+) -> None:
+    """README, "Redaction on PostgreSQL": after ``memfs vacuum`` no file of the database
+    holds the forgotten content or path: not the blob, the memory, its versions, the
+    change feed, nor the full-text document and its indexes (which the vacuum the README
+    used to give, of four tables, left behind)."""
+    url = database_url(pg_database_url())
+    name = url.rsplit("/", 1)[1]
+    admin = create_engine(url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            try:
+                data_dir = Path(conn.execute(text("SHOW data_directory")).scalar_one())
+                oid = conn.execute(
+                    text("SELECT oid FROM pg_database WHERE datname = :n"), {"n": name}
+                ).scalar_one()
+            except DBAPIError:
+                pytest.skip("needs a superuser connection to find the data directory")
+        files = data_dir / "base" / str(oid)
+        if not os.access(files, os.R_OK | os.X_OK):
+            pytest.skip(f"the server's files at {files} are not readable here")
+        content, path = marker(), marker()
+        with Engine(url) as eng:
+            store = eng.create_store("s")
+            memory = eng.create_memory(store.id, f"/{path}/note.md", content, actor=ACTOR)
+            eng.create_memory(store.id, "/kept.md", "kept", actor=ACTOR)
+            with admin.connect() as conn:
+                conn.execute(text("CHECKPOINT"))
+            for needle in (content, path):  # the check can see the bytes
+                assert files_holding(files, needle.encode())
+            eng.delete_memory(store.id, memory.id, actor=ACTOR, mode=DeleteMode.REDACT)
+        vacuumed = run_memfs("vacuum", "--database", url, timeout_s=120)
+        assert vacuumed.returncode == 0, vacuumed.stderr
+        assert vacuumed.stdout == (
+            "vacuum: rewrote blobs, memories, versions, changes, search_docs, search_vectors, "
+            "records, record_tags, record_relations, record_grants (VACUUM FULL)\n"
+        )
+        with admin.connect() as conn:
+            conn.execute(text("CHECKPOINT"))  # the old files are unlinked at a checkpoint
+        assert files_holding(files, content.encode()) == set()
+        assert files_holding(files, path.encode()) == set()
+        assert fsck_database(url) == []
+    finally:
+        admin.dispose()
+
+
+def test_memfs_vacuum_on_sqlite_says_there_is_nothing_left(tmp_path: Path) -> None:
+    database = tmp_path / "store.db"
+    Engine(database_url(str(database))).close()
+    vacuumed = run_memfs("vacuum", "--database", str(database))
+    assert vacuumed.returncode == 0, vacuumed.stderr
+    assert vacuumed.stdout == "vacuum: no erased bytes left in the SQLite file or its WAL\n"
+
+
 def test_a_redaction_erases_the_path_from_every_file(sqlite_engine: Engine, db_dir: Path) -> None:
     """Issue 11 item 4 (SPEC §2: a redaction erases content *and* path everywhere memfs
     keeps them): a secret in a file name survived ``forget --mode redact`` in the
@@ -235,3 +292,38 @@ def test_a_redaction_under_a_concurrent_reader_is_bounded_and_says_it_is_pending
     assert sqlite_engine.erasure_pending() is None
     assert files_holding(db_dir, secret.encode()) == set()
     assert fsck_database(database) == []
+
+
+def test_a_full_disk_that_can_not_record_a_pending_erasure_does_not_fail_the_redaction(
+    sqlite_engine: Engine,
+    db_dir: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The redaction committed before its checkpoint ran: a full disk that keeps the
+    erasure's marker from being written is logged, never reported as the redaction
+    failing (which would tell the caller nothing was erased)."""
+    store = sqlite_engine.create_store("s")
+    memory = sqlite_engine.create_memory(store.id, "/a", marker(), actor=ACTOR)
+    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content="clean")
+    real_open = os.open
+
+    def full_disk(path: str, *args: object, **kwargs: object) -> int:
+        if str(path).endswith("-erase-pending"):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path))
+        return real_open(path, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(_connections.os, "open", full_disk)
+    reader = sqlite3.connect(str(db_dir / "store.db"), isolation_level=None)
+    try:
+        reader.execute("BEGIN")
+        reader.execute("SELECT count(*) FROM memories").fetchone()
+        redacted = sqlite_engine.redact_version(store.id, memory.memory_version_id, actor=ACTOR)
+    finally:
+        reader.rollback()
+        reader.close()
+    assert redacted.redacted_at is not None
+    assert "the disk is full, so" in caplog.text
+    assert "could not record it: No space left on device" in caplog.text
+    monkeypatch.undo()
+    sqlite_engine.create_memory(store.id, "/c", "any write retries the checkpoint", actor=ACTOR)

@@ -53,7 +53,6 @@ def test_the_1024_byte_example_is_exactly_at_the_limit() -> None:
         ("", "path '' must start with '/'"),
         ("/a/", "path '/a/' must not end with '/'"),
         ("/", "path '/' must not end with '/'"),
-        ("/" + "/".join(["s"] * 21), "path has 21 segments; the limit is 20"),
         ("//a", "invalid path: empty segment"),
         ("/a//b", "invalid path: empty segment"),
         ("/a/./b", "invalid path: segment '.' is not allowed"),
@@ -81,6 +80,28 @@ def test_invalid_paths_name_the_broken_rule(path: str, message: str) -> None:
         rules.validate_path(path)
     assert type(info.value) is InvalidPath
     assert str(info.value) == message
+
+
+def test_past_20_segments_a_path_is_too_long_and_past_19_a_directory() -> None:
+    """SPEC §1: one rule for a too-long path (ENAMETOOLONG through a mount), and a
+    directory only where a file could still go (one more segment, two more bytes)."""
+    twenty = "/" + "/".join(["s"] * 20)
+    assert rules.validate_path(twenty) is twenty
+    with pytest.raises(PathTooLong, match="^path has 21 segments; the limit is 20$"):
+        rules.validate_path(twenty + "/s")
+    nineteen = "/" + "/".join(["d"] * 19)
+    assert rules.validate_directory_path(nineteen) is nineteen
+    with pytest.raises(
+        PathTooLong,
+        match="^directory path has 20 segments; a file in it would have 21 and the limit is 20$",
+    ):
+        rules.validate_directory_path(nineteen + "/d")
+    widest = "/" + "/".join(["x" * 200] * 5) + "/" + "y" * 16  # 1,022 bytes
+    assert rules.validate_directory_path(widest) is widest
+    with pytest.raises(PathTooLong, match="a file in it would be over the limit of 1024"):
+        rules.validate_directory_path(widest + "y")
+    with pytest.raises(PathTooLong, match="^path has 21 segments"):
+        rules.validate_directory_path(twenty + "/s")
 
 
 def test_non_string_path_is_refused() -> None:

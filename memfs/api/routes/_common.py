@@ -44,7 +44,7 @@ from memfs.api.auth import Principal, authenticate, credential_from_headers
 from memfs.api.changes import ChangeNotifier
 from memfs.api.errors import InternalError
 from memfs.core.config import MAX_FULL_VIEW_PAGE_LIMIT, MAX_PAGE_LIMIT
-from memfs.core.errors import InvalidInput, MemfsError, NotFound
+from memfs.core.errors import DatabaseUnreachable, InvalidInput, MemfsError, NotFound
 from memfs.core.model import Scope
 from memfs.store import Engine
 
@@ -70,6 +70,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+# RFC 9110 §9.2.1: methods that only read; run again after a lost connection.
+_SAFE_METHODS = frozenset({"GET", "HEAD"})
+
 # Declared for /openapi.json; the credential itself is read by credential_from_headers.
 _bearer = HTTPBearer(auto_error=False, description="An API key secret or a session token.")
 _x_api_key = APIKeyHeader(name="x-api-key", auto_error=False, description="Same as Bearer.")
@@ -79,20 +82,36 @@ async def authenticate_request(request: Request) -> Principal:
     """The caller of ``request``, authenticated in a worker thread and kept in
     ``request.state.principal`` for :func:`run`.
 
+    A lost database connection is tried once more, as any read (see :func:`run`).
+
     Raises:
         AuthenticationFailed: no credential, an unknown, revoked or expired one, or an
             ``Authorization`` header that is not ``Bearer``.
+        DatabaseUnreachable: the database was away twice.
     """
     token = credential_from_headers(
         request.headers.get("authorization"), request.headers.get("x-api-key")
     )
     engine: Engine = request.app.state.engine
     insecure_dev: bool = request.app.state.insecure_dev
-    principal = await anyio.to_thread.run_sync(
-        lambda: authenticate(engine, token, insecure_dev=insecure_dev)
-    )
+
+    def work() -> Principal:
+        return authenticate(engine, token, insecure_dev=insecure_dev)
+
+    try:
+        principal = await anyio.to_thread.run_sync(work)
+    except DatabaseUnreachable:
+        _log_once_more(request)
+        principal = await anyio.to_thread.run_sync(work)
     request.state.principal = principal
     return principal
+
+
+def _log_once_more(request: Request) -> None:
+    log.info(
+        "request %s: the database connection was lost; running it once more",
+        getattr(request.state, "request_id", "?"),
+    )
 
 
 async def _authenticated(request: Request) -> None:
@@ -138,15 +157,30 @@ def doc(model: type) -> dict[int | str, dict[str, Any]]:
 
 
 async def run(
-    request: Request, operation: Callable[[Engine, Principal], T], *, reauthenticate: bool = False
+    request: Request,
+    operation: Callable[[Engine, Principal], T],
+    *,
+    reauthenticate: bool = False,
+    repeatable: bool = False,
 ) -> T:
     """Runs ``operation`` in a worker thread as the caller :func:`authenticate_request`
     found; then, for a request other than GET on a store, wakes the long polls parked
     on that store (whether it succeeded or not: a spurious wake-up only costs one read).
 
+    When the database connection was lost (DatabaseUnreachable: a PostgreSQL restart
+    drops every pooled connection, and the pool finds out only on use) the operation
+    runs once more where that is safe: a GET or HEAD, or a write the route marks
+    ``repeatable`` because it carries its precondition (an update's digest the head must
+    have; a create's path that must be free). If the lost connection had committed that
+    write, the second run finds it done and answers 409 (an update's
+    ``actual_content_sha256`` equal to the digest written; a create's path conflict
+    naming the memory made), never a second version. Anything else gets the 503 and
+    retries itself.
+
     Args:
         reauthenticate: check the credential again first (a long poll's second read,
             which may come 30 s later: a token revoked meanwhile gets 401).
+        repeatable: a write that may run twice (see above).
 
     Raises:
         MemfsError: whatever the authentication or the operation raised; any other
@@ -162,7 +196,13 @@ async def run(
         return operation(engine, principal)
 
     try:
-        return await anyio.to_thread.run_sync(work)
+        try:
+            return await anyio.to_thread.run_sync(work)
+        except DatabaseUnreachable:
+            if not (repeatable or request.method in _SAFE_METHODS):
+                raise
+            _log_once_more(request)
+            return await anyio.to_thread.run_sync(work)
     except MemfsError:
         raise
     except Exception as exc:

@@ -108,7 +108,8 @@ async def create_memory(
         )
         return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
 
-    return json_response(await run(request, op))
+    # Its precondition is the path being free: run twice, it can't make two memories.
+    return json_response(await run(request, op, repeatable=True))
 
 
 @router.get("/v1/memory_stores/{memory_store_id}/memories", responses=doc(schemas.MemoryPage))
@@ -286,7 +287,7 @@ async def _update_memory(
         )
         return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
 
-    return json_response(await run(request, op))
+    return json_response(await run(request, op, repeatable=body.precondition is not None))
 
 
 @router.post(
