@@ -618,7 +618,8 @@ def _remove_unanswered(
             f"{target}` aborts its FUSE connection (what waits on it fails with "
             "ENOTCONN) and detaches it"
         )
-    _abort(target, reason)
+    if pid is None or mounts.threads_left(pid):  # else its /dev/fuse is closed: ended
+        _abort(target, reason)
     result = mounts.unmount(target, lazy=True, timeout_s=PROBE_TIMEOUT_S * 4)
     if not result.ok:
         fail(f"removing the mount {target} failed: {result.message}")

@@ -29,6 +29,7 @@ __all__ = [
     "mount_points",
     "probe",
     "process_alive",
+    "threads_left",
     "unmount",
     "wait_for_exit",
 ]
@@ -171,6 +172,24 @@ def process_alive(pid: int) -> bool:
     except (FileNotFoundError, ProcessLookupError, IndexError):
         return False
     return state not in ("Z", "X")
+
+
+def threads_left(pid: int) -> bool:
+    """True when process ``pid`` still has a thread that has not exited (its leader
+    may be a zombie): then its files, ``/dev/fuse`` among them, are still open."""
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return False
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as file:
+                state = file.read().rsplit(")", 1)[1].split()[0]
+        except (OSError, IndexError):
+            continue
+        if state not in ("Z", "X"):
+            return True
+    return False
 
 
 def wait_for_exit(pid: int, timeout_s: float, poll_interval_s: float = 0.05) -> bool:

@@ -68,8 +68,17 @@ def left_behind():
 deadline = time.monotonic() + grace_s
 while left_behind() and time.monotonic() < deadline:
     time.sleep(0.02)
-if not left_behind():
+left = left_behind()
+if not left:
     sys.exit(0)
+where = []
+for task in left:
+    try:
+        with open(f"/proc/{daemon}/task/{task}/wchan") as file:
+            where.append(f"{task} in {file.read().strip() or '?'}")
+    except OSError:
+        where.append(task)
+held = f"thread {', '.join(where)}"
 # A thread is still in the kernel: the daemon's /dev/fuse is still open, so connection
 # N is still this mount's.
 base = "/sys/fs/fuse/connections"
@@ -79,11 +88,11 @@ try:
     with open(os.path.join(base, connection, "abort"), "w") as file:
         file.write("1")
 except OSError as exc:
-    print(f"memfs watchdog: daemon {daemon} died with a thread held in the kernel; could "
+    print(f"memfs watchdog: daemon {daemon} died with a thread held in the kernel ({held}); could "
           f"not abort FUSE connection {connection} ({exc.strerror}): run `memfs umount "
           f"--force` on its mount point", file=sys.stderr, flush=True)
 else:
-    print(f"memfs watchdog: daemon {daemon} died with a thread held in the kernel; "
+    print(f"memfs watchdog: daemon {daemon} died with a thread held in the kernel ({held}); "
           f"aborted FUSE connection {connection} (what waited on it failed with ENOTCONN)",
           file=sys.stderr, flush=True)
 """
