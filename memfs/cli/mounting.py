@@ -702,7 +702,7 @@ def status(
     from memfs.fuse import mounts
     from memfs.fuse.status import read_saved_scratch, read_status
 
-    target = os.path.realpath(mountpoint)
+    target = mounts.mount_path(mountpoint)
     record = read_status(target)
     saved_scratch = read_saved_scratch(target)
     mounted = mounts.is_mounted(target)

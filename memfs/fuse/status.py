@@ -43,6 +43,7 @@ from typing import Any
 
 from memfs import local
 from memfs.config import memfs_home
+from memfs.fuse.mounts import mount_path
 from memfs.local import redaction_marker
 from memfs.model import format_timestamp, utcnow
 
@@ -64,7 +65,8 @@ MAX_RECORDED_EVENTS = 20
 
 
 def _key(mountpoint: str) -> str:
-    return hashlib.sha256(os.path.realpath(mountpoint).encode()).hexdigest()[:16]
+    # mount_path: realpath without stat'ing a mount point (which waits on its daemon).
+    return hashlib.sha256(mount_path(mountpoint).encode()).hexdigest()[:16]
 
 
 def status_path(mountpoint: str) -> Path:
