@@ -46,8 +46,8 @@ sys.path.insert(0, str(REPO / "scripts"))
 
 from benchlib.trees import _WORDS, SEARCH_WORD, generate_markdown_tree  # noqa: E402
 
-from memfs.config import SEARCH_MODEL_ENV, database_url  # noqa: E402
-from memfs.model import Actor  # noqa: E402
+from memfs.core.config import SEARCH_MODEL_ENV, database_url  # noqa: E402
+from memfs.core.model import Actor  # noqa: E402
 from memfs.store import Engine  # noqa: E402
 
 QUERIES = (SEARCH_WORD, "rollback", "canary deploy")

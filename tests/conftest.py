@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from memfs.config import database_url
+from memfs.core.config import database_url
 from memfs.store import Engine
 
 PG_URL_ENV = "MEMFS_TEST_PG_URL"

@@ -22,16 +22,16 @@ ROOT = Path(__file__).resolve().parent.parent
 PACKAGE = ROOT / "memfs"
 
 CORE = (
-    "memfs.model",
-    "memfs.rules",
-    "memfs.errors",
-    "memfs.config",
-    "memfs.ids",
+    "memfs.core.model",
+    "memfs.core.rules",
+    "memfs.core.errors",
+    "memfs.core.config",
+    "memfs.core.ids",
     "memfs.wire",
-    "memfs.query",
-    "memfs.records",
-    "memfs.records_seed",
-    "memfs.visibility",
+    "memfs.core.query",
+    "memfs.core.records",
+    "memfs.cli.records_seed",
+    "memfs.core.visibility",
 )
 
 
@@ -101,20 +101,20 @@ def offenders(importers: tuple[str, ...] | None, exempt: tuple[str, ...], *targe
 
 def test_the_scan_sees_the_package() -> None:
     assert "memfs.store.engine" in IMPORTS
-    assert "memfs.rules" in IMPORTS
+    assert "memfs.core.rules" in IMPORTS
     assert "sqlalchemy" in IMPORTS["memfs.store._connections"]
-    assert "memfs.rules" in IMPORTS["memfs.store.memories"]
+    assert "memfs.core.rules" in IMPORTS["memfs.store.memories"]
 
 
 def test_relative_imports_are_resolved() -> None:
     source = "from . import fsck\nfrom ..rules import slugify\nimport pyfuse3.x\n"
     names = set(imported_names(source, "memfs.store.engine", is_package=False))
-    assert {"memfs.store", "memfs.store.fsck", "memfs.rules", "memfs.rules.slugify"} <= names
+    assert {"memfs.store", "memfs.store.fsck", "memfs.core.rules", "memfs.core.rules.slugify"} <= names
     assert "pyfuse3.x" in names
     names = set(imported_names("from .engine import Engine\n", "memfs.store", is_package=True))
     assert "memfs.store.engine" in names
     nested = "def f():\n    if True:\n        from memfs.api import app\n"
-    assert "memfs.api" in set(imported_names(nested, "memfs.rules", is_package=False))
+    assert "memfs.api" in set(imported_names(nested, "memfs.core.rules", is_package=False))
 
 
 @pytest.mark.parametrize(

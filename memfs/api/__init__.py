@@ -11,7 +11,7 @@ The only package that knows HTTP. Modules, one concern each:
 ``changes``        the change feed's wire form and its long polls
 ``schemas``        request bodies (strict) and documented response shapes
 ``auth``           credentials → :class:`~memfs.api.auth.Principal`; scope table
-``errors``         the ONE table from :mod:`memfs.errors` to status + ``error.type``
+``errors``         the ONE table from :mod:`memfs.core.errors` to status + ``error.type``
 ``serve``          ``memfs serve``: Hypercorn on trio
 =================  ============================================================
 """

@@ -34,8 +34,8 @@ from memfs.api.errors import (
 )
 from memfs.api.openapi import openapi_document
 from memfs.api.routes import allowed_methods, authenticate_request, router
-from memfs.errors import InvalidInput, InvalidMetadata, MemfsError, StoreBusy
-from memfs.ids import new_id
+from memfs.core.errors import InvalidInput, InvalidMetadata, MemfsError, StoreBusy
+from memfs.core.ids import new_id
 from memfs.store import Engine
 
 __all__ = ["RequestContextMiddleware", "create_app", "error_response"]

@@ -61,10 +61,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memfs.errors import AuthenticationFailed, NotFound, PermissionDenied
-from memfs.model import Access, Actor, ApiKey, Scope, Session
+from memfs.core.errors import AuthenticationFailed, NotFound, PermissionDenied
+from memfs.core.model import Access, Actor, ApiKey, Scope, Session
+from memfs.core.visibility import Viewer
 from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, Engine
-from memfs.visibility import Viewer
 
 __all__ = [
     "INSECURE_DEV_KEY_ID",
@@ -109,7 +109,7 @@ class Principal:
 
     @property
     def viewer(self) -> Viewer | None:
-        """Whose records this caller sees (SPEC §6, :mod:`memfs.visibility`): None for
+        """Whose records this caller sees (SPEC §6, :mod:`memfs.core.visibility`): None for
         an ``admin`` key and the insecure development principal (everything), else
         the principal of its key or session (none: no private record)."""
         if self.session is not None:

@@ -37,8 +37,8 @@ import anyio
 import anyio.to_thread
 import sniffio
 
-from memfs.errors import NotFound
-from memfs.model import Change, format_timestamp
+from memfs.core.errors import NotFound
+from memfs.core.model import Change, format_timestamp
 
 __all__ = [
     "MAX_CHANGES_LIMIT",

@@ -1,4 +1,4 @@
-"""The HTTP edge of the error tree: the envelope of :mod:`memfs.errors`' registry.
+"""The HTTP edge of the error tree: the envelope of :mod:`memfs.core.errors`' registry.
 
 Every error response of the API has the envelope of api-contract §2.1::
 
@@ -16,7 +16,7 @@ with the headers ``request-id`` (every response, see :mod:`memfs.api.app`) and
 409 twice (api-contract §2.3). 5xx responses omit it: the SDK may retry those.
 
 The status and ``error.type`` of an error are its class's ``wire``
-(:class:`memfs.errors.WireError`): the registry in :mod:`memfs.errors` is the one table,
+(:class:`memfs.core.errors.WireError`): the registry in :mod:`memfs.core.errors` is the one table,
 which the HTTP client of remote mounts reads too. A subclass without its own ``wire`` is
 sent as its nearest ancestor. Errors that only exist at the HTTP edge (an unknown route,
 a method the route does not have, a request body over :data:`MAX_REQUEST_BODY_BYTES`, a
@@ -32,7 +32,7 @@ their own ``wire`` where it differs::
     └── InternalError                an exception memfs did not raise   → 500
 
 Choices the contract leaves open (api-contract §8), decided once in the ``wire`` of the
-classes of :mod:`memfs.errors`:
+classes of :mod:`memfs.core.errors`:
 
 * ``ContentTooLarge`` → **413** ``invalid_request_error`` (SDK ``ContentTooLargeError``);
   the SDK's sync helper treats 400 and 413 alike as a permanent refusal.
@@ -50,7 +50,7 @@ import logging
 from http import HTTPStatus
 from typing import Any
 
-from memfs.errors import (
+from memfs.core.errors import (
     InvalidInput,
     MemfsError,
     NotFound,
@@ -105,7 +105,7 @@ class InternalError(MemfsError):
 
 def status_and_type(exc: MemfsError) -> tuple[HTTPStatus, str]:
     """The HTTP status and ``error.type`` of ``exc``: its class's ``wire`` (the most
-    specific class that declares one, :mod:`memfs.errors` registry)."""
+    specific class that declares one, :mod:`memfs.core.errors` registry)."""
     wire = type(exc).wire
     return HTTPStatus(wire.status), wire.type
 

@@ -3,7 +3,7 @@
 Request models follow api-contract §5 field for field. They are strict (no coercion:
 ``"name": 5`` is a 400, not ``"5"``) and refuse unknown fields, so a typo never passes
 silently; the SPEC §1 value rules (path, content, metadata limits, name length) are
-checked by :mod:`memfs.rules` inside the engine, which names the broken rule.
+checked by :mod:`memfs.core.rules` inside the engine, which names the broken rule.
 
 Response models only document the objects :mod:`memfs.wire` produces (the routes return
 those dicts directly), so ``/openapi.json`` describes what the server really sends;
@@ -24,13 +24,13 @@ from pydantic import (
     model_validator,
 )
 
-from memfs.config import (
+from memfs.core.config import (
     DEFAULT_PAIR_MOUNT_ROOT,
     MAX_SESSION_TTL_S,
     MAX_STORES_PER_SESSION,
     MAX_VERSION_RETENTION_S,
 )
-from memfs.model import MAX_PRINCIPAL_ROLES, MAX_PRINCIPAL_TEXT_CHARS
+from memfs.core.model import MAX_PRINCIPAL_ROLES, MAX_PRINCIPAL_TEXT_CHARS
 
 __all__ = [
     "ChangeOut",
@@ -76,7 +76,7 @@ Sha256 = Annotated[str, Field(pattern=SHA256_PATTERN, description="64 lowercase 
 Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
 
 # The SPEC §1 value rules as /openapi.json states them. The server checks with
-# memfs.rules, which names the broken rule, so these are documentation, not the check;
+# memfs.core.rules, which names the broken rule, so these are documentation, not the check;
 # they must describe exactly what the server accepts (schemathesis tries both sides in
 # tests/api/test_schemathesis.py). What JSON Schema can't state is said in the
 # descriptions: limits are in UTF-8 bytes where these count characters, path segments
@@ -402,7 +402,7 @@ class SearchRequest(_Request):
     )
 
 
-# SPEC §8: ids of (identity, template) pairs, chosen by the caller (memfs.rules).
+# SPEC §8: ids of (identity, template) pairs, chosen by the caller (memfs.core.rules).
 IDENTITY_ID_PATTERN = r"^idn_[A-Za-z0-9_-]{1,64}$"
 TEMPLATE_ID_PATTERN = r"^tmpl_[A-Za-z0-9_-]{1,64}$"
 # An absolute directory of at most 1,000 characters without control characters.

@@ -10,7 +10,7 @@ Once listening, one line ``memfs: serving on http://HOST:PORT`` is printed to st
 (flushed), with the real port when ``--port 0`` asked the kernel for a free one; tests and
 scripts wait for it.
 
-Startup failures are one :class:`~memfs.errors.MemfsError` each (the CLI prints its
+Startup failures are one :class:`~memfs.core.errors.MemfsError` each (the CLI prints its
 message as one line, exit status 1), never a traceback: the database is opened, and the
 listening socket bound, before the event loop starts, so their errors are plain
 exceptions rather than Hypercorn's nested exception groups.
@@ -33,9 +33,9 @@ from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
 from memfs.api.app import create_app
-from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_PRUNE_INTERVAL_S
-from memfs.errors import InvalidInput, MemfsError
-from memfs.model import format_timestamp
+from memfs.core.config import DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_PRUNE_INTERVAL_S
+from memfs.core.errors import InvalidInput, MemfsError
+from memfs.core.model import format_timestamp
 from memfs.store import Engine, open_engine
 
 __all__ = ["GRACEFUL_TIMEOUT_S", "READY_PREFIX", "serve"]
@@ -209,7 +209,7 @@ def serve(
 
     Args:
         database: SQLite path, ``sqlite:///`` or ``postgresql://`` URL; None means the
-            default of :func:`memfs.config.database_url`.
+            default of :func:`memfs.core.config.database_url`.
         host: address to listen on.
         port: TCP port; 0 picks a free one (printed on the ready line).
         insecure_dev: see :mod:`memfs.api.auth`; refused unless ``host`` is loopback.

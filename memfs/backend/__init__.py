@@ -23,7 +23,7 @@ from memfs.backend.protocol import (
     BackendStatistics,
     MemoryChange,
 )
-from memfs.errors import BackendUnavailable
+from memfs.core.errors import BackendUnavailable
 
 __all__ = [
     "AttachmentSpec",

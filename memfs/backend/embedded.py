@@ -17,8 +17,8 @@ from typing import TYPE_CHECKING, TypeVar
 import trio
 
 from memfs.backend.protocol import BackendStatistics, MemoryChange
-from memfs.errors import MemfsError
-from memfs.model import (
+from memfs.core.errors import MemfsError
+from memfs.core.model import (
     Access,
     Actor,
     Change,
@@ -29,8 +29,8 @@ from memfs.model import (
     Session,
     UserPrincipal,
 )
-from memfs.records import Record
-from memfs.visibility import Viewer
+from memfs.core.records import Record
+from memfs.core.visibility import Viewer
 
 if TYPE_CHECKING:
     from memfs.backend.protocol import AttachmentSpec

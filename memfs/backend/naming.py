@@ -1,6 +1,6 @@
 """Names a backend gives on its own: conflict copies (SPEC §4 concurrent writers).
 
-Owns :func:`conflict_name` (with :func:`memfs.local.compact_timestamp`), shared by the FUSE
+Owns :func:`conflict_name` (with :func:`memfs.home.compact_timestamp`), shared by the FUSE
 layer (a close that meets a newer head) and the remote replay (a queued write that
 meets one), so both name conflict copies by one rule.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memfs.config import MAX_SEGMENT_BYTES
-from memfs.local import compact_timestamp
+from memfs.core.config import MAX_SEGMENT_BYTES
+from memfs.home import compact_timestamp
 
 __all__ = ["compact_timestamp", "conflict_name"]
 

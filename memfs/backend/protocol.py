@@ -7,8 +7,8 @@ point down at this package and never at each other (issue 9): FUSE talks to a
 
 This module owns the Protocol and its values: :class:`MemoryChange` (one change of a
 memory), :class:`AttachmentSpec`, :class:`BackendEvent`, :class:`BackendStatistics`.
-Backends raise only the domain errors of :mod:`memfs.errors`
-(:class:`memfs.errors.BackendUnavailable` for "the store can't be asked now").
+Backends raise only the domain errors of :mod:`memfs.core.errors`
+(:class:`memfs.core.errors.BackendUnavailable` for "the store can't be asked now").
 
 Writes are attributed to the session the backend opened with :meth:`Backend.open_session`
 (SPEC §3: writes through a mount are attributed to ``session_actor {session_id}``). A
@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
-from memfs.errors import MemfsError
-from memfs.model import Change, Layout, Memory, MemoryStore, Session
-from memfs.records import Record
+from memfs.core.errors import MemfsError
+from memfs.core.model import Change, Layout, Memory, MemoryStore, Session
+from memfs.core.records import Record
 
 __all__ = [
     "AttachmentSpec",
@@ -141,7 +141,7 @@ class AttachmentSpec:
 
 
 class Backend(Protocol):
-    """The store as seen by a mount. Every method may raise :class:`memfs.errors.MemfsError`
+    """The store as seen by a mount. Every method may raise :class:`memfs.core.errors.MemfsError`
     subclasses (NotFound, StoreArchived, PathConflict, PreconditionFailed, …), nothing else
     on purpose."""
 

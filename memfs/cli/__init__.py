@@ -24,7 +24,7 @@ module                  commands
 :data:`COMMANDS` names each command's module and one-line help, so ``memfs --help``
 lists every command without importing any of them, and ``memfs store list`` imports
 only ``stores`` (issue 17: SQLAlchemy, pydantic and FastAPI load only for the commands
-that use them). Errors from :mod:`memfs.errors` are printed as one line, exit status 1.
+that use them). Errors from :mod:`memfs.core.errors` are printed as one line, exit status 1.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ import typer
 import typer.core
 import typer.main
 
-from memfs.errors import MemfsError
+from memfs.core.errors import MemfsError
 
 __all__ = ["COMMANDS", "app", "main", "short_help"]
 

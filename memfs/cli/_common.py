@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 
-from memfs.errors import MemfsError
-from memfs.rules import validate_path, validate_path_prefix
+from memfs.core.errors import MemfsError
+from memfs.core.rules import validate_path, validate_path_prefix
 
 if TYPE_CHECKING:
-    from memfs.model import Actor, Memory
+    from memfs.core.model import Actor, Memory
     from memfs.store import Engine
 
 __all__ = [
@@ -130,8 +130,8 @@ def secure_home() -> None:
     """Takes group and other access away from an existing ``$MEMFS_HOME`` (one made
     before memfs kept its files private, issue 11 item 3) and says so on stderr; says
     nothing when there was nothing to change. A failure is reported, not fatal."""
-    from memfs import local
-    from memfs.config import memfs_home
+    from memfs import home as local
+    from memfs.core.config import memfs_home
 
     home = memfs_home()
     try:
@@ -155,7 +155,7 @@ def one_line(exc: BaseException) -> str:
 
 def command_actor() -> Actor:
     """The actor of writes made by this command: ``user_actor`` with the OS login name."""
-    from memfs.model import Actor
+    from memfs.core.model import Actor
 
     try:
         name = getpass.getuser()

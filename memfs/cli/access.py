@@ -22,11 +22,11 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
-from memfs.errors import InvalidInput, InvalidTtl
-from memfs.model import Access, ApiKey, Scope, Session, format_timestamp, utcnow
-from memfs.rules import parse_duration_s, parse_store_spec
+from memfs.core.errors import InvalidInput, InvalidTtl
+from memfs.core.model import Access, ApiKey, Scope, Session, format_timestamp, utcnow
+from memfs.core.rules import parse_duration_s, parse_store_spec
+from memfs.core.visibility import UserPrincipal, make_principal
 from memfs.store import ResourceSpec
-from memfs.visibility import UserPrincipal, make_principal
 from memfs.wire import session_to_wire
 
 __all__ = ["register"]
@@ -175,7 +175,7 @@ def key_revoke(
 
 def _parse_ttl(value: str | None) -> int | None:
     """``--ttl``: seconds, or a number with ``s``, ``m``, ``h`` or ``d`` (``90m``,
-    ``12h``, ``30d``) → seconds (:func:`memfs.rules.parse_duration_s`). The range (1 s
+    ``12h``, ``30d``) → seconds (:func:`memfs.core.rules.parse_duration_s`). The range (1 s
     to 30 days) is the engine's rule.
 
     Raises:

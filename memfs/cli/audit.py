@@ -23,8 +23,8 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
-from memfs.errors import InvalidInput, NotFound
-from memfs.rules import parse_duration_s
+from memfs.core.errors import InvalidInput, NotFound
+from memfs.core.rules import parse_duration_s
 
 __all__ = ["register"]
 

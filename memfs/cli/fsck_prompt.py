@@ -18,14 +18,14 @@ from memfs.cli._common import (
     parse_metadata,
     secure_home,
 )
-from memfs.errors import InvalidInput, MemfsError
-from memfs.model import (
+from memfs.cli.prompt_note import DEFAULT_MOUNT_ROOT
+from memfs.core.errors import InvalidInput, MemfsError
+from memfs.core.model import (
     Access,
     Layout,
     MemoryStore,
 )
-from memfs.prompt import DEFAULT_MOUNT_ROOT
-from memfs.rules import parse_store_spec
+from memfs.core.rules import parse_store_spec
 from memfs.store import Engine
 
 __all__ = ["register"]
@@ -119,7 +119,7 @@ def prompt_command(
     database: DatabaseOption = None,
 ) -> None:
     """Print the system-prompt note describing a mount (name, path, access, description)."""
-    from memfs.prompt import plan_resources, render_prompt
+    from memfs.cli.prompt_note import plan_resources, render_prompt
 
     if [bool(mount), bool(stores), bool(session_id)].count(True) != 1:
         raise typer.BadParameter("give one of --mount, --store (one or more) or --session")
@@ -186,7 +186,7 @@ def _with_instructions(
 ) -> list[_Attachment]:
     """Adds ``--instructions STORE=TEXT`` to the attachment it names (by spec, name, slug
     or id). Raises InvalidInput when one names no attached store."""
-    from memfs.rules import slugify
+    from memfs.core.rules import slugify
 
     used: set[str] = set()
     result: list[_Attachment] = []

@@ -26,8 +26,8 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
-from memfs.config import DEFAULT_PAIR_MOUNT_ROOT
-from memfs.model import IdentityMount
+from memfs.core.config import DEFAULT_PAIR_MOUNT_ROOT
+from memfs.core.model import IdentityMount
 from memfs.wire import identity_mount_to_wire, store_to_wire
 
 __all__ = ["register"]

@@ -58,11 +58,11 @@ def mcp(
     as a resource memfs://<store>/<path>."""
     import anyio
 
+    from memfs.core.model import Access
+    from memfs.core.rules import parse_store_spec
     from memfs.mcp.stdio import serve_stdio
     from memfs.memory_tool.access import HttpAccess, StoreAccess, open_embedded
     from memfs.memory_tool.refusals import Refused
-    from memfs.model import Access
-    from memfs.rules import parse_store_spec
 
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"

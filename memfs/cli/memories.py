@@ -32,13 +32,13 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
-from memfs.errors import NotFound
-from memfs.model import (
+from memfs.core.errors import NotFound
+from memfs.core.model import (
     DeleteMode,
     Memory,
     MemoryPrefix,
 )
-from memfs.rules import validate_content_bytes, validate_path
+from memfs.core.rules import validate_content_bytes, validate_path
 from memfs.wire import (
     memory_deleted_to_wire,
     memory_to_wire,
@@ -289,7 +289,7 @@ def memory_rm(
             reason=reason,
             replacement=replacement,
         )
-    from memfs.local import scrub_erased_paths
+    from memfs.home import scrub_erased_paths
 
     scrub_erased_paths(memory.id, erased)  # logs of mounts not running (SPEC §2)
     if as_json:

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memfs.cli.mount_options import parse_option_string
-from memfs.errors import InvalidInput
+from memfs.core.errors import InvalidInput
 
 __all__ = ["HelperCall", "main", "mount_command", "parse_helper_arguments"]
 

@@ -33,7 +33,7 @@ import pwd
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from memfs.errors import InvalidInput
+from memfs.core.errors import InvalidInput
 
 __all__ = ["MountOptions", "parse_group", "parse_option_string", "parse_umask", "parse_user"]
 

@@ -38,7 +38,7 @@ from typing import Annotated, Any
 import typer
 
 from memfs.cli._common import DatabaseOption, fail, secure_home
-from memfs.config import TOKEN_ENV, memory_limit, session_token
+from memfs.core.config import TOKEN_ENV, memory_limit, session_token
 
 __all__ = ["register"]
 
@@ -152,8 +152,8 @@ def mount(
     """Mount memory stores as a directory tree (FUSE): from the database, or from a
     memfs server with a session token (--api URL --token T)."""
     from memfs.cli.mount_options import MountOptions
-    from memfs.errors import InvalidInput
-    from memfs.rules import parse_store_spec
+    from memfs.core.errors import InvalidInput
+    from memfs.core.rules import parse_store_spec
 
     try:
         options = _options(option or [], allow_other, uid, gid, umask)
@@ -200,7 +200,7 @@ def mount(
 def _layout_option(layout: str | None, *, remote: bool) -> Any:
     """The ``--layout`` given, as a Layout; None for a remote mount that leaves it to
     its session (SPEC §8: a pair's session is flat); per-store otherwise."""
-    from memfs.model import Layout
+    from memfs.core.model import Layout
 
     if layout is None:
         return None if remote else Layout.PER_STORE
@@ -213,8 +213,8 @@ def _layout_option(layout: str | None, *, remote: bool) -> Any:
 def _check_principal(api: str | None, user_id: str | None, roles: list[str]) -> None:
     """Fails unless ``--user-id``/``--role`` make a valid principal of an embedded mount
     (issue 15, SPEC §6); a remote mount's principal is its session's."""
-    from memfs.errors import InvalidInput
-    from memfs.visibility import make_principal
+    from memfs.core.errors import InvalidInput
+    from memfs.core.visibility import make_principal
 
     try:
         make_principal(user_id, roles)
@@ -344,9 +344,9 @@ def _backend(request: _MountRequest) -> Any:
         client = MemfsClient(request.api, request.token)
         return RemoteBackend(client, startup_wait_s=request.wait_for_server_s)
     from memfs.backend import EmbeddedBackend
-    from memfs.errors import MemfsError
+    from memfs.core.errors import MemfsError
+    from memfs.core.visibility import make_principal
     from memfs.store import open_engine
-    from memfs.visibility import make_principal
 
     principal = make_principal(request.user_id, request.roles)
     engine = open_engine(request.database)
@@ -369,7 +369,7 @@ def _mount_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
 
 
 def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
-    from memfs.errors import MemfsError
+    from memfs.core.errors import MemfsError
     from memfs.fuse.daemon import MountConfig, StoreRequest, run
 
     logging.basicConfig(
@@ -444,7 +444,7 @@ def _daemon_command(request: _MountRequest, target: str, ready_fd: int) -> list[
 
 def _mount_in_background(request: _MountRequest) -> None:
     from memfs.fuse.status import log_path
-    from memfs.local import hold_mount_lock, open_private, private_directory
+    from memfs.home import hold_mount_lock, open_private, private_directory
 
     target = os.path.realpath(request.mountpoint)
     log_file = log_path(target)
@@ -456,7 +456,7 @@ def _mount_in_background(request: _MountRequest) -> None:
         assert request.token is not None
         env[TOKEN_ENV] = request.token  # never in argv: /proc/<pid>/cmdline is public
     # The daemon inherits the lock of its log for its lifetime: a redaction made while
-    # no daemon runs scrubs this log itself (memfs.local.scrub_stopped_mounts).
+    # no daemon runs scrubs this log itself (memfs.home.scrub_stopped_mounts).
     lock = hold_mount_lock(log_file)
     try:
         with open(open_private(log_file, os.O_WRONLY | os.O_APPEND), "ab") as log:
@@ -666,7 +666,7 @@ def _queued_writes_message(target: str, record: dict[str, Any] | None) -> str | 
     exited (issue 10 item 9), or None when there are none: how many, where, and how
     they reach the server — at the next mount of that session, or with ``memfs outbox
     replay`` under another session when the server refused this one's token."""
-    from memfs.config import memfs_home
+    from memfs.core.config import memfs_home
     from memfs.remote.outbox import read_pending
 
     if record is None or (record.get("backend") or {}).get("kind") != "remote":

@@ -20,9 +20,9 @@ import typer
 
 from memfs.cli import short_help
 from memfs.cli._common import fail, print_table, secure_home
-from memfs.config import TOKEN_ENV, memfs_home, session_token
-from memfs.errors import MemfsError
-from memfs.local import rejected_directory
+from memfs.core.config import TOKEN_ENV, memfs_home, session_token
+from memfs.core.errors import MemfsError
+from memfs.home import rejected_directory
 from memfs.remote.client import MemfsClient
 from memfs.remote.outbox import Outbox, WriteOutcome, read_pending
 from memfs.remote.replay import ReplayReport, replay_outbox

@@ -32,7 +32,7 @@ from memfs.cli._common import (
 )
 
 if TYPE_CHECKING:
-    from memfs.records import Record, RecordRelation
+    from memfs.core.records import Record, RecordRelation
     from memfs.store import Engine
 
 __all__ = ["register"]
@@ -79,7 +79,7 @@ def _number(value: float | None) -> str:
 
 
 def _json_record(record: Record) -> dict[str, Any]:
-    from memfs.records import record_to_wire
+    from memfs.core.records import record_to_wire
 
     return {
         "memory_id": record.memory_id,
@@ -113,7 +113,7 @@ def ls_command(
     database: DatabaseOption = None,
 ) -> None:
     """List records: path, type, scope, importance, decay score, last access, tags."""
-    from memfs.records import RecordFilter
+    from memfs.core.records import RecordFilter
 
     record_filter = RecordFilter.of(
         record_type=record_type, tag=tag, min_importance=min_importance, user_id=user_id

@@ -1,6 +1,6 @@
 """``memfs search QUERY`` and ``memfs search reindex``: ranked search over stores (SPEC §7).
 
-The query language is :mod:`memfs.query`'s (README "Search"). Without ``--store`` the
+The query language is :mod:`memfs.core.query`'s (README "Search"). Without ``--store`` the
 search covers every store of the database (the CLI is the operator). With an embedding
 model configured (``$MEMFS_SEARCH_MODEL_DIR``) the ranking is hybrid (full text and
 vectors fused) unless ``--text`` or ``--semantic`` forces one; ``--semantic`` without a
@@ -25,7 +25,7 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
-from memfs.query import (
+from memfs.core.query import (
     DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
     SEARCH_AUTO,
@@ -100,7 +100,7 @@ def search_command(
     """
     if text and semantic:
         fail("--text and --semantic exclude each other")
-    from memfs.records import RecordFilter
+    from memfs.core.records import RecordFilter
     from memfs.wire import search_hit_to_wire
 
     mode = SEARCH_TEXT if text else SEARCH_SEMANTIC if semantic else SEARCH_AUTO
@@ -149,7 +149,7 @@ def reindex_command(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
-    from memfs.config import search_model_dir
+    from memfs.core.config import search_model_dir
 
     with command_engine(database) as engine:
         store_ids = [engine.find_store(name).id for name in store] if store else None

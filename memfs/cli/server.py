@@ -10,8 +10,8 @@ from typing import Annotated
 import typer
 
 from memfs.cli._common import DatabaseOption, secure_home
-from memfs.config import DEFAULT_API_HOST, DEFAULT_API_PORT
-from memfs.rules import parse_duration_s
+from memfs.core.config import DEFAULT_API_HOST, DEFAULT_API_PORT
+from memfs.core.rules import parse_duration_s
 
 __all__ = ["register"]
 

@@ -30,10 +30,10 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
-from memfs.model import (
+from memfs.core.model import (
     MemoryStore,
 )
-from memfs.rules import format_duration_s, parse_retention
+from memfs.core.rules import format_duration_s, parse_retention
 from memfs.wire import (
     store_deleted_to_wire,
     store_to_wire,

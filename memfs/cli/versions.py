@@ -26,13 +26,13 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
-from memfs.errors import NotFound
-from memfs.model import (
+from memfs.core.errors import NotFound
+from memfs.core.model import (
     MemoryVersion,
     Operation,
     format_timestamp,
 )
-from memfs.rules import format_duration_s, validate_path
+from memfs.core.rules import format_duration_s, validate_path
 from memfs.store import Engine, PruneResult
 from memfs.wire import (
     version_to_wire,

@@ -24,15 +24,21 @@ import logging
 from typing import NoReturn
 
 from memfs.backend import Backend, MemoryChange, conflict_name
-from memfs.errors import BackendUnavailable, MemfsError, NotFound, PathConflict, PreconditionFailed
+from memfs.core.errors import (
+    BackendUnavailable,
+    MemfsError,
+    NotFound,
+    PathConflict,
+    PreconditionFailed,
+)
+from memfs.core.model import Memory, format_timestamp, utcnow
+from memfs.core.rules import validate_content_bytes
 from memfs.fuse.errno_table import errno_for
 from memfs.fuse.errors import ReadOnly, RefusedWrite
 from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
 from memfs.fuse.names import is_local_scratch, join_path, sha256_hex
 from memfs.fuse.reading import ContentReader
 from memfs.fuse.status import MountStatus, save_rejected
-from memfs.model import Memory, format_timestamp, utcnow
-from memfs.rules import validate_content_bytes
 
 __all__ = ["Committer"]
 

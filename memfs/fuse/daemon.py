@@ -54,7 +54,9 @@ import pyfuse3
 import trio
 
 from memfs.backend import AttachmentSpec, Backend, BackendEvent, BackendStatistics
-from memfs.errors import InvalidInput, InvalidPath
+from memfs.core.errors import InvalidInput, InvalidPath
+from memfs.core.model import Access, format_timestamp, utcnow
+from memfs.core.rules import parse_store_spec, unique_slugs, validate_segment
 from memfs.fuse import watchdog
 from memfs.fuse.errno_table import errno_for
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
@@ -63,8 +65,6 @@ from memfs.fuse.operations import Operations
 from memfs.fuse.sandbox import MountAccess, NamespaceWatch, check_can_mount
 from memfs.fuse.sdnotify import notify
 from memfs.fuse.status import MountStatus, log_path, record_saved_scratch
-from memfs.model import Access, format_timestamp, utcnow
-from memfs.rules import parse_store_spec, unique_slugs, validate_segment
 
 __all__ = [
     "INVALIDATION_GRACE_S",
@@ -104,7 +104,7 @@ class StoreRequest:
     @classmethod
     def parse(cls, argument: str) -> StoreRequest:
         """``"notes:ro"`` → read-only ``notes``; ``:rw`` or nothing → read-write
-        (:func:`memfs.rules.parse_store_spec`). Raises InvalidInput."""
+        (:func:`memfs.core.rules.parse_store_spec`). Raises InvalidInput."""
         spec = parse_store_spec(argument)
         return cls(spec.name_or_id, spec.read_only)
 
@@ -155,7 +155,7 @@ async def _attach(backend: Backend, config: MountConfig) -> list[Attachment]:
     resources in their order, a ``read_only`` resource is attached read-only, and each
     store's directory is the last segment of its resource's mount path (SPEC §3: the
     session decides access modes and mount paths). Otherwise each store is in its slug
-    directory (``memfs.rules.unique_slugs``).
+    directory (``memfs.core.rules.unique_slugs``).
 
     Per-store: one directory per store. Flat: the first store not read-only is the
     writable default, every other one is read-only; the default comes first in

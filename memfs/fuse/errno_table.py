@@ -1,6 +1,6 @@
 """The one table that turns exceptions into errno values on a mount (SPEC §4 errors).
 
-Lower layers raise the domain errors of :mod:`memfs.errors` and the filesystem-only
+Lower layers raise the domain errors of :mod:`memfs.core.errors` and the filesystem-only
 conditions of :mod:`memfs.fuse.errors`; only :func:`errno_for` picks a number. The most
 specific class wins: the exception's MRO is walked and the first class found in
 :data:`ERRNO_BY_ERROR` decides. Anything not in the table is a bug and becomes ``EIO``.
@@ -18,7 +18,7 @@ from typing import Any, TypeVar, cast
 
 import pyfuse3
 
-from memfs import errors as domain
+from memfs.core import errors as domain
 from memfs.fuse import errors as fs
 
 __all__ = ["ERRNO_BY_ERROR", "errno_for", "handler"]
@@ -26,7 +26,7 @@ __all__ = ["ERRNO_BY_ERROR", "errno_for", "handler"]
 log = logging.getLogger("memfs.fuse.operations")
 
 ERRNO_BY_ERROR: dict[type[BaseException], int] = {
-    # ---- domain errors (memfs.errors) ------------------------------------------------
+    # ---- domain errors (memfs.core.errors) ------------------------------------------------
     domain.MemfsError: errno.EIO,
     domain.InvalidInput: errno.EINVAL,
     # SPEC §4: invalid path component (whitespace, control/format chars, not NFC, `\`).

@@ -1,6 +1,6 @@
 """Conditions only the filesystem has, raised by the namespace and operations layers.
 
-The domain errors of :mod:`memfs.errors` cover everything the store can refuse. A few
+The domain errors of :mod:`memfs.core.errors` cover everything the store can refuse. A few
 refusals exist only on a mount (a rename across stores, a non-empty ``rmdir``, a
 symlink); they are typed here so that every errno still comes from the one table in
 :mod:`memfs.fuse.errno_table` and no handler picks a number itself.
@@ -116,7 +116,7 @@ class RefusedWrite(FilesystemError):
     ``rejected/``) or discarded (a redaction of its base): the close reports why.
 
     Attributes:
-        cause: the error that refused the write (e.g. :class:`memfs.errors.InvalidContent`).
+        cause: the error that refused the write (e.g. :class:`memfs.core.errors.InvalidContent`).
     """
 
     def __init__(self, message: str, *, cause: BaseException) -> None:

@@ -21,12 +21,12 @@ from collections.abc import Callable, Sequence
 import trio
 
 from memfs.backend import Backend
-from memfs.errors import BackendUnavailable, MemfsError, NotFound
+from memfs.core.errors import BackendUnavailable, MemfsError, NotFound
+from memfs.core.model import Change, ChangeKind, Memory
 from memfs.fuse.errors import FilesystemError
 from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
 from memfs.fuse.reading import ContentReader
 from memfs.fuse.status import MountStatus, redaction_marker, scrub_files
-from memfs.model import Change, ChangeKind, Memory
 
 __all__ = ["CHANGE_RETRY_MAX_S", "CHANGE_RETRY_MIN_S", "CHANGE_WAIT_S", "ChangeFollower"]
 

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from memfs.errors import InvalidInput
+from memfs.core.errors import InvalidInput
 from memfs.fuse.inodes import Node
 
 __all__ = ["Handle", "Handles", "Listing", "fuse_mount_id", "holds_descriptor"]

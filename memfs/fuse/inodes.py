@@ -32,9 +32,9 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from memfs.core.model import Layout, Memory
 from memfs.fuse.content import WorkingCopy
 from memfs.fuse.errors import NoSuchEntry, NotADirectory, ReadOnly
-from memfs.model import Layout, Memory
 
 __all__ = [
     "ROOT_INODE",

@@ -3,17 +3,17 @@
 Owns the small name rules every module of :mod:`memfs.fuse` shares: a kernel name as
 text (SPEC §1: paths are UTF-8, segments at most 255 bytes), a name joined to its
 directory's store path, and whether a file's content stays in the mount (a scratch
-name, SPEC §4 atomic save). The rules themselves are :mod:`memfs.rules`'.
+name, SPEC §4 atomic save). The rules themselves are :mod:`memfs.core.rules`'.
 """
 
 from __future__ import annotations
 
 import hashlib
 
-from memfs.config import MAX_SEGMENT_BYTES
-from memfs.errors import InvalidPath, PathTooLong
+from memfs.core.config import MAX_SEGMENT_BYTES
+from memfs.core.errors import InvalidPath, PathTooLong
+from memfs.core.rules import is_scratch_name
 from memfs.fuse.inodes import Node
-from memfs.rules import is_scratch_name
 
 __all__ = ["decode_name", "is_local_scratch", "join_path", "sha256_hex"]
 

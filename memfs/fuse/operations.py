@@ -14,7 +14,7 @@ while open, shared by every handle (close-to-open consistency). ``flush`` (every
 ``close``) and ``fsync`` of a writable handle commit changed content as exactly one
 version; ``release`` only frees. A write is refused early, in SPEC §4's order of
 refusals: read-only (EROFS), then a byte that can never be in text content (EILSEQ,
-:func:`memfs.rules.check_content_fragment`), then beyond 102,400 bytes (EFBIG). A refused
+:func:`memfs.core.rules.check_content_fragment`), then beyond 102,400 bytes (EFBIG). A refused
 write or truncate changes nothing, and the rest is still committed at close; content
 the store refuses as a whole at close (invalid UTF-8) is kept under ``rejected/`` and
 the close reports the errno.
@@ -41,11 +41,18 @@ import pyfuse3
 import trio
 
 from memfs.backend import Backend
-from memfs.config import MAX_CONTENT_BYTES, MAX_SEGMENT_BYTES
-from memfs.errors import (
+from memfs.core.config import MAX_CONTENT_BYTES, MAX_SEGMENT_BYTES
+from memfs.core.errors import (
     ContentTooLarge,
     InvalidInput,
     MemfsError,
+)
+from memfs.core.rules import (
+    check_content_fragment,
+    check_content_size,
+    is_scratch_name,
+    validate_path,
+    validate_segment,
 )
 from memfs.fuse.cache import BlobCacheStatistics
 from memfs.fuse.capabilities import KERNEL_CACHE, directory_reply, file_reply
@@ -72,13 +79,6 @@ from memfs.fuse.room import RoomCheck
 from memfs.fuse.sandbox import MountAccess
 from memfs.fuse.status import MountStatus
 from memfs.fuse.xattrs import Xattrs
-from memfs.rules import (
-    check_content_fragment,
-    check_content_size,
-    is_scratch_name,
-    validate_path,
-    validate_segment,
-)
 
 __all__ = [
     "ATTR_TIMEOUT_S",

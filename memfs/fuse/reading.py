@@ -15,10 +15,10 @@ import bisect
 import itertools
 
 from memfs.backend import Backend
-from memfs.errors import NotFound
+from memfs.core.errors import NotFound
+from memfs.core.model import Memory
 from memfs.fuse.cache import BlobCache, BlobCacheStatistics
 from memfs.fuse.inodes import Node
-from memfs.model import Memory
 
 __all__ = ["READ_AHEAD_BYTES", "READ_AHEAD_FILES", "READ_AHEAD_SCAN", "ContentReader"]
 

@@ -5,7 +5,7 @@ Owns :class:`Renamer` (SPEC §4 mapping and atomic save):
 * a stored file renamed to a real name: the memory is renamed (one version, id kept;
   rename(2) replaces the target in the same transaction);
 * a directory: every memory below it moves in one transaction;
-* a file renamed to a scratch name (:func:`memfs.rules.is_scratch_name`) is *parked*:
+* a file renamed to a scratch name (:func:`memfs.core.rules.is_scratch_name`) is *parked*:
   its memory stays at its path until the name is reused (vim's ``file`` → ``file~``,
   new ``file``: one ``modified`` version), the scratch file is removed (a delete), or
   it is renamed back;
@@ -24,7 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memfs.backend import Backend, MemoryChange
-from memfs.errors import PreconditionFailed
+from memfs.core.errors import PreconditionFailed
+from memfs.core.model import Memory
+from memfs.core.rules import (
+    is_scratch_name,
+    validate_content_bytes,
+    validate_path,
+    validate_segment,
+)
 from memfs.fuse.commits import Committer
 from memfs.fuse.errors import (
     CrossStore,
@@ -37,8 +44,6 @@ from memfs.fuse.errors import (
 from memfs.fuse.inodes import Attachment, InodeTable, Layout, Node, Notice
 from memfs.fuse.names import join_path
 from memfs.fuse.reading import ContentReader
-from memfs.model import Memory
-from memfs.rules import is_scratch_name, validate_content_bytes, validate_path, validate_segment
 
 __all__ = ["Move", "Renamer"]
 

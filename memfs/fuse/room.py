@@ -9,9 +9,9 @@ from __future__ import annotations
 import time
 
 from memfs.backend import Backend
-from memfs.errors import StoreFull
+from memfs.core.errors import StoreFull
+from memfs.core.rules import is_scratch_name
 from memfs.fuse.inodes import Attachment, InodeTable
-from memfs.rules import is_scratch_name
 
 __all__ = ["ROOM_CACHE_S", "ROOM_MARGIN", "RoomCheck"]
 

@@ -21,7 +21,7 @@ them readable); instead, when a mount learns of such an erasure from the change 
 it scrubs the paths it knew for that memory from what it keeps here: the status file's
 records (:meth:`MountStatus.scrub`) and the log file and saved-scratch list of its mount
 point (:func:`scrub_files`), each replaced by ``<redacted mem_…>``. The log is rewritten
-by :func:`memfs.local.scrub_file` (atomic rename; the daemon's own standard error is
+by :func:`memfs.home.scrub_file` (atomic rename; the daemon's own standard error is
 moved to the new file) while this process's logging handlers are locked, so no line is
 lost or torn. Logs of *other* mount points, of mounts not running at the time of the
 redaction, and bytes kept under ``rejected/`` (whose names carry the file's name) are
@@ -41,11 +41,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memfs import local
-from memfs.config import memfs_home
+from memfs import home as local
+from memfs.core.config import memfs_home
+from memfs.core.model import format_timestamp, utcnow
 from memfs.fuse.mounts import mount_path
-from memfs.local import redaction_marker
-from memfs.model import format_timestamp, utcnow
+from memfs.home import redaction_marker
 
 __all__ = [
     "MAX_RECORDED_EVENTS",
@@ -124,7 +124,7 @@ def scrub_files(mountpoint: str, replacements: Mapping[str, str]) -> bool:
 def save_rejected(session_id: str, name: str, data: bytes) -> Path:
     """Keeps the bytes of a write refused at close (SPEC §4) and returns where:
     ``$MEMFS_HOME/rejected/<session_id>/<UTC timestamp>-<name>`` (fsynced; an earlier
-    file is never overwritten). See :func:`memfs.local.save_rejected`."""
+    file is never overwritten). See :func:`memfs.home.save_rejected`."""
     return local.save_rejected(local.rejected_directory(session_id), name, data)
 
 

@@ -3,10 +3,10 @@
 Owns :class:`Xattrs` (SPEC §4 mapping: xattrs):
 
 * ``user.meta.<key>``: the memory's metadata, read-write. The rules are SPEC §1's, from
-  :func:`memfs.rules.metadata_problems` (what the engine refuses, the mount refuses);
+  :func:`memfs.core.rules.metadata_problems` (what the engine refuses, the mount refuses);
   this module only maps their kinds to errnos: too many keys → :class:`TooManyAttributes`
   (ENOSPC), too long → :class:`AttributeTooLarge` (E2BIG), anything else →
-  :class:`memfs.errors.InvalidMetadata` (EINVAL). A file not yet stored keeps them
+  :class:`memfs.core.errors.InvalidMetadata` (EINVAL). A file not yet stored keeps them
   pending until its first commit.
 * ``user.memfs.id``, ``user.memfs.version_id``, ``user.memfs.sha256``: read-only, not
   listed (tools that copy every listed xattr would fail on them).
@@ -21,7 +21,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from memfs.backend import Backend, MemoryChange
-from memfs.errors import InvalidContent, InvalidMetadata
+from memfs.core.errors import InvalidContent, InvalidMetadata
+from memfs.core.model import format_timestamp
+from memfs.core.records import Record
+from memfs.core.rules import MetadataProblem, metadata_problems
 from memfs.fuse.errors import (
     AttributeTooLarge,
     NoSuchAttribute,
@@ -30,9 +33,6 @@ from memfs.fuse.errors import (
     UnknownAttribute,
 )
 from memfs.fuse.inodes import InodeTable, Node
-from memfs.model import format_timestamp
-from memfs.records import Record
-from memfs.rules import MetadataProblem, metadata_problems
 
 __all__ = ["XATTR_META_PREFIX", "Xattrs"]
 

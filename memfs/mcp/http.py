@@ -17,7 +17,7 @@ Every engine call is checked by the principal (``Principal.require``) as the RES
 are. Limitation: an API key's stores are listed again at every request (one engine call
 per 100 stores); session tokens, at most 8 stores, are the intended credential here.
 
-An unauthenticated request raises :class:`~memfs.errors.AuthenticationFailed`, which the
+An unauthenticated request raises :class:`~memfs.core.errors.AuthenticationFailed`, which the
 API's error handler answers with 401 and the error envelope.
 """
 
@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Any
 import anyio
 import anyio.to_thread
 
-from memfs import rules
 from memfs.api.auth import Principal, authenticate, credential_from_headers
+from memfs.core import rules
+from memfs.core.model import Access, MemoryStore, Scope
 from memfs.memory_tool.access import Attachment, EngineAccess, attachments_of_session
 from memfs.memory_tool.files import MemoryFiles
-from memfs.model import Access, MemoryStore, Scope
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server

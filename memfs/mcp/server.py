@@ -34,10 +34,10 @@ from mcp.server.lowlevel import Server
 from mcp.server.lowlevel.helper_types import ReadResourceContents
 from mcp.shared.exceptions import McpError
 
+from memfs.core.query import DEFAULT_SEARCH_LIMIT
 from memfs.memory_tool.access import Attachment
 from memfs.memory_tool.files import MemoryFiles
 from memfs.memory_tool.refusals import RefusalKind, Refused
-from memfs.query import DEFAULT_SEARCH_LIMIT
 
 __all__ = [
     "JSONRPC_CODE_BY_REFUSAL",

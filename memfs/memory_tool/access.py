@@ -31,11 +31,11 @@ from typing import TYPE_CHECKING, Protocol, TypeVar
 
 import anyio.to_thread
 
-from memfs import rules
-from memfs.errors import InvalidInput, NotFound
-from memfs.model import Access, Actor, Memory, MemoryPrefix, Scope, Session
-from memfs.query import SearchHit
-from memfs.visibility import Viewer
+from memfs.core import rules
+from memfs.core.errors import InvalidInput, NotFound
+from memfs.core.model import Access, Actor, Memory, MemoryPrefix, Scope, Session
+from memfs.core.query import SearchHit
+from memfs.core.visibility import Viewer
 
 if TYPE_CHECKING:
     from memfs.remote.client import MemfsClient
@@ -111,7 +111,7 @@ class StoredFile(FileInfo):
 class StoreAccess(Protocol):
     """The stores one front end instance may use, as one actor.
 
-    Every method raises the domain errors of :mod:`memfs.errors` (the remote adapter
+    Every method raises the domain errors of :mod:`memfs.core.errors` (the remote adapter
     adds :class:`memfs.remote.client.ServerUnavailable`); paths are memory paths inside
     one store (SPEC §1).
     """

@@ -39,11 +39,11 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 
-from memfs import rules
-from memfs.errors import InvalidInput, MemfsError, NotFound, PathConflict, PreconditionFailed
+from memfs.core import rules
+from memfs.core.errors import InvalidInput, MemfsError, NotFound, PathConflict, PreconditionFailed
+from memfs.core.query import DEFAULT_SEARCH_LIMIT
 from memfs.memory_tool.access import Attachment, FileInfo, StoreAccess, StoredFile
 from memfs.memory_tool.refusals import RefusalKind, Refused, refusal_for
-from memfs.query import DEFAULT_SEARCH_LIMIT
 
 __all__ = [
     "DIRECTORY_SIZE_BYTES",
@@ -180,7 +180,7 @@ class MemoryFiles:
         return base if memory_path == "/" else base + memory_path
 
     def locate(self, path: str) -> Location:
-        """Resolves a tool path (SPEC §1 path rules through :mod:`memfs.rules`).
+        """Resolves a tool path (SPEC §1 path rules through :mod:`memfs.core.rules`).
 
         Raises:
             Refused: outside ``/memories``, escaping it with ``..``, or breaking a path
@@ -546,7 +546,7 @@ class MemoryFiles:
 
     async def search(self, query: str, limit: int = DEFAULT_SEARCH_LIMIT) -> str:
         """Full-text search of every attached store (SPEC §7; the query language of
-        :mod:`memfs.query`): a JSON list of hits, best first, each with its ``path``
+        :mod:`memfs.core.query`): a JSON list of hits, best first, each with its ``path``
         under ``/memories``, ``memory_store_id``, ``score`` and ``snippet``.
 
         Raises:

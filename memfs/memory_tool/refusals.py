@@ -9,7 +9,7 @@ concurrent writers). A refusal is a :class:`Refused`; each front end turns it in
 own shape in one place (``ToolError`` for the memory tool, ``isError`` results and
 JSON-RPC errors for MCP, keyed on :attr:`Refused.kind`).
 
-Lower layers raise the domain errors of :mod:`memfs.errors`; only :func:`refusal_for`
+Lower layers raise the domain errors of :mod:`memfs.core.errors`; only :func:`refusal_for`
 picks a text. The most specific class wins: the exception's MRO is walked and the first
 class found in :data:`REFUSAL_BY_ERROR` decides (the shape of
 ``memfs/fuse/errno_table.py``). Anything else is a bug: it is logged and answered as an
@@ -21,8 +21,8 @@ from __future__ import annotations
 import enum
 import logging
 
-from memfs import errors as domain
-from memfs.config import MAX_CONTENT_BYTES
+from memfs.core import errors as domain
+from memfs.core.config import MAX_CONTENT_BYTES
 
 __all__ = ["REFUSAL_BY_ERROR", "Refused", "RefusalKind", "refusal_for"]
 
@@ -159,7 +159,7 @@ def refusal_for(exc: BaseException, path: str) -> Refused:
         if found is not None:
             kind, template = found
             message = exc.message if isinstance(exc, domain.MemfsError) else str(exc)
-            # memfs.rules starts some messages with the words the template already has.
+            # memfs.core.rules starts some messages with the words the template already has.
             message = message.removeprefix("invalid path: ")
             return Refused(template.format(path=path, message=message), kind)
     log.error("memory command on %s failed unexpectedly", path, exc_info=exc)

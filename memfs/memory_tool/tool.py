@@ -30,10 +30,10 @@ from anthropic.types.beta import (
 )
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
+from memfs.core.model import Access
 from memfs.memory_tool.access import HttpAccess, StoreAccess, open_embedded
 from memfs.memory_tool.files import MemoryFiles
 from memfs.memory_tool.refusals import Refused
-from memfs.model import Access
 
 if TYPE_CHECKING:
     from memfs.store import Engine

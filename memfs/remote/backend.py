@@ -89,13 +89,14 @@ from collections.abc import Sequence
 import trio
 
 from memfs.backend import AttachmentSpec
-from memfs.errors import (
+from memfs.core.errors import (
     InvalidInput,
     NotFound,
     PermissionDenied,
 )
-from memfs.local import rejected_directory
-from memfs.model import Access, Layout, MemoryStore
+from memfs.core.model import Access, Layout, MemoryStore
+from memfs.core.rules import slugify
+from memfs.home import rejected_directory
 from memfs.remote.feed import RemoteFeed
 from memfs.remote.outbox import Outbox
 from memfs.remote.state import (
@@ -106,7 +107,6 @@ from memfs.remote.state import (
     TOKEN_REFUSED,
     _store,
 )
-from memfs.rules import slugify
 
 __all__ = [
     "CLOSE_REPLAY_TIMEOUT_S",

@@ -50,8 +50,8 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
-from memfs.config import DEFAULT_CACHE_SIZE_BYTES, memfs_home
-from memfs.local import fsync_directory, open_private, private_directory
+from memfs.core.config import DEFAULT_CACHE_SIZE_BYTES, memfs_home
+from memfs.home import fsync_directory, open_private, private_directory
 
 __all__ = ["CacheStatistics", "ContentCache", "default_cache_root"]
 
@@ -93,7 +93,7 @@ class ContentCache:
     Args:
         root: the cache directory (created if missing).
         max_size_bytes: the most bytes kept (file sizes); default
-            :data:`memfs.config.DEFAULT_CACHE_SIZE_BYTES`.
+            :data:`memfs.core.config.DEFAULT_CACHE_SIZE_BYTES`.
     """
 
     def __init__(self, root: Path, max_size_bytes: int = DEFAULT_CACHE_SIZE_BYTES) -> None:

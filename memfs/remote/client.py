@@ -53,17 +53,17 @@ serves for remote mounts (SPEC §1 allows extra endpoints)::
         ``store_deleted`` entry has been read (then 404). Errors: 400 for ``after`` < 0,
         ``timeout_s`` or ``limit`` out of range; 404 unknown store.
 
-Errors come back as the typed errors of :mod:`memfs.errors`, translated from the error
+Errors come back as the typed errors of :mod:`memfs.core.errors`, translated from the error
 envelope of api-contract §2.1 by the registry the server sends them with
-(:func:`memfs.errors.error_class_for`, the inverse of each class's ``wire``). Every
+(:func:`memfs.core.errors.error_class_for`, the inverse of each class's ``wire``). Every
 failure that says nothing about the request itself (no connection, a timeout, a 5xx,
 408, 429, a body that is not JSON) raises
 :class:`ServerUnavailable`, so that the caller can queue the write in its outbox and try
 again later::
 
     MemfsError
-    ├── …the domain tree of memfs.errors, mapped from 4xx responses
-    └── BackendUnavailable         (memfs.errors: "the store can't be asked now")
+    ├── …the domain tree of memfs.core.errors, mapped from 4xx responses
+    └── BackendUnavailable         (memfs.core.errors: "the store can't be asked now")
         └── ServerUnavailable      transport failure, timeout, 5xx, 408, 429
 
 The client never retries: retrying belongs to the outbox (:mod:`memfs.remote.replay`),
@@ -80,7 +80,7 @@ from typing import Any, Self
 
 import httpx
 
-from memfs.errors import (
+from memfs.core.errors import (
     BackendUnavailable,
     InvalidMetadata,
     MemfsError,
@@ -88,8 +88,8 @@ from memfs.errors import (
     PreconditionFailed,
     error_class_for,
 )
-from memfs.model import Session
-from memfs.query import SearchHit
+from memfs.core.model import Session
+from memfs.core.query import SearchHit
 from memfs.remote.records import (
     ChangeBatch,
     RemoteChange,
@@ -154,7 +154,7 @@ def error_from_response(response: httpx.Response) -> MemfsError:
 
     Returns:
         :class:`ServerUnavailable` for 5xx, 408 and 429; else the class
-        :func:`memfs.errors.error_class_for` picks (a plain :class:`MemfsError` for a
+        :func:`memfs.core.errors.error_class_for` picks (a plain :class:`MemfsError` for a
         status no class is sent with), carrying ``error.message`` as its message and
         ``details.error_code`` as its ``code`` (so e.g. a 403 ``read_only_attachment``
         stays distinguishable).
@@ -215,7 +215,7 @@ class MemfsClient:
     """The memfs API as seen by one session token.
 
     Use it as an async context manager, or call :meth:`aclose`. Every method raises
-    the domain errors of :mod:`memfs.errors` or :class:`ServerUnavailable`.
+    the domain errors of :mod:`memfs.core.errors` or :class:`ServerUnavailable`.
 
     Args:
         base_url: the server, e.g. ``http://127.0.0.1:8765``.

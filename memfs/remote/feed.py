@@ -18,15 +18,15 @@ from pathlib import Path
 
 import trio
 
-from memfs.errors import (
+from memfs.core.errors import (
     MemfsError,
     NotFound,
 )
-from memfs.local import private_directory, write_atomically
-from memfs.model import (
+from memfs.core.model import (
     Change,
     ChangeKind,
 )
+from memfs.home import private_directory, write_atomically
 from memfs.remote.reading import READ_AHEAD_CONCURRENCY
 from memfs.remote.records import ChangeBatch, RemoteChange
 from memfs.remote.state import _change, _memory

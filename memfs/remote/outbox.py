@@ -77,15 +77,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memfs.errors import MemfsError
-from memfs.local import (
+from memfs.core.errors import MemfsError
+from memfs.core.model import format_timestamp, utcnow
+from memfs.home import (
     compact_timestamp,
     fsync_directory,
     private_directory,
     save_rejected,
     write_atomically,
 )
-from memfs.model import format_timestamp, utcnow
 
 __all__ = [
     "COMPACT_DEAD_LINES",

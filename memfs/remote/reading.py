@@ -16,12 +16,12 @@ from collections.abc import Sequence
 
 import trio
 
-from memfs.errors import (
+from memfs.core.errors import (
     MemfsError,
     NotFound,
 )
-from memfs.model import Memory
-from memfs.records import Record
+from memfs.core.model import Memory
+from memfs.core.records import Record
 from memfs.remote.client import ServerUnavailable
 from memfs.remote.outbox import (
     PendingWrite,

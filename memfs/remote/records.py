@@ -1,7 +1,7 @@
 """What a remote mount learns from the server: wire objects as frozen records.
 
 These mirror api-contract §4 (plus the extensions of :mod:`memfs.remote.client`) and
-nothing more: unlike :class:`memfs.model.Memory` they carry no ``blob_key``, because the
+nothing more: unlike :class:`memfs.core.model.Memory` they carry no ``blob_key``, because the
 engine's internal content address (xxh3) never crosses the wire. A remote mount keys
 content by ``content_sha256`` instead (SPEC §4 "local content-addressed cache keyed by
 content hash").
@@ -16,7 +16,7 @@ from datetime import datetime
 
 from pydantic import BaseModel, ConfigDict
 
-from memfs.model import ChangeKind, Operation
+from memfs.core.model import ChangeKind, Operation
 
 __all__ = [
     "ChangeBatch",

@@ -54,7 +54,7 @@ from datetime import datetime
 import trio
 
 from memfs.backend import conflict_name
-from memfs.errors import (
+from memfs.core.errors import (
     AuthenticationFailed,
     MemfsError,
     NotFound,

@@ -27,13 +27,13 @@ from typing import TypeVar
 import trio
 
 from memfs.backend import BackendEvent, BackendStatistics
-from memfs.config import memfs_home
-from memfs.errors import (
+from memfs.core.config import memfs_home
+from memfs.core.errors import (
     AuthenticationFailed,
     InvalidInput,
     MemfsError,
 )
-from memfs.model import (
+from memfs.core.model import (
     Change,
     Memory,
     MemoryStore,

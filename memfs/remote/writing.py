@@ -19,12 +19,12 @@ from collections.abc import Awaitable, Callable, Sequence
 import trio
 
 from memfs.backend import BackendEvent, MemoryChange
-from memfs.errors import (
+from memfs.core.errors import (
     AuthenticationFailed,
     MemfsError,
     NotFound,
 )
-from memfs.model import (
+from memfs.core.model import (
     Memory,
     utcnow,
 )

@@ -26,12 +26,12 @@ def open_engine(
     create: bool = True,
     read_only: bool | None = None,
 ) -> Engine:
-    """Opens the configured database (see :func:`memfs.config.database_url`).
+    """Opens the configured database (see :func:`memfs.core.config.database_url`).
 
     ``create`` and ``read_only`` are :class:`Engine`'s: commands that only read or check
     pass ``create=False`` (a missing database is then DatabaseNotFound, not a new file).
     """
-    from memfs.config import database_url
+    from memfs.core.config import database_url
 
     return Engine(
         database_url(database), memory_limit=memory_limit, create=create, read_only=read_only
@@ -53,7 +53,7 @@ def fsck_database(
     Raises:
         InvalidInput: an unknown ``sqlite_check``.
     """
-    from memfs.errors import DatabaseUnavailable
+    from memfs.core.errors import DatabaseUnavailable
 
     try:
         engine = open_engine(database, create=False, read_only=True)

@@ -17,9 +17,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, select
 
-from memfs.config import MAX_PAGE_LIMIT
-from memfs.errors import InvalidCursor, InvalidInput, NotFound, StoreArchived
-from memfs.model import (
+from memfs.core.config import MAX_PAGE_LIMIT
+from memfs.core.errors import InvalidCursor, InvalidInput, NotFound, StoreArchived
+from memfs.core.model import (
     Actor,
     ActorType,
     Memory,

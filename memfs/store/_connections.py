@@ -18,8 +18,8 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
-from memfs.errors import DatabaseReadOnly, DatabaseUnavailable, MemfsError, StoreBusy
-from memfs.model import Change, format_timestamp, utcnow
+from memfs.core.errors import DatabaseReadOnly, DatabaseUnavailable, MemfsError, StoreBusy
+from memfs.core.model import Change, format_timestamp, utcnow
 from memfs.store import notify
 from memfs.store._db import (
     WRITE,

@@ -28,14 +28,14 @@ from sqlalchemy.exc import OperationalError
 if TYPE_CHECKING:
     from alembic.config import Config
 
-from memfs.errors import (
+from memfs.core.errors import (
     DatabaseNotFound,
     DatabaseReadOnly,
     DatabaseUnavailable,
     ForeignDatabase,
     StoreBusy,
 )
-from memfs.local import create_private_file
+from memfs.home import create_private_file
 from memfs.store import search
 from memfs.store._hot import refuse_nul
 from memfs.store.schema import metadata

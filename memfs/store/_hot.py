@@ -28,7 +28,7 @@ from sqlalchemy.engine import Dialect, Result
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.sql.base import Executable
 
-from memfs.errors import InvalidInput
+from memfs.core.errors import InvalidInput
 
 __all__ = ["first", "refuse_nul", "rows", "run", "scalar"]
 

@@ -22,9 +22,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, delete, insert, select, update
 
-from memfs import rules
-from memfs.config import DEFAULT_SESSION_TTL_S, MAX_SESSION_TTL_S, MAX_STORES_PER_SESSION
-from memfs.errors import (
+from memfs.core import rules
+from memfs.core.config import DEFAULT_SESSION_TTL_S, MAX_SESSION_TTL_S, MAX_STORES_PER_SESSION
+from memfs.core.errors import (
     AuthenticationFailed,
     CredentialExpired,
     CredentialRevoked,
@@ -33,11 +33,11 @@ from memfs.errors import (
     NotFound,
     StoreArchived,
 )
-from memfs.ids import new_id, sha256_of
-from memfs.model import Access, ApiKey, Layout, Page, Scope, Session, SessionResource, utcnow
+from memfs.core.ids import new_id, sha256_of
+from memfs.core.model import Access, ApiKey, Layout, Page, Scope, Session, SessionResource, utcnow
+from memfs.core.visibility import UserPrincipal
 from memfs.store._common import Cursor, check_limit, lock_store, now, parse_ts, store_row, ts
 from memfs.store.schema import api_keys, session_resources, sessions
-from memfs.visibility import UserPrincipal
 
 __all__ = [
     "API_KEY_SECRET_PREFIX",

@@ -22,9 +22,9 @@ from sqlalchemy import (
     text,
 )
 
-from memfs.errors import CorruptedStore, NotFound
-from memfs.ids import blob_key_of, sha256_of
-from memfs.model import ChangeKind
+from memfs.core.errors import CorruptedStore, NotFound
+from memfs.core.ids import blob_key_of, sha256_of
+from memfs.core.model import ChangeKind
 from memfs.store import _hot, feed
 from memfs.store.schema import blobs, memories, versions
 

@@ -21,8 +21,8 @@ from contextlib import AbstractContextManager
 
 from sqlalchemy import Connection
 
-from memfs.embeddings import EmbeddingModel, IndexLag
 from memfs.store import semantic
+from memfs.store.embeddings import EmbeddingModel, IndexLag
 
 __all__ = ["BATCH", "POLL_INTERVAL_S", "Embedder", "embed_batch"]
 

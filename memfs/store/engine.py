@@ -26,7 +26,7 @@ aggregate, each a set of functions that take the transaction's
 =================  ===========================================================
 
 Visibility (issue 15, SPEC §6): the reads and writes callers make on behalf of a
-restricted caller take ``viewer`` (a :class:`memfs.visibility.Viewer`; None, the
+restricted caller take ``viewer`` (a :class:`memfs.core.visibility.Viewer`; None, the
 default, is an unrestricted caller). The hooks (``seen.…``, memfs/store/visibility.py)
 run in the call's transaction: what is hidden from the viewer is absent from listings,
 counts, search, versions and the change feed, a NotFound by id, and a write whose
@@ -53,11 +53,10 @@ from typing import Any, TypeVar
 from sqlalchemy import Connection
 from sqlalchemy.exc import DBAPIError, IntegrityError
 
-from memfs import config, embeddings, rules
-from memfs import query as query_language
-from memfs.embeddings import IndexLag
-from memfs.errors import InvalidInput, NotFound, PathConflict, SearchUnavailable
-from memfs.model import (
+from memfs.core import config, rules
+from memfs.core import query as query_language
+from memfs.core.errors import InvalidInput, NotFound, PathConflict, SearchUnavailable
+from memfs.core.model import (
     Access,
     Actor,
     ActorType,
@@ -77,10 +76,12 @@ from memfs.model import (
     Session,
     utcnow,
 )
-from memfs.records import Record, RecordFilter, RecordRelation
+from memfs.core.records import Record, RecordFilter, RecordRelation
+from memfs.core.visibility import UserPrincipal, Viewer
 from memfs.store import (
     access,
     blobs,
+    embeddings,
     feed,
     identities,
     listing,
@@ -99,9 +100,9 @@ from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.access import ResourceSpec
 from memfs.store.embedder import Embedder, drain
+from memfs.store.embeddings import IndexLag
 from memfs.store.notify import ChangeCallback
 from memfs.store.retention import PruneResult
-from memfs.visibility import UserPrincipal, Viewer
 
 __all__ = ["ERASE_WAIT_S", "Engine", "PruneResult", "ResourceSpec"]
 
@@ -112,7 +113,7 @@ class Engine:
     """A handle on one store database.
 
     Args:
-        url: a SQLAlchemy URL (see :func:`memfs.config.database_url`); SQLite files and
+        url: a SQLAlchemy URL (see :func:`memfs.core.config.database_url`); SQLite files and
             their directory are created on first use, schema included.
         memory_limit: live memories allowed per store (SPEC §1 limits); None reads
             ``$MEMFS_MEMORY_LIMIT``, else 10,000.
@@ -631,7 +632,7 @@ class Engine:
         Returns:
             The paths the memory ever had (every version's, store-absolute) when they
             were erased (redact, hard_delete), for the caller to scrub them from local
-            files too (:func:`memfs.local.scrub_stopped_mounts`); empty for a soft
+            files too (:func:`memfs.home.scrub_stopped_mounts`); empty for a soft
             delete.
 
         Raises:
@@ -831,7 +832,7 @@ class Engine:
         viewer: Viewer | None = None,
     ) -> list[query_language.SearchHit]:
         """Ranked hits among the live memories of ``store_ids`` (SPEC §7), best first;
-        the query language is :mod:`memfs.query`'s.
+        the query language is :mod:`memfs.core.query`'s.
 
         Full text is written in the transaction of every write, so it sees every
         committed head. Semantic search ranks by the cosine similarity of the
@@ -840,13 +841,13 @@ class Engine:
         (:meth:`index_lag`). Hybrid fuses both by reciprocal rank.
 
         Args:
-            query: the query text (parsed with :func:`memfs.query.parse`) or a parsed one.
+            query: the query text (parsed with :func:`memfs.core.query.parse`) or a parsed one.
             store_ids: the stores to search; the caller passes only those it may read.
                 None searches every store (a caller that may read them all).
             path_prefix: a directory prefix ending with ``/`` (whole segments match).
             limit: at most this many hits, 1–100.
             mode: ``auto`` (hybrid with a usable model configured, else full text), ``text``,
-                ``semantic`` or ``hybrid`` (:data:`memfs.query.SEARCH_MODES`).
+                ``semantic`` or ``hybrid`` (:data:`memfs.core.query.SEARCH_MODES`).
             record_filter: only records it keeps (SPEC §7: record type, tags,
                 minimum importance); None or empty: every memory.
             viewer: what is hidden from it is never a hit (SPEC §7), left out in the query.
@@ -1281,7 +1282,7 @@ class Engine:
         Args:
             with_token: False for an embedded mount's session: no token, no expiry.
             ttl_s: the token's lifetime in seconds, 1 to 30 days (2,592,000); None means
-                the default, 24 h (:data:`memfs.config.DEFAULT_SESSION_TTL_S`).
+                the default, 24 h (:data:`memfs.core.config.DEFAULT_SESSION_TTL_S`).
             api_key_id: the API key creating the session (the API passes its caller's);
                 revoking that key revokes the session. None for local callers.
             principal: the user the session speaks for (SPEC §6 visibility), kept for

@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy import Connection, bindparam, insert, select, update
 
-from memfs.errors import NotFound
-from memfs.model import Actor, Change, ChangeKind
+from memfs.core.errors import NotFound
+from memfs.core.model import Actor, Change, ChangeKind
 from memfs.store import _hot
 from memfs.store._common import actor_columns, execute_many, now, store_row, ts
 from memfs.store.notify import feed_changed, record_emitted
@@ -201,7 +201,7 @@ def audit(
 
     Args:
         metadata: kept with the entry (seed 004: the ``metadata`` of a forget or
-            restore request, already validated by :func:`memfs.rules.validate_metadata`);
+            restore request, already validated by :func:`memfs.core.rules.validate_metadata`);
             None or empty stores NULL.
     """
     actor_type, actor_id = actor_columns(actor)

@@ -16,10 +16,10 @@ from datetime import datetime, timedelta
 from sqlalchemy import Connection, and_, func, select
 from sqlalchemy.exc import DBAPIError
 
-from memfs import rules
-from memfs.config import MAX_SESSION_TTL_S
-from memfs.errors import InvalidInput
-from memfs.ids import blob_key_of, sha256_of
+from memfs.core import rules
+from memfs.core.config import MAX_SESSION_TTL_S
+from memfs.core.errors import InvalidInput
+from memfs.core.ids import blob_key_of, sha256_of
 from memfs.store.identities import check_mount_counts
 from memfs.store.memories import REDACTED_PATH
 from memfs.store.records import check_index as check_record_index

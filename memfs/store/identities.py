@@ -14,7 +14,7 @@ Owns the ``identity_mounts`` table and the pair columns of ``stores``
   for the first and then finds it (SQLite's one writer), never a second store. The
   engine retries a transaction that lost that race (:data:`DEFAULT_STORE_ATTEMPTS`).
 * **Explicit mounts** are always ``read_only``, at most
-  :data:`memfs.config.MAX_EXPLICIT_MOUNTS` per pair (counted with the pair locked, see
+  :data:`memfs.core.config.MAX_EXPLICIT_MOUNTS` per pair (counted with the pair locked, see
   :func:`_lock_pair`); a store is mounted on a pair at most once (mounting it again
   returns the mount); an archived store or another pair's default store can't be
   mounted.
@@ -33,10 +33,10 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, and_, delete, func, insert, select, text, update
 
-from memfs import rules
-from memfs.config import MAX_EXPLICIT_MOUNTS
-from memfs.errors import Conflict, InvalidInput, NotFound, StoreArchived, StoreBound
-from memfs.model import Access, IdentityMount, MemoryStore
+from memfs.core import rules
+from memfs.core.config import MAX_EXPLICIT_MOUNTS
+from memfs.core.errors import Conflict, InvalidInput, NotFound, StoreArchived, StoreBound
+from memfs.core.model import Access, IdentityMount, MemoryStore
 from memfs.store import stores as store_rows
 from memfs.store._common import lock_store, now, store_model, store_row
 from memfs.store.access import ResourceSpec
@@ -180,7 +180,7 @@ def mount_store(
 
     Raises:
         InvalidInput: a malformed pair; ``access`` not ``read_only``; the pair has
-            :data:`~memfs.config.MAX_EXPLICIT_MOUNTS` explicit mounts already
+            :data:`~memfs.core.config.MAX_EXPLICIT_MOUNTS` explicit mounts already
             (``error_code: mount_limit_reached``).
         Conflict: the store is a default store, this pair's or another's
             (``default_store_not_mountable``).

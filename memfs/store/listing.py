@@ -13,10 +13,11 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, and_, bindparam, or_, select
 
-from memfs import rules
-from memfs.errors import InvalidCursor, InvalidInput
-from memfs.model import DeleteMode, Memory, MemoryPrefix, MemoryStatus, Page
-from memfs.records import RecordFilter
+from memfs.core import rules
+from memfs.core.errors import InvalidCursor, InvalidInput
+from memfs.core.model import DeleteMode, Memory, MemoryPrefix, MemoryStatus, Page
+from memfs.core.records import RecordFilter
+from memfs.core.visibility import Viewer
 from memfs.store._common import (
     Cursor,
     check_limit,
@@ -28,7 +29,6 @@ from memfs.store.blobs import blob_data
 from memfs.store.records import records_matching
 from memfs.store.schema import memories
 from memfs.store.visibility import visible_clause
-from memfs.visibility import Viewer
 
 __all__ = ["all_memories", "deleted_memories", "list_memories", "list_with_deleted"]
 

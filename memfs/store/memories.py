@@ -28,8 +28,8 @@ from sqlalchemy import (
     update,
 )
 
-from memfs import rules
-from memfs.errors import (
+from memfs.core import rules
+from memfs.core.errors import (
     InvalidInput,
     InvalidRecord,
     NotFound,
@@ -38,9 +38,9 @@ from memfs.errors import (
     PreconditionFailed,
     StoreFull,
 )
-from memfs.ids import new_id, sha256_of
-from memfs.model import Actor, ChangeKind, DeleteMode, Memory, Operation
-from memfs.records import RecordHeader, parse_record
+from memfs.core.ids import new_id, sha256_of
+from memfs.core.model import Actor, ChangeKind, DeleteMode, Memory, Operation
+from memfs.core.records import RecordHeader, parse_record
 from memfs.store import _hot, feed, search
 from memfs.store import records as record_index
 from memfs.store._common import (

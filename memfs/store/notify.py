@@ -53,7 +53,7 @@ from memfs.store import _hot
 if TYPE_CHECKING:
     import psycopg
 
-    from memfs.model import Change
+    from memfs.core.model import Change
 
 __all__ = [
     "CHANNEL",

@@ -2,7 +2,7 @@
 
 ``records``, ``record_tags``, ``record_relations`` and ``record_grants`` (schema.py) hold
 the typed fields of every live memory whose head content is a record
-(:func:`memfs.records.parse_record`). :func:`index_memory` and :func:`unindex_memory`
+(:func:`memfs.core.records.parse_record`). :func:`index_memory` and :func:`unindex_memory`
 run inside the transaction of the write that changes the head (memfs/store/memories.py,
 stores.py), so the index never lags the head; the parse itself happens before the
 write starts, so a bad header changes nothing.
@@ -40,8 +40,8 @@ from sqlalchemy import (
     update,
 )
 
-from memfs.errors import InvalidInput, MemfsError
-from memfs.records import (
+from memfs.core.errors import InvalidInput, MemfsError
+from memfs.core.records import (
     Record,
     RecordFilter,
     RecordHeader,

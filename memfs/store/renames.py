@@ -14,9 +14,9 @@ from typing import Any
 
 from sqlalchemy import Connection, literal, select, update
 
-from memfs import rules
-from memfs.errors import InvalidInput
-from memfs.model import Actor, ChangeKind, Memory, Operation
+from memfs.core import rules
+from memfs.core.errors import InvalidInput
+from memfs.core.model import Actor, ChangeKind, Memory, Operation
 from memfs.store import feed, search
 from memfs.store import records as record_index
 from memfs.store._common import (

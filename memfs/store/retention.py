@@ -31,8 +31,8 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, delete, func, select, update
 
-from memfs import rules
-from memfs.model import ChangeKind, DeleteMode, Operation
+from memfs.core import rules
+from memfs.core.model import ChangeKind, DeleteMode, Operation
 from memfs.store import feed, search
 from memfs.store._common import lock_store, now, store_row, ts
 from memfs.store.blobs import gc_blobs

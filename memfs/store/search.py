@@ -16,7 +16,7 @@ Per dialect, beside ``search_docs``:
   ``search_fts_trigram`` (``trigram``: substrings of three or more characters, for
   text without spaces, also ranked by ``bm25``). The trigram table holds only the
   documents a substring term can match — those whose path or body holds a character of
-  a script written without spaces (:func:`memfs.query.holds_unspaced_script`, the rule
+  a script written without spaces (:func:`memfs.core.query.holds_unspaced_script`, the rule
   that makes a term a substring term): trigrams of English text cost about six index
   entries per character and no query reads them. A substring term shorter than three
   characters is matched with ``LIKE``. After a redaction or hard delete
@@ -43,12 +43,12 @@ from typing import Any
 from sqlalchemy import Connection, bindparam, delete, insert, select, text, update
 from sqlalchemy.exc import DBAPIError
 
-from memfs import query as query_language
-from memfs import rules
-from memfs.errors import DatabaseUnavailable
-from memfs.ids import sha256_of
-from memfs.query import Query, SearchHit, Term, TermKind
-from memfs.records import RecordFilter
+from memfs.core import query as query_language
+from memfs.core import rules
+from memfs.core.errors import DatabaseUnavailable
+from memfs.core.ids import sha256_of
+from memfs.core.query import Query, SearchHit, Term, TermKind
+from memfs.core.records import RecordFilter
 from memfs.store import _hot, semantic
 from memfs.store._common import descendant_upper_bound, execute_many, store_row
 from memfs.store.records import records_matching

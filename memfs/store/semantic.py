@@ -29,9 +29,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Connection, bindparam, delete, func, insert, select, text
 
-from memfs.embeddings import IndexLag
 from memfs.store import _hot
 from memfs.store._common import descendant_upper_bound
+from memfs.store.embeddings import IndexLag
 from memfs.store.schema import memories, search_docs, search_queue, search_vectors
 
 if TYPE_CHECKING:

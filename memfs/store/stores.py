@@ -14,10 +14,10 @@ from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select, update
 
-from memfs import rules
-from memfs.errors import InvalidInput, NotFound, StoreArchived
-from memfs.ids import new_id
-from memfs.model import Actor, ChangeKind, MemoryStore, Page
+from memfs.core import rules
+from memfs.core.errors import InvalidInput, NotFound, StoreArchived
+from memfs.core.ids import new_id
+from memfs.core.model import Actor, ChangeKind, MemoryStore, Page
 from memfs.store import feed, identities, search
 from memfs.store import records as record_index
 from memfs.store._common import Cursor, check_limit, lock_store, now, store_model, store_row, ts

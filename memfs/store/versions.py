@@ -14,9 +14,9 @@ from typing import Any
 
 from sqlalchemy import Connection, Row, insert, or_, select, update
 
-from memfs.errors import HeadVersionRedaction, InvalidCursor, InvalidInput, NotFound
-from memfs.ids import new_id
-from memfs.model import Actor, ActorType, ChangeKind, MemoryVersion, Operation, Page
+from memfs.core.errors import HeadVersionRedaction, InvalidCursor, InvalidInput, NotFound
+from memfs.core.ids import new_id
+from memfs.core.model import Actor, ActorType, ChangeKind, MemoryVersion, Operation, Page
 from memfs.store import _hot, feed, search
 from memfs.store._common import (
     Cursor,

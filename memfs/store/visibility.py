@@ -1,8 +1,8 @@
-"""Visibility of records in SQL (issue 15, SPEC §6): the rule of :mod:`memfs.visibility`
+"""Visibility of records in SQL (issue 15, SPEC §6): the rule of :mod:`memfs.core.visibility`
 as clauses against the record index, so that every read the store answers for a
 restricted viewer leaves out what it may not see.
 
-A memory is **hidden** from a :class:`~memfs.visibility.Viewer` iff it has a ``records``
+A memory is **hidden** from a :class:`~memfs.core.visibility.Viewer` iff it has a ``records``
 row with ``scope = 'private'`` and neither its ``user_id`` is the viewer's, nor a
 ``record_grants`` row names the viewer's user (``kind='user'``) or one of its roles
 (``kind='role'``). A viewer without a user id sees no private record. ``viewer=None``
@@ -26,11 +26,11 @@ from typing import Any
 
 from sqlalchemy import ColumnElement, Connection, and_, exists, func, or_, select, true
 
-from memfs.errors import MemfsError, NotFound, PathConflict
-from memfs.model import Change, MemoryVersion
-from memfs.records import Record, RecordScope, parse_record
+from memfs.core.errors import MemfsError, NotFound, PathConflict
+from memfs.core.model import Change, MemoryVersion
+from memfs.core.records import Record, RecordScope, parse_record
+from memfs.core.visibility import RecordVisibility, Viewer, check_writable, is_visible
 from memfs.store.schema import blobs, memories, record_grants, records, versions
-from memfs.visibility import RecordVisibility, Viewer, check_writable, is_visible
 
 __all__ = [
     "check_written",
@@ -150,7 +150,7 @@ def _record_of(conn: Connection, memory_id: str) -> RecordVisibility | None:
 
 def check_written(conn: Connection, viewer: Viewer | None, memory_id: str, path: str) -> None:
     """Inside the write transaction, after the index was updated: refuses (rolling it
-    all back) a write whose result its writer could not see (:func:`memfs.visibility.
+    all back) a write whose result its writer could not see (:func:`memfs.core.visibility.
     check_writable`: PermissionDenied ``record_not_visible``)."""
     if viewer is not None:
         check_writable(viewer, _record_of(conn, memory_id), path)
@@ -240,7 +240,7 @@ def hidden_tombstones(
 
 def content_visible(viewer: Viewer, content: str | None) -> bool:
     """Whether content the index does not hold (a version, a tombstone's last content)
-    is visible to ``viewer`` judged as a record (:func:`memfs.visibility.is_visible`).
+    is visible to ``viewer`` judged as a record (:func:`memfs.core.visibility.is_visible`).
     Content that today's header rules refuse counts as not a record."""
     if content is None:
         return True

@@ -703,7 +703,7 @@ class MemfsSystem(FuseDaemonSystem):
     def session_root(self) -> Path:
         assert self.mount_point is not None
         assert self.store_name is not None
-        from memfs.rules import slugify
+        from memfs.core.rules import slugify
 
         return self.mount_point / slugify(self.store_name)
 
@@ -712,7 +712,7 @@ class MemfsSystem(FuseDaemonSystem):
         os.environ["MEMFS_HOME"] = str(self._session_home())
         os.environ.pop("MEMFS_DATABASE", None)
         try:
-            from memfs.config import database_url
+            from memfs.core.config import database_url
             from memfs.store import Engine
 
             # synchronous_full=False: seeding is not measured; the mount itself opens the

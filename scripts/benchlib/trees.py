@@ -210,12 +210,12 @@ def generate_markdown_tree(
 
 def is_acceptable_content(data: bytes) -> bool:
     """True when memfs would store ``data`` (SPEC §1 content rules), judged by
-    :func:`memfs.rules.validate_content_bytes` when memfs is importable."""
+    :func:`memfs.core.rules.validate_content_bytes` when memfs is importable."""
     if not data or len(data) > MAX_CONTENT_BYTES:
         return False
     try:
-        from memfs.errors import MemfsError
-        from memfs.rules import validate_content_bytes
+        from memfs.core.errors import MemfsError
+        from memfs.core.rules import validate_content_bytes
     except ImportError:  # running without memfs: approximate the rule
         try:
             text = data.decode("utf-8")
@@ -233,8 +233,8 @@ def _acceptable_path(relative: str) -> bool:
     if any(part.startswith(".") for part in relative.split("/")):
         return False
     try:
-        from memfs.errors import MemfsError
-        from memfs.rules import validate_path
+        from memfs.core.errors import MemfsError
+        from memfs.core.rules import validate_path
     except ImportError:
         return relative.isascii() and " " not in relative
     try:

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memfs.errors import NotFound
-from memfs.model import Actor
+from memfs.core.errors import NotFound
+from memfs.core.model import Actor
 from memfs.store import Engine, open_engine
 from memfs.wire import memory_to_wire, store_to_wire, version_to_wire
 

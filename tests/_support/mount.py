@@ -24,9 +24,9 @@ from typing import Any
 
 from _support.cli import MEMFS
 from _support.polling import PROPAGATION_TIMEOUT_S, wait_until
+from memfs.core.model import Memory, MemoryVersion
 from memfs.fuse import mounts
 from memfs.fuse.status import read_status
-from memfs.model import Memory, MemoryVersion
 from memfs.store import Engine
 
 __all__ = [

@@ -34,8 +34,8 @@ from _support.cli import memfs_env, run_memfs
 from _support.serve import ServeProcess
 from sqlalchemy import create_engine, text
 
-from memfs.config import database_url
-from memfs.model import Scope
+from memfs.core.config import database_url
+from memfs.core.model import Scope
 from memfs.store import Engine
 
 PG_URL_ENV = "MEMFS_TEST_PG_URL"

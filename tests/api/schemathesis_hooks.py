@@ -34,7 +34,7 @@ from typing import Any
 import schemathesis
 from schemathesis import GenerationMode
 
-from memfs.config import MAX_CONTENT_BYTES, MAX_PATH_BYTES, MAX_SEGMENT_BYTES
+from memfs.core.config import MAX_CONTENT_BYTES, MAX_PATH_BYTES, MAX_SEGMENT_BYTES
 
 MAX_LONG_POLL_S = 0.05
 IDS: dict[str, str] = json.loads(os.environ.get("MEMFS_FUZZ_IDS", "{}"))

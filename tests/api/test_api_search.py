@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import anthropic
 import httpx
 
-from memfs.config import SEARCH_MODEL_ENV
-from memfs.model import Scope
+from memfs.core.config import SEARCH_MODEL_ENV
+from memfs.core.model import Scope
 
 if TYPE_CHECKING:
     from tests.api.conftest import Server

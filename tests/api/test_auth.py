@@ -9,7 +9,7 @@ import anthropic
 import httpx
 import pytest
 
-from memfs.model import Scope
+from memfs.core.model import Scope
 
 if TYPE_CHECKING:
     from tests.api.conftest import Server

@@ -14,7 +14,7 @@ import trio.testing
 from _support.polling import wait_until_async
 
 from memfs.api.changes import ChangeNotifier, run_until_disconnected
-from memfs.errors import NotFound
+from memfs.core.errors import NotFound
 
 STORE = "memstore_test"
 DEADLINE_S = 5.0

@@ -25,7 +25,7 @@ from hypercorn.config import Config
 
 from memfs.api import changes, create_app
 from memfs.api.changes import ChangeNotifier
-from memfs.model import Access, MemoryStore
+from memfs.core.model import Access, MemoryStore
 from memfs.remote import MemfsClient
 from memfs.remote.records import ChangeBatch
 from memfs.store import Engine, ResourceSpec

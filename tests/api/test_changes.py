@@ -28,8 +28,8 @@ from hypercorn.config import Config
 from memfs.api import create_app
 from memfs.api.changes import ChangeNotifier
 from memfs.api.serve import GRACEFUL_TIMEOUT_S
-from memfs.errors import NotFound, PermissionDenied
-from memfs.model import Access, ChangeKind, Scope
+from memfs.core.errors import NotFound, PermissionDenied
+from memfs.core.model import Access, ChangeKind, Scope
 from memfs.remote import MemfsClient
 from memfs.remote.records import ChangeBatch
 from memfs.store import Engine, ResourceSpec

@@ -14,8 +14,8 @@ import pytest
 
 from memfs.api import create_app
 from memfs.api.errors import MAX_REQUEST_BODY_BYTES
-from memfs.errors import CorruptedStore
-from memfs.model import Scope
+from memfs.core.errors import CorruptedStore
+from memfs.core.model import Scope
 from memfs.store import Engine
 
 if TYPE_CHECKING:
@@ -345,7 +345,7 @@ def test_a_busy_store_is_a_retryable_503_with_retry_after() -> None:
     """Issue 10 item 6: lock contention is never a 500: 503 (the SDK's
     ServiceUnavailableError, retried) with ``retry-after`` and the ``store_busy`` code."""
     from memfs.api.app import error_response
-    from memfs.errors import StoreBusy
+    from memfs.core.errors import StoreBusy
 
     response = error_response(StoreBusy("the database is busy", retry_after_s=1.5), "req_1")
     assert response.status_code == 503

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import anthropic
 import pytest
 
-from memfs.model import Scope
+from memfs.core.model import Scope
 
 if TYPE_CHECKING:
     from tests.api.conftest import Server

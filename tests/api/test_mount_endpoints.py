@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import anthropic
 import pytest
 
-from memfs.errors import (
+from memfs.core.errors import (
     InvalidInput,
     InvalidPath,
     MemfsError,
@@ -21,7 +21,7 @@ from memfs.errors import (
     PreconditionFailed,
     StoreArchived,
 )
-from memfs.model import Access, Scope
+from memfs.core.model import Access, Scope
 from memfs.remote import MemfsClient
 
 if TYPE_CHECKING:

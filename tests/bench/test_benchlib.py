@@ -20,7 +20,7 @@ from benchlib.trees import (
 )
 from benchlib.workloads import Measurement, SystemRun, run_system, workload_specs
 
-from memfs.rules import validate_content_bytes, validate_path
+from memfs.core.rules import validate_content_bytes, validate_path
 
 
 def test_generated_tree_is_deterministic_valid_and_sized(tmp_path: Path) -> None:

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from _support.cli import Cli
 
-from memfs.model import Access, MemoryStore, SessionResource, utcnow
-from memfs.prompt import plan_resources, render_prompt
+from memfs.cli.prompt_note import plan_resources, render_prompt
+from memfs.core.model import Access, MemoryStore, SessionResource, utcnow
 from memfs.store import ResourceSpec, open_engine
 
 STORE = "Project Notes"

@@ -7,7 +7,7 @@ from typing import Any
 
 from _support.cli import Cli
 
-from memfs.config import SEARCH_MODEL_ENV
+from memfs.core.config import SEARCH_MODEL_ENV
 
 STORE = "Project Notes"
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from _support.cli import Cli
 
-from memfs.errors import CredentialRevoked
+from memfs.core.errors import CredentialRevoked
 
 
 def _expiry(lines: list[str]) -> datetime:

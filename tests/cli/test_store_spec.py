@@ -1,4 +1,4 @@
-"""The ``NAME_OR_ID[:ro|:rw]`` store spec: one parser (``memfs.rules.parse_store_spec``)
+"""The ``NAME_OR_ID[:ro|:rw]`` store spec: one parser (``memfs.core.rules.parse_store_spec``)
 for ``memfs mount``, ``memfs session create`` and ``memfs prompt``, with its edge cases."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from _support.cli import Cli
 
-from memfs.errors import InvalidInput
-from memfs.rules import StoreSpec, parse_store_spec
+from memfs.core.errors import InvalidInput
+from memfs.core.rules import StoreSpec, parse_store_spec
 
 
 @pytest.mark.parametrize(

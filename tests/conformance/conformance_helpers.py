@@ -19,7 +19,7 @@ from typing import Any
 
 from _support.mount import Mount
 
-from memfs.model import MemoryStore
+from memfs.core.model import MemoryStore
 from memfs.store import Engine
 
 HERE = Path(__file__).parent

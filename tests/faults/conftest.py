@@ -31,7 +31,7 @@ import fuse_fixtures  # noqa: E402
 from _support.mount import MEMFS, Mount, Mounter, run  # noqa: E402
 from faults_helpers import Server, mount_remote  # noqa: E402
 
-from memfs.model import Access, MemoryStore  # noqa: E402
+from memfs.core.model import Access, MemoryStore  # noqa: E402
 from memfs.store import Engine, ResourceSpec  # noqa: E402
 
 # Shared with tests/fuse; naming them in this module is what makes them this

@@ -37,9 +37,9 @@ from faults_helpers import (
     wait_outbox_empty,
 )
 
+from memfs.core.model import MemoryStore, Operation
 from memfs.fuse import mounts
 from memfs.fuse.status import status_path
-from memfs.model import MemoryStore, Operation
 from memfs.remote.outbox import read_pending
 from memfs.store import Engine
 

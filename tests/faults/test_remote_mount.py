@@ -39,8 +39,8 @@ from faults_helpers import (
     wait_outbox_empty,
 )
 
+from memfs.core.model import Actor, MemoryStore, Operation, Scope
 from memfs.fuse.status import read_status
-from memfs.model import Actor, MemoryStore, Operation, Scope
 from memfs.remote.outbox import read_pending
 from memfs.store import Engine
 

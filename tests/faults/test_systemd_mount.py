@@ -17,8 +17,8 @@ import pytest
 from _support.mount import COMMAND_TIMEOUT_S, Mount, Mounter, run
 from faults_helpers import Server, kill_daemon, wait_live
 
+from memfs.core.model import MemoryStore
 from memfs.fuse import mounts
-from memfs.model import MemoryStore
 
 UNIT = Path(__file__).resolve().parents[2] / "systemd" / "memfs-mount@.service"
 INSTALLED_MEMFS = "/opt/memfs/bin/memfs"

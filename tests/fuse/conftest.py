@@ -19,7 +19,7 @@ import fuse_fixtures
 import pytest
 from _support.mount import Mount, Mounter
 
-from memfs.model import MemoryStore
+from memfs.core.model import MemoryStore
 from memfs.store import Engine
 
 _HERE = Path(__file__).parent

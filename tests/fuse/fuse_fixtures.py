@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from _support.mount import FUSE_UNAVAILABLE_REASON
 
-from memfs.model import MemoryStore
+from memfs.core.model import MemoryStore
 from memfs.store import Engine, open_engine
 
 

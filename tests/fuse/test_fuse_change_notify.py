@@ -32,8 +32,8 @@ from _support.mount import MEMFS, Mount, Mounter, run, wait_until
 from _support.serve import ServeProcess
 
 from memfs.backend import EmbeddedBackend, MemoryChange
-from memfs.config import database_url
-from memfs.model import Access, Change, MemoryStore, Scope
+from memfs.core.config import database_url
+from memfs.core.model import Access, Change, MemoryStore, Scope
 from memfs.store import Engine, ResourceSpec
 
 # SPEC §4: "within about one second", from the write returning to the mount showing it.

@@ -8,7 +8,7 @@ import subprocess
 
 from _support.mount import live, run_python, versions, wait_until
 
-from memfs.model import Actor
+from memfs.core.model import Actor
 from memfs.store import Engine
 
 
@@ -17,7 +17,7 @@ def test_a_close_after_another_writer_keeps_both_contents(mount, store_engine: E
     store_id = str(mount.status["stores"][0]["id"])
     path = mount / "notes" / "hello.md"
     out = run_python(f"""
-        from memfs.model import Actor
+        from memfs.core.model import Actor
         from memfs.store import open_engine
         f = open({str(path)!r}, "r+")
         assert f.read() == "hello\\n"

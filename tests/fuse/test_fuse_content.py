@@ -17,12 +17,12 @@ import pyfuse3
 import pytest
 
 from memfs.backend import AttachmentSpec, EmbeddedBackend, MemoryChange
-from memfs.errors import InvalidContent, NotFound
+from memfs.core.errors import InvalidContent, NotFound
+from memfs.core.model import MemoryStore
 from memfs.fuse.content import WorkingCopy
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
 from memfs.fuse.operations import Operations
 from memfs.fuse.status import MountStatus
-from memfs.model import MemoryStore
 from memfs.store import Engine
 
 

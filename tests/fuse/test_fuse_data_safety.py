@@ -26,8 +26,8 @@ from _support.mount import (
     wait_until,
 )
 
-from memfs.config import MAX_CONTENT_BYTES
-from memfs.model import MemoryStore, Operation
+from memfs.core.config import MAX_CONTENT_BYTES
+from memfs.core.model import MemoryStore, Operation
 from memfs.store import Engine
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _support.mount import exists, live, run, run_python, versions
 
-from memfs.model import Operation
+from memfs.core.model import Operation
 from memfs.store import Engine
 
 VIM = shutil.which("vim") or shutil.which("vim.tiny") or shutil.which("vi")

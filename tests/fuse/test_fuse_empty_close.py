@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from _support.mount import Mount, run, run_python, versions
 
-from memfs.model import Operation
+from memfs.core.model import Operation
 from memfs.store import Engine
 
 ROUNDS = 20

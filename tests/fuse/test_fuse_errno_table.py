@@ -8,7 +8,7 @@ import inspect
 
 import pytest
 
-from memfs import errors as domain
+from memfs.core import errors as domain
 from memfs.fuse import errors as fs
 from memfs.fuse.errno_table import ERRNO_BY_ERROR, errno_for
 

@@ -8,7 +8,7 @@ import os
 
 from _support.mount import Mounter, errno_of, live, run, wait_until
 
-from memfs.model import Access
+from memfs.core.model import Access
 from memfs.store import Engine
 
 

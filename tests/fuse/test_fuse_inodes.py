@@ -8,9 +8,9 @@ from datetime import UTC, datetime
 
 import pytest
 
+from memfs.core.model import Memory
 from memfs.fuse.errors import NoSuchEntry, ReadOnly
 from memfs.fuse.inodes import ROOT_INODE, Attachment, InodeTable, Layout
-from memfs.model import Memory
 
 _counter = iter(range(1, 1_000_000))
 

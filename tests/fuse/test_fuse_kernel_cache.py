@@ -15,9 +15,9 @@ import pytest
 from _support.mount import MEMFS, Mounter, live, run, run_python, wait_until
 from _support.serve import ServeProcess
 
+from memfs.core.model import Scope
 from memfs.fuse import capabilities
 from memfs.fuse.operations import ATTR_TIMEOUT_S, ENTRY_TIMEOUT_S
-from memfs.model import Scope
 from memfs.store import Engine
 
 # The waits below must be shorter than the kernel's timeouts, or expiry would hide a

@@ -12,8 +12,8 @@ import time
 import pytest
 from _support.mount import MEMFS, Mounter, live, run, versions, wait_until
 
+from memfs.core.model import Access, Actor
 from memfs.fuse import mounts
-from memfs.model import Access, Actor
 from memfs.store import Engine
 
 

@@ -7,7 +7,7 @@ import os
 
 from _support.mount import Mounter, errno_of, exists, live, run, run_python, versions
 
-from memfs.model import Operation
+from memfs.core.model import Operation
 from memfs.store import Engine
 
 

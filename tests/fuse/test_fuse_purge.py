@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 import trio
 
-from memfs.errors import NotFound
+from memfs.core.errors import NotFound
+from memfs.core.model import Memory
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
 from memfs.fuse.operations import Operations
 from memfs.fuse.status import MountStatus
-from memfs.model import Memory
 
 
 def _memory(store_id: str, n: int, content: str) -> Memory:

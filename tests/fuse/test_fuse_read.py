@@ -118,7 +118,7 @@ def test_a_redaction_makes_the_bytes_unreadable_through_open_descriptors(
     (mount / "notes" / "secret.md").write_text(secret)
     out = run_python(f"""
         import os, time
-        from memfs.model import DeleteMode
+        from memfs.core.model import DeleteMode
         from memfs.store import open_engine
         path = {str(mount / "notes" / "secret.md")!r}
         read_before = os.open(path, os.O_RDONLY)
@@ -156,7 +156,7 @@ def test_a_redaction_reaches_files_open_for_writing(mount, store_engine: Engine)
     (notes / "t.md").write_text("token=ZEBRA-SECRET-42\n")
     out = run_python(f"""
         import os, subprocess, time
-        from memfs.model import DeleteMode
+        from memfs.core.model import DeleteMode
         from memfs.store import open_engine
         notes = {str(notes)!r}
         dirty = os.open(notes + "/u.md", os.O_RDWR)
@@ -250,7 +250,7 @@ def test_a_redaction_leaves_content_written_after_a_truncation(
     path.write_text("SECRET-in-the-old-content\n")
     out = run_python(f"""
         import os, time
-        from memfs.model import DeleteMode
+        from memfs.core.model import DeleteMode
         from memfs.store import open_engine
         fd = os.open({str(path)!r}, os.O_WRONLY | os.O_TRUNC)
         os.write(fd, b"brand new text\\n")

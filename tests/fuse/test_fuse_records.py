@@ -10,7 +10,7 @@ from pathlib import Path
 
 from _support.mount import MEMFS, Mount, errno_of, run, run_python, wait_until
 
-from memfs.model import MemoryStore
+from memfs.core.model import MemoryStore
 from memfs.store import Engine
 
 RECORD = """---

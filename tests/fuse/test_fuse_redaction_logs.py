@@ -10,8 +10,8 @@ from pathlib import Path
 
 from _support.mount import MEMFS, Mounter, exists, run, wait_until
 
-from memfs.local import hold_mount_lock, scrub_file, scrub_stopped_mounts
-from memfs.model import DeleteMode
+from memfs.core.model import DeleteMode
+from memfs.home import hold_mount_lock, scrub_file, scrub_stopped_mounts
 from memfs.store import Engine
 
 SECRET = "top-secret-name-XYZ"

@@ -39,11 +39,11 @@ import trio
 import trio.lowlevel
 from _support.mount import MEMFS, Mounter
 
-from memfs.errors import MemfsError
+from memfs.core.errors import MemfsError
+from memfs.core.model import MemoryStore
 from memfs.fuse import mounts
 from memfs.fuse.inodes import InodeTable, Layout, Notice
 from memfs.fuse.notices import KernelNotices
-from memfs.model import MemoryStore
 from memfs.store import Engine
 
 ROUNDS = 6

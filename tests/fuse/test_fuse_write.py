@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from _support.mount import Mounter, errno_of, exists, live, run, run_python, versions, wait_until
 
-from memfs.config import MAX_CONTENT_BYTES
+from memfs.core.config import MAX_CONTENT_BYTES
+from memfs.core.model import Operation
 from memfs.fuse.room import ROOM_MARGIN
-from memfs.model import Operation
 from memfs.store import Engine
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from _support.mount import Mount, run, wait_until
 
 from memfs.backend import EmbeddedBackend
-from memfs.model import MemoryStore
+from memfs.core.model import MemoryStore
 from memfs.store import Engine
 
 FILES = 20

@@ -17,8 +17,8 @@ from _support.cli import Cli, fsck_findings, memfs_env
 from _support.serve import ServeProcess
 from identity_helpers import SDK_TIMEOUT_S, IdentityServer
 
-from memfs.config import database_url
-from memfs.model import Scope
+from memfs.core.config import database_url
+from memfs.core.model import Scope
 from memfs.store import Engine
 
 

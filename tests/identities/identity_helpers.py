@@ -8,7 +8,7 @@ from pathlib import Path
 
 import httpx
 
-from memfs.model import Scope
+from memfs.core.model import Scope
 from memfs.store import Engine
 
 SDK_TIMEOUT_S = 30.0

@@ -10,7 +10,7 @@ import anthropic
 import pytest
 from identity_helpers import IdentityServer
 
-from memfs.model import Scope
+from memfs.core.model import Scope
 
 IDN, TMPL = "idn_63ee28747a35cff93771c491", "tmpl_eb3377fb74ad413e17b3d755"
 PAIR = f"/v1/identities/{IDN}/templates/{TMPL}"

@@ -22,7 +22,7 @@ from _support.mount import (
 )
 from identity_helpers import IdentityServer
 
-from memfs.model import Actor, Layout
+from memfs.core.model import Actor, Layout
 from memfs.store import open_engine
 
 IDN, TMPL = "idn_user42", "tmpl_support_agent"

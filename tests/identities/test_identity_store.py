@@ -11,9 +11,9 @@ import time
 import pytest
 from sqlalchemy import Connection, create_engine, text
 
-from memfs.config import MAX_EXPLICIT_MOUNTS
-from memfs.errors import Conflict, InvalidInput, NotFound, StoreArchived, StoreBound
-from memfs.model import Access, Layout, format_timestamp, utcnow
+from memfs.core.config import MAX_EXPLICIT_MOUNTS
+from memfs.core.errors import Conflict, InvalidInput, NotFound, StoreArchived, StoreBound
+from memfs.core.model import Access, Layout, format_timestamp, utcnow
 from memfs.store import Engine
 
 IDN, TMPL = "idn_63ee28747a35cff93771c491", "tmpl_eb3377fb74ad413e17b3d755"

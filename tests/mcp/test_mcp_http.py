@@ -13,8 +13,8 @@ from mcp.shared.exceptions import McpError
 from mcp_helpers import TOOL_NAMES, call, http_session
 from memory_helpers import live, versions
 
+from memfs.core.model import Access, Actor, Operation, Scope
 from memfs.mcp.server import RESOURCE_NOT_FOUND
-from memfs.model import Access, Actor, Operation, Scope
 from memfs.store import Engine, ResourceSpec
 
 

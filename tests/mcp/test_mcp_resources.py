@@ -7,10 +7,10 @@ from __future__ import annotations
 from mcp.shared.memory import create_connected_server_and_client_session
 from mcp_helpers import TOOL_NAMES, call
 
+from memfs.core.model import Access
 from memfs.mcp.server import TOOLS, build_server
 from memfs.memory_tool import MemoryFiles
 from memfs.memory_tool.access import open_embedded
-from memfs.model import Access
 from memfs.store import Engine
 
 PATHS = ["/café.md", "/a b/c#d?.md", "/x%41.md", "/.hidden/n.md"]

@@ -9,7 +9,7 @@ import json
 from _support.serve import ServeProcess
 from mcp_helpers import call, http_session
 
-from memfs.model import Access
+from memfs.core.model import Access
 from memfs.store import Engine, ResourceSpec
 
 

@@ -11,8 +11,8 @@ from mcp.shared.exceptions import McpError
 from mcp_helpers import TOOL_NAMES, call, stdio_session
 from memory_helpers import live, versions
 
+from memfs.core.model import Access, Actor, ActorType, Operation
 from memfs.mcp.server import RESOURCE_NOT_FOUND
-from memfs.model import Access, Actor, ActorType, Operation
 from memfs.store import Engine, ResourceSpec
 
 

@@ -22,8 +22,8 @@ from anthropic.types.beta import (
     BetaMemoryTool20250818ViewCommand,
 )
 
+from memfs.core.model import Memory, MemoryVersion
 from memfs.memory_tool.access import FileInfo, StoreAccess, StoredFile
-from memfs.model import Memory, MemoryVersion
 from memfs.store import Engine, open_engine
 
 COMMAND_TYPES: dict[str, Any] = {

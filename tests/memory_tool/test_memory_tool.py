@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 from memory_helpers import InterferingAccess, arun, live, run, versions
 
-from memfs.config import MAX_CONTENT_BYTES
+from memfs.core.config import MAX_CONTENT_BYTES
+from memfs.core.model import Access, ActorType, Operation
 from memfs.memory_tool import AsyncMemfsMemoryTool, MemfsMemoryTool, MemoryFiles
 from memfs.memory_tool.access import open_embedded
 from memfs.memory_tool.files import MAX_EDIT_ATTEMPTS
-from memfs.model import Access, ActorType, Operation
 from memfs.store import Engine
 
 READ_ONLY_TEXT = "Cannot modify {path}: the memory store 'Team' is attached read-only"

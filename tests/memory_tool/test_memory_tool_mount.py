@@ -9,9 +9,9 @@ import trio
 from _support.mount import Mount, Mounter, run_python, wait_until
 from memory_helpers import InterferingAccess, arun, live, run, versions
 
+from memfs.core.model import Access, Actor, MemoryStore
 from memfs.memory_tool import AsyncMemfsMemoryTool, MemfsMemoryTool, MemoryFiles
 from memfs.memory_tool.access import open_embedded
-from memfs.model import Access, Actor, MemoryStore
 from memfs.store import Engine
 
 pytestmark = pytest.mark.fuse

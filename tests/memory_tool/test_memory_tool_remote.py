@@ -10,9 +10,9 @@ from _support.serve import ServeProcess
 from anthropic.lib.tools import ToolError
 from memory_helpers import InterferingAccess, arun, live, run, versions
 
+from memfs.core.model import Access, Actor, Operation
 from memfs.memory_tool import AsyncMemfsMemoryTool, MemfsMemoryTool, MemoryFiles
 from memfs.memory_tool.access import HttpAccess
-from memfs.model import Access, Actor, Operation
 from memfs.remote.client import MemfsClient
 from memfs.store import Engine, ResourceSpec
 

@@ -7,7 +7,7 @@ import logging
 
 import pytest
 
-from memfs import errors
+from memfs.core import errors
 from memfs.memory_tool.refusals import REFUSAL_BY_ERROR, RefusalKind, refusal_for
 
 DOMAIN_CLASSES = [

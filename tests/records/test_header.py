@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memfs.errors import InvalidInput, InvalidRecord
-from memfs.records import (
+from memfs.core.errors import InvalidInput, InvalidRecord
+from memfs.core.records import (
     RecordFilter,
     RecordScope,
     RecordSource,

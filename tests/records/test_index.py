@@ -9,9 +9,9 @@ from datetime import datetime, timedelta
 
 import pytest
 
-from memfs.errors import InvalidRecord
-from memfs.model import Actor, DeleteMode, MemoryStore, utcnow
-from memfs.records import RecordFilter, RecordType
+from memfs.core.errors import InvalidRecord
+from memfs.core.model import Actor, DeleteMode, MemoryStore, utcnow
+from memfs.core.records import RecordFilter, RecordType
 from memfs.store import Engine
 
 ACTOR = Actor.api_key("apikey_records")

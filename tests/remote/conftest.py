@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 from live_server import BASE_URL, LiveServer
 
-from memfs.config import database_url
-from memfs.model import Access, MemoryStore
+from memfs.core.config import database_url
+from memfs.core.model import Access, MemoryStore
 from memfs.remote import MemfsClient
 from memfs.store import Engine, ResourceSpec
 

@@ -36,7 +36,7 @@ import httpx
 import trio
 
 from memfs.api.app import create_app
-from memfs.model import Actor, Session
+from memfs.core.model import Actor, Session
 from memfs.store import Engine, ResourceSpec
 
 __all__ = ["BASE_URL", "LiveServer", "NetworkTransport", "Request"]

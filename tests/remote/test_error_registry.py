@@ -7,9 +7,9 @@ import re
 
 import pytest
 
-from memfs import errors
 from memfs.api import errors as api_errors
-from memfs.errors import REGISTRY, MemfsError, error_class_for
+from memfs.core import errors
+from memfs.core.errors import REGISTRY, MemfsError, error_class_for
 
 
 def _classes() -> list[type[MemfsError]]:

@@ -14,8 +14,8 @@ from _support.polling import wait_until_async
 from live_server import BASE_URL, LiveServer
 
 from memfs.backend import AttachmentSpec, Backend, MemoryChange
-from memfs.errors import NotFound, PermissionDenied, PreconditionFailed, StoreArchived
-from memfs.model import ChangeKind, DeleteMode, Memory, MemoryStore, Operation
+from memfs.core.errors import NotFound, PermissionDenied, PreconditionFailed, StoreArchived
+from memfs.core.model import ChangeKind, DeleteMode, Memory, MemoryStore, Operation
 from memfs.remote import MemfsClient, ServerUnavailable
 from memfs.remote.backend import (
     PENDING_VERSION_PREFIX,

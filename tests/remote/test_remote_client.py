@@ -11,7 +11,7 @@ import trio
 import trio.testing
 from live_server import BASE_URL, LiveServer
 
-from memfs.errors import (
+from memfs.core.errors import (
     AuthenticationFailed,
     Conflict,
     ContentTooLarge,
@@ -32,7 +32,7 @@ from memfs.errors import (
     StoreArchived,
     StoreFull,
 )
-from memfs.model import Access, ChangeKind, MemoryStore, Operation
+from memfs.core.model import Access, ChangeKind, MemoryStore, Operation
 from memfs.remote import MemfsClient, ServerUnavailable
 from memfs.remote.client import LIST_PAGE_LIMIT, error_from_response
 from memfs.store import Engine

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from live_server import BASE_URL, LiveServer
 
-from memfs.errors import (
+from memfs.core.errors import (
     AuthenticationFailed,
     PermissionDenied,
     StoreArchived,
 )
-from memfs.model import MemoryStore, Operation
+from memfs.core.model import MemoryStore, Operation
 from memfs.remote import MemfsClient, ServerUnavailable
 from memfs.remote.outbox import Outbox, PendingWrite, WriteOperation, WriteOutcome
 from memfs.remote.replay import apply_write, conflict_path, replay_outbox

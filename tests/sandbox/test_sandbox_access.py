@@ -14,8 +14,8 @@ from pathlib import Path
 from _support.mount import Mounter, errno_of, live, versions, wait_until
 from sandbox_helpers import Agent, agent_errno, run_as
 
+from memfs.core.model import Actor, MemoryStore
 from memfs.fuse import mounts
-from memfs.model import Actor, MemoryStore
 from memfs.store import Engine
 
 

@@ -15,8 +15,8 @@ from _support.cli import REPO_ROOT
 from _support.mount import live, wait_until
 from sandbox_helpers import Agent, in_namespace
 
+from memfs.core.model import MemoryStore
 from memfs.fuse.status import status_path
-from memfs.model import MemoryStore
 from memfs.store import Engine
 
 ENTRYPOINT = REPO_ROOT / "deploy/entrypoint.sh"

@@ -19,9 +19,9 @@ from sandbox_helpers import in_namespace
 
 from memfs.cli.mount_helper import HelperCall, mount_command, parse_helper_arguments
 from memfs.cli.mount_options import MountOptions, parse_option_string
-from memfs.errors import InvalidInput
+from memfs.core.errors import InvalidInput
+from memfs.core.model import MemoryStore
 from memfs.fuse.status import log_path, status_path
-from memfs.model import MemoryStore
 from memfs.store import Engine
 
 HELPER = Path(sys.executable).parent / "mount.fuse.memfs"

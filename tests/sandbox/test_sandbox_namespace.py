@@ -16,10 +16,10 @@ import pytest
 from _support.cli import MEMFS
 from _support.mount import COMMAND_TIMEOUT_S, live, wait_until
 
+from memfs.core.model import MemoryStore
 from memfs.fuse import mounts
 from memfs.fuse.sandbox import mount_namespace
 from memfs.fuse.status import read_status, status_path
-from memfs.model import MemoryStore
 from memfs.store import Engine
 
 # SPEC §4 "exits within a few seconds": one check a second, slack for a busy CI box.

@@ -18,8 +18,8 @@ import pytest
 from _support.cli import REPO_ROOT
 from _support.mount import COMMAND_TIMEOUT_S, Mount, Mounter
 
+from memfs.core.model import MemoryStore
 from memfs.fuse import mounts
-from memfs.model import MemoryStore
 
 UNITS = REPO_ROOT / "systemd"
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from tiny_model import write_model
 
-from memfs.config import SEARCH_MODEL_ENV
-from memfs.model import Actor, MemoryStore
+from memfs.core.config import SEARCH_MODEL_ENV
+from memfs.core.model import Actor, MemoryStore
 from memfs.store import Engine
 
 

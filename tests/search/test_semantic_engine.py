@@ -12,11 +12,11 @@ from _support.polling import wait_until
 from sqlalchemy import create_engine, text
 from tiny_model import DIMENSIONS
 
-from memfs.config import SEARCH_MODEL_ENV, database_url
-from memfs.errors import InvalidInput, SearchUnavailable
-from memfs.model import Actor, DeleteMode, MemoryStore
+from memfs.core.config import SEARCH_MODEL_ENV, database_url
+from memfs.core.errors import InvalidInput, SearchUnavailable
+from memfs.core.model import Actor, DeleteMode, MemoryStore
+from memfs.core.visibility import Viewer
 from memfs.store import Engine
-from memfs.visibility import Viewer
 
 # path → content; every query below knows which memory it must rank first, by meaning:
 # the query's words are not in that memory (full text finds nothing).

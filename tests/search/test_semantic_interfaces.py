@@ -18,7 +18,7 @@ from _support.cli import memfs_env, run_memfs
 from _support.polling import wait_until
 from _support.serve import ServeProcess
 
-from memfs.config import SEARCH_MODEL_ENV, database_url
+from memfs.core.config import SEARCH_MODEL_ENV, database_url
 from memfs.store import Engine
 
 FIRST = {

@@ -24,8 +24,8 @@ from _support.cli import fsck_findings, memfs_env
 from _support.serve import ServeProcess
 from sqlalchemy import create_engine, text
 
-from memfs.config import database_url
-from memfs.model import Access, Scope
+from memfs.core.config import database_url
+from memfs.core.model import Access, Scope
 from memfs.store import Engine, ResourceSpec
 
 PG_URL_ENV = "MEMFS_TEST_PG_URL"

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from memfs.config import database_url
-from memfs.errors import InvalidInput, NotFound
-from memfs.model import Actor, DeleteMode, Operation, utcnow
+from memfs.core.config import database_url
+from memfs.core.errors import InvalidInput, NotFound
+from memfs.core.model import Actor, DeleteMode, Operation, utcnow
 from memfs.store import Engine
 
 ACTOR = Actor.api_key("apikey_retention_tests")

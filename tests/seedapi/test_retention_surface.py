@@ -22,7 +22,7 @@ from _support.cli import fsck_findings, memfs_env, run_memfs
 from _support.polling import wait_until
 from _support.serve import ServeProcess
 
-from memfs.model import Actor, utcnow
+from memfs.core.model import Actor, utcnow
 
 if TYPE_CHECKING:
     from tests.seedapi.conftest import Api

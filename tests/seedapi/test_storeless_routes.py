@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import anthropic
 import pytest
 
-from memfs.model import Access, Scope
+from memfs.core.model import Access, Scope
 
 if TYPE_CHECKING:
     from tests.seedapi.conftest import Api

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from store_helpers import ACTOR
 
-from memfs.model import Actor, MemoryStore
+from memfs.core.model import Actor, MemoryStore
 from memfs.store import Engine
 
 

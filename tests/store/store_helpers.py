@@ -14,7 +14,7 @@ from typing import Any
 
 from sqlalchemy import create_engine, text
 
-from memfs.model import Actor, Page
+from memfs.core.model import Actor, Page
 from memfs.store import Engine
 
 ACTOR = Actor.api_key("apikey_tests")

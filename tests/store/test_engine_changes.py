@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memfs.errors import HeadVersionRedaction, NotFound, PathConflict, PreconditionFailed
-from memfs.ids import blob_key_of
-from memfs.model import Actor, ChangeKind, DeleteMode, MemoryStore
+from memfs.core.errors import HeadVersionRedaction, NotFound, PathConflict, PreconditionFailed
+from memfs.core.ids import blob_key_of
+from memfs.core.model import Actor, ChangeKind, DeleteMode, MemoryStore
 from memfs.store import Engine
 
 

@@ -12,9 +12,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from store_helpers import collect
 
-from memfs import rules
-from memfs.errors import PathConflict, PreconditionFailed, StoreArchived, StoreBusy, StoreFull
-from memfs.model import Actor, DeleteMode, MemoryStore, Operation
+from memfs.core import rules
+from memfs.core.errors import PathConflict, PreconditionFailed, StoreArchived, StoreBusy, StoreFull
+from memfs.core.model import Actor, DeleteMode, MemoryStore, Operation
 from memfs.store import Engine, ResourceSpec, memories
 
 THREADS = 8

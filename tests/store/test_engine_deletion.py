@@ -7,7 +7,7 @@ import hashlib
 import pytest
 from store_helpers import collect, snapshot
 
-from memfs.errors import (
+from memfs.core.errors import (
     InvalidContent,
     InvalidInput,
     NotFound,
@@ -15,8 +15,8 @@ from memfs.errors import (
     PathConflict,
     PreconditionFailed,
 )
-from memfs.ids import blob_key_of
-from memfs.model import Actor, DeleteMode, MemoryStore, Operation
+from memfs.core.ids import blob_key_of
+from memfs.core.model import Actor, DeleteMode, MemoryStore, Operation
 from memfs.store import Engine
 
 ADMIN = Actor.user("user_admin")

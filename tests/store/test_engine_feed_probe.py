@@ -9,8 +9,8 @@ import threading
 
 import pytest
 
-from memfs.errors import PathConflict
-from memfs.model import Actor, MemoryStore
+from memfs.core.errors import PathConflict
+from memfs.core.model import Actor, MemoryStore
 from memfs.store import Engine
 
 

@@ -18,9 +18,9 @@ import pytest
 from sqlalchemy import create_engine, text
 from store_helpers import execute_sql
 
-from memfs.errors import CorruptedStore, InvalidInput
-from memfs.ids import blob_key_of
-from memfs.model import Actor, DeleteMode, MemoryStore, Scope, UserPrincipal
+from memfs.core.errors import CorruptedStore, InvalidInput
+from memfs.core.ids import blob_key_of
+from memfs.core.model import Actor, DeleteMode, MemoryStore, Scope, UserPrincipal
 from memfs.store import Engine, ResourceSpec, fsck_database
 from memfs.store.fsck import CHECKS
 

@@ -9,8 +9,8 @@ import pytest
 from sqlalchemy import event
 from store_helpers import collect, snapshot
 
-from memfs.errors import InvalidInput, InvalidPath, NotFound, PathConflict, PathTooLong
-from memfs.model import Actor, ChangeKind, DeleteMode, MemoryStore, Operation, utcnow
+from memfs.core.errors import InvalidInput, InvalidPath, NotFound, PathConflict, PathTooLong
+from memfs.core.model import Actor, ChangeKind, DeleteMode, MemoryStore, Operation, utcnow
 from memfs.store import Engine
 
 

@@ -8,7 +8,7 @@ import hashlib
 import pytest
 from store_helpers import collect, snapshot
 
-from memfs.errors import (
+from memfs.core.errors import (
     ContentTooLarge,
     InvalidContent,
     InvalidCursor,
@@ -21,7 +21,7 @@ from memfs.errors import (
     PreconditionFailed,
     StoreFull,
 )
-from memfs.model import Actor, MemoryPrefix, MemoryStore, Operation
+from memfs.core.model import Actor, MemoryPrefix, MemoryStore, Operation
 from memfs.store import Engine
 
 SHA256_EMPTY = "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

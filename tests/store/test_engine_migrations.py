@@ -18,8 +18,8 @@ from alembic.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import create_engine, inspect, text
 
-from memfs.errors import StoreBusy
-from memfs.model import Actor, DeleteMode, utcnow
+from memfs.core.errors import StoreBusy
+from memfs.core.model import Actor, DeleteMode, utcnow
 from memfs.store import Engine, ResourceSpec, _db
 from memfs.store._db import alembic_config
 from memfs.store.schema import metadata

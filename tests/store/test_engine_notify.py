@@ -19,8 +19,8 @@ from _support.polling import wait_until
 from sqlalchemy import create_engine, text
 from store_helpers import ACTOR
 
-from memfs.config import database_url
-from memfs.model import MemoryStore, Scope
+from memfs.core.config import database_url
+from memfs.core.model import MemoryStore, Scope
 from memfs.store import Engine, notify
 
 UNREACHABLE_S = 3600.0

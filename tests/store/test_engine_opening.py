@@ -13,9 +13,14 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from memfs.config import database_url
-from memfs.errors import DatabaseNotFound, DatabaseReadOnly, DatabaseUnavailable, ForeignDatabase
-from memfs.model import Actor
+from memfs.core.config import database_url
+from memfs.core.errors import (
+    DatabaseNotFound,
+    DatabaseReadOnly,
+    DatabaseUnavailable,
+    ForeignDatabase,
+)
+from memfs.core.model import Actor
 from memfs.store import Engine, open_engine
 
 ACTOR = Actor.api_key("apikey_tests")

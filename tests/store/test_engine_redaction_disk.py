@@ -16,8 +16,8 @@ import pytest
 from sqlalchemy import create_engine, text
 from sqlalchemy.exc import DBAPIError
 
-from memfs.config import database_url
-from memfs.model import Actor, DeleteMode
+from memfs.core.config import database_url
+from memfs.core.model import Actor, DeleteMode
 from memfs.store import Engine, fsck_database
 
 ACTOR = Actor.api_key("apikey_tests")

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from memfs.config import SEARCH_MODEL_ENV, database_url
-from memfs.errors import InvalidInput, InvalidPath, NotFound, SearchUnavailable
-from memfs.model import Actor, DeleteMode, MemoryStore
-from memfs.query import parse
+from memfs.core.config import SEARCH_MODEL_ENV, database_url
+from memfs.core.errors import InvalidInput, InvalidPath, NotFound, SearchUnavailable
+from memfs.core.model import Actor, DeleteMode, MemoryStore
+from memfs.core.query import parse
 from memfs.store import Engine
 from memfs.store._db import alembic_config
 

@@ -9,8 +9,8 @@ from datetime import timedelta
 import pytest
 from store_helpers import collect
 
-from memfs.config import MAX_SESSION_TTL_S
-from memfs.errors import (
+from memfs.core.config import MAX_SESSION_TTL_S
+from memfs.core.errors import (
     AuthenticationFailed,
     CredentialExpired,
     CredentialRevoked,
@@ -18,7 +18,7 @@ from memfs.errors import (
     InvalidTtl,
     NotFound,
 )
-from memfs.model import MemoryStore, Scope, format_timestamp
+from memfs.core.model import MemoryStore, Scope, format_timestamp
 from memfs.store import Engine, ResourceSpec, access
 
 

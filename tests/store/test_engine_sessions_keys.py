@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from memfs.errors import (
+from memfs.core.errors import (
     AuthenticationFailed,
     CredentialRevoked,
     InvalidInput,
     NotFound,
     StoreArchived,
 )
-from memfs.model import Access, ApiKey, Scope, utcnow
+from memfs.core.model import Access, ApiKey, Scope, utcnow
 from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, Engine, ResourceSpec
 
 # -------------------------------------------------------------------- sessions

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 from store_helpers import collect, snapshot
 
-from memfs.errors import (
+from memfs.core.errors import (
     InvalidCursor,
     InvalidInput,
     InvalidMetadata,
@@ -16,7 +16,7 @@ from memfs.errors import (
     NotFound,
     StoreArchived,
 )
-from memfs.model import Actor, DeleteMode, MemoryStore
+from memfs.core.model import Actor, DeleteMode, MemoryStore
 from memfs.store import Engine, ResourceSpec
 
 # ----------------------------------------------------------------- create / get

@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from store_helpers import collect, snapshot
 
-from memfs.errors import HeadVersionRedaction, InvalidCursor, InvalidInput, NotFound
-from memfs.model import Actor, MemoryStore, Operation
+from memfs.core.errors import HeadVersionRedaction, InvalidCursor, InvalidInput, NotFound
+from memfs.core.model import Actor, MemoryStore, Operation
 from memfs.store import Engine
 
 SESSION = Actor.session("sesn_writer")

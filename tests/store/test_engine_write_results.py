@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import hashlib
 
-from memfs.model import Actor, ChangeKind, Memory, MemoryStore
+from memfs.core.model import Actor, ChangeKind, Memory, MemoryStore
 from memfs.store import Engine
 
 

@@ -14,8 +14,8 @@ import pytest
 from sqlalchemy import bindparam, event, insert, select
 from sqlalchemy.exc import IntegrityError
 
-from memfs.errors import InvalidInput
-from memfs.model import Actor, MemoryStore
+from memfs.core.errors import InvalidInput
+from memfs.core.model import Actor, MemoryStore
 from memfs.store import Engine, _hot
 from memfs.store._common import _LOCK_STORE
 from memfs.store.schema import stores

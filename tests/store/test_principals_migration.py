@@ -8,10 +8,10 @@ from alembic import command
 from alembic.migration import MigrationContext
 from sqlalchemy import create_engine, inspect
 
-from memfs.model import Scope
+from memfs.core.model import Scope
+from memfs.core.visibility import UserPrincipal
 from memfs.store import Engine, ResourceSpec, _db
 from memfs.store._db import alembic_config
-from memfs.visibility import UserPrincipal
 
 
 @pytest.mark.empty_database

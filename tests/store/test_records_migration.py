@@ -6,7 +6,7 @@ from __future__ import annotations
 from alembic import command
 from sqlalchemy import create_engine, inspect
 
-from memfs.model import Actor
+from memfs.core.model import Actor
 from memfs.store import Engine
 from memfs.store._db import alembic_config
 

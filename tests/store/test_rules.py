@@ -6,8 +6,8 @@ import re
 
 import pytest
 
-from memfs import rules
-from memfs.errors import (
+from memfs.core import rules
+from memfs.core.errors import (
     ContentTooLarge,
     InvalidContent,
     InvalidInput,

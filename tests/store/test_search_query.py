@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from memfs.errors import InvalidInput
-from memfs.query import Term, TermKind, holds_unspaced_script, parse, snippet
+from memfs.core.errors import InvalidInput
+from memfs.core.query import Term, TermKind, holds_unspaced_script, parse, snippet
 
 
 def test_every_kind_of_term() -> None:

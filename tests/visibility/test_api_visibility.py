@@ -15,9 +15,9 @@ import httpx
 import pytest
 from _support.serve import ServeProcess
 
-from memfs.model import Scope
+from memfs.core.model import Scope
+from memfs.core.visibility import UserPrincipal
 from memfs.store import Engine
-from memfs.visibility import UserPrincipal
 
 SCOPES = [Scope.READ, Scope.WRITE, Scope.DELETE]
 

@@ -13,9 +13,9 @@ from _support.serve import ServeProcess
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from memfs.model import Actor
+from memfs.core.model import Actor
+from memfs.core.visibility import UserPrincipal
 from memfs.store import Engine, ResourceSpec
-from memfs.visibility import UserPrincipal
 
 ACTOR = Actor.api_key("apikey_tests")
 REQUEST_TIMEOUT = timedelta(seconds=60)

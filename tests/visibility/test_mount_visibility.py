@@ -13,9 +13,9 @@ import pytest
 from _support.mount import MEMFS, Mounter, errno_of, run, wait_until
 from _support.serve import ServeProcess
 
-from memfs.model import Access, Actor
+from memfs.core.model import Access, Actor
+from memfs.core.visibility import UserPrincipal
 from memfs.store import Engine, ResourceSpec
-from memfs.visibility import UserPrincipal
 
 pytestmark = pytest.mark.fuse
 ACTOR = Actor.api_key("apikey_tests")

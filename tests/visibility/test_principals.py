@@ -13,9 +13,9 @@ import pytest
 from _support.cli import Cli
 from _support.serve import ServeProcess
 
-from memfs.model import Scope
+from memfs.core.model import Scope
+from memfs.core.visibility import UserPrincipal
 from memfs.store import Engine, ResourceSpec
-from memfs.visibility import UserPrincipal
 
 ALICE = UserPrincipal(user_id="alice", roles=("support", "team-a"))
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from memfs.errors import InvalidInput, PermissionDenied
-from memfs.visibility import (
+from memfs.core.errors import InvalidInput, PermissionDenied
+from memfs.core.visibility import (
     RecordScope,
     RecordVisibility,
     UserPrincipal,

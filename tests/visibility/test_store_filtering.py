@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from memfs.errors import NotFound, NotRestorable, PathConflict, PermissionDenied
-from memfs.model import Actor, ChangeKind, DeleteMode, MemoryStore
+from memfs.core.errors import NotFound, NotRestorable, PathConflict, PermissionDenied
+from memfs.core.model import Actor, ChangeKind, DeleteMode, MemoryStore
+from memfs.core.visibility import Viewer
 from memfs.store import Engine
-from memfs.visibility import Viewer
 
 ACTOR = Actor.api_key("apikey_tests")
 ALICE = Viewer(user_id="alice")

@@ -43,9 +43,9 @@ from memfs.api import schemas
 from memfs.api.auth import Principal, authenticate, credential_from_headers
 from memfs.api.changes import ChangeNotifier
 from memfs.api.errors import InternalError
-from memfs.config import MAX_FULL_VIEW_PAGE_LIMIT, MAX_PAGE_LIMIT
-from memfs.errors import InvalidInput, MemfsError, NotFound
-from memfs.model import Scope
+from memfs.core.config import MAX_FULL_VIEW_PAGE_LIMIT, MAX_PAGE_LIMIT
+from memfs.core.errors import InvalidInput, MemfsError, NotFound
+from memfs.core.model import Scope
 from memfs.store import Engine
 
 __all__ = [

@@ -32,7 +32,7 @@ from memfs.api.routes.memories import (
     forget_memory_request,
     restore_memory_request,
 )
-from memfs.model import DeleteMode
+from memfs.core.model import DeleteMode
 
 __all__ = ["router"]
 

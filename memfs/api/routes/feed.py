@@ -17,10 +17,10 @@ from memfs.api.changes import (
     run_until_disconnected,
 )
 from memfs.api.routes._common import doc, json_response, notifier, run
-from memfs.errors import NotFound
-from memfs.model import Change, ChangeKind, Scope
+from memfs.core.errors import NotFound
+from memfs.core.model import Change, ChangeKind, Scope
+from memfs.core.visibility import Viewer
 from memfs.store import Engine
-from memfs.visibility import Viewer
 
 __all__ = ["router"]
 

@@ -34,7 +34,7 @@ from fastapi.responses import JSONResponse
 from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.routes._common import doc, json_response, run
-from memfs.model import Scope
+from memfs.core.model import Scope
 from memfs.store import Engine
 from memfs.wire import identity_mount_to_wire, store_to_wire
 

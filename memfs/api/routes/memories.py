@@ -31,13 +31,13 @@ from memfs.api.routes._common import (
     run,
     store_of_memory,
 )
-from memfs.config import DEFAULT_PAGE_LIMIT
-from memfs.errors import InvalidContent, InvalidInput
-from memfs.local import scrub_erased_paths
-from memfs.model import DeleteMode, Memory, MemoryPrefix, MemoryStatus, Scope
-from memfs.records import RecordFilter, record_to_wire
+from memfs.core.config import DEFAULT_PAGE_LIMIT
+from memfs.core.errors import InvalidContent, InvalidInput
+from memfs.core.model import DeleteMode, Memory, MemoryPrefix, MemoryStatus, Scope
+from memfs.core.records import RecordFilter, record_to_wire
+from memfs.core.visibility import Viewer
+from memfs.home import scrub_erased_paths
 from memfs.store import Engine
-from memfs.visibility import Viewer
 from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
 
 __all__ = [

@@ -17,7 +17,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from memfs import config
 from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.routes._common import (
@@ -28,14 +27,15 @@ from memfs.api.routes._common import (
     json_response,
     run,
 )
-from memfs.model import Scope
-from memfs.query import (
+from memfs.core import config
+from memfs.core.model import Scope
+from memfs.core.query import (
     DEFAULT_SEARCH_LIMIT,
     MAX_QUERY_CHARS,
     MAX_SEARCH_LIMIT,
     SEARCH_SEMANTIC,
 )
-from memfs.records import RecordFilter
+from memfs.core.records import RecordFilter
 from memfs.store import Engine
 from memfs.wire import search_hit_to_wire
 

@@ -39,11 +39,15 @@ from memfs.api.routes._common import (
     refuse_other_methods,
     run,
 )
-from memfs.config import DEFAULT_PAGE_LIMIT, DEFAULT_PAIR_MOUNT_ROOT, DEFAULT_SESSION_MOUNT_ROOT
-from memfs.errors import InvalidInput, NotFound, PermissionDenied
-from memfs.model import Access, Layout, Scope, Session
+from memfs.core.config import (
+    DEFAULT_PAGE_LIMIT,
+    DEFAULT_PAIR_MOUNT_ROOT,
+    DEFAULT_SESSION_MOUNT_ROOT,
+)
+from memfs.core.errors import InvalidInput, NotFound, PermissionDenied
+from memfs.core.model import Access, Layout, Scope, Session
+from memfs.core.visibility import UserPrincipal, handed_principal, make_principal
 from memfs.store import Engine, ResourceSpec
-from memfs.visibility import UserPrincipal, handed_principal, make_principal
 from memfs.wire import session_to_wire
 
 __all__ = ["ATTACHMENT_SCOPES", "router"]

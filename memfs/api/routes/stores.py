@@ -20,8 +20,8 @@ from memfs.api.routes._common import (
     run,
     utc,
 )
-from memfs.config import DEFAULT_PAGE_LIMIT
-from memfs.model import Scope
+from memfs.core.config import DEFAULT_PAGE_LIMIT
+from memfs.core.model import Scope
 from memfs.store import Engine
 from memfs.wire import store_deleted_to_wire, store_to_wire
 

@@ -21,8 +21,8 @@ from memfs.api.routes._common import (
     run,
     utc,
 )
-from memfs.config import DEFAULT_PAGE_LIMIT
-from memfs.model import Operation, Scope
+from memfs.core.config import DEFAULT_PAGE_LIMIT
+from memfs.core.model import Operation, Scope
 from memfs.store import Engine
 from memfs.wire import version_to_wire
 

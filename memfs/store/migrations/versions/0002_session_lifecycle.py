@@ -16,8 +16,8 @@ from datetime import timedelta
 import sqlalchemy as sa
 from alembic import op
 
-from memfs.config import DEFAULT_SESSION_TTL_S
-from memfs.model import format_timestamp, utcnow
+from memfs.core.config import DEFAULT_SESSION_TTL_S
+from memfs.core.model import format_timestamp, utcnow
 from memfs.store.schema import sessions
 
 revision = "0002"

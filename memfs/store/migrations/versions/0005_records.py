@@ -11,7 +11,7 @@ Create Date: 2026-12-01
 
 from alembic import op
 
-from memfs.model import format_timestamp, utcnow
+from memfs.core.model import format_timestamp, utcnow
 from memfs.store import records
 from memfs.store.schema import record_grants, record_relations, record_tags
 from memfs.store.schema import records as records_table

@@ -1,6 +1,6 @@
 """The SQLite trigram table holds only the documents a substring term can match (issue
 14: its write cost). Those whose path or body holds a character of a script written
-without spaces (memfs.query.holds_unspaced_script); every other document's trigram
+without spaces (memfs.core.query.holds_unspaced_script); every other document's trigram
 entries are dropped (``'delete-all'``, then those documents indexed again), so a
 database built by 0004 and the writes after it agrees with what memfs/store/search.py
 now writes and deletes. PostgreSQL: nothing changes.

@@ -40,8 +40,9 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from memfs.config import MAX_CONTENT_BYTES
-from memfs.errors import (
+from memfs.cli.records_seed import file_to_seed, is_seed_record, seed_id_of, seed_to_file
+from memfs.core.config import MAX_CONTENT_BYTES
+from memfs.core.errors import (
     ContentTooLarge,
     InvalidInput,
     MemfsError,
@@ -49,10 +50,9 @@ from memfs.errors import (
     PathConflict,
     PreconditionFailed,
 )
-from memfs.model import Actor, Memory
-from memfs.records import parse_record
-from memfs.records_seed import file_to_seed, is_seed_record, seed_id_of, seed_to_file
-from memfs.rules import (
+from memfs.core.model import Actor, Memory
+from memfs.core.records import parse_record
+from memfs.core.rules import (
     is_scratch_name,
     validate_content,
     validate_content_bytes,
@@ -292,8 +292,8 @@ def plan_jsonl_import(
     ``metadata``; other fields (``id``, timestamps …) are ignored, so the memory wire
     objects of api-contract §4.3 round-trip. Blank lines are skipped. A record's path
     ``/a/b`` is imported at ``<prefix>a/b``. A line in seed 002's record shape
-    (:func:`memfs.records_seed.is_seed_record`) becomes a record file with its header
-    (:func:`memfs.records_seed.seed_to_file`), whose rules the engine checks at the write.
+    (:func:`memfs.cli.records_seed.is_seed_record`) becomes a record file with its header
+    (:func:`memfs.cli.records_seed.seed_to_file`), whose rules the engine checks at the write.
 
     Raises:
         InvalidPath: ``prefix`` is not ``/`` or a valid directory prefix.
@@ -601,7 +601,7 @@ def export_records_jsonl(
     on_total: Callable[[int], None] | None = None,
 ) -> Iterator[ExportOutcome]:
     """Writes every live record under ``prefix`` as one seed 002 record object per line
-    (:func:`memfs.records_seed.file_to_seed`); memories that are no record are left
+    (:func:`memfs.cli.records_seed.file_to_seed`); memories that are no record are left
     out. ``memfs import FILE.jsonl`` reads them back.
 
     Raises:

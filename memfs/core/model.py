@@ -15,7 +15,7 @@ from typing import Any, Generic, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, field_validator
 
-from memfs.errors import InvalidInput
+from memfs.core.errors import InvalidInput
 
 __all__ = [
     "Access",

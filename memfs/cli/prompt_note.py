@@ -7,7 +7,7 @@ whoever starts the agent; ``memfs prompt`` prints it, and the API can use it for
 session.
 
 Everything here is pure: no I/O, no engine. Callers resolve stores first and pass
-:class:`memfs.model.SessionResource` values (a session already holds them; for a local
+:class:`memfs.core.model.SessionResource` values (a session already holds them; for a local
 mount, :func:`plan_resources` computes them the way ``memfs mount`` lays stores out).
 """
 
@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memfs.config import DEFAULT_SESSION_MOUNT_ROOT, MAX_CONTENT_BYTES
-from memfs.model import Access, Layout, MemoryStore, SessionResource
-from memfs.rules import unique_slugs, validate_instructions
+from memfs.core.config import DEFAULT_SESSION_MOUNT_ROOT, MAX_CONTENT_BYTES
+from memfs.core.model import Access, Layout, MemoryStore, SessionResource
+from memfs.core.rules import unique_slugs, validate_instructions
 
 __all__ = [
     "DEFAULT_MOUNT_ROOT",

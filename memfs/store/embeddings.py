@@ -1,6 +1,6 @@
 """The local embedding model of semantic search (SPEC §7): model2vec static embeddings.
 
-A model directory (``$MEMFS_SEARCH_MODEL_DIR``, :func:`memfs.config.search_model_dir`)
+A model directory (``$MEMFS_SEARCH_MODEL_DIR``, :func:`memfs.core.config.search_model_dir`)
 holds what ``model2vec``'s ``StaticModel.save_pretrained`` writes, of which memfs reads:
 
 ==================== ==========================================================
@@ -31,8 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memfs import config
-from memfs.errors import SearchUnavailable
+from memfs.core import config
+from memfs.core.errors import SearchUnavailable
 
 if TYPE_CHECKING:
     import numpy as np

@@ -2,7 +2,7 @@
 
 Every rule here comes from SPEC §1 ("Validation rules, strictest union of the
 sources") unless its docstring names another source. Functions raise the typed
-errors of :mod:`memfs.errors` and never touch I/O.
+errors of :mod:`memfs.core.errors` and never touch I/O.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from memfs.config import (
+from memfs.core.config import (
     MAX_CONTENT_BYTES,
     MAX_INSTRUCTIONS_CHARS,
     MAX_METADATA_KEY_CHARS,
@@ -27,7 +27,7 @@ from memfs.config import (
     MAX_STORE_NAME_CHARS,
     MAX_VERSION_RETENTION_S,
 )
-from memfs.errors import (
+from memfs.core.errors import (
     ContentTooLarge,
     InvalidContent,
     InvalidInput,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memfs.model import (
+from memfs.core.model import (
     IdentityMount,
     Memory,
     MemoryPrefix,
@@ -18,7 +18,7 @@ from memfs.model import (
     Session,
     format_timestamp,
 )
-from memfs.query import SearchHit
+from memfs.core.query import SearchHit
 
 __all__ = [
     "identity_mount_to_wire",

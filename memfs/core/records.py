@@ -7,7 +7,7 @@ header; the store indexes what it returns (memfs/store/records.py) and never re-
 the YAML itself. The content stays the author's bytes: nothing here rewrites it.
 
 Rules (SPEC §6 table), one message per broken rule, all of them at once
-(:class:`memfs.errors.InvalidRecord`):
+(:class:`memfs.core.errors.InvalidRecord`):
 
 =============================  =====================================================
 ``type``                       episodic | semantic | procedural | preference | profile
@@ -50,9 +50,9 @@ from typing import Any, TypeVar
 
 import yaml
 
-from memfs import rules
-from memfs.errors import InvalidInput, InvalidRecord
-from memfs.model import format_timestamp
+from memfs.core import rules
+from memfs.core.errors import InvalidInput, InvalidRecord
+from memfs.core.model import format_timestamp
 
 __all__ = [
     "DEFAULT_HALF_LIFE_DAYS",

@@ -41,9 +41,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memfs.errors import InvalidInput, PermissionDenied
-from memfs.model import MAX_PRINCIPAL_ROLES, MAX_PRINCIPAL_TEXT_CHARS, UserPrincipal
-from memfs.records import RecordHeader, RecordScope
+from memfs.core.errors import InvalidInput, PermissionDenied
+from memfs.core.model import MAX_PRINCIPAL_ROLES, MAX_PRINCIPAL_TEXT_CHARS, UserPrincipal
+from memfs.core.records import RecordHeader, RecordScope
 
 __all__ = [
     "MAX_PRINCIPAL_ROLES",

@@ -25,7 +25,7 @@ import enum
 import re
 from dataclasses import dataclass
 
-from memfs.errors import InvalidInput
+from memfs.core.errors import InvalidInput
 
 __all__ = [
     "DEFAULT_SEARCH_LIMIT",

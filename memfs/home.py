@@ -24,7 +24,7 @@ local users must not read memories): files are created ``0600`` and directories
   stored (SPEC §4: "a write rejected at close is never silently dropped"):
   ``rejected/<session_id>/<UTC timestamp>[-<tag>]-<name>``.
 
-Only the standard library and :mod:`memfs.config` / :mod:`memfs.model`: every layer
+Only the standard library and :mod:`memfs.core.config` / :mod:`memfs.core.model`: every layer
 that keeps local files (fuse, remote, cli) may use it.
 """
 
@@ -39,8 +39,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from memfs.config import memfs_home
-from memfs.model import format_timestamp, utcnow
+from memfs.core.config import memfs_home
+from memfs.core.model import format_timestamp, utcnow
 
 __all__ = [
     "PRIVATE_DIRECTORY_MODE",

@@ -159,7 +159,7 @@ def sqlite_synchronous_full() -> bool:
     """
     value = os.environ.get("MEMFS_SQLITE_SYNC", "normal").lower()
     if value not in ("full", "normal"):
-        from memfs.errors import InvalidInput
+        from memfs.core.errors import InvalidInput
 
         raise InvalidInput("MEMFS_SQLITE_SYNC must be 'full' or 'normal'")
     return value == "full"

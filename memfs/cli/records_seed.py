@@ -36,9 +36,9 @@ from typing import Any
 
 import yaml
 
-from memfs.errors import InvalidInput
-from memfs.model import format_timestamp
-from memfs.records import Record, RecordHeader, RecordType, parse_record
+from memfs.core.errors import InvalidInput
+from memfs.core.model import format_timestamp
+from memfs.core.records import Record, RecordHeader, RecordType, parse_record
 
 __all__ = [
     "RECORD_SUFFIX",
