@@ -23,6 +23,7 @@ faster than the whole ``memfs`` command.
 
 from __future__ import annotations
 
+import errno
 import gc
 import json
 import logging
@@ -45,6 +46,8 @@ __all__ = ["register"]
 MOUNT_READY_TIMEOUT_S = 60.0
 # How long `memfs umount` waits for the daemon to commit pending writes and exit.
 DEFAULT_UMOUNT_TIMEOUT_S = 30.0
+# How long `memfs umount` waits for a daemon to answer before calling it stuck.
+PROBE_TIMEOUT_S = 3.0
 # How long a remote mount starting while its server is unreachable keeps trying.
 DEFAULT_SERVER_WAIT_S = 30.0
 _LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
@@ -513,7 +516,9 @@ def umount(
     force: Annotated[
         bool,
         typer.Option(
-            "--force", help="Exit 0 although a remote mount's writes stay queued (kept)."
+            "--force",
+            help="Abort the FUSE connection of a daemon that does not answer; exit 0 "
+            "although a remote mount's writes stay queued (kept).",
         ),
     ] = False,
 ) -> None:
@@ -523,13 +528,19 @@ def umount(
     (``$MEMFS_HOME/outbox/<session>``); they replay at the next mount of that session
     from this home. This says how many and where, and exits 1 unless ``--force``
     (nothing a user wrote is silently lost).
+
+    Never hangs on a dead or stuck mount: whether the daemon answers is asked in a
+    child process given :data:`PROBE_TIMEOUT_S`. A mount whose daemon is gone has its
+    FUSE connection aborted (``/sys/fs/fuse/connections/N/abort``: what still waits on
+    it fails with ENOTCONN) and is detached; one whose daemon lives but does not answer
+    is treated so only with ``--force``. Either is said on stderr.
     """
     from memfs.fuse import mounts
     from memfs.fuse.status import read_status, status_path
 
-    target = os.path.realpath(mountpoint)
+    target = mounts.mount_path(mountpoint)
     record = read_status(target)
-    if not mounts.is_mounted(target):
+    if target not in mounts.mount_points():
         if record is not None and not mounts.process_alive(int(record["pid"])):
             status_path(target).unlink(missing_ok=True)
         elsewhere = _other_namespace(record)
@@ -541,15 +552,11 @@ def umount(
             )
         fail(f"{target} is not mounted")
     pid = int(record["pid"]) if record is not None else None
-    daemon_gone = (pid is not None and not mounts.process_alive(pid)) or mounts.is_stale(target)
-    if daemon_gone:
-        result = mounts.unmount(target, lazy=True)
-        if not result.ok:
-            fail(f"removing the stale mount {target} failed: {result.message}")
-        status_path(target).unlink(missing_ok=True)
-        typer.echo(f"removed stale mount {target} (its daemon was gone)")
+    unanswered = _unanswered(target, pid)
+    if unanswered is not None:
+        _remove_unanswered(target, pid, unanswered, force=force, timeout_s=timeout_s)
         return
-    result = mounts.unmount(target, lazy=lazy)
+    result = mounts.unmount(target, lazy=lazy, timeout_s=timeout_s)
     if not result.ok:
         if "busy" in result.message.lower():
             # Nothing is lost: a file open for writing commits when its process closes it.
@@ -574,6 +581,84 @@ def umount(
         return
     typer.echo(f"unmounted {target}")
 
+
+def _unanswered(target: str, pid: int | None) -> tuple[bool, str] | None:
+    """Why the mount at ``target`` can't be unmounted by its daemon, or None when it
+    answers: (True, why) when its daemon is gone (dead, or exiting but held in the
+    kernel), (False, why) when it lives but gave no answer in :data:`PROBE_TIMEOUT_S`."""
+    from memfs.fuse import mounts
+
+    if pid is not None and not mounts.process_alive(pid):
+        return True, f"its daemon (pid {pid}) is gone"
+    answer = mounts.probe(target, PROBE_TIMEOUT_S)
+    if answer == 0:
+        return None
+    if answer is None:
+        who = f"its daemon (pid {pid})" if pid is not None else "its daemon"
+        return False, f"{who} does not answer (nothing within {PROBE_TIMEOUT_S:g} s)"
+    if answer == errno.ENOTCONN:
+        return True, "its daemon is gone (ENOTCONN)"
+    return None  # another error is an answer: the normal unmount says what it is
+
+
+def _remove_unanswered(
+    target: str, pid: int | None, unanswered: tuple[bool, str], *, force: bool,
+    timeout_s: float,
+) -> None:
+    """Aborts and detaches a mount whose daemon is gone, or (``force``) does not answer;
+    refuses the latter without ``force``. A live daemon is given up to
+    :data:`PROBE_TIMEOUT_S` to exit; the mount point is free either way."""
+    from memfs.fuse import mounts
+    from memfs.fuse.status import status_path
+
+    gone, reason = unanswered
+    if not gone and not force:
+        fail(
+            f"{target}: {reason}. Nothing was unmounted; `memfs umount --force "
+            f"{target}` aborts its FUSE connection (what waits on it fails with "
+            "ENOTCONN) and detaches it"
+        )
+    if pid is None or mounts.threads_left(pid):  # else its /dev/fuse is closed: ended
+        _abort(target, reason)
+    result = mounts.unmount(target, lazy=True, timeout_s=PROBE_TIMEOUT_S * 4)
+    if not result.ok:
+        fail(f"removing the mount {target} failed: {result.message}")
+    if gone:
+        status_path(target).unlink(missing_ok=True)
+        typer.echo(f"removed stale mount {target} (its daemon was gone)")
+    elif pid is not None and not mounts.wait_for_exit(pid, min(timeout_s, PROBE_TIMEOUT_S)):
+        # The mount point is free; the daemon sees its connection gone when it runs
+        # again, commits what its open files held and exits.
+        typer.echo(f"detached {target}; its daemon {pid} did not answer and is still running")
+    else:
+        typer.echo(f"detached {target} (its daemon did not answer)")
+
+
+def _abort(target: str, reason: str) -> None:
+    """Aborts the FUSE connection of the mount at ``target``, if it is still open, and
+    says so on stderr (a connection already closed needs nothing)."""
+    from memfs.fuse import mounts
+
+    number = mounts.connection_of(target)
+    if number is None:
+        return
+    try:
+        mounts.abort_connection(number)
+    except FileNotFoundError:
+        return  # closed already: its daemon's /dev/fuse is closed, nothing waits
+    except OSError as exc:
+        typer.echo(
+            f"memfs: {target}: {reason}; its FUSE connection {number} could not be "
+            f"aborted ({exc.strerror}); processes waiting on it stay blocked until it is "
+            f"(echo 1 > {mounts.CONNECTIONS}/{number}/abort as root)",
+            err=True,
+        )
+        return
+    typer.echo(
+        f"memfs: {target}: {reason}; aborted its FUSE connection {number} "
+        "(what waited on it failed with ENOTCONN)",
+        err=True,
+    )
 
 
 def _queued_writes_message(target: str, record: dict[str, Any] | None) -> str | None:
@@ -618,7 +703,7 @@ def status(
     from memfs.fuse import mounts
     from memfs.fuse.status import read_saved_scratch, read_status
 
-    target = os.path.realpath(mountpoint)
+    target = mounts.mount_path(mountpoint)
     record = read_status(target)
     saved_scratch = read_saved_scratch(target)
     mounted = mounts.is_mounted(target)

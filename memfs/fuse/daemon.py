@@ -10,7 +10,9 @@ runs named tasks until the filesystem is unmounted (``memfs umount``,
 * pyfuse3's request loop (``pyfuse3.main``);
 * ``memfs-changes-<directory>``: one per store, applies its change feed (changes made
   elsewhere; a long poll on a remote backend);
-* ``memfs-invalidator``: tells the kernel which cached entries changed;
+* ``memfs-invalidator``: tells the kernel which cached entries changed (the work is
+  done by a thread of its own, which may wait in the kernel: see
+  :mod:`memfs.fuse.notices`);
 * ``memfs-backend``: the backend's own work (a remote one replays its outbox);
 * ``memfs-status``: keeps the status file current (server state, outbox depth, caches,
   conflicts and refusals the backend met on its own);
@@ -19,6 +21,9 @@ runs named tasks until the filesystem is unmounted (``memfs umount``,
   Sandboxes), ends the mount once no other process is left in it
   (:class:`memfs.fuse.sandbox.NamespaceWatch`).
 
+Next to it runs a watchdog process (:mod:`memfs.fuse.watchdog`) that aborts the FUSE
+connection if the daemon is killed while a thread of it is held in the kernel.
+
 Who may use the mount (``allow_other``, the owner and modes files show) comes from
 ``MountConfig.access``; the conditions a mount would be refused for are checked first,
 so the error names the cause (:func:`memfs.fuse.sandbox.check_can_mount`). Under
@@ -26,7 +31,9 @@ systemd (``Type=notify``) the daemon sends ``READY=1`` once the mount is live an
 ``STOPPING=1`` when it starts to unmount (:mod:`memfs.fuse.sdnotify`).
 
 On the way out it commits writes still pending in open files, keeps the bytes of
-scratch files (which never reach the store) under ``rejected/``, unmounts, and removes
+scratch files (which never reach the store) under ``rejected/``, aborts its FUSE
+connection if an invalidation is still waiting in the kernel on a request nobody will
+answer any more (else the process could never exit), unmounts, and removes
 its status file last, so ``memfs umount`` knows the flush is done when the file is
 gone.
 """
@@ -51,9 +58,10 @@ from memfs.backend import AttachmentSpec, Backend, BackendEvent, BackendStatisti
 from memfs.core.errors import InvalidInput, InvalidPath
 from memfs.core.model import Access, format_timestamp, utcnow
 from memfs.core.rules import parse_store_spec, unique_slugs, validate_segment
+from memfs.fuse import watchdog
 from memfs.fuse.errno_table import errno_for
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
-from memfs.fuse.mounts import is_mounted, is_stale, unmount
+from memfs.fuse.mounts import abort_connection, connection_of, is_mounted, is_stale, unmount
 from memfs.fuse.operations import Operations
 from memfs.fuse.sandbox import MountAccess, NamespaceWatch, check_can_mount
 from memfs.fuse.sdnotify import notify
@@ -66,6 +74,7 @@ from memfs.fuse.status import (
 )
 
 __all__ = [
+    "INVALIDATION_GRACE_S",
     "MOUNT_OPTIONS",
     "DaemonLogHandler",
     "NAMESPACE_CHECK_INTERVAL_S",
@@ -87,6 +96,10 @@ MOUNT_OPTIONS = frozenset({"fsname=memfs", "subtype=memfs", "noatime"})
 NAMESPACE_CHECK_INTERVAL_S = 1.0
 # How often the status file is brought up to date with the backend (memfs status).
 STATUS_REFRESH_INTERVAL_S = 0.25
+# At unmount, how long an invalidation still in the kernel may take before the daemon
+# aborts its connection (once requests are no longer answered, one waiting on a
+# request's lock never returns by itself).
+INVALIDATION_GRACE_S = 0.5
 
 
 class DaemonLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
@@ -383,7 +396,16 @@ async def serve(
         await operations.load()
         pyfuse3.init(operations, mountpoint, set(MOUNT_OPTIONS) | config.access.kernel_options())
         mounted.append(status)
-        stack.push_async_callback(_shielded, lambda: _unmount(operations, mountpoint))
+        connection = await trio.to_thread.run_sync(connection_of, mountpoint)
+        if connection is not None:
+            # On this (the main) thread: the watchdog acts when it dies.
+            watch.own(watchdog.start(connection).pid)
+        else:
+            log.warning("no FUSE connection found for %s in mountinfo; no watchdog",
+                        mountpoint)
+        stack.push_async_callback(
+            _shielded, lambda: _unmount(operations, mountpoint, connection)
+        )
         location = backend.statistics().location
         log.info("mounted %s (%s layout, session %s, %d inodes, %s)", mountpoint,
                  config.layout.value, session_id, len(table), location)
@@ -432,8 +454,9 @@ async def _shielded(close: Callable[[], Awaitable[None]]) -> None:
         await close()
 
 
-async def _unmount(operations: Operations, mountpoint: str) -> None:
-    """Commits writes pending in open files, keeps scratch bytes, unmounts."""
+async def _unmount(operations: Operations, mountpoint: str, connection: int | None) -> None:
+    """Commits writes pending in open files, keeps scratch bytes, frees an invalidation
+    stuck in the kernel, unmounts."""
     notify(f"STOPPING=1\nSTATUS=unmounting {mountpoint}")
     await operations.commit_pending()
     try:
@@ -444,7 +467,28 @@ async def _unmount(operations: Operations, mountpoint: str) -> None:
         log.error("%d refused write(s) held in memory could not be written under "
                   "rejected/ (the disk is still full); their bytes are lost with this "
                   "daemon", held_rejected())
+    await _free_invalidation(operations, connection)
     pyfuse3.close(unmount=True)
+
+
+async def _free_invalidation(operations: Operations, connection: int | None) -> None:
+    """Aborts the mount's FUSE connection when an invalidation is still in the kernel
+    after :data:`INVALIDATION_GRACE_S`: requests are no longer answered, so one waiting
+    on a request's lock would keep this process from ever exiting (and ``/dev/fuse``
+    open, the requests waiting, the mount hanging)."""
+    stuck_s = await operations.invalidation_stuck_s(INVALIDATION_GRACE_S)
+    if stuck_s is None:
+        return
+    if connection is None:
+        log.error("an invalidation has waited in the kernel for %.1f s and the FUSE "
+                  "connection is unknown; the daemon may not exit", stuck_s)
+        return
+    log.warning("an invalidation has waited in the kernel for %.1f s on a request no "
+                "longer answered; aborting FUSE connection %d", stuck_s, connection)
+    try:
+        await trio.to_thread.run_sync(abort_connection, connection)
+    except OSError as exc:
+        log.error("could not abort FUSE connection %d: %s", connection, exc)
 
 
 def _forget_mount(mounted: list[MountStatus], mountpoint: str) -> None:

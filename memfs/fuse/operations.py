@@ -19,8 +19,8 @@ write or truncate changes nothing, and the rest is still committed at close; con
 the store refuses as a whole at close (invalid UTF-8) is kept under ``rejected/`` and
 the close reports the errno.
 
-Kernel caches are invalidated by :meth:`Operations.deliver_notices` (a separate task:
-invalidating from inside a handler could deadlock on the inode being handled).
+Kernel caches are invalidated by :meth:`Operations.deliver_notices` (a thread of its
+own: invalidating from inside a handler could deadlock on the inode being handled).
 
 Limitations: no hard links, symlinks or special files (EPERM); no ``RENAME_EXCHANGE``
 (EINVAL); a flat layout has no whiteouts, so removing a file of the default store shows
@@ -847,6 +847,14 @@ class Operations(pyfuse3.Operations):
         self._notices.send()
 
     async def deliver_notices(self) -> None:
-        """Invalidates kernel caches for changed entries, forever (a named task): see
+        """Invalidates kernel caches for changed entries until cancelled (a named task
+        whose work runs in a thread of its own): see
         :class:`memfs.fuse.notices.KernelNotices`."""
         await self._notices.deliver()
+
+    async def invalidation_stuck_s(self, grace_s: float) -> float | None:
+        """How long the kernel invalidation in progress has waited (s) once it had
+        ``grace_s`` more to end, or None when none is in progress."""
+        return await trio.to_thread.run_sync(
+            self._notices.wait_idle, grace_s, abandon_on_cancel=True
+        )

@@ -259,6 +259,11 @@ class NamespaceWatch:
         self.watched = self.namespace is not None and entered_from() is not None
         self._companion: int | None = None
         self._seen_others = False
+        self._own = {os.getpid()}  # this daemon and its helpers
+
+    def own(self, pid: int) -> None:
+        """Counts process ``pid`` (a helper of this daemon) as none of the others."""
+        self._own.add(pid)
 
     def ended(self) -> bool:
         """True when others were in the namespace and none is left (False when not
@@ -274,13 +279,12 @@ class NamespaceWatch:
         if self._companion is not None and mount_namespace(self._companion) == self.namespace:
             return True
         self._companion = None
-        own = os.getpid()
         try:
             entries = os.listdir("/proc")
         except OSError:
             return True
         for entry in entries:
-            if not entry.isdigit() or int(entry) == own:
+            if not entry.isdigit() or int(entry) in self._own:
                 continue
             if mount_namespace(entry) == self.namespace:
                 self._companion = int(entry)

@@ -63,6 +63,7 @@ from typing import Any
 from memfs import home as local
 from memfs.core.config import memfs_home
 from memfs.core.model import format_timestamp, utcnow
+from memfs.fuse.mounts import mount_path
 from memfs.home import redaction_marker
 
 __all__ = [
@@ -99,7 +100,8 @@ MAX_HELD_REJECTED_BYTES = 64 * 1024 * 1024
 
 
 def _key(mountpoint: str) -> str:
-    return hashlib.sha256(os.path.realpath(mountpoint).encode()).hexdigest()[:16]
+    # mount_path: realpath without stat'ing a mount point (which waits on its daemon).
+    return hashlib.sha256(mount_path(mountpoint).encode()).hexdigest()[:16]
 
 
 def status_path(mountpoint: str) -> Path:
