@@ -9,7 +9,6 @@ The only package that knows HTTP. Modules, one concern each:
                    versions, the change feed, sessions; api-contract §0, SPEC §2
                    deletion modes, the remote-mount extensions of issue 4)
 ``changes``        the change feed's wire form and its long polls
-``schemas``        request bodies (strict) and documented response shapes
 ``auth``           credentials → :class:`~memfs.api.auth.Principal`; scope table
 ``errors``         the ONE table from :mod:`memfs.core.errors` to status + ``error.type``
 ``serve``          ``memfs serve``: Hypercorn on trio

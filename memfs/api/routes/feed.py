@@ -8,7 +8,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.changes import (
     MAX_CHANGES_LIMIT,
@@ -21,6 +20,7 @@ from memfs.core.errors import NotFound
 from memfs.core.model import Change, ChangeKind, Scope
 from memfs.core.visibility import Viewer
 from memfs.store import Engine
+from memfs.wire.changes import ChangePage
 
 __all__ = ["router"]
 
@@ -65,7 +65,7 @@ def _read_changes(
     return changes, final.seq, False
 
 
-@router.get("/v1/memory_stores/{memory_store_id}/changes", responses=doc(schemas.ChangePage))
+@router.get("/v1/memory_stores/{memory_store_id}/changes", responses=doc(ChangePage))
 async def list_changes(
     request: Request,
     memory_store_id: str,

@@ -1,0 +1,179 @@
+"""The vocabulary every resource's shapes share (api-contract §1-§3): digests,
+timestamps, the SPEC §1 value rules as JSON Schema states them, metadata, the record
+filters of SPEC §6, and the two bases: :class:`RequestBody` (strict, unknown fields
+refused, no U+0000 anywhere) and :class:`WireObject` (a documented response object).
+
+Request models follow api-contract §5 field for field. They are strict (no coercion:
+``"name": 5`` is a 400, not ``"5"``) and refuse unknown fields, so a typo never passes
+silently; the SPEC §1 value rules (path, content, metadata limits, name length) are
+checked by :mod:`memfs.core.rules` inside the engine, which names the broken rule.
+
+Response models document the objects :mod:`memfs.wire.serialize` produces (the routes
+return those dicts directly), so ``/openapi.json`` describes what the server really
+sends; schemathesis checks that in ``tests/api``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    JsonValue,
+    WithJsonSchema,
+    model_validator,
+)
+
+__all__ = [
+    "CONTENT_SCHEMA",
+    "DeletedObject",
+    "LISTING_PREFIX_PATTERN",
+    "METADATA_SCHEMA",
+    "Metadata",
+    "MetadataPatch",
+    "NO_CONTROL",
+    "NO_NUL",
+    "NUL_MESSAGE",
+    "NoNul",
+    "PATH_SCHEMA",
+    "PREFIX_SCHEMA",
+    "RECORD_NAME_PATTERN",
+    "RecordTypeName",
+    "RequestBody",
+    "SHA256_PATTERN",
+    "Sha256",
+    "Timestamp",
+    "WholeNumber",
+    "WireObject",
+    "contains_nul",
+    "integral_number",
+]
+
+SHA256_PATTERN = r"^[0-9a-f]{64}$"
+Sha256 = Annotated[str, Field(pattern=SHA256_PATTERN, description="64 lowercase hex digits")]
+Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+
+
+# The SPEC §1 value rules as /openapi.json states them. The server checks with
+# memfs.core.rules, which names the broken rule, so these are documentation, not the check;
+# they must describe exactly what the server accepts (schemathesis tries both sides in
+# tests/api/test_schemathesis.py). What JSON Schema can't state is said in the
+# descriptions: limits are in UTF-8 bytes where these count characters, path segments
+# must be in Unicode NFC and hold no format character (category Cf).
+_FORBIDDEN = r"/\\\x00-\x1f\x7f-\x9f\u2028\u2029"  # slash, backslash, controls
+_EDGE = rf"[^{_FORBIDDEN}\s]"  # a segment's first or last character: no whitespace
+_INNER = rf"[^{_FORBIDDEN}]"
+
+
+# One segment of 1 to 255 characters without leading or trailing whitespace, neither
+# "." nor ".." (JSON Schema has no lookahead: the first character decides).
+_SEGMENT = (
+    rf"(?:[^{_FORBIDDEN}\s.](?:{_INNER}{{0,253}}{_EDGE})?"
+    rf"|\.(?:[^{_FORBIDDEN}\s.]|[^{_FORBIDDEN}.]{_INNER}{{0,252}}{_EDGE}|\.{_INNER}{{0,252}}{_EDGE}))"
+)
+PATH_SCHEMA: dict[str, JsonValue] = {
+    "pattern": rf"^(?:/{_SEGMENT}){{1,20}}$",
+    "maxLength": 1024,
+}
+PREFIX_SCHEMA: dict[str, JsonValue] = {"pattern": rf"^(?:/{_SEGMENT}){{1,20}}/$"}
+LISTING_PREFIX_PATTERN = rf"^(?:/{_SEGMENT}){{0,20}}/$"
+
+
+# The record filters (SPEC §6): a record type; a tag (1–64) or user id (1–128) without
+# control characters, as the header rules say (memfs/records.py).
+RecordTypeName = Literal["episodic", "semantic", "procedural", "preference", "profile"]
+RECORD_NAME_PATTERN = r"^[^\x00-\x1f\x7f-\x9f]+$"
+CONTENT_SCHEMA: dict[str, JsonValue] = {
+    "pattern": r"^[^\x00-\x08\x0b\x0c\x0e-\x1f\x7f]*$",
+    "maxLength": 102_400,
+}
+NO_CONTROL = r"^[^\x00-\x1f\x7f-\x9f]*$"
+NO_NUL = r"^[^\x00]*$"
+METADATA_SCHEMA: dict[str, JsonValue] = {
+    "type": "object",
+    "maxProperties": 16,
+    "propertyNames": {"minLength": 1, "maxLength": 64, "pattern": NO_NUL},
+    "additionalProperties": {"type": "string", "maxLength": 512, "pattern": NO_NUL},
+}
+Metadata = Annotated[
+    dict[str, str],
+    WithJsonSchema(METADATA_SCHEMA),
+    Field(description="At most 16 pairs; keys 1–64 characters, values at most 512."),
+]
+
+
+# A patch: a null value removes its key; the store keeps at most 16 keys after it.
+MetadataPatch = Annotated[
+    dict[str, str | None],
+    WithJsonSchema(
+        {
+            "type": "object",
+            "propertyNames": METADATA_SCHEMA["propertyNames"],
+            "additionalProperties": {
+                "anyOf": [METADATA_SCHEMA["additionalProperties"], {"type": "null"}]
+            },
+        }
+    ),
+]
+
+
+NUL_MESSAGE = "strings can't contain the NUL character (U+0000)"
+
+
+def contains_nul(value: object) -> bool:
+    """True when a string anywhere in ``value`` (JSON data) holds U+0000."""
+    if isinstance(value, str):
+        return "\x00" in value
+    if isinstance(value, dict):
+        return any(contains_nul(k) or contains_nul(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(contains_nul(v) for v in value)
+    return False
+
+
+class NoNul(BaseModel):
+    """Refuses U+0000 in any string of the body: no field may hold it (SPEC §1 forbids
+    control characters in paths, content and names), and PostgreSQL text can't store it,
+    so the engine must never see one."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_nul(cls, data: Any) -> Any:
+        if contains_nul(data):
+            raise ValueError(NUL_MESSAGE)
+        return data
+
+
+class RequestBody(NoNul):
+    """A request body of api-contract §5: strict (no coercion), unknown fields refused."""
+
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+def integral_number(value: object) -> object:
+    """A JSON number with no fraction (``86400.0``) is the integer JSON Schema says it
+    is; strict validation would refuse it as a float."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+# A JSON Schema integer in a strict body: ``86400`` or ``86400.0``, never ``"86400"``.
+WholeNumber = Annotated[int, BeforeValidator(integral_number)]
+
+
+class WireObject(BaseModel):
+    """An object the server sends (api-contract §4); fields it does not name are kept
+    (api-contract §1.3: a client ignores what it does not know)."""
+
+    model_config = ConfigDict(extra="allow")
+
+
+class DeletedObject(WireObject):
+    """api-contract §4.2 / §4.5 (``memory_store_deleted`` or ``memory_deleted``)."""
+
+    id: str
+    type: Literal["memory_store_deleted", "memory_deleted"]
