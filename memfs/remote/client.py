@@ -55,7 +55,7 @@ serves for remote mounts (SPEC §1 allows extra endpoints)::
 
 Errors come back as the typed errors of :mod:`memfs.core.errors`, translated from the error
 envelope of api-contract §2.1 by the registry the server sends them with
-(:func:`memfs.core.errors.error_class_for`, the inverse of each class's ``wire``). Every
+(:func:`memfs.wire.errors.error_class_for`, the inverse of its table). Every
 failure that says nothing about the request itself (no connection, a timeout, a 5xx,
 408, 429, a body that is not JSON) raises
 :class:`ServerUnavailable`, so that the caller can queue the write in its outbox and try
@@ -86,7 +86,6 @@ from memfs.core.errors import (
     MemfsError,
     PathConflict,
     PreconditionFailed,
-    error_class_for,
 )
 from memfs.core.model import Session
 from memfs.core.query import SearchHit
@@ -97,6 +96,7 @@ from memfs.remote.records import (
     RemoteStore,
     RemoteVersion,
 )
+from memfs.wire.errors import error_class_for
 
 __all__ = [
     "BETA_HEADER",
@@ -154,7 +154,7 @@ def error_from_response(response: httpx.Response) -> MemfsError:
 
     Returns:
         :class:`ServerUnavailable` for 5xx, 408 and 429; else the class
-        :func:`memfs.core.errors.error_class_for` picks (a plain :class:`MemfsError` for a
+        :func:`memfs.wire.errors.error_class_for` picks (a plain :class:`MemfsError` for a
         status no class is sent with), carrying ``error.message`` as its message and
         ``details.error_code`` as its ``code`` (so e.g. a 403 ``read_only_attachment``
         stays distinguishable).
