@@ -1,5 +1,5 @@
-"""The change feed over HTTP (issue 4 §2): the wire form of a change, and the wake-ups
-of long polls.
+"""The change feed over HTTP (SPEC §4 remote mounts): the wake-ups of long polls. The
+wire form of a change is :func:`memfs.wire.change_to_wire`.
 
 ``GET /v1/memory_stores/{id}/changes?after=SEQ&timeout_s=N`` answers at once when the
 store has changes after ``SEQ``; otherwise it parks in :meth:`ChangeNotifier.wait` for
@@ -38,7 +38,6 @@ import anyio.to_thread
 import sniffio
 
 from memfs.core.errors import NotFound
-from memfs.core.model import Change, format_timestamp
 
 __all__ = [
     "MAX_CHANGES_LIMIT",
@@ -46,7 +45,6 @@ __all__ = [
     "POLL_INTERVAL_S",
     "WATCHED_POLL_INTERVAL_S",
     "ChangeNotifier",
-    "change_to_wire",
     "run_until_disconnected",
 ]
 
@@ -66,26 +64,6 @@ WATCHED_POLL_INTERVAL_S = 10.0
 # Engine.watch_changes: subscribes a callback (called from another thread with the
 # store ids that changed, or None for any) and returns the function that unsubscribes.
 Watch = Callable[[Callable[[frozenset[str] | None], None]], Callable[[], None]]
-
-
-def change_to_wire(change: Change) -> dict[str, Any]:
-    """One ``memory_store_change`` object (wire shape in :mod:`memfs.remote.client`).
-
-    The engine's content address (``blob_key``) never crosses the wire; ``content_sha256``
-    names the bytes (``blob_purged``: the erased ones, ``memory_written``: the new head's).
-    """
-    return {
-        "type": "memory_store_change",
-        "seq": change.seq,
-        "memory_store_id": change.memory_store_id,
-        "kind": change.kind.value,
-        "memory_id": change.memory_id,
-        "path": change.path,
-        "old_path": change.old_path,
-        "content_sha256": change.content_sha256,
-        "memory_version_id": change.memory_version_id,
-        "created_at": format_timestamp(change.created_at),
-    }
 
 
 class _StoreWatch:

@@ -69,7 +69,7 @@ from memfs.remote.outbox import (
     WriteOperation,
     WriteOutcome,
 )
-from memfs.remote.records import RemoteMemory
+from memfs.wire.memories import MemoryOut
 
 __all__ = [
     "ApplyResult",
@@ -102,9 +102,9 @@ class ApplyResult:
     """
 
     outcome: WriteOutcome
-    memory: RemoteMemory | None = None
+    memory: MemoryOut | None = None
     conflict_path: str | None = None
-    moved: list[RemoteMemory] = field(default_factory=list)
+    moved: list[MemoryOut] = field(default_factory=list)
     discarded: bool = False
     detail: str = ""
 
@@ -123,11 +123,11 @@ def conflict_path(path: str, when: datetime, session_id: str) -> str:
     return f"{parent}/{conflict_name(name, when, session_id)}"
 
 
-async def _memory_at(client: MemfsClient, store_id: str, path: str) -> RemoteMemory | None:
+async def _memory_at(client: MemfsClient, store_id: str, path: str) -> MemoryOut | None:
     return await client.find_memory_by_path(store_id, path)
 
 
-async def _holds(client: MemfsClient, store_id: str, path: str, sha256: str) -> RemoteMemory | None:
+async def _holds(client: MemfsClient, store_id: str, path: str, sha256: str) -> MemoryOut | None:
     """The memory at ``path`` if its content has digest ``sha256``."""
     memory = await _memory_at(client, store_id, path)
     return memory if memory is not None and memory.content_sha256 == sha256 else None
@@ -139,7 +139,7 @@ async def _create_conflict_copy(
     assert write.content is not None
     target = conflict_path(write.path, write.created_at, session_id)
     digest = _sha256(write.content)
-    memory: RemoteMemory | None
+    memory: MemoryOut | None
     try:
         memory = await client.create_memory(write.store_id, target, write.content)
     except PathConflict:

@@ -43,7 +43,9 @@ from memfs.core.model import (
 from memfs.remote.cache import ContentCache, default_cache_root
 from memfs.remote.client import MemfsClient, ServerUnavailable
 from memfs.remote.outbox import Outbox
-from memfs.remote.records import RemoteChange, RemoteMemory, RemoteStore
+from memfs.wire.changes import ChangeOut
+from memfs.wire.memories import MemoryOut
+from memfs.wire.stores import MemoryStoreOut
 
 __all__ = [
     "PENDING_VERSION_PREFIX",
@@ -91,7 +93,7 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _memory(remote: RemoteMemory) -> Memory:
+def _memory(remote: MemoryOut) -> Memory:
     return Memory(
         id=remote.id,
         memory_store_id=remote.memory_store_id,
@@ -107,7 +109,7 @@ def _memory(remote: RemoteMemory) -> Memory:
     )
 
 
-def _store(remote: RemoteStore) -> MemoryStore:
+def _store(remote: MemoryStoreOut) -> MemoryStore:
     return MemoryStore(
         id=remote.id,
         name=remote.name,
@@ -121,7 +123,7 @@ def _store(remote: RemoteStore) -> MemoryStore:
     )
 
 
-def _change(remote: RemoteChange, memory_id: str | None) -> Change:
+def _change(remote: ChangeOut, memory_id: str | None) -> Change:
     return Change(
         seq=remote.seq,
         memory_store_id=remote.memory_store_id,

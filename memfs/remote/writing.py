@@ -37,7 +37,6 @@ from memfs.remote.outbox import (
     WriteOutcome,
 )
 from memfs.remote.reading import RemoteReads
-from memfs.remote.records import RemoteMemory
 from memfs.remote.replay import ApplyResult, replay_outbox
 from memfs.remote.state import (
     PENDING_VERSION_PREFIX,
@@ -50,6 +49,7 @@ from memfs.remote.state import (
     _memory,
     _sha256,
 )
+from memfs.wire.memories import MemoryOut
 
 __all__ = ["RemoteWrites"]
 
@@ -135,7 +135,7 @@ class RemoteWrites(RemoteReads):
     async def create_memory(
         self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
     ) -> Memory:
-        async def direct() -> RemoteMemory:
+        async def direct() -> MemoryOut:
             return await self._client.create_memory(store_id, path, content, metadata=metadata)
 
         write = PendingWrite(store_id, WriteOperation.CREATE, path, content=content)
@@ -171,7 +171,7 @@ class RemoteWrites(RemoteReads):
             server_id = self._server_id(memory_id)
             base = self._base(memory_id, server_id)
 
-            async def direct() -> RemoteMemory:
+            async def direct() -> MemoryOut:
                 if server_id is None:
                     raise NotFound(f"{memory_id} was never created on the server")
                 return await self._client.update_memory(
@@ -245,7 +245,7 @@ class RemoteWrites(RemoteReads):
             await self._submit_locked([write], direct)
 
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
-        async def direct() -> list[RemoteMemory]:
+        async def direct() -> list[MemoryOut]:
             return await self._client.rename_prefix(store_id, old_prefix, new_prefix)
 
         write = PendingWrite(

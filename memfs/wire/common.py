@@ -15,7 +15,9 @@ sends; schemathesis checks that in ``tests/api``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+import enum
+from datetime import datetime
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import (
     BaseModel,
@@ -23,6 +25,8 @@ from pydantic import (
     ConfigDict,
     Field,
     JsonValue,
+    PlainSerializer,
+    PlainValidator,
     WithJsonSchema,
     model_validator,
 )
@@ -54,7 +58,21 @@ __all__ = [
 
 SHA256_PATTERN = r"^[0-9a-f]{64}$"
 Sha256 = Annotated[str, Field(pattern=SHA256_PATTERN, description="64 lowercase hex digits")]
-Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+# An RFC 3339 timestamp on the wire (api-contract §1.2), a datetime once read.
+Timestamp = Annotated[datetime, WithJsonSchema({"type": "string", "format": "date-time"})]
+
+
+
+def enum_field(values: type[enum.StrEnum]) -> tuple[Any, ...]:
+    """The metadata of a field holding a member of ``values`` (an enum of the core
+    model): read as the member itself, sent as its string, documented with the values
+    inline as a ``Literal`` would be. Put it on a ``NewType`` of the enum, so that
+    FastAPI does not add a component of its own for the enum to ``/openapi.json``."""
+    return (
+        PlainValidator(values),
+        PlainSerializer(str),
+        WithJsonSchema({"enum": [member.value for member in values], "type": "string"}),
+    )
 
 
 # The SPEC §1 value rules as /openapi.json states them. The server checks with
@@ -165,11 +183,34 @@ def integral_number(value: object) -> object:
 WholeNumber = Annotated[int, BeforeValidator(integral_number)]
 
 
-class WireObject(BaseModel):
-    """An object the server sends (api-contract §4); fields it does not name are kept
-    (api-contract §1.3: a client ignores what it does not know)."""
+def _document_read_defaults(schema: dict[str, Any], cls: type[Any]) -> None:
+    """``json_schema_extra`` of :class:`WireObject`: the fields named in
+    ``cls.read_defaults`` are documented as always sent (required, no default)."""
+    names = getattr(cls, "read_defaults", ())
+    if not names:
+        return
+    properties = schema["properties"]
+    for name in names:
+        properties[name].pop("default", None)
+    required = set(schema.get("required", ())) | set(names)
+    schema["required"] = [name for name in properties if name in required]
 
-    model_config = ConfigDict(extra="allow")
+
+class WireObject(BaseModel):
+    """An object the server sends (api-contract §4), one description for both ends: the
+    server documents its answers with it (``/openapi.json``; the routes send the dicts
+    of :mod:`memfs.wire.serialize`), the remote client reads the answers with it.
+
+    Reading is tolerant (api-contract §1.3): fields it does not name are kept, not
+    refused, and the fields named in :attr:`read_defaults` take their default when an
+    older server leaves them out. The server always sends those, so ``/openapi.json``
+    documents them as required all the same. Read objects are frozen.
+    """
+
+    model_config = ConfigDict(extra="allow", frozen=True, json_schema_extra=_document_read_defaults)
+
+    # Fields the server always sends that a reader still accepts without (their default).
+    read_defaults: ClassVar[tuple[str, ...]] = ()
 
 
 class DeletedObject(WireObject):

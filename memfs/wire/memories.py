@@ -191,18 +191,26 @@ class MemoryOut(WireObject):
     """api-contract §4.3 (``content`` null unless ``view=full``); ``record`` (memfs
     extension, SPEC §6) only on memories that are records."""
 
+    # Sent by memfs.wire.serialize.memory_to_wire; read by the remote client. The
+    # engine's content address (blob_key, xxh3) never crosses the wire: a remote mount
+    # keys content by content_sha256 (SPEC §4 "local content-addressed cache keyed by
+    # content hash").
+
+    read_defaults = ("type", "content", "metadata", "status")
+
     id: str
-    type: Literal["memory"]
+    type: Literal["memory"] = "memory"
     memory_store_id: str
     memory_version_id: str
     path: str
-    content: str | None
+    content: str | None = None
     content_sha256: str
     content_size_bytes: int
     created_at: Timestamp
     updated_at: Timestamp
-    metadata: dict[str, str]
+    metadata: dict[str, str] = {}
     status: Literal["active", "deleted"] = Field(
+        default="active",
         description="memfs extension (seed 004): deleted for a soft-deleted memory, "
         "listed with include_deleted=true or status=deleted; restorable."
     )

@@ -99,23 +99,44 @@ class MemoryStoreOut(WireObject):
     """api-contract §4.1, plus the counters ``entry_count`` and ``total_size`` and the
     SPEC §8 extensions ``status``, ``system_managed``, ``identity_id``, ``binding_info``."""
 
+    # Sent by memfs.wire.serialize.store_to_wire; read by the remote client.
+
+    read_defaults = (
+        "type",
+        "description",
+        "metadata",
+        "archived_at",
+        "entry_count",
+        "total_size",
+        "version_retention_seconds",
+        "status",
+        "system_managed",
+        "identity_id",
+        "binding_info",
+    )
+
     id: str
-    type: Literal["memory_store"]
+    type: Literal["memory_store"] = "memory_store"
     name: str
-    description: str
-    metadata: dict[str, str]
+    description: str = ""
+    metadata: dict[str, str] = {}
     created_at: Timestamp
     updated_at: Timestamp
-    archived_at: Timestamp | None
-    entry_count: int
-    total_size: int
+    archived_at: Timestamp | None = None
+    entry_count: int = 0
+    total_size: int = 0
     version_retention_seconds: int | None = Field(
-        description="memfs extension (SPEC §2): null keeps every version forever."
+        default=None, description="memfs extension (SPEC §2): null keeps every version forever."
     )
-    status: Literal["active", "archived"]
-    system_managed: bool
-    identity_id: str | None
-    binding_info: BindingInfo
+    status: Literal["active", "archived"] = "active"
+    system_managed: bool = False
+    identity_id: str | None = None
+    binding_info: BindingInfo = BindingInfo(identity_template_count=0)
+
+    @property
+    def archived(self) -> bool:
+        """True when the store is archived: read-only (SPEC §2 archive)."""
+        return self.archived_at is not None
 
 
 class MemoryStorePage(WireObject):

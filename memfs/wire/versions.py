@@ -3,11 +3,13 @@ actors (§4.7) and its page."""
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal, NewType
 
+from memfs.core.model import Operation
 from memfs.wire.common import (
     Timestamp,
     WireObject,
+    enum_field,
 )
 
 __all__ = [
@@ -27,22 +29,42 @@ class Actor(WireObject):
     service_account_id: str | None = None
 
 
+# An Operation of memfs.core.model (common.enum_field says why a NewType).
+_Operation = NewType("_Operation", Operation)
+VersionOperation = Annotated[_Operation, *enum_field(Operation)]
+
+
 class MemoryVersionOut(WireObject):
     """api-contract §4.6, plus ``reason`` (audited reason of a deletion)."""
 
+    # Sent by memfs.wire.serialize.version_to_wire; read by the remote client.
+    # content, content_sha256 and content_size_bytes are null for deleted versions and
+    # after redaction; content also unless asked with view=full.
+
+    read_defaults = (
+        "type",
+        "content",
+        "content_sha256",
+        "content_size_bytes",
+        "path",
+        "created_by",
+        "redacted_at",
+        "redacted_by",
+    )
+
     id: str
-    type: Literal["memory_version"]
+    type: Literal["memory_version"] = "memory_version"
     memory_id: str
     memory_store_id: str
-    operation: Literal["created", "modified", "deleted"]
+    operation: VersionOperation
     created_at: Timestamp
-    content: str | None
-    content_sha256: str | None
-    content_size_bytes: int | None
-    path: str | None
-    created_by: Actor | None
-    redacted_at: Timestamp | None
-    redacted_by: Actor | None
+    content: str | None = None
+    content_sha256: str | None = None
+    content_size_bytes: int | None = None
+    path: str | None = None
+    created_by: Actor | None = None
+    redacted_at: Timestamp | None = None
+    redacted_by: Actor | None = None
     reason: str | None = None
 
 

@@ -12,7 +12,6 @@ from memfs.api.auth import Principal
 from memfs.api.changes import (
     MAX_CHANGES_LIMIT,
     MAX_LONG_POLL_TIMEOUT_S,
-    change_to_wire,
     run_until_disconnected,
 )
 from memfs.api.routes._common import doc, json_response, notifier, run
@@ -20,6 +19,7 @@ from memfs.core.errors import NotFound
 from memfs.core.model import Change, ChangeKind, Scope
 from memfs.core.visibility import Viewer
 from memfs.store import Engine
+from memfs.wire import change_to_wire
 from memfs.wire.changes import ChangePage
 
 __all__ = ["router"]

@@ -35,7 +35,11 @@ from memfs.api.auth import Principal
 from memfs.api.routes._common import doc, json_response, run
 from memfs.core.model import Scope
 from memfs.store import Engine
-from memfs.wire import identity_mount_to_wire, store_to_wire
+from memfs.wire import (
+    identity_mount_deleted_to_wire,
+    identity_mount_to_wire,
+    store_to_wire,
+)
 from memfs.wire.identities import (
     IDENTITY_ID_PATTERN,
     TEMPLATE_ID_PATTERN,
@@ -106,12 +110,7 @@ async def delete_mount(
         for scope in (Scope.READ, Scope.WRITE):
             principal.require(scope, memory_store_id, agents=False)
         engine.unmount_store(identity_id, template_id, memory_store_id)
-        return {
-            "type": "memory_store_mount_deleted",
-            "memory_store_id": memory_store_id,
-            "identity_id": identity_id,
-            "template_id": template_id,
-        }
+        return identity_mount_deleted_to_wire(memory_store_id, identity_id, template_id)
 
     return json_response(await run(request, op))
 

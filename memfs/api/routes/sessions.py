@@ -47,7 +47,7 @@ from memfs.core.errors import InvalidInput, NotFound, PermissionDenied
 from memfs.core.model import Access, Layout, Scope, Session
 from memfs.core.visibility import UserPrincipal, handed_principal, make_principal
 from memfs.store import Engine, ResourceSpec
-from memfs.wire import session_to_wire
+from memfs.wire import session_deleted_to_wire, session_to_wire
 from memfs.wire.sessions import DeletedSession, SessionCreate, SessionOut, SessionPage
 
 __all__ = ["ATTACHMENT_SCOPES", "router"]
@@ -282,7 +282,7 @@ async def delete_session(request: Request, session_id: str) -> JSONResponse:
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         _require_handing(principal, _visible_session(engine, principal, session_id))
         engine.delete_session(session_id)
-        return {"id": session_id, "type": "session_deleted"}
+        return session_deleted_to_wire(session_id)
 
     return json_response(await run(request, op))
 
