@@ -92,6 +92,7 @@ from memfs.core.query import SearchHit
 from memfs.wire.changes import ChangePage
 from memfs.wire.errors import error_class_for
 from memfs.wire.memories import MemoryOut
+from memfs.wire.search import SearchHitOut
 from memfs.wire.stores import MemoryStoreOut
 from memfs.wire.versions import MemoryVersionOut
 
@@ -513,15 +514,16 @@ class MemfsClient:
         """
         body = {"query": query, "memory_store_ids": list(store_ids), "limit": limit}
         data = await self._request("POST", "/v1/search", body=body)
+        hits = [SearchHitOut.model_validate(item) for item in data.get("data", [])]
         return [
             SearchHit(
-                store_id=hit["memory_store_id"],
-                memory_id=hit["memory_id"],
-                path=hit["path"],
-                score=float(hit["score"]),
-                snippet=hit["snippet"],
+                store_id=hit.memory_store_id,
+                memory_id=hit.memory_id,
+                path=hit.path,
+                score=hit.score,
+                snippet=hit.snippet,
             )
-            for hit in data.get("data", [])
+            for hit in hits
         ]
 
     async def rename_prefix(

@@ -1,4 +1,4 @@
-"""The change-feed follower of a remote mount (issue 4, issue 10 item 7, SPEC §2).
+"""The change-feed follower of a remote mount (SPEC §4 remote mounts, SPEC §2 redaction).
 
 :class:`RemoteFeed` reads the server's change feed for the FUSE layer:
 :meth:`RemoteFeed.changes_since` (the long poll; replays the outbox first, purges
@@ -48,7 +48,7 @@ MISSED_PURGES_BATCH = 1000
 # fetched ahead (changes_since), so that the FUSE layer's get_memory of each is answered
 # here: a directory by listing it (100 per request) when that reads at most
 # LIST_AHEAD_OVERREAD entries per memory wanted there, the others READ_AHEAD_CONCURRENCY
-# at a time (issue 10 item 7: 5,000 changes were 5,000 requests in a row).
+# at a time (SPEC §4 "bulk changes included": 5,000 changes were 5,000 requests in a row).
 FETCH_AHEAD_MIN = 4
 LIST_AHEAD_OVERREAD = 25
 

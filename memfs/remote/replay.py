@@ -6,7 +6,7 @@ server is reachable, and :func:`replay_outbox` uses it for the queued entries, o
 first, stopping at the first one the server can't take yet.
 
 Rules (SPEC §4 "Concurrent writers", "A write rejected at close is never silently
-dropped"; issue 4 "Conflicts and faults lose nothing"):
+dropped": conflicts and faults lose nothing):
 
 =================  ===============================  ====================================
 operation          server says                      outcome
@@ -352,7 +352,8 @@ async def replay_outbox(
             refusal (e.g. to invalidate kernel caches or record status).
         lock: held around each entry (read, apply, mark done, ``on_result``), never
             across two: writers that take it between entries queue behind the rest
-            instead of waiting for the whole drain (issue 10 item 2).
+            instead of waiting for the whole drain (SPEC §4 close-to-open: a close
+            does not wait on other writers' backlog).
 
     Returns:
         The report; ``stopped_by`` is None when the outbox is empty.

@@ -1,4 +1,4 @@
-"""What a :class:`~memfs.remote.backend.RemoteBackend` knows and tracks (issue 4):
+"""What a :class:`~memfs.remote.backend.RemoteBackend` knows and tracks (SPEC §4):
 its shared state, the session fetch, and whether the server answers and still takes
 the session token.
 
@@ -75,7 +75,7 @@ REPLAY_RETRY_MAX_S = 1.0
 # Pause between tries of the first session fetch while the server is unreachable.
 STARTUP_RETRY_MAX_S = 1.0
 # server_state once the server refuses the session token (401), and the pause between
-# two replays then (issue 11 item 1).
+# two replays then (the queued writes wait for a token the server takes, SPEC §3).
 TOKEN_REFUSED = "token refused"
 TOKEN_RETRY_S = 30.0
 

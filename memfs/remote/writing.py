@@ -1,4 +1,4 @@
-"""The write path of a remote mount (issue 4, SPEC §4): direct writes, queueing in
+"""The write path of a remote mount (SPEC §4): direct writes, queueing in
 the outbox, provisional memories, and the replay of the outbox.
 
 :class:`RemoteWrites` sends a write to the server when nothing is queued and the
@@ -167,7 +167,7 @@ class RemoteWrites(RemoteReads):
             return await self.get_memory(store_id, memory_id)
         async with self._write_lock:
             # Under the lock: a replay may be turning a provisional id into the server's
-            # right now (issue 10 item 2: read before, the write missed its memory).
+            # right now (read before the lock, the write would miss its memory).
             server_id = self._server_id(memory_id)
             base = self._base(memory_id, server_id)
 

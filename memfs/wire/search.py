@@ -74,7 +74,9 @@ class SearchRequest(RequestBody):
 class SearchHitOut(WireObject):
     """One ranked hit (memfs extension, SPEC §7)."""
 
-    type: Literal["search_hit"]
+    read_defaults = ("type",)
+
+    type: Literal["search_hit"] = "search_hit"
     memory_store_id: str
     memory_id: str
     path: str

@@ -137,7 +137,7 @@ class SessionCreate(NoNul):
         ),
         json_schema_extra={"minimum": 1, "maximum": MAX_SESSION_TTL_S},
     )
-    # memfs extension (issue 15, SPEC §6): the principal, either as one object or as
+    # memfs extension (SPEC §6 visibility): the principal, either as one object or as
     # the two flat fields; a key with a principal hands its own when none is given.
     principal: PrincipalParam | None = None
     user_id: PrincipalText | None = None

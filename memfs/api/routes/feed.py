@@ -1,5 +1,5 @@
 """A store's change feed, ``GET …/changes``: a long poll that remote mounts follow
-(issue 4; wire shape in :mod:`memfs.remote.client`, waiting in :mod:`memfs.api.changes`)."""
+(SPEC §4; wire shape in :mod:`memfs.wire.changes`, waiting in :mod:`memfs.api.changes`)."""
 
 from __future__ import annotations
 
@@ -83,8 +83,8 @@ async def list_changes(
     ] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_CHANGES_LIMIT)] = MAX_CHANGES_LIMIT,
 ) -> JSONResponse:
-    """The store's change feed, a long poll (issue 4; wire shape in
-    :mod:`memfs.remote.client`): changes with ``seq > after``, oldest first, at once if
+    """The store's change feed, a long poll (SPEC §4; wire shape in
+    :mod:`memfs.wire.changes`): changes with ``seq > after``, oldest first, at once if
     there are any; else it waits up to ``timeout_s`` for one, and answers ``data: []``
     if none came. It never waits when ``after > last_seq`` (the feed was reset: the
     caller must resynchronize) or when the store is deleted. A deleted store answers
