@@ -5,16 +5,10 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, NewType
 
-from pydantic import (
-    Field,
-)
+from pydantic import Field
 
 from memfs.core.model import ChangeKind
-from memfs.wire.common import (
-    Timestamp,
-    WireObject,
-    enum_field,
-)
+from memfs.wire.common import Timestamp, WireObject, enum_field
 
 __all__ = [
     "ChangeOut",
@@ -36,8 +30,14 @@ class ChangeOut(WireObject):
     # that a mount holding that content in its cache need not fetch it. None when the
     # server does not know or does not send it.
 
-    read_defaults = ("type", "memory_id", "path", "old_path", "content_sha256",
-                     "memory_version_id")
+    read_defaults = (
+        "type",
+        "memory_id",
+        "path",
+        "old_path",
+        "content_sha256",
+        "memory_version_id",
+    )
 
     type: Literal["memory_store_change"] = "memory_store_change"
     seq: int

@@ -5,15 +5,9 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import (
-    Field,
-)
+from pydantic import Field
 
-from memfs.wire.common import (
-    RequestBody,
-    Timestamp,
-    WireObject,
-)
+from memfs.wire.common import RequestBody, Timestamp, WireObject
 
 __all__ = [
     "IDENTITY_ID_PATTERN",

@@ -7,11 +7,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import (
-    ConfigDict,
-    Field,
-    WithJsonSchema,
-)
+from pydantic import ConfigDict, Field, WithJsonSchema
 
 from memfs.wire.common import (
     CONTENT_SCHEMA,

@@ -5,9 +5,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import (
-    Field,
-)
+from pydantic import Field
 
 from memfs.wire.common import (
     LISTING_PREFIX_PATTERN,

@@ -5,17 +5,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import (
-    ConfigDict,
-    Field,
-    WithJsonSchema,
-)
+from pydantic import ConfigDict, Field, WithJsonSchema
 
-from memfs.core.config import (
-    DEFAULT_PAIR_MOUNT_ROOT,
-    MAX_SESSION_TTL_S,
-    MAX_STORES_PER_SESSION,
-)
+from memfs.core.config import DEFAULT_PAIR_MOUNT_ROOT, MAX_SESSION_TTL_S, MAX_STORES_PER_SESSION
 from memfs.core.model import MAX_PRINCIPAL_ROLES, MAX_PRINCIPAL_TEXT_CHARS
 from memfs.wire.common import (
     NO_CONTROL,

@@ -6,16 +6,9 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import (
-    BeforeValidator,
-    Field,
-    JsonValue,
-    WithJsonSchema,
-)
+from pydantic import BeforeValidator, Field, JsonValue, WithJsonSchema
 
-from memfs.core.config import (
-    MAX_VERSION_RETENTION_S,
-)
+from memfs.core.config import MAX_VERSION_RETENTION_S
 from memfs.wire.common import (
     NO_CONTROL,
     NO_NUL,

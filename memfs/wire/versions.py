@@ -6,11 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Literal, NewType
 
 from memfs.core.model import Operation
-from memfs.wire.common import (
-    Timestamp,
-    WireObject,
-    enum_field,
-)
+from memfs.wire.common import Timestamp, WireObject, enum_field
 
 __all__ = [
     "Actor",
