@@ -1,4 +1,4 @@
-"""The REST API, wire-compatible with ``anthropic`` SDK memory stores (issue 3).
+"""The REST API, wire-compatible with ``anthropic`` SDK memory stores (api-contract).
 
 The only package that knows HTTP. Modules, one concern each:
 
@@ -7,11 +7,10 @@ The only package that knows HTTP. Modules, one concern each:
                    middleware, error handlers, ``/openapi.json``
 ``routes/``        the endpoints, one module per resource (stores, memories,
                    versions, the change feed, sessions; api-contract §0, SPEC §2
-                   deletion modes, the remote-mount extensions of issue 4)
-``changes``        the change feed's wire form and its long polls
-``schemas``        request bodies (strict) and documented response shapes
+                   deletion modes, the remote-mount extensions of SPEC §4)
+``changes``        the long polls of the change feed
 ``auth``           credentials → :class:`~memfs.api.auth.Principal`; scope table
-``errors``         the ONE table from :mod:`memfs.core.errors` to status + ``error.type``
+``errors``         the error envelope, by the one table of :mod:`memfs.wire.errors`
 ``serve``          ``memfs serve``: Hypercorn on trio
 =================  ============================================================
 """

@@ -34,10 +34,10 @@ from memfs.api.errors import (
 )
 from memfs.api.openapi import openapi_document
 from memfs.api.routes import allowed_methods, authenticate_request, router
-from memfs.api.schemas import MAX_JSON_DEPTH, nests_too_deep
 from memfs.core.errors import InvalidInput, InvalidMetadata, MemfsError
 from memfs.core.ids import new_id
 from memfs.store import Engine
+from memfs.wire.common import MAX_JSON_DEPTH, nests_too_deep
 
 __all__ = ["RequestContextMiddleware", "create_app", "error_response"]
 

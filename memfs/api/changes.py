@@ -1,5 +1,5 @@
-"""The change feed over HTTP (issue 4 §2): the wake-ups of long polls (the wire form of
-a change is :func:`memfs.wire.change_to_wire`, shared with ``memfs watch``).
+"""The change feed over HTTP (SPEC §4 remote mounts): the wake-ups of long polls. The
+wire form of a change is :func:`memfs.wire.change_to_wire`.
 
 ``GET /v1/memory_stores/{id}/changes?after=SEQ&timeout_s=N`` answers at once when the
 store has changes after ``SEQ``; otherwise it parks in :meth:`ChangeNotifier.wait` for
@@ -7,18 +7,18 @@ up to ``N`` seconds. A parked request learns of a new change in one of two ways:
 
 * **Writes through this server** wake it at once: every request that may have written
   to a store calls :meth:`ChangeNotifier.notify` when it ends (``routes._run``).
-* **Writes made elsewhere** (another ``memfs serve`` on the same PostgreSQL database, the
-  CLI or an embedded mount on the same SQLite file) arrive as notifications of the
+* **Writes made elsewhere** (another ``memfs serve`` on the same PostgreSQL database,
+  the CLI or an embedded mount on the same SQLite file) arrive as notifications of the
   engine's change watch (:meth:`memfs.store.Engine.watch_changes`: PostgreSQL
   ``LISTEN/NOTIFY``, an inotify watch of the SQLite file), which wake the parked
-  requests of the stores named (issue 12 idle cost: nothing is read while nothing
-  changes). Without a watch the store's ``last_change_seq`` is read every
-  :data:`POLL_INTERVAL_S` instead; with one, every :data:`WATCHED_POLL_INTERVAL_S`
-  as a backstop. The read is shared: of all the requests parked on one store, one at a
-  time (the *poller*) reads the seq, and wakes the others when it moved; when the
-  poller leaves (its change came, its time ran out, its client went away) it wakes the
-  others and one of them takes over. So a store costs one cheap query per wake-up,
-  however many mounts watch it.
+  requests of the stores named (SPEC §4 "an idle mount costs (close to) nothing":
+  nothing is read while nothing changes). Without a watch the store's
+  ``last_change_seq`` is read every :data:`POLL_INTERVAL_S` instead; with one, every
+  :data:`WATCHED_POLL_INTERVAL_S` as a backstop. The read is shared: of all the requests
+  parked on one store, one at a time (the *poller*) reads the seq, and wakes the others
+  when it moved; when the poller leaves (its change came, its time ran out, its client
+  went away) it wakes the others and one of them takes over. So a store costs one cheap
+  query per wake-up, however many mounts watch it.
 
 There is no background task: the work happens inside the parked requests, so a request
 that ends, or is cancelled because its client disconnected
@@ -58,7 +58,7 @@ MAX_CHANGES_LIMIT = 1000
 # second".
 POLL_INTERVAL_S = 0.25
 # The same with a change watch, whose notifications wake parked requests at once: a
-# backstop only (issue 12 idle cost).
+# backstop only (SPEC §4: an idle mount costs (close to) nothing).
 WATCHED_POLL_INTERVAL_S = 10.0
 
 # Engine.watch_changes: subscribes a callback (called from another thread with the

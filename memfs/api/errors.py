@@ -1,4 +1,5 @@
-"""The HTTP edge of the error tree: the envelope of :mod:`memfs.core.errors`' registry.
+"""The server's HTTP edge of the error tree: the envelope, built from the one table of
+:mod:`memfs.wire.errors`.
 
 Every error response of the API has the envelope of api-contract §2.1::
 
@@ -15,13 +16,14 @@ with the headers ``request-id`` (every response, see :mod:`memfs.api.app`) and
 ``x-should-retry: false`` on every deterministic 4xx, so that the SDK does not retry a
 409 twice (api-contract §2.3). 5xx responses omit it: the SDK may retry those.
 
-The status and ``error.type`` of an error are its class's ``wire``
-(:class:`memfs.core.errors.WireError`): the registry in :mod:`memfs.core.errors` is the one table,
-which the HTTP client of remote mounts reads too. A subclass without its own ``wire`` is
-sent as its nearest ancestor. Errors that only exist at the HTTP edge (an unknown route,
-a method the route does not have, a request body over :data:`MAX_REQUEST_BODY_BYTES`, a
-failure we did not foresee) are subclasses of the domain classes defined here, with
-their own ``wire`` where it differs::
+The status and ``error.type`` of an error are :func:`memfs.wire.errors.wire_error` of its
+class: the table in :mod:`memfs.wire.errors` is the one table, which the HTTP client of
+remote mounts reads too, and where the choices the contract leaves open (api-contract
+§8) are drawn. A class without a row of its own is sent as its nearest ancestor. Errors
+that only exist at the HTTP edge (an unknown route, a method the route does not have, a
+request body over :data:`MAX_REQUEST_BODY_BYTES`, a failure we did not foresee) are
+subclasses of the domain classes defined here, with a row of their own in
+:data:`EDGE_ROWS` where they are sent otherwise than their parent::
 
     MemfsError
     ├── InvalidInput
@@ -31,17 +33,8 @@ their own ``wire`` where it differs::
     │   └── RouteNotFound            no such route                      → 404
     └── InternalError                an exception memfs did not raise   → 500
 
-Choices the contract leaves open (api-contract §8), decided once in the ``wire`` of the
-classes of :mod:`memfs.core.errors`:
-
-* ``ContentTooLarge`` → **413** ``invalid_request_error`` (SDK ``ContentTooLargeError``);
-  the SDK's sync helper treats 400 and 413 alike as a permanent refusal.
-* ``StoreFull`` → **400** ``invalid_request_error`` (``error_code: store_full``): a
-  permanent refusal, not a state the caller can resolve by re-reading (which a 409 means
-  to the SDK sync helper).
-* ``StoreArchived`` → **400** ``invalid_request_error`` (api-contract §5.3, §5.6, §8.1).
-* A missing scope → 403 ``permission_error`` with ``error_code: api_key_scope_missing``
-  (the SDK raises ``BetaAPIKeyScopeMissingError``, a ``PermissionDeniedError``).
+A missing scope → 403 ``permission_error`` with ``error_code: api_key_scope_missing``
+(the SDK raises ``BetaAPIKeyScopeMissingError``, a ``PermissionDeniedError``).
 """
 
 from __future__ import annotations
@@ -59,10 +52,11 @@ from memfs.core.errors import (
     PreconditionFailed,
     StorageFull,
     StoreBusy,
-    WireError,
 )
+from memfs.wire.errors import WireError, wire_error
 
 __all__ = [
+    "EDGE_ROWS",
     "MAX_REQUEST_BODY_BYTES",
     "InternalError",
     "MethodNotAllowed",
@@ -98,14 +92,12 @@ class RequestTooLarge(InvalidInput):
     """Raised when a request body exceeds :data:`MAX_REQUEST_BODY_BYTES`."""
 
     code = "request_too_large"
-    wire = WireError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error")
 
 
 class MethodNotAllowed(InvalidInput):
     """Raised when a route exists but not with the request's method."""
 
     code = "method_not_allowed"
-    wire = WireError(HTTPStatus.METHOD_NOT_ALLOWED, "invalid_request_error")
 
 
 class RouteNotFound(NotFound):
@@ -120,10 +112,18 @@ class InternalError(MemfsError):
     code = "internal_error"
 
 
+# The rows of the classes above that are not sent as their parent is; the others are
+# sent by the table of memfs.wire.errors.
+EDGE_ROWS: dict[type[MemfsError], WireError] = {
+    RequestTooLarge: WireError(HTTPStatus.REQUEST_ENTITY_TOO_LARGE, "invalid_request_error"),
+    MethodNotAllowed: WireError(HTTPStatus.METHOD_NOT_ALLOWED, "invalid_request_error"),
+}
+
+
 def status_and_type(exc: MemfsError) -> tuple[HTTPStatus, str]:
-    """The HTTP status and ``error.type`` of ``exc``: its class's ``wire`` (the most
-    specific class that declares one, :mod:`memfs.core.errors` registry)."""
-    wire = type(exc).wire
+    """The HTTP status and ``error.type`` of ``exc``: the row of its most specific class
+    that has one, in :data:`EDGE_ROWS` or the table of :mod:`memfs.wire.errors`."""
+    wire = wire_error(type(exc), EDGE_ROWS)
     return HTTPStatus(wire.status), wire.type
 
 
@@ -134,7 +134,7 @@ def error_body(exc: MemfsError, request_id: str | None) -> tuple[HTTPStatus, dic
     ``conflicting_path`` in the error object (api-contract §2.1, SPEC §2 "naming the
     conflicting memory"); ``memory_precondition_failed_error`` carries
     ``actual_content_sha256``, the head's digest at the check, so that a writer can
-    tell what it lost to without another request (issue 4, remote mounts).
+    tell what it lost to without another request (SPEC §4 remote mounts).
     """
     status, error_type = status_and_type(exc)
     # A 5xx does not leak internals (paths, hosts, tracebacks: in the server log by

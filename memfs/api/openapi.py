@@ -8,7 +8,7 @@
   next without guessing ids.
 
 What JSON Schema can't state about the values (byte limits, Unicode NFC, rules
-between two fields) is said in the descriptions of :mod:`memfs.api.schemas`.
+between two fields) is said in the descriptions of the request models of :mod:`memfs.wire`.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ from typing import Any
 from fastapi import FastAPI
 from fastapi.openapi.utils import get_openapi
 
-from memfs.api import schemas
 from memfs.api.routes.search import document_search_modes
+from memfs.wire.errors import ErrorEnvelope
 
 __all__ = ["ERROR_STATUSES", "LINKS", "openapi_document"]
 
@@ -158,7 +158,7 @@ def openapi_document(app: FastAPI) -> Callable[[], dict[str, Any]]:
             routes=app.routes,
         )
         components = document.setdefault("components", {}).setdefault("schemas", {})
-        envelope = schemas.ErrorEnvelope.model_json_schema(
+        envelope = ErrorEnvelope.model_json_schema(
             ref_template="#/components/schemas/{model}"
         )
         components.update(envelope.pop("$defs", {}))

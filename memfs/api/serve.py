@@ -1,4 +1,4 @@
-"""``memfs serve``: the API served by Hypercorn on trio (issue 3).
+"""``memfs serve``: the API served by Hypercorn on trio (api-contract, SPEC §5).
 
 One process, one event loop, engine calls in worker threads. SIGINT or SIGTERM stops
 accepting connections and lets requests in flight finish (up to
@@ -207,7 +207,7 @@ def serve(
 
     With ``certfile`` and ``keyfile`` it speaks HTTPS only (TLS 1.2 or later; the ready
     line says ``https://``). Without them on a non-loopback host it warns once: bearer
-    tokens would cross the network in clear text (issue 11 item 8).
+    tokens would cross the network in clear text (SPEC §3: a token is the credential).
 
     Args:
         database: SQLite path, ``sqlite:///`` or ``postgresql://`` URL; None means the

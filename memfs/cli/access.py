@@ -23,11 +23,11 @@ from memfs.cli._common import (
     print_table,
 )
 from memfs.core.errors import InvalidInput, InvalidTtl
-from memfs.core.model import Access, ApiKey, Scope, Session, format_timestamp, utcnow
+from memfs.core.model import Access, Scope, Session, format_timestamp, utcnow
 from memfs.core.rules import parse_duration_s, parse_store_spec
 from memfs.core.visibility import UserPrincipal, make_principal
 from memfs.store import ResourceSpec
-from memfs.wire import session_to_wire
+from memfs.wire import api_key_to_wire, session_to_wire
 
 __all__ = ["register"]
 
@@ -60,23 +60,6 @@ def register(app: typer.Typer) -> None:
     session_app.info.no_args_is_help = True
     app.add_typer(key_app, name="key")
     app.add_typer(session_app, name="session")
-
-
-def _key_to_json(key: ApiKey, secret: str | None = None) -> dict[str, Any]:
-    """An API key's public record (plus its secret right after creation)."""
-    record: dict[str, Any] = {
-        "id": key.id,
-        "type": "api_key",
-        "name": key.name,
-        "scopes": [scope.value for scope in key.scopes],
-        "store_ids": list(key.store_ids),
-        "created_at": format_timestamp(key.created_at),
-        "revoked_at": format_timestamp(key.revoked_at) if key.revoked_at else None,
-        "principal": None if key.principal is None else key.principal.to_wire(),
-    }
-    if secret is not None:
-        record["secret"] = secret
-    return record
 
 
 def _parse_scopes(values: list[str]) -> list[Scope]:
@@ -118,7 +101,7 @@ def key_create(
         store_ids = [engine.find_store(value).id for value in store or []]
         key, secret = engine.create_api_key(name, scopes, store_ids, principal=principal)
     if as_json:
-        print_json(_key_to_json(key, secret))
+        print_json(api_key_to_wire(key, secret))
         return
     typer.echo(f"id:      {key.id}")
     typer.echo(f"scopes:  {' '.join(s.value for s in key.scopes)}")
@@ -135,7 +118,7 @@ def key_list(database: DatabaseOption = None, as_json: JsonOption = False) -> No
     with command_engine(database) as engine:
         keys = engine.list_api_keys()
     if as_json:
-        print_json({"data": [_key_to_json(k) for k in keys], "next_page": None})
+        print_json({"data": [api_key_to_wire(k) for k in keys], "next_page": None})
         return
     print_table(
         ("ID", "STATE", "SCOPES", "STORES", "CREATED", "NAME", "USER"),
@@ -165,7 +148,7 @@ def key_revoke(
     with command_engine(database) as engine:
         key = engine.revoke_api_key(api_key_id)
     if as_json:
-        print_json(_key_to_json(key))
+        print_json(api_key_to_wire(key))
     else:
         typer.echo(f"{key.id} revoked")
 

@@ -420,8 +420,10 @@ class _RemoteFeed:
             batch = await self._client.changes(
                 store_id, after=after, timeout_s=MAX_LONG_POLL_TIMEOUT_S, limit=BATCH_LIMIT
             )
-            if batch.changes:
-                return [Change(**c.model_dump(), blob_key=None) for c in batch.changes]
+            if batch.data:
+                return [
+                    Change(**c.model_dump(exclude={"type"}), blob_key=None) for c in batch.data
+                ]
             if batch.last_seq < after:
                 raise _invalid(
                     f"the change feed of {store_id} was reset (its newest seq is "

@@ -2,8 +2,8 @@
 
 Every layer below the edges (model, rules, store engine) raises only these
 classes. Each edge translates them in exactly one table: the FUSE layer to an
-errno (``memfs/fuse/errno_table.py``), the HTTP API to a status and an
-``error.type`` (``memfs/api/errors.py``), the CLI to one printed line and an
+errno (``memfs/fuse/errno_table.py``), the HTTP edges to a status and an
+``error.type`` (``memfs/wire/errors.py``), the CLI to one printed line and an
 exit status.
 
 ::
@@ -43,34 +43,12 @@ exit status.
     ├── CorruptedStore                  an invariant fsck checks was found broken
     └── BackendUnavailable              the store can't be asked now (a remote server away)
 
-The registry: every class carries its ``code`` (``details.error_code`` on the wire) and
-its :class:`WireError`, the HTTP status and ``error.type`` it is sent as (api-contract
-§2.1). A subclass that declares no ``wire`` is sent as its parent is. Both HTTP edges
-read it, and nothing else: the server sends ``type(exc).wire`` (``memfs/api/errors.py``)
-and the client turns a response back into a class with :func:`error_class_for`
-(``memfs/remote/client.py``). The wire of each class (→ status, ``error.type``)::
-
-    MemfsError               500 api_error
-    InvalidInput             400 invalid_request_error   (all its subclasses too,
-    ContentTooLarge          413 invalid_request_error    but ContentTooLarge)
-    NotFound                 404 not_found_error
-    Conflict                 409 conflict_error          (HeadVersionRedaction,
-    PathConflict             409 memory_path_conflict_error   NotRestorable, StoreBound)
-    PreconditionFailed       409 memory_precondition_failed_error
-    StoreArchived, StoreFull 400 invalid_request_error   (permanent refusals; a 409
-                                                          would mean "re-read and retry")
-    PermissionDenied         403 permission_error
-    AuthenticationFailed     401 authentication_error
-    StoreBusy                503 overloaded_error        (transient: retry-after is set)
-    StorageFull              503 overloaded_error        (transient once space is freed)
-    DatabaseUnreachable      503 overloaded_error        (transient: the server comes back)
-    CorruptedStore           500 api_error
+``REGISTRY`` maps every class's ``code`` (``details.error_code`` on the wire) back to
+the class. How each class crosses HTTP (its status and ``error.type``) is not this
+module's business: the one table of that is :mod:`memfs.wire.errors`.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
-from typing import ClassVar
 
 __all__ = [
     "REGISTRY",
@@ -108,26 +86,7 @@ __all__ = [
     "StorageFull",
     "StoreBusy",
     "StoreFull",
-    "WireError",
-    "error_class_for",
 ]
-
-
-@dataclass(frozen=True)
-class WireError:
-    """How an error class is sent at the HTTP edge (api-contract §2.1).
-
-    Attributes:
-        status: the HTTP status code, e.g. 409.
-        type: the envelope's ``error.type``, e.g. ``"memory_path_conflict_error"``.
-    """
-
-    status: int
-    type: str
-
-
-_API_ERROR = WireError(500, "api_error")
-_INVALID_REQUEST = WireError(400, "invalid_request_error")
 
 
 class MemfsError(Exception):
@@ -139,7 +98,6 @@ class MemfsError(Exception):
     """
 
     code: str = "memfs_error"
-    wire: ClassVar[WireError] = _API_ERROR
 
     def __init__(self, message: str, *, code: str | None = None) -> None:
         super().__init__(message)
@@ -155,7 +113,6 @@ class InvalidInput(MemfsError):
     """Raised when a request is malformed or breaks a SPEC §1 rule; nothing changed."""
 
     code = "invalid_input"
-    wire = _INVALID_REQUEST
 
 
 class InvalidPath(InvalidInput):
@@ -183,7 +140,6 @@ class ContentTooLarge(InvalidContent):
     """Raised when content exceeds 102,400 bytes (SPEC §1)."""
 
     code = "content_too_large"
-    wire = WireError(413, "invalid_request_error")
 
 
 class InvalidMetadata(InvalidInput):
@@ -250,14 +206,12 @@ class NotFound(MemfsError):
     """Raised when an id is unknown, deleted, or belongs to another store."""
 
     code = "not_found"
-    wire = WireError(404, "not_found_error")
 
 
 class Conflict(MemfsError):
     """Base of state conflicts (HTTP 409)."""
 
     code = "conflict"
-    wire = WireError(409, "conflict_error")
 
 
 class PathConflict(Conflict):
@@ -271,7 +225,6 @@ class PathConflict(Conflict):
     """
 
     code = "memory_path_conflict"
-    wire = WireError(409, "memory_path_conflict_error")
 
     def __init__(
         self, message: str, *, conflicting_memory_id: str | None, conflicting_path: str | None
@@ -290,7 +243,6 @@ class PreconditionFailed(Conflict):
     """
 
     code = "memory_precondition_failed"
-    wire = WireError(409, "memory_precondition_failed_error")
 
     def __init__(self, message: str, *, actual_sha256: str) -> None:
         super().__init__(message)
@@ -321,28 +273,24 @@ class StoreArchived(MemfsError):
     """Raised on a write the archive rule forbids (SPEC §2 archive)."""
 
     code = "store_archived"
-    wire = _INVALID_REQUEST
 
 
 class StoreFull(MemfsError):
     """Raised when a create would exceed the per-store memory limit (SPEC §1 limits)."""
 
     code = "store_full"
-    wire = _INVALID_REQUEST
 
 
 class PermissionDenied(MemfsError):
     """Raised when the caller's credential lacks the scope, store or access mode needed."""
 
     code = "permission_denied"
-    wire = WireError(403, "permission_error")
 
 
 class AuthenticationFailed(MemfsError):
     """Raised when a credential is missing, unknown or revoked."""
 
     code = "authentication_failed"
-    wire = WireError(401, "authentication_error")
 
 
 class CredentialExpired(AuthenticationFailed):
@@ -368,9 +316,6 @@ class StoreBusy(MemfsError):
     """
 
     code = "store_busy"
-    # api-contract §2.2/§2.3: 503 is ServiceUnavailableError, which the SDK retries,
-    # honouring the ``retry-after`` header the server adds (memfs.api.app).
-    wire = WireError(503, "overloaded_error")
 
     def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
@@ -390,8 +335,6 @@ class StorageFull(MemfsError):
     """
 
     code = "storage_full"
-    # Retryable, as StoreBusy: the SDK retries a 503 and honours ``retry-after``.
-    wire = WireError(503, "overloaded_error")
 
     def __init__(
         self, message: str, *, path: str | None = None, retry_after_s: float = 5.0
@@ -443,8 +386,6 @@ class DatabaseUnreachable(DatabaseUnavailable):
     """
 
     code = "database_unreachable"
-    # Retryable, as StoreBusy: the SDK retries a 503 and honours ``retry-after``.
-    wire = WireError(503, "overloaded_error")
 
     def __init__(self, message: str, *, retry_after_s: float = 1.0) -> None:
         super().__init__(message)
@@ -456,7 +397,6 @@ class CorruptedStore(MemfsError):
     hash to its key). ``memfs fsck`` reports the same conditions without raising."""
 
     code = "corrupted_store"
-    wire = _API_ERROR
 
 
 class BackendUnavailable(MemfsError):
@@ -482,35 +422,3 @@ def _tree(cls: type[MemfsError]) -> list[type[MemfsError]]:
 # tree drawn above (codes are unique: tests/remote/test_error_registry.py).
 REGISTRY: dict[str, type[MemfsError]] = {cls.code: cls for cls in _tree(MemfsError)}
 
-
-def error_class_for(status: int, error_type: str | None, code: str | None) -> type[MemfsError]:
-    """The class an HTTP error response stands for: the inverse of ``wire``.
-
-    Args:
-        status: the response's HTTP status.
-        error_type: its ``error.type``, or None when the body has none.
-        code: its ``details.error_code``, or None.
-
-    Returns:
-        The class registered under ``code``; else the first class of the tree
-        (pre-order: the most general) sent as ``(status, error_type)``; else the first
-        sent as ``error_type`` (a 412 ``memory_precondition_failed_error`` is a
-        PreconditionFailed); else the first sent with ``status``; else
-        :class:`MemfsError`. So a code the registry does not
-        hold (a ``PermissionDenied`` whose code says why, e.g. ``read_only_attachment``,
-        or an error of the HTTP edge only, e.g. ``route_not_found``) comes back as the
-        most general class of its status and type.
-    """
-    if code in REGISTRY:
-        return REGISTRY[code]
-    wire = WireError(status, error_type or "")
-    for cls in REGISTRY.values():
-        if cls.wire == wire:
-            return cls
-    for cls in REGISTRY.values():
-        if cls.wire.type == error_type:
-            return cls
-    for cls in REGISTRY.values():
-        if cls.wire.status == status:
-            return cls
-    return MemfsError

@@ -1,4 +1,4 @@
-"""Remote mounts: a mount daemon that talks to a ``memfs serve`` elsewhere (issue 4).
+"""Remote mounts: a mount daemon that talks to a ``memfs serve`` elsewhere (SPEC §4, §5).
 
 ==========================  ==========================================================
 module                      what it holds

@@ -61,7 +61,7 @@ _SHA256_RE = re.compile(r"[0-9a-f]{64}")
 
 
 def default_cache_root() -> Path:
-    """``$MEMFS_HOME/cache`` (issue 4)."""
+    """``$MEMFS_HOME/cache`` (SPEC §4: the local content-addressed cache)."""
     return memfs_home() / "cache"
 
 

@@ -55,7 +55,7 @@ serves for remote mounts (SPEC §1 allows extra endpoints)::
 
 Errors come back as the typed errors of :mod:`memfs.core.errors`, translated from the error
 envelope of api-contract §2.1 by the registry the server sends them with
-(:func:`memfs.core.errors.error_class_for`, the inverse of each class's ``wire``). Every
+(:func:`memfs.wire.errors.error_class_for`, the inverse of its table). Every
 failure that says nothing about the request itself (no connection, a timeout, a 5xx,
 408, 429, a body that is not JSON) raises
 :class:`ServerUnavailable`, so that the caller can queue the write in its outbox and try
@@ -86,17 +86,15 @@ from memfs.core.errors import (
     MemfsError,
     PathConflict,
     PreconditionFailed,
-    error_class_for,
 )
 from memfs.core.model import Session
 from memfs.core.query import SearchHit
-from memfs.remote.records import (
-    ChangeBatch,
-    RemoteChange,
-    RemoteMemory,
-    RemoteStore,
-    RemoteVersion,
-)
+from memfs.wire.changes import ChangePage
+from memfs.wire.errors import error_class_for
+from memfs.wire.memories import MemoryOut
+from memfs.wire.search import SearchHitOut
+from memfs.wire.stores import MemoryStoreOut
+from memfs.wire.versions import MemoryVersionOut
 
 __all__ = [
     "BETA_HEADER",
@@ -154,7 +152,7 @@ def error_from_response(response: httpx.Response) -> MemfsError:
 
     Returns:
         :class:`ServerUnavailable` for 5xx, 408 and 429; else the class
-        :func:`memfs.core.errors.error_class_for` picks (a plain :class:`MemfsError` for a
+        :func:`memfs.wire.errors.error_class_for` picks (a plain :class:`MemfsError` for a
         status no class is sent with), carrying ``error.message`` as its message and
         ``details.error_code`` as its ``code`` (so e.g. a 403 ``read_only_attachment``
         stays distinguishable).
@@ -317,19 +315,19 @@ class MemfsClient:
 
     # -------------------------------------------------------------- stores
 
-    async def retrieve_store(self, store_id: str) -> RemoteStore:
+    async def retrieve_store(self, store_id: str) -> MemoryStoreOut:
         """``GET /v1/memory_stores/{id}`` (api-contract §5.2), archived ones included.
 
         Raises:
             NotFound, PermissionDenied, AuthenticationFailed, ServerUnavailable.
         """
-        return RemoteStore.model_validate(await self._request("GET", _store_url(store_id)))
+        return MemoryStoreOut.model_validate(await self._request("GET", _store_url(store_id)))
 
     # ------------------------------------------------------------ memories
 
     async def list_memories(
         self, store_id: str, *, path_prefix: str | None = None, depth: int | None = None
-    ) -> list[RemoteMemory]:
+    ) -> list[MemoryOut]:
         """Every live memory of a store (or below ``path_prefix``), following
         ``next_page`` to the end (api-contract §3, §5.10), ``view=basic``: contents are
         None, digests and sizes are set. ``memory_prefix`` items (``depth`` > 0) are
@@ -339,14 +337,14 @@ class MemfsClient:
             NotFound, InvalidPath (a prefix without a trailing ``/``), PermissionDenied,
             AuthenticationFailed, ServerUnavailable.
         """
-        result: list[RemoteMemory] = []
+        result: list[MemoryOut] = []
         async for page in self.memory_pages(store_id, path_prefix=path_prefix, depth=depth):
             result.extend(page)
         return result
 
     async def memory_pages(
         self, store_id: str, *, path_prefix: str | None = None, depth: int | None = None
-    ) -> AsyncGenerator[list[RemoteMemory], None]:
+    ) -> AsyncGenerator[list[MemoryOut], None]:
         """:meth:`list_memories` one page (up to :data:`LIST_PAGE_LIMIT` requested
         items) at a time, so that a caller may stop early; same errors."""
         params: dict[str, str | int] = {"view": "basic", "limit": LIST_PAGE_LIMIT}
@@ -360,14 +358,14 @@ class MemfsClient:
             data = await self._request("GET", _memories_url(store_id), params=query)
             items = data.get("data") or []
             yield [
-                RemoteMemory.model_validate(item) for item in items if item.get("type") == "memory"
+                MemoryOut.model_validate(item) for item in items if item.get("type") == "memory"
             ]
             page = data.get("next_page")
             # api-contract §3: a cursor with an empty page would loop forever.
             if not page or not items:
                 return
 
-    async def find_memory_by_path(self, store_id: str, path: str) -> RemoteMemory | None:
+    async def find_memory_by_path(self, store_id: str, path: str) -> MemoryOut | None:
         """The live memory at exactly ``path``, or None (a ``depth=1`` listing of its
         directory; the API has no lookup by path).
 
@@ -381,7 +379,7 @@ class MemfsClient:
                 return memory
         return None
 
-    async def retrieve_memory(self, store_id: str, memory_id: str) -> RemoteMemory:
+    async def retrieve_memory(self, store_id: str, memory_id: str) -> MemoryOut:
         """``GET …/memories/{id}?view=full`` (api-contract §5.8): the memory with content.
 
         Raises:
@@ -389,9 +387,9 @@ class MemfsClient:
             AuthenticationFailed, ServerUnavailable.
         """
         data = await self._request("GET", _memory_url(store_id, memory_id), params={"view": "full"})
-        return RemoteMemory.model_validate(data)
+        return MemoryOut.model_validate(data)
 
-    async def retrieve_version(self, store_id: str, version_id: str) -> RemoteVersion:
+    async def retrieve_version(self, store_id: str, version_id: str) -> MemoryVersionOut:
         """``GET …/memory_versions/{id}?view=full`` (api-contract §5.13), with content
         unless it is a ``deleted`` or redacted version.
 
@@ -403,9 +401,9 @@ class MemfsClient:
             f"{_store_url(store_id)}/memory_versions/{version_id}",
             params={"view": "full"},
         )
-        return RemoteVersion.model_validate(data)
+        return MemoryVersionOut.model_validate(data)
 
-    async def list_versions(self, store_id: str, memory_id: str) -> list[RemoteVersion]:
+    async def list_versions(self, store_id: str, memory_id: str) -> list[MemoryVersionOut]:
         """Every version of one memory, newest first (``GET …/memory_versions?memory_id=``,
         api-contract §5.12, ``view=basic``: no contents), following ``next_page``.
 
@@ -414,7 +412,7 @@ class MemfsClient:
             ServerUnavailable.
         """
         params: dict[str, str | int] = {"memory_id": memory_id, "limit": LIST_PAGE_LIMIT}
-        result: list[RemoteVersion] = []
+        result: list[MemoryVersionOut] = []
         page: str | None = None
         while True:
             query = dict(params) if page is None else {**params, "page": page}
@@ -422,14 +420,14 @@ class MemfsClient:
                 "GET", f"{_store_url(store_id)}/memory_versions", params=query
             )
             items = data.get("data") or []
-            result.extend(RemoteVersion.model_validate(item) for item in items)
+            result.extend(MemoryVersionOut.model_validate(item) for item in items)
             page = data.get("next_page")
             if not page or not items:
                 return result
 
     async def create_memory(
         self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
-    ) -> RemoteMemory:
+    ) -> MemoryOut:
         """``POST …/memories`` (api-contract §5.7); returns the new memory (``view=basic``,
         so ``content`` is None: the caller has it). ``metadata`` is the memfs extension
         of SPEC §1 (sent only when given).
@@ -447,7 +445,7 @@ class MemfsClient:
             body={"path": path, "content": content}
             | ({} if metadata is None else {"metadata": metadata}),
         )
-        return RemoteMemory.model_validate(data)
+        return MemoryOut.model_validate(data)
 
     async def update_memory(
         self,
@@ -459,7 +457,7 @@ class MemfsClient:
         expected_sha256: str | None = None,
         metadata: dict[str, str] | None = None,
         replace: bool = False,
-    ) -> RemoteMemory:
+    ) -> MemoryOut:
         """``POST …/memories/{id}`` (api-contract §5.9): new content and/or path, with a
         ``content_sha256`` precondition when ``expected_sha256`` is given (the digest
         the file had when it was opened, SPEC §4 concurrent writers). An update that
@@ -492,7 +490,7 @@ class MemfsClient:
         data = await self._request(
             "POST", _memory_url(store_id, memory_id), params={"view": "basic"}, body=body
         )
-        return RemoteMemory.model_validate(data)
+        return MemoryOut.model_validate(data)
 
     async def delete_memory(
         self, store_id: str, memory_id: str, *, expected_sha256: str | None = None
@@ -516,20 +514,21 @@ class MemfsClient:
         """
         body = {"query": query, "memory_store_ids": list(store_ids), "limit": limit}
         data = await self._request("POST", "/v1/search", body=body)
+        hits = [SearchHitOut.model_validate(item) for item in data.get("data", [])]
         return [
             SearchHit(
-                store_id=hit["memory_store_id"],
-                memory_id=hit["memory_id"],
-                path=hit["path"],
-                score=float(hit["score"]),
-                snippet=hit["snippet"],
+                store_id=hit.memory_store_id,
+                memory_id=hit.memory_id,
+                path=hit.path,
+                score=hit.score,
+                snippet=hit.snippet,
             )
-            for hit in data.get("data", [])
+            for hit in hits
         ]
 
     async def rename_prefix(
         self, store_id: str, old_prefix: str, new_prefix: str
-    ) -> list[RemoteMemory]:
+    ) -> list[MemoryOut]:
         """Directory rename: ``POST …/memories/rename_prefix`` (extension, wire shape in
         the module docstring). Returns the moved memories in new-path order.
 
@@ -542,13 +541,13 @@ class MemfsClient:
             f"{_memories_url(store_id)}/rename_prefix",
             body={"old_prefix": old_prefix, "new_prefix": new_prefix},
         )
-        return [RemoteMemory.model_validate(item) for item in data.get("data") or []]
+        return [MemoryOut.model_validate(item) for item in data.get("data") or []]
 
     # --------------------------------------------------------- change feed
 
     async def changes(
         self, store_id: str, *, after: int, timeout_s: float = 0.0, limit: int | None = None
-    ) -> ChangeBatch:
+    ) -> ChangePage:
         """The store's changes with ``seq > after`` (extension long poll, wire shape in
         the module docstring). Waits up to ``timeout_s`` (capped at
         :data:`MAX_LONG_POLL_TIMEOUT_S`) for the first one when there is none.
@@ -570,10 +569,7 @@ class MemfsClient:
         data = await self._request(
             "GET", f"{_store_url(store_id)}/changes", params=params, request_timeout=timeout
         )
-        return ChangeBatch(
-            changes=[RemoteChange.model_validate(item) for item in data.get("data") or []],
-            last_seq=int(data.get("last_seq", 0)),
-        )
+        return ChangePage.model_validate(data)
 
 
 def _seconds(value: float) -> str | int:

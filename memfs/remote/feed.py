@@ -1,4 +1,4 @@
-"""The change-feed follower of a remote mount (issue 4, issue 10 item 7, SPEC §2).
+"""The change-feed follower of a remote mount (SPEC §4 remote mounts, SPEC §2 redaction).
 
 :class:`RemoteFeed` reads the server's change feed for the FUSE layer:
 :meth:`RemoteFeed.changes_since` (the long poll; replays the outbox first, purges
@@ -28,9 +28,9 @@ from memfs.core.model import (
 )
 from memfs.home import private_directory, write_atomically
 from memfs.remote.reading import READ_AHEAD_CONCURRENCY
-from memfs.remote.records import ChangeBatch, RemoteChange
 from memfs.remote.state import _change, _memory
 from memfs.remote.writing import RemoteWrites
+from memfs.wire.changes import ChangeOut, ChangePage
 
 __all__ = [
     "FETCH_AHEAD_MIN",
@@ -48,7 +48,7 @@ MISSED_PURGES_BATCH = 1000
 # fetched ahead (changes_since), so that the FUSE layer's get_memory of each is answered
 # here: a directory by listing it (100 per request) when that reads at most
 # LIST_AHEAD_OVERREAD entries per memory wanted there, the others READ_AHEAD_CONCURRENCY
-# at a time (issue 10 item 7: 5,000 changes were 5,000 requests in a row).
+# at a time (SPEC §4 "bulk changes included": 5,000 changes were 5,000 requests in a row).
 FETCH_AHEAD_MIN = 4
 LIST_AHEAD_OVERREAD = 25
 
@@ -85,9 +85,9 @@ class RemoteFeed(RemoteWrites):
             batch = await self._ask(
                 self._client.changes(store_id, after=after, limit=MISSED_PURGES_BATCH)
             )
-            if not batch.changes:
+            if not batch.data:
                 break
-            for remote in batch.changes:
+            for remote in batch.data:
                 if (
                     remote.kind is ChangeKind.BLOB_PURGED
                     and remote.content_sha256
@@ -95,7 +95,7 @@ class RemoteFeed(RemoteWrites):
                 ):
                     log.info("purged content %s redacted while unmounted from the disk "
                              "cache", remote.content_sha256)
-            after = batch.changes[-1].seq
+            after = batch.data[-1].seq
         await self._thread(_write_position, path, current)
 
     async def changes_since(
@@ -125,7 +125,7 @@ class RemoteFeed(RemoteWrites):
         # A replay running now may be creating memories whose changes this batch holds:
         # map them to their provisional ids only once it is done.
         async with self._write_lock:
-            for remote in batch.changes:
+            for remote in batch.data:
                 if (
                     remote.kind is ChangeKind.BLOB_PURGED
                     and remote.content_sha256
@@ -140,20 +140,20 @@ class RemoteFeed(RemoteWrites):
                 changes.append(_change(remote, memory_id))
             for server_id in claimed:
                 del self._unclaimed[server_id]
-        if batch.changes:  # the disk cache has had this batch's purges
+        if batch.data:  # the disk cache has had this batch's purges
             await self._thread(
-                _write_position, self._feed_position_path(store_id), batch.changes[-1].seq
+                _write_position, self._feed_position_path(store_id), batch.data[-1].seq
             )
         return changes
 
-    async def _fetch_ahead(self, store_id: str, after_seq: int, batch: ChangeBatch) -> None:
+    async def _fetch_ahead(self, store_id: str, after_seq: int, batch: ChangePage) -> None:
         """Fetches the states of the memories a large change batch names (see
         :data:`FETCH_AHEAD_MIN`) into ``_ahead``, where :meth:`get_memory` finds them.
         Memories this mount wrote at that version are left out (the FUSE layer asks
         nothing for them). Never raises: what could not be fetched is asked for later."""
         self._listed = {k: v for k, v in self._listed.items() if v[0] > after_seq}
-        wanted: dict[str, RemoteChange] = {}
-        for change in batch.changes:
+        wanted: dict[str, ChangeOut] = {}
+        for change in batch.data:
             if change.memory_id is None or change.kind not in (
                 ChangeKind.MEMORY_WRITTEN, ChangeKind.MEMORY_DELETED
             ):
@@ -172,7 +172,7 @@ class RemoteFeed(RemoteWrites):
         except MemfsError as exc:  # e.g. the server went away: get_memory asks again
             log.debug("fetching %d changed memories ahead stopped: %s", len(wanted), exc)
 
-    def _take_listed(self, wanted: dict[str, RemoteChange]) -> None:
+    def _take_listed(self, wanted: dict[str, ChangeOut]) -> None:
         """Moves the listed states that are current for ``wanted`` into ``_ahead``."""
         for memory_id, change in wanted.items():
             listed = self._listed.pop(memory_id, None)
@@ -180,7 +180,7 @@ class RemoteFeed(RemoteWrites):
                 self._ahead[memory_id] = listed[1]
 
     async def _list_ahead(
-        self, store_id: str, wanted: dict[str, RemoteChange], seq: int
+        self, store_id: str, wanted: dict[str, ChangeOut], seq: int
     ) -> None:
         """Lists each directory of written memories of ``wanted`` (not fetched yet) whose
         listing reads at most :data:`LIST_AHEAD_OVERREAD` entries per memory wanted in

@@ -1,4 +1,4 @@
-"""The reading side of a remote mount (issue 4): listings, memory states and content.
+"""The reading side of a remote mount (SPEC §4): listings, memory states and content.
 
 :class:`RemoteReads` answers ``get_memory`` from the queued state while writes to the
 memory are still in the outbox (the server's older state never overwrites what the

@@ -6,7 +6,7 @@ server is reachable, and :func:`replay_outbox` uses it for the queued entries, o
 first, stopping at the first one the server can't take yet.
 
 Rules (SPEC §4 "Concurrent writers", "A write rejected at close is never silently
-dropped"; issue 4 "Conflicts and faults lose nothing"):
+dropped": conflicts and faults lose nothing):
 
 =================  ===============================  ====================================
 operation          server says                      outcome
@@ -69,7 +69,7 @@ from memfs.remote.outbox import (
     WriteOperation,
     WriteOutcome,
 )
-from memfs.remote.records import RemoteMemory
+from memfs.wire.memories import MemoryOut
 
 __all__ = [
     "ApplyResult",
@@ -102,9 +102,9 @@ class ApplyResult:
     """
 
     outcome: WriteOutcome
-    memory: RemoteMemory | None = None
+    memory: MemoryOut | None = None
     conflict_path: str | None = None
-    moved: list[RemoteMemory] = field(default_factory=list)
+    moved: list[MemoryOut] = field(default_factory=list)
     discarded: bool = False
     detail: str = ""
 
@@ -123,11 +123,11 @@ def conflict_path(path: str, when: datetime, session_id: str) -> str:
     return f"{parent}/{conflict_name(name, when, session_id)}"
 
 
-async def _memory_at(client: MemfsClient, store_id: str, path: str) -> RemoteMemory | None:
+async def _memory_at(client: MemfsClient, store_id: str, path: str) -> MemoryOut | None:
     return await client.find_memory_by_path(store_id, path)
 
 
-async def _holds(client: MemfsClient, store_id: str, path: str, sha256: str) -> RemoteMemory | None:
+async def _holds(client: MemfsClient, store_id: str, path: str, sha256: str) -> MemoryOut | None:
     """The memory at ``path`` if its content has digest ``sha256``."""
     memory = await _memory_at(client, store_id, path)
     return memory if memory is not None and memory.content_sha256 == sha256 else None
@@ -139,7 +139,7 @@ async def _create_conflict_copy(
     assert write.content is not None
     target = conflict_path(write.path, write.created_at, session_id)
     digest = _sha256(write.content)
-    memory: RemoteMemory | None
+    memory: MemoryOut | None
     try:
         memory = await client.create_memory(write.store_id, target, write.content)
     except PathConflict:
@@ -352,7 +352,8 @@ async def replay_outbox(
             refusal (e.g. to invalidate kernel caches or record status).
         lock: held around each entry (read, apply, mark done, ``on_result``), never
             across two: writers that take it between entries queue behind the rest
-            instead of waiting for the whole drain (issue 10 item 2).
+            instead of waiting for the whole drain (SPEC §4 close-to-open: a close
+            does not wait on other writers' backlog).
 
     Returns:
         The report; ``stopped_by`` is None when the outbox is empty.

@@ -1,4 +1,4 @@
-"""What a :class:`~memfs.remote.backend.RemoteBackend` knows and tracks (issue 4):
+"""What a :class:`~memfs.remote.backend.RemoteBackend` knows and tracks (SPEC §4):
 its shared state, the session fetch, and whether the server answers and still takes
 the session token.
 
@@ -43,7 +43,9 @@ from memfs.core.model import (
 from memfs.remote.cache import ContentCache, default_cache_root
 from memfs.remote.client import MemfsClient, ServerUnavailable
 from memfs.remote.outbox import Outbox
-from memfs.remote.records import RemoteChange, RemoteMemory, RemoteStore
+from memfs.wire.changes import ChangeOut
+from memfs.wire.memories import MemoryOut
+from memfs.wire.stores import MemoryStoreOut
 
 __all__ = [
     "PENDING_VERSION_PREFIX",
@@ -73,7 +75,7 @@ REPLAY_RETRY_MAX_S = 1.0
 # Pause between tries of the first session fetch while the server is unreachable.
 STARTUP_RETRY_MAX_S = 1.0
 # server_state once the server refuses the session token (401), and the pause between
-# two replays then (issue 11 item 1).
+# two replays then (the queued writes wait for a token the server takes, SPEC §3).
 TOKEN_REFUSED = "token refused"
 TOKEN_RETRY_S = 30.0
 
@@ -91,7 +93,7 @@ def _sha256(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def _memory(remote: RemoteMemory) -> Memory:
+def _memory(remote: MemoryOut) -> Memory:
     return Memory(
         id=remote.id,
         memory_store_id=remote.memory_store_id,
@@ -107,7 +109,7 @@ def _memory(remote: RemoteMemory) -> Memory:
     )
 
 
-def _store(remote: RemoteStore) -> MemoryStore:
+def _store(remote: MemoryStoreOut) -> MemoryStore:
     return MemoryStore(
         id=remote.id,
         name=remote.name,
@@ -121,7 +123,7 @@ def _store(remote: RemoteStore) -> MemoryStore:
     )
 
 
-def _change(remote: RemoteChange, memory_id: str | None) -> Change:
+def _change(remote: ChangeOut, memory_id: str | None) -> Change:
     return Change(
         seq=remote.seq,
         memory_store_id=remote.memory_store_id,

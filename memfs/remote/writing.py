@@ -1,4 +1,4 @@
-"""The write path of a remote mount (issue 4, SPEC §4): direct writes, queueing in
+"""The write path of a remote mount (SPEC §4): direct writes, queueing in
 the outbox, provisional memories, and the replay of the outbox.
 
 :class:`RemoteWrites` sends a write to the server when nothing is queued and the
@@ -37,7 +37,6 @@ from memfs.remote.outbox import (
     WriteOutcome,
 )
 from memfs.remote.reading import RemoteReads
-from memfs.remote.records import RemoteMemory
 from memfs.remote.replay import ApplyResult, replay_outbox
 from memfs.remote.state import (
     PENDING_VERSION_PREFIX,
@@ -50,6 +49,7 @@ from memfs.remote.state import (
     _memory,
     _sha256,
 )
+from memfs.wire.memories import MemoryOut
 
 __all__ = ["RemoteWrites"]
 
@@ -135,7 +135,7 @@ class RemoteWrites(RemoteReads):
     async def create_memory(
         self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
     ) -> Memory:
-        async def direct() -> RemoteMemory:
+        async def direct() -> MemoryOut:
             return await self._client.create_memory(store_id, path, content, metadata=metadata)
 
         write = PendingWrite(store_id, WriteOperation.CREATE, path, content=content)
@@ -167,11 +167,11 @@ class RemoteWrites(RemoteReads):
             return await self.get_memory(store_id, memory_id)
         async with self._write_lock:
             # Under the lock: a replay may be turning a provisional id into the server's
-            # right now (issue 10 item 2: read before, the write missed its memory).
+            # right now (read before the lock, the write would miss its memory).
             server_id = self._server_id(memory_id)
             base = self._base(memory_id, server_id)
 
-            async def direct() -> RemoteMemory:
+            async def direct() -> MemoryOut:
                 if server_id is None:
                     raise NotFound(f"{memory_id} was never created on the server")
                 return await self._client.update_memory(
@@ -245,7 +245,7 @@ class RemoteWrites(RemoteReads):
             await self._submit_locked([write], direct)
 
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
-        async def direct() -> list[RemoteMemory]:
+        async def direct() -> list[MemoryOut]:
             return await self._client.rename_prefix(store_id, old_prefix, new_prefix)
 
         write = PendingWrite(

@@ -1,8 +1,10 @@
 """Model → wire objects of api-contract §4 (plain dicts, JSON-ready).
 
 Used by the HTTP API and by the CLI's ``--json`` output, so both print the same
-objects. Every field of §4 is always emitted (optional ones as ``null``); the
-extensions SPEC §1 allows are added after them.
+objects; the models of the sibling modules (:mod:`memfs.wire.stores`, …) document
+them in ``/openapi.json`` and read them in the remote client. Every field of §4 is
+always emitted (optional ones as ``null``); the extensions SPEC §1 allows are added
+after them.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from memfs.core.model import (
+    ApiKey,
     Change,
     IdentityMount,
     Memory,
@@ -22,12 +25,15 @@ from memfs.core.model import (
 from memfs.core.query import SearchHit
 
 __all__ = [
+    "api_key_to_wire",
     "change_to_wire",
+    "identity_mount_deleted_to_wire",
     "identity_mount_to_wire",
     "memory_deleted_to_wire",
     "memory_to_wire",
     "prefix_to_wire",
     "search_hit_to_wire",
+    "session_deleted_to_wire",
     "session_to_wire",
     "store_deleted_to_wire",
     "store_to_wire",
@@ -62,28 +68,6 @@ def store_to_wire(store: MemoryStore) -> dict[str, Any]:
     }
 
 
-def change_to_wire(change: Change) -> dict[str, Any]:
-    """One ``memory_store_change`` object of a store's change feed (wire shape in
-    :mod:`memfs.remote.client`): what ``GET …/changes`` answers and ``memfs watch``
-    prints, one serializer for both.
-
-    The engine's content address (``blob_key``) never crosses the wire; ``content_sha256``
-    names the bytes (``blob_purged``: the erased ones, ``memory_written``: the new head's).
-    """
-    return {
-        "type": "memory_store_change",
-        "seq": change.seq,
-        "memory_store_id": change.memory_store_id,
-        "kind": change.kind.value,
-        "memory_id": change.memory_id,
-        "path": change.path,
-        "old_path": change.old_path,
-        "content_sha256": change.content_sha256,
-        "memory_version_id": change.memory_version_id,
-        "created_at": format_timestamp(change.created_at),
-    }
-
-
 def identity_mount_to_wire(mount: IdentityMount) -> dict[str, Any]:
     """A store mounted on an (identity, template) pair (SPEC §8, seed 000's mount
     record; memfs extension): ``type`` ``memory_store_mount``."""
@@ -98,6 +82,18 @@ def identity_mount_to_wire(mount: IdentityMount) -> dict[str, Any]:
         "status": mount.status,
         "entry_count": mount.entry_count,
         "created_at": _ts(mount.created_at),
+    }
+
+
+def identity_mount_deleted_to_wire(
+    memory_store_id: str, identity_id: str, template_id: str
+) -> dict[str, Any]:
+    """The answer of removing a mount from a pair (SPEC §8, memfs extension)."""
+    return {
+        "type": "memory_store_mount_deleted",
+        "memory_store_id": memory_store_id,
+        "identity_id": identity_id,
+        "template_id": template_id,
     }
 
 
@@ -169,6 +165,51 @@ def session_to_wire(session: Session) -> dict[str, Any]:
         "resources": [resource.to_wire() for resource in session.resources],
         "layout": session.layout.value,  # memfs extension: "per-store" or "flat" (SPEC §4)
         "principal": None if session.principal is None else session.principal.to_wire(),
+    }
+
+
+def session_deleted_to_wire(session_id: str) -> dict[str, Any]:
+    """The SDK's ``BetaManagedAgentsDeletedSession``."""
+    return {"id": session_id, "type": "session_deleted"}
+
+
+def api_key_to_wire(key: ApiKey, secret: str | None = None) -> dict[str, Any]:
+    """An API key's public record (``memfs key … --json``; SPEC §3 credentials), plus
+    its ``secret`` right after creation (the only time it is shown)."""
+    record: dict[str, Any] = {
+        "id": key.id,
+        "type": "api_key",
+        "name": key.name,
+        "scopes": [scope.value for scope in key.scopes],
+        "store_ids": list(key.store_ids),
+        "created_at": _ts(key.created_at),
+        "revoked_at": _ts(key.revoked_at),
+        "principal": None if key.principal is None else key.principal.to_wire(),
+    }
+    if secret is not None:
+        record["secret"] = secret
+    return record
+
+
+def change_to_wire(change: Change) -> dict[str, Any]:
+    """One ``memory_store_change`` object of a store's change feed (SPEC §4 remote
+    mounts; documented by :class:`memfs.wire.changes.ChangeOut`): what ``GET …/changes``
+    answers and ``memfs watch`` prints, one serializer for both.
+
+    The engine's content address (``blob_key``) never crosses the wire; ``content_sha256``
+    names the bytes (``blob_purged``: the erased ones, ``memory_written``: the new head's).
+    """
+    return {
+        "type": "memory_store_change",
+        "seq": change.seq,
+        "memory_store_id": change.memory_store_id,
+        "kind": change.kind.value,
+        "memory_id": change.memory_id,
+        "path": change.path,
+        "old_path": change.old_path,
+        "content_sha256": change.content_sha256,
+        "memory_version_id": change.memory_version_id,
+        "created_at": _ts(change.created_at),
     }
 
 

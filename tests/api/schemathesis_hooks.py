@@ -2,7 +2,7 @@
 
 The run tries both sides of the schema: positive cases must be accepted, negative ones
 refused. What JSON Schema can't state is kept out of the positive cases here, each
-rule named, and said in the descriptions of :mod:`memfs.api.schemas`:
+rule named, and said in the descriptions of the request models of :mod:`memfs.wire`:
 
 - byte limits (the schema counts characters), Unicode NFC, format characters (Cf) in
   path segments;

@@ -27,8 +27,8 @@ from memfs.api import changes, create_app
 from memfs.api.changes import ChangeNotifier
 from memfs.core.model import Access, MemoryStore
 from memfs.remote import MemfsClient
-from memfs.remote.records import ChangeBatch
 from memfs.store import Engine, ResourceSpec
+from memfs.wire.changes import ChangePage
 
 # SPEC §4: a change made elsewhere appears within about one second.
 ARRIVAL_S = 1.0
@@ -87,7 +87,7 @@ async def test_a_write_of_another_process_wakes_its_stores_parked_poll_at_once(
 ) -> None:
     stores, token = _session(engine)
     target = stores[3]
-    batches: dict[str, ChangeBatch] = {}
+    batches: dict[str, ChangePage] = {}
 
     async with MemfsClient(served.url, token) as client, trio.open_nursery() as nursery:
 
@@ -110,7 +110,7 @@ async def test_a_write_of_another_process_wakes_its_stores_parked_poll_at_once(
         await wait_until_async(lambda: target.id in batches, "the poll of s3 to answer",
                                DEADLINE_S, interval_s=0.005)
         arrived_s = trio.current_time() - written_at
-        assert [c.path for c in batches[target.id].changes] == ["/a.md"]
+        assert [c.path for c in batches[target.id].data] == ["/a.md"]
         assert arrived_s < ARRIVAL_S
         assert list(batches) == [target.id]  # the others stay parked
         nursery.cancel_scope.cancel()

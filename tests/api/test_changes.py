@@ -31,8 +31,8 @@ from memfs.api.serve import GRACEFUL_TIMEOUT_S
 from memfs.core.errors import NotFound, PermissionDenied
 from memfs.core.model import Access, ChangeKind, Scope
 from memfs.remote import MemfsClient
-from memfs.remote.records import ChangeBatch
 from memfs.store import Engine, ResourceSpec
+from memfs.wire.changes import ChangePage
 
 if TYPE_CHECKING:
     from tests.api.conftest import Server, ServerProcess
@@ -67,7 +67,7 @@ def mount_client(server: Server, *attachments: tuple[str, str]) -> MemfsClient:
 class Poll:
     """One long poll run in the background; ``batch`` and ``returned_at`` once it ends."""
 
-    batch: ChangeBatch | None = None
+    batch: ChangePage | None = None
     returned_at: float | None = None
     done: trio.Event | None = None
 
@@ -91,7 +91,7 @@ async def start_poll(
     return poll
 
 
-async def finished(poll: Poll, within_s: float) -> ChangeBatch:
+async def finished(poll: Poll, within_s: float) -> ChangePage:
     assert poll.done is not None
     with trio.fail_after(within_s):
         await poll.done.wait()
@@ -119,29 +119,29 @@ async def test_feed_lists_every_change_oldest_first(server: Server, store: Any) 
     async with mount_client(server, (store.id, "read_only")) as client:
         batch = await client.changes(store.id, after=0)
         assert batch.last_seq == 5
-        assert [c.seq for c in batch.changes] == [1, 2, 3, 4, 5]
-        assert [(c.kind, c.path, c.old_path) for c in batch.changes] == [
+        assert [c.seq for c in batch.data] == [1, 2, 3, 4, 5]
+        assert [(c.kind, c.path, c.old_path) for c in batch.data] == [
             (ChangeKind.MEMORY_WRITTEN, "/notes/a.md", None),
             (ChangeKind.MEMORY_WRITTEN, "/notes/a.md", None),
             (ChangeKind.MEMORY_WRITTEN, "/notes/b.md", "/notes/a.md"),
             (ChangeKind.MEMORY_DELETED, "/notes/b.md", None),
             (ChangeKind.STORE_UPDATED, None, None),
         ]
-        written = batch.changes[1]
+        written = batch.data[1]
         assert written.memory_id == memory.id
         assert written.memory_store_id == store.id
         assert written.content_sha256 == sha("two")
         assert written.memory_version_id == updated.memory_version_id
-        assert batch.changes[0].memory_version_id == memory.memory_version_id
+        assert batch.data[0].memory_version_id == memory.memory_version_id
         assert written.created_at.tzinfo is not None
 
         later = await client.changes(store.id, after=3)
-        assert [c.seq for c in later.changes] == [4, 5]
+        assert [c.seq for c in later.data] == [4, 5]
         assert later.last_seq == 5
         first_two = await client.changes(store.id, after=0, limit=2)
-        assert [c.seq for c in first_two.changes] == [1, 2]
+        assert [c.seq for c in first_two.data] == [1, 2]
         assert first_two.last_seq == 5
-        assert (await client.changes(store.id, after=5)).changes == []
+        assert (await client.changes(store.id, after=5)).data == []
 
 
 @pytest.mark.parametrize(
@@ -172,14 +172,14 @@ async def test_no_wait_when_nothing_is_asked_or_the_feed_was_reset(
     async with mount_client(server, (store.id, "read_write")) as client:
         with trio.fail_after(DEADLINE_S / 2):  # far below the 30 s asked
             reset = await client.changes(store.id, after=7, timeout_s=30)
-        assert reset.changes == []
+        assert reset.data == []
         assert reset.last_seq == 1
         pending = await client.changes(store.id, after=0, timeout_s=30)  # answers at once
-        assert [c.seq for c in pending.changes] == [1]
+        assert [c.seq for c in pending.data] == [1]
 
         start = trio.current_time()
         quiet = await client.changes(store.id, after=1, timeout_s=0.3)
-        assert quiet.changes == []
+        assert quiet.data == []
         assert quiet.last_seq == 1
         assert trio.current_time() - start >= 0.3  # it did wait
 
@@ -204,7 +204,7 @@ async def test_a_write_reaches_a_parked_long_poll_in_under_a_second(
             batch = await finished(poll, PROPAGATION_DEADLINE_S)
             assert poll.returned_at is not None
             assert poll.returned_at - written_at < PROPAGATION_DEADLINE_S
-            assert [(c.seq, c.memory_id) for c in batch.changes] == [(after + 1, memory.id)]
+            assert [(c.seq, c.memory_id) for c in batch.data] == [(after + 1, memory.id)]
             after = batch.last_seq
 
 
@@ -225,7 +225,7 @@ async def test_a_write_through_another_server_reaches_the_long_poll(
         batch = await finished(poll, PROPAGATION_DEADLINE_S)
         assert poll.returned_at is not None
         assert poll.returned_at - written_at < PROPAGATION_DEADLINE_S
-        assert [c.path for c in batch.changes] == ["/far.md"]
+        assert [c.path for c in batch.data] == ["/far.md"]
 
 
 async def test_a_deleted_store_answers_until_its_end_was_read(server: Server) -> None:
@@ -242,19 +242,19 @@ async def test_a_deleted_store_answers_until_its_end_was_read(server: Server) ->
         await trio.to_thread.run_sync(sdk.delete, store.id)
         woken = await finished(poll, PROPAGATION_DEADLINE_S)
         # The contents it held are purged (one entry per distinct content), then the end.
-        assert [c.kind for c in woken.changes] == [ChangeKind.BLOB_PURGED] * 3 + [
+        assert [c.kind for c in woken.data] == [ChangeKind.BLOB_PURGED] * 3 + [
             ChangeKind.STORE_DELETED
         ]
-        assert {c.content_sha256 for c in woken.changes[:3]} == {sha(c) for c in contents}
+        assert {c.content_sha256 for c in woken.data[:3]} == {sha(c) for c in contents}
         end = woken.last_seq
-        assert [c.seq for c in woken.changes] == [4, 5, 6, end]
+        assert [c.seq for c in woken.data] == [4, 5, 6, end]
 
         first = await client.changes(store.id, after=0, limit=1)  # last_seq is the end
-        assert [c.seq for c in first.changes] == [1]
+        assert [c.seq for c in first.data] == [1]
         assert first.last_seq == end
         with trio.fail_after(DEADLINE_S / 2):  # no wait on a deleted store
             rest = await client.changes(store.id, after=end - 1, timeout_s=30)
-        assert [c.kind for c in rest.changes] == [ChangeKind.STORE_DELETED]
+        assert [c.kind for c in rest.data] == [ChangeKind.STORE_DELETED]
         with pytest.raises(NotFound):
             await client.changes(store.id, after=end, timeout_s=30)
     with server.http() as http:
@@ -277,7 +277,7 @@ async def test_shutdown_answers_parked_long_polls(
         assert await trio.to_thread.run_sync(process.stop) == 0
         assert trio.current_time() - start < GRACEFUL_TIMEOUT_S / 2
         batch = await finished(poll, within_s=1.0)
-        assert batch.changes == []
+        assert batch.data == []
         assert batch.last_seq == last
 
 
@@ -396,7 +396,7 @@ async def test_this_servers_own_writes_wake_parked_polls_at_once(
         written_at = trio.current_time()
         for poll in polls:
             batch = await finished(poll, PROPAGATION_DEADLINE_S)
-            assert [c.memory_id for c in batch.changes] == [created.id]
+            assert [c.memory_id for c in batch.data] == [created.id]
             assert poll.returned_at is not None
             assert poll.returned_at - written_at < PROPAGATION_DEADLINE_S
 

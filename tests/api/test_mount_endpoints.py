@@ -106,11 +106,11 @@ async def test_rename_prefix_moves_a_directory_in_one_step(
     assert version.path == "/new/sub/x.md"
     assert version.created_by is not None
     assert version.created_by.model_dump() == {"type": "session_actor", "session_id": session_id}
-    assert {(c.memory_id, c.old_path) for c in batch.changes} == {
+    assert {(c.memory_id, c.old_path) for c in batch.data} == {
         (x.id, "/old/x.md"),
         (y.id, "/old/deep/y.md"),
     }
-    assert all(c.memory_version_id for c in batch.changes)
+    assert all(c.memory_version_id for c in batch.data)
 
 
 async def test_rename_prefix_refusals_change_nothing(

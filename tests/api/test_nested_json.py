@@ -16,9 +16,9 @@ import pytest
 from _support.cli import SETUP_ACTOR
 
 from memfs.api.app import create_app
-from memfs.api.schemas import MAX_JSON_DEPTH, nests_too_deep
 from memfs.core.model import Scope
 from memfs.store import Engine
+from memfs.wire.common import MAX_JSON_DEPTH, nests_too_deep
 
 DEPTHS = (2, 50, 300, 400, 5000)
 

@@ -264,18 +264,18 @@ async def test_changes_returns_the_feed_after_a_seq(
     await client.delete_memory(rw_store.id, memory.id)
 
     batch = await client.changes(rw_store.id, after=0)
-    assert [c.kind for c in batch.changes] == [
+    assert [c.kind for c in batch.data] == [
         ChangeKind.MEMORY_WRITTEN,
         ChangeKind.MEMORY_WRITTEN,
         ChangeKind.MEMORY_DELETED,
     ]
-    assert [c.seq for c in batch.changes] == [1, 2, 3]
+    assert [c.seq for c in batch.data] == [1, 2, 3]
     assert batch.last_seq == 3
-    assert (batch.changes[1].old_path, batch.changes[1].path) == ("/a.md", "/b.md")
+    assert (batch.data[1].old_path, batch.data[1].path) == ("/a.md", "/b.md")
 
     later = await client.changes(rw_store.id, after=2)
-    assert [c.seq for c in later.changes] == [3]
-    assert (await client.changes(rw_store.id, after=3)).changes == []
+    assert [c.seq for c in later.data] == [3]
+    assert (await client.changes(rw_store.id, after=3)).data == []
 
 
 async def test_long_poll_returns_when_a_change_arrives(
@@ -294,14 +294,14 @@ async def test_long_poll_returns_when_a_change_arrives(
         await client.create_memory(rw_store.id, "/new.md", "hello")
 
     (batch,) = results
-    assert [(c.kind, c.path) for c in batch.changes] == [(ChangeKind.MEMORY_WRITTEN, "/new.md")]
+    assert [(c.kind, c.path) for c in batch.data] == [(ChangeKind.MEMORY_WRITTEN, "/new.md")]
 
 
 async def test_long_poll_times_out_empty(
     client: MemfsClient, rw_store: MemoryStore, autojump_clock: trio.testing.MockClock
 ) -> None:
     batch = await client.changes(rw_store.id, after=0, timeout_s=5)
-    assert batch.changes == []
+    assert batch.data == []
     assert batch.last_seq == 0
 
 
@@ -316,7 +316,7 @@ async def test_redaction_announces_the_purged_digest(
     store_engine.redact_version(rw_store.id, first_version, actor=ADMIN)
 
     batch = await client.changes(rw_store.id, after=seen)
-    purged = [c for c in batch.changes if c.kind is ChangeKind.BLOB_PURGED]
+    purged = [c for c in batch.data if c.kind is ChangeKind.BLOB_PURGED]
     assert [c.content_sha256 for c in purged] == [sha("password=hunter2")]
 
 

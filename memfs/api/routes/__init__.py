@@ -5,7 +5,7 @@
 ``memories``   memories (§5.7–5.11), SPEC §2 deletion modes, forget, restore,
                directory rename (``rename_prefix``)
 ``versions``   memory versions (§5.12–5.14)
-``feed``       a store's change feed, the long poll remote mounts follow (issue 4)
+``feed``       a store's change feed, the long poll remote mounts follow (SPEC §4)
 ``sessions``   sessions and their tokens (api-contract §7, SPEC §3)
 ``search``     full-text search of one store and across stores (SPEC §7, extension)
 ``identities`` mounts on (identity, template) pairs, default stores (SPEC §8, extension)

@@ -39,7 +39,6 @@ from fastapi.security import APIKeyHeader, HTTPBearer
 from pydantic import BeforeValidator
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memfs.api import schemas
 from memfs.api.auth import Principal, authenticate, credential_from_headers
 from memfs.api.changes import ChangeNotifier
 from memfs.api.errors import InternalError
@@ -47,6 +46,7 @@ from memfs.core.config import MAX_FULL_VIEW_PAGE_LIMIT, MAX_PAGE_LIMIT
 from memfs.core.errors import DatabaseUnreachable, InvalidInput, MemfsError, NotFound
 from memfs.core.model import Scope
 from memfs.store import Engine
+from memfs.wire.common import NUL_MESSAGE, RECORD_NAME_PATTERN, RecordTypeName
 
 __all__ = [
     "ROUTER_DEPENDENCIES",
@@ -120,11 +120,11 @@ async def _authenticated(request: Request) -> None:
 
 async def _refuse_nul_in_url(request: Request) -> None:
     """Path and query parameters holding U+0000 are refused with 400 (see
-    :class:`memfs.api.schemas._NoNul`; PostgreSQL text can't hold it)."""
+    :class:`memfs.wire.common.NoNul`; PostgreSQL text can't hold it)."""
     parameters = [*request.path_params.items(), *request.query_params.multi_items()]
     for name, value in parameters:
         if "\x00" in name or "\x00" in value:
-            raise InvalidInput(f"parameter {name!r}: {schemas.NUL_MESSAGE}", code="nul_character")
+            raise InvalidInput(f"parameter {name!r}: {NUL_MESSAGE}", code="nul_character")
 
 
 # The dependencies of every route (memfs.api.routes builds the one router with them),
@@ -301,7 +301,7 @@ PageQuery = Annotated[
 ]
 # memfs extension (SPEC §6, §7): the record filters of memory listings and searches.
 RecordTypeQuery = Annotated[
-    schemas.RecordTypeName | None,
+    RecordTypeName | None,
     Query(description="memfs extension (SPEC §6): only records of this type."),
 ]
 RecordTagQuery = Annotated[
@@ -309,7 +309,7 @@ RecordTagQuery = Annotated[
     Query(
         min_length=1,
         max_length=64,
-        pattern=schemas.RECORD_NAME_PATTERN,
+        pattern=RECORD_NAME_PATTERN,
         description="memfs extension (SPEC §6): only records with this tag.",
     ),
 ]

@@ -20,7 +20,6 @@ from typing import Annotated
 from fastapi import APIRouter, Body, Request
 from fastapi.responses import JSONResponse
 
-from memfs.api import schemas
 from memfs.api.routes._common import View, doc
 from memfs.api.routes.memories import (
     DeleteModeQuery,
@@ -33,6 +32,8 @@ from memfs.api.routes.memories import (
     restore_memory_request,
 )
 from memfs.core.model import DeleteMode
+from memfs.wire.common import DeletedObject
+from memfs.wire.memories import MemoryForget, MemoryOut, MemoryRestore
 
 __all__ = ["router"]
 
@@ -41,7 +42,7 @@ router = APIRouter()
 _MEMORY = "/v1/memories/{memory_id}"
 
 
-@router.delete(_MEMORY, responses=doc(schemas.DeletedObject))
+@router.delete(_MEMORY, responses=doc(DeletedObject))
 async def delete_memory(
     request: Request,
     memory_id: str,
@@ -65,11 +66,11 @@ async def delete_memory(
     )
 
 
-@router.post(f"{_MEMORY}/forget", responses=doc(schemas.DeletedObject))
+@router.post(f"{_MEMORY}/forget", responses=doc(DeletedObject))
 async def forget_memory(
     request: Request,
     memory_id: str,
-    body: Annotated[schemas.MemoryForget | None, Body()] = None,
+    body: Annotated[MemoryForget | None, Body()] = None,
     mode: ForgetModeQuery = None,
     reason: ReasonQuery = None,
     replacement_content: ReplacementQuery = None,
@@ -87,11 +88,11 @@ async def forget_memory(
     return await forget_memory_request(request, None, memory_id, body, query)
 
 
-@router.post(f"{_MEMORY}/restore", responses=doc(schemas.MemoryOut))
+@router.post(f"{_MEMORY}/restore", responses=doc(MemoryOut))
 async def restore_memory(
     request: Request,
     memory_id: str,
-    body: Annotated[schemas.MemoryRestore | None, Body()] = None,
+    body: Annotated[MemoryRestore | None, Body()] = None,
     view: View = "basic",
 ) -> JSONResponse:
     """Seed 004 ``POST /v1/memories/{memory_id}/restore`` (MemoryRestoreRequest:

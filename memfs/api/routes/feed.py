@@ -1,5 +1,5 @@
 """A store's change feed, ``GET …/changes``: a long poll that remote mounts follow
-(issue 4; wire shape in :mod:`memfs.remote.client`, waiting in :mod:`memfs.api.changes`)."""
+(SPEC §4; wire shape in :mod:`memfs.wire.changes`, waiting in :mod:`memfs.api.changes`)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.changes import (
     MAX_CHANGES_LIMIT,
@@ -21,6 +20,7 @@ from memfs.core.model import Change, ChangeKind, Scope
 from memfs.core.visibility import Viewer
 from memfs.store import Engine
 from memfs.wire import change_to_wire
+from memfs.wire.changes import ChangePage
 
 __all__ = ["router"]
 
@@ -65,7 +65,7 @@ def _read_changes(
     return changes, final.seq, False
 
 
-@router.get("/v1/memory_stores/{memory_store_id}/changes", responses=doc(schemas.ChangePage))
+@router.get("/v1/memory_stores/{memory_store_id}/changes", responses=doc(ChangePage))
 async def list_changes(
     request: Request,
     memory_store_id: str,
@@ -83,8 +83,8 @@ async def list_changes(
     ] = 0,
     limit: Annotated[int, Query(ge=1, le=MAX_CHANGES_LIMIT)] = MAX_CHANGES_LIMIT,
 ) -> JSONResponse:
-    """The store's change feed, a long poll (issue 4; wire shape in
-    :mod:`memfs.remote.client`): changes with ``seq > after``, oldest first, at once if
+    """The store's change feed, a long poll (SPEC §4; wire shape in
+    :mod:`memfs.wire.changes`): changes with ``seq > after``, oldest first, at once if
     there are any; else it waits up to ``timeout_s`` for one, and answers ``data: []``
     if none came. It never waits when ``after > last_seq`` (the feed was reset: the
     caller must resynchronize) or when the store is deleted. A deleted store answers

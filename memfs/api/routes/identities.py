@@ -31,28 +31,40 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Request
 from fastapi.responses import JSONResponse
 
-from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.routes._common import doc, json_response, run
 from memfs.core.model import Scope
 from memfs.store import Engine
-from memfs.wire import identity_mount_to_wire, store_to_wire
+from memfs.wire import (
+    identity_mount_deleted_to_wire,
+    identity_mount_to_wire,
+    store_to_wire,
+)
+from memfs.wire.identities import (
+    IDENTITY_ID_PATTERN,
+    TEMPLATE_ID_PATTERN,
+    IdentityMountCreate,
+    IdentityMountDeleted,
+    IdentityMountList,
+    IdentityMountOut,
+)
+from memfs.wire.stores import MemoryStoreOut
 
 __all__ = ["router"]
 
 router = APIRouter()
 
-IdentityId = Annotated[str, Path(pattern=schemas.IDENTITY_ID_PATTERN)]
-TemplateId = Annotated[str, Path(pattern=schemas.TEMPLATE_ID_PATTERN)]
+IdentityId = Annotated[str, Path(pattern=IDENTITY_ID_PATTERN)]
+TemplateId = Annotated[str, Path(pattern=TEMPLATE_ID_PATTERN)]
 _PAIR = "/v1/identities/{identity_id}/templates/{template_id}"
 
 
-@router.post(f"{_PAIR}/mounts", responses=doc(schemas.IdentityMountOut))
+@router.post(f"{_PAIR}/mounts", responses=doc(IdentityMountOut))
 async def create_mount(
     request: Request,
     identity_id: IdentityId,
     template_id: TemplateId,
-    body: schemas.IdentityMountCreate,
+    body: IdentityMountCreate,
 ) -> JSONResponse:
     """Mounts a store on the pair, read-only (SPEC §8); mounting it again returns the
     same mount. 400 for ``read_write``, an archived store, or an 11th explicit mount
@@ -67,7 +79,7 @@ async def create_mount(
     return json_response(await run(request, op))
 
 
-@router.get(f"{_PAIR}/mounts", responses=doc(schemas.IdentityMountList))
+@router.get(f"{_PAIR}/mounts", responses=doc(IdentityMountList))
 async def list_pair_mounts(
     request: Request, identity_id: IdentityId, template_id: TemplateId
 ) -> JSONResponse:
@@ -87,7 +99,7 @@ async def list_pair_mounts(
     return json_response(await run(request, op))
 
 
-@router.delete(f"{_PAIR}/mounts/{{memory_store_id}}", responses=doc(schemas.IdentityMountDeleted))
+@router.delete(f"{_PAIR}/mounts/{{memory_store_id}}", responses=doc(IdentityMountDeleted))
 async def delete_mount(
     request: Request, identity_id: IdentityId, template_id: TemplateId, memory_store_id: str
 ) -> JSONResponse:
@@ -98,17 +110,12 @@ async def delete_mount(
         for scope in (Scope.READ, Scope.WRITE):
             principal.require(scope, memory_store_id, agents=False)
         engine.unmount_store(identity_id, template_id, memory_store_id)
-        return {
-            "type": "memory_store_mount_deleted",
-            "memory_store_id": memory_store_id,
-            "identity_id": identity_id,
-            "template_id": template_id,
-        }
+        return identity_mount_deleted_to_wire(memory_store_id, identity_id, template_id)
 
     return json_response(await run(request, op))
 
 
-@router.post(f"{_PAIR}/default_store", responses=doc(schemas.MemoryStoreOut))
+@router.post(f"{_PAIR}/default_store", responses=doc(MemoryStoreOut))
 async def ensure_default_store(
     request: Request, identity_id: IdentityId, template_id: TemplateId
 ) -> JSONResponse:
@@ -124,7 +131,7 @@ async def ensure_default_store(
     return json_response(await run(request, op))
 
 
-@router.get("/v1/memory_stores/{memory_store_id}/mounts", responses=doc(schemas.IdentityMountList))
+@router.get("/v1/memory_stores/{memory_store_id}/mounts", responses=doc(IdentityMountList))
 async def list_store_mounts(request: Request, memory_store_id: str) -> JSONResponse:
     """The (identity, template) pairs the store is mounted on, oldest mount first."""
 

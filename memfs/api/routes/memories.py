@@ -15,7 +15,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Body, Query, Request
 from fastapi.responses import JSONResponse
 
-from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.routes._common import (
     LimitQuery,
@@ -39,6 +38,22 @@ from memfs.core.visibility import Viewer
 from memfs.home import scrub_erased_paths
 from memfs.store import Engine
 from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
+from memfs.wire.common import (
+    LISTING_PREFIX_PATTERN,
+    RECORD_NAME_PATTERN,
+    SHA256_PATTERN,
+    DeletedObject,
+)
+from memfs.wire.memories import (
+    MemoryCreate,
+    MemoryForget,
+    MemoryList,
+    MemoryOut,
+    MemoryPage,
+    MemoryRestore,
+    MemoryUpdate,
+    RenamePrefix,
+)
 
 __all__ = [
     "DeleteModeQuery",
@@ -87,9 +102,9 @@ def _memory_out(
     return _with_records(engine, [memory_to_wire(memory, full=full)], viewer)[0]
 
 
-@router.post("/v1/memory_stores/{memory_store_id}/memories", responses=doc(schemas.MemoryOut))
+@router.post("/v1/memory_stores/{memory_store_id}/memories", responses=doc(MemoryOut))
 async def create_memory(
-    request: Request, memory_store_id: str, body: schemas.MemoryCreate, view: View = "basic"
+    request: Request, memory_store_id: str, body: MemoryCreate, view: View = "basic"
 ) -> JSONResponse:
     """api-contract §5.7: never overwrites (409 ``memory_path_conflict_error``);
     ``content: null`` is refused (api-contract §8.2)."""
@@ -112,7 +127,7 @@ async def create_memory(
     return json_response(await run(request, op, repeatable=True))
 
 
-@router.get("/v1/memory_stores/{memory_store_id}/memories", responses=doc(schemas.MemoryPage))
+@router.get("/v1/memory_stores/{memory_store_id}/memories", responses=doc(MemoryPage))
 async def list_memories(
     request: Request,
     memory_store_id: str,
@@ -120,7 +135,7 @@ async def list_memories(
         str,
         Query(
             description="'/' or a path followed by '/'; whole segments.",
-            json_schema_extra={"pattern": schemas.LISTING_PREFIX_PATTERN},
+            json_schema_extra={"pattern": LISTING_PREFIX_PATTERN},
         ),
     ] = "/",
     depth: Annotated[
@@ -143,7 +158,7 @@ async def list_memories(
         Query(
             min_length=1,
             max_length=128,
-            pattern=schemas.RECORD_NAME_PATTERN,
+            pattern=RECORD_NAME_PATTERN,
             description="memfs extension (SPEC §6): only records of this user_id.",
         ),
     ] = None,
@@ -210,7 +225,7 @@ def _listing_status(include_deleted: bool, status: str | None) -> MemoryStatus |
 
 
 @router.get(
-    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}", responses=doc(schemas.MemoryOut)
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}", responses=doc(MemoryOut)
 )
 async def retrieve_memory(
     request: Request, memory_store_id: str, memory_id: str, view: View = "full"
@@ -233,10 +248,10 @@ async def retrieve_memory(
 
 @router.post(
     "/v1/memory_stores/{memory_store_id}/memories/rename_prefix",
-    responses=doc(schemas.MemoryList),
+    responses=doc(MemoryList),
 )
 async def rename_prefix(
-    request: Request, memory_store_id: str, body: schemas.RenamePrefix
+    request: Request, memory_store_id: str, body: RenamePrefix
 ) -> JSONResponse:
     """Directory rename (SPEC §4, ``Engine.rename_prefix``): every live memory under
     ``old_prefix`` moves below ``new_prefix`` in one transaction, one ``modified``
@@ -264,7 +279,7 @@ async def _update_memory(
     request: Request,
     memory_store_id: str,
     memory_id: str,
-    body: schemas.MemoryUpdate,
+    body: MemoryUpdate,
     view: View,
 ) -> JSONResponse:
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
@@ -291,13 +306,13 @@ async def _update_memory(
 
 
 @router.post(
-    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}", responses=doc(schemas.MemoryOut)
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}", responses=doc(MemoryOut)
 )
 async def update_memory(
     request: Request,
     memory_store_id: str,
     memory_id: str,
-    body: schemas.MemoryUpdate,
+    body: MemoryUpdate,
     view: View = "basic",
 ) -> JSONResponse:
     """api-contract §5.9: 409 ``memory_precondition_failed_error`` on a stale sha (with
@@ -310,13 +325,13 @@ async def update_memory(
 
 @router.patch(
     "/v1/memory_stores/{memory_store_id}/memories/{memory_id}",
-    responses=doc(schemas.MemoryOut),
+    responses=doc(MemoryOut),
 )
 async def patch_memory(
     request: Request,
     memory_store_id: str,
     memory_id: str,
-    body: schemas.MemoryUpdate,
+    body: MemoryUpdate,
     view: View = "basic",
 ) -> JSONResponse:
     """``PATCH`` alias of the update ([secondary] skills reference, api-contract §0)."""
@@ -329,7 +344,7 @@ ForgetModeQuery = Annotated[
 ]
 ReasonQuery = Annotated[str | None, Query(description="Recorded in the audit trail.")]
 ReplacementQuery = Annotated[str | None, Query(description="mode=redact only.")]
-ExpectedSha256Query = Annotated[str | None, Query(pattern=schemas.SHA256_PATTERN)]
+ExpectedSha256Query = Annotated[str | None, Query(pattern=SHA256_PATTERN)]
 
 _DELETE_SCOPES = {
     DeleteMode.SOFT_DELETE: (Scope.DELETE, True),
@@ -398,7 +413,7 @@ def _target(
 
 @router.delete(
     "/v1/memory_stores/{memory_store_id}/memories/{memory_id}",
-    responses=doc(schemas.DeletedObject),
+    responses=doc(DeletedObject),
 )
 async def delete_memory(
     request: Request,
@@ -423,19 +438,19 @@ async def delete_memory(
     )
 
 
-_FORGET_FIELDS = tuple(schemas.MemoryForget.model_fields)
+_FORGET_FIELDS = tuple(MemoryForget.model_fields)
 # What a forget takes as query parameters: every body field but metadata (an object).
 _FORGET_QUERY = tuple(name for name in _FORGET_FIELDS if name != "metadata")
 
 
 
 def _forget_options(
-    request: Request, body: schemas.MemoryForget | None, query: dict[str, str | None]
+    request: Request, body: MemoryForget | None, query: dict[str, str | None]
 ) -> dict[str, Any]:
     """The options of a forget: body fields and (already validated) query parameters.
 
     Returns:
-        Every field of :class:`schemas.MemoryForget`, None where not given.
+        Every field of :class:`MemoryForget`, None where not given.
 
     Raises:
         InvalidInput: an unknown query parameter, or a field given in both places with
@@ -458,13 +473,13 @@ def _forget_options(
 
 @router.post(
     "/v1/memory_stores/{memory_store_id}/memories/{memory_id}/forget",
-    responses=doc(schemas.DeletedObject),
+    responses=doc(DeletedObject),
 )
 async def forget_memory(
     request: Request,
     memory_store_id: str,
     memory_id: str,
-    body: Annotated[schemas.MemoryForget | None, Body()] = None,
+    body: Annotated[MemoryForget | None, Body()] = None,
     mode: ForgetModeQuery = None,
     reason: ReasonQuery = None,
     replacement_content: ReplacementQuery = None,
@@ -494,7 +509,7 @@ async def forget_memory_request(
     request: Request,
     memory_store_id: str | None,
     memory_id: str,
-    body: schemas.MemoryForget | None,
+    body: MemoryForget | None,
     query: dict[str, str | None],
 ) -> JSONResponse:
     """A forget (see :func:`forget_memory`) in ``memory_store_id``, or in the memory's own
@@ -514,13 +529,13 @@ async def forget_memory_request(
 
 @router.post(
     "/v1/memory_stores/{memory_store_id}/memories/{memory_id}/restore",
-    responses=doc(schemas.MemoryOut),
+    responses=doc(MemoryOut),
 )
 async def restore_memory(
     request: Request,
     memory_store_id: str,
     memory_id: str,
-    body: Annotated[schemas.MemoryRestore | None, Body()] = None,
+    body: Annotated[MemoryRestore | None, Body()] = None,
     view: View = "basic",
 ) -> JSONResponse:
     """Brings a soft-deleted memory back with its id, path and content (SPEC §2); 409
@@ -533,7 +548,7 @@ async def restore_memory_request(
     request: Request,
     memory_store_id: str | None,
     memory_id: str,
-    body: schemas.MemoryRestore | None,
+    body: MemoryRestore | None,
     view: View,
 ) -> JSONResponse:
     """A restore in ``memory_store_id``, or in the memory's own store when None (seed

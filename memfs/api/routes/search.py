@@ -17,7 +17,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.routes._common import (
     MinImportanceQuery,
@@ -38,6 +37,8 @@ from memfs.core.query import (
 from memfs.core.records import RecordFilter
 from memfs.store import Engine
 from memfs.wire import search_hit_to_wire
+from memfs.wire.common import LISTING_PREFIX_PATTERN
+from memfs.wire.search import SearchRequest, SearchResults
 
 __all__ = ["document_search_modes", "router"]
 
@@ -56,7 +57,7 @@ PathPrefix = Annotated[
     str,
     Query(
         description="Only memories below this prefix (starts and ends with /).",
-        json_schema_extra={"pattern": schemas.LISTING_PREFIX_PATTERN},
+        json_schema_extra={"pattern": LISTING_PREFIX_PATTERN},
     ),
 ]
 SearchMode = Annotated[
@@ -140,7 +141,7 @@ def _answer(
 _STORE_SEARCH = "/v1/memory_stores/{memory_store_id}/search"
 
 
-@router.get(_STORE_SEARCH, responses=doc(schemas.SearchResults))
+@router.get(_STORE_SEARCH, responses=doc(SearchResults))
 async def search_store(
     request: Request,
     memory_store_id: str,
@@ -172,8 +173,8 @@ async def search_store(
     return json_response(await run(request, op))
 
 
-@router.post("/v1/search", responses=doc(schemas.SearchResults))
-async def search_stores(request: Request, body: schemas.SearchRequest) -> JSONResponse:
+@router.post("/v1/search", responses=doc(SearchResults))
+async def search_stores(request: Request, body: SearchRequest) -> JSONResponse:
     """Ranked hits across the stores the caller can read (or those named)."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:

@@ -29,7 +29,6 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.routes._common import (
     LimitQuery,
@@ -48,7 +47,8 @@ from memfs.core.errors import InvalidInput, NotFound, PermissionDenied
 from memfs.core.model import Access, Layout, Scope, Session
 from memfs.core.visibility import UserPrincipal, handed_principal, make_principal
 from memfs.store import Engine, ResourceSpec
-from memfs.wire import session_to_wire
+from memfs.wire import session_deleted_to_wire, session_to_wire
+from memfs.wire.sessions import DeletedSession, SessionCreate, SessionOut, SessionPage
 
 __all__ = ["ATTACHMENT_SCOPES", "router"]
 
@@ -63,7 +63,7 @@ ATTACHMENT_SCOPES: dict[Access, tuple[Scope, ...]] = {
 }
 
 
-def _requested_principal(body: schemas.SessionCreate) -> UserPrincipal | None:
+def _requested_principal(body: SessionCreate) -> UserPrincipal | None:
     """The principal asked for: ``principal`` or the flat ``user_id``/``roles`` (memfs
     extension, SPEC §6). Raises InvalidInput for both forms at once, or bad values."""
     if body.principal is not None:
@@ -118,8 +118,8 @@ def _visible_session(engine: Engine, principal: Principal, session_id: str) -> S
     return session
 
 
-@router.post("/v1/sessions", responses=doc(schemas.SessionOut))
-async def create_session(request: Request, body: schemas.SessionCreate) -> JSONResponse:
+@router.post("/v1/sessions", responses=doc(SessionOut))
+async def create_session(request: Request, body: SessionCreate) -> JSONResponse:
     """Attaches 1–8 stores to a new session (api-contract §7, SPEC §3) and returns it
     with its ``token``, shown only here; the token expires after ``ttl_s`` seconds
     (memfs extension, the SDK passes it in ``extra_body``; default 24 h, at most 30
@@ -187,7 +187,7 @@ async def create_session(request: Request, body: schemas.SessionCreate) -> JSONR
     return json_response(await run(request, op))
 
 
-async def _create_pair_session(request: Request, body: schemas.SessionCreate) -> JSONResponse:
+async def _create_pair_session(request: Request, body: SessionCreate) -> JSONResponse:
     """``POST /v1/sessions`` for an (identity, template) pair (SPEC §8)."""
     if body.layout not in (None, Layout.FLAT.value):
         raise InvalidInput("a session for an (identity, template) pair is always flat")
@@ -218,7 +218,7 @@ async def _create_pair_session(request: Request, body: schemas.SessionCreate) ->
     return json_response(await run(request, op))
 
 
-@router.get("/v1/sessions", responses=doc(schemas.SessionPage))
+@router.get("/v1/sessions", responses=doc(SessionPage))
 async def list_sessions(
     request: Request,
     memory_store_id: str | None = None,
@@ -246,7 +246,7 @@ async def list_sessions(
     return json_response(await run(request, op))
 
 
-@router.get("/v1/sessions/current", responses=doc(schemas.SessionOut))
+@router.get("/v1/sessions/current", responses=doc(SessionOut))
 async def retrieve_current_session(request: Request) -> JSONResponse:
     """The session of the bearer session token, without its token (what a remote mount
     asks first: its stores, their access and mount paths). An API key gets 403
@@ -263,7 +263,7 @@ async def retrieve_current_session(request: Request) -> JSONResponse:
     return json_response(await run(request, op))
 
 
-@router.get("/v1/sessions/{session_id}", responses=doc(schemas.SessionOut))
+@router.get("/v1/sessions/{session_id}", responses=doc(SessionOut))
 async def retrieve_session(request: Request, session_id: str) -> JSONResponse:
     """``client.beta.sessions.retrieve``: a session without its token, readable by
     itself or by a key that may read every store attached to it (404 otherwise)."""
@@ -274,7 +274,7 @@ async def retrieve_session(request: Request, session_id: str) -> JSONResponse:
     return json_response(await run(request, op))
 
 
-@router.delete("/v1/sessions/{session_id}", responses=doc(schemas.DeletedSession))
+@router.delete("/v1/sessions/{session_id}", responses=doc(DeletedSession))
 async def delete_session(request: Request, session_id: str) -> JSONResponse:
     """``client.beta.sessions.delete``: the session and its attachments are gone, its
     token gets 401. Needs a key that could have created it."""
@@ -282,12 +282,12 @@ async def delete_session(request: Request, session_id: str) -> JSONResponse:
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         _require_handing(principal, _visible_session(engine, principal, session_id))
         engine.delete_session(session_id)
-        return {"id": session_id, "type": "session_deleted"}
+        return session_deleted_to_wire(session_id)
 
     return json_response(await run(request, op))
 
 
-@router.post("/v1/sessions/{session_id}/archive", responses=doc(schemas.SessionOut))
+@router.post("/v1/sessions/{session_id}/archive", responses=doc(SessionOut))
 async def archive_session(request: Request, session_id: str) -> JSONResponse:
     """``client.beta.sessions.archive``: the session is ended (its token gets 401) and
     left out of listings unless ``include_archived``. Idempotent. Needs a key that could
@@ -300,7 +300,7 @@ async def archive_session(request: Request, session_id: str) -> JSONResponse:
     return json_response(await run(request, op))
 
 
-@router.post("/v1/sessions/{session_id}/revoke", responses=doc(schemas.SessionOut))
+@router.post("/v1/sessions/{session_id}/revoke", responses=doc(SessionOut))
 async def revoke_session(request: Request, session_id: str) -> JSONResponse:
     """Revokes a session's token (memfs extension; ``memfs session revoke`` does the
     same): from the next request on it gets 401 ``credential_revoked``; the session

@@ -8,7 +8,6 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
 
-from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.routes._common import (
     CreatedGte,
@@ -24,14 +23,22 @@ from memfs.core.config import DEFAULT_PAGE_LIMIT
 from memfs.core.model import Scope
 from memfs.store import Engine
 from memfs.wire import store_deleted_to_wire, store_to_wire
+from memfs.wire.common import DeletedObject
+from memfs.wire.stores import (
+    AuditEventList,
+    MemoryStoreCreate,
+    MemoryStoreOut,
+    MemoryStorePage,
+    MemoryStoreUpdate,
+)
 
 __all__ = ["router"]
 
 router = APIRouter()
 
 
-@router.post("/v1/memory_stores", responses=doc(schemas.MemoryStoreOut))
-async def create_memory_store(request: Request, body: schemas.MemoryStoreCreate) -> JSONResponse:
+@router.post("/v1/memory_stores", responses=doc(MemoryStoreOut))
+async def create_memory_store(request: Request, body: MemoryStoreCreate) -> JSONResponse:
     """api-contract §5.1; ``version_retention_seconds`` is a memfs extension (SPEC §2)."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
@@ -47,7 +54,7 @@ async def create_memory_store(request: Request, body: schemas.MemoryStoreCreate)
     return json_response(await run(request, op))
 
 
-@router.get("/v1/memory_stores", responses=doc(schemas.MemoryStorePage))
+@router.get("/v1/memory_stores", responses=doc(MemoryStorePage))
 async def list_memory_stores(
     request: Request,
     created_at_gte: CreatedGte = None,
@@ -78,7 +85,7 @@ async def list_memory_stores(
     return json_response(await run(request, op))
 
 
-@router.get("/v1/memory_stores/{memory_store_id}", responses=doc(schemas.MemoryStoreOut))
+@router.get("/v1/memory_stores/{memory_store_id}", responses=doc(MemoryStoreOut))
 async def retrieve_memory_store(request: Request, memory_store_id: str) -> JSONResponse:
     """api-contract §5.2 (archived stores too)."""
 
@@ -90,7 +97,7 @@ async def retrieve_memory_store(request: Request, memory_store_id: str) -> JSONR
 
 
 async def _update_memory_store(
-    request: Request, memory_store_id: str, body: schemas.MemoryStoreUpdate
+    request: Request, memory_store_id: str, body: MemoryStoreUpdate
 ) -> JSONResponse:
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id, agents=False)
@@ -111,9 +118,9 @@ async def _update_memory_store(
     return json_response(await run(request, op))
 
 
-@router.post("/v1/memory_stores/{memory_store_id}", responses=doc(schemas.MemoryStoreOut))
+@router.post("/v1/memory_stores/{memory_store_id}", responses=doc(MemoryStoreOut))
 async def update_memory_store(
-    request: Request, memory_store_id: str, body: schemas.MemoryStoreUpdate
+    request: Request, memory_store_id: str, body: MemoryStoreUpdate
 ) -> JSONResponse:
     """api-contract §5.3: a patch; 400 on an archived store."""
     return await _update_memory_store(request, memory_store_id, body)
@@ -121,10 +128,10 @@ async def update_memory_store(
 
 @router.patch(
     "/v1/memory_stores/{memory_store_id}",
-    responses=doc(schemas.MemoryStoreOut),
+    responses=doc(MemoryStoreOut),
 )
 async def patch_memory_store(
-    request: Request, memory_store_id: str, body: schemas.MemoryStoreUpdate
+    request: Request, memory_store_id: str, body: MemoryStoreUpdate
 ) -> JSONResponse:
     """``PATCH`` alias of the update (api-contract §0 notes)."""
     return await _update_memory_store(request, memory_store_id, body)
@@ -140,7 +147,7 @@ ForceQuery = Annotated[
 ]
 
 
-@router.delete("/v1/memory_stores/{memory_store_id}", responses=doc(schemas.DeletedObject))
+@router.delete("/v1/memory_stores/{memory_store_id}", responses=doc(DeletedObject))
 async def delete_memory_store(
     request: Request, memory_store_id: str, force: ForceQuery = False
 ) -> JSONResponse:
@@ -157,7 +164,7 @@ async def delete_memory_store(
     return json_response(await run(request, op))
 
 
-@router.post("/v1/memory_stores/{memory_store_id}/archive", responses=doc(schemas.MemoryStoreOut))
+@router.post("/v1/memory_stores/{memory_store_id}/archive", responses=doc(MemoryStoreOut))
 async def archive_memory_store(
     request: Request, memory_store_id: str, force: ForceQuery = False
 ) -> JSONResponse:
@@ -175,7 +182,7 @@ async def archive_memory_store(
 
 
 @router.get(
-    "/v1/memory_stores/{memory_store_id}/audit_events", responses=doc(schemas.AuditEventList)
+    "/v1/memory_stores/{memory_store_id}/audit_events", responses=doc(AuditEventList)
 )
 async def list_audit_events(
     request: Request, memory_store_id: str, memory_id: str | None = None

@@ -7,7 +7,6 @@ from typing import Any, Literal
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from memfs.api import schemas
 from memfs.api.auth import Principal
 from memfs.api.routes._common import (
     CreatedGte,
@@ -25,6 +24,7 @@ from memfs.core.config import DEFAULT_PAGE_LIMIT
 from memfs.core.model import Operation, Scope
 from memfs.store import Engine
 from memfs.wire import version_to_wire
+from memfs.wire.versions import MemoryVersionOut, MemoryVersionPage
 
 __all__ = ["router"]
 
@@ -33,7 +33,7 @@ router = APIRouter()
 
 @router.get(
     "/v1/memory_stores/{memory_store_id}/memory_versions",
-    responses=doc(schemas.MemoryVersionPage),
+    responses=doc(MemoryVersionPage),
 )
 async def list_memory_versions(
     request: Request,
@@ -78,7 +78,7 @@ async def list_memory_versions(
 
 @router.get(
     "/v1/memory_stores/{memory_store_id}/memory_versions/{memory_version_id}",
-    responses=doc(schemas.MemoryVersionOut),
+    responses=doc(MemoryVersionOut),
 )
 async def retrieve_memory_version(
     request: Request, memory_store_id: str, memory_version_id: str, view: View = "full"
@@ -98,7 +98,7 @@ async def retrieve_memory_version(
 
 @router.post(
     "/v1/memory_stores/{memory_store_id}/memory_versions/{memory_version_id}/redact",
-    responses=doc(schemas.MemoryVersionOut),
+    responses=doc(MemoryVersionOut),
 )
 async def redact_memory_version(
     request: Request, memory_store_id: str, memory_version_id: str
