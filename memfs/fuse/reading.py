@@ -3,7 +3,8 @@ purge marks.
 
 Owns :class:`ContentReader`: a file's bytes come from its working copy, else the
 content cache (:mod:`memfs.fuse.cache`, keyed by blob key), else the store, fetched
-together with the uncached files after it in its directory (read-ahead, issue 5).
+together with the uncached files after it in its directory (read-ahead: a ``grep -r``
+or ``cat *`` of a cold tree costs one store call per batch, not one per file).
 Purge marks keep bytes a redaction erased from coming back into the cache through a
 fetch that was already in flight (SPEC §2: after redaction the bytes are gone from
 every local cache).
