@@ -14,7 +14,7 @@ import hashlib
 from memfs.core.config import MAX_SEGMENT_BYTES
 from memfs.core.errors import ContentTooLarge, InvalidPath, PathTooLong
 from memfs.core.rules import check_content_fragment, check_content_size, is_scratch_name
-from memfs.fuse.inodes import Node
+from memfs.fuse.inodes import InodeTable, Node
 
 __all__ = [
     "MAX_SCRATCH_BYTES",
@@ -67,14 +67,13 @@ def check_fragment(node: Node, data: bytes, offset: int) -> None:
         check_content_fragment(data, offset)
 
 
-def check_size(node: Node, size_bytes: int, *, shown_as: str) -> None:
-    """Raises ContentTooLarge (EFBIG): file ``node`` (``shown_as`` in the message) would
-    hold content beyond SPEC §1's limit, or be a scratch file beyond
-    :data:`MAX_SCRATCH_BYTES`."""
+def check_size(table: InodeTable, node: Node, size_bytes: int) -> None:
+    """Raises ContentTooLarge (EFBIG): file ``node`` of ``table`` would hold content
+    beyond SPEC §1's limit, or be a scratch file beyond :data:`MAX_SCRATCH_BYTES`."""
     if not is_local_scratch(node):
         check_content_size(size_bytes)
     elif size_bytes > MAX_SCRATCH_BYTES:
         raise ContentTooLarge(
-            f"{shown_as} would be {size_bytes} bytes; "
+            f"{table.display_path(node)} would be {size_bytes} bytes; "
             f"the limit for a scratch file is {MAX_SCRATCH_BYTES} bytes"
         )

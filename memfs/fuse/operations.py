@@ -279,7 +279,7 @@ class Operations(pyfuse3.Operations):
                 raise IsADirectory(f"{self._table.display_path(node)} is a directory")
             self._table.content_target(node)
             try:
-                check_size(node, attr.st_size, shown_as=self._table.display_path(node))
+                check_size(self._table, node, attr.st_size)
             except MemfsError as exc:
                 self._handles.refuse_truncate(node, fh, exc)
                 raise
@@ -369,9 +369,8 @@ class Operations(pyfuse3.Operations):
         # SPEC §4 close-to-open for listings too, where the store's counter is read on
         # this thread (a SQLite file): changes committed elsewhere are applied first,
         # and a listing the kernel may keep (cached listings: memfs.fuse.capabilities)
-        # is dropped at this open when
-        # the children changed since it was handed out; otherwise the feed's
-        # invalidation refreshes it (tens of ms later).
+        # is dropped at this open when the children changed since it was handed out;
+        # otherwise the feed's invalidation refreshes it (tens of ms later).
         await self.follower.revalidate(directory, local_only=True)
         fresh = directory.listed_mtime_ns == directory.mtime_ns
         return directory_reply(self._handles.open_listing(directory), keep_cache=fresh)
@@ -446,20 +445,10 @@ class Operations(pyfuse3.Operations):
             raise IsADirectory(f"{self._table.display_path(node)} is a directory")
         await self.follower.revalidate(node)
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
-        if writable or flags & os.O_TRUNC:
+        truncate = bool(flags & os.O_TRUNC)
+        if writable or truncate:
             self._table.content_target(node)
-        working = node.working
-        if flags & os.O_TRUNC and not working.loaded:
-            head_size = node.memory.content_size_bytes if node.memory is not None else 0
-            if working.truncate_unloaded(head_size_bytes=head_size):
-                node.mtime_ns = time.time_ns()
-        elif writable or flags & os.O_TRUNC:
-            await self.reader.ensure_loaded(node)
-            if flags & os.O_TRUNC and working.truncate(0):
-                node.mtime_ns = time.time_ns()
-        # A read-only open loads nothing: the first read does (Operations.read). With
-        # keep_cache the kernel's pages answer the reads, so a warm `cat` or `grep -r`
-        # never copies the content out of the cache or the store.
+        await self.reader.open_content(node, writable=writable, truncate=truncate)
         fh = self._handles.open_file(
             node, writable=writable, append=bool(flags & os.O_APPEND), pid=ctx.pid
         )
@@ -467,7 +456,7 @@ class Operations(pyfuse3.Operations):
             # SPEC §6: an open for reading is a read of a record (last_accessed).
             self._backend.note_access(node.attachment.store_id, [node.memory.id])
         # keep_cache only when the kernel's pages hold exactly what this open serves.
-        keep_cache, kernel_stale = working.opened()
+        keep_cache, kernel_stale = node.working.opened()
         if kernel_stale:
             # The kernel was last told of other content: its cached size is stale too.
             # Invalidated by the notice task, never from inside this handler.
@@ -503,7 +492,7 @@ class Operations(pyfuse3.Operations):
             off = end_of_content
         try:  # SPEC §4 order of refusals: EROFS (above), then EILSEQ, then EFBIG
             check_fragment(node, buf, off)
-            check_size(node, off + len(buf), shown_as=self._table.display_path(node))
+            check_size(self._table, node, off + len(buf))
         except MemfsError as exc:
             self._handles.refuse_write(handle, exc)  # the whole save fails (SPEC §4)
             raise
