@@ -6,12 +6,16 @@ module                      concern
 ==========================  ====================================================
 ``operations``              the pyfuse3 request handlers (SPEC §4 mapping table)
 ``content``                 a file's working copy and its named transitions
+``namespace``               a node's placement (held, parked, created here, stale)
+                            and its named transitions
+``attributes``              what stat(2) and statfs(2) show; kernel cache timeouts
 ``commits``                 commit / keep-both / reject of a working copy
 ``renames``                 rename(2): parking, the atomic save, directories
 ``xattrs``                  ``user.meta.*`` and ``user.memfs.*`` attributes
 ``feed``                    the change-feed follower (changes made elsewhere)
 ``reading``                 content cache, read-ahead, purge marks
-``inodes``                  the inode table: nodes, layouts, placement, lookup counts
+``inodes``                  the inode table: nodes, layouts, where memories are
+                            placed, lookup counts
 ``errno_table``             exceptions → errno, one table (SPEC §4 errno table);
                             the handler decorator that applies it
 ``handles``                 open file and directory handles

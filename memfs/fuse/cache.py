@@ -15,7 +15,7 @@ __all__ = ["DEFAULT_MEMORY_CACHE_SIZE_BYTES", "BlobCache", "BlobCacheStatistics"
 # Warm reads are answered by the kernel's page cache (keep_cache) without loading
 # anything here, so this only has to hold what is being read or written now and what
 # a read-ahead brought in: 32 MiB keeps a 10,000-memory mount's peak RSS well under
-# 150 MB after a grep -r of all of it (issue 5). Each memory is at most 100 KiB.
+# 150 MB after a grep -r of all of it. Each memory is at most 100 KiB (SPEC §1).
 DEFAULT_MEMORY_CACHE_SIZE_BYTES = 32 * 1024 * 1024
 
 

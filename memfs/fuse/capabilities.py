@@ -1,4 +1,4 @@
-"""What the installed pyfuse3 lets a mount ask of the kernel's caches (issue 17).
+"""What the installed pyfuse3 lets a mount ask of the kernel's caches.
 
 Stock pyfuse3 3.5 passes on only ``fh``, ``direct_io``, ``keep_cache`` and
 ``nonseekable``; scripts/setup builds it with the patch in third_party/pyfuse3/, which

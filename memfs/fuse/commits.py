@@ -19,6 +19,7 @@ The caller holds the mount's mutation lock for every method here.
 from __future__ import annotations
 
 import collections
+import contextlib
 import errno
 import logging
 from typing import NoReturn
@@ -77,8 +78,9 @@ class Committer:
     def wrote_version(self, version_id: str) -> bool:
         """Whether this mount wrote version ``version_id`` (one of its newest
         :data:`WRITTEN_VERSIONS_KEPT`): its change in the feed tells the mount nothing
-        new (issue 17: ``cp``'s exclusive create is followed by the content commit, so
-        the feed's entry for the empty version is older than the node, not foreign)."""
+        new (``cp``'s exclusive create, SPEC §4 ``O_EXCL``, is followed by the content
+        commit, so the feed's entry for the empty version is older than the node, not
+        foreign)."""
         return version_id in self._written
 
     def _wrote(self, memory: Memory) -> None:
@@ -125,8 +127,7 @@ class Committer:
         node.working.committed(memory.content_sha256, data)
         self._reader.remember(memory.blob_key, data)
         self._follow_move(node, memory)
-        for ancestor in self._table.ancestors(node):
-            ancestor.held = False
+        self._table.filled_below(node)
         log.info("committed %s (%d bytes, version %s)", self._table.display_path(node),
                  len(data), memory.memory_version_id)
 
@@ -134,9 +135,13 @@ class Committer:
         """After a commit by id: a memory moved elsewhere while ``node`` was open was
         written at its new path, so the tree shows it there (its feed entry is this
         mount's own and changes nothing), and the old name is stale for the kernel."""
-        if node.parent is None or node.parked or self._table.memory_path(node) == memory.path:
+        if (
+            node.parent is None
+            or node.placement.parked
+            or self._table.memory_path(node) == memory.path
+        ):
             return
-        node.stale_path = True
+        node.placement.went_stale()
         old_parent = node.parent
         self._table.unlink(node)
         self._table.place(node)
@@ -146,9 +151,9 @@ class Committer:
     async def drop_refused_create(self, node: Node) -> None:
         """The last close of a file whose ``O_EXCL`` claim never got content and whose
         every write was refused (or whose process failed on another file: see
-        :meth:`memfs.fuse.operations.Operations.write`): the claim is taken back, as a new
+        :meth:`memfs.fuse.handles.Handles.refuse_write`): the claim is taken back, as a new
         file in that situation leaves nothing (SPEC §4; ``cp`` of a binary file)."""
-        if node.working.claimed and node.working.only_refused and not node.parked:
+        if node.working.claimed and node.working.only_refused and not node.placement.parked:
             await self._take_back_claim(node)
 
     async def _take_back_claim(self, node: Node) -> None:
@@ -162,9 +167,40 @@ class Committer:
                 log.info("%s was already deleted elsewhere", memory.path)
             except MemfsError as exc:  # the claim stays; fsck and the user see an empty file
                 log.warning("the claim on %s could not be taken back: %s", memory.path, exc)
-        node.working.claimed = False
+        node.working.claim_taken_back()
         self._table.set_memory(node, None)
         self.reset_to_head(node)
+
+    @staticmethod
+    def settles_at_last_close(node: Node, refusal: Exception | None) -> bool:
+        """Whether the last close of ``node`` (a release) has a save to settle: one that
+        failed (``refusal``), pending content, or a create whose every write was
+        refused (see :meth:`last_close`)."""
+        return refusal is not None or node.working.dirty or node.working.only_refused
+
+    async def last_close(self, node: Node, refusal: Exception | None) -> None:
+        """The last handle of ``node`` closed (release) with a save its flush did not
+        settle: a failed save is aborted (SPEC §4; the refusal is only logged, release
+        has no caller); content truncated or created and closed without a write, when
+        flush could not tell the last descriptor, is committed; a create whose every
+        write was refused is taken back (:meth:`drop_refused_create`).
+
+        Raises:
+            RefusedWrite: the commit was refused (its bytes are kept).
+        """
+        if refusal is not None:
+            with contextlib.suppress(RefusedWrite):
+                await self.abort(node, refusal)
+        elif node.working.dirty:
+            await self.commit(node)
+        else:
+            await self.drop_refused_create(node)
+
+    def release_clean(self, node: Node) -> None:
+        """Frees the content of a closed, clean file the store holds (it stays in the
+        cache); the next open starts from the head."""
+        if node.open_count == 0 and not node.working.dirty and node.memory is not None:
+            node.working.release(node.memory.content_sha256)
 
     async def abort(self, node: Node, refusal: Exception) -> NoReturn:
         """A save that had a write or ``ftruncate`` refused (SPEC §4 "a save is all or
@@ -191,7 +227,7 @@ class Committer:
         else:  # nothing was accepted: the errno told the writer everything
             log.info("save of %s failed (%s: %s); nothing was written", path, code, refusal)
         self._status.record_rejected(path, code, saved, str(refusal))
-        if node.working.claimed and not node.parked:
+        if node.working.claimed and not node.placement.parked:
             await self._take_back_claim(node)
         else:
             self.reset_to_head(node)
@@ -200,13 +236,12 @@ class Committer:
     def created(self, node: Node, memory: Memory) -> None:
         """New file ``node`` was created in the store as ``memory`` (empty) by this
         mount, before any content (an ``O_EXCL`` create's claim, SPEC §4)."""
-        node.created_here = True
+        node.placement.created()
         self._table.set_memory(node, memory)
         self._wrote(memory)
         node.working.claim(memory.content_sha256)
         self._reader.remember(memory.blob_key, b"")
-        for ancestor in self._table.ancestors(node):
-            ancestor.held = False
+        self._table.filled_below(node)
 
     def _to_commit(self, node: Node) -> bytes | None:
         """The bytes a commit of ``node`` writes, or None when it writes nothing (then
@@ -219,7 +254,7 @@ class Committer:
         if node.parent is None:
             if node.attachment is not None and node.attachment.deleted:
                 # The store was deleted while this was pending: refused like the
-                # content of a new file, kept (issue 10 item 3).
+                # content of a new file, and kept (SPEC §4: never silently dropped).
                 self.reject(node, data, ReadOnly(f"store {node.attachment.name!r} was deleted"))
             working.unchanged()  # unlinked while open: the content went with its last name
             return None
@@ -241,7 +276,7 @@ class Committer:
         if node.memory is None:
             holder = self._table.parked_holder(target, path)
             if holder is None:
-                node.created_here = True
+                node.placement.created()
                 return await self._backend.create_memory(
                     target.store_id, path, text, metadata=node.working.pending_metadata or None
                 )
@@ -389,7 +424,7 @@ class Committer:
             buffer = node.working.buffer
             if not is_local_scratch(node) or not buffer:
                 continue
-            if node.parked and not node.working.dirty:
+            if node.placement.parked and not node.working.dirty:
                 continue  # its content is still in the store at the memory's path
             display = self._table.display_path(node)
             try:

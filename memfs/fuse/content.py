@@ -1,7 +1,8 @@
 """The working copy of one file: the bytes a mount holds for it, and their state.
 
-Owns :class:`WorkingCopy`, the content state of a file node (issue 9: one object with
-named transitions instead of ten fields of ``Node`` written from forty places). It is
+Owns :class:`WorkingCopy`, the content state of a file node: one object with named
+transitions, its only writers, rather than fields of ``Node`` written from many
+places (its namespace state is :class:`memfs.fuse.namespace.Placement`). It is
 pure state: no store call, no kernel call, no I/O; the layers above decide *when* a
 transition happens (:mod:`memfs.fuse.commits` on a close, :mod:`memfs.fuse.feed` on a
 change made elsewhere, :mod:`memfs.fuse.operations` on a write).
@@ -177,6 +178,16 @@ class WorkingCopy:
         self.refusal = None
         self.base_sha256 = self.kernel_sha256 = self.opened_sha256 = sha256
         self.claimed = True
+
+    def claim_taken_back(self) -> None:
+        """The empty memory of this mount's ``O_EXCL`` claim was erased (a failed save,
+        or a create whose every write was refused): nothing claims the name now."""
+        self.claimed = False
+
+    def set_pending_metadata(self, metadata: dict[str, str]) -> None:
+        """``user.meta.*`` set on a file that has no memory yet: its first commit applies
+        ``metadata``."""
+        self.pending_metadata = metadata
 
     @property
     def only_refused(self) -> bool:

@@ -23,8 +23,9 @@ import trio
 from memfs.backend import Backend
 from memfs.core.errors import BackendUnavailable, MemfsError, NotFound
 from memfs.core.model import Change, ChangeKind, Memory
-from memfs.fuse.errors import FilesystemError
+from memfs.fuse.errors import FilesystemError, StaleEntry
 from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
+from memfs.fuse.names import is_local_scratch
 from memfs.fuse.reading import ContentReader
 from memfs.fuse.status import MountStatus, redaction_marker, scrub_files
 
@@ -35,7 +36,8 @@ log = logging.getLogger(__name__)
 # How long one read of the change feed waits for a change: a long poll on a remote
 # backend, the engine's change notification on an embedded one (SPEC §4: changes
 # elsewhere appear within about one second; a change ends the wait at once, and an idle
-# store is read once per wait: issue 12 idle cost). Below the server's 30 s cap.
+# store is read once per wait: SPEC §4 Sandboxes, an idle mount costs close to
+# nothing). Below the server's 30 s cap.
 CHANGE_WAIT_S = 25.0
 # Pause after a failed read of the feed, doubling while failures last.
 CHANGE_RETRY_MIN_S = 0.1
@@ -226,6 +228,28 @@ class ChangeFollower:
                 self._table.prune(parent)
             self._notice_modes(attachment)
 
+    async def revalidate(self, node: Node, *, local_only: bool = False) -> None:
+        """SPEC §4 close-to-open for a request on ``node`` (an open, a change by inode, or
+        the directory of a change by name): what other writers committed to its stores
+        is applied first (``local_only``: only where that needs no worker thread).
+
+        Raises:
+            StaleEntry: a change elsewhere deleted or moved the file, or removed the
+                directory, since the kernel resolved the path (now, or in the feed task
+                before this request): ``ESTALE``, and the kernel resolves it again.
+        """
+        table = self._table
+        attachments = (
+            table.attachments_below(node) if node.is_dir
+            else [node.attachment] if node.attachment is not None else []
+        )
+        await self.catch_up(attachments, local_only=local_only)
+        removed_directory = node.is_dir and node is not table.root and node.parent is None
+        if node.placement.stale_path or removed_directory:
+            raise StaleEntry(
+                f"{node!r} was deleted or moved elsewhere; the kernel looks it up again"
+            )
+
     async def catch_up(self, attachments: Sequence[Attachment], *, local_only: bool = False) -> int:
         """Applies what other writers committed to ``attachments`` before this request
         goes on (SPEC §4: an open checks the database's change counter and catches up
@@ -330,19 +354,34 @@ class ChangeFollower:
             self._table.notice(Notice(node.inode))
         else:
             self._table.notice(Notice(node.inode, attr_only=True))
-        if node.parked:
+        if node.placement.parked:
             return
         if node.parent is not None and self._table.memory_path(node) == memory.path:
             return
-        node.stale_path = True  # the kernel may still reach it by its old name
+        node.placement.went_stale()  # the kernel may still reach it by its old name
         old_parent = node.parent
         self._table.unlink(node)
         self._table.place(node)
         self._table.prune(old_parent)
         self._table.retry_shadowed()
 
+    def last_close(self, node: Node) -> None:
+        """The last handle of ``node`` closed with nothing to settle: a file deleted
+        elsewhere while open for writing, with nothing written through it (see
+        :meth:`_show_deleted`), leaves the tree now, as its name did elsewhere."""
+        if (
+            node.memory is None
+            and not node.placement.parked
+            and node.parent is not None
+            and not is_local_scratch(node)
+        ):
+            parent = node.parent
+            node.placement.went_stale()
+            self._table.remove(node)
+            self._table.prune(parent)
+
     def _show_deleted(self, node: Node) -> None:
-        if node.parked or (node.working.dirty and node.open_count > 0):
+        if node.placement.parked or (node.working.dirty and node.open_count > 0):
             # A scratch copy, or a file being written: keep the bytes in the mount; the
             # next close creates the file again.
             self._table.set_memory(node, None)
@@ -355,7 +394,7 @@ class ChangeFollower:
             self._table.set_memory(node, None)
             return
         parent = node.parent
-        node.stale_path = True  # the kernel may still reach it by its name
+        node.placement.went_stale()  # the kernel may still reach it by its name
         # A descriptor still open reads the deleted head from the store again (as an
         # unlinked file stays readable), never bytes held here: a redaction purges them,
         # and the read then fails.

@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+import trio
+
 from memfs.core.errors import InvalidInput
 from memfs.fuse.inodes import Node
 
@@ -60,6 +62,7 @@ class Handles:
         self._files: dict[int, Handle] = {}
         self._listings: dict[int, Listing] = {}
         self._next_fh = itertools.count(1)
+        self._mount_id: int | None = None  # the kernel's, found at the first need
 
     def open_file(self, node: Node, *, writable: bool, append: bool, pid: int) -> int:
         """A new handle on file ``node`` (its ``open_count`` goes up)."""
@@ -94,8 +97,37 @@ class Handles:
 
     def of_process(self, pid: int) -> Iterator[Handle]:
         """The file handles process ``pid`` opened (a refused write of a process marks
-        the empty new files it holds: see :meth:`memfs.fuse.operations.Operations.write`)."""
+        the empty new files it holds: see :meth:`refuse_write`)."""
         return (h for h in self._files.values() if h.pid == pid)
+
+    def refuse_write(self, handle: Handle, refusal: Exception) -> None:
+        """A write through ``handle`` was refused: nothing changed, and the save it
+        belongs to fails whole: its close commits nothing and reports ``refusal`` (SPEC
+        §4 "a save is all or nothing"). New files the same process created and holds
+        open without having written anything count as refused too: a tool that failed
+        on content memfs can't store (sqlite3, whose journal is binary) leaves no empty
+        file behind."""
+        handle.refusal = handle.refusal or refusal
+        handle.node.working.refuse(refusal)
+        for other in self.of_process(handle.pid):
+            if other.node.memory is None and not other.node.working.buffer:
+                other.node.working.refuse()
+
+    def refuse_truncate(self, node: Node, fh: int | None, refusal: Exception) -> None:
+        """A truncate of ``node`` was refused: nothing changed (SPEC §4), not even the
+        times; through a descriptor (``ftruncate(2)``, ``fh`` given) the save it belongs
+        to fails whole, as for a write."""
+        handle = self.get(fh)
+        if handle is not None:
+            handle.refusal = handle.refusal or refusal
+        node.working.refuse(refusal if handle is not None else None)
+
+    async def holds_descriptor(self, pid: int, node: Node, mountpoint: str) -> bool:
+        """Whether process ``pid`` still has a descriptor of ``node`` open on the mount
+        at ``mountpoint`` (see :func:`holds_descriptor`); reads /proc in worker threads."""
+        if self._mount_id is None:
+            self._mount_id = await trio.to_thread.run_sync(fuse_mount_id, mountpoint)
+        return await trio.to_thread.run_sync(holds_descriptor, pid, node.inode, self._mount_id)
 
     def open_listing(self, directory: Node) -> int:
         fh = next(self._next_fh)

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from memfs.core.model import Layout, Memory
 from memfs.fuse.content import WorkingCopy
 from memfs.fuse.errors import NoSuchEntry, NotADirectory, ReadOnly
+from memfs.fuse.namespace import Placement
 
 __all__ = [
     "ROOT_INODE",
@@ -101,11 +102,9 @@ class Node:
             only in the mount (new and not yet closed, or a scratch file).
         lookup_count: how many times the kernel was given this inode and not told to
             forget it (pyfuse3 lookup-count contract).
-        store_root: the root of a store's paths (a store directory, or the flat root).
-        held: a directory kept without memories below it.
-        parked: a file renamed to a scratch name; its memory stays at ``memory.path``
-            in the store until the name is reused, the scratch file is unlinked (the
-            memory is deleted) or renamed back to a real name.
+        placement: where the node stands in the namespace (store root, held, parked,
+            created here, stale), changed only through its transitions
+            (:class:`memfs.fuse.namespace.Placement`).
         mtime_ns: modification time shown by stat.
         open_count: open file handles on this node.
         working: the file's content state (buffer, dirty, digests, refusal), changed
@@ -115,16 +114,9 @@ class Node:
             stale (see :meth:`InodeTable.notice_if_stale`).
         subdirectories: directories only: how many of ``children`` are directories
             (kept by the table as entries are linked and unlinked).
-        created_here: this mount created the file's memory (a new file's first commit,
-            or an ``O_EXCL`` create). Renamed over another file, it is a temporary file
-            of an atomic save (SPEC §4: any temp name): the target keeps its identity.
         listed_mtime_ns: directories: ``mtime_ns`` when the kernel was last given a
             listing (readdir from the start); another value means the listing it may
             hold is older than the children (see ``Operations.opendir``).
-        stale_path: a change made elsewhere deleted or moved this file since the kernel
-            was last handed it by name (lookup, readdir): a dentry the kernel still holds
-            may name it by a path it no longer has, so an open answers ``ESTALE`` (the
-            kernel then looks the path up again) until a lookup hands it out anew.
     """
 
     inode: int
@@ -135,16 +127,12 @@ class Node:
     children: dict[str, Node] = field(default_factory=dict)
     memory: Memory | None = None
     lookup_count: int = 0
-    store_root: bool = False
-    held: bool = False
-    parked: bool = False
+    placement: Placement = field(default_factory=Placement)
     mtime_ns: int = field(default_factory=time.time_ns)
     open_count: int = 0
     working: WorkingCopy = field(default_factory=WorkingCopy)
     kernel_attributes: tuple[int, int] | None = None
     subdirectories: int = 0
-    created_here: bool = False
-    stale_path: bool = False
     listed_mtime_ns: int = 0
 
     @property
@@ -162,7 +150,7 @@ class Node:
     @property
     def stored(self) -> bool:
         """True when this file shows a memory at its own path (not local, not parked)."""
-        return self.memory is not None and not self.parked
+        return self.memory is not None and not self.placement.parked
 
     def __repr__(self) -> str:
         return f"<Node {self.inode} {self.kind.value} {self.name!r}>"
@@ -204,15 +192,15 @@ class InodeTable:
         self._parked: set[Node] = set()
         self._notices: list[Notice] = []
         self.root = Node(
-            ROOT_INODE, Kind.DIRECTORY, "", None, None, store_root=layout is Layout.FLAT
+            ROOT_INODE, Kind.DIRECTORY, "", None, None,
+            placement=Placement(store_root=layout is Layout.FLAT),
         )
         self.root.lookup_count = 1  # the kernel never forgets the root
         self._nodes[ROOT_INODE] = self.root
         self._store_roots: dict[str, Node] = {}
         for attachment in attachments:
             if layout is Layout.PER_STORE:
-                node = self._new(Kind.DIRECTORY, attachment)
-                node.store_root = True
+                node = self._new(Kind.DIRECTORY, attachment, store_root=True)
                 self._link(self.root, attachment.directory, node)
                 self._store_roots[attachment.store_id] = node
             else:
@@ -237,6 +225,12 @@ class InodeTable:
             raise NoSuchEntry(f"no entry {name!r} in {self.display_path(parent)}")
         return node
 
+    def attachments_below(self, directory: Node) -> list[Attachment]:
+        """The stores whose paths ``directory`` shows (all of them at a shared root)."""
+        if directory.attachment is not None:
+            return [directory.attachment]
+        return list(self.attachments)
+
     def store_root(self, attachment: Attachment) -> Node:
         """The directory holding ``attachment``'s paths (the mount root in a flat layout)."""
         return self._store_roots[attachment.store_id]
@@ -247,15 +241,16 @@ class InodeTable:
 
     def park(self, node: Node) -> None:
         """Marks stored file ``node`` (just renamed to a scratch name) as parked: its
-        memory stays at its path until the name is reused (see ``Node.parked``)."""
-        node.parked = True
+        memory stays at its path until the name is reused (see
+        :class:`memfs.fuse.namespace.Placement`)."""
+        node.placement.park()
         self._parked.add(node)
 
     def parked_holder(self, attachment: Attachment, path: str) -> Node | None:
         """The parked node whose memory sits at ``path`` in ``attachment``'s store.
         Costs the number of parked nodes (a few scratch renames), not the store size."""
         for node in list(self._parked):
-            if not node.parked:
+            if not node.placement.parked:
                 self._parked.discard(node)
             elif (
                 node.attachment is attachment
@@ -273,7 +268,7 @@ class InodeTable:
         """
         names: list[str] = []
         current: Node | None = node
-        while current is not None and not current.store_root:
+        while current is not None and not current.placement.store_root:
             names.append(current.name)
             current = current.parent
         if current is None:
@@ -325,7 +320,7 @@ class InodeTable:
                 is not writable (in a flat layout a file of a read-only store can be
                 rewritten by copy-up but not deleted or renamed: SPEC §4 flat layout).
         """
-        if node is self.root or (node.store_root and self.layout is Layout.PER_STORE):
+        if node is self.root or (node.placement.store_root and self.layout is Layout.PER_STORE):
             raise ReadOnly("store directories and the mount root can't be changed")
         if node.is_dir:
             return self.write_target(node)
@@ -390,8 +385,11 @@ class InodeTable:
 
     # --------------------------------------------------------------- mutation
 
-    def _new(self, kind: Kind, attachment: Attachment | None) -> Node:
-        node = Node(next(self._next_inode), kind, "", None, attachment)
+    def _new(self, kind: Kind, attachment: Attachment | None, *, store_root: bool = False) -> Node:
+        node = Node(
+            next(self._next_inode), kind, "", None, attachment,
+            placement=Placement(store_root=store_root),
+        )
         self._nodes[node.inode] = node
         return node
 
@@ -399,7 +397,8 @@ class InodeTable:
         """Makes and links a directory ``name`` in ``parent``."""
         attachment = parent.attachment if self.layout is Layout.PER_STORE else None
         node = self._new(Kind.DIRECTORY, attachment)
-        node.held = held
+        if held:
+            node.placement.hold()
         self._link(parent, name, node)
         return node
 
@@ -424,7 +423,7 @@ class InodeTable:
                 del self._by_memory[key]
         node.memory = memory
         if memory is None:
-            node.parked = False
+            node.placement.unpark()
             return
         if node.attachment is None or node.attachment.store_id != memory.memory_store_id:
             node.attachment = self._attachment(memory.memory_store_id)
@@ -499,7 +498,7 @@ class InodeTable:
             key = (node.attachment.store_id, node.memory.id)
             if self._by_memory.get(key) is node:
                 del self._by_memory[key]
-        node.parked = False
+        node.placement.unpark()
         self._notices.append(Notice(node.inode))
         self.release_if_unused(node)
 
@@ -536,8 +535,7 @@ class InodeTable:
             self._shadowed.append(existing)
             self._notices.append(Notice(existing.inode))
         self._link(directory, names[-1], node)
-        for ancestor in self.ancestors(node):
-            ancestor.held = False
+        self.filled_below(node)
         return True
 
     def _outranks(self, node: Node, existing: Node) -> bool:
@@ -579,8 +577,8 @@ class InodeTable:
         while (
             directory is not None
             and directory.parent is not None
-            and not directory.store_root
-            and not directory.held
+            and not directory.placement.store_root
+            and not directory.placement.held
             and not directory.children
         ):
             parent = directory.parent
@@ -588,11 +586,31 @@ class InodeTable:
             self.release_if_unused(directory)
             directory = parent
 
+    def hold_if_empty(self, directory: Node) -> None:
+        """A directory emptied through the mount stays until rmdir (``rm -r`` removes
+        the files, then the directory)."""
+        if not directory.children:
+            directory.placement.hold()
+
+    def filled_below(self, node: Node) -> None:
+        """File ``node`` was placed, created or renamed: no directory above it is held
+        any more (each is a path prefix of a memory again)."""
+        for ancestor in self.ancestors(node):
+            ancestor.placement.filled()
+
     def ancestors(self, node: Node) -> Iterator[Node]:
         current = node.parent
         while current is not None:
             yield current
             current = current.parent
+
+    def handed_out(self, node: Node) -> None:
+        """The kernel was given ``node`` by name (lookup, create, mkdir, readdirplus):
+        its lookup count goes up by one (pyfuse3 lookup-count contract, balanced by
+        :meth:`forget`), and the dentry the kernel holds of it is fresh
+        (:meth:`memfs.fuse.namespace.Placement.handed_out`)."""
+        node.lookup_count += 1
+        node.placement.handed_out()
 
     def forget(self, inode: int, count: int) -> None:
         """Lowers the lookup count of ``inode`` by ``count`` (pyfuse3 ``forget``)."""

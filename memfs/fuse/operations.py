@@ -3,9 +3,11 @@
 Owns :class:`Operations`, the pyfuse3 handlers, and nothing below them. Every handler
 has one shape (S3QL's): log, guard (read-only, kinds, names), resolve (inode table), at
 most one call into the layer below, balance lookup counts, return attributes. Lower
-layers raise typed exceptions; the :func:`memfs.fuse.errno_table.handler` decorator turns them into
-``FUSEError`` through the one table in :mod:`memfs.fuse.errno_table`, so handlers never
-pick an errno themselves.
+layers raise typed exceptions; the :func:`memfs.fuse.errno_table.handler` decorator
+turns them into ``FUSEError`` through the one table in :mod:`memfs.fuse.errno_table`,
+so handlers never pick an errno themselves. State changes belong to the layers below:
+a node's content to its working copy (:mod:`memfs.fuse.content`), its place in the
+namespace to its placement (:mod:`memfs.fuse.namespace`).
 
 The layers below, one concern each, are listed in :mod:`memfs.fuse`.
 
@@ -14,10 +16,11 @@ while open, shared by every handle (close-to-open consistency). ``flush`` (every
 ``close``) and ``fsync`` of a writable handle commit changed content as exactly one
 version; ``release`` only frees. A write is refused early, in SPEC §4's order of
 refusals: read-only (EROFS), then a byte that can never be in text content (EILSEQ,
-:func:`memfs.core.rules.check_content_fragment`), then beyond 102,400 bytes (EFBIG). A refused
-write or truncate changes nothing, and the rest is still committed at close; content
-the store refuses as a whole at close (invalid UTF-8) is kept under ``rejected/`` and
-the close reports the errno.
+:func:`memfs.core.rules.check_content_fragment`), then beyond 102,400 bytes (EFBIG). A
+refused write or truncate changes nothing and fails its whole save (SPEC §4 "a save is
+all or nothing"): the close commits nothing of it and reports the refusal. Content the
+store refuses as a whole at close (invalid UTF-8) is kept under ``rejected/`` and the
+close reports the errno.
 
 Kernel caches are invalidated by :meth:`Operations.deliver_notices` (a thread of its
 own: invalidating from inside a handler could deadlock on the inode being handled).
@@ -30,10 +33,8 @@ a read-only store's file of the same path again, if there is one.
 from __future__ import annotations
 
 import bisect
-import contextlib
 import logging
 import os
-import stat
 import time
 from collections.abc import Sequence
 from typing import Any
@@ -42,20 +43,17 @@ import pyfuse3
 import trio
 
 from memfs.backend import Backend
-from memfs.core.config import MAX_CONTENT_BYTES, MAX_SEGMENT_BYTES
 from memfs.core.errors import (
-    ContentTooLarge,
     InvalidInput,
     MemfsError,
 )
 from memfs.core.rules import (
-    check_content_fragment,
-    check_content_size,
     is_scratch_name,
     validate_directory_path,
     validate_path,
     validate_segment,
 )
+from memfs.fuse.attributes import ATTR_TIMEOUT_S, ENTRY_TIMEOUT_S, Attributes
 from memfs.fuse.cache import BlobCacheStatistics
 from memfs.fuse.capabilities import KERNEL_CACHE, directory_reply, file_reply
 from memfs.fuse.commits import Committer
@@ -69,12 +67,11 @@ from memfs.fuse.errors import (
     NotADirectory,
     NotSupported,
     RefusedWrite,
-    StaleEntry,
 )
 from memfs.fuse.feed import CHANGE_WAIT_S, ChangeFollower
-from memfs.fuse.handles import Handles, fuse_mount_id, holds_descriptor
+from memfs.fuse.handles import Handles
 from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
-from memfs.fuse.names import decode_name, is_local_scratch, join_path
+from memfs.fuse.names import check_fragment, check_size, decode_name, join_path
 from memfs.fuse.notices import KernelNotices
 from memfs.fuse.reading import ContentReader
 from memfs.fuse.renames import Renamer
@@ -91,23 +88,6 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
-
-# Kernel cache timeouts. Freshness comes from precise invalidation, not from expiry:
-# every change the mount learns of (its own commits included, see
-# InodeTable.notice_if_stale; the change feed for the rest) invalidates exactly the
-# entries and attributes it changed (SPEC §4: "kernel caches are invalidated for
-# exactly the changed entries"). The timeouts only bound how long a missed
-# invalidation could show stale metadata, and let `ls -lR`, `find` and `cat` over a
-# warm tree be answered by the kernel without a round trip (issue 5). With cached
-# listings (the patched pyfuse3, memfs.fuse.capabilities) they are long: a listing the
-# kernel keeps carries no attributes, so once they expired `ls -lR` would send one
-# LOOKUP per entry (issue 17); a directory's listing is dropped by invalidation too.
-ENTRY_TIMEOUT_S = 3600.0 if KERNEL_CACHE.cached_listings else 10.0
-ATTR_TIMEOUT_S = ENTRY_TIMEOUT_S
-BLOCK_SIZE_BYTES = 4096
-STAT_BLOCK_BYTES = 512  # st_blocks counts 512-byte units (stat(2))
-# Scratch files are not memories, but they live in the daemon's memory: bound them.
-MAX_SCRATCH_BYTES = 16 * 1024 * 1024
 
 class Operations(pyfuse3.Operations):
     """The pyfuse3 handlers of one mount.
@@ -139,9 +119,7 @@ class Operations(pyfuse3.Operations):
         self._table = table
         self._session_id = session_id
         self.status = status
-        self._memory_limit = memory_limit
         self._handles = Handles()
-        self._mount_id: int | None = None  # the kernel's, found at the first need
         # Serializes every change of the store and the tree changes it implies, between
         # handlers and the change feed. Never held while calling into the kernel.
         self._lock = trio.Lock()
@@ -157,8 +135,7 @@ class Operations(pyfuse3.Operations):
         )
         self._flushes = {"read_only": 0, "writable": 0}  # FLUSH requests (memfs status)
         # Owner and modes every inode shows (SPEC §4 Sandboxes: --uid/--gid/--umask).
-        self._access = access or MountAccess()
-        self._uid, self._gid = self._access.owner()
+        self._attributes = Attributes(table, access or MountAccess(), memory_limit)
 
     # ------------------------------------------------------------ start, stop
 
@@ -204,7 +181,8 @@ class Operations(pyfuse3.Operations):
         return self.reader.statistics()
 
     def kernel_cache_status(self) -> dict[str, Any]:
-        """What this mount lets the kernel cache (issue 17), the FLUSH requests it got,
+        """What this mount lets the kernel cache (:mod:`memfs.fuse.capabilities`), the
+        FLUSH requests it got,
         by kind of handle (``memfs status``; a read-only open sends none when
         ``noflush`` is on), and how many memories it fetched from the store to apply
         changes of the feed (``change_fetches``: changes made elsewhere; its own
@@ -220,38 +198,11 @@ class Operations(pyfuse3.Operations):
 
     # ---------------------------------------------------------------- attributes
 
-    def _attributes(self, node: Node) -> pyfuse3.EntryAttributes:
-        entry = pyfuse3.EntryAttributes()
-        entry.st_ino = node.inode
-        entry.generation = 0
-        entry.entry_timeout = ENTRY_TIMEOUT_S
-        entry.attr_timeout = ATTR_TIMEOUT_S
-        writable = self._table.is_writable(node)
-        if node.is_dir:
-            entry.st_mode = stat.S_IFDIR | self._access.directory_mode(writable)
-            entry.st_nlink = 2 + self._table.subdirectory_count(node)
-            entry.st_size = 0
-        else:
-            entry.st_mode = stat.S_IFREG | self._access.file_mode(writable)
-            entry.st_nlink = 1 if node.parent is not None else 0
-            entry.st_size = node.size_bytes
-        entry.st_uid = self._uid
-        entry.st_gid = self._gid
-        entry.st_rdev = 0
-        entry.st_blksize = BLOCK_SIZE_BYTES
-        entry.st_blocks = -(-entry.st_size // STAT_BLOCK_BYTES)
-        entry.st_atime_ns = node.mtime_ns
-        entry.st_mtime_ns = node.mtime_ns
-        entry.st_ctime_ns = node.mtime_ns
-        node.kernel_attributes = (entry.st_size, node.mtime_ns)
-        return entry
-
     def _remember(self, node: Node) -> pyfuse3.EntryAttributes:
-        """Attributes of ``node`` handed to the kernel: its lookup count goes up by one
-        (and the kernel's dentry of it is fresh: see ``Node.stale_path``)."""
-        node.lookup_count += 1
-        node.stale_path = False
-        return self._attributes(node)
+        """Attributes of ``node`` handed to the kernel by name (its lookup count goes up
+        by one: :meth:`memfs.fuse.inodes.InodeTable.handed_out`)."""
+        self._table.handed_out(node)
+        return self._attributes.of(node)
 
     def _directory(self, inode: int) -> Node:
         node = self._table.get(inode)
@@ -290,43 +241,16 @@ class Operations(pyfuse3.Operations):
             text = decode_name(name)
             # A known name may be gone or moved elsewhere (O_EXCL after a delete there
             # revalidates it): catch up where it costs no worker thread.
-            await self.follower.catch_up(self._attachments_below(parent), local_only=True)
+            await self.follower.catch_up(self._table.attachments_below(parent), local_only=True)
             try:
                 node = self._table.child(parent, text)
             except NoSuchEntry:
                 # SPEC §4 close-to-open: a file just created by another embedded mount
                 # is found by the first lookup, not a feed poll later.
                 # (The feed task may have applied it while this looked: ask again.)
-                await self.follower.catch_up(self._attachments_below(parent))
+                await self.follower.catch_up(self._table.attachments_below(parent))
                 node = self._table.child(parent, text)
         return self._remember(node)
-
-    async def _catch_up(self, node: Node, *, local_only: bool = False) -> None:
-        """SPEC §4 close-to-open for a request on ``node`` (an open, a change by inode, or
-        the directory of a change by name): what other writers committed to its stores
-        is applied first (``local_only``: only where that needs no worker thread).
-
-        Raises:
-            StaleEntry: a change elsewhere deleted or moved the file, or removed the
-                directory, since the kernel resolved the path (now, or in the feed task
-                before this request): ``ESTALE``, and the kernel resolves it again.
-        """
-        attachments = (
-            self._attachments_below(node) if node.is_dir
-            else [node.attachment] if node.attachment is not None else []
-        )
-        await self.follower.catch_up(attachments, local_only=local_only)
-        removed_directory = node.is_dir and node is not self._table.root and node.parent is None
-        if node.stale_path or removed_directory:
-            raise StaleEntry(
-                f"{node!r} was deleted or moved elsewhere; the kernel looks it up again"
-            )
-
-    def _attachments_below(self, directory: Node) -> list[Attachment]:
-        """The stores whose paths ``directory`` shows (all of them at a shared root)."""
-        if directory.attachment is not None:
-            return [directory.attachment]
-        return list(self._table.attachments)
 
     async def forget(self, inode_list: Sequence[tuple[int, int]]) -> None:
         try:
@@ -337,7 +261,7 @@ class Operations(pyfuse3.Operations):
 
     @handler
     async def getattr(self, inode: int, ctx: pyfuse3.RequestContext) -> pyfuse3.EntryAttributes:
-        return self._attributes(self._table.get(inode))
+        return self._attributes.of(self._table.get(inode))
 
     @handler
     async def setattr(
@@ -350,20 +274,15 @@ class Operations(pyfuse3.Operations):
     ) -> pyfuse3.EntryAttributes:
         node = self._table.get(inode)
         if fh is None:  # by path (truncate(2), chmod(2), …): the path may be stale
-            await self._catch_up(node)
+            await self.follower.revalidate(node)
         if fields.update_size:
             if node.is_dir:
                 raise IsADirectory(f"{self._table.display_path(node)} is a directory")
             self._table.content_target(node)
             try:
-                self._check_size(node, attr.st_size)
+                check_size(self._table, node, attr.st_size)
             except MemfsError as exc:
-                # Nothing changed (SPEC §4), not even the times; through a descriptor
-                # (ftruncate(2)) the save it belongs to fails whole, as for a write.
-                handle = self._handles.get(fh)
-                if handle is not None:
-                    handle.refusal = handle.refusal or exc
-                node.working.refuse(exc if handle is not None else None)
+                self._handles.refuse_truncate(node, fh, exc)
                 raise
             await self.reader.ensure_loaded(node)
             if node.working.truncate(attr.st_size):
@@ -375,7 +294,7 @@ class Operations(pyfuse3.Operations):
                 # truncate(2) of a file no one has open for writing: one version now.
                 async with self._lock:
                     await self.committer.commit(node)
-                    self._release_clean(node)
+                    self.committer.release_clean(node)
                 self._table.notice_if_stale(node)
                 self._send_notices()
         if (
@@ -388,25 +307,11 @@ class Operations(pyfuse3.Operations):
                 self._table.write_target(node)
             else:
                 self._table.content_target(node)
-        return self._attributes(node)
+        return self._attributes.of(node)
 
     @handler
     async def statfs(self, ctx: pyfuse3.RequestContext) -> pyfuse3.StatvfsData:
-        stored = sum(1 for _ in self._table.store_memory_nodes())
-        used_bytes = sum(node.size_bytes for node in self._table.store_memory_nodes())
-        capacity_files = self._memory_limit * max(1, len(self._table.attachments))
-        capacity_blocks = capacity_files * MAX_CONTENT_BYTES // BLOCK_SIZE_BYTES
-        data = pyfuse3.StatvfsData()
-        data.f_bsize = BLOCK_SIZE_BYTES
-        data.f_frsize = BLOCK_SIZE_BYTES
-        data.f_blocks = capacity_blocks
-        data.f_bfree = max(0, capacity_blocks - used_bytes // BLOCK_SIZE_BYTES)
-        data.f_bavail = data.f_bfree
-        data.f_files = capacity_files
-        data.f_ffree = max(0, capacity_files - stored)
-        data.f_favail = data.f_ffree
-        data.f_namemax = MAX_SEGMENT_BYTES
-        return data
+        return self._attributes.statfs()
 
     # ------------------------------------------------------ things memfs refuses
 
@@ -447,7 +352,7 @@ class Operations(pyfuse3.Operations):
 
     @handler
     async def rmdir(self, parent_inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
-        await self._catch_up(self._directory(parent_inode))  # the name as it is now
+        await self.follower.revalidate(self._directory(parent_inode))  # the name as it is now
         async with self._lock:
             parent = self._directory(parent_inode)
             node = self._table.child(parent, decode_name(name))
@@ -457,7 +362,7 @@ class Operations(pyfuse3.Operations):
             if node.children:
                 raise DirectoryNotEmpty(f"{self._table.display_path(node)} is not empty")
             self._table.remove(node)
-            self._hold_if_empty(parent)
+            self._table.hold_if_empty(parent)
         self._send_notices()
 
     @handler
@@ -465,10 +370,10 @@ class Operations(pyfuse3.Operations):
         directory = self._directory(inode)
         # SPEC §4 close-to-open for listings too, where the store's counter is read on
         # this thread (a SQLite file): changes committed elsewhere are applied first,
-        # and a listing the kernel may keep (issue 17) is dropped at this open when
-        # the children changed since it was handed out; otherwise the feed's
-        # invalidation refreshes it (tens of ms later).
-        await self._catch_up(directory, local_only=True)
+        # and a listing the kernel may keep (cached listings: memfs.fuse.capabilities)
+        # is dropped at this open when the children changed since it was handed out;
+        # otherwise the feed's invalidation refreshes it (tens of ms later).
+        await self.follower.revalidate(directory, local_only=True)
         fresh = directory.listed_mtime_ns == directory.mtime_ns
         return directory_reply(self._handles.open_listing(directory), keep_cache=fresh)
 
@@ -488,10 +393,9 @@ class Operations(pyfuse3.Operations):
             if child.parent is not directory or directory.children.get(child.name) is not child:
                 continue  # removed or renamed since the snapshot
             name = child.name.encode("utf-8")
-            if not pyfuse3.readdir_reply(token, name, self._attributes(child), child.inode):
+            if not pyfuse3.readdir_reply(token, name, self._attributes.of(child), child.inode):
                 break
-            child.lookup_count += 1
-            child.stale_path = False
+            self._table.handed_out(child)
 
     @handler
     async def releasedir(self, fh: int) -> None:
@@ -500,12 +404,6 @@ class Operations(pyfuse3.Operations):
     @handler
     async def fsyncdir(self, fh: int, datasync: bool) -> None:
         return None  # directories hold nothing of their own to make durable
-
-    def _hold_if_empty(self, directory: Node) -> None:
-        """A directory emptied through the mount stays until rmdir (``rm -r`` removes
-        the files, then the directory)."""
-        if not directory.children and not directory.store_root:
-            directory.held = True
 
     # -------------------------------------------------------------------- files
 
@@ -547,22 +445,12 @@ class Operations(pyfuse3.Operations):
         node = self._table.get(inode)
         if node.is_dir:
             raise IsADirectory(f"{self._table.display_path(node)} is a directory")
-        await self._catch_up(node)
+        await self.follower.revalidate(node)
         writable = (flags & os.O_ACCMODE) != os.O_RDONLY
-        if writable or flags & os.O_TRUNC:
+        truncate = bool(flags & os.O_TRUNC)
+        if writable or truncate:
             self._table.content_target(node)
-        working = node.working
-        if flags & os.O_TRUNC and not working.loaded:
-            head_size = node.memory.content_size_bytes if node.memory is not None else 0
-            if working.truncate_unloaded(head_size_bytes=head_size):
-                node.mtime_ns = time.time_ns()
-        elif writable or flags & os.O_TRUNC:
-            await self.reader.ensure_loaded(node)
-            if flags & os.O_TRUNC and working.truncate(0):
-                node.mtime_ns = time.time_ns()
-        # A read-only open loads nothing: the first read does (Operations.read). With
-        # keep_cache the kernel's pages answer the reads, so a warm `cat` or `grep -r`
-        # never copies the content out of the cache or the store.
+        await self.reader.open_content(node, writable=writable, truncate=truncate)
         fh = self._handles.open_file(
             node, writable=writable, append=bool(flags & os.O_APPEND), pid=ctx.pid
         )
@@ -570,7 +458,7 @@ class Operations(pyfuse3.Operations):
             # SPEC §6: an open for reading is a read of a record (last_accessed).
             self._backend.note_access(node.attachment.store_id, [node.memory.id])
         # keep_cache only when the kernel's pages hold exactly what this open serves.
-        keep_cache, kernel_stale = working.opened()
+        keep_cache, kernel_stale = node.working.opened()
         if kernel_stale:
             # The kernel was last told of other content: its cached size is stale too.
             # Invalidated by the notice task, never from inside this handler.
@@ -581,7 +469,8 @@ class Operations(pyfuse3.Operations):
         # reads around the page cache, or it could see the new content cut or padded.
         known = node.kernel_attributes
         direct = known is not None and known[0] != node.size_bytes
-        # A read-only open has nothing to commit at close: its FLUSH is skipped (issue 17).
+        # A read-only open has nothing to commit at close: its FLUSH is skipped
+        # (noflush: memfs.fuse.capabilities).
         return file_reply(
             fh, keep_cache=keep_cache and not direct, direct_io=direct, read_only=not writable
         )
@@ -604,20 +493,10 @@ class Operations(pyfuse3.Operations):
                 self._send_notices()
             off = end_of_content
         try:  # SPEC §4 order of refusals: EROFS (above), then EILSEQ, then EFBIG
-            if not is_local_scratch(node):
-                check_content_fragment(buf, off)
-            self._check_size(node, off + len(buf))
+            check_fragment(node, buf, off)
+            check_size(self._table, node, off + len(buf))
         except MemfsError as exc:
-            # Nothing changed, and the save this write belongs to fails whole: its close
-            # commits nothing and reports this refusal (SPEC §4 "a save is all or
-            # nothing"). New files this process created and holds open without having
-            # written anything count as refused too: a tool that failed on content memfs
-            # can't store (sqlite3, whose journal is binary) leaves no empty file behind.
-            handle.refusal = handle.refusal or exc
-            node.working.refuse(exc)
-            for other in self._handles.of_process(handle.pid):
-                if other.node.memory is None and not other.node.working.buffer:
-                    other.node.working.refuse()
+            self._handles.refuse_write(handle, exc)  # the whole save fails (SPEC §4)
             raise
         await self.reader.ensure_loaded(node)
         node.working.write(off, buf)
@@ -625,17 +504,6 @@ class Operations(pyfuse3.Operations):
         node.kernel_attributes = None  # the kernel drops its size and times at a write
         handle.wrote = True
         return len(buf)
-
-    def _check_size(self, node: Node, size_bytes: int) -> None:
-        """Raises ContentTooLarge (EFBIG): content beyond SPEC §1's limit, or a scratch
-        file beyond :data:`MAX_SCRATCH_BYTES`."""
-        if not is_local_scratch(node):
-            check_content_size(size_bytes)
-        elif size_bytes > MAX_SCRATCH_BYTES:
-            raise ContentTooLarge(
-                f"{self._table.display_path(node)} would be {size_bytes} bytes; "
-                f"the limit for a scratch file is {MAX_SCRATCH_BYTES} bytes"
-            )
 
     @handler
     async def flush(self, fh: int) -> None:
@@ -660,17 +528,11 @@ class Operations(pyfuse3.Operations):
         if (
             handle.wrote
             or node.working.lost is not None
-            or (node.working.dirty and not await self._holds_descriptor(handle.pid, node))
+            or (node.working.dirty and not await self._handles.holds_descriptor(
+                handle.pid, node, self.status.mountpoint
+            ))
         ):
             await self._close_commit(node)
-
-    async def _holds_descriptor(self, pid: int, node: Node) -> bool:
-        """Whether process ``pid`` still has a descriptor of ``node`` open (see flush)."""
-        if self._mount_id is None:
-            self._mount_id = await trio.to_thread.run_sync(
-                fuse_mount_id, self.status.mountpoint
-            )
-        return await trio.to_thread.run_sync(holds_descriptor, pid, node.inode, self._mount_id)
 
     @handler
     async def fsync(self, fh: int, datasync: bool) -> None:
@@ -702,47 +564,20 @@ class Operations(pyfuse3.Operations):
         node = handle.node
         try:
             refusal = handle.refusal or node.working.refusal
-            if node.open_count == 0 and refusal is not None:
-                # A failed save whose close did not flush (SPEC §4): aborted here, and
-                # only logged (release has no caller).
+            if node.open_count == 0 and self.committer.settles_at_last_close(node, refusal):
+                # flush could not settle the save (see flush): settled now, and a
+                # refusal only logged and kept (release has no caller).
                 async with self._lock:
-                    with contextlib.suppress(RefusedWrite):
-                        await self.committer.abort(node, refusal)
-            elif node.open_count == 0 and node.working.dirty:
-                # Truncated or created and closed without a write, and flush could not
-                # tell the last descriptor (see flush): commit now. A refusal can only
-                # be logged and kept (release has no caller).
-                async with self._lock:
-                    await self.committer.commit(node)
-            elif node.open_count == 0 and node.working.only_refused:
-                async with self._lock:
-                    await self.committer.drop_refused_create(node)
-            elif (
-                node.open_count == 0
-                and node.memory is None
-                and not node.parked
-                and node.parent is not None
-                and not is_local_scratch(node)
-            ):
-                # Deleted elsewhere while open for writing, and nothing was written
-                # through it (ChangeFollower._show_deleted): it goes with its last close.
-                parent = node.parent
-                node.stale_path = True
-                self._table.remove(node)
-                self._table.prune(parent)
+                    await self.committer.last_close(node, refusal)
+            elif node.open_count == 0:
+                self.follower.last_close(node)
         finally:
             if node.open_count == 0:
                 node.working.closed()
-                self._release_clean(node)
+                self.committer.release_clean(node)
                 self._table.release_if_unused(node)
             self._table.notice_if_stale(node)
             self._send_notices()
-
-    def _release_clean(self, node: Node) -> None:
-        """Frees the content of a closed, clean file the store holds (it stays in the
-        cache); the next open starts from the head."""
-        if node.open_count == 0 and not node.working.dirty and node.memory is not None:
-            node.working.release(node.memory.content_sha256)
 
     # ------------------------------------------------------------ unlink, rename
 
@@ -751,7 +586,7 @@ class Operations(pyfuse3.Operations):
         # SPEC §4: the name as it is now, not as the kernel last saw it: a file moved
         # elsewhere is not deleted by its old name, and one deleted and made again
         # elsewhere is the one removed.
-        await self._catch_up(self._directory(parent_inode))
+        await self.follower.revalidate(self._directory(parent_inode))
         async with self._lock:
             parent = self._directory(parent_inode)
             node = self._table.child(parent, decode_name(name))
@@ -761,7 +596,7 @@ class Operations(pyfuse3.Operations):
                 attachment = self._table.check_writable(node)
                 await self.committer.delete_memory(attachment, node.memory)
             self._table.remove(node)
-            self._hold_if_empty(parent)
+            self._table.hold_if_empty(parent)
             self._table.retry_shadowed()
         self._send_notices()
 
@@ -778,9 +613,10 @@ class Operations(pyfuse3.Operations):
         if flags & pyfuse3.RENAME_EXCHANGE:
             # rename(2): EINVAL "RENAME_EXCHANGE ... not supported by the filesystem".
             raise InvalidInput("rename with RENAME_EXCHANGE is not supported")
-        await self._catch_up(self._directory(parent_inode_old))  # the names as they are now
+        # The names as they are now (SPEC §4 close-to-open):
+        await self.follower.revalidate(self._directory(parent_inode_old))
         if parent_inode_new != parent_inode_old:
-            await self._catch_up(self._directory(parent_inode_new))
+            await self.follower.revalidate(self._directory(parent_inode_new))
         async with self._lock:
             old_parent = self._directory(parent_inode_old)
             new_parent = self._directory(parent_inode_new)
@@ -795,7 +631,7 @@ class Operations(pyfuse3.Operations):
                 await self._renamer.rename_directory(move)
             else:
                 await self._renamer.rename_file(move)
-            self._hold_if_empty(old_parent)
+            self._table.hold_if_empty(old_parent)
             self._table.retry_shadowed()
         self._send_notices()
 
@@ -815,7 +651,7 @@ class Operations(pyfuse3.Operations):
         self, inode: int, name: bytes, value: bytes, ctx: pyfuse3.RequestContext
     ) -> None:
         node = self._table.get(inode)
-        await self._catch_up(node)  # by path: it may be stale
+        await self.follower.revalidate(node)  # by path: it may be stale
         async with self._lock:
             await self._xattrs.set(node, name, value)
         self._send_notices()
@@ -823,7 +659,7 @@ class Operations(pyfuse3.Operations):
     @handler
     async def removexattr(self, inode: int, name: bytes, ctx: pyfuse3.RequestContext) -> None:
         node = self._table.get(inode)
-        await self._catch_up(node)  # by path: it may be stale
+        await self.follower.revalidate(node)  # by path: it may be stale
         async with self._lock:
             await self._xattrs.remove(node, name)
         self._send_notices()

@@ -3,7 +3,8 @@ purge marks.
 
 Owns :class:`ContentReader`: a file's bytes come from its working copy, else the
 content cache (:mod:`memfs.fuse.cache`, keyed by blob key), else the store, fetched
-together with the uncached files after it in its directory (read-ahead, issue 5).
+together with the uncached files after it in its directory (read-ahead: a ``grep -r``
+or ``cat *`` of a cold tree costs one store call per batch, not one per file).
 Purge marks keep bytes a redaction erased from coming back into the cache through a
 fetch that was already in flight (SPEC §2: after redaction the bytes are gone from
 every local cache).
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import bisect
 import itertools
+import time
 
 from memfs.backend import Backend
 from memfs.core.errors import NotFound
@@ -72,6 +74,28 @@ class ContentReader:
                 working.load(data)
         assert working.buffer is not None
         return working.buffer
+
+    async def open_content(self, node: Node, *, writable: bool, truncate: bool) -> None:
+        """Readies the working copy of file ``node`` for an open: ``O_TRUNC`` empties it
+        (an unloaded file's old content is not fetched: a remote mount can do this with
+        its server away), a writable open loads the head (every handle writes into the
+        one content). A read-only open loads nothing: the first read does, and with
+        ``keep_cache`` the kernel's pages answer the reads, so a warm ``cat`` or
+        ``grep -r`` never copies the content out of the cache or the store. The file's
+        mtime moves when content was dropped.
+
+        Raises:
+            what :meth:`ensure_loaded` raises.
+        """
+        working = node.working
+        if truncate and not working.loaded:
+            head_size = node.memory.content_size_bytes if node.memory is not None else 0
+            if working.truncate_unloaded(head_size_bytes=head_size):
+                node.mtime_ns = time.time_ns()
+        elif writable or truncate:
+            await self.ensure_loaded(node)
+            if truncate and working.truncate(0):
+                node.mtime_ns = time.time_ns()
 
     async def read_ahead(self, node: Node, memory: Memory) -> bytes:
         """The head content of ``node`` (a cache miss), fetched together with the

@@ -146,7 +146,7 @@ class Renamer:
         saves_over = node.memory is None or self._saves_over(move)
         keep_pending = (
             not saves_over
-            and not node.parked
+            and not node.placement.parked
             and node.working.dirty
             and self._has_writer(node)
         )
@@ -158,11 +158,10 @@ class Renamer:
                 return
             memory = saved
         self._table.move(node, new_parent, new_name)
-        node.parked = False
+        node.placement.unpark()
         node.working.renamed(memory.content_sha256, keep_pending=keep_pending)
         self._table.set_memory(node, memory)
-        for ancestor in self._table.ancestors(node):
-            ancestor.held = False
+        self._table.filled_below(node)
         log.info("renamed to %s (version %s)", move.new_path, memory.memory_version_id)
 
     @staticmethod
@@ -172,8 +171,8 @@ class Renamer:
         stored file of the same store, whose memory then keeps its id and metadata."""
         existing = move.existing
         return (
-            move.node.created_here
-            and not move.node.parked
+            move.node.placement.created_here
+            and not move.node.placement.parked
             and existing is not None
             and existing.stored
             and existing.attachment is move.target
@@ -208,7 +207,7 @@ class Renamer:
         data = bytes(await self._reader.ensure_loaded(node))
         text = validate_content_bytes(data)
         holder = self._table.parked_holder(target, new_path)
-        node.created_here = False  # it shows the target's memory from now on
+        node.placement.saved_over()  # it shows the target's memory from now on
         if existing is not None and existing.stored and existing.attachment is target:
             assert existing.memory is not None
             working = existing.working
@@ -248,7 +247,7 @@ class Renamer:
             await self._discard(existing, target, store_replaced=True)
         else:
             memory = await self._backend.create_memory(target.store_id, new_path, text)
-            node.created_here = True
+            node.placement.created()
             await self._discard(existing, target, store_replaced=True)
         self._reader.remember(memory.blob_key, data)
         return memory
@@ -277,7 +276,7 @@ class Renamer:
                 self._table.unlink(existing)
                 self._table.shadow(existing)
                 return
-            if existing.parked or not store_replaced:
+            if existing.placement.parked or not store_replaced:
                 await self._committer.delete_memory(target, existing.memory)
         self._table.remove(existing)
 

@@ -1,4 +1,4 @@
-"""Who may use a mount and where it lives (SPEC §4 "Sandboxes", issue 12).
+"""Who may use a mount and where it lives (SPEC §4 "Sandboxes").
 
 * :class:`MountAccess`: ``allow_other``, ``default_permissions``, ``uid``, ``gid``,
   ``umask``: the kernel's mount options and the owner and modes every file shows.

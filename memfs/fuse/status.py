@@ -33,7 +33,7 @@ are held in memory and written by :func:`flush_held_rejected` (every status refr
 and at unmount) once space is back.
 
 A redaction (or hard delete) erases a memory's path everywhere memfs keeps it, logs
-included (SPEC §2, issue 11 item 4). Logs keep naming files by path (that is what makes
+included (SPEC §2 redaction). Logs keep naming files by path (that is what makes
 them readable); instead, when a mount learns of such an erasure from the change feed,
 it scrubs the paths it knew for that memory from what it keeps here: the status file's
 records (:meth:`MountStatus.scrub`) and the log file and saved-scratch list of its mount

@@ -72,7 +72,7 @@ class Xattrs:
             # ENOTSUP, as the kernel answers for a namespace a local filesystem has no
             # handler for. ls -l then remembers the filesystem lacks both and stops
             # asking (coreutils caches ENOTSUP per device): two round trips per mount
-            # instead of two per file (issue 5).
+            # instead of two per file on ``ls -l`` of a large tree.
             raise UnknownAttribute(f"{text}: memfs serves only user.* attributes")
         memory = node.memory if node.stored else None
         if text in _XATTR_MEMFS_FIELDS and memory is not None:
@@ -139,7 +139,7 @@ class Xattrs:
     async def _set_metadata(self, node: Node, metadata: dict[str, str]) -> None:
         _check(metadata)
         if not node.stored:
-            node.working.pending_metadata = metadata  # applied by the first commit
+            node.working.set_pending_metadata(metadata)  # applied by the first commit
             return
         assert node.memory is not None
         assert node.attachment is not None

@@ -544,7 +544,7 @@ def test_a_failed_save_through_a_remote_mount_changes_nothing(
                  check=False)
     assert "File too large" in copied.stderr
     assert target.read_text() == "keep\n"
-    assert not (mount / "notes/g.md").exists()
+    wait_until(lambda: not (mount / "notes/g.md").exists(), "the failed new file to disappear")
     assert live(store_engine, notes.id)["/f.md"].id == memory_id
     assert [(v.operation, v.path) for v in versions(store_engine, notes.id)] == [
         (Operation.CREATED, "/f.md")

@@ -178,7 +178,8 @@ def test_one_refused_write_fails_the_whole_save(
             print("close", errno.errorcode[e.errno])
     """)
     assert out == "EFBIG\nEILSEQ\nEFBIG\nclose EFBIG\n"
-    assert not exists(path)
+    # The name goes once the kernel's cached entry is invalidated, just after the close.
+    wait_until(lambda: not exists(path), "the failed new file to disappear")
     assert "/p.md" not in live(store_engine, _store_id(mount))
     assert [v.path for v in versions(store_engine, _store_id(mount)) if v.path == "/p.md"] == []
     kept = [p.read_bytes() for p in (memfs_home / "rejected" / mount.session_id).iterdir()]
@@ -202,7 +203,8 @@ def test_a_single_oversized_write_is_refused_whole(mount: Mount, store_engine: E
             print("close", errno.errorcode[e.errno])
     """)
     assert out == "EFBIG\nclose EFBIG\n"
-    assert not exists(path)
+    # The name goes once the kernel's cached entry is invalidated, just after the close.
+    wait_until(lambda: not exists(path), "the failed new file to disappear")
     assert "/big.md" not in live(store_engine, _store_id(mount))
 
 
@@ -324,7 +326,8 @@ def test_a_new_file_whose_every_write_was_refused_leaves_nothing(
             print("close", errno.errorcode[e.errno])
     """)
     assert out == "EILSEQ\nclose EILSEQ\n"
-    assert not exists(path)
+    # The name goes once the kernel's cached entry is invalidated, just after the close.
+    wait_until(lambda: not exists(path), "the failed new file to disappear")
     assert "/bell.md" not in live(store_engine, _store_id(mount))
 
 
