@@ -250,12 +250,12 @@ def authenticate(engine: Engine, token: str | None, *, insecure_dev: bool = Fals
 
 
 def _as_key(engine: Engine, token: str) -> Principal:
-    key = engine.authenticate_api_key(token)
+    key = engine.api_keys.authenticate(token)
     return Principal(actor=Actor.api_key(key.id), api_key=key)
 
 
 def _as_session(engine: Engine, token: str) -> Principal:
-    session = engine.authenticate_session(token)
+    session = engine.sessions.authenticate(token)
     return Principal(actor=Actor.session(session.id), session=session)
 
 

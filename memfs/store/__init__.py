@@ -5,7 +5,7 @@
 ``engine`` or ``_db`` (tests/test_layers.py checks it).
 """
 
-from memfs.store.access import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, ResourceSpec
+from memfs.store.credentials import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, ResourceSpec
 from memfs.store.engine import Engine, PruneResult
 
 __all__ = [

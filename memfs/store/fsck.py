@@ -21,7 +21,7 @@ from memfs.core.config import MAX_SESSION_TTL_S
 from memfs.core.errors import InvalidInput
 from memfs.core.ids import blob_key_of, sha256_of
 from memfs.store.identities import check_mount_counts
-from memfs.store.memories import REDACTED_PATH
+from memfs.store.memory_rows import REDACTED_PATH
 from memfs.store.records import check_index as check_record_index
 from memfs.store.schema import (
     api_keys,

@@ -28,7 +28,7 @@ from memfs.store._common import (
     now,
     require_writable,
 )
-from memfs.store.memories import path_conflict
+from memfs.store.memory_rows import path_conflict
 from memfs.store.schema import memories
 from memfs.store.versions import insert_versions
 

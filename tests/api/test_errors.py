@@ -260,8 +260,8 @@ def _client(engine: Engine, *, insecure_dev: bool = False) -> httpx.AsyncClient:
 async def test_unexpected_failures_are_500_without_details(
     local_engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _, secret = local_engine.create_api_key("t", [Scope.ADMIN])
-    store = local_engine.create_store("s")
+    _, secret = local_engine.api_keys.create("t", [Scope.ADMIN])
+    store = local_engine.stores.create("s")
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk on fire at /var/secret/path")
@@ -280,7 +280,7 @@ async def test_unexpected_failures_are_500_without_details(
 async def test_corrupted_store_is_500(
     local_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _, secret = local_engine.create_api_key("t", [Scope.ADMIN])
+    _, secret = local_engine.api_keys.create("t", [Scope.ADMIN])
 
     def corrupted(*args: object, **kwargs: object) -> None:
         raise CorruptedStore("blob abc no longer hashes to its key")

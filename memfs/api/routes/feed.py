@@ -46,19 +46,19 @@ def _read_changes(
         NotFound: an unknown store, or a deleted one whose feed was read to the end.
     """
     # Changes first: the newest seq read after them is never below the last one returned.
-    changes = engine.changes_since(store_id, after, limit=limit, viewer=viewer)
+    changes = engine.for_caller(viewer=viewer).feed.changes_since(store_id, after, limit=limit)
     try:
-        return changes, engine.last_change_seq(store_id), True
+        return changes, engine.feed.last_seq(store_id), True
     except NotFound:
         pass
     # Gone: read again (it may have been deleted between the two reads), then find the
     # final entry, reading on past a truncated batch.
-    changes = engine.changes_since(store_id, after, limit=limit, viewer=viewer)
+    changes = engine.for_caller(viewer=viewer).feed.changes_since(store_id, after, limit=limit)
     if not changes:
         raise NotFound(f"memory store {store_id!r} not found")
     final = changes[-1]
     while final.kind is not ChangeKind.STORE_DELETED:
-        more = engine.changes_since(store_id, final.seq, limit=MAX_CHANGES_LIMIT)
+        more = engine.feed.changes_since(store_id, final.seq, limit=MAX_CHANGES_LIMIT)
         if not more:
             break
         final = more[-1]

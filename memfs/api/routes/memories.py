@@ -71,7 +71,7 @@ def _with_records(
     """Adds the ``record`` object (SPEC §6, an extension the SDK ignores) to the wire
     memories of ``items`` that are records: one index read for the whole page."""
     ids = [item["id"] for item in items if item.get("type") == "memory"]
-    found = engine.get_records(ids, viewer=viewer) if ids else {}
+    found = engine.for_caller(viewer=viewer).records.get(ids) if ids else {}
     for item in items:
         record = found.get(item.get("id", ""))
         if record is not None:
@@ -98,13 +98,11 @@ async def create_memory(
         principal.require(Scope.WRITE, memory_store_id)
         if body.content is None:
             raise InvalidContent('content must be a string; pass "" to create an empty memory')
-        memory = engine.create_memory(
+        memory = engine.for_caller(actor=principal.actor, viewer=principal.viewer).memories.create(
             memory_store_id,
             body.path,
             body.content,
-            actor=principal.actor,
             metadata=body.metadata,
-            viewer=principal.viewer,
         )
         return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
 
@@ -174,7 +172,7 @@ async def list_memories(
         record_filter = RecordFilter.of(
             record_type=record_type, tag=tag, min_importance=min_importance, user_id=user_id
         )
-        result = engine.list_memories(
+        result = engine.for_caller(viewer=principal.viewer).memories.list(
             memory_store_id,
             path_prefix=path_prefix,
             depth=depth,
@@ -182,7 +180,6 @@ async def list_memories(
             cursor=page,
             with_content=full,
             status=wanted,
-            viewer=principal.viewer,
             record_filter=record_filter,
         )
         return {
@@ -220,11 +217,13 @@ async def retrieve_memory(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        memory = engine.get_memory(
-            memory_store_id, memory_id, with_content=full, viewer=principal.viewer
+        memory = engine.for_caller(viewer=principal.viewer).memories.get(
+            memory_store_id,
+            memory_id,
+            with_content=full,
         )
         if full:
-            engine.note_access([memory.id])
+            engine.records.note_access([memory.id])
         return _memory_out(engine, memory, full=full, viewer=principal.viewer)
 
     return json_response(await run(request, op))
@@ -251,8 +250,10 @@ async def rename_prefix(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id)
-        moved = engine.rename_prefix(
-            memory_store_id, body.old_prefix, body.new_prefix, actor=principal.actor
+        moved = engine.for_caller(actor=principal.actor).memories.rename_prefix(
+            memory_store_id,
+            body.old_prefix,
+            body.new_prefix,
         )
         return {"data": [memory_to_wire(m, full=False) for m in moved], "next_page": None}
 
@@ -273,16 +274,14 @@ async def _update_memory(
             expected = body.precondition.content_sha256
             if expected is None:
                 raise InvalidInput("precondition.content_sha256 is required")
-        memory = engine.update_memory(
+        memory = engine.for_caller(actor=principal.actor, viewer=principal.viewer).memories.update(
             memory_store_id,
             memory_id,
-            actor=principal.actor,
             content=body.content,
             path=body.path,
             expected_sha256=expected,
             metadata=body.metadata,
             replace=body.replace,
-            viewer=principal.viewer,
         )
         return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
 
@@ -361,15 +360,13 @@ async def delete_memory_request(
         replacement_option: dict[str, Any] = (
             {} if replacement is None else {"replacement": replacement}
         )
-        erased = engine.delete_memory(
+        erased = engine.for_caller(actor=principal.actor, viewer=principal.viewer).memories.delete(
             store_id,
             memory_id,
-            actor=principal.actor,
             expected_sha256=expected_sha256,
             mode=mode,
             reason=reason,
             audit_metadata=audit_metadata,
-            viewer=principal.viewer,
             **replacement_option,
         )
         # The server's own $MEMFS_HOME may hold logs of mounts not running (SPEC §2).
@@ -544,13 +541,11 @@ async def restore_memory_request(
         store_id = _target(
             request, engine, principal, memory_store_id, memory_id, Scope.WRITE, True
         )
-        memory = engine.restore_memory(
+        memory = engine.for_caller(actor=principal.actor, viewer=principal.viewer).memories.restore(
             store_id,
             memory_id,
-            actor=principal.actor,
             reason=reason,
             audit_metadata=audit_metadata,
-            viewer=principal.viewer,
         )
         return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
 
