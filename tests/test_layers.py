@@ -286,6 +286,7 @@ def test_the_store_exports_exactly_its_face() -> None:
 
     assert set(memfs.store.__all__) == {
         "API_KEY_SECRET_PREFIX",
+        "Caller",
         "SESSION_TOKEN_PREFIX",
         "Engine",
         "PruneResult",

@@ -44,9 +44,10 @@ _PASSWORD_IN_URL_RE = re.compile(r"(://[^:/@]+:)[^@]*@")
 
 
 class _Wakeups:
-    """The engine's change notifications on the trio loop (issue 12 idle cost): a count
-    per store that only grows, plus one for "any store may have changed"; a feed read
-    that waits takes the count first, so a change committed after it is never missed."""
+    """The engine's change notifications on the trio loop (SPEC §4: an idle mount costs
+    close to nothing): a count per store that only grows, plus one for "any store may
+    have changed"; a feed read that waits takes the count first, so a change committed
+    after it is never missed."""
 
     def __init__(self) -> None:
         self._any = 0
@@ -296,15 +297,15 @@ class EmbeddedBackend:
 
         On a SQLite file it is read on this thread by the engine's
         :class:`~memfs.store.feed.FeedProbe` (microseconds, never waiting), so an open
-        of an unchanged store makes no worker-thread round trip (issue 17). Otherwise,
+        of an unchanged store makes no worker-thread round trip. Otherwise,
         or when the probe can't answer at once: once this backend has handed out
         changes of the store, it reads the changes after them instead (one indexed
         read too) and keeps that batch for the next
         :meth:`changes_since` of the store: the catch-up that asked for the counter
-        then applies them without a second round trip (issue 17: after each of the
-        mount's own commits, an open or a lookup miss found the counter ahead and read
-        the feed again). Every :meth:`changes_since` drops the kept batch, so it never
-        outlives the catch-up that read it by more than one feed poll.
+        then applies them without a second round trip (after each of the mount's own
+        commits, an open or a lookup miss finds the counter ahead). Every
+        :meth:`changes_since` drops the kept batch, so it never outlives the catch-up
+        that read it by more than one feed poll.
         """
         if self._probe is not None:
             newest = self._probe.last_seq(store_id)
@@ -331,7 +332,7 @@ class EmbeddedBackend:
     ) -> list[Change]:
         """See the Protocol. A wait sleeps until the engine says a commit (of any
         process) grew this store's feed (:meth:`memfs.store.Engine.watch_changes`), then
-        reads it again: nothing is read while nothing changes (issue 12 idle cost). A
+        reads it again: nothing is read while nothing changes (SPEC §4 idle cost). A
         batch :meth:`change_counter` has just read is handed out without reading again."""
         prefetched = self._prefetched.pop(store_id, None)
         if prefetched is not None and prefetched[0] == after_seq and prefetched[1]:

@@ -1,7 +1,7 @@
 """What a mount needs from a store: the :class:`Backend` port and the values it speaks.
 
 The FUSE layer (:mod:`memfs.fuse`) and the remote client (:mod:`memfs.remote`) both
-point down at this package and never at each other (issue 9): FUSE talks to a
+point down at this package and never at each other (one port, two adapters): FUSE talks to a
 :class:`Backend`; :class:`memfs.backend.embedded.EmbeddedBackend` and
 :class:`memfs.remote.backend.RemoteBackend` implement it.
 
@@ -89,7 +89,7 @@ class BackendEvent:
 
 @dataclass(frozen=True)
 class BackendStatistics:
-    """A snapshot of a backend for ``memfs status`` (issue 4: outbox depth, server state,
+    """A snapshot of a backend for ``memfs status`` (SPEC §5: outbox depth, server state,
     last errors, conflicts).
 
     Attributes:
@@ -246,8 +246,8 @@ class Backend(Protocol):
     async def discard_created(self, store_id: str, memory_id: str) -> None:
         """Takes back this mount's exclusive create (an empty memory committed at once,
         SPEC §4 ``O_EXCL``) whose every write was refused, so that it leaves nothing
-        (issue 10 item 5). Embedded: erased when its only version is that empty create
-        (``Engine.retract_create``), else soft-deleted; remote: soft-deleted (a session
+        (``cp`` of a binary file). Embedded: erased when its only version is that empty
+        create (``Memories.retract_create``), else soft-deleted; remote: soft-deleted (a session
         can't hard-delete). Raises NotFound."""
         ...
 

@@ -1,6 +1,6 @@
 """``memfs store create|list|show|update|archive|delete``: the memory stores.
 
-Stores are named by name, slug or id (:meth:`memfs.store.Engine.find_store`). ``--json``
+Stores are named by name, slug or id (:meth:`memfs.store.stores.Stores.find`). ``--json``
 prints the API's objects (:mod:`memfs.wire`); otherwise a table or ``key  value`` lines.
 """
 

@@ -136,7 +136,7 @@ class McpHttpEndpoint:
             attachments,
             principal.actor,
             require=principal.require,
-            viewer=principal.viewer,  # visibility (issue 15, SPEC §6)
+            viewer=principal.viewer,  # visibility (SPEC §6)
         )
         return MemoryFiles(access, attachments)
 

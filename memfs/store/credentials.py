@@ -148,7 +148,7 @@ def create_session(
     max_stores: int = MAX_STORES_PER_SESSION,
     principal: UserPrincipal | None = None,
 ) -> tuple[Session, str | None]:
-    """See :meth:`memfs.store.Engine.create_session`; ``max_stores`` is 8, or 1 + 10
+    """See :meth:`memfs.store.credentials.Sessions.create`; ``max_stores`` is 8, or 1 + 10
     for an (identity, template) pair's session (SPEC §8)."""
     layout = Layout(layout)
     _check_resources(resources, max_stores, layout)
@@ -200,7 +200,7 @@ def create_session(
     return get_session(conn, session_id), token
 
 
-# --- principals (issue 15): written once, at creation; read into the models.
+# --- principals (SPEC §6): written once, at creation; read into the models.
 
 
 def _principal_values(principal: UserPrincipal | None) -> dict[str, str | None]:
@@ -266,7 +266,7 @@ def _session_model(conn: Connection, row: Row[Any]) -> Session:
 
 
 def authenticate_session(conn: Connection, token: str) -> Session:
-    """See :meth:`memfs.store.Engine.authenticate_session`."""
+    """See :meth:`memfs.store.credentials.Sessions.authenticate`."""
     row = conn.execute(select(sessions).where(sessions.c.token_hash == sha256_of(token))).first()
     if row is None:
         raise AuthenticationFailed("invalid session token")
@@ -280,7 +280,7 @@ def authenticate_session(conn: Connection, token: str) -> Session:
 
 
 def revoke_session(conn: Connection, session_id: str) -> Session:
-    """See :meth:`memfs.store.Engine.revoke_session`."""
+    """See :meth:`memfs.store.credentials.Sessions.revoke`."""
     row = _session_row(conn, session_id)
     if row.revoked_at is None:
         conn.execute(update(sessions).where(sessions.c.id == session_id).values(revoked_at=now()))
@@ -289,7 +289,7 @@ def revoke_session(conn: Connection, session_id: str) -> Session:
 
 
 def archive_session(conn: Connection, session_id: str) -> Session:
-    """See :meth:`memfs.store.Engine.archive_session`."""
+    """See :meth:`memfs.store.credentials.Sessions.archive`."""
     row = _session_row(conn, session_id)
     if row.archived_at is None:
         conn.execute(update(sessions).where(sessions.c.id == session_id).values(archived_at=now()))
@@ -298,7 +298,7 @@ def archive_session(conn: Connection, session_id: str) -> Session:
 
 
 def delete_session(conn: Connection, session_id: str) -> None:
-    """See :meth:`memfs.store.Engine.delete_session`."""
+    """See :meth:`memfs.store.credentials.Sessions.delete`."""
     _session_row(conn, session_id)
     conn.execute(delete(session_resources).where(session_resources.c.session_id == session_id))
     conn.execute(delete(sessions).where(sessions.c.id == session_id))
@@ -312,7 +312,7 @@ def list_sessions(
     limit: int,
     cursor: str | None,
 ) -> Page[Session]:
-    """See :meth:`memfs.store.Engine.list_sessions`."""
+    """See :meth:`memfs.store.credentials.Sessions.list`."""
     check_limit(limit)
     fingerprint = Cursor.fingerprint("sessions", store_id, include_archived)
     query = select(sessions)
@@ -361,7 +361,7 @@ def create_api_key(
     store_ids: Sequence[str],
     principal: UserPrincipal | None = None,
 ) -> tuple[ApiKey, str]:
-    """See :meth:`memfs.store.Engine.create_api_key`."""
+    """See :meth:`memfs.store.credentials.ApiKeys.create`."""
     if not scopes:
         raise InvalidInput("an API key needs at least one scope")
     try:
@@ -395,7 +395,7 @@ def list_api_keys(conn: Connection) -> list[ApiKey]:
 
 
 def revoke_api_key(conn: Connection, api_key_id: str) -> ApiKey:
-    """See :meth:`memfs.store.Engine.revoke_api_key`."""
+    """See :meth:`memfs.store.credentials.ApiKeys.revoke`."""
     row = _api_key_row(conn, api_key_id)
     if row.revoked_at is None:
         revoked = now()
@@ -410,7 +410,7 @@ def revoke_api_key(conn: Connection, api_key_id: str) -> ApiKey:
 
 
 def authenticate_api_key(conn: Connection, secret: str) -> ApiKey:
-    """See :meth:`memfs.store.Engine.authenticate_api_key`."""
+    """See :meth:`memfs.store.credentials.ApiKeys.authenticate`."""
     row = conn.execute(select(api_keys).where(api_keys.c.secret_hash == sha256_of(secret))).first()
     if row is None:
         raise AuthenticationFailed("invalid API key")

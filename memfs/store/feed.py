@@ -230,7 +230,7 @@ def audit_events(
     since: datetime | None = None,
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """See :meth:`memfs.store.Engine.audit_events`."""
+    """See :meth:`memfs.store.feed.Feed.audit_events`."""
     query = select(audit_log)
     if store_id is not None:
         query = query.where(audit_log.c.store_id == store_id)
@@ -293,7 +293,7 @@ def changes_since(conn: Connection, store_id: str, after_seq: int, limit: int) -
 
 class FeedProbe:
     """The newest change seq of a store, read on the calling thread in microseconds
-    (issue 17; SPEC §4: an open checks the database's change counter, "a shared-memory
+    (SPEC §4: an open checks the database's change counter, "a shared-memory
     read", before it returns), so an open of an unchanged store needs no worker thread.
 
     Its own read-only SQLite connection to ``path`` (a WAL database) runs one primary-key

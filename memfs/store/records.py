@@ -218,7 +218,7 @@ def memories_arrived(conn: Connection, store_id: str, arrivals: Sequence[tuple[s
         return
     paths = {path: memory_id for memory_id, path in arrivals}
     waiting: Sequence[Any]
-    if len(paths) == 1:  # every single write: the hot path (issue 17)
+    if len(paths) == 1:  # every single write: the hot path (memfs/store/_hot.py)
         (path,) = paths
         waiting = _hot.rows(conn, _WAITING_FOR_PATH, {"store_id": store_id, "path": path})
     else:
@@ -460,7 +460,7 @@ def _records_of(conn: Connection, rows: Sequence[Any], at: datetime) -> list[Rec
 
 
 def get_records(conn: Connection, memory_ids: Sequence[str], at: datetime) -> dict[str, Record]:
-    """See :meth:`memfs.store.Engine.get_records`."""
+    """See :meth:`memfs.store.records.Records.get`."""
     if not memory_ids:
         return {}
     rows = _record_rows(conn, records.c.memory_id.in_(sorted(set(memory_ids))))
@@ -470,7 +470,7 @@ def get_records(conn: Connection, memory_ids: Sequence[str], at: datetime) -> di
 def list_records(
     conn: Connection, store_ids: Sequence[str] | None, record_filter: RecordFilter, at: datetime
 ) -> list[Record]:
-    """See :meth:`memfs.store.Engine.list_records`."""
+    """See :meth:`memfs.store.records.Records.list`."""
     where = filter_clause(record_filter)
     if store_ids is not None:
         where = and_(where, records.c.store_id.in_(list(store_ids)))
@@ -478,7 +478,7 @@ def list_records(
 
 
 def stores_with_records(conn: Connection, store_ids: Sequence[str]) -> set[str]:
-    """See :meth:`memfs.store.Engine.stores_with_records`."""
+    """See :meth:`memfs.store.records.Records.stores_with_records`."""
     found: set[str] = set()
     for store_id in sorted(set(store_ids)):
         one = select(records.c.memory_id).where(records.c.store_id == store_id).limit(1)
@@ -488,7 +488,7 @@ def stores_with_records(conn: Connection, store_ids: Sequence[str]) -> set[str]:
 
 
 def relations_to(conn: Connection, memory_id: str) -> list[RecordRelation]:
-    """See :meth:`memfs.store.Engine.relations_to`."""
+    """See :meth:`memfs.store.records.Records.relations_to`."""
     rows = conn.execute(
         select(record_relations, memories.c.path.label("source_path"))
         .join(memories, memories.c.id == record_relations.c.memory_id)

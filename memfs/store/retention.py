@@ -164,7 +164,7 @@ def _prune_store(
 def prune_versions(
     conn: Connection, *, clock: datetime, store_id: str | None, dry_run: bool
 ) -> list[PruneResult]:
-    """See :meth:`memfs.store.Engine.prune_versions`."""
+    """See :meth:`memfs.store.retention.Retention.prune`."""
     query = select(stores.c.id, stores.c.version_retention_s).where(
         stores.c.version_retention_s.is_not(None)
     )

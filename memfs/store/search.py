@@ -271,7 +271,7 @@ def index_memory(
 def move_documents(conn: Connection, moves: Sequence[tuple[str, str]]) -> None:
     """Gives documents new paths (a directory rename): ``moves`` is ``(memory id, new
     path)`` pairs of live memories. Set-based: the same statements for 3 or 10,000
-    moves (issue 10 item 6), as the rename that calls it."""
+    moves, as the rename that calls it (SPEC §4: a directory rename is one move)."""
     if not moves:
         return
     new_paths = dict(moves)
@@ -383,7 +383,7 @@ def _text_rows(
         matching = records_matching(record_filter).compile()
         where.append(f"d.memory_id IN ({matching})")
         compiled.params.update(matching.params)
-    if hidden is not None:  # visibility (issue 15, SPEC §6 and §7)
+    if hidden is not None:  # visibility (SPEC §6 and §7)
         subquery = hidden.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
         where.append(f"d.memory_id NOT IN ({subquery})")
     score = " + ".join(compiled.score) or "0"
@@ -405,7 +405,7 @@ def search(
     hidden: Any = None,
     record_filter: RecordFilter | None = None,
 ) -> list[SearchHit]:
-    """See :meth:`memfs.store.Engine.search` (full text). ``hidden``: a ``SELECT
+    """See :meth:`memfs.store.search.Search.query` (full text). ``hidden``: a ``SELECT
     memory_id`` of the memories the caller may not see (memfs/store/visibility.py),
     never hits; ``record_filter``: only the records it keeps (SPEC §7)."""
     if not _validate(conn, store_ids, path_prefix, limit):

@@ -132,7 +132,7 @@ def list_versions(
     cursor: str | None,
     with_content: bool,
 ) -> Page[MemoryVersion]:
-    """See :meth:`memfs.store.Engine.list_versions`.
+    """See :meth:`memfs.store.versions.Versions.list`.
 
     Args:
         actor_filters: actor type → the id a version's creator must have (None: any).
@@ -196,7 +196,7 @@ def _version_row(conn: Connection, store_id: str, version_id: str) -> Row[Any]:
 def get_version(
     conn: Connection, store_id: str, version_id: str, *, with_content: bool
 ) -> MemoryVersion:
-    """See :meth:`memfs.store.Engine.get_version`."""
+    """See :meth:`memfs.store.versions.Versions.get`."""
     store_row(conn, store_id)
     row = _version_row(conn, store_id, version_id)
     return version_model(row, blob_data(conn, row.blob_key) if with_content else None)
@@ -205,7 +205,7 @@ def get_version(
 def redact_version(
     conn: Connection, store_id: str, version_id: str, *, actor: Actor | None
 ) -> MemoryVersion:
-    """See :meth:`memfs.store.Engine.redact_version`."""
+    """See :meth:`memfs.store.versions.Versions.redact`."""
     lock_store(conn, store_id)
     row = _version_row(conn, store_id, version_id)
     if row.redacted_at is not None:

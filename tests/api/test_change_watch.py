@@ -117,7 +117,7 @@ async def test_a_write_of_another_process_wakes_its_stores_parked_poll_at_once(
 
 
 class CountingSeq:
-    """``Engine.last_change_seq``, counting the reads per store."""
+    """``engine.feed.last_seq``, counting the reads per store."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine

@@ -266,7 +266,7 @@ async def test_unexpected_failures_are_500_without_details(
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk on fire at /var/secret/path")
 
-    monkeypatch.setattr(local_engine, "get_store", broken)
+    monkeypatch.setattr(type(local_engine.stores), "get", broken)  # every caller's
     async with _client(local_engine) as client:
         response = await client.get(
             f"/v1/memory_stores/{store.id}", headers={"authorization": f"Bearer {secret}"}
@@ -285,7 +285,7 @@ async def test_corrupted_store_is_500(
     def corrupted(*args: object, **kwargs: object) -> None:
         raise CorruptedStore("blob abc no longer hashes to its key")
 
-    monkeypatch.setattr(local_engine, "list_stores", corrupted)
+    monkeypatch.setattr(type(local_engine.stores), "list", corrupted)  # every caller's
     async with _client(local_engine) as client:
         response = await client.get("/v1/memory_stores", headers={"x-api-key": secret})
     _assert_error(response, 500, "api_error", "corrupted_store")

@@ -58,9 +58,26 @@ class CountingEngine:
         self.reads: Counter[str] = Counter()
         self.probes: Counter[str] = Counter()
 
-    def changes_since(self, store_id: str, after_seq: int, **options: Any) -> list[Change]:
-        self.reads[store_id] += 1
-        return self._engine.feed.changes_since(store_id, after_seq, **options)
+    def for_caller(self, **binding: Any) -> Any:
+        """The engine's caller, whose feed reads are counted."""
+        caller = self._engine.for_caller(**binding)
+        reads = self.reads
+
+        class CountingFeed:
+            def changes_since(self, store_id: str, after_seq: int, **options: Any) -> list[Change]:
+                reads[store_id] += 1
+                return caller.feed.changes_since(store_id, after_seq, **options)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(caller.feed, name)
+
+        class CountingCaller:
+            feed = CountingFeed()
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(caller, name)
+
+        return CountingCaller()
 
     def feed_probe(self) -> Any:
         probe = self._engine.feed_probe()

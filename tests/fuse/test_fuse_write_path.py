@@ -56,14 +56,41 @@ class _CountingEngine:
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._engine, name)
-        if name in ("changes_since", "last_change_seq"):
+        if name == "feed":
+            return _CountingFeed(value, self)
+        if name == "for_caller":
+            return lambda **binding: _CountingCaller(value(**binding), self)
+        return value
+
+
+class _CountingFeed:
+    """A feed facade whose reads count on ``counter``."""
+
+    def __init__(self, feed: Any, counter: _CountingEngine) -> None:
+        self._feed = feed
+        self._counter = counter
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._feed, name)
+        if name in ("changes_since", "last_seq"):
 
             def counted(*args: Any, **kwargs: Any) -> Any:
-                self.reads += 1
+                self._counter.reads += 1
                 return value(*args, **kwargs)
 
             return counted
         return value
+
+
+class _CountingCaller:
+    """A caller whose feed reads count on ``counter``."""
+
+    def __init__(self, caller: Any, counter: _CountingEngine) -> None:
+        self._caller = caller
+        self.feed = _CountingFeed(caller.feed, counter)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._caller, name)
 
 
 async def test_a_catch_up_after_changes_reads_the_feed_once(

@@ -35,9 +35,8 @@ from memfs.core.config import DEFAULT_PAGE_LIMIT
 from memfs.core.errors import InvalidContent, InvalidInput
 from memfs.core.model import DeleteMode, Memory, MemoryPrefix, MemoryStatus, Scope
 from memfs.core.records import RecordFilter, record_to_wire
-from memfs.core.visibility import Viewer
 from memfs.home import scrub_erased_paths
-from memfs.store import Engine
+from memfs.store import Caller, Engine
 from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
 
 __all__ = [
@@ -65,13 +64,12 @@ def _memory_item(item: Memory | MemoryPrefix, *, full: bool) -> dict[str, Any]:
     return memory_to_wire(item, full=full)
 
 
-def _with_records(
-    engine: Engine, items: list[dict[str, Any]], viewer: Viewer | None
-) -> list[dict[str, Any]]:
+def _with_records(caller: Caller, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Adds the ``record`` object (SPEC §6, an extension the SDK ignores) to the wire
-    memories of ``items`` that are records: one index read for the whole page."""
+    memories of ``items`` that are records, as ``caller`` may see them: one index read
+    for the whole page."""
     ids = [item["id"] for item in items if item.get("type") == "memory"]
-    found = engine.for_caller(viewer=viewer).records.get(ids) if ids else {}
+    found = caller.records.get(ids) if ids else {}
     for item in items:
         record = found.get(item.get("id", ""))
         if record is not None:
@@ -79,12 +77,10 @@ def _with_records(
     return items
 
 
-def _memory_out(
-    engine: Engine, memory: Memory, *, full: bool, viewer: Viewer | None
-) -> dict[str, Any]:
+def _memory_out(caller: Caller, memory: Memory, *, full: bool) -> dict[str, Any]:
     """One memory on the wire, with its ``record`` object when it is a record (as
-    ``viewer`` may see it)."""
-    return _with_records(engine, [memory_to_wire(memory, full=full)], viewer)[0]
+    ``caller`` may see it)."""
+    return _with_records(caller, [memory_to_wire(memory, full=full)])[0]
 
 
 @router.post("/v1/memory_stores/{memory_store_id}/memories", responses=doc(schemas.MemoryOut))
@@ -98,13 +94,17 @@ async def create_memory(
         principal.require(Scope.WRITE, memory_store_id)
         if body.content is None:
             raise InvalidContent('content must be a string; pass "" to create an empty memory')
-        memory = engine.for_caller(actor=principal.actor, viewer=principal.viewer).memories.create(
+        # The record header the write parsed comes back with it: no second read.
+        memory, record = principal.caller(engine).memories.create_with_record(
             memory_store_id,
             body.path,
             body.content,
             metadata=body.metadata,
         )
-        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
+        out = memory_to_wire(memory, full=view == "full")
+        if record is not None:
+            out["record"] = record_to_wire(record)
+        return out
 
     return json_response(await run(request, op))
 
@@ -172,7 +172,8 @@ async def list_memories(
         record_filter = RecordFilter.of(
             record_type=record_type, tag=tag, min_importance=min_importance, user_id=user_id
         )
-        result = engine.for_caller(viewer=principal.viewer).memories.list(
+        caller = principal.caller(engine)
+        result = caller.memories.list(
             memory_store_id,
             path_prefix=path_prefix,
             depth=depth,
@@ -183,9 +184,7 @@ async def list_memories(
             record_filter=record_filter,
         )
         return {
-            "data": _with_records(
-                engine, [_memory_item(item, full=full) for item in result.items], principal.viewer
-            ),
+            "data": _with_records(caller, [_memory_item(item, full=full) for item in result.items]),
             "next_page": result.next_cursor,
         }
 
@@ -217,14 +216,14 @@ async def retrieve_memory(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        memory = engine.for_caller(viewer=principal.viewer).memories.get(
+        memory = principal.caller(engine).memories.get(
             memory_store_id,
             memory_id,
             with_content=full,
         )
         if full:
             engine.records.note_access([memory.id])
-        return _memory_out(engine, memory, full=full, viewer=principal.viewer)
+        return _memory_out(principal.caller(engine), memory, full=full)
 
     return json_response(await run(request, op))
 
@@ -236,7 +235,7 @@ async def retrieve_memory(
 async def rename_prefix(
     request: Request, memory_store_id: str, body: schemas.RenamePrefix
 ) -> JSONResponse:
-    """Directory rename (SPEC §4, ``Engine.rename_prefix``): every live memory under
+    """Directory rename (SPEC §4, ``engine.memories.rename_prefix``): every live memory under
     ``old_prefix`` moves below ``new_prefix`` in one transaction, one ``modified``
     version each, ids kept. Returns the moved memories (``view=basic``) in new-path
     order; ``[]`` when nothing is under ``old_prefix``, so a replayed request is
@@ -250,7 +249,7 @@ async def rename_prefix(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id)
-        moved = engine.for_caller(actor=principal.actor).memories.rename_prefix(
+        moved = principal.caller(engine).memories.rename_prefix(
             memory_store_id,
             body.old_prefix,
             body.new_prefix,
@@ -274,7 +273,7 @@ async def _update_memory(
             expected = body.precondition.content_sha256
             if expected is None:
                 raise InvalidInput("precondition.content_sha256 is required")
-        memory = engine.for_caller(actor=principal.actor, viewer=principal.viewer).memories.update(
+        memory = principal.caller(engine).memories.update(
             memory_store_id,
             memory_id,
             content=body.content,
@@ -283,7 +282,7 @@ async def _update_memory(
             metadata=body.metadata,
             replace=body.replace,
         )
-        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
+        return _memory_out(principal.caller(engine), memory, full=view == "full")
 
     return json_response(await run(request, op))
 
@@ -360,7 +359,7 @@ async def delete_memory_request(
         replacement_option: dict[str, Any] = (
             {} if replacement is None else {"replacement": replacement}
         )
-        erased = engine.for_caller(actor=principal.actor, viewer=principal.viewer).memories.delete(
+        erased = principal.caller(engine).memories.delete(
             store_id,
             memory_id,
             expected_sha256=expected_sha256,
@@ -541,12 +540,12 @@ async def restore_memory_request(
         store_id = _target(
             request, engine, principal, memory_store_id, memory_id, Scope.WRITE, True
         )
-        memory = engine.for_caller(actor=principal.actor, viewer=principal.viewer).memories.restore(
+        memory = principal.caller(engine).memories.restore(
             store_id,
             memory_id,
             reason=reason,
             audit_metadata=audit_metadata,
         )
-        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
+        return _memory_out(principal.caller(engine), memory, full=view == "full")
 
     return json_response(await run(request, op))

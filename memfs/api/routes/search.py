@@ -117,7 +117,7 @@ def _answer(
     record_filter: RecordFilter,
 ) -> dict[str, Any]:
     stores = readable_stores(principal, store_ids)
-    hits = engine.for_caller(viewer=principal.viewer).search.query(
+    hits = principal.caller(engine).search.query(
         query,
         stores,
         path_prefix=path_prefix,

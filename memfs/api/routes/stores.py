@@ -62,7 +62,7 @@ async def list_memory_stores(
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         if not principal.is_session:
             principal.require(Scope.READ)
-        result = engine.for_caller(viewer=principal.viewer).stores.list(
+        result = principal.caller(engine).stores.list(
             include_archived=include_archived,
             created_gte=utc(created_at_gte),
             created_lte=utc(created_at_lte),
@@ -83,7 +83,7 @@ async def retrieve_memory_store(request: Request, memory_store_id: str) -> JSONR
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        return store_to_wire(engine.for_caller(viewer=principal.viewer).stores.get(memory_store_id))
+        return store_to_wire(principal.caller(engine).stores.get(memory_store_id))
 
     return json_response(await run(request, op))
 
@@ -93,7 +93,7 @@ async def _update_memory_store(
 ) -> JSONResponse:
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id, agents=False)
-        store = engine.for_caller(viewer=principal.viewer).stores.update(
+        store = principal.caller(engine).stores.update(
             memory_store_id,
             name=body.name,
             description=body.description,
@@ -149,7 +149,7 @@ async def delete_memory_store(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.HARD_DELETE, memory_store_id, agents=False)
-        engine.for_caller(actor=principal.actor).stores.delete(memory_store_id, force=force)
+        principal.caller(engine).stores.delete(memory_store_id, force=force)
         return store_deleted_to_wire(memory_store_id)
 
     return json_response(await run(request, op))
@@ -164,7 +164,7 @@ async def archive_memory_store(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id, agents=False)
-        archived = engine.for_caller(actor=principal.actor, viewer=principal.viewer).stores.archive(
+        archived = principal.caller(engine).stores.archive(
             memory_store_id,
             force=force,
         )

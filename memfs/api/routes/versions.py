@@ -54,7 +54,7 @@ async def list_memory_versions(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        result = engine.for_caller(viewer=principal.viewer).versions.list(
+        result = principal.caller(engine).versions.list(
             memory_store_id,
             memory_id=memory_id,
             operation=Operation(operation) if operation else None,
@@ -87,7 +87,7 @@ async def retrieve_memory_version(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        version = engine.for_caller(viewer=principal.viewer).versions.get(
+        version = principal.caller(engine).versions.get(
             memory_store_id,
             memory_version_id,
             with_content=full,
@@ -109,7 +109,7 @@ async def redact_memory_version(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.DELETE, memory_store_id, agents=False)
-        version = engine.for_caller(actor=principal.actor).versions.redact(
+        version = principal.caller(engine).versions.redact(
             memory_store_id, memory_version_id
         )
         return version_to_wire(version, full=True)
