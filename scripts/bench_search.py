@@ -12,7 +12,7 @@ not written), a third with full text but no embedding queue. Then:
     grep -rliw    the same word through a real memfs mount of the indexed store (warm:
                   a first run before the timed ones), p50 / p99 ms
     rg -liw       likewise, when ripgrep is installed
-    write         create_memory p50 / p99 ms: indexing on, full text only, off; ratios
+    write         memories.create p50 / p99 ms: indexing on, full text only, off; ratios
     index size    bytes per memory: full text (search_docs, FTS5 tables), vectors, queue
     semantic      a model2vec-format model of random vectors (--dim, default 256, over
                   the tree's vocabulary: the figures are speed, not quality): embedding
@@ -194,7 +194,10 @@ def build(args: argparse.Namespace, root: Path) -> tuple[Engine, str, dict[str, 
         for j in range(len(WRITE_KINDS)):
             kind = WRITE_KINDS[(i + j) % len(WRITE_KINDS)]
             write = functools.partial(
-                engines[kind].create_memory, stores[kind], "/" + relative, content, actor=ACTOR
+                engines[kind].for_caller(actor=ACTOR).memories.create,
+                stores[kind],
+                "/" + relative,
+                content,
             )
             with indexing(kind):
                 timings[kind].append(timed(write))
