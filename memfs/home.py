@@ -466,7 +466,7 @@ def redaction_marker(memory_id: str) -> str:
 
 def scrub_erased_paths(memory_id: str, paths: frozenset[str] | set[str]) -> int:
     """:func:`scrub_stopped_mounts` for the ``paths`` a redaction or hard delete of
-    ``memory_id`` erased (what :meth:`memfs.store.Engine.delete_memory` returns), each
+    ``memory_id`` erased (what :meth:`memfs.store.memories.Memories.delete` returns), each
     replaced by :func:`redaction_marker`; longer paths first, so that a path is never
     half-replaced through a shorter one it ends with. Returns the number of files
     rewritten (0 for no paths). Blocking."""

@@ -12,7 +12,7 @@ not written), a third with full text but no embedding queue. Then:
     grep -rliw    the same word through a real memfs mount of the indexed store (warm:
                   a first run before the timed ones), p50 / p99 ms
     rg -liw       likewise, when ripgrep is installed
-    write         create_memory p50 / p99 ms: indexing on, full text only, off; ratios
+    write         memories.create p50 / p99 ms: indexing on, full text only, off; ratios
     index size    bytes per memory: full text (search_docs, FTS5 tables), vectors, queue
     semantic      a model2vec-format model of random vectors (--dim, default 256, over
                   the tree's vocabulary: the figures are speed, not quality): embedding
@@ -187,14 +187,17 @@ def build(args: argparse.Namespace, root: Path) -> tuple[Engine, str, dict[str, 
     engines = {
         k: Engine(database_url(str(root / f"{k}.db")), memory_limit=limit) for k in WRITE_KINDS
     }
-    stores = {k: e.create_store("bench").id for k, e in engines.items()}
+    stores = {k: e.stores.create("bench").id for k, e in engines.items()}
     timings: dict[str, list[float]] = {k: [] for k in WRITE_KINDS}
     for i, relative in enumerate(tree.files):
         content = (tree.path / relative).read_text(encoding="utf-8")
         for j in range(len(WRITE_KINDS)):
             kind = WRITE_KINDS[(i + j) % len(WRITE_KINDS)]
             write = functools.partial(
-                engines[kind].create_memory, stores[kind], "/" + relative, content, actor=ACTOR
+                engines[kind].for_caller(actor=ACTOR).memories.create,
+                stores[kind],
+                "/" + relative,
+                content,
             )
             with indexing(kind):
                 timings[kind].append(timed(write))
@@ -208,24 +211,26 @@ def measure_semantic(
 ) -> dict[str, object]:
     os.environ[SEARCH_MODEL_ENV] = str(write_random_model(root / "model", args.dim))
     start = time.perf_counter()
-    embedded = engine.embed_pending()
+    embedded = engine.search.embed_pending()
     rate = embedded / (time.perf_counter() - start)
     semantic = [
-        timed(lambda q=q: engine.search(q, [store_id], mode="semantic"))
+        timed(lambda q=q: engine.search.query(q, [store_id], mode="semantic"))
         for _ in range(args.queries // len(SEMANTIC_QUERIES))
         for q in SEMANTIC_QUERIES
     ]
     hybrid = [
-        timed(lambda q=q: engine.search(q, [store_id], mode="hybrid"))
+        timed(lambda q=q: engine.search.query(q, [store_id], mode="hybrid"))
         for _ in range(args.queries // len(SEMANTIC_QUERIES))
         for q in SEMANTIC_QUERIES
     ]
     assert engine.start_embedder()
     lags: list[float] = []
     for i in range(args.lag_writes):
-        engine.create_memory(store_id, f"/lag/{i}.md", f"rollback canary {i}", actor=ACTOR)
+        engine.for_caller(actor=ACTOR).memories.create(
+            store_id, f"/lag/{i}.md", f"rollback canary {i}"
+        )
         start = time.perf_counter()
-        while engine.index_lag().pending:
+        while engine.search.index_lag().pending:
             time.sleep(0.005)
         lags.append((time.perf_counter() - start) * 1000)
     return {"embedded": embedded, "rate": rate, "semantic": semantic, "hybrid": hybrid, "lag": lags}
@@ -251,7 +256,7 @@ def main() -> int:
         text: dict[str, list[float]] = {}
         for query in QUERIES:
             text[query] = [
-                timed(lambda q=query: engine.search(q, [store_id], mode="text"))
+                timed(lambda q=query: engine.search.query(q, [store_id], mode="text"))
                 for _ in range(args.queries)
             ]
             rows.append((f"text search {query!r}", *percentiles(text[query])))

@@ -229,7 +229,12 @@ STORE_INSIDES = (
     "memfs.store._db",
     "memfs.store._common",
     "memfs.store._hot",
-    "memfs.store.access",
+    "memfs.store.credentials",
+    "memfs.store.caller",
+    "memfs.store._facade",
+    "memfs.store.memory_rows",
+    "memfs.store.tombstones",
+    "memfs.store.search_sql",
     "memfs.store.blobs",
     "memfs.store.feed",
     "memfs.store.notify",
@@ -281,6 +286,7 @@ def test_the_store_exports_exactly_its_face() -> None:
 
     assert set(memfs.store.__all__) == {
         "API_KEY_SECRET_PREFIX",
+        "Caller",
         "SESSION_TOKEN_PREFIX",
         "Engine",
         "PruneResult",

@@ -290,7 +290,7 @@ def create_app(
     app.state.engine = engine
     app.state.insecure_dev = insecure_dev
     app.state.change_notifier = ChangeNotifier(
-        engine.last_change_seq, watch=engine.watch_changes
+        engine.feed.last_seq, watch=engine.watch_changes
     )
     app.include_router(router)
     # Endpoints of other front ends (the MCP server over streamable HTTP at /mcp), each

@@ -64,7 +64,7 @@ from dataclasses import dataclass
 from memfs.core.errors import AuthenticationFailed, NotFound, PermissionDenied
 from memfs.core.model import Access, Actor, ApiKey, Scope, Session
 from memfs.core.visibility import Viewer
-from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, Engine
+from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, Caller, Engine
 
 __all__ = [
     "INSECURE_DEV_KEY_ID",
@@ -117,6 +117,11 @@ class Principal:
         if self.api_key is not None and Scope.ADMIN not in self.api_key.scopes:
             return Viewer.of(self.api_key.principal)
         return None
+
+    def caller(self, engine: Engine) -> Caller:
+        """The engine's facades acting for this principal: its writes name :attr:`actor`,
+        its reads see what :attr:`viewer` may (SPEC §6)."""
+        return engine.for_caller(actor=self.actor, viewer=self.viewer)
 
     def can_see(self, store_id: str) -> bool:
         """True when the caller may read ``store_id`` (listing filter)."""
@@ -250,12 +255,12 @@ def authenticate(engine: Engine, token: str | None, *, insecure_dev: bool = Fals
 
 
 def _as_key(engine: Engine, token: str) -> Principal:
-    key = engine.authenticate_api_key(token)
+    key = engine.api_keys.authenticate(token)
     return Principal(actor=Actor.api_key(key.id), api_key=key)
 
 
 def _as_session(engine: Engine, token: str) -> Principal:
-    session = engine.authenticate_session(token)
+    session = engine.sessions.authenticate(token)
     return Principal(actor=Actor.session(session.id), session=session)
 
 

@@ -101,7 +101,7 @@ class ChangeNotifier:
     One per application; use it from the event loop only.
 
     Args:
-        read_last_seq: ``Engine.last_change_seq`` (blocking; run in a worker thread).
+        read_last_seq: ``engine.feed.last_seq`` (blocking; run in a worker thread).
             Raises NotFound once the store is deleted.
         watch: ``Engine.watch_changes`` (blocking; run in a worker thread by the first
             wait), or None to poll.

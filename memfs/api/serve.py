@@ -150,7 +150,7 @@ async def _prune_on_schedule(engine: Engine, interval_s: float) -> None:
     is housekeeping and never stops the server."""
     while True:
         try:
-            results = await trio.to_thread.run_sync(engine.prune_versions)
+            results = await trio.to_thread.run_sync(engine.retention.prune)
         except Exception as exc:  # any failure: the next turn tries again
             log.warning("version retention: prune failed, retrying in %g s: %s", interval_s, exc)
         else:

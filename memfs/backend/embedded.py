@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 import trio
 
 from memfs.backend.protocol import BackendStatistics, MemoryChange
+from memfs.core.content import Content
 from memfs.core.errors import MemfsError
 from memfs.core.model import (
     Access,
@@ -43,9 +44,10 @@ _PASSWORD_IN_URL_RE = re.compile(r"(://[^:/@]+:)[^@]*@")
 
 
 class _Wakeups:
-    """The engine's change notifications on the trio loop (issue 12 idle cost): a count
-    per store that only grows, plus one for "any store may have changed"; a feed read
-    that waits takes the count first, so a change committed after it is never missed."""
+    """The engine's change notifications on the trio loop (SPEC §4: an idle mount costs
+    close to nothing): a count per store that only grows, plus one for "any store may
+    have changed"; a feed read that waits takes the count first, so a change committed
+    after it is never missed."""
 
     def __init__(self) -> None:
         self._any = 0
@@ -107,6 +109,9 @@ class EmbeddedBackend:
         self._prefetched: dict[str, tuple[int, list[Change]]] = {}
         self._principal = principal
         self._viewer = None if principal is None else Viewer.of(principal)
+        # The engine's facades as this mount's caller: its session (once opened) writes,
+        # its principal's view (SPEC §6) reads.
+        self._caller = engine.for_caller(viewer=self._viewer)
         # The newest change seq on this thread without a worker (SQLite files only), and
         # per store the feed entries of this backend's own writes, by seq.
         self._probe = engine.feed_probe()
@@ -171,10 +176,10 @@ class EmbeddedBackend:
         return None  # the mount attaches the stores it is given (open_session)
 
     async def resolve_store(self, name_or_id: str) -> MemoryStore:
-        return await self._run(self._engine.find_store, name_or_id)
+        return await self._run(self._engine.stores.find, name_or_id)
 
     async def get_store(self, store_id: str) -> MemoryStore:
-        return await self._run(self._engine.get_store, store_id)
+        return await self._run(self._engine.stores.get, store_id)
 
     async def open_session(
         self,
@@ -190,7 +195,7 @@ class EmbeddedBackend:
             for a in attachments
         ]
         session, _token = await self._run(
-            self._engine.create_session,
+            self._engine.sessions.create,
             specs,
             mount_root=mount_root,
             with_token=False,
@@ -198,63 +203,65 @@ class EmbeddedBackend:
             principal=self._principal,
         )
         self._actor = Actor.session(session.id)
+        self._caller = self._engine.for_caller(actor=self._actor, viewer=self._viewer)
         return session.id
 
     async def list_memories(self, store_id: str) -> list[Memory]:
-        return await self._run(self._engine.all_memories, store_id, viewer=self._viewer)
+        return await self._run(self._caller.memories.all, store_id)
 
     async def memory_room(self, store_id: str) -> int | None:
         """See the Protocol: the engine's limit minus the store's live ``entry_count``."""
-        store = await self._run(self._engine.get_store, store_id)
+        store = await self._run(self._engine.stores.get, store_id)
         return max(0, self._engine.memory_limit - store.entry_count)
 
     async def get_memory(self, store_id: str, memory_id: str) -> Memory:
         return await self._run(
-            self._engine.get_memory, store_id, memory_id, with_content=False, viewer=self._viewer
+            self._caller.memories.get, store_id, memory_id, with_content=False
         )
 
     async def read_content(self, memory: Memory) -> bytes:
-        return await self._run(self._engine.read_blob, memory.blob_key)
+        return await self._run(self._engine.blobs.read, memory.blob_key)
 
     def note_access(self, store_id: str, memory_ids: Sequence[str]) -> None:
         """See the Protocol: a dict update under a lock, so no worker thread."""
-        self._engine.note_access(memory_ids)
+        self._caller.records.note_access(memory_ids)
 
     async def get_record(self, store_id: str, memory_id: str) -> Record | None:
-        found = await self._run(self._engine.get_records, [memory_id], viewer=self._viewer)
+        found = await self._run(self._caller.records.get, [memory_id])
         record = found.get(memory_id)
         return record if record is not None and record.store_id == store_id else None
 
     async def read_contents(self, memories: Sequence[Memory]) -> dict[str, bytes]:
         """See the Protocol: one query for every blob."""
-        return await self._run(self._engine.read_blobs, [m.blob_key for m in memories])
+        return await self._run(self._engine.blobs.read_many, [m.blob_key for m in memories])
 
     async def create_memory(
-        self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
+        self,
+        store_id: str,
+        path: str,
+        content: str | Content,
+        *,
+        metadata: dict[str, str] | None = None,
     ) -> Memory:
         memory = await self._run_write(
-            self._engine.create_memory,
+            self._caller.memories.create,
             store_id,
             path,
             content,
-            actor=self._actor,
             metadata=metadata,
-            viewer=self._viewer,
         )
         return _without_content(memory)
 
     async def update_memory(self, store_id: str, memory_id: str, change: MemoryChange) -> Memory:
         memory = await self._run_write(
-            self._engine.update_memory,
+            self._caller.memories.update,
             store_id,
             memory_id,
-            actor=self._actor,
             content=change.content,
             path=change.path,
             expected_sha256=change.expected_sha256,
             metadata=change.metadata,
             replace=change.replace,
-            viewer=self._viewer,
         )
         return _without_content(memory)
 
@@ -262,45 +269,43 @@ class EmbeddedBackend:
         self, store_id: str, memory_id: str, *, expected_sha256: str | None = None
     ) -> None:
         await self._run(
-            self._engine.delete_memory,
+            self._caller.memories.delete,
             store_id,
             memory_id,
-            actor=self._actor,
             expected_sha256=expected_sha256,
-            viewer=self._viewer,
         )
 
     async def discard_created(self, store_id: str, memory_id: str) -> None:
         """See the Protocol: erased when nothing but this mount's empty create exists."""
         if self._actor is not None and await self._run(
-            self._engine.retract_create, store_id, memory_id, actor=self._actor
+            self._caller.memories.retract_create, store_id, memory_id
         ):
             return
         await self.delete_memory(store_id, memory_id)
 
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
         memories = await self._run(
-            self._engine.rename_prefix, store_id, old_prefix, new_prefix, actor=self._actor
+            self._caller.memories.rename_prefix, store_id, old_prefix, new_prefix
         )
         return [_without_content(m) for m in memories]
 
     async def last_change_seq(self, store_id: str) -> int:
-        return await self._run(self._engine.last_change_seq, store_id)
+        return await self._run(self._engine.feed.last_seq, store_id)
 
     async def change_counter(self, store_id: str, *, local_only: bool = False) -> int | None:
         """See the Protocol: the store's newest seq.
 
         On a SQLite file it is read on this thread by the engine's
         :class:`~memfs.store.feed.FeedProbe` (microseconds, never waiting), so an open
-        of an unchanged store makes no worker-thread round trip (issue 17). Otherwise,
+        of an unchanged store makes no worker-thread round trip. Otherwise,
         or when the probe can't answer at once: once this backend has handed out
         changes of the store, it reads the changes after them instead (one indexed
         read too) and keeps that batch for the next
         :meth:`changes_since` of the store: the catch-up that asked for the counter
-        then applies them without a second round trip (issue 17: after each of the
-        mount's own commits, an open or a lookup miss found the counter ahead and read
-        the feed again). Every :meth:`changes_since` drops the kept batch, so it never
-        outlives the catch-up that read it by more than one feed poll.
+        then applies them without a second round trip (after each of the mount's own
+        commits, an open or a lookup miss finds the counter ahead). Every
+        :meth:`changes_since` drops the kept batch, so it never outlives the catch-up
+        that read it by more than one feed poll.
         """
         if self._probe is not None:
             newest = self._probe.last_seq(store_id)
@@ -310,16 +315,15 @@ class EmbeddedBackend:
             return None
         after = self._delivered.get(store_id)
         if after is None:
-            return await self._run(self._engine.last_change_seq, store_id)
+            return await self._run(self._engine.feed.last_seq, store_id)
         changes = await self._run(
-            self._engine.changes_since,
+            self._caller.feed.changes_since,
             store_id,
             after,
             limit=self.CHANGE_BATCH,
-            viewer=self._viewer,  # handed out by changes_since: the same view
         )
         if len(changes) >= self.CHANGE_BATCH:
-            return await self._run(self._engine.last_change_seq, store_id)
+            return await self._run(self._engine.feed.last_seq, store_id)
         self._prefetched[store_id] = (after, changes)
         return changes[-1].seq if changes else after
 
@@ -328,18 +332,17 @@ class EmbeddedBackend:
     ) -> list[Change]:
         """See the Protocol. A wait sleeps until the engine says a commit (of any
         process) grew this store's feed (:meth:`memfs.store.Engine.watch_changes`), then
-        reads it again: nothing is read while nothing changes (issue 12 idle cost). A
+        reads it again: nothing is read while nothing changes (SPEC §4 idle cost). A
         batch :meth:`change_counter` has just read is handed out without reading again."""
         prefetched = self._prefetched.pop(store_id, None)
         if prefetched is not None and prefetched[0] == after_seq and prefetched[1]:
             return self._deliver(store_id, after_seq, prefetched[1])
         read = functools.partial(
             self._run,
-            self._engine.changes_since,
+            self._caller.feed.changes_since,
             store_id,
             after_seq,
             limit=self.CHANGE_BATCH,
-            viewer=self._viewer,
         )
         if timeout_s <= 0:
             known = self._own_batch(store_id, after_seq)
@@ -400,7 +403,7 @@ class EmbeddedBackend:
         if self._actor is not None:
             session_id = self._actor.id
             with contextlib.suppress(MemfsError):  # the database went away: nothing to end
-                await self._run(self._engine.archive_session, session_id)
+                await self._run(self._engine.sessions.archive, session_id)
         if self._unwatch is not None:
             self._unwatch()
         if self._probe is not None:

@@ -1,7 +1,7 @@
 """What a mount needs from a store: the :class:`Backend` port and the values it speaks.
 
 The FUSE layer (:mod:`memfs.fuse`) and the remote client (:mod:`memfs.remote`) both
-point down at this package and never at each other (issue 9): FUSE talks to a
+point down at this package and never at each other (one port, two adapters): FUSE talks to a
 :class:`Backend`; :class:`memfs.backend.embedded.EmbeddedBackend` and
 :class:`memfs.remote.backend.RemoteBackend` implement it.
 
@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Protocol
 
+from memfs.core.content import Content
 from memfs.core.errors import MemfsError
 from memfs.core.model import Change, Layout, Memory, MemoryStore, Session
 from memfs.core.records import Record
@@ -41,7 +42,8 @@ class MemoryChange:
     """One change of an existing memory, made in one version (none if nothing changed).
 
     Attributes:
-        content: the new content (text), or None to keep it.
+        content: the new content (text, or a checked
+            :class:`~memfs.core.content.Content`), or None to keep it.
         path: the new path (a rename keeps the id), or None to keep it.
         expected_sha256: precondition: the digest the head must still have (SPEC §4
             concurrent writers); None for none.
@@ -51,7 +53,7 @@ class MemoryChange:
             PathConflict.
     """
 
-    content: str | None = None
+    content: str | Content | None = None
     path: str | None = None
     expected_sha256: str | None = None
     metadata: dict[str, str] | None = None
@@ -87,7 +89,7 @@ class BackendEvent:
 
 @dataclass(frozen=True)
 class BackendStatistics:
-    """A snapshot of a backend for ``memfs status`` (issue 4: outbox depth, server state,
+    """A snapshot of a backend for ``memfs status`` (SPEC §5: outbox depth, server state,
     last errors, conflicts).
 
     Attributes:
@@ -216,10 +218,17 @@ class Backend(Protocol):
         ...
 
     async def create_memory(
-        self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
+        self,
+        store_id: str,
+        path: str,
+        content: str | Content,
+        *,
+        metadata: dict[str, str] | None = None,
     ) -> Memory:
-        """Creates a memory (one ``created`` version). Raises the errors of
-        :meth:`memfs.store.Engine.create_memory`."""
+        """Creates a memory (one ``created`` version). ``content`` is text, or a
+        :class:`~memfs.core.content.Content` the caller checked already (a mount's commit:
+        checked, encoded and hashed once). Raises the errors of
+        :meth:`memfs.store.memories.Memories.create`."""
         ...
 
     async def update_memory(self, store_id: str, memory_id: str, change: MemoryChange) -> Memory:
@@ -237,8 +246,8 @@ class Backend(Protocol):
     async def discard_created(self, store_id: str, memory_id: str) -> None:
         """Takes back this mount's exclusive create (an empty memory committed at once,
         SPEC §4 ``O_EXCL``) whose every write was refused, so that it leaves nothing
-        (issue 10 item 5). Embedded: erased when its only version is that empty create
-        (``Engine.retract_create``), else soft-deleted; remote: soft-deleted (a session
+        (``cp`` of a binary file). Embedded: erased when its only version is that empty
+        create (``Memories.retract_create``), else soft-deleted; remote: soft-deleted (a session
         can't hard-delete). Raises NotFound."""
         ...
 

@@ -285,9 +285,9 @@ def all_pages(fetch: Callable[[str | None], Any]) -> Iterator[Any]:
 def find_memory(engine: Engine, store_id: str, reference: str) -> Memory:
     """A live memory by ``mem_…`` id or by path. Raises NotFound, InvalidPath."""
     if reference.startswith("mem_"):
-        return engine.get_memory(store_id, reference)
+        return engine.memories.get(store_id, reference)
     validate_path(reference)
-    return engine.get_memory_by_path(store_id, reference)
+    return engine.memories.get_by_path(store_id, reference)
 
 
 def os_reason(exc: BaseException) -> str:

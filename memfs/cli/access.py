@@ -98,8 +98,8 @@ def key_create(
     scopes = _parse_scopes(scope)
     principal = make_principal(user_id, role or ())
     with command_engine(database, create=True) as engine:  # a new server's first key
-        store_ids = [engine.find_store(value).id for value in store or []]
-        key, secret = engine.create_api_key(name, scopes, store_ids, principal=principal)
+        store_ids = [engine.stores.find(value).id for value in store or []]
+        key, secret = engine.api_keys.create(name, scopes, store_ids, principal=principal)
     if as_json:
         print_json(api_key_to_wire(key, secret))
         return
@@ -116,7 +116,7 @@ def key_create(
 def key_list(database: DatabaseOption = None, as_json: JsonOption = False) -> None:
     """List API keys, newest first (never their secrets)."""
     with command_engine(database) as engine:
-        keys = engine.list_api_keys()
+        keys = engine.api_keys.list()
     if as_json:
         print_json({"data": [api_key_to_wire(k) for k in keys], "next_page": None})
         return
@@ -146,7 +146,7 @@ def key_revoke(
 ) -> None:
     """Revoke an API key (idempotent); requests with it get 401 from then on."""
     with command_engine(database) as engine:
-        key = engine.revoke_api_key(api_key_id)
+        key = engine.api_keys.revoke(api_key_id)
     if as_json:
         print_json(api_key_to_wire(key))
     else:
@@ -270,10 +270,10 @@ def session_create(
         for position, value in enumerate(store):
             name_or_id, read_only = parse_store_spec(value)
             access = Access.READ_ONLY if read_only else Access.READ_WRITE
-            store_id = engine.find_store(name_or_id).id
+            store_id = engine.stores.find(name_or_id).id
             text = texts[position] if position < len(texts) else None
             specs.append(ResourceSpec(store_id, access, text))
-        session, token = engine.create_session(
+        session, token = engine.sessions.create(
             specs, mount_root=mount_root, title=title, ttl_s=ttl_s, principal=principal
         )
     _print_session(session, token, as_json)
@@ -287,7 +287,7 @@ def session_show(
 ) -> None:
     """Show a session and its resources (its token is never shown again)."""
     with command_engine(database) as engine:
-        session = engine.get_session(session_id)
+        session = engine.sessions.get(session_id)
     _print_session(session, None, as_json)
 
 
@@ -300,7 +300,7 @@ def session_revoke(
     """Revoke a session (idempotent): its token gets 401 from now on, and a remote mount
     using it stops writing to the server (its queued writes are kept)."""
     with command_engine(database) as engine:
-        session = engine.revoke_session(session_id)
+        session = engine.sessions.revoke(session_id)
     if as_json:
         print_json(_session_json(session))
     else:
@@ -321,10 +321,10 @@ def session_list(
     """List sessions, newest first, with their state (active, expired, revoked,
     archived) and expiry (never their tokens)."""
     with command_engine(database) as engine:
-        store_id = engine.find_store(store).id if store is not None else None
+        store_id = engine.stores.find(store).id if store is not None else None
         sessions = list(
             all_pages(
-                lambda cursor: engine.list_sessions(
+                lambda cursor: engine.sessions.list(
                     store_id, include_archived=include_archived, limit=PAGE_LIMIT, cursor=cursor
                 )
             )

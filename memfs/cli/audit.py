@@ -100,12 +100,12 @@ def audit_ls(
         store_id = None
         if store is not None:
             try:
-                store_id = engine.find_store(store).id
+                store_id = engine.stores.find(store).id
             except NotFound:
                 if not store.startswith("memstore_"):
                     raise
                 store_id = store  # a deleted store: its events outlive it
-        events = engine.audit_events(
+        events = engine.feed.audit_events(
             store_id, memory_id=memory_id, since=since_time, limit=limit or None
         )
     if as_json:

@@ -89,8 +89,8 @@ def fsck_command(
         fail(f"fsck found {len(findings)} problem{'s' if len(findings) != 1 else ''}")
     with open_engine(database, create=False, read_only=True) as engine:
         counts = engine.statistics()
-        dangling = engine.record_findings() if records else []
-        record_count = len(engine.list_records(None)) if records else 0
+        dangling = engine.records.findings() if records else []
+        record_count = len(engine.records.list(None)) if records else 0
     typer.echo(
         f"fsck: clean ({counts['stores']} stores, {counts['memories']} memories, "
         f"{counts['versions']} versions, {counts['blobs']} blobs checked)"
@@ -151,7 +151,7 @@ def prompt_command(
         raise typer.BadParameter("with --session the instructions are the session's own")
     with command_engine(database) as engine:
         if session_id is not None:
-            session = engine.get_session(session_id)
+            session = engine.sessions.get(session_id)
             resources, layout = session.resources, session.layout
         else:
             if mount is not None:
@@ -161,7 +161,7 @@ def prompt_command(
                 for spec in stores or ():
                     name, read_only = parse_store_spec(spec)
                     access = Access.READ_ONLY if read_only else Access.READ_WRITE
-                    attachments.append((engine.find_store(name), access, None))
+                    attachments.append((engine.stores.find(name), access, None))
             attachments = _with_instructions(attachments, given, stores or [])
             resources = plan_resources(attachments, mount_root=root, flat=layout is Layout.FLAT)
             if mount is not None:
@@ -169,7 +169,9 @@ def prompt_command(
                     r.model_copy(update={"mount_path": path})
                     for r, path in zip(resources, mount_paths, strict=True)
                 ]
-        with_records = bool(engine.stores_with_records([r.memory_store_id for r in resources]))
+        with_records = bool(engine.records.stores_with_records(
+            [r.memory_store_id for r in resources]
+        ))
     note = render_prompt(
         resources, layout=layout, with_records=with_records, modes_checked=allow_other
     )
@@ -202,7 +204,7 @@ def _mounted_stores(
     paths: list[str] = []
     for entry in status["stores"]:
         access = Access.READ_ONLY if entry["access"] == "read_only" else Access.READ_WRITE
-        attachments.append((engine.get_store(entry["id"]), access, None))
+        attachments.append((engine.stores.get(entry["id"]), access, None))
         directory = entry.get("directory") or "."
         paths.append(target if directory == "." else f"{target}/{directory}")
     layout = Layout(status.get("layout") or Layout.PER_STORE)

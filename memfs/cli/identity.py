@@ -73,8 +73,8 @@ def identity_mount(
 ) -> None:
     """Mount a store on the pair, read-only (at most 10 a pair; again: no change)."""
     with command_engine(database) as engine:
-        found = engine.find_store(store)
-        mount, created = engine.mount_store(identity_id, template_id, found.id)
+        found = engine.stores.find(store)
+        mount, created = engine.identities.mount(identity_id, template_id, found.id)
     if as_json:
         print_json(identity_mount_to_wire(mount))
     else:
@@ -92,8 +92,8 @@ def identity_unmount(
 ) -> None:
     """Unmount a store from the pair (the store stays; the default store can't be)."""
     with command_engine(database) as engine:
-        found = engine.find_store(store)
-        engine.unmount_store(identity_id, template_id, found.id)
+        found = engine.stores.find(store)
+        engine.identities.unmount(identity_id, template_id, found.id)
     typer.echo(f'unmounted "{found.name}" ({found.id}) from {identity_id}/{template_id}')
 
 
@@ -114,13 +114,13 @@ def identity_mounts(
         raise typer.BadParameter("give IDENTITY_ID TEMPLATE_ID, or --store STORE")
     with command_engine(database) as engine:
         if store is not None:
-            found = engine.find_store(store)
-            mounts = engine.list_store_mounts(found.id)
+            found = engine.stores.find(store)
+            mounts = engine.identities.store_mounts(found.id)
             empty = f'"{found.name}" is mounted on no (identity, template) pair'
         else:
             assert identity_id is not None
             assert template_id is not None
-            mounts = engine.list_pair_mounts(identity_id, template_id)
+            mounts = engine.identities.pair_mounts(identity_id, template_id)
             empty = f"nothing is mounted on {identity_id}/{template_id}"
     _print_mounts(mounts, as_json, empty=empty)
 
@@ -134,7 +134,7 @@ def identity_default(
 ) -> None:
     """The pair's system-managed default store, created the first time."""
     with command_engine(database) as engine:
-        store, created = engine.ensure_default_store(identity_id, template_id)
+        store, created = engine.identities.ensure_default_store(identity_id, template_id)
     if as_json:
         print_json(store_to_wire(store))
     else:
@@ -169,7 +169,7 @@ def identity_session(
 
     ttl_s = parse_ttl(ttl)
     with command_engine(database) as engine:
-        session, token = engine.create_pair_session(
+        session, token = engine.identities.create_session(
             identity_id, template_id, mount_root=mount_root, title=title, ttl_s=ttl_s
         )
     print_session(session, token, as_json)

@@ -188,14 +188,14 @@ def _import_target(engine: Engine, store: str, create: bool) -> MemoryStore:
     """The store to import into; with ``create``, a new one when none has that name.
     Raises NotFound."""
     try:
-        return engine.find_store(store)
+        return engine.stores.find(store)
     except NotFound:
         if not create:
             raise NotFound(
                 f'no memory store named "{store}" (create it with --create or '
                 "`memfs store create`)"
             ) from None
-        return engine.create_store(store)
+        return engine.stores.create(store)
 
 
 @dataclass
@@ -309,7 +309,7 @@ def export_command(
     selected = 0
     written: list[Path] = []
     with command_engine(database) as engine:
-        found = engine.find_store(store)
+        found = engine.stores.find(store)
         with contextlib.ExitStack() as stack:
             progress = stack.enter_context(_progress(terminal))
             task = progress.add_task(f"exporting {found.name}", total=None) if progress else None

@@ -92,15 +92,15 @@ def memory_ls(
     """List memories (and, with --depth, directories ending in /)."""
     path_prefix = listing_prefix(prefix)
     with command_engine(database) as engine:
-        found = engine.find_store(store)
+        found = engine.stores.find(store)
         if deleted:
             items: list[Memory | MemoryPrefix] = [
-                m for m in engine.deleted_memories(found.id) if m.path.startswith(path_prefix)
+                m for m in engine.memories.deleted(found.id) if m.path.startswith(path_prefix)
             ]
         else:
             items = list(
                 all_pages(
-                    lambda cursor: engine.list_memories(
+                    lambda cursor: engine.memories.list(
                         found.id,
                         path_prefix=path_prefix,
                         depth=depth,
@@ -140,7 +140,7 @@ def memory_cat(
 ) -> None:
     """Print a memory's content, byte for byte."""
     with command_engine(database) as engine:
-        found = engine.find_store(store)
+        found = engine.stores.find(store)
         memory = find_memory(engine, found.id, path)
     assert memory.content is not None
     sys.stdout.buffer.write(memory.content.encode("utf-8"))
@@ -176,23 +176,25 @@ def memory_put(
     memory_metadata = parse_metadata(metadata) if metadata else None
     actor = command_actor()
     with command_engine(database) as engine:
-        found = engine.find_store(store)
+        found = engine.stores.find(store)
         try:
-            current: Memory | None = engine.get_memory_by_path(found.id, path, with_content=False)
+            current: Memory | None = engine.memories.get_by_path(found.id, path, with_content=False)
         except NotFound:
             current = None
         if current is None:
             if expected_sha256 is not None:
                 fail(f"{path}: no such memory (--expected-sha256 was given)")
-            memory = engine.create_memory(
-                found.id, path, text, actor=actor, metadata=memory_metadata
+            memory = engine.for_caller(actor=actor).memories.create(
+                found.id,
+                path,
+                text,
+                metadata=memory_metadata,
             )
             action = "created"
         else:
-            memory = engine.update_memory(
+            memory = engine.for_caller(actor=actor).memories.update(
                 found.id,
                 current.id,
-                actor=actor,
                 content=text,
                 expected_sha256=expected_sha256 or current.content_sha256,
                 metadata=memory_metadata,
@@ -220,7 +222,7 @@ def memory_mv(
     """Rename a memory (its id is kept), or move a whole directory in one transaction."""
     actor = command_actor()
     with command_engine(database) as engine:
-        found = engine.find_store(store)
+        found = engine.stores.find(store)
         memory: Memory | None = None
         if not old.endswith("/"):
             try:
@@ -228,10 +230,12 @@ def memory_mv(
             except NotFound:
                 memory = None
         if memory is not None:
-            moved = [engine.update_memory(found.id, memory.id, actor=actor, path=new)]
+            moved = [engine.for_caller(actor=actor).memories.update(found.id, memory.id, path=new)]
         else:
             old_prefix, new_prefix = listing_prefix(old), listing_prefix(new)
-            moved = engine.rename_prefix(found.id, old_prefix, new_prefix, actor=actor)
+            moved = engine.for_caller(actor=actor).memories.rename_prefix(
+                found.id, old_prefix, new_prefix
+            )
             if not moved:
                 raise NotFound(f"no memory at {old.rstrip('/')} and none below {old_prefix}")
     if as_json:
@@ -278,12 +282,11 @@ def memory_rm(
 ) -> None:
     """Delete a memory (soft by default: restorable with `memfs memory restore`)."""
     with command_engine(database) as engine:
-        found = engine.find_store(store)
+        found = engine.stores.find(store)
         memory = find_memory(engine, found.id, path)
-        erased = engine.delete_memory(
+        erased = engine.for_caller(actor=command_actor()).memories.delete(
             found.id,
             memory.id,
-            actor=command_actor(),
             expected_sha256=expected_sha256,
             mode=mode,
             reason=reason,
@@ -321,13 +324,15 @@ def memory_restore(
 ) -> None:
     """Bring back a soft-deleted memory with its id, path and content."""
     with command_engine(database) as engine:
-        found = engine.find_store(store)
-        deleted = engine.deleted_memories(found.id)  # newest deletion first
+        found = engine.stores.find(store)
+        deleted = engine.memories.deleted(found.id)  # newest deletion first
         key = "id" if reference.startswith("mem_") else "path"
         match = next((m for m in deleted if getattr(m, key) == reference), None)
         if match is None:
             raise NotFound(f'no soft-deleted memory {reference} in store "{found.name}"')
-        memory = engine.restore_memory(found.id, match.id, actor=command_actor(), reason=reason)
+        memory = engine.for_caller(actor=command_actor()).memories.restore(
+            found.id, match.id, reason=reason
+        )
     if as_json:
         print_json(memory_to_wire(memory, full=False))
     else:

@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
 
 
 def _store_ids(engine: Engine, stores: Sequence[str] | None) -> list[str] | None:
-    return [engine.find_store(name).id for name in stores] if stores else None
+    return [engine.stores.find(name).id for name in stores] if stores else None
 
 
 def _sort_key(sort: Sort) -> Any:
@@ -120,8 +120,8 @@ def ls_command(
     )
     with command_engine(database) as engine:
         store_ids = _store_ids(engine, store)
-        records = sorted(engine.list_records(store_ids, record_filter), key=_sort_key(sort))
-        names = {r.store_id: engine.get_store(r.store_id).name for r in records}
+        records = sorted(engine.records.list(store_ids, record_filter), key=_sort_key(sort))
+        names = {r.store_id: engine.stores.get(r.store_id).name for r in records}
     if as_json:
         print_json({"data": [_json_record(r) for r in records]})
         return
@@ -150,12 +150,14 @@ def _find(engine: Engine, reference: str, stores: Sequence[str] | None) -> tuple
     if not reference.startswith("mem_"):
         if not stores or len(stores) != 1:
             fail("a path needs exactly one --store (or give the memory's mem_… id)")
-        memory = engine.get_memory_by_path(engine.find_store(stores[0]).id, reference)
+        memory = engine.memories.get_by_path(engine.stores.find(stores[0]).id, reference)
         return memory.id, memory.path
     if stores:
-        memory = engine.get_memory(engine.find_store(stores[0]).id, reference, with_content=False)
+        memory = engine.memories.get(engine.stores.find(
+            stores[0]
+        ).id, reference, with_content=False)
         return memory.id, memory.path
-    records = engine.get_records([reference])
+    records = engine.records.get([reference])
     if reference not in records:
         fail(f"{reference} is no live record; give --store to show what points to a memory")
     return reference, records[reference].path
@@ -181,8 +183,8 @@ def show_command(
     A memory that is no record shows only what points to it."""
     with command_engine(database) as engine:
         memory_id, path = _find(engine, reference, store)
-        record = engine.get_records([memory_id]).get(memory_id)
-        incoming = engine.relations_to(memory_id)
+        record = engine.records.get([memory_id]).get(memory_id)
+        incoming = engine.records.relations_to(memory_id)
     referenced_by = (
         "\n".join(f"{r.type.value} ← {r.memory_path} ({r.memory_id})" for r in incoming) or "none"
     )
@@ -246,8 +248,10 @@ def forget_command(
     """Soft-delete the records whose decay score fell below a threshold (restorable
     with ``memfs memory restore``). A dry run unless ``--apply``."""
     with command_engine(database) as engine:
-        records = engine.forget_records(
-            _store_ids(engine, store), below=below, apply=apply, actor=command_actor()
+        records = engine.for_caller(actor=command_actor()).memories.forget_decayed(
+            _store_ids(engine, store),
+            below=below,
+            apply=apply,
         )
     if as_json:
         print_json({"applied": apply, "data": [_json_record(r) for r in records]})

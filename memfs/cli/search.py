@@ -106,8 +106,8 @@ def search_command(
     mode = SEARCH_TEXT if text else SEARCH_SEMANTIC if semantic else SEARCH_AUTO
     record_filter = RecordFilter.of(record_type=record_type, tag=tag, min_importance=min_importance)
     with command_engine(database) as engine:
-        store_ids = [engine.find_store(name).id for name in store] if store else None
-        hits = engine.search(
+        store_ids = [engine.stores.find(name).id for name in store] if store else None
+        hits = engine.search.query(
             query,
             store_ids,
             path_prefix=path_prefix,
@@ -115,8 +115,8 @@ def search_command(
             mode=mode,
             record_filter=record_filter,
         )
-        names = {hit.store_id: engine.get_store(hit.store_id).name for hit in hits}
-        lag = engine.index_lag() if mode != SEARCH_TEXT else None
+        names = {hit.store_id: engine.stores.get(hit.store_id).name for hit in hits}
+        lag = engine.search.index_lag() if mode != SEARCH_TEXT else None
     if lag is not None and lag.model is not None and lag.pending:
         typer.echo(
             f"note: {lag.pending} memories wait for their vector (oldest "
@@ -152,7 +152,7 @@ def reindex_command(
     from memfs.core.config import search_model_dir
 
     with command_engine(database) as engine:
-        store_ids = [engine.find_store(name).id for name in store] if store else None
+        store_ids = [engine.stores.find(name).id for name in store] if store else None
         columns = (
             "[progress.description]{task.description}",
             BarColumn(),
@@ -161,13 +161,13 @@ def reindex_command(
         )
         with Progress(*columns, transient=False) as progress:
             words = progress.add_task("full text", total=None)
-            count = engine.reindex(store_ids)
+            count = engine.search.reindex(store_ids)
             progress.update(words, total=count, completed=count)
             if search_model_dir() is None:
                 embedded = None
             else:
-                vectors = progress.add_task("vectors", total=engine.index_lag().pending)
-                embedded = engine.embed_pending(lambda done: progress.advance(vectors, done))
+                vectors = progress.add_task("vectors", total=engine.search.index_lag().pending)
+                embedded = engine.search.embed_pending(lambda done: progress.advance(vectors, done))
     if embedded is None:
         typer.echo(
             f"reindexed {count} memories by words; their vectors wait for an embedding "

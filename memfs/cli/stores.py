@@ -1,6 +1,6 @@
 """``memfs store create|list|show|update|archive|delete``: the memory stores.
 
-Stores are named by name, slug or id (:meth:`memfs.store.Engine.find_store`). ``--json``
+Stores are named by name, slug or id (:meth:`memfs.store.stores.Stores.find`). ``--json``
 prints the API's objects (:mod:`memfs.wire`); otherwise a table or ``key  value`` lines.
 """
 
@@ -104,7 +104,7 @@ def store_create(
     """Create a memory store."""
     retention_s = None if retention is None else parse_retention(retention)
     with command_engine(database, create=True) as engine:
-        store = engine.create_store(
+        store = engine.stores.create(
             name, description, parse_metadata(metadata), version_retention_s=retention_s
         )
     _print_store(store, as_json)
@@ -122,7 +122,7 @@ def store_list(
     with command_engine(database) as engine:
         stores = list(
             all_pages(
-                lambda cursor: engine.list_stores(
+                lambda cursor: engine.stores.list(
                     include_archived=include_archived, limit=PAGE_LIMIT, cursor=cursor
                 )
             )
@@ -152,7 +152,7 @@ def store_show(
 ) -> None:
     """Show one store with its counters."""
     with command_engine(database) as engine:
-        found = engine.find_store(store)
+        found = engine.stores.find(store)
     _print_store(found, as_json)
 
 
@@ -179,8 +179,8 @@ def store_update(
         patch[key] = None
     retention_s = ... if retention is None else parse_retention(retention)
     with command_engine(database) as engine:
-        found = engine.find_store(store)
-        updated = engine.update_store(
+        found = engine.stores.find(store)
+        updated = engine.stores.update(
             found.id,
             name=name,
             description=description,
@@ -208,8 +208,8 @@ def store_archive(
 ) -> None:
     """Archive a store: one-way; it becomes read-only (SPEC §2)."""
     with command_engine(database) as engine:
-        found = engine.find_store(store)
-        archived = engine.archive_store(found.id, actor=command_actor(), force=force)
+        found = engine.stores.find(store)
+        archived = engine.for_caller(actor=command_actor()).stores.archive(found.id, force=force)
     if as_json:
         print_json(store_to_wire(archived))
     else:
@@ -226,7 +226,7 @@ def store_delete(
 ) -> None:
     """Delete a store with all its memories and versions (permanent)."""
     with command_engine(database) as engine:
-        found = engine.find_store(store)
+        found = engine.stores.find(store)
         if not yes:
             if not sys.stdin.isatty():
                 fail(f'refusing to delete store "{found.name}" without --yes')
@@ -235,7 +235,7 @@ def store_delete(
                 "memories and all their versions?",
                 abort=True,
             )
-        engine.delete_store(found.id, actor=command_actor(), force=force)
+        engine.for_caller(actor=command_actor()).stores.delete(found.id, force=force)
     if as_json:
         print_json(store_deleted_to_wire(found.id))
     else:

@@ -380,7 +380,7 @@ def import_candidates(
         StoreArchived: the store is archived (checked before the first write).
         StoreFull: the store reached its memory limit; outcomes so far stand.
     """
-    existing = {memory.path: memory for memory in engine.all_memories(store_id)}
+    existing = {memory.path: memory for memory in engine.memories.all(store_id)}
     for candidate in candidates:
         if candidate.refusal is not None or candidate.path is None:
             code, reason = candidate.refusal or ("invalid_path", "no memory path")
@@ -430,8 +430,11 @@ def _write(
     size_bytes = len(data)
     try:
         if current is None:
-            memory = engine.create_memory(
-                store_id, candidate.path, text, actor=actor, metadata=candidate.metadata
+            memory = engine.for_caller(actor=actor).memories.create(
+                store_id,
+                candidate.path,
+                text,
+                metadata=candidate.metadata,
             )
             status = ImportStatus.CREATED
         elif current.content_sha256 == hashlib.sha256(data).hexdigest() and (
@@ -446,10 +449,9 @@ def _write(
                 size_bytes=size_bytes,
             )
         else:
-            memory = engine.update_memory(
+            memory = engine.for_caller(actor=actor).memories.update(
                 store_id,
                 current.id,
-                actor=actor,
                 content=text,
                 expected_sha256=current.content_sha256,
                 metadata=candidate.metadata,
@@ -462,7 +464,7 @@ def _write(
     except NotFound as exc:
         # The memory was deleted by someone else after the listing; the store itself is
         # checked by the next call, which raises if it is the store that is gone.
-        engine.get_store(store_id)
+        engine.stores.get(store_id)
         return ImportOutcome(
             candidate.source, candidate.path, ImportStatus.REFUSED, exc.code, exc.message
         )
@@ -490,7 +492,7 @@ class ExportOutcome:
 
 def _selected(engine: Engine, store_id: str, prefix: str) -> list[Memory]:
     validate_path_prefix(prefix)
-    return [m for m in engine.all_memories(store_id) if m.path.startswith(prefix)]
+    return [m for m in engine.memories.all(store_id) if m.path.startswith(prefix)]
 
 
 def export_tree(
@@ -523,7 +525,7 @@ def export_tree(
     directory.mkdir(parents=True, exist_ok=True)
     for memory in memories:
         try:
-            full = engine.get_memory(store_id, memory.id, with_content=True)
+            full = engine.memories.get(store_id, memory.id, with_content=True)
         except NotFound:
             continue
         assert full.content is not None
@@ -585,7 +587,7 @@ def export_jsonl(
         on_total(len(memories))
     for memory in memories:
         try:
-            full = engine.get_memory(store_id, memory.id, with_content=True)
+            full = engine.memories.get(store_id, memory.id, with_content=True)
         except NotFound:
             continue
         stream.write(json.dumps(memory_to_wire(full, full=True), ensure_ascii=False) + "\n")
@@ -608,13 +610,13 @@ def export_records_jsonl(
         NotFound: unknown store. InvalidPath: bad prefix.
     """
     validate_path_prefix(prefix)
-    records = [r for r in engine.list_records([store_id]) if r.path.startswith(prefix)]
+    records = [r for r in engine.records.list([store_id]) if r.path.startswith(prefix)]
     if on_total is not None:
         on_total(len(records))
     contents: dict[str, str] = {}
     for record in records:
         with contextlib.suppress(NotFound):
-            memory = engine.get_memory(store_id, record.memory_id, with_content=True)
+            memory = engine.memories.get(store_id, record.memory_id, with_content=True)
             contents[record.memory_id] = memory.content or ""
     seed_ids = {
         r.memory_id: seed_id_of(r, contents[r.memory_id])

@@ -63,14 +63,14 @@ def _versions_for_path(engine: Engine, store_id: str, path: str) -> list[MemoryV
     validate_path(path)
     memory_ids: list[str] = []
     with contextlib.suppress(NotFound):
-        memory_ids.append(engine.get_memory_by_path(store_id, path, with_content=False).id)
-    memory_ids += [m.id for m in engine.deleted_memories(store_id) if m.path == path]
+        memory_ids.append(engine.memories.get_by_path(store_id, path, with_content=False).id)
+    memory_ids += [m.id for m in engine.memories.deleted(store_id) if m.path == path]
     if memory_ids:
         versions = [
             v
             for memory_id in dict.fromkeys(memory_ids)
             for v in all_pages(
-                lambda cursor, memory_id=memory_id: engine.list_versions(  # type: ignore[misc]
+                lambda cursor, memory_id=memory_id: engine.versions.list(  # type: ignore[misc]
                     store_id, memory_id=memory_id, limit=PAGE_LIMIT, cursor=cursor
                 )
             )
@@ -79,7 +79,7 @@ def _versions_for_path(engine: Engine, store_id: str, path: str) -> list[MemoryV
         versions = [
             v
             for v in all_pages(
-                lambda cursor: engine.list_versions(store_id, limit=PAGE_LIMIT, cursor=cursor)
+                lambda cursor: engine.versions.list(store_id, limit=PAGE_LIMIT, cursor=cursor)
             )
             if v.path == path
         ]
@@ -112,7 +112,7 @@ def version_ls(
 ) -> None:
     """List versions, newest first, with their operation, path, author and time."""
     with command_engine(database) as engine:
-        found = engine.find_store(store)
+        found = engine.stores.find(store)
         if path is not None:
             versions = _versions_for_path(engine, found.id, path)
             versions = [
@@ -126,7 +126,7 @@ def version_ls(
         else:
             versions = []
             for version in all_pages(
-                lambda cursor: engine.list_versions(
+                lambda cursor: engine.versions.list(
                     found.id,
                     memory_id=memory_id,
                     operation=operation,
@@ -175,8 +175,8 @@ def version_show(
 ) -> None:
     """Show one version with its content."""
     with command_engine(database) as engine:
-        found = engine.find_store(store)
-        version = engine.get_version(found.id, version_id, with_content=True)
+        found = engine.stores.find(store)
+        version = engine.versions.get(found.id, version_id, with_content=True)
     if as_json:
         print_json(version_to_wire(version, full=True))
         return
@@ -227,8 +227,8 @@ def version_redact(
 ) -> None:
     """Scrub a historical version's content and path for good (SPEC §2 redaction)."""
     with command_engine(database) as engine:
-        found = engine.find_store(store)
-        version = engine.redact_version(found.id, version_id, actor=command_actor())
+        found = engine.stores.find(store)
+        version = engine.for_caller(actor=command_actor()).versions.redact(found.id, version_id)
     if as_json:
         print_json(version_to_wire(version, full=False))
     else:
@@ -264,8 +264,8 @@ def version_prune(
     version a soft-deleted memory would be restored from are always kept; pruned
     content is erased like a redaction's. Stores without a period keep everything."""
     with command_engine(database) as engine:
-        store_id = None if store is None else engine.find_store(store).id
-        results = engine.prune_versions(store_id=store_id, dry_run=dry_run)
+        store_id = None if store is None else engine.stores.find(store).id
+        results = engine.retention.prune(store_id=store_id, dry_run=dry_run)
     if as_json:
         print_json(page_json([_prune_to_wire(r, dry_run=dry_run) for r in results]))
         return

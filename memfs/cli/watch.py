@@ -280,7 +280,7 @@ async def _watch_embedded(
 
     stores = {}
     for name in names:
-        store = await trio.to_thread.run_sync(engine.find_store, name)
+        store = await trio.to_thread.run_sync(engine.stores.find, name)
         stores[store.id] = store.name
     feed = _EmbeddedFeed(engine)
     await feed.subscribe()
@@ -335,12 +335,12 @@ class _EmbeddedFeed:
     async def newest_seq(self, store_id: str) -> int:
         import trio
 
-        return await trio.to_thread.run_sync(self._engine.last_change_seq, store_id)
+        return await trio.to_thread.run_sync(self._engine.feed.last_seq, store_id)
 
     async def next_changes(self, store_id: str, after: int) -> list[Change]:
         import trio
 
-        read = partial(self._engine.changes_since, store_id, after, limit=BATCH_LIMIT)
+        read = partial(self._engine.feed.changes_since, store_id, after, limit=BATCH_LIMIT)
         while True:
             # Registered before the read: a commit after it wakes this wait.
             event = self._events.setdefault(store_id, trio.Event())

@@ -54,7 +54,7 @@ MAX_QUERY_CHARS = 1_000
 MAX_TERMS = 32
 DEFAULT_SEARCH_LIMIT = 20
 MAX_SEARCH_LIMIT = 100
-# How a search ranks (memfs.store.Engine.search): auto is hybrid when an embedding model
+# How a search ranks (memfs.store.search.Search.query): auto is hybrid when an embedding model
 # is configured, else full text.
 SEARCH_AUTO = "auto"
 SEARCH_TEXT = "text"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import enum
 import fnmatch
+import hashlib
 import re
 import unicodedata
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from memfs.core.config import (
     MAX_STORE_NAME_CHARS,
     MAX_VERSION_RETENTION_S,
 )
+from memfs.core.content import Content
 from memfs.core.errors import (
     ContentTooLarge,
     InvalidContent,
@@ -42,6 +44,8 @@ __all__ = [
     "StoreSpec",
     "check_content_fragment",
     "check_content_size",
+    "content_from_bytes",
+    "content_from_text",
     "is_scratch_name",
     "metadata_problems",
     "format_duration_s",
@@ -225,6 +229,37 @@ def validate_content_bytes(data: bytes) -> str:
         raise InvalidContent(f"content is not valid UTF-8 text (byte offset {exc.start})") from exc
     _check_controls(text)
     return text
+
+
+def content_from_bytes(data: bytes) -> Content:
+    """Checks bytes written through a mount once (SPEC §1 content rules, §4 EILSEQ) and
+    keeps them with their text and SHA-256: the one conversion and hash of a commit.
+
+    Raises:
+        ContentTooLarge: more than 102,400 bytes.
+        InvalidContent: not valid UTF-8, or a forbidden control character.
+    """
+    text = validate_content_bytes(data)
+    return Content(text, data, hashlib.sha256(data).hexdigest())
+
+
+def content_from_text(content: object) -> Content:
+    """Checks memory content given as text (SPEC §1 content rules) and keeps it with its
+    UTF-8 bytes and their SHA-256.
+
+    Raises:
+        InvalidContent: not a string, a lone surrogate, or a forbidden control character.
+        ContentTooLarge: more than 102,400 bytes once encoded as UTF-8.
+    """
+    if not isinstance(content, str):
+        raise InvalidContent("content must be a string")
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidContent("content is not valid Unicode (lone surrogate)") from exc
+    check_content_size(len(data))
+    _check_controls(content)
+    return Content(content, data, hashlib.sha256(data).hexdigest())
 
 
 def check_content_size(size_bytes: int) -> None:

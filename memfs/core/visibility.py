@@ -7,10 +7,11 @@ definition and what the store's tests compare against.
 * A :class:`UserPrincipal` (``user_id`` and ``roles``) is what an API key or a session
   may carry, set at creation and never changed afterwards (SPEC §3, §6).
 * A :class:`Viewer` is what a read is filtered by: the principal of a caller that is not
-  an admin, or a caller without one (``user_id`` None). The store takes ``viewer=None``
-  for an unrestricted caller: an ``admin`` key, the insecure development principal,
-  and local callers holding the database file itself (the CLI, embedded mounts
-  without a principal), who could read every row anyway.
+  an admin, or a caller without one (``user_id`` None). A store caller bound with no
+  viewer (``engine.for_caller(viewer=None)``, the engine itself) is unrestricted: an
+  ``admin`` key, the insecure development principal, and local callers holding the
+  database file itself (the CLI, embedded mounts without a principal), who could read
+  every row anyway.
 
 The rule (:func:`is_visible`), SPEC §6 "Visibility":
 

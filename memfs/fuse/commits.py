@@ -25,6 +25,7 @@ import logging
 from typing import NoReturn
 
 from memfs.backend import Backend, MemoryChange, conflict_name
+from memfs.core.content import Content
 from memfs.core.errors import (
     BackendUnavailable,
     MemfsError,
@@ -33,7 +34,7 @@ from memfs.core.errors import (
     PreconditionFailed,
 )
 from memfs.core.model import Memory, format_timestamp, utcnow
-from memfs.core.rules import validate_content_bytes
+from memfs.core.rules import content_from_bytes
 from memfs.fuse.errno_table import errno_for
 from memfs.fuse.errors import ReadOnly, RefusedWrite
 from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
@@ -102,7 +103,7 @@ class Committer:
         path = self._table.memory_path(node)
         try:
             target = self._table.content_target(node)
-            text = validate_content_bytes(data)
+            text = content_from_bytes(data)  # checked, encoded and hashed once
             memory = await self._write_content(node, target, path, text)
         except NotFound as exc:
             if node.memory is None:
@@ -270,7 +271,9 @@ class Committer:
             return None
         return data
 
-    async def _write_content(self, node: Node, target: Attachment, path: str, text: str) -> Memory:
+    async def _write_content(
+        self, node: Node, target: Attachment, path: str, text: Content
+    ) -> Memory:
         """The one store call of a commit: create, copy-up, reuse a parked memory, or
         update with the opened digest as precondition."""
         if node.memory is None:
@@ -300,7 +303,9 @@ class Committer:
             MemoryChange(content=text, expected_sha256=node.working.base_sha256),
         )
 
-    async def take_over_parked(self, holder: Node, target: Attachment, text: str) -> Memory:
+    async def take_over_parked(
+        self, holder: Node, target: Attachment, text: str | Content
+    ) -> Memory:
         """Gives the memory that parked file ``holder`` keeps at its old path the new
         content ``text`` (one version, id kept); ``holder``'s bytes then exist only in
         the mount."""
@@ -323,7 +328,7 @@ class Committer:
         node: Node,
         target: Attachment,
         path: str,
-        text: str,
+        text: str | Content,
         data: bytes,
         *,
         follow_buffer: bool = False,
@@ -361,7 +366,7 @@ class Committer:
             latest = bytes(buffer)
             try:
                 copy = await self._backend.update_memory(
-                    target.store_id, copy.id, MemoryChange(content=validate_content_bytes(latest))
+                    target.store_id, copy.id, MemoryChange(content=content_from_bytes(latest))
                 )
             except (MemfsError, BackendUnavailable) as exc:
                 self.reject(node, latest, exc)

@@ -27,6 +27,7 @@ from memfs.backend import Backend, MemoryChange
 from memfs.core.errors import PreconditionFailed
 from memfs.core.model import Memory
 from memfs.core.rules import (
+    content_from_bytes,
     is_scratch_name,
     validate_content_bytes,
     validate_directory_path,
@@ -205,7 +206,7 @@ class Renamer:
         is gone)."""
         node, new_path, existing, target = move.node, move.new_path, move.existing, move.target
         data = bytes(await self._reader.ensure_loaded(node))
-        text = validate_content_bytes(data)
+        text = content_from_bytes(data)
         holder = self._table.parked_holder(target, new_path)
         node.placement.saved_over()  # it shows the target's memory from now on
         if existing is not None and existing.stored and existing.attachment is target:

@@ -66,7 +66,7 @@ def attachments_of_principal(engine: Engine, principal: Principal) -> list[Store
     stores: list[MemoryStore] = []
     cursor: str | None = None
     while True:
-        page = engine.list_stores(include_archived=True, limit=_STORE_PAGE_LIMIT, cursor=cursor)
+        page = engine.stores.list(include_archived=True, limit=_STORE_PAGE_LIMIT, cursor=cursor)
         stores += [s for s in page.items if principal.can_see(s.id)]
         cursor = page.next_cursor
         if cursor is None:

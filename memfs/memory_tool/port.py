@@ -253,7 +253,8 @@ class EngineAccess:
         self._attachments = list(attachments)
         self.actor = actor
         self._require = require
-        self._viewer = viewer
+        # The engine's facades as this caller: it writes as ``actor``, sees as ``viewer``.
+        self._caller = engine.for_caller(actor=actor, viewer=viewer)
 
     async def _call(self, scope: Scope, store_id: str, func: Callable[[], T]) -> T:
         if self._require is not None:
@@ -266,13 +267,15 @@ class EngineAccess:
     async def read(self, store_id: str, path: str) -> StoredFile | None:
         def read() -> StoredFile | None:
             try:
-                memory = self._engine.get_memory_by_path(
-                    store_id, path, with_content=True, viewer=self._viewer
+                memory = self._caller.memories.get_by_path(
+                    store_id,
+                    path,
+                    with_content=True,
                 )
             except NotFound:
-                self._engine.get_store(store_id)  # a missing store is an error, not None
+                self._engine.stores.get(store_id)  # a missing store is an error, not None
                 return None
-            self._engine.note_access([memory.id])  # SPEC §6: a view reads a record
+            self._engine.records.note_access([memory.id])  # SPEC §6: a view reads a record
             return StoredFile(
                 memory.id,
                 memory.path,
@@ -288,12 +291,11 @@ class EngineAccess:
             found: list[FileInfo] = []
             cursor: str | None = None
             while True:
-                page = self._engine.list_memories(
+                page = self._caller.memories.list(
                     store_id,
                     path_prefix=prefix,
                     limit=LISTING_PAGE_LIMIT,
                     cursor=cursor,
-                    viewer=self._viewer,
                 )
                 found.extend(_info(m) for m in page.items if not isinstance(m, MemoryPrefix))
                 cursor = page.next_cursor
@@ -304,12 +306,10 @@ class EngineAccess:
 
     async def create(self, store_id: str, path: str, content: str) -> None:
         create = functools.partial(
-            self._engine.create_memory,
+            self._caller.memories.create,
             store_id,
             path,
             content,
-            actor=self.actor,
-            viewer=self._viewer,
         )
         await self._call(Scope.WRITE, store_id, create)
 
@@ -323,26 +323,24 @@ class EngineAccess:
         expected_sha256: str | None = None,
     ) -> None:
         update = functools.partial(
-            self._engine.update_memory,
+            self._caller.memories.update,
             store_id,
             memory_id,
-            actor=self.actor,
             content=content,
             path=path,
             expected_sha256=expected_sha256,
-            viewer=self._viewer,
         )
         await self._call(Scope.WRITE, store_id, update)
 
     async def delete(self, store_id: str, memory_id: str) -> None:
         delete = functools.partial(
-            self._engine.delete_memory, store_id, memory_id, actor=self.actor, viewer=self._viewer
+            self._caller.memories.delete, store_id, memory_id
         )
         await self._call(Scope.DELETE, store_id, delete)
 
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> None:
         move = functools.partial(
-            self._engine.rename_prefix, store_id, old_prefix, new_prefix, actor=self.actor
+            self._caller.memories.rename_prefix, store_id, old_prefix, new_prefix
         )
         await self._call(Scope.WRITE, store_id, move)
 
@@ -351,7 +349,7 @@ class EngineAccess:
             for store_id in store_ids:
                 self._require(Scope.READ, store_id)
         search = functools.partial(
-            self._engine.search, query, list(store_ids), limit=limit, viewer=self._viewer
+            self._caller.search.query, query, list(store_ids), limit=limit
         )
         return await anyio.to_thread.run_sync(search)
 
@@ -441,8 +439,8 @@ def open_embedded(
     if not stores:
         raise InvalidInput("attach at least one memory store")
     specs = [
-        ResourceSpec(memory_store_id=engine.find_store(name).id, access=access)
+        ResourceSpec(memory_store_id=engine.stores.find(name).id, access=access)
         for name, access in stores
     ]
-    session, _token = engine.create_session(specs, with_token=False, title=title)
+    session, _token = engine.sessions.create(specs, with_token=False, title=title)
     return EngineAccess(engine, attachments_of_session(session), Actor.session(session.id))

@@ -16,7 +16,7 @@ serves for remote mounts (SPEC §1 allows extra endpoints)::
         Response: {"data": [memory, ...], "next_page": null}
         Moves every live memory under ``old_prefix`` below ``new_prefix`` in one
         transaction, one ``modified`` version each, ids kept (SPEC §4 directory
-        rename; ``Engine.rename_prefix``). ``data`` holds the moved memories with
+        rename; ``engine.memories.rename_prefix``). ``data`` holds the moved memories with
         ``view=basic`` (``content: null``) in new-path order; ``[]`` when nothing was
         under ``old_prefix`` (so a replayed request is harmless). Both prefixes must
         end with ``/``, and neither may be ``/``. Errors: 400 ``invalid_request_error``
@@ -29,7 +29,7 @@ serves for remote mounts (SPEC §1 allows extra endpoints)::
 
     GET  /v1/memory_stores/{memory_store_id}/changes?after=SEQ&timeout_s=N&limit=L
         Response: {"data": [change, ...], "last_seq": N}
-        The store's change feed (``Engine.changes_since``), a long poll. ``after``
+        The store's change feed (``engine.feed.changes_since``), a long poll. ``after``
         (int ≥ 0, default 0) is the last seq the caller has seen. If changes with
         ``seq > after`` exist, up to ``limit`` (1–1000, default 1000) of them are
         returned at once, oldest first. Otherwise the server waits up to ``timeout_s``

@@ -19,6 +19,7 @@ from collections.abc import Awaitable, Callable, Sequence
 import trio
 
 from memfs.backend import BackendEvent, MemoryChange
+from memfs.core.content import Content, text_of
 from memfs.core.errors import (
     AuthenticationFailed,
     MemfsError,
@@ -133,8 +134,15 @@ class RemoteWrites(RemoteReads):
     # --------------------------------------------------------------- writing
 
     async def create_memory(
-        self, store_id: str, path: str, content: str, *, metadata: dict[str, str] | None = None
+        self,
+        store_id: str,
+        path: str,
+        content: str | Content,
+        *,
+        metadata: dict[str, str] | None = None,
     ) -> Memory:
+        content = text_of(content)  # the server takes text (api-contract §5.7)
+
         async def direct() -> MemoryOut:
             return await self._client.create_memory(store_id, path, content, metadata=metadata)
 
@@ -161,7 +169,8 @@ class RemoteWrites(RemoteReads):
             PreconditionFailed, PathConflict, NotFound, StoreArchived, PermissionDenied,
             the validation errors; ServerUnavailable for a metadata-only change.
         """
-        content, path, metadata = change.content, change.path, change.metadata
+        content = None if change.content is None else text_of(change.content)
+        path, metadata = change.path, change.metadata
         expected_sha256, replace = change.expected_sha256, change.replace
         if content is None and path is None and metadata is None:
             return await self.get_memory(store_id, memory_id)

@@ -1,15 +1,19 @@
 """The store: the only package with SQL. Use it through this face only.
 
-:class:`Engine` is the facade (one transaction per call) over one module per aggregate
-(see :mod:`memfs.store.engine`); nothing outside ``memfs/store`` imports those modules,
-``engine`` or ``_db`` (tests/test_layers.py checks it).
+:class:`Engine` is one open database; its calls are per-aggregate facades (one
+transaction per call), the unrestricted caller's on the engine itself
+(``engine.memories.get(…)``) and a bound caller's on :meth:`Engine.for_caller`
+(a :class:`Caller`; see :mod:`memfs.store.engine`). Nothing outside ``memfs/store``
+imports the modules behind them (tests/test_layers.py checks it).
 """
 
-from memfs.store.access import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, ResourceSpec
+from memfs.store.caller import Caller
+from memfs.store.credentials import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, ResourceSpec
 from memfs.store.engine import Engine, PruneResult
 
 __all__ = [
     "API_KEY_SECRET_PREFIX",
+    "Caller",
     "SESSION_TOKEN_PREFIX",
     "Engine",
     "PruneResult",
@@ -42,13 +46,13 @@ def fsck_database(
     database: str | None = None, *, sqlite_check: str | None = "integrity"
 ) -> list[str]:
     """Everything ``memfs fsck`` reports about a database, one line per finding; [] when
-    sound (issue 10 item 12).
+    sound (SPEC §2: an erasure that may not have reached the disk is reported too).
 
     Opens the database read-only and never creates it: a database that can't be opened
     (missing, foreign, unreadable, needing an upgrade) is itself the one finding
     ``database: <why>``. Then SQLite's ``integrity_check`` (``sqlite_check="quick"``:
     ``quick_check``; None: neither), every memfs invariant (memfs/store/fsck.py), and a
-    pending erasure (:meth:`Engine.erasure_pending`, issue 10 item 10).
+    pending erasure (:meth:`Engine.erasure_pending`).
 
     Raises:
         InvalidInput: an unknown ``sqlite_check``.

@@ -279,7 +279,7 @@ class Database:
         redaction leave the WAL and the file's old pages too (SPEC §2 redaction;
         ``secure_delete`` zeroes freed space). Waits at most ``wait_s`` for readers of
         older snapshots — while it waits, writers wait too, so never the busy timeout
-        (issue 10 item 10: a redaction under a reader took 60 s and stalled writers).
+        (a redaction under a long reader once took 60 s and stalled every writer).
 
         Returns True when the WAL is empty; otherwise records the erasure as pending
         (see :meth:`erasure_pending`) and returns False.

@@ -302,7 +302,7 @@ def _use_wal(cursor: sqlite3.Cursor, timeout_s: float) -> None:
     open a fresh database at once (four servers starting), two of them can both hold the
     shared lock and both want the exclusive one; SQLite then answers SQLITE_BUSY at once,
     without calling the busy handler (its deadlock rule), and the open failed with
-    "database is locked" (issue 10 item 11). The switch is retried here, with a short
+    "database is locked" (two servers starting at once). The switch is retried here, with a short
     randomized backoff, until the busy timeout: the one that wins finishes in
     microseconds, and the others then find WAL mode already set.
     """

@@ -1,4 +1,5 @@
-"""The hot path of the store (issue 17): the statements every write transaction runs.
+"""The hot path of the store (SPEC §4: a write through a mount commits at close): the
+statements every write transaction runs.
 
 Locking the store, checking the path, putting the blob, inserting the version, the
 memory and the change go through :func:`run`, :func:`rows`, :func:`first` and

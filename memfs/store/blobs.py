@@ -1,4 +1,5 @@
-"""Content-addressed blobs and their garbage collection.
+"""Content-addressed blobs and their garbage collection; :class:`Blobs` reads them
+(``engine.blobs``).
 
 Owns the ``blobs`` table: each distinct content once, keyed by its xxh3-128 digest,
 with its SHA-256 recorded. A blob is written in the same transaction as the first row
@@ -26,6 +27,7 @@ from memfs.core.errors import CorruptedStore, NotFound
 from memfs.core.ids import blob_key_of, sha256_of
 from memfs.core.model import ChangeKind
 from memfs.store import _hot, feed
+from memfs.store._facade import Facade
 from memfs.store.schema import blobs, memories, versions
 
 __all__ = ["blob_data", "gc_blobs", "put_blob", "read_blob", "read_blobs"]
@@ -58,15 +60,19 @@ _UPSERT_BLOB_POSTGRESQL = (
 )
 
 
-def put_blob(conn: Connection, data: bytes) -> tuple[str, str]:
+def put_blob(conn: Connection, data: bytes, sha256: str | None = None) -> tuple[str, str]:
     """Stores ``data`` once; returns ``(blob_key, sha256)``.
+
+    Args:
+        sha256: the digest of ``data`` when the caller has it (a checked
+            :class:`memfs.core.content.Content`); None computes it.
 
     Raises:
         CorruptedStore: an existing blob with this key holds other bytes (an xxh3
             collision or a damaged row); nothing is overwritten.
     """
     key = blob_key_of(data)
-    digest = sha256_of(data)
+    digest = sha256_of(data) if sha256 is None else sha256
     params = {"key": key, "sha256": digest, "size_bytes": len(data), "data": data}
     if conn.dialect.name == "postgresql":
         # Row-locks the blob until commit (see _UPSERT_BLOB_POSTGRESQL).
@@ -135,3 +141,24 @@ def read_blobs(conn: Connection, blob_keys: Sequence[str]) -> dict[str, bytes]:
         return {}
     rows = conn.execute(_BLOBS_DATA, {"keys": list(dict.fromkeys(blob_keys))}).all()
     return {row.key: bytes(row.data) for row in rows}
+
+
+class Blobs(Facade):
+    """Reads of content-addressed blobs (a mount's cache fills from them)."""
+
+    def read(self, blob_key: str) -> bytes:
+        """The bytes of a content-addressed blob. Raises NotFound (purged or unknown)."""
+        with self._read() as conn:
+            return read_blob(conn, blob_key)
+
+    def read_many(self, blob_keys: Sequence[str]) -> dict[str, bytes]:
+        """The bytes of several blobs in one query (a mount's read-ahead), keyed by blob
+        key; keys not stored (purged or unknown) are left out, never an error.
+
+        Args:
+            blob_keys: at most a few hundred keys (one ``IN`` list).
+        """
+        if not blob_keys:
+            return {}
+        with self._read() as conn:
+            return read_blobs(conn, blob_keys)

@@ -1,4 +1,5 @@
-"""The change feed and the audit log: what mounts follow and who did what.
+"""The change feed and the audit log: what mounts follow and who did what; :class:`Feed`
+reads them (``engine.feed``, ``engine.for_caller(viewer=…).feed``).
 
 Owns the ``changes`` table (one gap-free ``seq`` per store, bumped together with the
 store's counters by :func:`emit`; every entry also notifies the feed's followers,
@@ -18,8 +19,9 @@ from sqlalchemy import Connection, bindparam, insert, select, update
 
 from memfs.core.errors import NotFound
 from memfs.core.model import Actor, Change, ChangeKind
-from memfs.store import _hot
+from memfs.store import _hot, visibility
 from memfs.store._common import actor_columns, execute_many, now, store_row, ts
+from memfs.store._facade import Facade
 from memfs.store.notify import feed_changed, record_emitted
 from memfs.store.schema import audit_log, changes, stores
 
@@ -228,7 +230,7 @@ def audit_events(
     since: datetime | None = None,
     limit: int | None = None,
 ) -> list[dict[str, Any]]:
-    """See :meth:`memfs.store.Engine.audit_events`."""
+    """See :meth:`memfs.store.feed.Feed.audit_events`."""
     query = select(audit_log)
     if store_id is not None:
         query = query.where(audit_log.c.store_id == store_id)
@@ -291,7 +293,7 @@ def changes_since(conn: Connection, store_id: str, after_seq: int, limit: int) -
 
 class FeedProbe:
     """The newest change seq of a store, read on the calling thread in microseconds
-    (issue 17; SPEC §4: an open checks the database's change counter, "a shared-memory
+    (SPEC §4: an open checks the database's change counter, "a shared-memory
     read", before it returns), so an open of an unchanged store needs no worker thread.
 
     Its own read-only SQLite connection to ``path`` (a WAL database) runs one primary-key
@@ -331,3 +333,48 @@ class FeedProbe:
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+class Feed(Facade):
+    """The change feed and the audit log, as one caller sees them."""
+
+    def audit_events(
+        self,
+        store_id: str | None,
+        *,
+        memory_id: str | None = None,
+        since: datetime | None = None,
+        limit: int | None = None,
+    ) -> list[dict[str, Any]]:
+        """Audit trail of deletions, redactions, restores, prunes and store events,
+        newest first (SPEC §2 "audited").
+
+        Args:
+            store_id: one store's events (they outlive the store); None: every store's.
+            memory_id: only the events of this memory.
+            since: only events at or after this time.
+            limit: at most this many (the newest); None: all.
+
+        Returns:
+            dicts with keys ``action``, ``memory_store_id``, ``memory_id``, ``reason``,
+            ``metadata`` (a dict, ``{}`` when none), ``actor_type``, ``actor_id``,
+            ``created_at`` (RFC 3339 text).
+        """
+        with self._read() as conn:
+            return audit_events(conn, store_id, memory_id=memory_id, since=since, limit=limit)
+
+    def last_seq(self, store_id: str) -> int:
+        """The newest change seq of a store (0 when none). Raises NotFound."""
+        with self._read() as conn:
+            return last_change_seq(conn, store_id)
+
+    def changes_since(self, store_id: str, after_seq: int, *, limit: int = 1000) -> list[Change]:
+        """Changes with seq > ``after_seq``, oldest first, at most ``limit``; an entry
+        about a memory hidden from the viewer keeps only its seq, kind and memory id
+        (:func:`memfs.store.visibility.visible_changes`).
+
+        Works after the store is deleted (the final entry is ``store_deleted``).
+        """
+        with self._read() as conn:
+            changes = changes_since(conn, store_id, after_seq, limit)
+            return visibility.visible_changes(conn, self.viewer, changes)

@@ -2,9 +2,9 @@
 
 Each ``check_*`` function takes a connection inside one read transaction and yields one
 line per finding; :func:`run_checks` runs them all. :func:`sqlite_findings` adds
-SQLite's own page-level check (``PRAGMA integrity_check`` or ``quick_check``, issue 10
-item 12). ``memfs fsck`` prints the findings (:func:`memfs.store.fsck_database`) and
-exits non-zero if there is any.
+SQLite's own page-level check (``PRAGMA integrity_check`` or ``quick_check``: a
+damaged page is found before the invariants are read from it). ``memfs fsck`` prints
+the findings (:func:`memfs.store.fsck_database`) and exits non-zero if there is any.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from memfs.core.config import MAX_SESSION_TTL_S
 from memfs.core.errors import InvalidInput
 from memfs.core.ids import blob_key_of, sha256_of
 from memfs.store.identities import check_mount_counts
-from memfs.store.memories import REDACTED_PATH
+from memfs.store.memory_rows import REDACTED_PATH
 from memfs.store.records import check_index as check_record_index
 from memfs.store.schema import (
     api_keys,
@@ -345,7 +345,7 @@ def check_sessions(conn: Connection) -> Iterator[str]:
 
 
 def check_principals(conn: Connection) -> Iterator[str]:
-    """A key's or session's principal is whole (issue 15, schema.py): roles iff a user
+    """A key's or session's principal is whole (SPEC §6, schema.py): roles iff a user
     id, and the roles a JSON list of strings."""
     for table in (api_keys, sessions):
         rows = conn.execute(

@@ -1,6 +1,7 @@
 """Identities, templates and default stores (SPEC §8, seed 000): stores mounted on
 (identity, template) pairs, each pair's one system-managed default store, and the
-resources of a pair's session.
+resources of a pair's session; :class:`Identities` is their facade
+(``engine.identities``).
 
 Owns the ``identity_mounts`` table and the pair columns of ``stores``
 (``identity_id``, ``template_id``, ``identity_template_count``).
@@ -12,7 +13,7 @@ Owns the ``identity_mounts`` table and the pair columns of ``stores``
   one such mount per pair is the unique index ``ix_identity_mounts_default``: of two
   transactions racing to create it, the second fails on the index (PostgreSQL) or waits
   for the first and then finds it (SQLite's one writer), never a second store. The
-  engine retries a transaction that lost that race (:data:`DEFAULT_STORE_ATTEMPTS`).
+  facade retries a transaction that lost that race (:data:`DEFAULT_STORE_ATTEMPTS`).
 * **Explicit mounts** are always ``read_only``, at most
   :data:`memfs.core.config.MAX_EXPLICIT_MOUNTS` per pair (counted with the pair locked, see
   :func:`_lock_pair`); a store is mounted on a pair at most once (mounting it again
@@ -27,18 +28,21 @@ Owns the ``identity_mounts`` table and the pair columns of ``stores``
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, TypeVar
 
 from sqlalchemy import Connection, Row, delete, func, insert, select, text, update
+from sqlalchemy.exc import IntegrityError
 
-from memfs.core import rules
+from memfs.core import config, rules
 from memfs.core.config import MAX_EXPLICIT_MOUNTS
 from memfs.core.errors import Conflict, InvalidInput, NotFound, StoreArchived
-from memfs.core.model import Access, IdentityMount, MemoryStore
+from memfs.core.model import Access, IdentityMount, Layout, MemoryStore, Session
+from memfs.core.visibility import UserPrincipal
+from memfs.store import credentials
 from memfs.store import stores as store_rows
 from memfs.store._common import lock_store, now, store_model, store_row
-from memfs.store.access import ResourceSpec
+from memfs.store._facade import Facade
 from memfs.store.bindings import (
     check_unbound,
     list_pair_mounts,
@@ -47,6 +51,7 @@ from memfs.store.bindings import (
     mounts_query,
     of_pair,
 )
+from memfs.store.credentials import ResourceSpec
 from memfs.store.schema import identity_mounts, stores
 
 __all__ = [
@@ -63,6 +68,8 @@ __all__ = [
 ]
 
 DEFAULT_STORE_ATTEMPTS = 3
+
+T = TypeVar("T")
 """How often the engine runs a transaction that creates a default store: a loss of the
 race on ``ix_identity_mounts_default`` is followed by a retry, which finds the winner's."""
 
@@ -308,3 +315,112 @@ def check_mount_counts(conn: Connection) -> Iterator[str]:
     ):
         if count > MAX_EXPLICIT_MOUNTS:
             yield f"pair {identity_id}/{template_id}: {count} explicit mounts (at most 10)"
+
+
+class Identities(Facade):
+    """Mounts of stores on (identity, template) pairs, default stores and pair sessions
+    (SPEC §8)."""
+
+    def _write_racing_default(self, work: Callable[[Connection], T]) -> T:
+        """Runs ``work`` in a write transaction, again when it lost the race to create a
+        pair's default store (the unique index ``ix_identity_mounts_default``: the other
+        transaction committed one, which the next attempt finds)."""
+        for attempt in range(DEFAULT_STORE_ATTEMPTS):
+            try:
+                with self._write() as conn:
+                    return work(conn)
+            except IntegrityError:
+                if attempt + 1 == DEFAULT_STORE_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    def ensure_default_store(self, identity_id: str, template_id: str) -> tuple[MemoryStore, bool]:
+        """The (identity, template) pair's system-managed default store, created on the
+        first call (named ``default:<identity_id>:<template_id>``); returns it and
+        whether this call created it. Two callers racing get the same one store.
+
+        Raises:
+            InvalidInput: an identity id not ``idn_…`` or a template id not ``tmpl_…``.
+        """
+        return self._write_racing_default(
+            lambda conn: ensure_default_store(conn, identity_id, template_id)
+        )
+
+    def mount(
+        self,
+        identity_id: str,
+        template_id: str,
+        store_id: str,
+        access: Access = Access.READ_ONLY,
+    ) -> tuple[IdentityMount, bool]:
+        """Mounts a store on a pair, read-only; returns the mount and whether it is new
+        (mounting it again gives the same mount).
+
+        Raises:
+            InvalidInput: a malformed pair, ``read_write`` access, or the pair's 10
+                explicit mounts taken (``mount_limit_reached``).
+            Conflict: a default store (``default_store_not_mountable``).
+            NotFound: unknown store. StoreArchived: an archived store.
+        """
+        with self._write() as conn:
+            return mount_store(conn, identity_id, template_id, store_id, access)
+
+    def unmount(self, identity_id: str, template_id: str, store_id: str) -> None:
+        """Removes a pair's explicit mount of a store.
+
+        Raises:
+            InvalidInput: a malformed pair. Conflict: the pair's default store.
+            NotFound: the store is not mounted on the pair.
+        """
+        with self._write() as conn:
+            unmount_store(conn, identity_id, template_id, store_id)
+
+    def pair_mounts(self, identity_id: str, template_id: str) -> list[IdentityMount]:
+        """A pair's mounts: the default store first, then by mount creation time.
+        Raises InvalidInput (a malformed pair)."""
+        with self._read() as conn:
+            return list_pair_mounts(conn, identity_id, template_id)
+
+    def store_mounts(self, store_id: str) -> list[IdentityMount]:
+        """The pairs a store is mounted on, oldest mount first. Raises NotFound."""
+        with self._read() as conn:
+            return list_store_mounts(conn, store_id)
+
+    def create_session(
+        self,
+        identity_id: str,
+        template_id: str,
+        *,
+        mount_root: str = config.DEFAULT_PAIR_MOUNT_ROOT,
+        with_token: bool = True,
+        title: str | None = None,
+        ttl_s: int | None = None,
+        api_key_id: str | None = None,
+        principal: UserPrincipal | None = None,
+    ) -> tuple[Session, str | None]:
+        """A session for an (identity, template) pair (SPEC §8), in one transaction: its
+        default store (created if needed) ``read_write``, then every explicit mount of an
+        active store ``read_only`` by mount time, in the flat layout at ``mount_root``.
+
+        Raises:
+            InvalidInput: a malformed pair; and what
+                :meth:`memfs.store.credentials.Sessions.create` raises.
+            StoreArchived: the pair's default store is archived.
+        """
+
+        def work(conn: Connection) -> tuple[Session, str | None]:
+            resources = pair_resources(conn, identity_id, template_id)
+            return credentials.create_session(
+                conn,
+                resources,
+                mount_root=mount_root,
+                with_token=with_token,
+                title=title,
+                ttl_s=ttl_s,
+                api_key_id=api_key_id,
+                layout=Layout.FLAT,
+                max_stores=config.MAX_STORES_PER_PAIR_SESSION,
+                principal=principal,
+            )
+
+        return self._write_racing_default(work)

@@ -84,7 +84,7 @@ def _page_rows(
             memories.c.store_id == store_id,
             memories.c.deleted_at.is_(None),
             memories.c.path > key if op == ">" else memories.c.path >= key,
-            visible_clause(viewer, memories.c.id),  # visibility (issue 15, SPEC §6)
+            visible_clause(viewer, memories.c.id),  # visibility (SPEC §6)
         )
         if upper is not None:
             query = query.where(memories.c.path < upper)
@@ -124,7 +124,7 @@ def list_memories(
     viewer: Viewer | None = None,
     record_filter: RecordFilter | None = None,
 ) -> Page[Memory | MemoryPrefix]:
-    """See :meth:`memfs.store.Engine.list_memories`."""
+    """See :meth:`memfs.store.memories.Memories.list`."""
     if record_filter is not None and record_filter.empty:
         record_filter = None
     rules.validate_path_prefix(path_prefix)
@@ -176,7 +176,7 @@ def list_with_deleted(
 ) -> Page[Memory | MemoryPrefix]:
     """The soft-deleted memories under ``path_prefix`` (``status`` deleted), or those and
     the live ones (None), in byte order of path, then id (tombstones may share a path
-    with each other and with a live memory); see :meth:`memfs.store.Engine.list_memories`.
+    with each other and with a live memory); see :meth:`memfs.store.memories.Memories.list`.
     A tombstone has no content (``with_content`` gives the live ones theirs). Live
     memories hidden from ``viewer`` are left out here; hidden tombstones by the caller
     (their record is judged by their last content)."""
@@ -190,7 +190,7 @@ def list_with_deleted(
         if status is MemoryStatus.DELETED
         else or_(memories.c.deleted_at.is_(None), soft_deleted),
         memories.c.path >= path_prefix,
-        visible_clause(viewer, memories.c.id),  # visibility (issue 15, SPEC §6)
+        visible_clause(viewer, memories.c.id),  # visibility (SPEC §6)
     )
     if path_prefix != "/":
         query = query.where(memories.c.path < descendant_upper_bound(path_prefix))
@@ -218,15 +218,15 @@ def list_with_deleted(
 
 
 def all_memories(conn: Connection, store_id: str, viewer: Viewer | None = None) -> list[Memory]:
-    """See :meth:`memfs.store.Engine.all_memories`."""
+    """See :meth:`memfs.store.memories.Memories.all`."""
     store_row(conn, store_id)
     tree = _LIVE_MEMORY_TREE
-    if viewer is not None:  # visibility (issue 15, SPEC §6)
+    if viewer is not None:  # visibility (SPEC §6)
         tree = tree.where(visible_clause(viewer, memories.c.id))
     rows = conn.execute(tree, {"store_id": store_id}).tuples().all()
     parse_ts = datetime.fromisoformat
     # Rows the store wrote, every field given with its type: no validation (a mount of
-    # 10,000 memories spent a third of its start in pydantic here, issue 17).
+    # 10,000 memories spent a third of its start in pydantic here).
     return [
         Memory.model_construct(
             id=memory_id,
@@ -257,7 +257,7 @@ def all_memories(conn: Connection, store_id: str, viewer: Viewer | None = None) 
 
 
 def deleted_memories(conn: Connection, store_id: str) -> list[Memory]:
-    """See :meth:`memfs.store.Engine.deleted_memories`."""
+    """See :meth:`memfs.store.memories.Memories.deleted`."""
     store_row(conn, store_id)
     rows = conn.execute(
         select(memories)

@@ -1,5 +1,5 @@
 """Change notification: the followers of a database's change feeds learn that it moved
-without reading it many times a second (issue 12 "Idle cost"; SPEC §4 Sandboxes: an
+without reading it many times a second (SPEC §4 Sandboxes: an
 idle mount costs close to nothing, and changes still arrive within about a second).
 
 Writers (every feed entry goes through :mod:`memfs.store.feed`, which calls

@@ -1,4 +1,5 @@
-"""The record index (SPEC §6): the only SQL of records.
+"""The record index (SPEC §6): the only SQL of records; :class:`Records` reads it
+(``engine.records``, ``engine.for_caller(viewer=…).records``).
 
 ``records``, ``record_tags``, ``record_relations`` and ``record_grants`` (schema.py) hold
 the typed fields of every live memory whose head content is a record
@@ -54,8 +55,9 @@ from memfs.core.records import (
     half_life_days,
     parse_record,
 )
-from memfs.store import _hot
+from memfs.store import _hot, visibility
 from memfs.store._common import ts
+from memfs.store._facade import Facade
 from memfs.store.schema import (
     blobs,
     memories,
@@ -216,7 +218,7 @@ def memories_arrived(conn: Connection, store_id: str, arrivals: Sequence[tuple[s
         return
     paths = {path: memory_id for memory_id, path in arrivals}
     waiting: Sequence[Any]
-    if len(paths) == 1:  # every single write: the hot path (issue 17)
+    if len(paths) == 1:  # every single write: the hot path (memfs/store/_hot.py)
         (path,) = paths
         waiting = _hot.rows(conn, _WAITING_FOR_PATH, {"store_id": store_id, "path": path})
     else:
@@ -458,7 +460,7 @@ def _records_of(conn: Connection, rows: Sequence[Any], at: datetime) -> list[Rec
 
 
 def get_records(conn: Connection, memory_ids: Sequence[str], at: datetime) -> dict[str, Record]:
-    """See :meth:`memfs.store.Engine.get_records`."""
+    """See :meth:`memfs.store.records.Records.get`."""
     if not memory_ids:
         return {}
     rows = _record_rows(conn, records.c.memory_id.in_(sorted(set(memory_ids))))
@@ -468,7 +470,7 @@ def get_records(conn: Connection, memory_ids: Sequence[str], at: datetime) -> di
 def list_records(
     conn: Connection, store_ids: Sequence[str] | None, record_filter: RecordFilter, at: datetime
 ) -> list[Record]:
-    """See :meth:`memfs.store.Engine.list_records`."""
+    """See :meth:`memfs.store.records.Records.list`."""
     where = filter_clause(record_filter)
     if store_ids is not None:
         where = and_(where, records.c.store_id.in_(list(store_ids)))
@@ -476,7 +478,7 @@ def list_records(
 
 
 def stores_with_records(conn: Connection, store_ids: Sequence[str]) -> set[str]:
-    """See :meth:`memfs.store.Engine.stores_with_records`."""
+    """See :meth:`memfs.store.records.Records.stores_with_records`."""
     found: set[str] = set()
     for store_id in sorted(set(store_ids)):
         one = select(records.c.memory_id).where(records.c.store_id == store_id).limit(1)
@@ -486,7 +488,7 @@ def stores_with_records(conn: Connection, store_ids: Sequence[str]) -> set[str]:
 
 
 def relations_to(conn: Connection, memory_id: str) -> list[RecordRelation]:
-    """See :meth:`memfs.store.Engine.relations_to`."""
+    """See :meth:`memfs.store.records.Records.relations_to`."""
     rows = conn.execute(
         select(record_relations, memories.c.path.label("source_path"))
         .join(memories, memories.c.id == record_relations.c.memory_id)
@@ -666,3 +668,74 @@ class AccessLog:
         self.flush()
         with self._lock:
             self._closed = True
+
+
+class Records(Facade):
+    """The record index as one caller sees it: records hidden from its viewer are
+    absent, and a relation's target hidden from it has no ``target_path`` (SPEC §6)."""
+
+    def get(self, memory_ids: Sequence[str]) -> dict[str, Record]:
+        """The index entries of those of ``memory_ids`` that are live records (SPEC §6),
+        by memory id; ids that are no record (or unknown, or hidden from the viewer) are
+        absent, and a relation's target hidden from the viewer has no ``target_path``
+        (it shows as written, never where it is). One transaction whatever the number
+        of ids (the API's ``record`` objects of a page)."""
+        with self._read() as conn:
+            found = get_records(conn, list(memory_ids), self._parts.clock())
+            if self.viewer is None:
+                return found
+            return visibility.visible_records(conn, self.viewer, found)
+
+    def stores_with_records(self, store_ids: Sequence[str]) -> set[str]:
+        """Those of ``store_ids`` that hold at least one live record (``memfs prompt``
+        explains the record header only then). One indexed probe per store."""
+        with self._read() as conn:
+            return stores_with_records(conn, list(store_ids))
+
+    def relations_to(self, memory_id: str) -> list[RecordRelation]:
+        """The relations of live records whose target resolved to ``memory_id`` (what
+        points to it), by source path; ``memfs record show`` lists them beside the
+        record's own :attr:`Record.relations`. Those of records hidden from the viewer
+        are left out."""
+        with self._read() as conn:
+            found = relations_to(conn, memory_id)
+            if self.viewer is None:
+                return found
+            hidden = visibility.hidden_among(conn, self.viewer, [r.memory_id for r in found])
+            return [r for r in found if r.memory_id not in hidden]
+
+    def note_access(self, memory_ids: Sequence[str]) -> None:
+        """Records that ``memory_ids`` were read (SPEC §6 ``last_accessed``: an open for
+        reading through a mount, a full retrieve, a memory-tool or MCP view, a fetched
+        search hit). Costs no transaction: the reads are written in batches, without a
+        version, within :data:`ACCESS_FLUSH_INTERVAL_S` and when the engine closes (see
+        :meth:`flush_access`). A read-only engine records nothing."""
+        self._parts.note_access(memory_ids)
+
+    def flush_access(self) -> None:
+        """Writes the reads :meth:`note_access` gathered now (tests, ``memfs record``)."""
+        self._parts.flush_access()
+
+    def findings(self) -> list[str]:
+        """``memfs fsck --records``: one line per dangling relation (a target that is no
+        live memory; SPEC §6 reports them, never refuses them)."""
+        with self._read() as conn:
+            return list(check_relations(conn))
+
+    def list(
+        self, store_ids: Sequence[str] | None, record_filter: RecordFilter | None = None
+    ) -> list[Record]:
+        """The live records of ``store_ids`` (None: every store) that ``record_filter``
+        keeps and the viewer sees, by store then path (SPEC §6 curation; ``memfs record
+        ls``)."""
+        with self._read() as conn:
+            found = list_records(
+                conn,
+                None if store_ids is None else list(store_ids),
+                record_filter or RecordFilter(),
+                self._parts.clock(),
+            )
+            if self.viewer is None:
+                return found
+            hidden = visibility.hidden_among(conn, self.viewer, [r.memory_id for r in found])
+            return [r for r in found if r.memory_id not in hidden]

@@ -1,5 +1,5 @@
 """Directory renames (SPEC §4 "a directory rename moves every memory below, atomically"),
-linear in the number of memories moved (issue 10 item 6).
+linear in the number of memories moved (a tree of 10,000 moves in one transaction).
 
 Writes the ``memories`` rows of the moved memories, one ``modified`` version each
 (:mod:`memfs.store.versions`), one change each (:mod:`memfs.store.feed`) and their
@@ -28,7 +28,7 @@ from memfs.store._common import (
     now,
     require_writable,
 )
-from memfs.store.memories import path_conflict
+from memfs.store.memory_rows import path_conflict
 from memfs.store.schema import memories
 from memfs.store.versions import insert_versions
 
@@ -38,10 +38,10 @@ __all__ = ["as_memories", "rename_prefix"]
 def rename_prefix(
     conn: Connection, store_id: str, old_prefix: str, new_prefix: str, *, actor: Actor | None
 ) -> list[SimpleNamespace]:
-    """See :meth:`memfs.store.Engine.rename_prefix`; returns the moved memories' columns
+    """See :meth:`memfs.store.memories.Memories.rename_prefix`; returns the moved memories' columns
     as written, in their new path order (:func:`as_memories` makes the values).
 
-    Linear in the number of memories moved (issue 10 item 6; it was quadratic): one range
+    Linear in the number of memories moved (a per-memory check made it quadratic): one range
     scan reads the moving memories, one range scan and one ``IN`` query find every
     memory in the way (:func:`_rename_blocker`, set lookups), and the writes are
     set-based: one UPDATE parks the moving paths, then one executemany each for the

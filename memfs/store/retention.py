@@ -15,7 +15,7 @@ nothing references any more are deleted in the same transaction (and announced a
 ``blob_purged`` in the change feed, so mounts drop them from their caches), a path no
 remaining version or memory holds is nulled out of the change feed, the SQLite FTS
 segments are rewritten without stale tokens, and the engine checkpoints the WAL
-afterwards (:meth:`memfs.store.Engine.prune_versions`). Each store's prune is audited
+afterwards (:meth:`Retention.prune`, ``engine.retention.prune``). Each store's prune is audited
 (``prune_versions``, with the count and the cut-off as metadata).
 
 Limitations: a prune takes each store's write lock in turn, one transaction for all
@@ -32,9 +32,10 @@ from typing import Any
 from sqlalchemy import Connection, Row, delete, func, select, update
 
 from memfs.core import rules
-from memfs.core.model import ChangeKind, DeleteMode, Operation
+from memfs.core.model import ChangeKind, DeleteMode, Operation, utcnow
 from memfs.store import feed, search
 from memfs.store._common import lock_store, now, store_row, ts
+from memfs.store._facade import Facade
 from memfs.store.blobs import gc_blobs
 from memfs.store.schema import memories, stores, versions
 from memfs.store.versions import scrub_path
@@ -163,7 +164,7 @@ def _prune_store(
 def prune_versions(
     conn: Connection, *, clock: datetime, store_id: str | None, dry_run: bool
 ) -> list[PruneResult]:
-    """See :meth:`memfs.store.Engine.prune_versions`."""
+    """See :meth:`memfs.store.retention.Retention.prune`."""
     query = select(stores.c.id, stores.c.version_retention_s).where(
         stores.c.version_retention_s.is_not(None)
     )
@@ -174,3 +175,42 @@ def prune_versions(
         _prune_store(conn, store, clock, dry_run=dry_run)
         for store in conn.execute(query.order_by(stores.c.id)).all()
     ]
+
+
+class Retention(Facade):
+    """Pruning versions past their store's retention period (SPEC §2 retention)."""
+
+    def prune(
+        self,
+        *,
+        store_id: str | None = None,
+        dry_run: bool = False,
+        now: datetime | None = None,
+    ) -> list[PruneResult]:
+        """Drops the versions older than their store's retention period: never the head
+        version of a memory, nor the content version a soft-deleted memory would be
+        restored from. Pruned content leaves the database as a redaction's does (blobs,
+        change-feed paths, FTS segments, then a WAL checkpoint). Stores without a period
+        keep everything.
+
+        Args:
+            store_id: prune this store only (None: every store with a period).
+            dry_run: count what would be dropped, change nothing.
+            now: the clock the periods count back from (None: the current time); tests
+                pass a fake one.
+
+        Returns:
+            One :class:`PruneResult` per store with a retention period, by store id.
+
+        Raises:
+            NotFound: ``store_id`` names no store.
+        """
+        clock = utcnow() if now is None else now
+        if dry_run:
+            with self._read() as conn:
+                return prune_versions(conn, clock=clock, store_id=store_id, dry_run=True)
+        with self._write() as conn:
+            results = prune_versions(conn, clock=clock, store_id=store_id, dry_run=False)
+        if any(result.versions for result in results):
+            self._db.checkpoint()
+        return results

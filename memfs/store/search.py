@@ -1,5 +1,6 @@
 """Search (SPEC §7): the full-text index of live memories, the ranked queries over it,
-and the semantic and hybrid rankings built on memfs/store/semantic.py's vectors.
+and the semantic and hybrid rankings built on memfs/store/semantic.py's vectors;
+:class:`Search` is their facade (``engine.search``, ``engine.for_caller(viewer=…).search``).
 
 The SQL of full-text search (semantic.py has the vectors' and the queue's). ``search_docs``
 (schema.py) holds one document per live memory — its store, current path and head
@@ -37,22 +38,27 @@ search only.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import contextlib
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sqlalchemy import Connection, bindparam, delete, insert, select, text, update
 from sqlalchemy.exc import DBAPIError
 
+from memfs.core import config, rules
 from memfs.core import query as query_language
-from memfs.core import rules
-from memfs.core.errors import DatabaseUnavailable
+from memfs.core.errors import DatabaseUnavailable, SearchUnavailable
 from memfs.core.ids import sha256_of
-from memfs.core.query import Query, SearchHit, Term, TermKind
+from memfs.core.query import Query, SearchHit
 from memfs.core.records import RecordFilter
-from memfs.store import _hot, semantic
+from memfs.store import _hot, embeddings, semantic, visibility
 from memfs.store._common import descendant_upper_bound, execute_many, store_row
+from memfs.store._facade import Facade
+from memfs.store.embedder import drain
+from memfs.store.embeddings import IndexLag
 from memfs.store.records import records_matching
 from memfs.store.schema import blobs, memories, search_docs
+from memfs.store.search_sql import Compiled, compile_postgresql, compile_sqlite, pg_document
 
 __all__ = [
     "PG_INDEXES",
@@ -79,20 +85,6 @@ SQLITE_FTS_TABLES = ("search_fts_words", "search_fts_trigram")
 _WORDS_TABLE, _TRIGRAM_TABLE = SQLITE_FTS_TABLES
 # The PostgreSQL indexes created beside schema.py's own.
 PG_INDEXES = ("ix_search_docs_tsv", "ix_search_docs_trgm")
-# bm25 weights of the (path, body) columns: a word in the path counts twice.
-_BM25_WEIGHTS = "2.0, 1.0"
-_TRIGRAM_MIN_CHARS = 3
-
-
-# The path's separators become spaces: PostgreSQL's parser would keep "/a/b.md" as one
-# file-path word, where unicode61 sees the words a, b and md.
-def _pg_document(alias: str = "") -> str:
-    """The tsvector of a document (``alias``: ``"d."`` in queries); one expression for
-    the index and the queries, so the GIN index serves them."""
-    path, body = f"{alias}path", f"{alias}body"
-    return f"to_tsvector('simple'::regconfig, translate({path}, '/._-', '    ') || ' ' || {body})"
-
-
 _SQLITE_DDL = (
     "CREATE VIRTUAL TABLE search_fts_words USING fts5(path, body, content='search_docs', "
     "content_rowid='doc_id', tokenize='unicode61 remove_diacritics 0')",
@@ -100,7 +92,7 @@ _SQLITE_DDL = (
     "content_rowid='doc_id', tokenize='trigram')",
 )
 _PG_DDL = (
-    f"CREATE INDEX ix_search_docs_tsv ON search_docs USING gin (({_pg_document()}))",
+    f"CREATE INDEX ix_search_docs_tsv ON search_docs USING gin (({pg_document()}))",
     "CREATE INDEX ix_search_docs_trgm ON search_docs USING gin (body gin_trgm_ops)",
 )
 
@@ -279,7 +271,7 @@ def index_memory(
 def move_documents(conn: Connection, moves: Sequence[tuple[str, str]]) -> None:
     """Gives documents new paths (a directory rename): ``moves`` is ``(memory id, new
     path)`` pairs of live memories. Set-based: the same statements for 3 or 10,000
-    moves (issue 10 item 6), as the rename that calls it."""
+    moves, as the rename that calls it (SPEC §4: a directory rename is one move)."""
     if not moves:
         return
     new_paths = dict(moves)
@@ -349,102 +341,6 @@ def scrub(conn: Connection) -> None:
         conn.exec_driver_sql(f"INSERT INTO {table}({table}) VALUES ('optimize')")
 
 
-# ------------------------------------------------------------------ queries
-
-
-def _fts_string(term: Term) -> str:
-    """One term as an FTS5 string (quotes doubled: no FTS5 syntax gets through)."""
-    quoted = '"' + term.text.replace('"', '""') + '"'
-    return quoted + "*" if term.kind is TermKind.PREFIX else quoted
-
-
-def _like_pattern(term: Term) -> str:
-    escaped = term.text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-    return f"%{escaped}%"
-
-
-class _Compiled:
-    """A query being compiled: SQL fragments and their parameters."""
-
-    def __init__(self) -> None:
-        self.joins: list[str] = []
-        self.where: list[str] = []
-        self.score: list[str] = []
-        self.params: dict[str, Any] = {}
-
-    def param(self, value: Any) -> str:
-        name = f"p{len(self.params)}"
-        self.params[name] = value
-        return f":{name}"
-
-
-def _substring_score(compiled: _Compiled, term: Term, lower: str) -> str:
-    """Occurrences of a substring term per kilobyte-ish of text (bm25-like damping)."""
-    needle = compiled.param(term.text.lower())
-    haystack = f"{lower}(d.path || ' ' || d.body)"
-    return (
-        f"((length({haystack}) - length(replace({haystack}, {needle}, ''))) * 1.0 "
-        f"/ length({needle}) / (1.0 + length(d.body) / 2000.0))"
-    )
-
-
-def _compile_sqlite(compiled: _Compiled, query: Query) -> None:
-    words = [t for t in query.positive if not t.substring]
-    trigrams = [t for t in query.positive if t.substring and len(t.text) >= _TRIGRAM_MIN_CHARS]
-    short = [t for t in query.positive if t.substring and len(t.text) < _TRIGRAM_MIN_CHARS]
-    for table, terms in (("search_fts_words", words), ("search_fts_trigram", trigrams)):
-        if not terms:
-            continue
-        match = compiled.param(" AND ".join(_fts_string(t) for t in terms))
-        alias = "w" if table == "search_fts_words" else "t"
-        compiled.joins.append(
-            f"JOIN (SELECT rowid AS doc_id, bm25({table}, {_BM25_WEIGHTS}) AS rank "
-            f"FROM {table} WHERE {table} MATCH {match}) {alias} ON {alias}.doc_id = d.doc_id"
-        )
-        compiled.score.append(f"-{alias}.rank")
-    for term in short:
-        compiled.where.append(
-            f"(d.path || ' ' || d.body) LIKE {compiled.param(_like_pattern(term))} ESCAPE '\\'"
-        )
-        compiled.score.append(_substring_score(compiled, term, "lower"))
-    for term in query.negative:
-        if term.substring:
-            pattern = compiled.param(_like_pattern(term))
-            compiled.where.append(f"(d.path || ' ' || d.body) NOT LIKE {pattern} ESCAPE '\\'")
-        else:
-            match = compiled.param(_fts_string(term))
-            compiled.where.append(
-                "d.doc_id NOT IN (SELECT rowid FROM search_fts_words "
-                f"WHERE search_fts_words MATCH {match})"
-            )
-
-
-def _tsquery(compiled: _Compiled, term: Term) -> str:
-    if term.kind is TermKind.PREFIX:
-        return f"to_tsquery('simple', {compiled.param(term.text + ':*')})"
-    return f"phraseto_tsquery('simple', {compiled.param(term.text)})"
-
-
-def _compile_postgresql(compiled: _Compiled, query: Query) -> None:
-    document = _pg_document("d.")
-    words = [t for t in query.positive if not t.substring]
-    if words:
-        tsquery = " && ".join(_tsquery(compiled, t) for t in words)
-        compiled.where.append(f"{document} @@ ({tsquery})")
-        compiled.score.append(f"ts_rank({document}, ({tsquery}))")
-    for term in query.positive:
-        if term.substring:
-            pattern = compiled.param(_like_pattern(term))
-            compiled.where.append(f"(d.body ILIKE {pattern} OR d.path ILIKE {pattern})")
-            compiled.score.append(_substring_score(compiled, term, "lower"))
-    for term in query.negative:
-        if term.substring:
-            pattern = compiled.param(_like_pattern(term))
-            compiled.where.append(f"NOT (d.body ILIKE {pattern} OR d.path ILIKE {pattern})")
-        else:
-            compiled.where.append(f"NOT ({document} @@ {_tsquery(compiled, term)})")
-
-
 def _validate(
     conn: Connection, store_ids: Sequence[str] | None, path_prefix: str, limit: int
 ) -> bool:
@@ -468,11 +364,11 @@ def _text_rows(
     """The full-text ranking: ``(memory_id, store_id, path, body, score)`` rows, best
     first (arguments already checked; ``hidden`` and ``record_filter`` as in
     :func:`search`)."""
-    compiled = _Compiled()
+    compiled = Compiled()
     if conn.dialect.name == "sqlite":
-        _compile_sqlite(compiled, query)
+        compile_sqlite(compiled, query)
     else:
-        _compile_postgresql(compiled, query)
+        compile_postgresql(compiled, query)
     where = list(compiled.where)
     if store_ids is not None:
         stores_in = ", ".join(compiled.param(s) for s in store_ids)
@@ -487,7 +383,7 @@ def _text_rows(
         matching = records_matching(record_filter).compile()
         where.append(f"d.memory_id IN ({matching})")
         compiled.params.update(matching.params)
-    if hidden is not None:  # visibility (issue 15, SPEC §6 and §7)
+    if hidden is not None:  # visibility (SPEC §6 and §7)
         subquery = hidden.compile(dialect=conn.dialect, compile_kwargs={"literal_binds": True})
         where.append(f"d.memory_id NOT IN ({subquery})")
     score = " + ".join(compiled.score) or "0"
@@ -509,7 +405,7 @@ def search(
     hidden: Any = None,
     record_filter: RecordFilter | None = None,
 ) -> list[SearchHit]:
-    """See :meth:`memfs.store.Engine.search` (full text). ``hidden``: a ``SELECT
+    """See :meth:`memfs.store.search.Search.query` (full text). ``hidden``: a ``SELECT
     memory_id`` of the memories the caller may not see (memfs/store/visibility.py),
     never hits; ``record_filter``: only the records it keeps (SPEC §7)."""
     if not _validate(conn, store_ids, path_prefix, limit):
@@ -681,3 +577,138 @@ def check_index(conn: Connection) -> Iterator[str]:
             )
         if expected - indexed:
             yield f"search index {table}: lacks {len(expected - indexed)} document(s)"
+
+
+def _semantic_unavailable() -> SearchUnavailable:
+    """The SearchUnavailable of a semantic search: it names the setting (SPEC §7)."""
+    return SearchUnavailable(
+        f"semantic search is not configured: {config.SEARCH_MODEL_ENV} names no embedding "
+        "model directory; full-text search works without one (drop --semantic)"
+    )
+
+
+class Search(Facade):
+    """Ranked search as one caller may run it (what is hidden from its viewer is never
+    a hit, SPEC §7), and the upkeep of the index behind it."""
+
+    def query(
+        self,
+        query: str | query_language.Query,
+        store_ids: Sequence[str] | None,
+        *,
+        path_prefix: str = "/",
+        limit: int = query_language.DEFAULT_SEARCH_LIMIT,
+        mode: str = query_language.SEARCH_AUTO,
+        record_filter: RecordFilter | None = None,
+    ) -> list[SearchHit]:
+        """Ranked hits among the live memories of ``store_ids`` (SPEC §7), best first;
+        the query language is :mod:`memfs.core.query`'s.
+
+        Full text is written in the transaction of every write, so it sees every
+        committed head. Semantic search ranks by the cosine similarity of the
+        configured model's vectors (``$MEMFS_SEARCH_MODEL_DIR``), which the embedder
+        computes off the write path: a memory is found by meaning once embedded
+        (:meth:`index_lag`). Hybrid fuses both by reciprocal rank.
+
+        Args:
+            query: the query text (parsed with :func:`memfs.core.query.parse`) or a parsed one.
+            store_ids: the stores to search; the caller passes only those it may read.
+                None searches every store (a caller that may read them all).
+            path_prefix: a directory prefix ending with ``/`` (whole segments match).
+            limit: at most this many hits, 1–100.
+            mode: ``auto`` (hybrid with a usable model configured, else full text), ``text``,
+                ``semantic`` or ``hybrid`` (:data:`memfs.core.query.SEARCH_MODES`).
+            record_filter: only records it keeps (SPEC §7: record type, tags,
+                minimum importance); None or empty: every memory.
+
+        Raises:
+            InvalidInput: a malformed query, prefix, limit or mode.
+            NotFound: an unknown store.
+            SearchUnavailable: ``semantic``/``hybrid`` without a usable model (the
+                message names the setting).
+        """
+        query_language.validate_mode(mode)
+        parsed = query if isinstance(query, query_language.Query) else query_language.parse(query)
+        scope = None if store_ids is None else list(store_ids)
+        model = None
+        if mode == query_language.SEARCH_AUTO:
+            with contextlib.suppress(SearchUnavailable):  # a broken model: full text only
+                model = embeddings.configured_model()
+        elif mode != query_language.SEARCH_TEXT:
+            model = embeddings.configured_model()
+            if model is None:
+                raise _semantic_unavailable()
+        with self._read() as conn:
+            hidden = None if self.viewer is None else visibility.hidden_ids(self.viewer)
+            if model is None:
+                return search(
+                    conn,
+                    parsed,
+                    scope,
+                    path_prefix=path_prefix,
+                    limit=limit,
+                    hidden=hidden,
+                    record_filter=record_filter,
+                )
+            vector = model.embed([" ".join(t.text for t in parsed.positive)])[0]
+            ranked = semantic_search if mode == query_language.SEARCH_SEMANTIC else hybrid_search
+            probe = semantic.Probe(self._parts.vectors, model.fingerprint, vector)
+            return ranked(
+                conn,
+                probe,
+                parsed,
+                scope,
+                path_prefix=path_prefix,
+                limit=limit,
+                hidden=hidden,
+                record_filter=record_filter,
+            )
+
+    def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
+        """Embeds every queued memory now, in this thread (``memfs search reindex``,
+        tests); ``progress`` is called with each batch's size. Returns how many vectors
+        were stored.
+
+        Raises:
+            SearchUnavailable: no usable model is configured.
+        """
+        model = embeddings.configured_model()
+        if model is None:
+            raise _semantic_unavailable()
+        stored = 0
+        for done, taken in drain(self._db.read, self._db.write, model):
+            stored += done
+            if progress is not None:
+                progress(taken)
+        return stored
+
+    def index_lag(self) -> IndexLag:
+        """How many live memories wait for their vector, and the oldest wait (seconds);
+        ``model`` is the configured model's fingerprint (None without one, or when its
+        files are unusable)."""
+        try:
+            model = embeddings.configured_model()
+        except SearchUnavailable:
+            model = None
+        with self._read() as conn:
+            return semantic.lag(conn, None if model is None else model.fingerprint)
+
+    def reindex(self, store_ids: Sequence[str] | None) -> int:
+        """Rebuilds the full-text documents of ``store_ids`` (None: the whole index) from
+        the heads and queues every memory for a new vector (a changed model, an
+        upgraded database); :meth:`embed_pending` then embeds them. Returns how many
+        memories were indexed.
+
+        Raises:
+            NotFound: an unknown store.
+        """
+        with self._write() as conn:
+            if store_ids is None:
+                count = rebuild(conn)
+            else:
+                for store_id in store_ids:
+                    store_row(conn, store_id)
+                count = rebuild_stores(conn, list(store_ids))
+            semantic.queue_all(conn, None if store_ids is None else list(store_ids))
+            scrub(conn)
+            return count

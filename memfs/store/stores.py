@@ -1,4 +1,5 @@
-"""Memory stores: create, find, patch, list, archive, delete, and database-wide counts.
+"""Memory stores: create, find, patch, list, archive, delete, and database-wide counts;
+:class:`Stores` is their facade (``engine.stores``, ``engine.for_caller(…).stores``).
 
 Owns the ``stores`` table (its counters ``entry_count``, ``total_size_bytes`` and
 ``last_change_seq`` are moved by :func:`memfs.store.feed.emit`). Deleting a store
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
+from types import EllipsisType
 from typing import Any
 
 from sqlalchemy import Connection, delete, func, insert, select, update
@@ -18,9 +20,11 @@ from memfs.core import rules
 from memfs.core.errors import InvalidInput, NotFound, StoreArchived
 from memfs.core.ids import new_id
 from memfs.core.model import Actor, ChangeKind, MemoryStore, Page
-from memfs.store import feed, search
+from memfs.core.visibility import Viewer
+from memfs.store import feed, retention, search, visibility
 from memfs.store import records as record_index
 from memfs.store._common import Cursor, check_limit, lock_store, now, store_model, store_row, ts
+from memfs.store._facade import Facade
 from memfs.store.bindings import check_unbound
 from memfs.store.blobs import gc_blobs
 from memfs.store.schema import blobs, identity_mounts, memories, stores, versions
@@ -40,7 +44,7 @@ __all__ = [
 def create_store(
     conn: Connection, name: str, description: str, metadata: dict[str, str] | None
 ) -> MemoryStore:
-    """See :meth:`memfs.store.Engine.create_store`."""
+    """See :meth:`Stores.create_store`."""
     rules.validate_store_name(name)
     rules.validate_store_description(description)
     clean = rules.validate_metadata(metadata or {})
@@ -69,7 +73,7 @@ def get_store(conn: Connection, store_id: str) -> MemoryStore:
 
 
 def find_store(conn: Connection, name_or_id: str) -> MemoryStore:
-    """See :meth:`memfs.store.Engine.find_store`."""
+    """See :meth:`Stores.find_store`."""
     row = conn.execute(select(stores).where(stores.c.id == name_or_id)).first()
     if row is not None:
         return store_model(row)
@@ -109,7 +113,7 @@ def update_store(
     description: str | None,
     metadata_patch: dict[str, str | None] | None,
 ) -> MemoryStore:
-    """See :meth:`memfs.store.Engine.update_store`."""
+    """See :meth:`Stores.update_store`."""
     if name is not None:
         rules.validate_store_name(name)
     if description is not None:
@@ -145,7 +149,7 @@ def list_stores(
     limit: int,
     cursor: str | None,
 ) -> Page[MemoryStore]:
-    """See :meth:`memfs.store.Engine.list_stores`."""
+    """See :meth:`Stores.list_stores`."""
     check_limit(limit)
     fingerprint = Cursor.fingerprint("stores", include_archived, created_gte, created_lte)
     query = select(stores)
@@ -166,7 +170,7 @@ def list_stores(
 def archive_store(
     conn: Connection, store_id: str, *, actor: Actor | None, force: bool = False
 ) -> MemoryStore:
-    """See :meth:`memfs.store.Engine.archive_store`."""
+    """See :meth:`Stores.archive_store`."""
     row = lock_store(conn, store_id)
     if row.archived_at is None:
         check_unbound(conn, store_id, deleting=False, force=force)
@@ -184,7 +188,7 @@ def archive_store(
 def delete_store(
     conn: Connection, store_id: str, *, actor: Actor | None, force: bool = False
 ) -> None:
-    """See :meth:`memfs.store.Engine.delete_store`."""
+    """See :meth:`Stores.delete_store`."""
     lock_store(conn, store_id)
     check_unbound(conn, store_id, deleting=True, force=force)
     conn.execute(delete(identity_mounts).where(identity_mounts.c.store_id == store_id))
@@ -217,3 +221,152 @@ def statistics(conn: Connection) -> dict[str, int]:
         "versions": conn.execute(select(func.count()).select_from(versions)).scalar_one(),
         "blobs": conn.execute(select(func.count()).select_from(blobs)).scalar_one(),
     }
+
+
+def counted(conn: Connection, viewer: Viewer | None, store: MemoryStore) -> MemoryStore:
+    """``store`` with the counts ``viewer`` sees (SPEC §6: hidden records are not
+    counted); as it is for an unrestricted viewer."""
+    if viewer is None:
+        return store
+    entry_count, total_size_bytes = visibility.visible_counts(conn, viewer, store.id)
+    return store.model_copy(
+        update={"entry_count": entry_count, "total_size_bytes": total_size_bytes}
+    )
+
+
+class Stores(Facade):
+    """The stores, as one caller sees them: counts are those its viewer sees; archive
+    and delete are audited with its actor."""
+
+    def create(
+        self,
+        name: str,
+        description: str = "",
+        metadata: dict[str, str] | None = None,
+        *,
+        version_retention_s: int | None = None,
+    ) -> MemoryStore:
+        """Creates a store (api-contract §5.1).
+
+        Args:
+            version_retention_s: prune versions older than this many seconds (SPEC §2
+                retention, :meth:`memfs.store.retention.Retention.prune`); None keeps
+                them forever.
+
+        Raises:
+            InvalidStoreField: name or description breaks SPEC §1.
+            InvalidMetadata: metadata breaks SPEC §1 (every problem named).
+            InvalidInput: a retention period out of range (1 s to 100 years).
+        """
+        rules.validate_retention_s(version_retention_s)
+        with self._write() as conn:
+            store = create_store(conn, name, description, metadata)
+            if version_retention_s is None:
+                return store
+            retention.init_version_retention(conn, store.id, version_retention_s)
+            return get_store(conn, store.id)
+
+    def get(self, store_id: str) -> MemoryStore:
+        """A store, archived or not, with the counts the viewer sees. Raises NotFound."""
+        with self._read() as conn:
+            return counted(conn, self.viewer, get_store(conn, store_id))
+
+    def find(self, name_or_id: str) -> MemoryStore:
+        """A store by id, else by exact name, else by slug (CLI convenience).
+
+        Raises:
+            NotFound: nothing matches.
+            InvalidInput: several stores share that name or slug (the message lists ids).
+        """
+        with self._read() as conn:
+            return find_store(conn, name_or_id)
+
+    def update(
+        self,
+        store_id: str,
+        *,
+        name: str | None = None,
+        description: str | None = None,
+        metadata_patch: dict[str, str | None] | None = None,
+        version_retention_s: int | None | EllipsisType = ...,
+    ) -> MemoryStore:
+        """Patches a store; None means "no change"; a metadata value None removes the key.
+
+        ``updated_at`` moves only when something changed (api-contract §5.3). The store
+        comes back with the counts the viewer sees.
+
+        Args:
+            version_retention_s: the new retention period in seconds, None to keep
+                versions forever; ``...`` (default) leaves it unchanged (SPEC §2).
+
+        Raises:
+            NotFound, StoreArchived (updating an archived store), InvalidStoreField,
+            InvalidMetadata (also when the patched result has more than 16 keys),
+            InvalidInput (a retention period out of range).
+        """
+        if version_retention_s is not ...:
+            rules.validate_retention_s(version_retention_s)
+        with self._write() as conn:
+            store = update_store(
+                conn, store_id, name=name, description=description, metadata_patch=metadata_patch
+            )
+            if version_retention_s is not ... and retention.set_version_retention(
+                conn, store_id, version_retention_s
+            ):
+                store = get_store(conn, store_id)
+            return counted(conn, self.viewer, store)
+
+    def list(
+        self,
+        *,
+        include_archived: bool = False,
+        created_gte: datetime | None = None,
+        created_lte: datetime | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Page[MemoryStore]:
+        """Stores newest first (by id, which sorts by creation time), with the counts the
+        viewer sees.
+
+        Raises:
+            InvalidInput: limit outside 1–100.
+            InvalidCursor: a cursor from another query.
+        """
+        with self._read() as conn:
+            page = list_stores(
+                conn,
+                include_archived=include_archived,
+                created_gte=created_gte,
+                created_lte=created_lte,
+                limit=limit,
+                cursor=cursor,
+            )
+            if self.viewer is None:
+                return page
+            items = [counted(conn, self.viewer, store) for store in page.items]
+            return page.model_copy(update={"items": items})
+
+    def archive(self, store_id: str, *, force: bool = False) -> MemoryStore:
+        """Archives a store (one-way; an archived store comes back unchanged).
+
+        Raises:
+            NotFound.
+            StoreBound: the store is mounted on an (identity, template) pair and
+                ``force`` is False (SPEC §8; the message names the bindings).
+        """
+        with self._write() as conn:
+            return archive_store(conn, store_id, actor=self.actor, force=force)
+
+    def delete(self, store_id: str, *, force: bool = False) -> None:
+        """Deletes a store with its memories, versions, mounts and now-unreferenced blobs.
+
+        A final ``store_deleted`` entry stays in the change feed so mounts learn of it.
+
+        Raises:
+            NotFound.
+            StoreBound: the store is mounted on a pair and ``force`` is False, or it is
+                a pair's default store and the pair has explicit mounts (SPEC §8).
+        """
+        with self._write() as conn:
+            delete_store(conn, store_id, actor=self.actor, force=force)
+        self._db.checkpoint()

@@ -1,4 +1,5 @@
-"""Memory versions and their redaction (SPEC §2 versions, redaction).
+"""Memory versions and their redaction (SPEC §2 versions, redaction); :class:`Versions` is
+their facade (``engine.versions``, ``engine.for_caller(…).versions``).
 
 Owns the ``versions`` table: immutable snapshots, one per write, of which only
 redaction (and retention pruning, :mod:`memfs.store.retention`) changes anything. A redacted
@@ -17,7 +18,7 @@ from sqlalchemy import Connection, Row, insert, or_, select, update
 from memfs.core.errors import HeadVersionRedaction, InvalidCursor, InvalidInput, NotFound
 from memfs.core.ids import new_id
 from memfs.core.model import Actor, ActorType, ChangeKind, MemoryVersion, Operation, Page
-from memfs.store import _hot, feed, search
+from memfs.store import _hot, feed, search, visibility
 from memfs.store._common import (
     Cursor,
     actor_columns,
@@ -29,6 +30,7 @@ from memfs.store._common import (
     ts,
     version_model,
 )
+from memfs.store._facade import Facade
 from memfs.store.blobs import blob_data, gc_blobs
 from memfs.store.schema import changes, memories, versions
 
@@ -130,7 +132,7 @@ def list_versions(
     cursor: str | None,
     with_content: bool,
 ) -> Page[MemoryVersion]:
-    """See :meth:`memfs.store.Engine.list_versions`.
+    """See :meth:`memfs.store.versions.Versions.list`.
 
     Args:
         actor_filters: actor type → the id a version's creator must have (None: any).
@@ -194,7 +196,7 @@ def _version_row(conn: Connection, store_id: str, version_id: str) -> Row[Any]:
 def get_version(
     conn: Connection, store_id: str, version_id: str, *, with_content: bool
 ) -> MemoryVersion:
-    """See :meth:`memfs.store.Engine.get_version`."""
+    """See :meth:`memfs.store.versions.Versions.get`."""
     store_row(conn, store_id)
     row = _version_row(conn, store_id, version_id)
     return version_model(row, blob_data(conn, row.blob_key) if with_content else None)
@@ -203,7 +205,7 @@ def get_version(
 def redact_version(
     conn: Connection, store_id: str, version_id: str, *, actor: Actor | None
 ) -> MemoryVersion:
-    """See :meth:`memfs.store.Engine.redact_version`."""
+    """See :meth:`memfs.store.versions.Versions.redact`."""
     lock_store(conn, store_id)
     row = _version_row(conn, store_id, version_id)
     if row.redacted_at is not None:
@@ -280,3 +282,76 @@ def scrub_path(conn: Connection, memory_id: str, path: str | None) -> None:
             .where(changes.c.memory_id == memory_id, column == path)
             .values({column.name: None})
         )
+
+
+class Versions(Facade):
+    """The versions of the stores, as one caller sees them (SPEC §6: those of records
+    hidden from its viewer are left out); redactions name its actor."""
+
+    def get(self, store_id: str, version_id: str, *, with_content: bool = True) -> MemoryVersion:
+        """A version, redacted or not. Raises NotFound (also: hidden from the viewer)."""
+        with self._read() as conn:
+            version = get_version(conn, store_id, version_id, with_content=with_content)
+            if not visibility.visible_versions(conn, self.viewer, [version]):
+                raise NotFound(f"memory version {version_id!r} not found")
+            return version
+
+    def redact(self, store_id: str, version_id: str) -> MemoryVersion:
+        """Scrubs a version (SPEC §2 redaction); already-redacted ones come back unchanged.
+
+        The version's content, path, digest and size become null; its bytes are erased
+        from the database (and, on SQLite, from the WAL by a checkpoint) unless another
+        version or a live memory still holds identical content.
+
+        Raises:
+            NotFound, HeadVersionRedaction (head version of a live memory).
+        """
+        with self._write() as conn:
+            result = redact_version(conn, store_id, version_id, actor=self.actor)
+        self._db.checkpoint()
+        return result
+
+    def list(
+        self,
+        store_id: str,
+        *,
+        memory_id: str | None = None,
+        operation: Operation | None = None,
+        session_id: str | None = None,
+        api_key_id: str | None = None,
+        service_account_id: str | None = None,
+        created_gte: datetime | None = None,
+        created_lte: datetime | None = None,
+        limit: int = 20,
+        cursor: str | None = None,
+        with_content: bool = False,
+    ) -> Page[MemoryVersion]:
+        """Versions newest first, filtered (api-contract §5.12); without those the viewer
+        may not see (:func:`memfs.store.visibility.visible_versions`; a page may then hold
+        fewer than ``limit``).
+
+        Raises:
+            NotFound (store), InvalidInput (operation, limit), InvalidCursor.
+        """
+        with self._read() as conn:
+            page = list_versions(
+                conn,
+                store_id,
+                memory_id=memory_id,
+                operation=operation,
+                actor_filters={
+                    ActorType.SESSION: session_id,
+                    ActorType.API: api_key_id,
+                    ActorType.SERVICE_ACCOUNT: service_account_id,
+                },
+                created_gte=created_gte,
+                created_lte=created_lte,
+                limit=limit,
+                cursor=cursor,
+                with_content=with_content,
+            )
+            if self.viewer is None:
+                return page
+            return page.model_copy(
+                update={"items": visibility.visible_versions(conn, self.viewer, page.items)}
+            )

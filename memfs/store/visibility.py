@@ -1,4 +1,4 @@
-"""Visibility of records in SQL (issue 15, SPEC §6): the rule of :mod:`memfs.core.visibility`
+"""Visibility of records in SQL (SPEC §6): the rule of :mod:`memfs.core.visibility`
 as clauses against the record index, so that every read the store answers for a
 restricted viewer leaves out what it may not see.
 

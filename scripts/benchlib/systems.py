@@ -720,14 +720,16 @@ class MemfsSystem(FuseDaemonSystem):
             with Engine(
                 database_url(), memory_limit=self.MEMORY_LIMIT, synchronous_full=False
             ) as engine:
-                store = engine.create_store(name)
+                store = engine.stores.create(name)
                 if preload is None:
                     return
                 started = time.perf_counter()
                 for relative in preload.files:
                     content = (preload.path / relative).read_text(encoding="utf-8")
-                    engine.create_memory(
-                        store.id, f"/{preload.name}/{relative}", content, actor=None
+                    engine.memories.create(
+                        store.id,
+                        f"/{preload.name}/{relative}",
+                        content,
                     )
                 elapsed = time.perf_counter() - started
                 self.seed_rate_ms = 1000 * elapsed / max(1, len(preload.files))

@@ -186,30 +186,34 @@ class Cli:
 
     def create_store(self, name: str, description: str = "") -> dict[str, Any]:
         with self.engine() as engine:
-            return store_to_wire(engine.create_store(name, description))
+            return store_to_wire(engine.stores.create(name, description))
 
     def put(self, store: str, path: str, content: str) -> dict[str, Any]:
         """Creates or replaces a memory in-process; returns its wire object."""
         with self.engine() as engine:
-            store_id = engine.find_store(store).id
+            store_id = engine.stores.find(store).id
             try:
-                current = engine.get_memory_by_path(store_id, path, with_content=False)
+                current = engine.memories.get_by_path(store_id, path, with_content=False)
             except NotFound:
-                memory = engine.create_memory(store_id, path, content, actor=SETUP_ACTOR)
+                memory = engine.for_caller(actor=SETUP_ACTOR).memories.create(
+                    store_id, path, content
+                )
             else:
-                memory = engine.update_memory(
-                    store_id, current.id, content=content, actor=SETUP_ACTOR
+                memory = engine.for_caller(actor=SETUP_ACTOR).memories.update(
+                    store_id,
+                    current.id,
+                    content=content,
                 )
             return memory_to_wire(memory, full=False)
 
     def versions(self, store: str, *, memory_id: str | None = None) -> list[dict[str, Any]]:
         """Every version of a store, newest first, as wire objects (with content)."""
         with self.engine() as engine:
-            store_id = engine.find_store(store).id
+            store_id = engine.stores.find(store).id
             found: list[dict[str, Any]] = []
             cursor: str | None = None
             while True:
-                page = engine.list_versions(
+                page = engine.versions.list(
                     store_id, memory_id=memory_id, limit=100, cursor=cursor, with_content=True
                 )
                 found += [version_to_wire(v, full=True) for v in page.items]
@@ -219,10 +223,10 @@ class Cli:
 
     def paths(self, store: str) -> list[str]:
         with self.engine() as engine:
-            return [m.path for m in engine.all_memories(engine.find_store(store).id)]
+            return [m.path for m in engine.memories.all(engine.stores.find(store).id)]
 
     def content(self, store: str, path: str) -> str:
         with self.engine() as engine:
-            memory = engine.get_memory_by_path(engine.find_store(store).id, path)
+            memory = engine.memories.get_by_path(engine.stores.find(store).id, path)
             assert memory.content is not None
             return memory.content

@@ -120,7 +120,7 @@ def versions(engine: Engine, store_id: str, memory_id: str | None = None) -> lis
     found: list[MemoryVersion] = []
     cursor = None
     while True:
-        page = engine.list_versions(store_id, memory_id=memory_id, limit=100, cursor=cursor)
+        page = engine.versions.list(store_id, memory_id=memory_id, limit=100, cursor=cursor)
         found.extend(page.items)
         cursor = page.next_cursor
         if cursor is None:
@@ -130,8 +130,8 @@ def versions(engine: Engine, store_id: str, memory_id: str | None = None) -> lis
 def live(engine: Engine, store_id: str) -> dict[str, Memory]:
     """Live memories of a store with content, by path."""
     return {
-        m.path: engine.get_memory(store_id, m.id, with_content=True)
-        for m in engine.all_memories(store_id)
+        m.path: engine.memories.get(store_id, m.id, with_content=True)
+        for m in engine.memories.all(store_id)
     }
 
 

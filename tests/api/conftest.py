@@ -78,11 +78,11 @@ class Server:
 
     def key(self, *scopes: Scope, stores: tuple[str, ...] = ()) -> str:
         """A new API key secret with ``scopes``, optionally limited to ``stores``."""
-        _, secret = self.engine.create_api_key("test", list(scopes), list(stores))
+        _, secret = self.engine.api_keys.create("test", list(scopes), list(stores))
         return secret
 
     def key_with_id(self, *scopes: Scope) -> tuple[str, str]:
-        key, secret = self.engine.create_api_key("test", list(scopes))
+        key, secret = self.engine.api_keys.create("test", list(scopes))
         return key.id, secret
 
     def http(self, secret: str | None = None) -> httpx.Client:

@@ -48,10 +48,10 @@ def test_x_api_key_header_is_accepted(server: Server, store: Any) -> None:
 
 
 def test_revoked_key_is_401(server: Server, store: Any) -> None:
-    key, secret = server.engine.create_api_key("soon revoked", [Scope.READ])
+    key, secret = server.engine.api_keys.create("soon revoked", [Scope.READ])
     client = server.client(secret)
     assert client.beta.memory_stores.retrieve(store.id).id == store.id
-    server.engine.revoke_api_key(key.id)
+    server.engine.api_keys.revoke(key.id)
     with pytest.raises(anthropic.AuthenticationError):
         client.beta.memory_stores.retrieve(store.id)
 

@@ -76,8 +76,8 @@ async def served(engine: Engine, no_backstops: None) -> AsyncIterator[Served]:
 
 
 def _session(engine: Engine) -> tuple[list[MemoryStore], str]:
-    stores = [engine.create_store(f"s{i}") for i in range(STORES)]
-    _, token = engine.create_session([ResourceSpec(s.id, Access.READ_WRITE) for s in stores])
+    stores = [engine.stores.create(f"s{i}") for i in range(STORES)]
+    _, token = engine.sessions.create([ResourceSpec(s.id, Access.READ_WRITE) for s in stores])
     assert token is not None
     return stores, token
 
@@ -117,7 +117,7 @@ async def test_a_write_of_another_process_wakes_its_stores_parked_poll_at_once(
 
 
 class CountingSeq:
-    """``Engine.last_change_seq``, counting the reads per store."""
+    """``engine.feed.last_seq``, counting the reads per store."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
@@ -127,13 +127,13 @@ class CountingSeq:
     def __call__(self, store_id: str) -> int:
         with self._lock:
             self.reads[store_id] += 1
-        return self._engine.last_change_seq(store_id)
+        return self._engine.feed.last_seq(store_id)
 
 
 async def test_parked_polls_read_nothing_while_nothing_changes(engine: Engine) -> None:
     """Eight stores parked for IDLE_S: one read of each seq when its poll parks, none
     after (with POLL_INTERVAL_S polling, 12 each)."""
-    stores = [engine.create_store(f"s{i}") for i in range(STORES)]
+    stores = [engine.stores.create(f"s{i}") for i in range(STORES)]
     read = CountingSeq(engine)
     notifier = ChangeNotifier(read, watch=engine.watch_changes)
     assert changes.WATCHED_POLL_INTERVAL_S > IDLE_S
@@ -156,13 +156,13 @@ async def test_a_closed_notifier_ends_its_subscription(engine: Engine) -> None:
 
         return engine.watch_changes(record)
 
-    store = engine.create_store("s")
-    notifier = ChangeNotifier(engine.last_change_seq, watch=watch)
+    store = engine.stores.create("s")
+    notifier = ChangeNotifier(engine.feed.last_seq, watch=watch)
     await notifier.wait(store.id, 0, 0.01)  # subscribes
     notifier.close()
     later: list[frozenset[str] | None] = []  # subscribed now: told of the write
     unsubscribe = engine.watch_changes(later.append)
-    engine.create_memory(store.id, "/a.md", "a\n", actor=None)
+    engine.memories.create(store.id, "/a.md", "a\n")
     await wait_until_async(lambda: later, "the later subscriber's notice", DEADLINE_S)
     unsubscribe()
     assert told == []

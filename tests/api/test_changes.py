@@ -336,7 +336,7 @@ class LocalServer:
 async def local_server(tmp_path: Path) -> AsyncIterator[LocalServer]:
     """The API on Hypercorn in this test's trio loop (SQLite in tmp_path)."""
     engine = Engine(f"sqlite:///{tmp_path / 'local.db'}")
-    _, secret = engine.create_api_key("t", [Scope.ADMIN])
+    _, secret = engine.api_keys.create("t", [Scope.ADMIN])
     app = create_app(engine)
     config = Config()
     config.bind = ["127.0.0.1:0"]
@@ -356,7 +356,7 @@ async def local_server(tmp_path: Path) -> AsyncIterator[LocalServer]:
 async def test_a_client_that_goes_away_leaves_no_parked_request(
     local_server: LocalServer,
 ) -> None:
-    store = local_server.engine.create_store("s")
+    store = local_server.engine.stores.create("s")
     headers = {"authorization": f"Bearer {local_server.secret}"}
     async with (
         httpx.AsyncClient(base_url=local_server.url, headers=headers, timeout=60) as http,
@@ -379,10 +379,10 @@ async def test_this_servers_own_writes_wake_parked_polls_at_once(
     engine = local_server.engine
     # Polls of the database a minute apart: only the write itself can wake them in time.
     local_server.app.state.change_notifier = ChangeNotifier(
-        engine.last_change_seq, poll_interval_s=60
+        engine.feed.last_seq, poll_interval_s=60
     )
-    store = engine.create_store("s")
-    _, token = engine.create_session([ResourceSpec(store.id, Access.READ_WRITE, None)])
+    store = engine.stores.create("s")
+    _, token = engine.sessions.create([ResourceSpec(store.id, Access.READ_WRITE, None)])
     assert token is not None
     sdk = anthropic.AsyncAnthropic(api_key=local_server.secret, base_url=local_server.url)
     async with MemfsClient(local_server.url, token) as client, sdk, trio.open_nursery() as nursery:

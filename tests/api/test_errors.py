@@ -260,13 +260,13 @@ def _client(engine: Engine, *, insecure_dev: bool = False) -> httpx.AsyncClient:
 async def test_unexpected_failures_are_500_without_details(
     local_engine: Engine, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    _, secret = local_engine.create_api_key("t", [Scope.ADMIN])
-    store = local_engine.create_store("s")
+    _, secret = local_engine.api_keys.create("t", [Scope.ADMIN])
+    store = local_engine.stores.create("s")
 
     def broken(*args: object, **kwargs: object) -> None:
         raise RuntimeError("disk on fire at /var/secret/path")
 
-    monkeypatch.setattr(local_engine, "get_store", broken)
+    monkeypatch.setattr(type(local_engine.stores), "get", broken)  # every caller's
     async with _client(local_engine) as client:
         response = await client.get(
             f"/v1/memory_stores/{store.id}", headers={"authorization": f"Bearer {secret}"}
@@ -280,12 +280,12 @@ async def test_unexpected_failures_are_500_without_details(
 async def test_corrupted_store_is_500(
     local_engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _, secret = local_engine.create_api_key("t", [Scope.ADMIN])
+    _, secret = local_engine.api_keys.create("t", [Scope.ADMIN])
 
     def corrupted(*args: object, **kwargs: object) -> None:
         raise CorruptedStore("blob abc no longer hashes to its key")
 
-    monkeypatch.setattr(local_engine, "list_stores", corrupted)
+    monkeypatch.setattr(type(local_engine.stores), "list", corrupted)  # every caller's
     async with _client(local_engine) as client:
         response = await client.get("/v1/memory_stores", headers={"x-api-key": secret})
     _assert_error(response, 500, "api_error", "corrupted_store")

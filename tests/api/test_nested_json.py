@@ -36,7 +36,7 @@ def engine(tmp_path: Path) -> Iterator[Engine]:
 
 @pytest.fixture
 async def http(engine: Engine) -> AsyncIterator[httpx.AsyncClient]:
-    _, secret = engine.create_api_key("t", [Scope.ADMIN])
+    _, secret = engine.api_keys.create("t", [Scope.ADMIN])
     transport = httpx.ASGITransport(app=create_app(engine), raise_app_exceptions=False)
     async with httpx.AsyncClient(
         transport=transport,
@@ -64,8 +64,8 @@ def _bodies(store_id: str, memory_id: str, metadata: str) -> list[tuple[str, str
 async def test_metadata_nested_deeply_is_a_400_naming_the_limit(
     engine: Engine, http: httpx.AsyncClient, depth: int
 ) -> None:
-    store = engine.create_store("s")
-    memory = engine.create_memory(store.id, "/a.md", "a", actor=SETUP_ACTOR)
+    store = engine.stores.create("s")
+    memory = engine.for_caller(actor=SETUP_ACTOR).memories.create(store.id, "/a.md", "a")
     for method, url, body in _bodies(store.id, memory.id, _nested(depth)):
         response = await http.request(method, url, content=body.encode())
         assert response.status_code == 400, (url, response.text)
@@ -78,14 +78,14 @@ async def test_metadata_nested_deeply_is_a_400_naming_the_limit(
         else:  # parsed, and refused by the rules (SPEC §1: metadata values are strings)
             assert error["details"]["error_code"] != "json_too_deep", (url, error)
     # Nothing was written by any of them.
-    assert engine.get_memory(store.id, memory.id).content == "a"
-    assert [s.id for s in engine.list_stores().items] == [store.id]
+    assert engine.memories.get(store.id, memory.id).content == "a"
+    assert [s.id for s in engine.stores.list().items] == [store.id]
 
 
 async def test_the_deepest_valid_body_is_far_within_the_limit(
     engine: Engine, http: httpx.AsyncClient
 ) -> None:
-    store = engine.create_store("s")
+    store = engine.stores.create("s")
     resource = {"type": "memory_store", "memory_store_id": store.id, "access": "read_write"}
     assert (await http.post("/v1/sessions", json={"resources": [resource]})).status_code == 200
     at_limit = '{"a":' * (MAX_JSON_DEPTH - 1) + "[]" + "}" * (MAX_JSON_DEPTH - 1)

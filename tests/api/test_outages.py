@@ -105,8 +105,8 @@ def test_a_full_disk_is_a_retryable_503_and_writes_resume_once_space_is_freed(
 ) -> None:
     database = small_disk / "memfs.db"
     with Engine(database_url(str(database))) as engine:
-        _, secret = engine.create_api_key("outage", [Scope.ADMIN])
-        store = engine.create_store("full-disk")
+        _, secret = engine.api_keys.create("outage", [Scope.ADMIN])
+        store = engine.stores.create("full-disk")
     home = tmp_path / "home"
     home.mkdir()
     server = ServeProcess(database, tmp_path, env=memfs_env(home))
@@ -240,8 +240,8 @@ def test_a_postgresql_restart_is_a_retryable_503_and_loses_nothing_acknowledged(
     own_postgres: _OwnPostgres, tmp_path: Path
 ) -> None:
     with Engine(database_url(own_postgres.url)) as engine:
-        _, secret = engine.create_api_key("outage", [Scope.ADMIN])
-        store = engine.create_store("restarts")
+        _, secret = engine.api_keys.create("outage", [Scope.ADMIN])
+        store = engine.stores.create("restarts")
     home = tmp_path / "home"
     home.mkdir()
     server = ServeProcess(own_postgres.url, tmp_path, env=memfs_env(home))
@@ -313,19 +313,21 @@ def test_a_postgresql_restart_is_a_retryable_503_and_loses_nothing_acknowledged(
 # ------------------------------------------------------------- in process
 
 
-def _flaky(engine: Engine, name: str, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Makes ``engine.<name>`` lose its connection on its first call; returns the list
-    that counts the calls."""
+def _flaky(facade: object, name: str, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """Makes method ``name`` of ``facade``'s class (every caller's: the routes bind a
+    caller per request) lose its connection on its first call; returns the list that
+    counts the calls."""
     calls: list[int] = []
-    real = getattr(engine, name)
+    cls = type(facade)
+    real = getattr(cls, name)
 
-    def lose_connection_once(*args: object, **kwargs: object) -> object:
+    def lose_connection_once(self: object, *args: object, **kwargs: object) -> object:
         calls.append(1)
         if len(calls) == 1:
             raise DatabaseUnreachable("server closed the connection unexpectedly")
-        return real(*args, **kwargs)
+        return real(self, *args, **kwargs)
 
-    monkeypatch.setattr(engine, name, lose_connection_once)
+    monkeypatch.setattr(cls, name, lose_connection_once)
     return calls
 
 
@@ -333,9 +335,9 @@ async def test_a_lost_connection_is_run_once_more_only_where_that_is_safe(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with Engine(f"sqlite:///{tmp_path / 'local.db'}") as engine:
-        _, secret = engine.create_api_key("t", [Scope.ADMIN])
-        store = engine.create_store("s")
-        memory = engine.create_memory(store.id, "/a.md", "one", actor=SETUP_ACTOR)
+        _, secret = engine.api_keys.create("t", [Scope.ADMIN])
+        store = engine.stores.create("s")
+        memory = engine.for_caller(actor=SETUP_ACTOR).memories.create(store.id, "/a.md", "one")
         app = create_app(engine)
         transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
         async with httpx.AsyncClient(
@@ -345,34 +347,34 @@ async def test_a_lost_connection_is_run_once_more_only_where_that_is_safe(
         ) as http:
             memories = f"/v1/memory_stores/{store.id}/memories"
             # Authentication is a read: run again, answered.
-            calls = _flaky(engine, "authenticate_api_key", monkeypatch)
+            calls = _flaky(engine.api_keys, "authenticate", monkeypatch)
             assert (await http.get(f"/v1/memory_stores/{store.id}")).status_code == 200
             assert len(calls) == 2
             # A read: run again, answered.
-            calls = _flaky(engine, "get_store", monkeypatch)
+            calls = _flaky(engine.stores, "get", monkeypatch)
             assert (await http.get(f"/v1/memory_stores/{store.id}")).status_code == 200
             assert len(calls) == 2
             # An update under its precondition: run again, applied once.
-            calls = _flaky(engine, "update_memory", monkeypatch)
+            calls = _flaky(engine.memories, "update", monkeypatch)
             precondition = {"type": "content_sha256", "content_sha256": memory.content_sha256}
             body = {"content": "two", "precondition": precondition}
             updated = await http.post(f"{memories}/{memory.id}", json=body)
             assert updated.status_code == 200, updated.text
             assert len(calls) == 2
             # A create: its path must be free, so running it again can't make two.
-            calls = _flaky(engine, "create_memory", monkeypatch)
+            calls = _flaky(engine.memories, "create_with_record", monkeypatch)
             created = await http.post(memories, json={"path": "/b.md", "content": "b"})
             assert created.status_code == 200, created.text
             assert len(calls) == 2
             # An update without a precondition, a store's creation: the client decides.
-            calls = _flaky(engine, "update_memory", monkeypatch)
+            calls = _flaky(engine.memories, "update", monkeypatch)
             blind = await http.post(f"{memories}/{memory.id}", json={"content": "three"})
             _assert_retryable_503(blind, "database_unreachable")
             assert len(calls) == 1
-            calls = _flaky(engine, "create_store", monkeypatch)
+            calls = _flaky(engine.stores, "create", monkeypatch)
             _assert_retryable_503(
                 await http.post("/v1/memory_stores", json={"name": "t"}), "database_unreachable"
             )
             assert len(calls) == 1
-        assert engine.get_memory(store.id, memory.id).content == "two"
+        assert engine.memories.get(store.id, memory.id).content == "two"
         assert list(engine.iter_fsck_findings()) == []

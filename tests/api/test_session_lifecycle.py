@@ -165,7 +165,7 @@ def test_revoking_a_key_revokes_its_sessions(server: Server, store: Any) -> None
     token = _token(session)
     bystander = _create(server, store.id)  # made by the admin key: not affected
     assert server.client(token).beta.memory_stores.retrieve(store.id).id == store.id
-    server.engine.revoke_api_key(key_id)
+    server.engine.api_keys.revoke(key_id)
     _assert_token_refused(server, token, store.id, "credential_revoked")
     assert server.client(_token(bystander)).beta.memory_stores.retrieve(store.id).id == store.id
     retrieved = server.client().beta.sessions.retrieve(session.id)

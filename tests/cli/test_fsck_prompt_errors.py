@@ -204,7 +204,7 @@ def test_prompt_command_for_stores(cli: Cli, store: dict[str, Any]) -> None:
 def test_prompt_command_for_a_session(cli: Cli, store: dict[str, Any]) -> None:
     engine = open_engine(f"sqlite:///{cli.home / 'memfs.db'}")
     try:
-        session, _ = engine.create_session(
+        session, _ = engine.sessions.create(
             [ResourceSpec(store["id"], Access.READ_ONLY, "Read before answering.")],
             with_token=False,
         )

@@ -105,8 +105,8 @@ def test_mv_renames_keeping_the_id_and_moves_directories(cli: Cli, store: dict[s
     )
     assert cli.paths(STORE) == ["/moved/a.md", "/moved/sub/b.md", "/new.md"]
     with cli.engine() as engine:
-        store_id = engine.find_store(STORE).id
-        assert engine.get_memory_by_path(store_id, "/new.md").id == memory["id"]
+        store_id = engine.stores.find(STORE).id
+        assert engine.memories.get_by_path(store_id, "/new.md").id == memory["id"]
     assert "no memory at /nowhere" in cli.error("memory", "mv", STORE, "/nowhere", "/x")
     assert "/new.md" in cli.error("memory", "mv", STORE, "/moved/a.md", "/new.md")
 

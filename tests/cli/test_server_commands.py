@@ -69,4 +69,4 @@ def test_key_list_and_session_show_draw_rich_tables_on_a_terminal(
 
 def _store_id(cli: Cli, name: str) -> str:
     with cli.engine() as engine:
-        return engine.find_store(name).id
+        return engine.stores.find(name).id

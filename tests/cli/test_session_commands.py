@@ -43,7 +43,7 @@ def test_a_ttl_out_of_range_or_malformed_is_one_error_line(
 ) -> None:
     assert cli.error("session", "create", "--store", "Project Notes", "--ttl", ttl)
     with cli.engine() as engine:
-        assert engine.list_sessions(limit=100).items == []  # nothing was created
+        assert engine.sessions.list(limit=100).items == []  # nothing was created
 
 
 def test_revoke_ends_the_token_and_list_says_so(cli: Cli, store: dict[str, Any]) -> None:
@@ -52,7 +52,7 @@ def test_revoke_ends_the_token_and_list_says_so(cli: Cli, store: dict[str, Any])
     kept = cli.run("session", "create", "--store", "Other", "--title", "kept", "--json").json()
     assert cli.run("session", "revoke", created["id"]).stdout == f"{created['id']} revoked\n"
     with cli.engine() as engine, pytest.raises(CredentialRevoked):
-        engine.authenticate_session(created["token"])
+        engine.sessions.authenticate(created["token"])
     listed = {s["id"]: s for s in cli.run("session", "list", "--json").json()["data"]}
     assert listed.keys() == {created["id"], kept["id"]}
     assert listed[created["id"]]["revoked_at"] is not None

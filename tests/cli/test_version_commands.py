@@ -52,8 +52,8 @@ def test_ls_filters(cli: Cli, store: dict[str, Any]) -> None:
     cli.put(STORE, "/b.md", "b")
     cli.put(STORE, "/a.md", "aa")
     with cli.engine() as engine:
-        store_id = engine.find_store(STORE).id
-        engine.update_memory(store_id, a["id"], path="/renamed.md", actor=None)
+        store_id = engine.stores.find(STORE).id
+        engine.memories.update(store_id, a["id"], path="/renamed.md")
 
     def paths(*args: str) -> list[tuple[str, str]]:
         data = cli.run("version", "ls", STORE, "--json", *args).json()["data"]

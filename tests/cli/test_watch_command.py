@@ -134,7 +134,7 @@ def watch(cli: Cli) -> Iterator[Any]:
 def feed(cli: Cli, store_id: str, after: int, name: str) -> list[dict[str, Any]]:
     """What the lines must be: the store's feed after ``after``, with its name."""
     with cli.engine() as engine:
-        changes = engine.changes_since(store_id, after)
+        changes = engine.feed.changes_since(store_id, after)
     return [{**change_to_wire(c), "memory_store_name": name} for c in changes]
 
 
@@ -189,10 +189,10 @@ def test_several_stores_by_name_and_id_each_in_seq_order(
     watcher = watch("Project Notes", other["id"], "--count", "4")
     watcher.wait_ready(2)
     with cli.engine() as engine:
-        a = engine.create_memory(store["id"], "/a.md", "a\n", actor=SETUP_ACTOR)
-        engine.create_memory(other["id"], "/b.md", "b\n", actor=SETUP_ACTOR)
-        engine.update_memory(store["id"], a.id, path="/c.md", actor=SETUP_ACTOR)
-        engine.update_store(other["id"], description="changed")
+        a = engine.for_caller(actor=SETUP_ACTOR).memories.create(store["id"], "/a.md", "a\n")
+        engine.for_caller(actor=SETUP_ACTOR).memories.create(other["id"], "/b.md", "b\n")
+        engine.for_caller(actor=SETUP_ACTOR).memories.update(store["id"], a.id, path="/c.md")
+        engine.stores.update(other["id"], description="changed")
     watcher.read(4)
     assert watcher.finish() == 0
     mine = [line for line in watcher.lines if line["memory_store_id"] == store["id"]]
@@ -275,7 +275,7 @@ def test_remote_watch_follows_the_long_poll_with_a_session_token(
     cli: Cli, store: dict[str, Any], server: ServeProcess, watch: Any
 ) -> None:
     with cli.engine() as engine:
-        session, token = engine.create_session([ResourceSpec(store["id"])])
+        session, token = engine.sessions.create([ResourceSpec(store["id"])])
     assert token is not None
     env = {**cli.env, "MEMFS_TOKEN": token}
     watcher = watch("project-notes", "--api", server.url, "--count", "3", env=env)
@@ -308,8 +308,8 @@ def test_remote_watch_shows_what_the_key_may_see(
     cli: Cli, store: dict[str, Any], server: ServeProcess, watch: Any
 ) -> None:
     with cli.engine() as engine:
-        _, plain = engine.create_api_key("plain", [Scope.READ])
-        _, bob = engine.create_api_key(
+        _, plain = engine.api_keys.create("plain", [Scope.READ])
+        _, bob = engine.api_keys.create(
             "bob", [Scope.READ, Scope.WRITE], principal=UserPrincipal(user_id="bob")
         )
     private = "---\ntype: preference\nscope: private\nuser_id: bob\n---\nbob likes tea\n"
@@ -353,14 +353,14 @@ def test_watch_follows_a_postgresql_database(
 ) -> None:
     url = pg_database_url()
     with Engine(database_url(url)) as engine:
-        store = engine.create_store("Shared")
+        store = engine.stores.create("Shared")
         watcher = watch("Shared", "--database", url, "--count", "2")
         watcher.wait_ready()  # woken by LISTEN/NOTIFY from here on
-        memory = engine.create_memory(store.id, "/a.md", "a\n", actor=SETUP_ACTOR)
-        engine.delete_memory(store.id, memory.id, actor=SETUP_ACTOR)
+        memory = engine.for_caller(actor=SETUP_ACTOR).memories.create(store.id, "/a.md", "a\n")
+        engine.for_caller(actor=SETUP_ACTOR).memories.delete(store.id, memory.id)
         watcher.read(2)
         assert watcher.finish() == 0
-        expected = [change_to_wire(c) for c in engine.changes_since(store.id, 0)]
+        expected = [change_to_wire(c) for c in engine.feed.changes_since(store.id, 0)]
     assert watcher.lines == [{**line, "memory_store_name": "Shared"} for line in expected]
     assert summary(watcher.lines) == [(1, "memory_written", "/a.md", None),
                                       (2, "memory_deleted", "/a.md", None)]  # fmt: skip

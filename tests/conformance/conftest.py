@@ -45,7 +45,7 @@ def store_mount(memfs_home: Path, tmp_path: Path) -> Iterator[StoreMount]:
         pytest.skip(FUSE_UNAVAILABLE_REASON)
     engine = open_engine()
     try:
-        store = engine.create_store(STORE_NAME)
+        store = engine.stores.create(STORE_NAME)
         mounter = Mounter(tmp_path, engine)
         try:
             yield StoreMount(engine, store, mounter.mount(STORE_NAME))

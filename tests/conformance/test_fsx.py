@@ -55,7 +55,7 @@ def test_fsx_text_passes(
     assert f"All {ops} operations completed A-OK!" in completed.stdout, report
     shown = run("cat", target).stdout
     engine, store = store_mount.engine, store_mount.store
-    (memory,) = engine.all_memories(store.id)
+    (memory,) = engine.memories.all(store.id)
     assert memory.path == f"/{mode}.txt"
-    stored = engine.get_memory(store.id, memory.id, with_content=True).content
+    stored = engine.memories.get(store.id, memory.id, with_content=True).content
     assert stored == shown, "the store does not hold what the mount shows after fsx"

@@ -86,7 +86,7 @@ def make_session(store_engine: Engine) -> Callable[..., str]:
         for item in stores:
             store, access = item if isinstance(item, tuple) else (item, "read_write")
             specs.append(ResourceSpec(store.id, Access(access)))
-        _, token = store_engine.create_session(specs, mount_root="/mnt/memory")
+        _, token = store_engine.sessions.create(specs, mount_root="/mnt/memory")
         assert token is not None
         return token
 

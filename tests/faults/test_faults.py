@@ -69,7 +69,7 @@ def lines(count: int) -> str:
 
 def contents_in_order(engine: Engine, store_id: str, memory_id: str) -> list[str]:
     return [
-        engine.get_version(store_id, v.id).content or ""
+        engine.versions.get(store_id, v.id).content or ""
         for v in versions(engine, store_id, memory_id)
     ]
 
@@ -112,7 +112,7 @@ def test_a_server_killed_mid_stream_of_writes_loses_none_and_repeats_none(
     assert out.split()[-1] == str(WRITES - 1)
 
     wait_outbox_empty(mount)
-    memory = store_engine.get_memory_by_path(notes.id, "/stream.md")
+    memory = store_engine.memories.get_by_path(notes.id, "/stream.md")
     assert memory.content == lines(WRITES)
     # Every close made exactly one version, in the order of the closes.
     assert contents_in_order(store_engine, notes.id, memory.id) == [
@@ -170,7 +170,7 @@ def test_a_daemon_killed_with_writes_in_its_outbox_replays_them_after_a_remount(
         "/renamed.md": "start\n" + "".join(f"offline {i}\n" for i in range(3)),
         "/new.md": "created offline\n",
     }
-    renamed = store_engine.get_memory_by_path(notes.id, "/renamed.md")
+    renamed = store_engine.memories.get_by_path(notes.id, "/renamed.md")
     assert contents_in_order(store_engine, notes.id, renamed.id) == [
         "start\n" + "".join(f"offline {i}\n" for i in range(count)) for count in range(4)
     ] + ["start\n" + "".join(f"offline {i}\n" for i in range(3))]  # the rename

@@ -146,7 +146,7 @@ def test_an_embedded_mount_on_a_full_disk_answers_enospc_and_writes_again_once_f
     assert _alive(mount), mount.log_file.read_text()
     assert read_text(notes / "hello.md") == "hello\n"
     assert not (notes / refused.lstrip("/")).exists()
-    assert refused not in {m.path for m in store_engine.all_memories(store.id)}
+    assert refused not in {m.path for m in store_engine.memories.all(store.id)}
     status = memfs_status(mount)
     assert f"disk full:    {memfs_home / 'memfs.db'}" in status, status
 
@@ -154,7 +154,7 @@ def test_an_embedded_mount_on_a_full_disk_answers_enospc_and_writes_again_once_f
     wait_until(lambda: "disk full:    " not in memfs_status(mount), "the disk-full state to end")
     assert _write(notes / refused.lstrip("/"), _content(failed_at)) == "no error"
     assert read_text(notes / refused.lstrip("/")) == _content(failed_at)
-    stored = {m.path: m for m in store_engine.all_memories(store.id)}
+    stored = {m.path: m for m in store_engine.memories.all(store.id)}
     assert stored[refused].content_size_bytes == len(_content(failed_at))
     # The refused bytes, held in memory while the disk was full, are kept on disk now.
     rejected = memfs_home / "rejected" / mount.session_id
@@ -198,7 +198,7 @@ def test_a_remote_mount_whose_outbox_disk_is_full_answers_enospc_and_keeps_no_to
     assert [e.write.path for e in read_pending(journal.parent)] == ["/queued.md", "/refused.md"]
     server.start()  # the same port: the outbox replays in order
     wait_outbox_empty(mount)
-    stored = {m.path: m for m in store_engine.all_memories(store.id)}
+    stored = {m.path: m for m in store_engine.memories.all(store.id)}
     assert stored["/queued.md"].content_size_bytes == len("queued\n")
     assert stored["/refused.md"].content_size_bytes == len(_content(1))
     assert _alive(mount)

@@ -47,7 +47,7 @@ from memfs.store import Engine
 
 def api(server: Server, engine: Engine) -> httpx.Client:
     """An HTTP client of the server with a new admin key."""
-    _, secret = engine.create_api_key("test", [Scope.ADMIN])
+    _, secret = engine.api_keys.create("test", [Scope.ADMIN])
     return httpx.Client(
         base_url=server.url, headers={"authorization": f"Bearer {secret}"}, timeout=30
     )
@@ -77,7 +77,7 @@ def test_a_remote_mount_shows_exactly_the_sessions_stores_with_their_access(
     mount = mount_remote(mounter, server, token)
 
     # Directories are the last segments of the session's mount paths.
-    session = store_engine.authenticate_session(token)
+    session = store_engine.sessions.authenticate(token)
     assert sorted(os.listdir(mount.path)) == sorted(
         r.mount_path.rsplit("/", 1)[1] for r in session.resources
     ) == ["notes", "reference-docs"]
@@ -87,7 +87,7 @@ def test_a_remote_mount_shows_exactly_the_sessions_stores_with_their_access(
     assert errno_of(f"open({str(mount / 'reference-docs/new.md')!r}, 'w')") == "EROFS"
 
     (mount / "notes/new.md").write_text("written through the server\n")
-    memory = store_engine.get_memory_by_path(notes.id, "/new.md")
+    memory = store_engine.memories.get_by_path(notes.id, "/new.md")
     assert memory.content == "written through the server\n"
     (created,) = versions(store_engine, notes.id, memory.id)
     # SPEC §3: a mount's writes are attributed to its session.
@@ -155,7 +155,7 @@ def test_a_write_through_a_mount_the_api_or_the_cli_shows_in_another_within_a_se
     embedded = mounter.mount("Notes")
     targets = [reader / "notes/shared.md", embedded / "notes/shared.md"]
     visible_within(targets, "v0\n", time.monotonic(), PROPAGATION_DEADLINE_S)  # cached now
-    memory = store_engine.get_memory_by_path(notes.id, "/shared.md", with_content=False)
+    memory = store_engine.memories.get_by_path(notes.id, "/shared.md", with_content=False)
     latencies: list[float] = []
 
     for round_number in range(3):
@@ -250,7 +250,7 @@ def test_a_redaction_purges_the_bytes_from_every_mounts_caches(
     before = {m.path: m.status["memory_cache"] for m in (remote, embedded)}
 
     first = versions(store_engine, notes.id)[0]
-    store_engine.redact_version(notes.id, first.id, actor=None)
+    store_engine.versions.redact(notes.id, first.id)
 
     wait_until(lambda: not files_holding_the_secret(), "the disk cache to drop the secret",
                PROPAGATION_DEADLINE_S * 3)
@@ -273,8 +273,8 @@ def test_a_flat_remote_mount_merges_the_sessions_stores(
     assert sorted(os.listdir(mount.path)) == ["guide.md", "shared.md"]
     assert (mount / "shared.md").read_text() == "main wins\n"
     (mount / "guide.md").write_text("copied up\n")  # SPEC §4 overlay: into the default
-    assert store_engine.get_memory_by_path(main.id, "/guide.md").content == "copied up\n"
-    assert store_engine.get_memory_by_path(reference.id, "/guide.md").content == "guide\n"
+    assert store_engine.memories.get_by_path(main.id, "/guide.md").content == "copied up\n"
+    assert store_engine.memories.get_by_path(reference.id, "/guide.md").content == "guide\n"
     assert errno_of(f"os.unlink({str(mount / 'guide.md')!r}); os.unlink("
                     f"{str(mount / 'guide.md')!r})") == "EROFS"
 
@@ -376,7 +376,7 @@ def test_a_file_created_behind_a_full_outbox_stays_itself_while_the_outbox_repla
     wait_outbox_empty(mount)
 
     expected = "".join(f"line {i}\n" for i in range(appended))
-    assert store_engine.get_memory_by_path(notes.id, "/x.md").content == expected
+    assert store_engine.memories.get_by_path(notes.id, "/x.md").content == expected
     assert (mount / "notes/x.md").read_text() == expected
     assert sorted(live(store_engine, notes.id)) == sorted(
         ["/x.md", *(f"/bulk-{n:03d}.md" for n in range(200))]
@@ -420,7 +420,7 @@ def test_umount_with_queued_writes_says_how_many_and_where_and_fails_unless_forc
     again = mount_remote(mounter, server, token, path=mount.path)
     again.expect_log("the server is unreachable", "stay queued")
     wait_outbox_empty(again)
-    assert store_engine.get_memory_by_path(notes.id, "/a.md").content == "queued\n"
+    assert store_engine.memories.get_by_path(notes.id, "/a.md").content == "queued\n"
 
     server.kill()
     (again / "notes/b.md").write_text("queued too\n")
@@ -452,7 +452,7 @@ def test_a_bulk_import_reaches_a_remote_mount_within_seconds(
     assert (mount / "notes/before.md").read_text() == "before\n"
     started = time.monotonic()
     for n in range(BULK_IMPORT):
-        store_engine.create_memory(notes.id, f"/imported/m{n:04d}.md", f"{n}\n", actor=None)
+        store_engine.memories.create(notes.id, f"/imported/m{n:04d}.md", f"{n}\n")
     imported_at = time.monotonic()
     last = mount / f"notes/imported/m{BULK_IMPORT - 1:04d}.md"
     wait_until(reads(last, f"{BULK_IMPORT - 1}\n"), f"{last} in the mount", 120.0)
@@ -479,7 +479,7 @@ def test_a_mount_whose_token_is_revoked_keeps_its_writes_queued_and_says_why(
     mount.expect_log("refused this mount's session token", "change feed", "stay queued")
     (mount / "notes/a.md").write_text("v1\n")
     session_id = mount.session_id
-    store_engine.revoke_session(session_id)
+    store_engine.sessions.revoke(session_id)
 
     (mount / "notes/a.md").write_text("v2\n")  # close() returned 0: the write is queued
     (mount / "notes/b.md").write_text("new\n")
@@ -487,7 +487,7 @@ def test_a_mount_whose_token_is_revoked_keeps_its_writes_queued_and_says_why(
                "the status to say the token is refused")
     outbox = memfs_home / "outbox" / session_id
     assert [e.write.path for e in read_pending(outbox)] == ["/a.md", "/b.md"]
-    assert store_engine.get_memory_by_path(notes.id, "/a.md").content == "v1\n"
+    assert store_engine.memories.get_by_path(notes.id, "/a.md").content == "v1\n"
     assert (mount / "notes/a.md").read_text() == "v2\n"
     text = memfs_status(mount)
     assert "server:       token refused" in text
@@ -512,8 +512,8 @@ def test_a_mount_whose_token_is_revoked_keeps_its_writes_queued_and_says_why(
     assert f"replayed 2 of 2 write(s) from {memfs_home / 'outbox' / session_id}" in (
         replayed.stdout
     )
-    assert store_engine.get_memory_by_path(notes.id, "/a.md").content == "v2\n"
-    assert store_engine.get_memory_by_path(notes.id, "/b.md").content == "new\n"
+    assert store_engine.memories.get_by_path(notes.id, "/a.md").content == "v2\n"
+    assert store_engine.memories.get_by_path(notes.id, "/b.md").content == "new\n"
     assert read_pending(memfs_home / "outbox" / session_id) == []
     again = run(MEMFS, "outbox", "replay", session_id, "--api", server.url,
                 "--token", make_session(notes))

@@ -51,9 +51,9 @@ def store_engine(memfs_home: Path) -> Iterator[Engine]:
 @pytest.fixture
 def make_store(store_engine: Engine) -> Callable[..., MemoryStore]:
     def make(name: str = "Notes", files: dict[str, str] | None = None) -> MemoryStore:
-        store = store_engine.create_store(name)
+        store = store_engine.stores.create(name)
         for path, content in (files or {}).items():
-            store_engine.create_memory(store.id, path, content, actor=None)
+            store_engine.memories.create(store.id, path, content)
         return store
 
     return make

@@ -21,9 +21,12 @@ def test_an_append_after_a_change_elsewhere_goes_to_the_end(mount, store_engine)
         reader = open({str(path)!r}, "r+")
         assert os.stat({str(path)!r}).st_size == 4
         engine = open_engine()  # another writer (like the API or the CLI)
-        memory = engine.get_memory_by_path({store_id!r}, "/f.md", with_content=False)
-        new = engine.update_memory({store_id!r}, memory.id,
-                                   content="one\\nTWO written via API\\n", actor=None)
+        memory = engine.memories.get_by_path({store_id!r}, "/f.md", with_content=False)
+        new = engine.memories.update(
+                                   {store_id!r},
+                                   memory.id,
+                                   content="one\\nTWO written via API\\n",
+                               )
         engine.close()
         deadline = time.monotonic() + 5
         while os.getxattr({str(path)!r}, "user.memfs.version_id").decode() != \\
@@ -123,8 +126,8 @@ def test_a_file_held_open_does_not_hide_a_change_from_new_opens(mount, store_eng
         from memfs.store import open_engine
         held = os.open({str(path)!r}, os.O_RDONLY)  # like `exec 3<st.md`
         engine = open_engine()
-        memory = engine.get_memory_by_path({store_id!r}, "/st.md", with_content=False)
-        engine.update_memory({store_id!r}, memory.id, content={new_content!r}, actor=None)
+        memory = engine.memories.get_by_path({store_id!r}, "/st.md", with_content=False)
+        engine.memories.update({store_id!r}, memory.id, content={new_content!r})
         engine.close()
         deadline = time.monotonic() + 5
         while os.stat({str(path)!r}).st_size != {len(new_content)}:
@@ -160,8 +163,8 @@ def test_an_old_descriptor_never_puts_old_content_in_front_of_new_opens(
             if {read_first!r}:
                 os.read(held, 100)
             engine = open_engine()
-            memory = engine.get_memory_by_path({store_id!r}, "/race.md", with_content=False)
-            engine.update_memory({store_id!r}, memory.id, content="BBBB new\\n", actor=None)
+            memory = engine.memories.get_by_path({store_id!r}, "/race.md", with_content=False)
+            engine.memories.update({store_id!r}, memory.id, content="BBBB new\\n")
             engine.close()
             deadline = time.monotonic() + 5
             while os.stat({str(path)!r}).st_size != len("BBBB new\\n"):

@@ -58,9 +58,26 @@ class CountingEngine:
         self.reads: Counter[str] = Counter()
         self.probes: Counter[str] = Counter()
 
-    def changes_since(self, store_id: str, after_seq: int, **options: Any) -> list[Change]:
-        self.reads[store_id] += 1
-        return self._engine.changes_since(store_id, after_seq, **options)
+    def for_caller(self, **binding: Any) -> Any:
+        """The engine's caller, whose feed reads are counted."""
+        caller = self._engine.for_caller(**binding)
+        reads = self.reads
+
+        class CountingFeed:
+            def changes_since(self, store_id: str, after_seq: int, **options: Any) -> list[Change]:
+                reads[store_id] += 1
+                return caller.feed.changes_since(store_id, after_seq, **options)
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(caller.feed, name)
+
+        class CountingCaller:
+            feed = CountingFeed()
+
+            def __getattr__(self, name: str) -> Any:
+                return getattr(caller, name)
+
+        return CountingCaller()
 
     def feed_probe(self) -> Any:
         probe = self._engine.feed_probe()
@@ -100,7 +117,7 @@ async def test_an_idle_wait_reads_each_feed_at_its_start_and_end(
     engine: Engine, counted: tuple[CountingEngine, EmbeddedBackend]
 ) -> None:
     counting, backend = counted
-    stores = [engine.create_store(f"s{i}") for i in range(STORES)]
+    stores = [engine.stores.create(f"s{i}") for i in range(STORES)]
     results: dict[str, list[Change]] = {}
 
     async def wait(store: MemoryStore) -> None:
@@ -122,25 +139,25 @@ async def test_a_backend_hands_back_its_own_writes_and_reads_what_others_wrote(
     the newest seq from the probe (SQLite file), so a mount that only writes reads
     nothing back; an entry of another writer among them is read from the feed."""
     counting, backend = counted
-    store = engine.create_store("s")
+    store = engine.stores.create("s")
     for name in ("a", "b", "c"):
         await backend.create_memory(store.id, f"/{name}.md", f"{name}\n")
     assert await backend.change_counter(store.id) == 3
     own = await backend.changes_since(store.id, 0)
-    assert own == engine.changes_since(store.id, 0)
+    assert own == engine.feed.changes_since(store.id, 0)
     assert await backend.changes_since(store.id, 3, timeout_s=0.2) == []
     probed = engine.feed_probe() is not None  # PostgreSQL: every answer is a read
     if probed:
         assert counting.reads[store.id] == 0
     other = Engine(database)  # another writer
     try:
-        other.create_memory(store.id, "/other.md", "o\n", actor=None)
+        other.memories.create(store.id, "/other.md", "o\n")
     finally:
         other.close()
     memory = await backend.create_memory(store.id, "/d.md", "d\n")
     await backend.update_memory(store.id, memory.id, MemoryChange(content="d2\n"))
     mixed = await backend.changes_since(store.id, 3)
-    assert mixed == engine.changes_since(store.id, 3)
+    assert mixed == engine.feed.changes_since(store.id, 3)
     assert [c.path for c in mixed] == ["/other.md", "/d.md", "/d.md"]
     if probed:
         assert counting.reads[store.id] == 1
@@ -151,7 +168,7 @@ async def test_a_commit_of_another_process_ends_the_wait_at_once(
     engine: Engine, database: str, counted: tuple[CountingEngine, EmbeddedBackend]
 ) -> None:
     counting, backend = counted
-    stores = [engine.create_store(f"s{i}") for i in range(STORES)]
+    stores = [engine.stores.create(f"s{i}") for i in range(STORES)]
     target = stores[3]
     got: list[Change] = []
     written_at: list[float] = []
@@ -181,8 +198,8 @@ async def test_a_commit_of_another_process_ends_the_wait_at_once(
 
 
 def _eight_stores(engine: Engine) -> list[MemoryStore]:
-    stores = [engine.create_store(f"S{i}") for i in range(STORES)]
-    engine.create_memory(stores[3].id, "/old.md", "old\n", actor=None)
+    stores = [engine.stores.create(f"S{i}") for i in range(STORES)]
+    engine.memories.create(stores[3].id, "/old.md", "old\n")
     return stores
 
 
@@ -203,7 +220,7 @@ def _arrival(path: Path, content: str, write: Callable[[], object]) -> float:
 
 @contextlib.contextmanager
 def _sdk(server: ServeProcess, engine: Engine) -> Iterator[anthropic.Anthropic]:
-    _, secret = engine.create_api_key("test", [Scope.ADMIN])
+    _, secret = engine.api_keys.create("test", [Scope.ADMIN])
     with anthropic.Anthropic(api_key=secret, base_url=server.url, timeout=30) as client:
         yield client
 
@@ -285,7 +302,7 @@ def test_a_change_elsewhere_reaches_a_remote_mount_within_a_second(
         engine = request.getfixturevalue("store_engine")
         database = memfs_home / "memfs.db"
     stores = _eight_stores(engine)
-    _, token = engine.create_session(
+    _, token = engine.sessions.create(
         [ResourceSpec(s.id, Access.READ_WRITE) for s in stores], mount_root="/mnt/memory"
     )
     assert token is not None
@@ -324,7 +341,7 @@ def test_an_idle_daemon_of_eight_stores_is_hardly_woken(
     for status in mount.status["stores"]:  # every store written once, as an agent would
         (mount / status["directory"] / "note.md").write_text("note\n")
     wait_until(lambda: all(
-        s["seq"] == store_engine.last_change_seq(s["id"]) for s in mount.status["stores"]
+        s["seq"] == store_engine.feed.last_seq(s["id"]) for s in mount.status["stores"]
     ), "the daemon to have applied its own writes")
     before = _voluntary_switches(mount.pid)
     time.sleep(IDLE_S)  # the idle interval measured (nothing is waited for)

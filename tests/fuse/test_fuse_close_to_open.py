@@ -229,7 +229,7 @@ def test_changes_by_path_after_a_change_elsewhere_act_on_what_the_path_names_now
         )
 
     wait_until(settled, "every moved file intact and every held write in its moved file")
-    assert all(store_engine.get_memory_by_path(store.id, f"/x{i}-moved").metadata == {}
+    assert all(store_engine.memories.get_by_path(store.id, f"/x{i}-moved").metadata == {}
                for i in range(rounds))
     names = {p.name for p in b.iterdir()}
     assert {f"h{i}-moved" for i in range(rounds)} <= names

@@ -22,9 +22,12 @@ def test_a_close_after_another_writer_keeps_both_contents(mount, store_engine: E
         f = open({str(path)!r}, "r+")
         assert f.read() == "hello\\n"
         engine = open_engine()  # another writer, through the engine (like the API)
-        memory = engine.get_memory_by_path({store_id!r}, "/hello.md")
-        engine.update_memory({store_id!r}, memory.id, content="theirs\\n",
-                             actor=Actor.api_key("apikey_other"))
+        memory = engine.memories.get_by_path({store_id!r}, "/hello.md")
+        engine.for_caller(actor=Actor.api_key("apikey_other")).memories.update(
+                             {store_id!r},
+                             memory.id,
+                             content="theirs\\n",
+                         )
         engine.close()
         f.seek(0)
         f.write("mine\\n")
@@ -52,7 +55,7 @@ def test_a_close_after_another_writer_keeps_both_contents(mount, store_engine: E
 def test_a_file_deleted_elsewhere_while_written_is_created_again(mount, store_engine) -> None:
     mount.expect_log("was deleted elsewhere while open")
     store_id = str(mount.status["stores"][0]["id"])
-    old_id = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False).id
+    old_id = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False).id
     path = mount / "notes" / "hello.md"
     out = run_python(f"""
         from memfs.store import open_engine
@@ -60,13 +63,13 @@ def test_a_file_deleted_elsewhere_while_written_is_created_again(mount, store_en
         f.write("appended\\n")
         f.flush()
         engine = open_engine()
-        engine.delete_memory({store_id!r}, {old_id!r}, actor=None)
+        engine.memories.delete({store_id!r}, {old_id!r})
         engine.close()
         f.close()  # nothing is lost: the content is stored again
         print("closed")
     """)
     assert out == "closed\n"
-    memory = store_engine.get_memory_by_path(store_id, "/hello.md")
+    memory = store_engine.memories.get_by_path(store_id, "/hello.md")
     assert memory.content == "hello\nappended\n"
     assert memory.id != old_id
     assert [v.operation for v in versions(store_engine, store_id, memory.id)] == ["created"]
@@ -123,6 +126,6 @@ def test_an_editor_save_after_a_change_elsewhere_conflicts(mounter, make_store,
         copies = [m for p, m in live(store_engine, store.id).items() if ".conflict-" in p]
         assert any("edited" in (m.content or "") for m in copies)
         for copy in copies:
-            store_engine.delete_memory(store.id, copy.id, actor=None)
+            store_engine.memories.delete(store.id, copy.id)
         path.write_text("AAAA original\n")
         wait_until(lambda o=other: o.read_text() == "AAAA original\n", "the reset to reach mount 2")

@@ -175,7 +175,7 @@ class Harness:
             await self.ops.release(fh)
 
     def content(self, path: str) -> str | None:
-        memory = self.engine.get_memory_by_path(self.store_id, path, with_content=True)
+        memory = self.engine.memories.get_by_path(self.store_id, path, with_content=True)
         return memory.content
 
 
@@ -204,21 +204,21 @@ async def test_a_close_commits_exactly_one_version(harness: Harness) -> None:
     node = harness.table.get(inode)
     assert not node.working.dirty
     assert node.working.buffer is None
-    memory = harness.engine.get_memory_by_path(harness.store_id, "/a.md", with_content=False)
-    assert len(harness.engine.list_versions(harness.store_id, memory_id=memory.id).items) == 1
+    memory = harness.engine.memories.get_by_path(harness.store_id, "/a.md", with_content=False)
+    assert len(harness.engine.versions.list(harness.store_id, memory_id=memory.id).items) == 1
 
 
 async def test_a_changed_head_keeps_both_and_the_file_shows_the_head(harness: Harness) -> None:
     fh, inode = await harness.create("b.md")
     await harness.ops.write(fh, 0, b"v1\n")
     await harness.close(fh)
-    memory = harness.engine.get_memory_by_path(harness.store_id, "/b.md", with_content=False)
+    memory = harness.engine.memories.get_by_path(harness.store_id, "/b.md", with_content=False)
     fh = await harness.open(inode, os.O_WRONLY)
     await harness.ops.write(fh, 0, b"mine\n")
-    harness.engine.update_memory(harness.store_id, memory.id, content="theirs\n", actor=None)
+    harness.engine.memories.update(harness.store_id, memory.id, content="theirs\n")
     await harness.close(fh)
     assert harness.content("/b.md") == "theirs\n"
-    copies = [m for m in harness.engine.all_memories(harness.store_id) if ".conflict-" in m.path]
+    copies = [m for m in harness.engine.memories.all(harness.store_id) if ".conflict-" in m.path]
     assert len(copies) == 1
     assert harness.content(copies[0].path) == "mine\n"
     node = harness.table.get(inode)
@@ -274,7 +274,9 @@ async def test_a_new_file_whose_every_write_was_refused_is_not_created(harness: 
         await harness.close(fh)
     assert closed.value.errno == errno.EILSEQ
     with pytest.raises(NotFound):
-        harness.engine.get_memory_by_path(harness.store_id, "/only-refused.md", with_content=False)
+        harness.engine.memories.get_by_path(
+            harness.store_id, "/only-refused.md", with_content=False
+        )
 
 
 async def test_a_store_refusal_at_close_keeps_the_bytes_under_rejected(
@@ -294,7 +296,7 @@ async def test_metadata_of_a_new_file_is_applied_by_its_first_commit(harness: Ha
     await harness.ops.setxattr(inode, b"user.meta.kind", b"note", None)  # type: ignore[arg-type]
     await harness.ops.write(fh, 0, b"x\n")
     await harness.close(fh)
-    memory = harness.engine.get_memory_by_path(harness.store_id, "/e.md", with_content=False)
+    memory = harness.engine.memories.get_by_path(harness.store_id, "/e.md", with_content=False)
     assert memory.metadata == {"kind": "note"}
     assert harness.table.get(inode).working.pending_metadata == {}
 
@@ -323,8 +325,8 @@ async def test_a_change_elsewhere_resets_a_closed_file_to_the_new_head(harness: 
     fh = await harness.open(inode, os.O_RDONLY)
     assert await harness.ops.read(fh, 0, 100) == b"one\n"
     assert node.working.loaded
-    memory = harness.engine.get_memory_by_path(harness.store_id, "/g.md", with_content=False)
-    harness.engine.update_memory(harness.store_id, memory.id, content="two\n", actor=None)
+    memory = harness.engine.memories.get_by_path(harness.store_id, "/g.md", with_content=False)
+    harness.engine.memories.update(harness.store_id, memory.id, content="two\n")
     await harness.ops.apply_changes(harness.table.attachments[0])
     assert not node.working.loaded
     assert node.working.base_sha256 == sha(b"two\n")
@@ -336,7 +338,7 @@ async def test_the_backend_takes_one_memory_change_value(harness: Harness) -> No
     fh, _ = await harness.create("h.md")
     await harness.ops.write(fh, 0, b"x\n")
     await harness.close(fh)
-    memory = harness.engine.get_memory_by_path(harness.store_id, "/h.md", with_content=False)
+    memory = harness.engine.memories.get_by_path(harness.store_id, "/h.md", with_content=False)
     moved = await harness.ops.committer._backend.update_memory(
         harness.store_id, memory.id, MemoryChange(path="/i.md", expected_sha256=sha(b"x\n"))
     )
@@ -345,7 +347,7 @@ async def test_the_backend_takes_one_memory_change_value(harness: Harness) -> No
 
 
 async def test_an_exclusive_create_of_a_name_taken_elsewhere_is_eexist(harness: Harness) -> None:
-    harness.engine.create_memory(harness.store_id, "/x.md", "theirs\n", actor=None)
+    harness.engine.memories.create(harness.store_id, "/x.md", "theirs\n")
     with pytest.raises(pyfuse3.FUSEError) as taken:
         await harness.create("x.md", os.O_WRONLY | os.O_CREAT | os.O_EXCL)
     assert taken.value.errno == errno.EEXIST
@@ -363,15 +365,15 @@ async def test_an_open_catches_up_with_the_store_before_it_returns(harness: Harn
     fh, inode = await harness.create("z.md")
     await harness.ops.write(fh, 0, b"one\n")
     await harness.close(fh)
-    memory = harness.engine.get_memory_by_path(harness.store_id, "/z.md", with_content=False)
-    harness.engine.update_memory(harness.store_id, memory.id, content="two\n", actor=None)
+    memory = harness.engine.memories.get_by_path(harness.store_id, "/z.md", with_content=False)
+    harness.engine.memories.update(harness.store_id, memory.id, content="two\n")
     fh = await harness.open(inode, os.O_RDONLY)  # no feed round in between
     assert await harness.ops.read(fh, 0, 100) == b"two\n"
     await harness.close(fh)
 
 
 async def test_a_lookup_miss_catches_up_with_the_store(harness: Harness) -> None:
-    harness.engine.create_memory(harness.store_id, "/elsewhere.md", "x\n", actor=None)
+    harness.engine.memories.create(harness.store_id, "/elsewhere.md", "x\n")
     attributes = await harness.ops.lookup(harness.directory, b"elsewhere.md", CTX)  # type: ignore[arg-type]
     assert attributes.st_size == 2
     with pytest.raises(pyfuse3.FUSEError) as missing:

@@ -36,9 +36,9 @@ def _store_id(mount: Mount) -> str:
 
 
 def _history(engine: Engine, store_id: str, path: str) -> list[tuple[Operation, str | None]]:
-    memory = engine.get_memory_by_path(store_id, path, with_content=False)
+    memory = engine.memories.get_by_path(store_id, path, with_content=False)
     return [
-        (v.operation, engine.get_version(store_id, v.id).content)
+        (v.operation, engine.versions.get(store_id, v.id).content)
         for v in versions(engine, store_id, memory.id)
     ]
 
@@ -50,8 +50,8 @@ def test_an_atomic_save_through_a_mkstemp_name_is_one_version_of_the_target(
     mount: Mount, store_engine: Engine
 ) -> None:
     store_id = _store_id(mount)
-    target = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
-    store_engine.update_memory(store_id, target.id, metadata={"kind": "greeting"}, actor=None)
+    target = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False)
+    store_engine.memories.update(store_id, target.id, metadata={"kind": "greeting"})
     notes = mount / "notes"
     out = run_python(f"""
         import os, tempfile
@@ -79,7 +79,7 @@ def test_an_atomic_save_over_a_target_changed_elsewhere_keeps_both(
     store = make_store("Notes", {"/f.md": "v1\n"})
     a, b = mounter.mount("Notes"), mounter.mount("Notes")
     a.expect_log("conflict: /f.md was changed by another writer")
-    target = store_engine.get_memory_by_path(store.id, "/f.md", with_content=False)
+    target = store_engine.memories.get_by_path(store.id, "/f.md", with_content=False)
     out = run_python(f"""
         import os, tempfile, time
         a, b = {str(a / "notes")!r}, {str(b / "notes")!r}
@@ -303,7 +303,7 @@ def test_cp_of_a_large_binary_reports_eilseq_not_efbig(mount: Mount, store_engin
     # Nothing at all: no version, no restorable deleted memory (only the audit log
     # keeps that an exclusive create was taken back).
     assert [v.path for v in versions(store_engine, store_id) if v.path == "/ls"] == []
-    assert "/ls" not in [m.path for m in store_engine.deleted_memories(store_id)]
+    assert "/ls" not in [m.path for m in store_engine.memories.deleted(store_id)]
 
 
 # ------------------------------------------------------------------ item 5

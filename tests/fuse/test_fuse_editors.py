@@ -23,16 +23,16 @@ def _store_id(mount) -> str:
 
 def _operations(engine: Engine, mount, path: str) -> list[tuple[Operation, str | None]]:
     store_id = _store_id(mount)
-    memory = engine.get_memory_by_path(store_id, path, with_content=False)
+    memory = engine.memories.get_by_path(store_id, path, with_content=False)
     return [
-        (v.operation, engine.get_version(store_id, v.id).content)
+        (v.operation, engine.versions.get(store_id, v.id).content)
         for v in versions(engine, store_id, memory.id)
     ]
 
 
 def test_sed_in_place_makes_one_version_and_keeps_the_id(mount, store_engine: Engine) -> None:
     store_id = _store_id(mount)
-    before = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
+    before = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False)
     run("sed", "-i", "s/hello/goodbye/", mount / "notes" / "hello.md")
     assert (mount / "notes" / "hello.md").read_text() == "goodbye\n"
     assert _operations(store_engine, mount, "/hello.md") == [
@@ -55,7 +55,7 @@ def test_sed_in_place_makes_one_version_and_keeps_the_id(mount, store_engine: En
 )
 def test_vim_save_makes_exactly_one_version(mount, store_engine: Engine, settings: str) -> None:
     store_id = _store_id(mount)
-    before = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
+    before = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False)
     target = mount / "notes" / "hello.md"
     commands = ["-c", settings] if settings else []
     run(VIM, "-u", "NONE", "-i", "NONE", "-es", *commands,

@@ -38,9 +38,9 @@ _ROW_AFTER_CLOSE = """
 def _history(engine: Engine, mount: Mount, path: str) -> list[tuple[Operation, str | None]]:
     """(operation, content) of every version of the memory at ``path``, oldest first."""
     store_id = str(mount.status["stores"][0]["id"])
-    memory = engine.get_memory_by_path(store_id, path, with_content=False)
+    memory = engine.memories.get_by_path(store_id, path, with_content=False)
     return [
-        (v.operation, engine.get_version(store_id, v.id).content)
+        (v.operation, engine.versions.get(store_id, v.id).content)
         for v in versions(engine, store_id, memory.id)
     ]
 

@@ -37,9 +37,9 @@ def _store_id(mount: Mount) -> str:
 
 def _history(engine: Engine, mount: Mount, path: str) -> list[tuple[Operation, str | None]]:
     store_id = _store_id(mount)
-    memory = engine.get_memory_by_path(store_id, path, with_content=False)
+    memory = engine.memories.get_by_path(store_id, path, with_content=False)
     return [
-        (v.operation, engine.get_version(store_id, v.id).content)
+        (v.operation, engine.versions.get(store_id, v.id).content)
         for v in versions(engine, store_id, memory.id)
     ]
 

@@ -29,7 +29,7 @@ def test_flat_layout_merges_stores_with_overlay_semantics(
     assert (root / "same.md").read_text() == "from main\n"  # the default wins
     assert (root / "shared.md").read_text() == "shared\n"  # then the earlier attachment
     assert (root / "dir" / "deep.md").read_text() == "deep\n"
-    session = store_engine.get_session(mount.session_id)
+    session = store_engine.sessions.get(mount.session_id)
     assert [(r.memory_store_id, r.access) for r in session.resources] == [
         (shared.id, Access.READ_ONLY), (main.id, Access.READ_WRITE), (third.id, Access.READ_ONLY),
     ]
@@ -63,6 +63,6 @@ def test_flat_layout_follows_changes_of_read_only_stores(
     make_store("Main")
     shared = make_store("Shared", {"/a.md": "a\n"})
     mount = mounter.mount("Main", "Shared", layout="flat")
-    store_engine.create_memory(shared.id, "/b.md", "b\n", actor=None)
+    store_engine.memories.create(shared.id, "/b.md", "b\n")
     wait_until(lambda: os.path.exists(mount / "b.md"), "a read-only store's new file")
     assert (mount / "b.md").read_text() == "b\n"

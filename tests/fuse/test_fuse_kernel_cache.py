@@ -26,7 +26,7 @@ assert min(ENTRY_TIMEOUT_S, ATTR_TIMEOUT_S) > 5.0
 
 
 def _updated_at_us(engine: Engine, store_id: str, path: str) -> int:
-    memory = engine.get_memory_by_path(store_id, path, with_content=False)
+    memory = engine.memories.get_by_path(store_id, path, with_content=False)
     return int(memory.updated_at.timestamp() * 1_000_000)
 
 
@@ -82,8 +82,8 @@ def test_a_change_elsewhere_refreshes_cached_attributes_and_pages(
     target = mount / "notes" / "hello.md"
     assert target.read_text() == "hello\n"  # entry, attributes and pages now cached
     os.stat(target)
-    hello = store_engine.get_memory_by_path(store_id, "/hello.md")
-    store_engine.update_memory(store_id, hello.id, content="hello from elsewhere\n", actor=None)
+    hello = store_engine.memories.get_by_path(store_id, "/hello.md")
+    store_engine.memories.update(store_id, hello.id, content="hello from elsewhere\n")
     wait_until(lambda: os.stat(target).st_size == len("hello from elsewhere\n"),
                "the new size (attribute invalidation)")
     assert target.read_text() == "hello from elsewhere\n"
@@ -202,7 +202,7 @@ def _changes_from(
     if source == "api":
         server = ServeProcess(memfs_home / "memfs.db", tmp_path)
         stack.callback(server.stop)
-        _, secret = engine.create_api_key("test", [Scope.ADMIN])
+        _, secret = engine.api_keys.create("test", [Scope.ADMIN])
         client = stack.enter_context(
             anthropic.Anthropic(api_key=secret, base_url=server.url, timeout=30)
         )

@@ -35,9 +35,9 @@ def test_umount_ends_the_mount_session(mounter: Mounter, make_store, store_engin
     make_store("Notes")
     mount = mounter.mount("Notes", background=True)
     session_id = json.loads(run(MEMFS, "status", mount.path, "--json").stdout)["session_id"]
-    assert store_engine.get_session(session_id).archived_at is None
+    assert store_engine.sessions.get(session_id).archived_at is None
     mounter.unmount(mount)
-    assert store_engine.get_session(session_id).archived_at is not None
+    assert store_engine.sessions.get(session_id).archived_at is not None
 
 
 def test_status_names_daemon_session_and_stores(mounter: Mounter, make_store, store_engine) -> None:
@@ -59,7 +59,7 @@ def test_status_names_daemon_session_and_stores(mounter: Mounter, make_store, st
     assert f"daemon pid:   {mount.pid}" in text
     assert "user-preferences" in text
     # The session is real, with the attachments' access modes.
-    session = store_engine.get_session(record["session_id"])
+    session = store_engine.sessions.get(record["session_id"])
     assert [(r.memory_store_id, r.access) for r in session.resources] == [
         (notes.id, Access.READ_WRITE),
         (prefs.id, Access.READ_ONLY),
@@ -174,12 +174,12 @@ def _start_writer(path) -> subprocess.Popen[bytes]:
 def test_sigterm_commits_pending_writes_before_exiting(mount, store_engine: Engine) -> None:
     store_id = mount.status["stores"][0]["id"]
     writer = _start_writer(mount / "notes" / "pending.md")
-    assert "/pending.md" not in {m.path for m in store_engine.all_memories(store_id)}
+    assert "/pending.md" not in {m.path for m in store_engine.memories.all(store_id)}
     assert mount.process is not None
     mount.process.send_signal(signal.SIGTERM)
     assert mount.process.wait(timeout=30) == 0
     mount.unmounted = True
-    assert store_engine.get_memory_by_path(store_id, "/pending.md").content == "pending\n"
+    assert store_engine.memories.get_by_path(store_id, "/pending.md").content == "pending\n"
     writer.communicate(b"", timeout=10)  # its close fails: the mount is gone
 
 
@@ -194,7 +194,7 @@ def test_lazy_umount_lets_open_files_finish(mounter: Mounter, mount, store_engin
     assert mount.process is not None
     assert mount.process.wait(timeout=30) == 0
     mount.unmounted = True
-    assert store_engine.get_memory_by_path(store_id, "/late.md").content == "pending\n"
+    assert store_engine.memories.get_by_path(store_id, "/late.md").content == "pending\n"
 
 
 def test_umount_of_a_path_that_is_not_mounted_fails(tmp_path, memfs_home) -> None:
@@ -211,7 +211,7 @@ def test_mount_errors_are_reported_and_nothing_is_mounted(
     fuse_available, tmp_path, make_store, store_engine: Engine, store_argument: str, message: str
 ) -> None:
     archived = make_store("Archived")
-    store_engine.archive_store(archived.id)
+    store_engine.stores.archive(archived.id)
     target = tmp_path / "mnt"
     target.mkdir()
     started = time.monotonic()

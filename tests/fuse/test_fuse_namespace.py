@@ -17,7 +17,7 @@ def _store_id(mount, index: int = 0) -> str:
 
 def test_rm_soft_deletes_the_memory(mount, store_engine: Engine) -> None:
     store_id = _store_id(mount)
-    memory = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
+    memory = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False)
     run("rm", mount / "notes" / "hello.md")
     assert not exists(mount / "notes" / "hello.md")
     assert "/hello.md" not in live(store_engine, store_id)
@@ -25,14 +25,14 @@ def test_rm_soft_deletes_the_memory(mount, store_engine: Engine) -> None:
         Operation.CREATED, Operation.DELETED,
     ]
     # Soft: restorable with its id.
-    assert [m.id for m in store_engine.deleted_memories(store_id)] == [memory.id]
+    assert [m.id for m in store_engine.memories.deleted(store_id)] == [memory.id]
 
 
 def test_mv_within_a_store_renames_keeping_the_id(mount, store_engine: Engine) -> None:
     store_id = _store_id(mount)
-    memory = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
+    memory = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False)
     run("mv", mount / "notes" / "hello.md", mount / "notes" / "projects" / "greeting.md")
-    moved = store_engine.get_memory_by_path(store_id, "/projects/greeting.md")
+    moved = store_engine.memories.get_by_path(store_id, "/projects/greeting.md")
     assert moved.id == memory.id
     assert moved.content == "hello\n"
     history = versions(store_engine, store_id, memory.id)
@@ -44,8 +44,8 @@ def test_mv_within_a_store_renames_keeping_the_id(mount, store_engine: Engine) -
 
 def test_mv_over_an_existing_file_replaces_it(mount, store_engine: Engine) -> None:
     store_id = _store_id(mount)
-    source = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
-    target = store_engine.get_memory_by_path(store_id, "/projects/plan.md", with_content=False)
+    source = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False)
+    target = store_engine.memories.get_by_path(store_id, "/projects/plan.md", with_content=False)
     run("mv", mount / "notes" / "hello.md", mount / "notes" / "projects" / "plan.md")
     assert (mount / "notes" / "projects" / "plan.md").read_text() == "hello\n"
     memories = live(store_engine, store_id)
@@ -61,9 +61,9 @@ def test_mv_of_a_directory_moves_every_memory_atomically(mount, store_engine: En
     notes = mount / "notes"
     run("mkdir", "-p", notes / "projects" / "sub")
     (notes / "projects" / "sub" / "deep.md").write_text("deep\n")
-    before = {m.path: m.id for m in store_engine.all_memories(store_id)}
+    before = {m.path: m.id for m in store_engine.memories.all(store_id)}
     run("mv", notes / "projects", notes / "archive")
-    after = {m.path: m.id for m in store_engine.all_memories(store_id)}
+    after = {m.path: m.id for m in store_engine.memories.all(store_id)}
     assert after == {
         "/hello.md": before["/hello.md"],
         "/archive/plan.md": before["/projects/plan.md"],
@@ -116,7 +116,7 @@ def test_chmod_chown_utimens_are_accepted_and_ignored(mount, store_engine, tmp_p
     os.chown(path, 1234, 1234)
     os.utime(path, (1_000_000, 1_000_000))
     os.utime(mount / "notes" / "projects", (1_000_000, 1_000_000))
-    memory = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
+    memory = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False)
     assert len(versions(store_engine, store_id, memory.id)) == 1
     # So `cp -p` works (it copies mode, owner and times).
     source = tmp_path / "kept.md"

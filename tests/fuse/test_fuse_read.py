@@ -26,7 +26,7 @@ def test_cat_ls_grep_read_head_content(mount) -> None:
 
 def test_stat_size_is_content_size_and_mtime_is_updated_at(mount, store_engine: Engine) -> None:
     store_id = mount.status["stores"][0]["id"]
-    memory = store_engine.get_memory_by_path(store_id, "/projects/plan.md", with_content=False)
+    memory = store_engine.memories.get_by_path(store_id, "/projects/plan.md", with_content=False)
     info = os.stat(mount / "notes" / "projects" / "plan.md")
     assert stat.S_ISREG(info.st_mode)
     assert info.st_size == memory.content_size_bytes == len("# Plan\n")
@@ -60,21 +60,21 @@ def test_changes_made_elsewhere_appear_within_a_second(mount, store_engine: Engi
     store_id = mount.status["stores"][0]["id"]
     assert (notes / "hello.md").read_text() == "hello\n"  # now in the kernel's caches
 
-    created = store_engine.create_memory(store_id, "/elsewhere/new.md", "new\n", actor=None)
+    created = store_engine.memories.create(store_id, "/elsewhere/new.md", "new\n")
     wait_until(lambda: exists(notes / "elsewhere" / "new.md"), "a created memory")
     assert (notes / "elsewhere" / "new.md").read_text() == "new\n"
 
-    hello = store_engine.get_memory_by_path(store_id, "/hello.md")
-    store_engine.update_memory(store_id, hello.id, content="hello, world\n", actor=None)
+    hello = store_engine.memories.get_by_path(store_id, "/hello.md")
+    store_engine.memories.update(store_id, hello.id, content="hello, world\n")
     wait_until(lambda: (notes / "hello.md").read_text() == "hello, world\n", "a modified memory")
     assert os.stat(notes / "hello.md").st_size == len("hello, world\n")
 
-    store_engine.update_memory(store_id, created.id, path="/moved.md", actor=None)
+    store_engine.memories.update(store_id, created.id, path="/moved.md")
     wait_until(lambda: exists(notes / "moved.md"), "a renamed memory")
     wait_until(lambda: not exists(notes / "elsewhere"), "the emptied directory to go")
     assert (notes / "moved.md").read_text() == "new\n"
 
-    store_engine.delete_memory(store_id, created.id, actor=None)
+    store_engine.memories.delete(store_id, created.id)
     wait_until(lambda: not exists(notes / "moved.md"), "a deleted memory")
 
 
@@ -125,8 +125,8 @@ def test_a_redaction_makes_the_bytes_unreadable_through_open_descriptors(
         assert os.read(read_before, 100) == {secret.encode()!r}
         not_read = os.open(path, os.O_RDONLY)
         engine = open_engine()
-        memory = engine.get_memory_by_path({store_id!r}, "/secret.md", with_content=False)
-        engine.delete_memory({store_id!r}, memory.id, actor=None, mode=DeleteMode.REDACT)
+        memory = engine.memories.get_by_path({store_id!r}, "/secret.md", with_content=False)
+        engine.memories.delete({store_id!r}, memory.id, mode=DeleteMode.REDACT)
         engine.close()
         deadline = time.monotonic() + 5
         while os.path.exists(path):
@@ -163,13 +163,13 @@ def test_a_redaction_reaches_files_open_for_writing(mount, store_engine: Engine)
         os.pwrite(dirty, b"A", 0)                    # an unsaved change on the secret
         clean = os.open(notes + "/t.md", os.O_RDWR)  # open for writing, nothing written
         engine = open_engine()
-        u = engine.get_memory_by_path({store_id!r}, "/u.md", with_content=False)
-        engine.delete_memory({store_id!r}, u.id, actor=None, mode=DeleteMode.REDACT)
-        t = engine.get_memory_by_path({store_id!r}, "/t.md", with_content=False)
-        engine.update_memory({store_id!r}, t.id, content="token=<removed>\\n", actor=None)
-        old = [v for v in engine.list_versions({store_id!r}, memory_id=t.id).items
+        u = engine.memories.get_by_path({store_id!r}, "/u.md", with_content=False)
+        engine.memories.delete({store_id!r}, u.id, mode=DeleteMode.REDACT)
+        t = engine.memories.get_by_path({store_id!r}, "/t.md", with_content=False)
+        engine.memories.update({store_id!r}, t.id, content="token=<removed>\\n")
+        old = [v for v in engine.versions.list({store_id!r}, memory_id=t.id).items
                if v.content_size_bytes == len("token=ZEBRA-SECRET-42\\n")][0]
-        engine.redact_version({store_id!r}, old.id, actor=None)
+        engine.versions.redact({store_id!r}, old.id)
         engine.close()
         time.sleep(1)
         # No fork while the writers are open: an exec'd child's close-on-exec flushes
@@ -255,8 +255,8 @@ def test_a_redaction_leaves_content_written_after_a_truncation(
         fd = os.open({str(path)!r}, os.O_WRONLY | os.O_TRUNC)
         os.write(fd, b"brand new text\\n")
         engine = open_engine()
-        memory = engine.get_memory_by_path({store_id!r}, "/f.md", with_content=False)
-        engine.delete_memory({store_id!r}, memory.id, actor=None, mode=DeleteMode.REDACT)
+        memory = engine.memories.get_by_path({store_id!r}, "/f.md", with_content=False)
+        engine.memories.delete({store_id!r}, memory.id, mode=DeleteMode.REDACT)
         engine.close()
         time.sleep(1)
         os.close(fd)

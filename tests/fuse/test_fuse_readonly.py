@@ -49,7 +49,7 @@ def test_every_mutation_of_a_read_only_attachment_is_erofs(
 def test_a_store_archived_while_mounted_turns_read_only(mount, store_engine: Engine) -> None:
     store_id = str(mount.status["stores"][0]["id"])
     notes = mount / "notes"
-    store_engine.archive_store(store_id)
+    store_engine.stores.archive(store_id)
     wait_until(lambda: _attempt(notes, "open({d}/'hello.md', 'a')") == "EROFS",
                "the mount to see the archive")
     for operation, code in MUTATIONS.items():
@@ -64,7 +64,7 @@ def test_a_store_deleted_while_mounted_empties_and_turns_read_only(
     mount.expect_log("was deleted; its directory is empty now")
     store_id = str(mount.status["stores"][0]["id"])
     notes = mount / "notes"
-    store_engine.delete_store(store_id)
+    store_engine.stores.delete(store_id)
     wait_until(lambda: os.listdir(notes) == [], "the deleted store's files to go")
     assert _attempt(notes, MUTATIONS["create"]) == "EROFS"
     assert _attempt(notes, MUTATIONS["mkdir"]) == "EROFS"

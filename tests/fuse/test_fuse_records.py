@@ -29,13 +29,13 @@ BAD = "---\ntype: preference\nimportance: 1.5\ntags: [tone]\n---\nBe brief.\n"
 
 
 def _records(engine: Engine, store: MemoryStore) -> dict[str, object]:
-    return {record.path: record for record in engine.list_records([store.id])}
+    return {record.path: record for record in engine.records.list([store.id])}
 
 
 def test_records_written_by_tools_are_indexed_byte_for_byte(
     mount: Mount, store_engine: Engine, tmp_path: Path
 ) -> None:
-    (store,) = [s for s in store_engine.list_stores().items if s.name == "Notes"]
+    (store,) = [s for s in store_engine.stores.list().items if s.name == "Notes"]
     source = tmp_path / "tone.md"
     source.write_text(RECORD)
     run("cp", source, mount / "notes" / "tone.md")
@@ -43,18 +43,18 @@ def test_records_written_by_tools_are_indexed_byte_for_byte(
     post = "---\ntype: post\nimportance: 7\n---\nnot a record\n"
     (tmp_path / "post.md").write_text(post)
     run("cp", tmp_path / "post.md", mount / "notes" / "post.md")
-    records = store_engine.list_records([store.id])
+    records = store_engine.records.list([store.id])
     assert [r.path for r in records] == ["/tone.md"]
     (record,) = records
     assert record.importance == 0.92
     assert (mount / "notes" / "tone.md").read_text() == RECORD
-    assert store_engine.get_memory_by_path(store.id, "/tone.md").content == RECORD
-    assert store_engine.get_memory_by_path(store.id, "/post.md").content == post
-    old = store_engine.get_memory_by_path(store.id, "/old.md")
+    assert store_engine.memories.get_by_path(store.id, "/tone.md").content == RECORD
+    assert store_engine.memories.get_by_path(store.id, "/post.md").content == post
+    old = store_engine.memories.get_by_path(store.id, "/old.md")
     assert record.relations[0].target_memory_id == old.id
     # mv of the target: the relation follows it (stored by id).
     run("mv", mount / "notes" / "old.md", mount / "notes" / "older.md")
-    (record,) = store_engine.list_records([store.id])
+    (record,) = store_engine.records.list([store.id])
     assert record.relations[0].target_path == "/older.md"
 
 
@@ -63,7 +63,7 @@ def test_a_bad_header_is_einval_at_close_and_reported(
 ) -> None:
     mount.expect_log("refused (EINVAL")
     path = mount / "notes" / "hello.md"
-    (store,) = [s for s in store_engine.list_stores().items if s.name == "Notes"]
+    (store,) = [s for s in store_engine.stores.list().items if s.name == "Notes"]
     code = f"""
         fd = os.open({str(path)!r}, os.O_WRONLY | os.O_TRUNC)
         os.write(fd, {BAD.encode()!r})
@@ -71,7 +71,7 @@ def test_a_bad_header_is_einval_at_close_and_reported(
     """
     assert errno_of(code) == "EINVAL"
     assert path.read_text() == "hello\n"
-    assert store_engine.get_memory_by_path(store.id, "/hello.md").content == "hello\n"
+    assert store_engine.memories.get_by_path(store.id, "/hello.md").content == "hello\n"
     assert _records(store_engine, store) == {}
     # A real tool says so too. The new file cp created (its O_EXCL create committed an
     # empty memory at open, SPEC §4) leaves again at its release: nothing was accepted.
@@ -80,7 +80,7 @@ def test_a_bad_header_is_einval_at_close_and_reported(
     assert copied.returncode != 0
     assert "Invalid argument" in copied.stderr
     wait_until(lambda: not (mount / "notes" / "bad.md").exists(), "the refused file to go")
-    assert "/bad.md" not in {m.path for m in store_engine.list_memories(store.id).items}
+    assert "/bad.md" not in {m.path for m in store_engine.memories.list(store.id).items}
     message = "invalid record header: importance: must be a number from 0 to 1"
     status = mount.status
     assert status["rejected_count"] == 2
@@ -96,9 +96,9 @@ def test_a_bad_header_is_einval_at_close_and_reported(
 def test_an_open_for_reading_moves_last_accessed_and_xattrs_show_it(
     mount: Mount, store_engine: Engine
 ) -> None:
-    (store,) = [s for s in store_engine.list_stores().items if s.name == "Notes"]
-    memory = store_engine.create_memory(store.id, "/tone.md", RECORD, actor=None)
-    created = store_engine.get_records([memory.id])[memory.id].last_accessed
+    (store,) = [s for s in store_engine.stores.list().items if s.name == "Notes"]
+    memory = store_engine.memories.create(store.id, "/tone.md", RECORD)
+    created = store_engine.records.get([memory.id])[memory.id].last_accessed
     path = mount / "notes" / "tone.md"
     wait_until(path.exists, "the new record to show in the mount")
     shown = run_python(f"""
@@ -116,10 +116,10 @@ def test_an_open_for_reading_moves_last_accessed_and_xattrs_show_it(
     run("cat", path)
 
     def moved() -> bool:
-        record = store_engine.get_records([memory.id])[memory.id]
+        record = store_engine.records.get([memory.id])[memory.id]
         return record.last_accessed > created
 
     wait_until(moved, "last_accessed to move after cat", ACCESS_TIMEOUT_S)
-    assert store_engine.get_memory(store.id, memory.id).memory_version_id == (
+    assert store_engine.memories.get(store.id, memory.id).memory_version_id == (
         memory.memory_version_id
     )

@@ -36,8 +36,8 @@ def test_a_redaction_scrubs_the_path_from_the_mount_log_and_status(
     secret_file.write_text("the content\n")
     wait_until(lambda: f"committed /notes/{SECRET}.md" in mount.log_file.read_text(),
                "the commit to be logged")
-    memory = store_engine.get_memory_by_path(store.id, f"/{SECRET}.md", with_content=False)
-    store_engine.delete_memory(store.id, memory.id, actor=None, mode=DeleteMode.REDACT)
+    memory = store_engine.memories.get_by_path(store.id, f"/{SECRET}.md", with_content=False)
+    store_engine.memories.delete(store.id, memory.id, mode=DeleteMode.REDACT)
     wait_until(lambda: not exists(secret_file), "the mount to apply the redaction")
 
     wait_until(lambda: not _files_holding(SECRET, memfs_home),

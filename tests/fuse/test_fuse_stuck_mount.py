@@ -140,8 +140,8 @@ def _churn(engine: Engine, store_id: str, stop: threading.Event) -> None:
     while not stop.is_set():
         n += 1
         try:
-            memory = engine.create_memory(store_id, f"/churn-{n}.md", f"{n}\n", actor=None)
-            engine.delete_memory(store_id, memory.id, actor=None)
+            memory = engine.memories.create(store_id, f"/churn-{n}.md", f"{n}\n")
+            engine.memories.delete(store_id, memory.id)
         except MemfsError:
             pass
 

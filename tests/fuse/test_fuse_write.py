@@ -23,9 +23,9 @@ def _store_id(mount) -> str:
 def _history(engine: Engine, mount, path: str) -> list[tuple[Operation, str | None]]:
     """(operation, content) of every version of the memory at ``path``, oldest first."""
     store_id = _store_id(mount)
-    memory = engine.get_memory_by_path(store_id, path, with_content=False)
+    memory = engine.memories.get_by_path(store_id, path, with_content=False)
     return [
-        (v.operation, engine.get_version(store_id, v.id).content)
+        (v.operation, engine.versions.get(store_id, v.id).content)
         for v in versions(engine, store_id, memory.id)
     ]
 

@@ -37,11 +37,11 @@ def test_cp_of_new_files_fetches_nothing_back(
         (source / f"note-{index}.md").write_text(f"note {index}\n")
     run("cp", "-r", source, mount / "notes" / "copied")
     store_id = mount.status["stores"][0]["id"]
-    copied = {m.path for m in store_engine.all_memories(store_id) if m.path.startswith("/copied/")}
+    copied = {m.path for m in store_engine.memories.all(store_id) if m.path.startswith("/copied/")}
     assert len(copied) == FILES
     # A change made elsewhere needs one fetch. The feed is applied in order, so once
     # the status counts it, every entry of the copy before it was applied too.
-    store_engine.create_memory(store_id, "/elsewhere.md", "from the API\n", actor=None)
+    store_engine.memories.create(store_id, "/elsewhere.md", "from the API\n")
     fetches = wait_until(lambda: _fetches(mount), "the change made elsewhere in the status")
     assert fetches == 1, f"{fetches - 1} of the mount's own writes were fetched back"
     assert (mount / "notes" / "elsewhere.md").read_text() == "from the API\n"
@@ -56,14 +56,41 @@ class _CountingEngine:
 
     def __getattr__(self, name: str) -> Any:
         value = getattr(self._engine, name)
-        if name in ("changes_since", "last_change_seq"):
+        if name == "feed":
+            return _CountingFeed(value, self)
+        if name == "for_caller":
+            return lambda **binding: _CountingCaller(value(**binding), self)
+        return value
+
+
+class _CountingFeed:
+    """A feed facade whose reads count on ``counter``."""
+
+    def __init__(self, feed: Any, counter: _CountingEngine) -> None:
+        self._feed = feed
+        self._counter = counter
+
+    def __getattr__(self, name: str) -> Any:
+        value = getattr(self._feed, name)
+        if name in ("changes_since", "last_seq"):
 
             def counted(*args: Any, **kwargs: Any) -> Any:
-                self.reads += 1
+                self._counter.reads += 1
                 return value(*args, **kwargs)
 
             return counted
         return value
+
+
+class _CountingCaller:
+    """A caller whose feed reads count on ``counter``."""
+
+    def __init__(self, caller: Any, counter: _CountingEngine) -> None:
+        self._caller = caller
+        self.feed = _CountingFeed(caller.feed, counter)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._caller, name)
 
 
 async def test_a_catch_up_after_changes_reads_the_feed_once(
@@ -75,7 +102,7 @@ async def test_a_catch_up_after_changes_reads_the_feed_once(
     counting = _CountingEngine(store_engine)
     backend = EmbeddedBackend(counting)  # type: ignore[arg-type]
     assert await backend.changes_since(store.id, 0) == []
-    first = store_engine.create_memory(store.id, "/a.md", "a\n", actor=None)
+    first = store_engine.memories.create(store.id, "/a.md", "a\n")
     counting.reads = 0
     newest = await backend.change_counter(store.id)
     batch = await backend.changes_since(store.id, 0)
@@ -85,7 +112,7 @@ async def test_a_catch_up_after_changes_reads_the_feed_once(
     # Nothing new: the counter is one read and says so.
     assert await backend.change_counter(store.id) == newest
     # A change made after the kept batch: the next counter read sees it (close-to-open).
-    second = store_engine.create_memory(store.id, "/b.md", "b\n", actor=None)
+    second = store_engine.memories.create(store.id, "/b.md", "b\n")
     assert await backend.change_counter(store.id) > newest
     later = await backend.changes_since(store.id, newest)
     assert [c.memory_id for c in later] == [second.id]

@@ -13,7 +13,7 @@ from memfs.store import Engine
 def test_memfs_attributes_mirror_the_head_and_are_read_only(mount, store_engine) -> None:
     store_id = str(mount.status["stores"][0]["id"])
     path = mount / "notes" / "hello.md"
-    memory = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
+    memory = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False)
     assert os.getxattr(path, "user.memfs.id") == memory.id.encode()
     assert os.getxattr(path, "user.memfs.version_id") == memory.memory_version_id.encode()
     assert os.getxattr(path, "user.memfs.sha256") == memory.content_sha256.encode()
@@ -24,7 +24,7 @@ def test_memfs_attributes_mirror_the_head_and_are_read_only(mount, store_engine)
     assert errno_of(f"os.getxattr({str(mount / 'notes')!r}, 'user.memfs.id')") == "ENODATA"
     # After a write the version id and digest follow the new head.
     path.write_text("changed\n")
-    head = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False)
+    head = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False)
     assert os.getxattr(path, "user.memfs.version_id") == head.memory_version_id.encode()
     assert os.getxattr(path, "user.memfs.sha256") == head.content_sha256.encode()
 
@@ -43,10 +43,10 @@ def test_namespaces_other_than_user_are_not_supported(mount) -> None:
 def test_user_meta_attributes_are_memory_metadata(mount, store_engine: Engine) -> None:
     store_id = str(mount.status["stores"][0]["id"])
     path = mount / "notes" / "hello.md"
-    memory_id = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False).id
+    memory_id = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False).id
     os.setxattr(path, "user.meta.topic", b"greetings")
     os.setxattr(path, "user.meta.importance", b"high")
-    assert store_engine.get_memory(store_id, memory_id).metadata == {
+    assert store_engine.memories.get(store_id, memory_id).metadata == {
         "topic": "greetings", "importance": "high",
     }
     assert os.getxattr(path, "user.meta.topic") == b"greetings"
@@ -55,7 +55,7 @@ def test_user_meta_attributes_are_memory_metadata(mount, store_engine: Engine) -
     assert sorted(os.listxattr(path)) == ["user.meta.importance", "user.meta.topic"]
     assert os.getxattr(path, "user.memfs.id") == memory_id.encode()
     os.removexattr(path, "user.meta.importance")
-    assert store_engine.get_memory(store_id, memory_id).metadata == {"topic": "greetings"}
+    assert store_engine.memories.get(store_id, memory_id).metadata == {"topic": "greetings"}
     assert errno_of(f"os.removexattr({str(path)!r}, 'user.meta.importance')") == "ENODATA"
     assert errno_of(f"os.getxattr({str(path)!r}, 'user.meta.importance')") == "ENODATA"
     # Outside user.meta.*: not supported; limits of SPEC §1 metadata.
@@ -67,7 +67,7 @@ def test_user_meta_attributes_are_memory_metadata(mount, store_engine: Engine) -
             os.setxattr({str(path)!r}, f'user.meta.k{{i}}', b'v')
         os.setxattr({str(path)!r}, 'user.meta.one-too-many', b'v')
     """) == "ENOSPC"
-    assert len(store_engine.get_memory(store_id, memory_id).metadata) == 16
+    assert len(store_engine.memories.get(store_id, memory_id).metadata) == 16
     # Metadata is not content: no version was written.
     assert len(versions(store_engine, store_id, memory_id)) == 1
 
@@ -82,7 +82,7 @@ def test_metadata_set_before_the_first_close_is_stored_with_the_file(
             os.setxattr({str(path)!r}, "user.meta.type", b"semantic")
             f.write("tagged\\n")
     """)
-    memory = store_engine.get_memory_by_path(store_id, "/tagged.md")
+    memory = store_engine.memories.get_by_path(store_id, "/tagged.md")
     assert memory.metadata == {"type": "semantic"}
     assert memory.content == "tagged\n"
 

@@ -28,7 +28,7 @@ def identity_server(tmp_path: Path) -> Iterator[IdentityServer]:
     home.mkdir(mode=0o700)
     database = home / "memfs.db"
     engine = Engine(database_url(str(database)))
-    _, secret = engine.create_api_key("admin", [Scope.ADMIN])
+    _, secret = engine.api_keys.create("admin", [Scope.ADMIN])
     process = ServeProcess(database, home, env=memfs_env(home))
     try:
         yield IdentityServer(process.url, database, engine, secret)

@@ -27,5 +27,5 @@ class IdentityServer:
         return httpx.Client(base_url=self.url, headers=headers, timeout=SDK_TIMEOUT_S)
 
     def key(self, *scopes: Scope, stores: tuple[str, ...] = ()) -> str:
-        _, secret = self.engine.create_api_key("test", list(scopes), list(stores))
+        _, secret = self.engine.api_keys.create("test", list(scopes), list(stores))
         return secret

@@ -52,13 +52,15 @@ def test_a_pair_session_mounts_flat_with_shadowing_and_copy_up(
     identity_server: IdentityServer, mounter: Mounter, tmp_path: Path
 ) -> None:
     engine = identity_server.engine
-    team = engine.create_store("Team Wiki", "What the team knows")
-    engine.create_memory(team.id, "/notes/shared.md", "team version\n", actor=SETUP)
-    engine.create_memory(team.id, "/guide.md", "use tabs\n", actor=SETUP)
+    team = engine.stores.create("Team Wiki", "What the team knows")
+    engine.for_caller(actor=SETUP).memories.create(team.id, "/notes/shared.md", "team version\n")
+    engine.for_caller(actor=SETUP).memories.create(team.id, "/guide.md", "use tabs\n")
     with identity_server.http() as http:
         ok(http.post(f"{PAIR}/mounts", json={"memory_store_id": team.id}))
         default_id = ok(http.post(f"{PAIR}/default_store"))["id"]
-        engine.create_memory(default_id, "/notes/shared.md", "my version\n", actor=SETUP)
+        engine.for_caller(actor=SETUP).memories.create(
+            default_id, "/notes/shared.md", "my version\n"
+        )
         session = ok(http.post("/v1/sessions", json={"identity_id": IDN, "template_id": TMPL}))
     mount = mounter.mount_remote(identity_server.url, session["token"], layout=None)
     assert mount.status["layout"] == "flat"
@@ -83,7 +85,7 @@ def test_a_pair_session_mounts_flat_with_shadowing_and_copy_up(
     )
     assert "/todo.md" not in live(engine, team.id)
     # Deleting a file that only the read-only store holds is refused.
-    engine.create_memory(team.id, "/policy.md", "no deleting\n", actor=SETUP)
+    engine.for_caller(actor=SETUP).memories.create(team.id, "/policy.md", "no deleting\n")
     wait_until(lambda: (mount / "policy.md").exists(), "the team's new file", WRITE_TIMEOUT_S)
     assert errno_of(f"os.unlink({str(mount / 'policy.md')!r})") == "EROFS"
     # Deleting my copy of the shadowed file shows the team's again (no whiteouts).
@@ -111,12 +113,12 @@ def test_an_embedded_flat_mount_records_a_flat_session(memfs_home: Path, tmp_pat
     if FUSE_UNAVAILABLE_REASON is not None:
         pytest.skip(FUSE_UNAVAILABLE_REASON)
     with open_engine() as engine:
-        mine = engine.create_store("Mine")
-        engine.create_store("Theirs")
+        mine = engine.stores.create("Mine")
+        engine.stores.create("Theirs")
         mounter = Mounter(tmp_path, engine)
         try:
             mount = mounter.mount("Mine", "Theirs:ro", layout="flat")
-            session = engine.get_session(mount.session_id)
+            session = engine.sessions.get(mount.session_id)
             note = run(MEMFS, "prompt", "--session", session.id).stdout
             mounter.unmount(mount)
         finally:

@@ -62,22 +62,22 @@ def insert_default_store(conn: Connection, identity_id: str, template_id: str) -
 
 
 def test_the_default_store_is_created_once_and_named_after_the_pair(engine: Engine) -> None:
-    store, created = engine.ensure_default_store(IDN, TMPL)
+    store, created = engine.identities.ensure_default_store(IDN, TMPL)
     assert created
     assert store.name == f"default:{IDN}:{TMPL}"
     assert (store.system_managed, store.identity_id, store.template_id) == (True, IDN, TMPL)
     assert store.identity_template_count == 1
-    again, created_again = engine.ensure_default_store(IDN, TMPL)
+    again, created_again = engine.identities.ensure_default_store(IDN, TMPL)
     assert (again.id, created_again) == (store.id, False)
-    other, _ = engine.ensure_default_store(IDN, "tmpl_other")
+    other, _ = engine.identities.ensure_default_store(IDN, "tmpl_other")
     assert other.id != store.id
-    [mount] = engine.list_pair_mounts(IDN, TMPL)
+    [mount] = engine.identities.pair_mounts(IDN, TMPL)
     assert (mount.memory_store_id, mount.access, mount.system_managed) == (
         store.id,
         Access.READ_WRITE,
         True,
     )
-    assert engine.create_store("user store").system_managed is False
+    assert engine.stores.create("user store").system_managed is False
 
 
 @pytest.mark.parametrize(
@@ -88,8 +88,8 @@ def test_a_malformed_pair_is_refused_by_name(
     engine: Engine, identity_id: str, template_id: str, named: str
 ) -> None:
     with pytest.raises(InvalidInput, match=f"^{named} must be "):
-        engine.ensure_default_store(identity_id, template_id)
-    assert engine.list_stores().items == []
+        engine.identities.ensure_default_store(identity_id, template_id)
+    assert engine.stores.list().items == []
 
 
 def test_racing_requests_create_one_default_store(engine: Engine, database: str) -> None:
@@ -101,7 +101,7 @@ def test_racing_requests_create_one_default_store(engine: Engine, database: str)
     def ask(eng: Engine) -> None:
         barrier.wait(JOIN_TIMEOUT_S)
         try:
-            results.append(eng.ensure_default_store(IDN, TMPL))
+            results.append(eng.identities.ensure_default_store(IDN, TMPL))
         except Exception as exc:  # reported by the assertion below
             results.append(exc)
 
@@ -138,7 +138,7 @@ def test_the_loser_of_a_default_store_race_retries_and_gets_the_winners(
             transaction = winner_conn.begin()
             winner_id = insert_default_store(winner_conn, IDN, TMPL)
             loser = threading.Thread(
-                target=lambda: outcome.append(engine.ensure_default_store(IDN, TMPL))
+                target=lambda: outcome.append(engine.identities.ensure_default_store(IDN, TMPL))
             )
             loser.start()
             deadline = time.monotonic() + LOCK_WAIT_DEADLINE_S
@@ -163,34 +163,36 @@ def test_the_loser_of_a_default_store_race_retries_and_gets_the_winners(
 
 
 def test_mounts_are_read_only_at_most_ten_and_listed_default_first(engine: Engine) -> None:
-    shared = [engine.create_store(f"shared {i}") for i in range(MAX_EXPLICIT_MOUNTS + 1)]
+    shared = [engine.stores.create(f"shared {i}") for i in range(MAX_EXPLICIT_MOUNTS + 1)]
     for store in shared[:3]:
-        mount, created = engine.mount_store(IDN, TMPL, store.id)
+        mount, created = engine.identities.mount(IDN, TMPL, store.id)
         assert created
         assert mount.access is Access.READ_ONLY
         assert not mount.system_managed
-    default, _ = engine.ensure_default_store(IDN, TMPL)  # created after three mounts
+    default, _ = engine.identities.ensure_default_store(IDN, TMPL)  # created after three mounts
     for store in shared[3:MAX_EXPLICIT_MOUNTS]:
-        engine.mount_store(IDN, TMPL, store.id)
-    listed = engine.list_pair_mounts(IDN, TMPL)
+        engine.identities.mount(IDN, TMPL, store.id)
+    listed = engine.identities.pair_mounts(IDN, TMPL)
     assert [m.memory_store_id for m in listed] == [default.id] + [
         s.id for s in shared[:MAX_EXPLICIT_MOUNTS]
     ]
     assert [m.name for m in listed[1:3]] == ["shared 0", "shared 1"]
     with pytest.raises(InvalidInput, match="at most 10 stores can be mounted") as refused:
-        engine.mount_store(IDN, TMPL, shared[-1].id)
+        engine.identities.mount(IDN, TMPL, shared[-1].id)
     assert refused.value.code == "mount_limit_reached"
-    again, created = engine.mount_store(IDN, TMPL, shared[0].id)  # already mounted: same
+    again, created = engine.identities.mount(IDN, TMPL, shared[0].id)  # already mounted: same
     assert (again, created) == (listed[1], False)
-    engine.mount_store(IDN, "tmpl_other", shared[-1].id)  # the limit is per pair
-    assert engine.get_store(shared[-1].id).identity_template_count == 1
-    engine.unmount_store(IDN, TMPL, shared[5].id)
-    engine.mount_store(IDN, TMPL, shared[-1].id)
-    listed = engine.list_pair_mounts(IDN, TMPL)
+    engine.identities.mount(IDN, "tmpl_other", shared[-1].id)  # the limit is per pair
+    assert engine.stores.get(shared[-1].id).identity_template_count == 1
+    engine.identities.unmount(IDN, TMPL, shared[5].id)
+    engine.identities.mount(IDN, TMPL, shared[-1].id)
+    listed = engine.identities.pair_mounts(IDN, TMPL)
     assert listed[-1].memory_store_id == shared[-1].id
     assert len(listed) == 1 + 10
-    assert engine.get_store(shared[5].id).identity_template_count == 0
-    assert [m.identity_id + m.template_id for m in engine.list_store_mounts(shared[-1].id)] == [
+    assert engine.stores.get(shared[5].id).identity_template_count == 0
+    assert [m.identity_id + m.template_id for m in engine.identities.store_mounts(
+        shared[-1].id
+    )] == [
         IDN + "tmpl_other",
         IDN + TMPL,
     ]
@@ -199,7 +201,7 @@ def test_mounts_are_read_only_at_most_ten_and_listed_default_first(engine: Engin
 def test_racing_mounts_never_pass_the_limit(engine: Engine, database: str) -> None:
     """Twelve engines mount twelve stores on one pair at once: ten win, two are refused
     naming the limit (the pair is locked while its mounts are counted)."""
-    stores = [engine.create_store(f"racer {i}") for i in range(MAX_EXPLICIT_MOUNTS + 2)]
+    stores = [engine.stores.create(f"racer {i}") for i in range(MAX_EXPLICIT_MOUNTS + 2)]
     engines = [Engine(database) for _ in stores]
     barrier = threading.Barrier(len(stores))
     outcomes: list[object] = []
@@ -207,7 +209,7 @@ def test_racing_mounts_never_pass_the_limit(engine: Engine, database: str) -> No
     def mount(eng: Engine, store_id: str) -> None:
         barrier.wait(JOIN_TIMEOUT_S)
         try:
-            outcomes.append(eng.mount_store(IDN, TMPL, store_id))
+            outcomes.append(eng.identities.mount(IDN, TMPL, store_id))
         except InvalidInput as exc:
             outcomes.append(exc.code)
 
@@ -224,39 +226,39 @@ def test_racing_mounts_never_pass_the_limit(engine: Engine, database: str) -> No
         for eng in engines:
             eng.close()
     assert sorted(o for o in outcomes if isinstance(o, str)) == ["mount_limit_reached"] * 2
-    assert len(engine.list_pair_mounts(IDN, TMPL)) == MAX_EXPLICIT_MOUNTS
+    assert len(engine.identities.pair_mounts(IDN, TMPL)) == MAX_EXPLICIT_MOUNTS
 
 
 def test_what_can_not_be_mounted_or_unmounted(engine: Engine) -> None:
-    store = engine.create_store("team")
+    store = engine.stores.create("team")
     with pytest.raises(InvalidInput, match="explicit mounts are always read_only"):
-        engine.mount_store(IDN, TMPL, store.id, Access.READ_WRITE)
-    default, _ = engine.ensure_default_store(IDN, TMPL)
-    other_default, _ = engine.ensure_default_store("idn_other", TMPL)
+        engine.identities.mount(IDN, TMPL, store.id, Access.READ_WRITE)
+    default, _ = engine.identities.ensure_default_store(IDN, TMPL)
+    other_default, _ = engine.identities.ensure_default_store("idn_other", TMPL)
     for system_managed in (default, other_default):
         with pytest.raises(Conflict, match="default stores can't be mounted"):
-            engine.mount_store(IDN, TMPL, system_managed.id)
+            engine.identities.mount(IDN, TMPL, system_managed.id)
     with pytest.raises(Conflict, match="can't be unmounted"):
-        engine.unmount_store(IDN, TMPL, default.id)
+        engine.identities.unmount(IDN, TMPL, default.id)
     with pytest.raises(NotFound, match="is not mounted on"):
-        engine.unmount_store(IDN, TMPL, store.id)
+        engine.identities.unmount(IDN, TMPL, store.id)
     with pytest.raises(NotFound):
-        engine.mount_store(IDN, TMPL, "memstore_nope")
-    engine.archive_store(store.id)
+        engine.identities.mount(IDN, TMPL, "memstore_nope")
+    engine.stores.archive(store.id)
     with pytest.raises(StoreArchived):
-        engine.mount_store(IDN, TMPL, store.id)
-    assert [m.memory_store_id for m in engine.list_pair_mounts(IDN, TMPL)] == [default.id]
+        engine.identities.mount(IDN, TMPL, store.id)
+    assert [m.memory_store_id for m in engine.identities.pair_mounts(IDN, TMPL)] == [default.id]
 
 
 def test_a_pair_session_is_flat_default_first_and_skips_archived_mounts(engine: Engine) -> None:
-    first, second, archived = (engine.create_store(n) for n in ("first", "second", "old"))
+    first, second, archived = (engine.stores.create(n) for n in ("first", "second", "old"))
     for store in (first, second, archived):
-        engine.mount_store(IDN, TMPL, store.id)
-    engine.archive_store(archived.id, force=True)
-    session, token = engine.create_pair_session(IDN, TMPL, title="agent run")
+        engine.identities.mount(IDN, TMPL, store.id)
+    engine.stores.archive(archived.id, force=True)
+    session, token = engine.identities.create_session(IDN, TMPL, title="agent run")
     assert token is not None
     assert session.layout is Layout.FLAT
-    default, created = engine.ensure_default_store(IDN, TMPL)
+    default, created = engine.identities.ensure_default_store(IDN, TMPL)
     assert not created  # the session created it
     assert [(r.memory_store_id, r.access) for r in session.resources] == [
         (default.id, Access.READ_WRITE),
@@ -264,45 +266,45 @@ def test_a_pair_session_is_flat_default_first_and_skips_archived_mounts(engine: 
         (second.id, Access.READ_ONLY),
     ]
     assert {r.mount_path for r in session.resources} == {"/data/.qoder/awareness"}
-    elsewhere, _ = engine.create_pair_session(IDN, TMPL, mount_root="/srv/memory/")
+    elsewhere, _ = engine.identities.create_session(IDN, TMPL, mount_root="/srv/memory/")
     assert {r.mount_path for r in elsewhere.resources} == {"/srv/memory"}
-    assert engine.get_session(session.id).layout is Layout.FLAT
+    assert engine.sessions.get(session.id).layout is Layout.FLAT
 
 
 def test_eleven_stores_fit_a_pair_session(engine: Engine) -> None:
     for i in range(MAX_EXPLICIT_MOUNTS):
-        engine.mount_store(IDN, TMPL, engine.create_store(f"s{i}").id)
-    session, _ = engine.create_pair_session(IDN, TMPL)
+        engine.identities.mount(IDN, TMPL, engine.stores.create(f"s{i}").id)
+    session, _ = engine.identities.create_session(IDN, TMPL)
     assert len(session.resources) == 1 + MAX_EXPLICIT_MOUNTS
 
 
 def test_a_bound_store_is_neither_archived_nor_deleted_unless_forced(engine: Engine) -> None:
-    store = engine.create_store("team")
-    engine.mount_store(IDN, TMPL, store.id)
-    engine.mount_store("idn_b", TMPL, store.id)
-    for refused in (engine.archive_store, engine.delete_store):
+    store = engine.stores.create("team")
+    engine.identities.mount(IDN, TMPL, store.id)
+    engine.identities.mount("idn_b", TMPL, store.id)
+    for refused in (engine.stores.archive, engine.stores.delete):
         with pytest.raises(StoreBound, match=f"mounted on 2 .*{IDN}/{TMPL}, idn_b/{TMPL}"):
             refused(store.id)
-    assert engine.get_store(store.id).identity_template_count == 2
-    archived = engine.archive_store(store.id, force=True)
+    assert engine.stores.get(store.id).identity_template_count == 2
+    archived = engine.stores.archive(store.id, force=True)
     assert archived.archived
-    assert engine.list_pair_mounts(IDN, TMPL)[0].status == "archived"
-    engine.delete_store(store.id, force=True)
-    assert engine.list_pair_mounts(IDN, TMPL) == []
+    assert engine.identities.pair_mounts(IDN, TMPL)[0].status == "archived"
+    engine.stores.delete(store.id, force=True)
+    assert engine.identities.pair_mounts(IDN, TMPL) == []
     with pytest.raises(NotFound):
-        engine.list_store_mounts(store.id)
+        engine.identities.store_mounts(store.id)
 
 
 def test_a_default_store_is_not_deleted_while_its_pair_has_mounts(engine: Engine) -> None:
-    default, _ = engine.ensure_default_store(IDN, TMPL)
-    shared = engine.create_store("shared")
-    engine.mount_store(IDN, TMPL, shared.id)
+    default, _ = engine.identities.ensure_default_store(IDN, TMPL)
+    shared = engine.stores.create("shared")
+    engine.identities.mount(IDN, TMPL, shared.id)
     with pytest.raises(StoreBound, match=f"still has 1 mounts \\({shared.id}\\)"):
-        engine.delete_store(default.id, force=True)
-    engine.unmount_store(IDN, TMPL, shared.id)
+        engine.stores.delete(default.id, force=True)
+    engine.identities.unmount(IDN, TMPL, shared.id)
     with pytest.raises(StoreBound, match="its default store"):
-        engine.delete_store(default.id)  # still bound to its own pair
-    engine.delete_store(default.id, force=True)
-    fresh, created = engine.ensure_default_store(IDN, TMPL)
+        engine.stores.delete(default.id)  # still bound to its own pair
+    engine.stores.delete(default.id, force=True)
+    fresh, created = engine.identities.ensure_default_store(IDN, TMPL)
     assert created
     assert fresh.id != default.id

@@ -27,7 +27,7 @@ from memfs.store import Engine
 def test_memfs_mcp_refuses_a_bad_command_line(
     memfs_home: Path, store_engine: Engine, args: tuple[str, ...], message: str
 ) -> None:
-    store_engine.create_store("Notes")
+    store_engine.stores.create("Notes")
     result = run_memfs("mcp", *args, env=memfs_env(memfs_home))
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1] == message

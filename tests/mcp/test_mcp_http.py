@@ -21,10 +21,10 @@ from memfs.store import Engine, ResourceSpec
 async def test_every_tool_over_http_writes_versions_of_the_token_session(
     server: ServeProcess, store_engine: Engine
 ) -> None:
-    notes = store_engine.create_store("Notes")
-    team = store_engine.create_store("Team")
-    store_engine.create_memory(team.id, "/rules.md", "be kind\n", actor=None)
-    session, token = store_engine.create_session(
+    notes = store_engine.stores.create("Notes")
+    team = store_engine.stores.create("Team")
+    store_engine.memories.create(team.id, "/rules.md", "be kind\n")
+    session, token = store_engine.sessions.create(
         [ResourceSpec(notes.id), ResourceSpec(team.id, Access.READ_ONLY)]
     )
     assert token is not None
@@ -77,10 +77,10 @@ async def test_every_tool_over_http_writes_versions_of_the_token_session(
 async def test_a_session_token_reaches_only_its_stores(
     server: ServeProcess, store_engine: Engine
 ) -> None:
-    mine = store_engine.create_store("Mine")
-    other = store_engine.create_store("Other")
-    store_engine.create_memory(other.id, "/secret.md", "the secret", actor=None)
-    _session, token = store_engine.create_session([ResourceSpec(mine.id)])
+    mine = store_engine.stores.create("Mine")
+    other = store_engine.stores.create("Other")
+    store_engine.memories.create(other.id, "/secret.md", "the secret")
+    _session, token = store_engine.sessions.create([ResourceSpec(mine.id)])
     assert token is not None
     async with http_session(server.url, token) as client:
         with pytest.raises(McpError) as refused:
@@ -127,11 +127,11 @@ async def test_mcp_over_http_needs_a_valid_credential(
 async def test_an_api_key_writes_as_itself_and_a_read_key_can_not_write(
     server: ServeProcess, store_engine: Engine
 ) -> None:
-    notes = store_engine.create_store("Notes")
-    writer, writer_secret = store_engine.create_api_key(
+    notes = store_engine.stores.create("Notes")
+    writer, writer_secret = store_engine.api_keys.create(
         "writer", [Scope.READ, Scope.WRITE], [notes.id]
     )
-    _reader, reader_secret = store_engine.create_api_key("reader", [Scope.READ], [notes.id])
+    _reader, reader_secret = store_engine.api_keys.create("reader", [Scope.READ], [notes.id])
     async with http_session(server.url, writer_secret) as client:
         assert await call(client, "create", path="/memories/a.md", file_text="a") == (
             False,

@@ -17,9 +17,9 @@ PATHS = ["/café.md", "/a b/c#d?.md", "/x%41.md", "/.hidden/n.md"]
 
 
 async def test_resource_uris_round_trip_every_valid_path(engine: Engine) -> None:
-    store = engine.create_store("Notes")
+    store = engine.stores.create("Notes")
     for path in PATHS:
-        engine.create_memory(store.id, path, f"content of {path}", actor=None)
+        engine.memories.create(store.id, path, f"content of {path}")
     files = await MemoryFiles.open(open_embedded(engine, [("Notes", Access.READ_WRITE)]))
 
     async def provider() -> MemoryFiles:

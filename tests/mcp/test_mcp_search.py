@@ -16,13 +16,13 @@ from memfs.store import Engine, ResourceSpec
 async def test_search_finds_only_what_the_session_can_read(
     server: ServeProcess, store_engine: Engine
 ) -> None:
-    notes = store_engine.create_store("Notes")
-    team = store_engine.create_store("Team")
-    other = store_engine.create_store("Other")
-    store_engine.create_memory(notes.id, "/best.md", "kernel kernel kernel", actor=None)
-    store_engine.create_memory(team.id, "/kioku.md", "長期記憶 and the kernel", actor=None)
-    store_engine.create_memory(other.id, "/secret.md", "kernel secret", actor=None)
-    _session, token = store_engine.create_session(
+    notes = store_engine.stores.create("Notes")
+    team = store_engine.stores.create("Team")
+    other = store_engine.stores.create("Other")
+    store_engine.memories.create(notes.id, "/best.md", "kernel kernel kernel")
+    store_engine.memories.create(team.id, "/kioku.md", "長期記憶 and the kernel")
+    store_engine.memories.create(other.id, "/secret.md", "kernel secret")
+    _session, token = store_engine.sessions.create(
         [ResourceSpec(notes.id), ResourceSpec(team.id, Access.READ_ONLY)]
     )
     assert token is not None

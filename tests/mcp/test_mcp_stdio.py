@@ -19,9 +19,9 @@ from memfs.store import Engine, ResourceSpec
 async def test_every_tool_over_stdio_writes_versions_of_one_session(
     store_engine: Engine,
 ) -> None:
-    notes = store_engine.create_store("Notes")
-    team = store_engine.create_store("Team", description="shared rules")
-    store_engine.create_memory(team.id, "/rules.md", "be kind\n", actor=None)
+    notes = store_engine.stores.create("Notes")
+    team = store_engine.stores.create("Team", description="shared rules")
+    store_engine.memories.create(team.id, "/rules.md", "be kind\n")
     async with stdio_session(["--store", "Notes", "--store", "Team:ro"]) as session:
         listed = await session.list_tools()
         assert [t.name for t in listed.tools] == TOOL_NAMES
@@ -99,14 +99,14 @@ async def test_every_tool_over_stdio_writes_versions_of_one_session(
     (actor,) = actors
     assert actor is not None
     assert actor.type is ActorType.SESSION
-    assert store_engine.get_session(actor.id).title == "memfs mcp"
+    assert store_engine.sessions.get(actor.id).title == "memfs mcp"
     assert live(store_engine, team.id) == {"/rules.md": "be kind\n"}
 
 
 async def test_a_resource_of_a_store_not_attached_is_an_mcp_error(store_engine: Engine) -> None:
-    store_engine.create_store("Notes")
-    other = store_engine.create_store("Other")
-    store_engine.create_memory(other.id, "/secret.md", "secret", actor=None)
+    store_engine.stores.create("Notes")
+    other = store_engine.stores.create("Other")
+    store_engine.memories.create(other.id, "/secret.md", "secret")
     async with stdio_session(["--store", "Notes"]) as session:
         for uri in (f"memfs://{other.id}/secret.md", "memfs://other/secret.md"):
             with pytest.raises(McpError) as refused:
@@ -122,9 +122,9 @@ async def test_a_resource_of_a_store_not_attached_is_an_mcp_error(store_engine: 
 async def test_memfs_mcp_with_a_session_token_uses_the_server(
     server: ServeProcess, store_engine: Engine
 ) -> None:
-    notes = store_engine.create_store("Notes")
-    team = store_engine.create_store("Team")
-    session, token = store_engine.create_session(
+    notes = store_engine.stores.create("Notes")
+    team = store_engine.stores.create("Team")
+    session, token = store_engine.sessions.create(
         [ResourceSpec(notes.id), ResourceSpec(team.id, Access.READ_ONLY)]
     )
     assert token is not None

@@ -78,7 +78,7 @@ def versions(engine: Engine, store_id: str) -> list[MemoryVersion]:
     found: list[MemoryVersion] = []
     cursor = None
     while True:
-        page = engine.list_versions(store_id, limit=20, cursor=cursor, with_content=True)
+        page = engine.versions.list(store_id, limit=20, cursor=cursor, with_content=True)
         found.extend(page.items)
         cursor = page.next_cursor
         if cursor is None:
@@ -88,8 +88,8 @@ def versions(engine: Engine, store_id: str) -> list[MemoryVersion]:
 def live(engine: Engine, store_id: str) -> dict[str, str]:
     """``{path: content}`` of a store's live memories."""
     result: dict[str, str] = {}
-    for memory in engine.all_memories(store_id):
-        full: Memory = engine.get_memory(store_id, memory.id, with_content=True)
+    for memory in engine.memories.all(store_id):
+        full: Memory = engine.memories.get(store_id, memory.id, with_content=True)
         result[full.path] = full.content or ""
     return result
 

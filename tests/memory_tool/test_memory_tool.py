@@ -18,7 +18,7 @@ READ_ONLY_TEXT = "Cannot modify {path}: the memory store 'Team' is attached read
 
 
 def test_every_mutating_command_is_one_version_of_the_tool_session(engine: Engine) -> None:
-    store = engine.create_store("Notes")
+    store = engine.stores.create("Notes")
     with MemfsMemoryTool.embedded(engine, ["Notes"]) as tool:
         steps = [
             ("create", {"path": "/memories/a.md", "file_text": "one\ntwo\n"}, Operation.CREATED),
@@ -51,16 +51,16 @@ def test_every_mutating_command_is_one_version_of_the_tool_session(engine: Engin
     (actor,) = actors
     assert actor is not None
     assert actor.type is ActorType.SESSION
-    assert engine.get_session(actor.id).resources[0].memory_store_id == store.id
+    assert engine.sessions.get(actor.id).resources[0].memory_store_id == store.id
     # A rename keeps the id; the delete is a soft delete (restorable).
     assert len({v.memory_id for v in written}) == 1
     assert [v.path for v in written] == ["/a.md"] * 3 + ["/b/a.md"] * 2
-    assert engine.deleted_memories(store.id)[0].id == written[0].memory_id
+    assert engine.memories.deleted(store.id)[0].id == written[0].memory_id
 
 
 def test_an_edit_that_changes_nothing_writes_no_version(engine: Engine) -> None:
-    store = engine.create_store("Notes")
-    engine.create_memory(store.id, "/a.md", "same\n", actor=None)
+    store = engine.stores.create("Notes")
+    engine.memories.create(store.id, "/a.md", "same\n")
     with MemfsMemoryTool.embedded(engine, ["Notes"]) as tool:
         outcome = run(tool, "str_replace", path="/memories/a.md", old_str="same", new_str="same")
     assert outcome[0] == "ok"
@@ -68,9 +68,9 @@ def test_an_edit_that_changes_nothing_writes_no_version(engine: Engine) -> None:
 
 
 def test_directory_delete_and_rename_write_one_version_per_memory(engine: Engine) -> None:
-    store = engine.create_store("Notes")
+    store = engine.stores.create("Notes")
     for path in ("/d/a.md", "/d/e/b.md", "/keep.md"):
-        engine.create_memory(store.id, path, path, actor=None)
+        engine.memories.create(store.id, path, path)
     with MemfsMemoryTool.embedded(engine, ["Notes"]) as tool:
         assert run(tool, "rename", old_path="/memories/d", new_path="/memories/x/d") == (
             "ok",
@@ -108,8 +108,8 @@ def test_directory_delete_and_rename_write_one_version_per_memory(engine: Engine
 def test_content_rules_answer_in_the_tool_words(
     engine: Engine, file_text: str, expected: str
 ) -> None:
-    store = engine.create_store("Notes")
-    engine.create_memory(store.id, "/big.md", "x" * MAX_CONTENT_BYTES, actor=None)
+    store = engine.stores.create("Notes")
+    engine.memories.create(store.id, "/big.md", "x" * MAX_CONTENT_BYTES)
     with MemfsMemoryTool.embedded(engine, ["Notes"]) as tool:
         assert run(tool, "create", path="/memories/bin.dat", file_text=file_text) == (
             "error",
@@ -134,7 +134,7 @@ def test_content_rules_answer_in_the_tool_words(
     ids=["not-nfc", "whitespace", "backslash", "name-too-long", "too-deep"],
 )
 def test_path_rules_answer_in_the_tool_words(engine: Engine, path: str, problem: str) -> None:
-    store = engine.create_store("Notes")
+    store = engine.stores.create("Notes")
     with MemfsMemoryTool.embedded(engine, ["Notes"]) as tool:
         for name, fields in [
             ("create", {"path": path, "file_text": "x"}),
@@ -147,9 +147,9 @@ def test_path_rules_answer_in_the_tool_words(engine: Engine, path: str, problem:
 
 
 def test_several_stores_are_directories_and_read_only_ones_refuse(engine: Engine) -> None:
-    notes = engine.create_store("Notes")
-    team = engine.create_store("Team")
-    engine.create_memory(team.id, "/rules.md", "be kind\n", actor=None)
+    notes = engine.stores.create("Notes")
+    team = engine.stores.create("Team")
+    engine.memories.create(team.id, "/rules.md", "be kind\n")
     before = versions(engine, team.id)
     with MemfsMemoryTool.embedded(engine, ["Notes", ("Team", Access.READ_ONLY)]) as tool:
         assert run(tool, "view", path="/memories") == (
@@ -190,10 +190,10 @@ def test_several_stores_are_directories_and_read_only_ones_refuse(engine: Engine
 def test_a_store_directory_is_not_deleted_by_one_call(engine: Engine) -> None:
     """One ``delete`` must not empty a whole store (there is no bulk restore): a
     store's own directory is refused, its subdirectories are not."""
-    notes = engine.create_store("Notes")
-    engine.create_store("Team")
-    engine.create_memory(notes.id, "/a.md", "a", actor=None)
-    engine.create_memory(notes.id, "/old/b.md", "b", actor=None)
+    notes = engine.stores.create("Notes")
+    engine.stores.create("Team")
+    engine.memories.create(notes.id, "/a.md", "a")
+    engine.memories.create(notes.id, "/old/b.md", "b")
     with MemfsMemoryTool.embedded(engine, ["Notes", "Team"]) as tool:
         assert run(tool, "delete", path="/memories/notes") == (
             "error",
@@ -209,10 +209,10 @@ def test_a_store_directory_is_not_deleted_by_one_call(engine: Engine) -> None:
 
 
 def test_an_archived_store_refuses_writes(engine: Engine) -> None:
-    store = engine.create_store("Notes")
-    engine.create_memory(store.id, "/a.md", "a\n", actor=None)
+    store = engine.stores.create("Notes")
+    engine.memories.create(store.id, "/a.md", "a\n")
     with MemfsMemoryTool.embedded(engine, ["Notes"]) as tool:
-        engine.archive_store(store.id)
+        engine.stores.archive(store.id)
         assert run(tool, "insert", path="/memories/a.md", insert_line=0, insert_text="b") == (
             "error",
             "Cannot modify /memories/a.md: its memory store is archived (read-only)",
@@ -224,14 +224,16 @@ def test_an_archived_store_refuses_writes(engine: Engine) -> None:
 async def test_a_change_between_read_and_write_is_kept_and_the_edit_redone(
     engine: Engine,
 ) -> None:
-    store = engine.create_store("Notes")
-    memory = engine.create_memory(store.id, "/a.md", "first\nsecond\nthird\n", actor=None)
+    store = engine.stores.create("Notes")
+    memory = engine.memories.create(store.id, "/a.md", "first\nsecond\nthird\n")
 
     async def other_writer() -> None:
-        current = engine.get_memory(store.id, memory.id)
+        current = engine.memories.get(store.id, memory.id)
         assert current.content is not None
-        engine.update_memory(
-            store.id, memory.id, actor=None, content=current.content.replace("third", "THIRD")
+        engine.memories.update(
+            store.id,
+            memory.id,
+            content=current.content.replace("third", "THIRD"),
         )
 
     inner = open_embedded(engine, [("Notes", Access.READ_WRITE)])
@@ -256,14 +258,14 @@ async def test_a_change_between_read_and_write_is_kept_and_the_edit_redone(
 async def test_an_edit_losing_every_race_is_reported_and_overwrites_nothing(
     engine: Engine,
 ) -> None:
-    store = engine.create_store("Notes")
-    memory = engine.create_memory(store.id, "/a.md", "0\n", actor=None)
+    store = engine.stores.create("Notes")
+    memory = engine.memories.create(store.id, "/a.md", "0\n")
     counter = 0
 
     async def other_writer() -> None:
         nonlocal counter
         counter += 1
-        engine.update_memory(store.id, memory.id, actor=None, content=f"{counter}\n")
+        engine.memories.update(store.id, memory.id, content=f"{counter}\n")
 
     inner = open_embedded(engine, [("Notes", Access.READ_WRITE)])
     access = InterferingAccess(inner, other_writer, times=MAX_EDIT_ATTEMPTS)
@@ -282,11 +284,11 @@ async def test_an_edit_losing_every_race_is_reported_and_overwrites_nothing(
 
 
 async def test_a_redone_edit_refuses_when_its_text_is_gone(engine: Engine) -> None:
-    store = engine.create_store("Notes")
-    memory = engine.create_memory(store.id, "/a.md", "keep\nold\n", actor=None)
+    store = engine.stores.create("Notes")
+    memory = engine.memories.create(store.id, "/a.md", "keep\nold\n")
 
     async def other_writer() -> None:
-        engine.update_memory(store.id, memory.id, actor=None, content="keep\nnew\n")
+        engine.memories.update(store.id, memory.id, content="keep\nnew\n")
 
     inner = open_embedded(engine, [("Notes", Access.READ_WRITE)])
     tool = AsyncMemfsMemoryTool(await MemoryFiles.open(InterferingAccess(inner, other_writer)))
@@ -302,7 +304,7 @@ async def test_a_redone_edit_refuses_when_its_text_is_gone(engine: Engine) -> No
 
 
 async def test_the_async_tool_runs_every_command_on_trio(engine: Engine) -> None:
-    store = engine.create_store("Notes")
+    store = engine.stores.create("Notes")
     tool = await AsyncMemfsMemoryTool.embedded(engine, ["Notes"])
     try:
         assert await arun(tool, "create", path="/memories/a.md", file_text="a\n") == (
@@ -346,7 +348,7 @@ def test_a_tool_used_without_with_lets_the_interpreter_exit(
 
     database = tmp_path / "memfs.db"
     with open_engine(f"sqlite:///{database}", create=True) as setup:
-        store = setup.create_store("notes")
+        store = setup.stores.create("notes")
     script = (
         "from anthropic.types.beta import BetaMemoryTool20250818CreateCommand as Create\n"
         "from memfs.memory_tool import MemfsMemoryTool\n"
@@ -360,4 +362,4 @@ def test_a_tool_used_without_with_lets_the_interpreter_exit(
     assert done.returncode == 0, done.stderr
     assert "File created successfully at: /memories/a.md" in done.stdout
     with open_engine(f"sqlite:///{database}") as check:
-        assert check.get_memory_by_path(store.id, "/a.md", with_content=True).content == "a\n"
+        assert check.memories.get_by_path(store.id, "/a.md", with_content=True).content == "a\n"

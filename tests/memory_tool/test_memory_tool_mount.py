@@ -20,8 +20,8 @@ PLAN = "# Plan\n- one\n- two\n"
 
 
 def make_store(engine: Engine) -> MemoryStore:
-    store = engine.create_store("Notes")
-    engine.create_memory(store.id, "/plan.md", PLAN, actor=None)
+    store = engine.stores.create("Notes")
+    engine.memories.create(store.id, "/plan.md", PLAN)
     return store
 
 

@@ -20,10 +20,10 @@ from memfs.store import Engine, ResourceSpec
 def make_session(engine: Engine) -> tuple[str, str, str, str]:
     """Stores Notes (read_write) and Team (read_only, one memory); (session id, token,
     notes id, team id)."""
-    notes = engine.create_store("Notes")
-    team = engine.create_store("Team")
-    engine.create_memory(team.id, "/rules.md", "be kind\n", actor=None)
-    session, token = engine.create_session(
+    notes = engine.stores.create("Notes")
+    team = engine.stores.create("Team")
+    engine.memories.create(team.id, "/rules.md", "be kind\n")
+    session, token = engine.sessions.create(
         [ResourceSpec(notes.id), ResourceSpec(team.id, Access.READ_ONLY)]
     )
     assert token is not None
@@ -99,10 +99,10 @@ async def test_a_race_over_http_is_redone_on_the_new_content(
     server: ServeProcess, store_engine: Engine
 ) -> None:
     _session_id, token, notes_id, _team_id = make_session(store_engine)
-    memory = store_engine.create_memory(notes_id, "/a.md", "x\ny\n", actor=None)
+    memory = store_engine.memories.create(notes_id, "/a.md", "x\ny\n")
 
     async def other_writer() -> None:
-        store_engine.update_memory(notes_id, memory.id, actor=None, content="x\ny\nz\n")
+        store_engine.memories.update(notes_id, memory.id, content="x\ny\nz\n")
 
     access = InterferingAccess(HttpAccess(MemfsClient(server.url, token)), other_writer)
     tool = AsyncMemfsMemoryTool(await MemoryFiles.open(access))

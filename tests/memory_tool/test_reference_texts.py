@@ -70,7 +70,7 @@ SEQUENCE: list[tuple[str, dict[str, Any]]] = [
 
 def test_every_result_and_error_text_is_the_reference_one(engine: Engine, tmp_path: Path) -> None:
     reference = BetaLocalFilesystemMemoryTool(base_path=str(tmp_path / "reference"))
-    store = engine.create_store("Notes")
+    store = engine.stores.create("Notes")
     with MemfsMemoryTool.embedded(engine, ["Notes"]) as memfs_tool:
         for name, fields in SEQUENCE:
             viewed = fields.get("path", "")
@@ -91,7 +91,7 @@ def test_every_result_and_error_text_is_the_reference_one(engine: Engine, tmp_pa
 
 
 def test_directories_show_the_size_of_an_ext4_directory(engine: Engine) -> None:
-    engine.create_store("Notes")
+    engine.stores.create("Notes")
     with MemfsMemoryTool.embedded(engine, ["Notes"]) as tool:
         run(tool, "create", path="/memories/a/b.md", file_text="12345")
         assert run(tool, "view", path="/memories") == (

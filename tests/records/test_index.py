@@ -60,16 +60,16 @@ def timed(database: str, clock: FakeClock) -> Iterator[Engine]:
 
 @pytest.fixture
 def store(engine: Engine) -> MemoryStore:
-    return engine.create_store("records")
+    return engine.stores.create("records")
 
 
 def create(engine: Engine, store: MemoryStore, path: str, content: str) -> str:
-    return engine.create_memory(store.id, path, content, actor=ACTOR).id
+    return engine.for_caller(actor=ACTOR).memories.create(store.id, path, content).id
 
 
 def test_a_record_is_indexed_with_its_header(engine: Engine, store: MemoryStore) -> None:
     memory_id = create(engine, store, "/prefs/tone.md", TONE)
-    record = engine.get_records([memory_id])[memory_id]
+    record = engine.records.get([memory_id])[memory_id]
     assert (record.type, record.importance, record.user_id, record.tags) == (
         RecordType.PREFERENCE,
         0.9,
@@ -79,7 +79,7 @@ def test_a_record_is_indexed_with_its_header(engine: Engine, store: MemoryStore)
     assert record.version == 1
     assert record.path == "/prefs/tone.md"
     # The content is the author's bytes, unknown key and all.
-    assert engine.get_memory(store.id, memory_id).content == TONE
+    assert engine.memories.get(store.id, memory_id).content == TONE
 
 
 def test_ordinary_front_matter_is_stored_and_not_indexed(
@@ -87,8 +87,8 @@ def test_ordinary_front_matter_is_stored_and_not_indexed(
 ) -> None:
     post = "---\ntype: post\nimportance: 7\n---\nhello\n"
     memory_id = create(engine, store, "/blog.md", post)
-    assert engine.get_memory(store.id, memory_id).content == post
-    assert engine.get_records([memory_id]) == {}
+    assert engine.memories.get(store.id, memory_id).content == post
+    assert engine.records.get([memory_id]) == {}
 
 
 def test_a_bad_record_is_refused_and_nothing_changes(engine: Engine, store: MemoryStore) -> None:
@@ -98,26 +98,26 @@ def test_a_bad_record_is_refused_and_nothing_changes(engine: Engine, store: Memo
     assert engine.statistics() == before
     memory_id = create(engine, store, "/good.md", "---\ntype: profile\n---\n")
     with pytest.raises(InvalidRecord, match="^invalid record header: scope: must be one of"):
-        engine.update_memory(
+        engine.for_caller(actor=ACTOR).memories.update(
             store.id,
             memory_id,
-            actor=ACTOR,
             content="---\ntype: profile\nscope: everyone\n---\n",
             path=None,
             expected_sha256=None,
             metadata=None,
         )
-    assert engine.get_memory(store.id, memory_id).content == "---\ntype: profile\n---\n"
-    assert len(engine.list_versions(store.id, memory_id=memory_id).items) == 1
+    assert engine.memories.get(store.id, memory_id).content == "---\ntype: profile\n---\n"
+    assert len(engine.versions.list(store.id, memory_id=memory_id).items) == 1
 
 
 def update(engine: Engine, store: MemoryStore, memory_id: str, **changes: object) -> None:
-    engine.update_memory(
+    engine.for_caller(actor=ACTOR).memories.update(
         store.id,
         memory_id,
-        actor=ACTOR,
-        content=changes.get("content"),  # type: ignore[arg-type]
-        path=changes.get("path"),  # type: ignore[arg-type]
+        content=changes.get("content"),
+        # type: ignore[arg-type]
+        path=changes.get("path"),
+        # type: ignore[arg-type]
         expected_sha256=None,
         metadata=None,
     )
@@ -126,22 +126,22 @@ def update(engine: Engine, store: MemoryStore, memory_id: str, **changes: object
 def test_edits_move_the_index(engine: Engine, store: MemoryStore) -> None:
     memory_id = create(engine, store, "/r.md", TONE)
     update(engine, store, memory_id, content=TONE.replace("importance: 0.9", "importance: 0.2"))
-    assert engine.get_records([memory_id])[memory_id].importance == 0.2
+    assert engine.records.get([memory_id])[memory_id].importance == 0.2
     # No longer a record: it leaves the index; a record again: it comes back.
     update(engine, store, memory_id, content="plain text now\n")
-    assert engine.get_records([memory_id]) == {}
+    assert engine.records.get([memory_id]) == {}
     update(engine, store, memory_id, content=TONE)
-    assert engine.get_records([memory_id])[memory_id].version == 4
-    engine.delete_memory(store.id, memory_id, actor=ACTOR)
-    assert engine.get_records([memory_id]) == {}
-    engine.restore_memory(store.id, memory_id, actor=ACTOR)
-    assert engine.get_records([memory_id])[memory_id].importance == 0.9
-    engine.delete_memory(store.id, memory_id, actor=ACTOR, mode=DeleteMode.REDACT)
-    assert engine.get_records([memory_id]) == {}
+    assert engine.records.get([memory_id])[memory_id].version == 4
+    engine.for_caller(actor=ACTOR).memories.delete(store.id, memory_id)
+    assert engine.records.get([memory_id]) == {}
+    engine.for_caller(actor=ACTOR).memories.restore(store.id, memory_id)
+    assert engine.records.get([memory_id])[memory_id].importance == 0.9
+    engine.for_caller(actor=ACTOR).memories.delete(store.id, memory_id, mode=DeleteMode.REDACT)
+    assert engine.records.get([memory_id]) == {}
 
 
 def test_filters(engine: Engine, store: MemoryStore) -> None:
-    other = engine.create_store("other")
+    other = engine.stores.create("other")
     create(engine, store, "/a.md", TONE)
     create(engine, store, "/b.md", "---\ntype: episodic\nimportance: 0.3\ntags: [trip]\n---\n")
     create(engine, store, "/c.md", "---\ntype: preference\nuser_id: u2\n---\n")
@@ -149,7 +149,7 @@ def test_filters(engine: Engine, store: MemoryStore) -> None:
     create(engine, other, "/a.md", TONE)
 
     def paths(record_filter: RecordFilter, stores: list[str] | None = None) -> list[str]:
-        found = engine.list_records([store.id] if stores is None else stores, record_filter)
+        found = engine.records.list([store.id] if stores is None else stores, record_filter)
         return [r.path for r in found]
 
     assert paths(RecordFilter()) == ["/a.md", "/b.md", "/c.md"]
@@ -158,33 +158,33 @@ def test_filters(engine: Engine, store: MemoryStore) -> None:
     assert paths(RecordFilter.of(min_importance=0.5)) == ["/a.md"]
     assert paths(RecordFilter.of(user_id="u2")) == ["/c.md"]
     assert paths(RecordFilter.of(scope="share")) == []
-    assert len(engine.list_records(None, RecordFilter.of(tag="tone"))) == 2
-    engine.delete_store(other.id)
-    assert len(engine.list_records(None, RecordFilter.of(tag="tone"))) == 1
+    assert len(engine.records.list(None, RecordFilter.of(tag="tone"))) == 2
+    engine.stores.delete(other.id)
+    assert len(engine.records.list(None, RecordFilter.of(tag="tone"))) == 1
 
 
 def test_relations_resolve_by_id_and_survive_renames(engine: Engine, store: MemoryStore) -> None:
     source = create(engine, store, "/prefs/tone.md", TONE)
-    (relation,) = engine.get_records([source])[source].relations
+    (relation,) = engine.records.get([source])[source].relations
     assert relation.dangling
     assert relation.target_memory_id is None
     # The target arrives later: the relation resolves to it.
     target = create(engine, store, "/prefs/old.md", "older preference\n")
-    (relation,) = engine.get_records([source])[source].relations
+    (relation,) = engine.records.get([source])[source].relations
     assert (relation.target_memory_id, relation.target_path) == (target, "/prefs/old.md")
     # A rename of the target keeps it (by id), also when the source is rewritten later.
     update(engine, store, target, path="/archive/old.md")
     update(engine, store, source, content=TONE.replace("0.9", "0.8"))
-    (relation,) = engine.get_records([source])[source].relations
+    (relation,) = engine.records.get([source])[source].relations
     assert (relation.target_memory_id, relation.target_path) == (target, "/archive/old.md")
-    engine.rename_prefix(store.id, "/archive/", "/attic/", actor=ACTOR)
-    (relation,) = engine.get_records([source])[source].relations
+    engine.for_caller(actor=ACTOR).memories.rename_prefix(store.id, "/archive/", "/attic/")
+    (relation,) = engine.records.get([source])[source].relations
     assert relation.target_path == "/attic/old.md"
-    (incoming,) = engine.relations_to(target)
+    (incoming,) = engine.records.relations_to(target)
     assert (incoming.memory_id, incoming.memory_path) == (source, "/prefs/tone.md")
-    assert engine.record_findings() == []
-    engine.delete_memory(store.id, target, actor=ACTOR)
-    (finding,) = engine.record_findings()
+    assert engine.records.findings() == []
+    engine.for_caller(actor=ACTOR).memories.delete(store.id, target)
+    (finding,) = engine.records.findings()
     assert "relation related_to → /prefs/old.md is dangling" in finding
 
 
@@ -196,7 +196,7 @@ def test_a_relation_by_id(engine: Engine, store: MemoryStore) -> None:
         "/s.md",
         f"---\ntype: semantic\nrelations: [{{type: supersedes, target: {target}}}]\n---\n",
     )
-    (relation,) = engine.get_records([source])[source].relations
+    (relation,) = engine.records.get([source])[source].relations
     assert (relation.target_memory_id, relation.target_path) == (target, "/t.md")
     dangling = create(
         engine,
@@ -205,43 +205,43 @@ def test_a_relation_by_id(engine: Engine, store: MemoryStore) -> None:
         "---\ntype: semantic\nrelations: [{type: related_to, "
         "target: mem_00000000000000000000000000}]\n---\n",
     )
-    assert engine.get_records([dangling])[dangling].relations[0].dangling
+    assert engine.records.get([dangling])[dangling].relations[0].dangling
 
 
 def test_last_accessed_without_a_version_and_decay(timed: Engine, clock: FakeClock) -> None:
-    store = timed.create_store("decay")
+    store = timed.stores.create("decay")
     read = create(timed, store, "/read.md", "---\ntype: semantic\nimportance: 0.8\n---\n")
     unread = create(timed, store, "/unread.md", "---\ntype: semantic\nimportance: 0.8\n---\n")
-    head = timed.get_memory(store.id, read).memory_version_id
+    head = timed.memories.get(store.id, read).memory_version_id
     clock.advance(days=60)
-    timed.note_access([read])
-    assert timed.get_records([read])[read].last_accessed < clock.now  # batched: not yet
-    timed.flush_access()
-    records = timed.get_records([read, unread])
+    timed.records.note_access([read])
+    assert timed.records.get([read])[read].last_accessed < clock.now  # batched: not yet
+    timed.records.flush_access()
+    records = timed.records.get([read, unread])
     assert records[read].last_accessed == clock.now
-    assert timed.get_memory(store.id, read).memory_version_id == head  # no version
-    assert len(timed.list_versions(store.id, memory_id=read).items) == 1
+    assert timed.memories.get(store.id, read).memory_version_id == head  # no version
+    assert len(timed.versions.list(store.id, memory_id=read).items) == 1
     clock.advance(days=30)
-    records = timed.get_records([read, unread])
+    records = timed.records.get([read, unread])
     assert records[read].decay_score == pytest.approx(0.4, abs=1e-3)
     assert records[unread].decay_score == pytest.approx(0.1, abs=1e-3)
     # The store's half-life (metadata) changes the score.
-    timed.update_store(store.id, metadata_patch={"record_half_life_days": "90"})
-    assert timed.get_records([unread])[unread].decay_score == pytest.approx(0.4, abs=1e-3)
+    timed.stores.update(store.id, metadata_patch={"record_half_life_days": "90"})
+    assert timed.records.get([unread])[unread].decay_score == pytest.approx(0.4, abs=1e-3)
     # An edit keeps last_accessed.
     update(timed, store, read, content="---\ntype: semantic\nimportance: 0.6\n---\n")
-    assert timed.get_records([read])[read].last_accessed == clock.now - timedelta(days=30)
+    assert timed.records.get([read])[read].last_accessed == clock.now - timedelta(days=30)
 
 
 def test_reads_are_written_at_close(database: str, clock: FakeClock) -> None:
     first = Engine(database, clock=clock)
-    store = first.create_store("close")
+    store = first.stores.create("close")
     memory_id = create(first, store, "/r.md", "---\ntype: profile\n---\n")
     clock.advance(days=3)
-    first.note_access([memory_id, "mem_not_a_record"])
+    first.records.note_access([memory_id, "mem_not_a_record"])
     first.close()
     with Engine(database, clock=clock) as second:
-        assert second.get_records([memory_id])[memory_id].last_accessed == clock.now
+        assert second.records.get([memory_id])[memory_id].last_accessed == clock.now
 
 
 def test_a_memory_tool_view_is_a_read(timed: Engine, clock: FakeClock) -> None:
@@ -249,18 +249,18 @@ def test_a_memory_tool_view_is_a_read(timed: Engine, clock: FakeClock) -> None:
 
     from memfs.memory_tool import MemfsMemoryTool
 
-    store = timed.create_store("Notes")
+    store = timed.stores.create("Notes")
     memory_id = create(timed, store, "/tone.md", TONE)
-    head = timed.get_memory(store.id, memory_id).memory_version_id
+    head = timed.memories.get(store.id, memory_id).memory_version_id
     clock.advance(days=10)
     with MemfsMemoryTool.embedded(timed, ["Notes"]) as tool:
         shown = tool.execute(
             BetaMemoryTool20250818ViewCommand(command="view", path="/memories/tone.md")
         )
     assert "Be brief." in str(shown)
-    timed.flush_access()
-    assert timed.get_records([memory_id])[memory_id].last_accessed == clock.now
-    assert timed.get_memory(store.id, memory_id).memory_version_id == head
+    timed.records.flush_access()
+    assert timed.records.get([memory_id])[memory_id].last_accessed == clock.now
+    assert timed.memories.get(store.id, memory_id).memory_version_id == head
 
 
 def test_search_filters_by_record_fields(engine: Engine, store: MemoryStore) -> None:
@@ -269,7 +269,7 @@ def test_search_filters_by_record_fields(engine: Engine, store: MemoryStore) -> 
     create(engine, store, "/c.md", "kernel, not a record\n")
 
     def hits(**filters: object) -> list[str]:
-        found = engine.search(
+        found = engine.search.query(
             "kernel",
             [store.id],
             record_filter=RecordFilter.of(**filters),  # type: ignore[arg-type]

@@ -35,12 +35,12 @@ def store_engine(tmp_path: Path) -> Iterator[Engine]:
 
 @pytest.fixture
 def rw_store(store_engine: Engine) -> MemoryStore:
-    return store_engine.create_store("Notes")
+    return store_engine.stores.create("Notes")
 
 
 @pytest.fixture
 def ro_store(store_engine: Engine) -> MemoryStore:
-    return store_engine.create_store("Reference")
+    return store_engine.stores.create("Reference")
 
 
 @pytest.fixture

@@ -116,7 +116,7 @@ class LiveServer:
     def __init__(self, engine: Engine, resources: list[ResourceSpec]) -> None:
         self.engine = engine
         self.app = create_app(engine)
-        session, token = engine.create_session(resources)
+        session, token = engine.sessions.create(resources)
         assert token is not None
         self.session: Session = session
         self.token = token

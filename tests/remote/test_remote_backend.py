@@ -36,8 +36,8 @@ def sha(text: str) -> str:
 
 def contents(engine: Engine, store_id: str) -> dict[str, str]:
     return {
-        m.path: engine.get_memory(store_id, m.id).content or ""
-        for m in engine.all_memories(store_id)
+        m.path: engine.memories.get(store_id, m.id).content or ""
+        for m in engine.memories.all(store_id)
     }
 
 
@@ -113,7 +113,7 @@ async def test_resolve_store_by_id_name_slug_or_directory(
 async def test_memories_are_keyed_by_their_sha256(
     backend: RemoteBackend, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    store_engine.create_memory(rw_store.id, "/a.md", "alpha", actor=None)
+    store_engine.memories.create(rw_store.id, "/a.md", "alpha")
     (memory,) = await backend.list_memories(rw_store.id)
     assert memory.blob_key == memory.content_sha256 == sha("alpha")
     assert memory.content is None
@@ -122,7 +122,7 @@ async def test_memories_are_keyed_by_their_sha256(
 async def test_a_cached_file_is_read_without_a_round_trip(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    store_engine.create_memory(rw_store.id, "/a.md", "alpha", actor=None)
+    store_engine.memories.create(rw_store.id, "/a.md", "alpha")
     (memory,) = await backend.list_memories(rw_store.id)
     assert await backend.read_content(memory) == b"alpha"
     assert requests_to(server, f"/memory_versions/{memory.memory_version_id}") == 1
@@ -136,7 +136,7 @@ async def test_a_cached_file_is_read_without_a_round_trip(
 async def test_the_cache_serves_a_restarted_daemon(
     server: LiveServer, home: Path, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    store_engine.create_memory(rw_store.id, "/a.md", "alpha", actor=None)
+    store_engine.memories.create(rw_store.id, "/a.md", "alpha")
     first = make_backend(server, home)
     await first.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
     (memory,) = await first.list_memories(rw_store.id)
@@ -156,7 +156,7 @@ async def test_a_redaction_while_unmounted_is_purged_at_the_next_start(
 ) -> None:
     """SPEC §2: redacted bytes leave every local cache. A daemon that was not running
     when the redaction happened reads the feed from where the last one stopped."""
-    secret = store_engine.create_memory(rw_store.id, "/s.md", "db_password=OFFLINE", actor=None)
+    secret = store_engine.memories.create(rw_store.id, "/s.md", "db_password=OFFLINE")
     first = make_backend(server, home)
     await first.open_session([AttachmentSpec(rw_store.id, False)], mount_root="/m")
     seq = await first.last_change_seq(rw_store.id)
@@ -165,7 +165,7 @@ async def test_a_redaction_while_unmounted_is_purged_at_the_next_start(
     assert await first.read_content(memory) == b"db_password=OFFLINE"
     await first.aclose()
 
-    store_engine.delete_memory(rw_store.id, secret.id, actor=None, mode=DeleteMode.REDACT)
+    store_engine.memories.delete(rw_store.id, secret.id, mode=DeleteMode.REDACT)
     cache = ContentCache(home / "cache")
     assert cache.get(sha("db_password=OFFLINE")) is not None  # nothing ran to purge it
 
@@ -179,7 +179,7 @@ async def test_a_redaction_while_unmounted_is_purged_at_the_next_start(
 async def test_an_uncached_read_with_the_server_down_fails(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    store_engine.create_memory(rw_store.id, "/a.md", "alpha", actor=None)
+    store_engine.memories.create(rw_store.id, "/a.md", "alpha")
     (memory,) = await backend.list_memories(rw_store.id)
     server.network.down = True
     with pytest.raises(ServerUnavailable):
@@ -191,10 +191,10 @@ async def test_read_ahead_fetches_what_it_can_and_caches_it(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     for name in "abcde":
-        store_engine.create_memory(rw_store.id, f"/{name}.md", f"content {name}", actor=None)
+        store_engine.memories.create(rw_store.id, f"/{name}.md", f"content {name}")
     memories = sorted(await backend.list_memories(rw_store.id), key=lambda m: m.path)
     gone = memories[-1]
-    store_engine.delete_memory(rw_store.id, gone.id, actor=None, mode=DeleteMode.REDACT)
+    store_engine.memories.delete(rw_store.id, gone.id, mode=DeleteMode.REDACT)
     found = await backend.read_contents(memories)
     assert found == {m.blob_key: f"content {m.path[1]}".encode() for m in memories[:-1]}
     server.network.requests.clear()
@@ -208,7 +208,7 @@ async def test_read_ahead_with_the_server_down_returns_nothing(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     for name in "abcdefghijkl":
-        store_engine.create_memory(rw_store.id, f"/{name}.md", name, actor=None)
+        store_engine.memories.create(rw_store.id, f"/{name}.md", name)
     memories = await backend.list_memories(rw_store.id)
     server.network.down = True
     assert await backend.read_contents(memories) == {}
@@ -230,7 +230,7 @@ async def test_writes_go_straight_to_a_reachable_server(
     moved = await backend.update_memory(rw_store.id, created.id, MemoryChange(path="/b.md"))
     assert moved.path == "/b.md"
     assert contents(store_engine, rw_store.id) == {"/b.md": "v2"}
-    assert store_engine.get_memory(rw_store.id, created.id).metadata == {"k": "v"}
+    assert store_engine.memories.get(rw_store.id, created.id).metadata == {"k": "v"}
     stats = backend.statistics()
     assert (stats.server_state, stats.outbox_depth) == ("reachable", 0)
 
@@ -239,7 +239,7 @@ async def test_a_direct_conflict_is_raised_for_the_fuse_layer(
     backend: RemoteBackend, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     created = await backend.create_memory(rw_store.id, "/a.md", "v1")
-    store_engine.update_memory(rw_store.id, created.id, content="theirs", actor=None)
+    store_engine.memories.update(rw_store.id, created.id, content="theirs")
     with pytest.raises(PreconditionFailed):
         await backend.update_memory(
             rw_store.id, created.id, MemoryChange(content="mine", expected_sha256=sha("v1"))
@@ -279,13 +279,13 @@ async def test_writes_while_down_are_queued_and_replayed_in_order(
     # The server comes back; a write now still queues behind the outbox.
     server.network.down = False
     await backend.create_memory(rw_store.id, "/after.md", "later")
-    assert store_engine.all_memories(rw_store.id) == []
+    assert store_engine.memories.all(rw_store.id) == []
 
     changes = await backend.changes_since(rw_store.id, 0)
 
     assert contents(store_engine, rw_store.id) == {"/final.md": "2", "/after.md": "later"}
-    real = store_engine.get_memory_by_path(rw_store.id, "/final.md")
-    page = store_engine.list_versions(rw_store.id, memory_id=real.id, limit=100)
+    real = store_engine.memories.get_by_path(rw_store.id, "/final.md")
+    page = store_engine.versions.list(rw_store.id, memory_id=real.id, limit=100)
     assert [v.operation for v in reversed(page.items)] == [
         Operation.CREATED,
         Operation.MODIFIED,
@@ -316,7 +316,7 @@ async def test_a_replay_conflict_keeps_both_and_is_reported(
     await backend.update_memory(
         rw_store.id, created.id, MemoryChange(content="mine", expected_sha256=sha("base"))
     )
-    store_engine.update_memory(rw_store.id, created.id, content="theirs", actor=None)
+    store_engine.memories.update(rw_store.id, created.id, content="theirs")
     server.network.down = False
 
     await backend.changes_since(rw_store.id, 0)
@@ -342,7 +342,7 @@ async def test_a_refused_queued_write_is_kept_under_rejected(
 ) -> None:
     server.network.down = True
     await backend.create_memory(rw_store.id, "/late.md", "written before the archive")
-    store_engine.archive_store(rw_store.id)
+    store_engine.stores.archive(rw_store.id)
     server.network.down = False
 
     await backend.changes_since(rw_store.id, 0)
@@ -419,10 +419,10 @@ async def test_queued_edits_of_content_redacted_meanwhile_are_discarded(
         created.id,
         MemoryChange(content="header\nSECRET7\nedit", expected_sha256=sha("header\nSECRET7")),
     )
-    store_engine.delete_memory(rw_store.id, created.id, actor=None, mode=DeleteMode.REDACT)
+    store_engine.memories.delete(rw_store.id, created.id, mode=DeleteMode.REDACT)
     server.network.down = False
     await backend.changes_since(rw_store.id, 0)
-    assert store_engine.all_memories(rw_store.id) == []
+    assert store_engine.memories.all(rw_store.id) == []
     assert ContentCache(home / "cache").get(sha("header\nSECRET7\nedit")) is None
     stats = backend.statistics()
     assert stats.outbox_depth == 0
@@ -436,10 +436,10 @@ async def test_a_delete_while_down_is_replayed(
     created = await backend.create_memory(rw_store.id, "/a.md", "x")
     server.network.down = True
     await backend.delete_memory(rw_store.id, created.id, expected_sha256=sha("x"))
-    assert len(store_engine.all_memories(rw_store.id)) == 1
+    assert len(store_engine.memories.all(rw_store.id)) == 1
     server.network.down = False
     await backend.changes_since(rw_store.id, 0)
-    assert store_engine.all_memories(rw_store.id) == []
+    assert store_engine.memories.all(rw_store.id) == []
 
 
 # ------------------------------------------------------------- change feed
@@ -463,7 +463,7 @@ async def test_changes_follow_the_feed_and_purge_redacted_bytes(
     seq = await backend.last_change_seq(rw_store.id)
     assert seq == 2
 
-    store_engine.redact_version(rw_store.id, created.memory_version_id, actor=None)
+    store_engine.versions.redact(rw_store.id, created.memory_version_id)
     changes = await backend.changes_since(rw_store.id, seq)
 
     assert ChangeKind.BLOB_PURGED in [c.kind for c in changes]
@@ -511,7 +511,7 @@ async def test_changes_since_waits_for_the_next_change(
         assert path.endswith("/changes")
         assert query["timeout_s"] == "10"
         # Written elsewhere: the server's poll of the change counter wakes the feed.
-        store_engine.create_memory(rw_store.id, "/new.md", "elsewhere", actor=None)
+        store_engine.memories.create(rw_store.id, "/new.md", "elsewhere")
     assert got == [["/new.md"]]
 
 
@@ -584,8 +584,8 @@ async def test_the_first_session_fetch_waits_for_a_server_that_is_not_up_yet(
 async def test_a_memory_with_queued_writes_keeps_its_queued_state(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    theirs = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
-    other = store_engine.create_memory(rw_store.id, "/b.md", "b", actor=None)
+    theirs = store_engine.memories.create(rw_store.id, "/a.md", "v1")
+    other = store_engine.memories.create(rw_store.id, "/b.md", "b")
     await backend.list_memories(rw_store.id)
     server.network.down = True
     queued = await backend.update_memory(
@@ -729,7 +729,7 @@ async def test_a_bulk_change_batch_is_fetched_by_listing_not_one_request_each(
     request per changed memory. A large batch's states come from a listing of their
     directory, 100 per request."""
     for n in range(300):
-        store_engine.create_memory(rw_store.id, f"/bulk/m{n:03d}.md", f"{n}", actor=None)
+        store_engine.memories.create(rw_store.id, f"/bulk/m{n:03d}.md", f"{n}")
     server.network.requests.clear()
 
     changes = await backend.changes_since(rw_store.id, 0)
@@ -745,14 +745,14 @@ async def test_states_fetched_ahead_are_never_older_than_their_change(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     created = [
-        store_engine.create_memory(rw_store.id, f"/bulk/m{n:03d}.md", "v1", actor=None)
+        store_engine.memories.create(rw_store.id, f"/bulk/m{n:03d}.md", "v1")
         for n in range(60)
     ]
     changes = await backend.changes_since(rw_store.id, 0)
     for change in changes[:30]:  # the FUSE layer follows part of the batch ...
         await backend.get_memory(rw_store.id, change.memory_id or "")
     for memory in created:  # ... and everything changes again
-        store_engine.update_memory(rw_store.id, memory.id, content="v2", actor=None)
+        store_engine.memories.update(rw_store.id, memory.id, content="v2")
     seq = changes[-1].seq
     later = await backend.changes_since(rw_store.id, seq)
     assert len(later) == 60
@@ -762,7 +762,7 @@ async def test_states_fetched_ahead_are_never_older_than_their_change(
             sha("v2"), change.memory_version_id
         )
     # A memory changed after the batch is asked for again, not answered from the listing.
-    store_engine.update_memory(rw_store.id, created[0].id, content="v3", actor=None)
+    store_engine.memories.update(rw_store.id, created[0].id, content="v3")
     (last,) = await backend.changes_since(rw_store.id, later[-1].seq)
     assert (await backend.get_memory(rw_store.id, created[0].id)).content_sha256 == sha("v3")
 
@@ -774,7 +774,7 @@ async def test_a_revoked_token_stops_the_writes_and_keeps_them_queued(
     """Issue 11 item 1 (remote half): a mount whose session token is revoked or expired
     (401) stops writing to the server, keeps every write queued, and says why."""
     created = await backend.create_memory(rw_store.id, "/a.md", "v1")
-    store_engine.revoke_session(server.session.id)
+    store_engine.sessions.revoke(server.session.id)
 
     queued = await backend.update_memory(
         rw_store.id, created.id, MemoryChange(content="v2", expected_sha256=sha("v1"))

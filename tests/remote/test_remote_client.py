@@ -90,7 +90,7 @@ async def test_retrieve_store_reports_archival(
     client: MemfsClient, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     assert not (await client.retrieve_store(rw_store.id)).archived
-    store_engine.archive_store(rw_store.id)
+    store_engine.stores.archive(rw_store.id)
     store = await client.retrieve_store(rw_store.id)
     assert store.archived
     assert store.name == "Notes"
@@ -104,7 +104,7 @@ async def test_list_memories_follows_pages_to_the_end(
 ) -> None:
     count = 2 * LIST_PAGE_LIMIT + 50
     for index in range(count):
-        store_engine.create_memory(rw_store.id, f"/d{index % 3}/m{index:04d}.md", "x", actor=None)
+        store_engine.memories.create(rw_store.id, f"/d{index % 3}/m{index:04d}.md", "x")
     server.network.requests.clear()
 
     memories = await client.list_memories(rw_store.id)
@@ -123,9 +123,9 @@ async def test_list_memories_follows_pages_to_the_end(
 async def test_find_memory_by_path_lists_only_its_directory(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    store_engine.create_memory(rw_store.id, "/a/b/c.md", "deep", actor=None)
-    store_engine.create_memory(rw_store.id, "/a/b.md", "shallow", actor=None)
-    store_engine.create_memory(rw_store.id, "/top.md", "top", actor=None)
+    store_engine.memories.create(rw_store.id, "/a/b/c.md", "deep")
+    store_engine.memories.create(rw_store.id, "/a/b.md", "shallow")
+    store_engine.memories.create(rw_store.id, "/top.md", "top")
 
     found = await client.find_memory_by_path(rw_store.id, "/a/b.md")
     assert found is not None
@@ -185,7 +185,7 @@ async def test_precondition_mismatch_raises_precondition_failed(
     client: MemfsClient, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
     memory = await client.create_memory(rw_store.id, "/p.md", "v1")
-    store_engine.update_memory(rw_store.id, memory.id, content="theirs", actor=ADMIN)
+    store_engine.for_caller(actor=ADMIN).memories.update(rw_store.id, memory.id, content="theirs")
     with pytest.raises(PreconditionFailed):
         await client.update_memory(
             rw_store.id, memory.id, content="mine", expected_sha256=sha("v1")
@@ -215,7 +215,7 @@ async def test_read_only_attachment_raises_permission_denied(
 async def test_archived_store_raises_store_archived(
     client: MemfsClient, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    store_engine.archive_store(rw_store.id)
+    store_engine.stores.archive(rw_store.id)
     with pytest.raises(StoreArchived):
         await client.create_memory(rw_store.id, "/x.md", "x")
 
@@ -313,7 +313,7 @@ async def test_redaction_announces_the_purged_digest(
     await client.update_memory(rw_store.id, memory.id, content="password=<removed>")
     seen = (await client.changes(rw_store.id, after=0)).last_seq
 
-    store_engine.redact_version(rw_store.id, first_version, actor=ADMIN)
+    store_engine.for_caller(actor=ADMIN).versions.redact(rw_store.id, first_version)
 
     batch = await client.changes(rw_store.id, after=seen)
     purged = [c for c in batch.data if c.kind is ChangeKind.BLOB_PURGED]

@@ -52,11 +52,11 @@ def contents(engine: Engine, store_id: str) -> dict[str, str]:
 
 
 def _full(engine: Engine, store_id: str) -> list:  # type: ignore[type-arg]
-    return [engine.get_memory(store_id, m.id) for m in engine.all_memories(store_id)]
+    return [engine.memories.get(store_id, m.id) for m in engine.memories.all(store_id)]
 
 
 def versions(engine: Engine, store_id: str, memory_id: str) -> list[Operation]:
-    page = engine.list_versions(store_id, memory_id=memory_id, limit=100)
+    page = engine.versions.list(store_id, memory_id=memory_id, limit=100)
     return [v.operation for v in reversed(page.items)]
 
 
@@ -117,7 +117,7 @@ async def test_a_create_whose_response_was_lost_is_not_applied_twice(
     result = await apply_write(client, write, session_id=server.session.id)
 
     assert result.outcome is WriteOutcome.ALREADY_APPLIED
-    (memory,) = store_engine.all_memories(rw_store.id)
+    (memory,) = store_engine.memories.all(rw_store.id)
     assert result.memory is not None
     assert result.memory.id == memory.id
     assert versions(store_engine, rw_store.id, memory.id) == [Operation.CREATED]
@@ -126,7 +126,7 @@ async def test_a_create_whose_response_was_lost_is_not_applied_twice(
 async def test_a_create_on_a_path_taken_elsewhere_keeps_both(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    store_engine.create_memory(rw_store.id, "/a.md", "theirs", actor=None)
+    store_engine.memories.create(rw_store.id, "/a.md", "theirs")
     result = await apply_write(
         client, create(rw_store.id, "/a.md", "mine"), session_id=server.session.id
     )
@@ -139,8 +139,8 @@ async def test_a_create_on_a_path_taken_elsewhere_keeps_both(
 async def test_a_conflict_copy_is_made_once_across_a_lost_response(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    memory = store_engine.create_memory(rw_store.id, "/a.md", "base", actor=None)
-    store_engine.update_memory(rw_store.id, memory.id, content="theirs", actor=None)
+    memory = store_engine.memories.create(rw_store.id, "/a.md", "base")
+    store_engine.memories.update(rw_store.id, memory.id, content="theirs")
     write = update(rw_store.id, "/a.md", "mine", "base", memory_id=memory.id)
 
     # The update fails its precondition, then the conflict copy's create is applied
@@ -162,7 +162,7 @@ async def test_a_conflict_copy_is_made_once_across_a_lost_response(
 async def test_update_with_the_opened_content_is_applied(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
+    memory = store_engine.memories.create(rw_store.id, "/a.md", "v1")
     result = await apply_write(
         client, update(rw_store.id, "/a.md", "v2", "v1", memory.id), session_id=server.session.id
     )
@@ -173,7 +173,7 @@ async def test_update_with_the_opened_content_is_applied(
 async def test_an_update_whose_response_was_lost_is_recognised(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
+    memory = store_engine.memories.create(rw_store.id, "/a.md", "v1")
     write = update(rw_store.id, "/a.md", "v2", "v1", memory.id)
     server.network.lose_responses = 1
     with pytest.raises(ServerUnavailable):
@@ -186,14 +186,14 @@ async def test_an_update_whose_response_was_lost_is_recognised(
         Operation.CREATED,
         Operation.MODIFIED,
     ]
-    assert len(store_engine.all_memories(rw_store.id)) == 1
+    assert len(store_engine.memories.all(rw_store.id)) == 1
 
 
 async def test_concurrent_writers_keep_both_contents(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    memory = store_engine.create_memory(rw_store.id, "/notes/todo.md", "base", actor=None)
-    store_engine.update_memory(rw_store.id, memory.id, content="other mount", actor=None)
+    memory = store_engine.memories.create(rw_store.id, "/notes/todo.md", "base")
+    store_engine.memories.update(rw_store.id, memory.id, content="other mount")
 
     result = await apply_write(
         client,
@@ -215,7 +215,7 @@ async def test_concurrent_writers_keep_both_contents(
 async def test_an_update_of_a_memory_created_offline_finds_it_by_path(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    store_engine.create_memory(rw_store.id, "/d/new.md", "first", actor=None)
+    store_engine.memories.create(rw_store.id, "/d/new.md", "first")
     result = await apply_write(
         client, update(rw_store.id, "/d/new.md", "second", "first"), session_id=server.session.id
     )
@@ -226,8 +226,8 @@ async def test_an_update_of_a_memory_created_offline_finds_it_by_path(
 async def test_an_update_of_a_memory_deleted_elsewhere_recreates_it(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
-    store_engine.delete_memory(rw_store.id, memory.id, actor=None)
+    memory = store_engine.memories.create(rw_store.id, "/a.md", "v1")
+    store_engine.memories.delete(rw_store.id, memory.id)
     result = await apply_write(
         client, update(rw_store.id, "/a.md", "v2", "v1", memory.id), session_id=server.session.id
     )
@@ -241,7 +241,7 @@ async def test_an_update_of_a_memory_deleted_elsewhere_recreates_it(
 async def test_delete_is_applied_once(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
+    memory = store_engine.memories.create(rw_store.id, "/a.md", "v1")
     write = PendingWrite(
         rw_store.id, WriteOperation.DELETE, "/a.md", memory_id=memory.id, expected_sha256=sha("v1")
     )
@@ -251,14 +251,14 @@ async def test_delete_is_applied_once(
         WriteOutcome.APPLIED,
         WriteOutcome.ALREADY_APPLIED,
     )
-    assert store_engine.all_memories(rw_store.id) == []
+    assert store_engine.memories.all(rw_store.id) == []
 
 
 async def test_a_delete_of_content_changed_elsewhere_keeps_the_newer_content(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
-    store_engine.update_memory(rw_store.id, memory.id, content="newer", actor=None)
+    memory = store_engine.memories.create(rw_store.id, "/a.md", "v1")
+    store_engine.memories.update(rw_store.id, memory.id, content="newer")
     write = PendingWrite(
         rw_store.id, WriteOperation.DELETE, "/a.md", memory_id=memory.id, expected_sha256=sha("v1")
     )
@@ -270,7 +270,7 @@ async def test_a_delete_of_content_changed_elsewhere_keeps_the_newer_content(
 async def test_rename_is_applied_once_and_keeps_the_id(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
+    memory = store_engine.memories.create(rw_store.id, "/a.md", "v1")
     write = PendingWrite(
         rw_store.id, WriteOperation.RENAME, "/a.md", memory_id=memory.id, new_path="/b.md"
     )
@@ -292,8 +292,8 @@ async def test_rename_is_applied_once_and_keeps_the_id(
 async def test_a_rename_onto_a_taken_path_moves_nothing(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    memory = store_engine.create_memory(rw_store.id, "/a.md", "mine", actor=None)
-    store_engine.create_memory(rw_store.id, "/b.md", "theirs", actor=None)
+    memory = store_engine.memories.create(rw_store.id, "/a.md", "mine")
+    store_engine.memories.create(rw_store.id, "/b.md", "theirs")
     write = PendingWrite(
         rw_store.id, WriteOperation.RENAME, "/a.md", memory_id=memory.id, new_path="/b.md"
     )
@@ -305,7 +305,7 @@ async def test_a_rename_onto_a_taken_path_moves_nothing(
 async def test_a_rename_of_a_memory_created_offline_is_recognised_when_done(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    store_engine.create_memory(rw_store.id, "/b.md", "moved before the crash", actor=None)
+    store_engine.memories.create(rw_store.id, "/b.md", "moved before the crash")
     write = PendingWrite(rw_store.id, WriteOperation.RENAME, "/a.md", new_path="/b.md")
     result = await apply_write(client, write, session_id=server.session.id)
     assert result.outcome is WriteOutcome.ALREADY_APPLIED
@@ -314,8 +314,8 @@ async def test_a_rename_of_a_memory_created_offline_is_recognised_when_done(
 async def test_rename_prefix_is_applied_and_replays_harmlessly(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    store_engine.create_memory(rw_store.id, "/old/a.md", "a", actor=None)
-    store_engine.create_memory(rw_store.id, "/old/s/b.md", "b", actor=None)
+    store_engine.memories.create(rw_store.id, "/old/a.md", "a")
+    store_engine.memories.create(rw_store.id, "/old/s/b.md", "b")
     write = PendingWrite(rw_store.id, WriteOperation.RENAME_PREFIX, "/old/", new_path="/new/")
     first = await apply_write(client, write, session_id=server.session.id)
     again = await apply_write(client, write, session_id=server.session.id)
@@ -336,7 +336,7 @@ async def test_final_refusals_are_raised(
 ) -> None:
     with pytest.raises(PermissionDenied):
         await apply_write(client, create(ro_store.id, "/a.md", "x"), session_id=server.session.id)
-    store_engine.archive_store(rw_store.id)
+    store_engine.stores.archive(rw_store.id)
     with pytest.raises(StoreArchived):
         await apply_write(client, create(rw_store.id, "/a.md", "x"), session_id=server.session.id)
 
@@ -360,7 +360,7 @@ async def test_writes_queued_while_down_replay_in_order_once(
     paused = await replay_outbox(outbox, client, session_id=server.session.id)
     assert isinstance(paused.stopped_by, ServerUnavailable)
     assert len(outbox) == 6
-    assert store_engine.all_memories(rw_store.id) == []
+    assert store_engine.memories.all(rw_store.id) == []
 
     server.network.down = False
     report = await replay_outbox(outbox, client, session_id=server.session.id)
@@ -369,9 +369,9 @@ async def test_writes_queued_while_down_replay_in_order_once(
     assert [e.seq for e, _ in report.results] == [1, 2, 3, 4, 5, 6]
     assert report.count(WriteOutcome.APPLIED) == 6
     assert len(outbox) == 0
-    (memory,) = store_engine.all_memories(rw_store.id)
+    (memory,) = store_engine.memories.all(rw_store.id)
     assert contents(store_engine, rw_store.id) == {"/final.md": "5"}
-    page = store_engine.list_versions(rw_store.id, memory_id=memory.id, limit=100)
+    page = store_engine.versions.list(rw_store.id, memory_id=memory.id, limit=100)
     assert [(v.operation, v.content_sha256) for v in reversed(page.items)] == [
         (Operation.CREATED, sha("1")),
         *[(Operation.MODIFIED, sha(str(n))) for n in range(2, 6)],
@@ -403,7 +403,7 @@ async def test_a_server_killed_mid_stream_gets_every_write_once_in_order(
     outcomes = [r.outcome for _, r in first.results + second.results]
     assert outcomes.count(WriteOutcome.ALREADY_APPLIED) == 1
     assert contents(store_engine, rw_store.id) == {f"/f{n}.md": f"content {n}" for n in range(5)}
-    memories = sorted(store_engine.all_memories(rw_store.id), key=lambda m: m.id)
+    memories = sorted(store_engine.memories.all(rw_store.id), key=lambda m: m.id)
     assert [m.path for m in memories] == [f"/f{n}.md" for n in range(5)]  # ids in write order
 
 
@@ -414,7 +414,7 @@ async def test_a_daemon_crash_between_applied_and_done_replays_as_already_applie
     rw_store: MemoryStore,
     tmp_path: Path,
 ) -> None:
-    memory = store_engine.create_memory(rw_store.id, "/a.md", "v1", actor=None)
+    memory = store_engine.memories.create(rw_store.id, "/a.md", "v1")
     box = Outbox(tmp_path / "o", rejected_dir=tmp_path / "r")
     entry = box.append(update(rw_store.id, "/a.md", "v2", "v1", memory.id))
     box.append(create(rw_store.id, "/b.md", "b"))

@@ -55,7 +55,7 @@ def test_an_agent_uid_uses_its_stores_with_ordinary_tools(
                     "--umask", "077"),
     )
     assert {"allow_other", "default_permissions"} <= _mount_options(path)
-    store_engine.archive_store(archived.id)  # elsewhere: the mount turns it read-only
+    store_engine.stores.archive(archived.id)  # elsewhere: the mount turns it read-only
     wait_until(
         lambda: _modes(agent, path / "old/gone.md")["gone.md"][0] == "-r--------",
         "the archived store's files to show no write bits",

@@ -79,9 +79,9 @@ def test_a_non_root_user_mounts_for_itself(
     assert unmounted == f"unmounted {mountpoint}"
     engine = open_engine(str(home / "memfs.db"))
     try:
-        (store,) = engine.list_stores(limit=10).items
-        (memory,) = engine.all_memories(store.id)
-        assert engine.get_memory(store.id, memory.id, with_content=True).content == "mine\n"
+        (store,) = engine.stores.list(limit=10).items
+        (memory,) = engine.memories.all(store.id)
+        assert engine.memories.get(store.id, memory.id, with_content=True).content == "mine\n"
     finally:
         engine.close()
 

@@ -31,4 +31,4 @@ def actor() -> Actor:
 
 @pytest.fixture
 def store(engine: Engine) -> MemoryStore:
-    return engine.create_store("semantic store")
+    return engine.stores.create("semantic store")

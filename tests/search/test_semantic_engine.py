@@ -32,13 +32,13 @@ CORPUS = {
 
 def _fill(engine: Engine, store: MemoryStore, actor: Actor) -> dict[str, str]:
     return {
-        path: engine.create_memory(store.id, path, content, actor=actor).id
+        path: engine.for_caller(actor=actor).memories.create(store.id, path, content).id
         for path, content in CORPUS.items()
     }
 
 
 def _paths(engine: Engine, store: MemoryStore, query: str, mode: str = "semantic") -> list[str]:
-    return [hit.path for hit in engine.search(query, [store.id], mode=mode)]
+    return [hit.path for hit in engine.search.query(query, [store.id], mode=mode)]
 
 
 @pytest.mark.usefixtures("model_dir")
@@ -46,9 +46,9 @@ def test_ranking_by_meaning_in_english_and_japanese(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     _fill(engine, store, actor)
-    assert engine.index_lag().pending == len(CORPUS)
-    assert engine.embed_pending() == len(CORPUS)
-    assert engine.index_lag().pending == 0
+    assert engine.search.index_lag().pending == len(CORPUS)
+    assert engine.search.embed_pending() == len(CORPUS)
+    assert engine.search.index_lag().pending == 0
     assert _paths(engine, store, "sqlite", mode="text") == []  # not a word of any memory
     assert _paths(engine, store, "sqlite")[0] == "/notes/db-tuning.md"
     assert _paths(engine, store, "データベース")[0] == "/notes/db-tuning.md"
@@ -63,7 +63,7 @@ def test_hybrid_is_the_default_and_fuses_both_rankings(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     _fill(engine, store, actor)
-    engine.embed_pending()
+    engine.search.embed_pending()
     # "recipe" is a word of bread.md (both rankings) and means cooking.md (one ranking).
     assert _paths(engine, store, "recipe", mode="auto")[:2] == [
         "/notes/bread.md",
@@ -82,10 +82,10 @@ def test_without_a_model_auto_is_full_text_and_semantic_names_the_setting(
     assert _paths(engine, store, "recipe", mode="auto") == ["/notes/bread.md"]
     for mode in ("semantic", "hybrid"):
         with pytest.raises(SearchUnavailable, match=f"not configured: {SEARCH_MODEL_ENV}"):
-            engine.search("recipe", [store.id], mode=mode)
+            engine.search.query("recipe", [store.id], mode=mode)
     with pytest.raises(InvalidInput, match="search mode must be one of"):
-        engine.search("recipe", [store.id], mode="fuzzy")
-    assert engine.index_lag().model is None
+        engine.search.query("recipe", [store.id], mode="fuzzy")
+    assert engine.search.index_lag().model is None
 
 
 def test_a_broken_model_directory_is_named(
@@ -95,12 +95,12 @@ def test_a_broken_model_directory_is_named(
     empty.mkdir()
     monkeypatch.setenv(SEARCH_MODEL_ENV, str(empty))
     with pytest.raises(SearchUnavailable, match="lacks model.safetensors"):
-        engine.search("recipe", [store.id], mode="semantic")
-    assert engine.search("recipe", [store.id]) == []  # auto: full text still answers
+        engine.search.query("recipe", [store.id], mode="semantic")
+    assert engine.search.query("recipe", [store.id]) == []  # auto: full text still answers
     (empty / "model.safetensors").write_bytes(b"not a tensor file")
     (empty / "tokenizer.json").write_text("{}")
     with pytest.raises(SearchUnavailable, match="model.safetensors"):
-        engine.search("recipe", [store.id], mode="semantic")
+        engine.search.query("recipe", [store.id], mode="semantic")
 
 
 @pytest.mark.usefixtures("model_dir")
@@ -115,12 +115,16 @@ def test_a_write_is_found_by_words_at_once_and_by_meaning_after_the_lag(
 
 
 def _write_then_search(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/new.md", "Booked a hotel for the trip", actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(
+        store.id, "/new.md", "Booked a hotel for the trip"
+    )
     assert _paths(engine, store, "hotel", mode="auto") == ["/new.md"]
     wait_until(lambda: _paths(engine, store, "airport") == ["/new.md"], "its vector", 60)
-    assert engine.index_lag().pending == 0
+    assert engine.search.index_lag().pending == 0
     # New content: the old vector goes with the write; the new one follows.
-    engine.update_memory(store.id, memory.id, actor=actor, content="A cake in the oven")
+    engine.for_caller(actor=actor).memories.update(
+        store.id, memory.id, content="A cake in the oven"
+    )
     assert _paths(engine, store, "airport") == []
     wait_until(lambda: _paths(engine, store, "recipe") == ["/new.md"], "the new vector", 60)
 
@@ -149,14 +153,14 @@ def test_redaction_and_hard_delete_remove_the_vector(
     engine: Engine, database: str, store: MemoryStore, actor: Actor, mode: DeleteMode
 ) -> None:
     ids = _fill(engine, store, actor)
-    engine.embed_pending()
+    engine.search.embed_pending()
     doomed = ids["/notes/pets.md"]
     assert _vector_rows(database, doomed) == 1
-    engine.delete_memory(store.id, doomed, actor=actor, mode=mode)
+    engine.for_caller(actor=actor).memories.delete(store.id, doomed, mode=mode)
     assert _vector_rows(database, doomed) == 0
     assert "/notes/pets.md" not in _paths(engine, store, "puppy")
     # The redaction's "[REDACTED]" replacement is not queued: the memory is not live.
-    assert engine.index_lag().pending == 0
+    assert engine.search.index_lag().pending == 0
 
 
 @pytest.mark.usefixtures("model_dir")
@@ -164,9 +168,11 @@ def test_the_vector_bytes_leave_the_sqlite_file(actor: Actor, tmp_path: Path) ->
     """secure_delete zeroes the freed row; the erasing write checkpoints the WAL."""
     database = database_url(str(tmp_path / "erase.db"))
     with Engine(database) as engine:
-        store = engine.create_store("s")
-        memory = engine.create_memory(store.id, "/secret.md", "cat dog kitten", actor=actor)
-        engine.embed_pending()
+        store = engine.stores.create("s")
+        memory = engine.for_caller(actor=actor).memories.create(
+            store.id, "/secret.md", "cat dog kitten"
+        )
+        engine.search.embed_pending()
         sa = create_engine(database)
         with sa.connect() as conn:
             vector = conn.execute(
@@ -174,7 +180,9 @@ def test_the_vector_bytes_leave_the_sqlite_file(actor: Actor, tmp_path: Path) ->
             ).scalar_one()
         sa.dispose()
         assert len(vector) == 4 * DIMENSIONS
-        engine.delete_memory(store.id, memory.id, actor=actor, mode=DeleteMode.HARD_DELETE)
+        engine.for_caller(actor=actor).memories.delete(
+            store.id, memory.id, mode=DeleteMode.HARD_DELETE
+        )
         files = [p for p in tmp_path.iterdir() if p.name.startswith("erase.db")]
         assert files
         assert all(bytes(vector) not in p.read_bytes() for p in files)
@@ -186,20 +194,20 @@ def test_filters_and_a_soft_delete_and_restore(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     ids = _fill(engine, store, actor)
-    other = engine.create_store("other")
-    engine.create_memory(other.id, "/elsewhere.md", "sqlite tables", actor=actor)
-    engine.embed_pending()
-    assert [h.path for h in engine.search("postgres", [other.id], mode="semantic")] == [
+    other = engine.stores.create("other")
+    engine.for_caller(actor=actor).memories.create(other.id, "/elsewhere.md", "sqlite tables")
+    engine.search.embed_pending()
+    assert [h.path for h in engine.search.query("postgres", [other.id], mode="semantic")] == [
         "/elsewhere.md"
     ]
-    everywhere = [h.path for h in engine.search("postgres", None, mode="semantic")]
+    everywhere = [h.path for h in engine.search.query("postgres", None, mode="semantic")]
     assert set(everywhere[:2]) == {"/elsewhere.md", "/notes/db-tuning.md"}
-    below = engine.search("sqlite", [store.id], path_prefix="/jp/", mode="semantic")
+    below = engine.search.query("sqlite", [store.id], path_prefix="/jp/", mode="semantic")
     assert {h.path for h in below} <= {"/jp/trip.md", "/jp/cooking.md"}
-    engine.delete_memory(store.id, ids["/notes/db-tuning.md"], actor=actor)
+    engine.for_caller(actor=actor).memories.delete(store.id, ids["/notes/db-tuning.md"])
     assert _paths(engine, store, "sqlite") == []
-    engine.restore_memory(store.id, ids["/notes/db-tuning.md"], actor=actor)
-    engine.embed_pending()
+    engine.for_caller(actor=actor).memories.restore(store.id, ids["/notes/db-tuning.md"])
+    engine.search.embed_pending()
     assert _paths(engine, store, "sqlite") == ["/notes/db-tuning.md"]
 
 
@@ -208,13 +216,13 @@ def test_reindex_rebuilds_text_and_vectors(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     _fill(engine, store, actor)
-    engine.embed_pending()
-    assert engine.reindex([store.id]) == len(CORPUS)
-    assert engine.index_lag().pending == len(CORPUS)
+    engine.search.embed_pending()
+    assert engine.search.reindex([store.id]) == len(CORPUS)
+    assert engine.search.index_lag().pending == len(CORPUS)
     assert _paths(engine, store, "sqlite") == []
-    assert engine.embed_pending() == len(CORPUS)
+    assert engine.search.embed_pending() == len(CORPUS)
     assert _paths(engine, store, "sqlite")[0] == "/notes/db-tuning.md"
-    assert engine.reindex(None) == len(CORPUS)
+    assert engine.search.reindex(None) == len(CORPUS)
     assert _paths(engine, store, "bread", mode="text") == ["/notes/bread.md"]
 
 
@@ -226,13 +234,15 @@ def test_a_viewer_never_finds_by_meaning_what_it_can_not_see(
     """SPEC §7 with visibility (issue 15): a record of bob's is no hit for alice, by
     meaning as by words."""
     bobs = "---\ntype: preference\nuser_id: bob\n---\nMy cat and the kitten\n"
-    engine.create_memory(store.id, "/bob.md", bobs, actor=actor)
-    engine.create_memory(store.id, "/plain.md", "a dog and a puppy", actor=actor)
-    engine.embed_pending()
-    paths = {h.path for h in engine.search("pets", [store.id], mode=mode)}
+    engine.for_caller(actor=actor).memories.create(store.id, "/bob.md", bobs)
+    engine.for_caller(actor=actor).memories.create(store.id, "/plain.md", "a dog and a puppy")
+    engine.search.embed_pending()
+    paths = {h.path for h in engine.search.query("pets", [store.id], mode=mode)}
     assert paths == {"/bob.md", "/plain.md"}
     for viewer in (Viewer(user_id="alice"), Viewer()):
-        hits = engine.search("pets", [store.id], mode=mode, viewer=viewer)
+        hits = engine.for_caller(viewer=viewer).search.query("pets", [store.id], mode=mode)
         assert {h.path for h in hits} == {"/plain.md"}
-    bob = engine.search("pets", [store.id], mode=mode, viewer=Viewer(user_id="bob"))
+    bob = engine.for_caller(viewer=Viewer(user_id="bob")).search.query(
+        "pets", [store.id], mode=mode
+    )
     assert {h.path for h in bob} == {"/bob.md", "/plain.md"}

@@ -91,9 +91,9 @@ def test_cli_search_modes_and_reindex(tmp_path: Path, model_dir: Path) -> None:
     database = tmp_path / "cli.db"
     env = memfs_env(home, MEMFS_DATABASE=str(database), **{SEARCH_MODEL_ENV: str(model_dir)})
     with Engine(database_url(str(database))) as engine:
-        store = engine.create_store("Notes")
+        store = engine.stores.create("Notes")
         for path, content in FIRST.items():
-            engine.create_memory(store.id, path, content, actor=None)
+            engine.memories.create(store.id, path, content)
 
     def paths(*args: str) -> list[str]:
         result = run_memfs("search", *args, "--json", env=env)

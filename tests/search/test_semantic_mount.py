@@ -40,12 +40,12 @@ def mounter(tmp_path: Path, store_engine: Engine) -> Iterator[Mounter]:
 def test_the_daemon_embeds_and_status_shows_the_queue(
     mounter: Mounter, store_engine: Engine
 ) -> None:
-    store = store_engine.create_store("Notes")
+    store = store_engine.stores.create("Notes")
     mount = mounter.mount("Notes")
     run("sh", "-c", f"echo 'Booked a hotel near the airport' > {mount.path}/notes/trip.md")
 
     def found() -> bool:
-        hits = store_engine.search("flight", [store.id], mode="semantic")
+        hits = store_engine.search.query("flight", [store.id], mode="semantic")
         return [h.path for h in hits] == ["/trip.md"]
 
     wait_until(found, "the daemon's embedder to embed the new file", 60)

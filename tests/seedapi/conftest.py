@@ -59,12 +59,12 @@ class Api:
         return client
 
     def key(self, *scopes: Scope, stores: tuple[str, ...] = ()) -> str:
-        _, secret = self.engine.create_api_key("seedapi test", list(scopes), list(stores))
+        _, secret = self.engine.api_keys.create("seedapi test", list(scopes), list(stores))
         return secret
 
     def session_token(self, store_id: str, access: Access) -> str:
         """A session token attaching ``store_id`` with ``access``."""
-        _, token = self.engine.create_session([ResourceSpec(store_id, access)])
+        _, token = self.engine.sessions.create([ResourceSpec(store_id, access)])
         assert token is not None
         return token
 
@@ -106,7 +106,7 @@ def api_database(
 def api(api_database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Api]:
     home: Path = tmp_path_factory.mktemp("seedapi-home")
     engine = Engine(database_url(api_database))
-    _, secret = engine.create_api_key("seedapi admin", [Scope.ADMIN])
+    _, secret = engine.api_keys.create("seedapi admin", [Scope.ADMIN])
     process = ServeProcess(api_database, home, env=memfs_env(home))
     result = Api(process.url, api_database, engine, secret)
     try:

@@ -55,8 +55,8 @@ def _history(api: Api, store_id: str, memory_id: str) -> list[str]:
 def _two_versions(api: Api, store_id: str, written_long_ago: Callable[[], Any]) -> str:
     """A memory with an old ``created`` version and an old head."""
     with written_long_ago():
-        memory = api.engine.create_memory(store_id, "/old.md", "first", actor=ACTOR)
-        api.engine.update_memory(store_id, memory.id, actor=ACTOR, content="second")
+        memory = api.engine.for_caller(actor=ACTOR).memories.create(store_id, "/old.md", "first")
+        api.engine.for_caller(actor=ACTOR).memories.update(store_id, memory.id, content="second")
     return memory.id
 
 
@@ -106,10 +106,10 @@ def test_the_cli_sets_the_period(api: Api, tmp_path: Path) -> None:
 def test_version_prune_with_dry_run(
     api: Api, store: Any, tmp_path: Path, written_long_ago: Callable[[], Any]
 ) -> None:
-    api.engine.update_store(store.id, version_retention_s=THIRTY_DAYS_S)
+    api.engine.stores.update(store.id, version_retention_s=THIRTY_DAYS_S)
     memory_id = _two_versions(api, store.id, written_long_ago)
-    fresh = api.engine.create_memory(store.id, "/fresh.md", "new", actor=ACTOR)
-    api.engine.update_memory(store.id, fresh.id, actor=ACTOR, content="newer")
+    fresh = api.engine.for_caller(actor=ACTOR).memories.create(store.id, "/fresh.md", "new")
+    api.engine.for_caller(actor=ACTOR).memories.update(store.id, fresh.id, content="newer")
 
     dry = _memfs(api, tmp_path, "version", "prune", "--store", store.id, "--dry-run", "--json")
     assert dry.returncode == 0, dry.stderr
@@ -133,7 +133,7 @@ def test_version_prune_with_dry_run(
 def test_serve_prunes_on_its_schedule(
     api: Api, store: Any, tmp_path: Path, written_long_ago: Callable[[], Any]
 ) -> None:
-    api.engine.update_store(store.id, version_retention_s=THIRTY_DAYS_S)
+    api.engine.stores.update(store.id, version_retention_s=THIRTY_DAYS_S)
     at_start = _two_versions(api, store.id, written_long_ago)
     process = ServeProcess(
         api.database, tmp_path, "--prune-interval", "1s", env=memfs_env(tmp_path)
@@ -145,8 +145,8 @@ def test_serve_prunes_on_its_schedule(
             SCHEDULE_TIMEOUT_S,
         )
         with written_long_ago():
-            later = api.engine.create_memory(store.id, "/later.md", "one", actor=ACTOR)
-            api.engine.update_memory(store.id, later.id, actor=ACTOR, content="two")
+            later = api.engine.for_caller(actor=ACTOR).memories.create(store.id, "/later.md", "one")
+            api.engine.for_caller(actor=ACTOR).memories.update(store.id, later.id, content="two")
         wait_until(
             lambda: _history(api, store.id, later.id) == ["modified"],
             "a scheduled prune",

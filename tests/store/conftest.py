@@ -24,7 +24,7 @@ def actor() -> Actor:
 
 @pytest.fixture
 def store(engine: Engine) -> MemoryStore:
-    return engine.create_store("test store")
+    return engine.stores.create("test store")
 
 
 @pytest.fixture

@@ -42,14 +42,14 @@ def collect(list_page: Callable[..., Page[Any]], **kwargs: Any) -> list[Any]:
 
 def snapshot(engine: Engine, store_id: str) -> dict[str, Any]:
     """Everything observable about one store, and the database's row counts."""
-    memories = engine.all_memories(store_id)
+    memories = engine.memories.all(store_id)
     return {
-        "store": engine.get_store(store_id),
-        "memories": [engine.get_memory(store_id, m.id) for m in memories],
-        "deleted": engine.deleted_memories(store_id),
-        "versions": collect(engine.list_versions, store_id=store_id, limit=100),
-        "last_change_seq": engine.last_change_seq(store_id),
-        "audit": engine.audit_events(store_id),
+        "store": engine.stores.get(store_id),
+        "memories": [engine.memories.get(store_id, m.id) for m in memories],
+        "deleted": engine.memories.deleted(store_id),
+        "versions": collect(engine.versions.list, store_id=store_id, limit=100),
+        "last_change_seq": engine.feed.last_seq(store_id),
+        "audit": engine.feed.audit_events(store_id),
         "statistics": engine.statistics(),
     }
 

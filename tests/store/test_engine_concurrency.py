@@ -48,19 +48,18 @@ def run_threads(targets: list[Callable[[], Any]]) -> list[Any]:
 def test_read_modify_write_loses_no_update(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    memory = engine.create_memory(store.id, "/counter", "", actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/counter", "")
 
     def writer(n: int) -> Callable[[], list[tuple[str, Any]]]:
         def attempts() -> list[tuple[str, Any]]:
             outcomes: list[tuple[str, Any]] = []
             for j in range(ATTEMPTS):
-                current = engine.get_memory(store.id, memory.id)
+                current = engine.memories.get(store.id, memory.id)
                 line = f"writer {n} attempt {j}\n"
                 try:
-                    updated = engine.update_memory(
+                    updated = engine.for_caller(actor=actor).memories.update(
                         store.id,
                         memory.id,
-                        actor=actor,
                         content=current.content + line,
                         expected_sha256=current.content_sha256,
                     )
@@ -82,10 +81,10 @@ def test_read_modify_write_loses_no_update(
     versions = {version for _, version in successes}
     assert len(versions) == len(successes), "two successes share a version"
 
-    final = engine.get_memory(store.id, memory.id)
+    final = engine.memories.get(store.id, memory.id)
     assert sorted(final.content.splitlines(keepends=True)) == sorted(line for line, _ in successes)
     history = collect(
-        engine.list_versions, store_id=store.id, memory_id=memory.id, with_content=True
+        engine.versions.list, store_id=store.id, memory_id=memory.id, with_content=True
     )[::-1]
     assert [v.operation for v in history] == [Operation.CREATED] + [Operation.MODIFIED] * len(
         successes
@@ -105,7 +104,9 @@ def test_two_servers_racing_for_one_path(
         path = f"/race{round_}"
         results = run_threads(
             [
-                lambda e=e, c=content, p=path: e.create_memory(store.id, p, c, actor=actor)
+                lambda e=e, c=content, p=path: e.for_caller(actor=actor).memories.create(
+                    store.id, p, c
+                )
                 for e, content in ((engine, "first"), (second_engine, "second"))
             ]
         )
@@ -115,8 +116,8 @@ def test_two_servers_racing_for_one_path(
         assert len(losers) == 1, results
         assert isinstance(losers[0], PathConflict), repr(losers[0])
         assert losers[0].conflicting_memory_id == winners[0].id
-        assert engine.get_memory_by_path(store.id, path).id == winners[0].id
-    assert engine.get_store(store.id).entry_count == ROUNDS
+        assert engine.memories.get_by_path(store.id, path).id == winners[0].id
+    assert engine.stores.get(store.id).entry_count == ROUNDS
 
 
 def test_two_servers_racing_for_a_file_and_a_directory(
@@ -128,28 +129,30 @@ def test_two_servers_racing_for_a_file_and_a_directory(
         if round_ % 2:
             pairs = ((engine, base + "/b"), (second_engine, base))
         results = run_threads(
-            [lambda e=e, p=p: e.create_memory(store.id, p, p, actor=actor) for e, p in pairs]
+            [lambda e=e, p=p: e.for_caller(actor=actor).memories.create(
+                store.id, p, p
+            ) for e, p in pairs]
         )
         assert sorted(type(r).__name__ for r in results) == ["Memory", "PathConflict"], results
-        live = [m.path for m in engine.all_memories(store.id) if m.path.startswith(base)]
+        live = [m.path for m in engine.memories.all(store.id) if m.path.startswith(base)]
         assert len(live) == 1
 
 
 def test_two_servers_racing_for_the_last_slots(engine: Engine, database: str, actor: Actor) -> None:
     first, second = Engine(database, memory_limit=3), Engine(database, memory_limit=3)
     try:
-        store = first.create_store("small")
+        store = first.stores.create("small")
         results = run_threads(
             [
-                lambda i=i: (first, second)[i % 2].create_memory(
-                    store.id, f"/m{i}", "x", actor=actor
+                lambda i=i: (first, second)[i % 2].for_caller(actor=actor).memories.create(
+                    store.id, f"/m{i}", "x"
                 )
                 for i in range(6)
             ]
         )
         assert sorted(type(r).__name__ for r in results) == ["Memory"] * 3 + ["StoreFull"] * 3
         assert all(isinstance(r, StoreFull) for r in results if isinstance(r, Exception))
-        assert engine.get_store(store.id).entry_count == 3
+        assert engine.stores.get(store.id).entry_count == 3
     finally:
         first.close()
         second.close()
@@ -246,8 +249,8 @@ def test_shared_blob_survives_a_concurrent_purge_in_another_store(
 ) -> None:
     if engine.dialect != "postgresql":
         pytest.skip("SQLite serializes every writer; the race needs PostgreSQL")
-    store_a, store_b = engine.create_store("a"), engine.create_store("b")
-    doomed = engine.create_memory(store_a.id, "/x", "shared content", actor=actor)
+    store_a, store_b = engine.stores.create("a"), engine.stores.create("b")
+    doomed = engine.for_caller(actor=actor).memories.create(store_a.id, "/x", "shared content")
     # Server B pauses right after it found the blob already stored (the hard delete
     # of server A stores no blob, so only B's create reaches put_blob).
     paused = Paused(memories.put_blob)
@@ -256,16 +259,20 @@ def test_shared_blob_survives_a_concurrent_purge_in_another_store(
     created, purged, _ = race(
         database,
         paused,
-        lambda: second_engine.create_memory(store_b.id, "/y", "shared content", actor=actor),
-        lambda: engine.delete_memory(
-            store_a.id, doomed.id, actor=actor, mode=DeleteMode.HARD_DELETE
+        lambda: second_engine.for_caller(actor=actor).memories.create(
+            store_b.id, "/y", "shared content"
+        ),
+        lambda: engine.for_caller(actor=actor).memories.delete(
+            store_a.id,
+            doomed.id,
+            mode=DeleteMode.HARD_DELETE,
         ),
     )
 
     if "error" in created:
         raise created["error"]
     assert "error" not in purged, purged
-    assert engine.get_memory_by_path(store_b.id, "/y").content == "shared content"
+    assert engine.memories.get_by_path(store_b.id, "/y").content == "shared content"
 
 
 def test_an_archive_racing_a_new_session(
@@ -273,7 +280,7 @@ def test_an_archive_racing_a_new_session(
 ) -> None:
     if engine.dialect != "postgresql":
         pytest.skip("SQLite serializes every writer; the race needs PostgreSQL")
-    store = engine.create_store("s")
+    store = engine.stores.create("s")
     # The session's transaction stops after it read the stores (it computes their slugs).
     paused = Paused(rules.unique_slugs)
     monkeypatch.setattr(rules, "unique_slugs", paused)
@@ -281,8 +288,8 @@ def test_an_archive_racing_a_new_session(
     attached, archived, archive_went_first = race(
         database,
         paused,
-        lambda: second_engine.create_session([ResourceSpec(store.id)]),
-        lambda: engine.archive_store(store.id),
+        lambda: second_engine.sessions.create([ResourceSpec(store.id)]),
+        lambda: engine.stores.archive(store.id),
     )
 
     assert "error" not in archived, archived
@@ -297,7 +304,7 @@ def test_a_writer_locked_out_past_the_busy_timeout_gets_store_busy(
 ) -> None:
     """Issue 10 item 6: contention gives a typed, retryable outcome (StoreBusy), never a
     driver's "database is locked" (a 500 at the API, a traceback at the CLI)."""
-    store = engine.create_store("s")
+    store = engine.stores.create("s")
     impatient = Engine(database, busy_timeout_s=0.2)
     holder = create_engine(database)
     try:
@@ -311,18 +318,18 @@ def test_a_writer_locked_out_past_the_busy_timeout_gets_store_busy(
                 conn.execute(text(f"SELECT id FROM stores WHERE id = '{store.id}' FOR UPDATE"))
             started = time.monotonic()
             with pytest.raises(StoreBusy) as info:
-                impatient.create_memory(store.id, "/a", "a", actor=actor)
+                impatient.for_caller(actor=actor).memories.create(store.id, "/a", "a")
             assert time.monotonic() - started < JOIN_TIMEOUT_S
             assert str(info.value) == (
                 "the database stayed locked by another writer for 0.2 s; nothing was "
                 "changed, try again"
             )
             conn.rollback()
-        assert impatient.create_memory(store.id, "/a", "a", actor=actor).path == "/a"
+        assert impatient.for_caller(actor=actor).memories.create(store.id, "/a", "a").path == "/a"
     finally:
         holder.dispose()
         impatient.close()
-    assert [m.path for m in engine.all_memories(store.id)] == ["/a"]
+    assert [m.path for m in engine.memories.all(store.id)] == ["/a"]
 
 
 def test_a_writer_waiting_on_another_thread_past_the_busy_timeout_gets_store_busy(
@@ -333,7 +340,7 @@ def test_a_writer_waiting_on_another_thread_past_the_busy_timeout_gets_store_bus
         impatient.close()
         pytest.skip("only SQLite writers take turns on the in-process write lock")
     try:
-        store = impatient.create_store("s")
+        store = impatient.stores.create("s")
         held = threading.Event()
         release = threading.Event()
 
@@ -347,10 +354,10 @@ def test_a_writer_waiting_on_another_thread_past_the_busy_timeout_gets_store_bus
         try:
             assert held.wait(JOIN_TIMEOUT_S)
             with pytest.raises(StoreBusy):
-                impatient.create_memory(store.id, "/a", "a", actor=actor)
+                impatient.for_caller(actor=actor).memories.create(store.id, "/a", "a")
         finally:
             release.set()
             thread.join(JOIN_TIMEOUT_S)
-        assert impatient.all_memories(store.id) == []
+        assert impatient.memories.all(store.id) == []
     finally:
         impatient.close()

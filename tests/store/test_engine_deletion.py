@@ -29,38 +29,40 @@ def sha(text: str) -> str:
 def test_soft_delete_keeps_versions_and_is_restorable(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    memory = engine.create_memory(store.id, "/notes/a.md", "v1", actor=actor, metadata={"k": "v"})
-    engine.update_memory(store.id, memory.id, actor=actor, content="v2")
-    engine.create_memory(store.id, "/notes/b.md", "other", actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(
+        store.id, "/notes/a.md", "v1", metadata={"k": "v"}
+    )
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, content="v2")
+    engine.for_caller(actor=actor).memories.create(store.id, "/notes/b.md", "other")
 
-    engine.delete_memory(store.id, memory.id, actor=ADMIN, reason="tidy up")
+    engine.for_caller(actor=ADMIN).memories.delete(store.id, memory.id, reason="tidy up")
 
-    assert [m.path for m in engine.list_memories(store.id).items] == ["/notes/b.md"]
-    assert [m.path for m in engine.all_memories(store.id)] == ["/notes/b.md"]
+    assert [m.path for m in engine.memories.list(store.id).items] == ["/notes/b.md"]
+    assert [m.path for m in engine.memories.all(store.id)] == ["/notes/b.md"]
     with pytest.raises(NotFound):
-        engine.get_memory(store.id, memory.id)
+        engine.memories.get(store.id, memory.id)
     with pytest.raises(NotFound):
-        engine.get_memory_by_path(store.id, "/notes/a.md")
-    counted = engine.get_store(store.id)
+        engine.memories.get_by_path(store.id, "/notes/a.md")
+    counted = engine.stores.get(store.id)
     assert (counted.entry_count, counted.total_size_bytes) == (1, len("other"))
-    versions = collect(engine.list_versions, store_id=store.id, memory_id=memory.id)
+    versions = collect(engine.versions.list, store_id=store.id, memory_id=memory.id)
     assert [v.operation for v in versions] == [
         Operation.DELETED,
         Operation.MODIFIED,
         Operation.CREATED,
     ]
-    tomb = engine.get_version(store.id, versions[0].id)
+    tomb = engine.versions.get(store.id, versions[0].id)
     assert tomb.path == "/notes/a.md"
     assert (tomb.content, tomb.content_sha256, tomb.content_size_bytes) == (None, None, None)
     assert (tomb.created_by, tomb.reason, tomb.redacted_at) == (ADMIN, "tidy up", None)
-    assert engine.get_version(store.id, versions[1].id).content == "v2"
-    [deleted] = engine.deleted_memories(store.id)
+    assert engine.versions.get(store.id, versions[1].id).content == "v2"
+    [deleted] = engine.memories.deleted(store.id)
     assert (deleted.id, deleted.path, deleted.deleted_at) == (
         memory.id,
         "/notes/a.md",
         tomb.created_at,
     )
-    assert engine.audit_events(store.id, memory_id=memory.id)[0] == {
+    assert engine.feed.audit_events(store.id, memory_id=memory.id)[0] == {
         "action": "soft_delete",
         "memory_store_id": store.id,
         "memory_id": memory.id,
@@ -68,122 +70,134 @@ def test_soft_delete_keeps_versions_and_is_restorable(
         "metadata": {},
         "actor_type": "user_actor",
         "actor_id": "user_admin",
-        "created_at": engine.audit_events(store.id)[0]["created_at"],
+        "created_at": engine.feed.audit_events(store.id)[0]["created_at"],
     }
 
-    restored = engine.restore_memory(store.id, memory.id, actor=ADMIN, reason="oops")
+    restored = engine.for_caller(actor=ADMIN).memories.restore(store.id, memory.id, reason="oops")
 
     assert (restored.id, restored.path, restored.content) == (memory.id, "/notes/a.md", "v2")
     assert restored.content_sha256 == sha("v2")
     assert restored.metadata == {"k": "v"}
-    assert engine.get_memory(store.id, memory.id) == restored
-    newest = engine.get_version(store.id, restored.memory_version_id)
+    assert engine.memories.get(store.id, memory.id) == restored
+    newest = engine.versions.get(store.id, restored.memory_version_id)
     assert (newest.operation, newest.content, newest.path) == (
         Operation.CREATED,
         "v2",
         "/notes/a.md",
     )
-    assert len(collect(engine.list_versions, store_id=store.id, memory_id=memory.id)) == 4
-    assert engine.deleted_memories(store.id) == []
-    counted = engine.get_store(store.id)
+    assert len(collect(engine.versions.list, store_id=store.id, memory_id=memory.id)) == 4
+    assert engine.memories.deleted(store.id) == []
+    counted = engine.stores.get(store.id)
     assert (counted.entry_count, counted.total_size_bytes) == (2, len("other") + 2)
-    assert engine.audit_events(store.id)[0]["action"] == "restore"
-    assert engine.audit_events(store.id)[0]["reason"] == "oops"
+    assert engine.feed.audit_events(store.id)[0]["action"] == "restore"
+    assert engine.feed.audit_events(store.id)[0]["reason"] == "oops"
 
 
 def test_delete_with_expected_sha256(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "current", actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a", "current")
     before = snapshot(engine, store.id)
     for mode in DeleteMode:
         with pytest.raises(PreconditionFailed) as info:
-            engine.delete_memory(
-                store.id, memory.id, actor=actor, expected_sha256=sha("stale"), mode=mode
+            engine.for_caller(actor=actor).memories.delete(
+                store.id,
+                memory.id,
+                expected_sha256=sha("stale"),
+                mode=mode,
             )
         assert info.value.actual_sha256 == sha("current")
         assert snapshot(engine, store.id) == before
-    engine.delete_memory(store.id, memory.id, actor=actor, expected_sha256=sha("current"))
+    engine.for_caller(actor=actor).memories.delete(
+        store.id, memory.id, expected_sha256=sha("current")
+    )
     with pytest.raises(NotFound):
-        engine.get_memory(store.id, memory.id)
+        engine.memories.get(store.id, memory.id)
 
 
 def test_delete_refusals_change_nothing(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    other = engine.create_store("other")
-    foreign = engine.create_memory(other.id, "/a", "x", actor=actor)
-    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
-    engine.delete_memory(store.id, memory.id, actor=actor)
-    live = engine.create_memory(store.id, "/live", "x", actor=actor)
+    other = engine.stores.create("other")
+    foreign = engine.for_caller(actor=actor).memories.create(other.id, "/a", "x")
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a", "x")
+    engine.for_caller(actor=actor).memories.delete(store.id, memory.id)
+    live = engine.for_caller(actor=actor).memories.create(store.id, "/live", "x")
     before = snapshot(engine, store.id)
     for memory_id in (memory.id, foreign.id, "mem_nope"):
         with pytest.raises(NotFound):
-            engine.delete_memory(store.id, memory_id, actor=actor)
+            engine.for_caller(actor=actor).memories.delete(store.id, memory_id)
     with pytest.raises(InvalidContent):
-        engine.delete_memory(
-            store.id, live.id, actor=actor, mode=DeleteMode.REDACT, replacement="\x00"
+        engine.for_caller(actor=actor).memories.delete(
+            store.id,
+            live.id,
+            mode=DeleteMode.REDACT,
+            replacement="\x00",
         )
     with pytest.raises(InvalidInput, match="^mode must be soft_delete, redact or hard_delete$"):
-        engine.delete_memory(store.id, live.id, actor=actor, mode="purge")  # type: ignore[arg-type]
+        engine.for_caller(actor=actor).memories.delete(store.id, live.id, mode="purge")  # type: ignore[arg-type]
     assert snapshot(engine, store.id) == before
-    assert engine.get_memory(other.id, foreign.id).content == "x"
+    assert engine.memories.get(other.id, foreign.id).content == "x"
 
 
 def test_restore_refusals(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    live = engine.create_memory(store.id, "/live", "x", actor=actor)
+    live = engine.for_caller(actor=actor).memories.create(store.id, "/live", "x")
     with pytest.raises(NotRestorable, match=f"^memory {live.id!r} is not deleted$"):
-        engine.restore_memory(store.id, live.id, actor=actor)
+        engine.for_caller(actor=actor).memories.restore(store.id, live.id)
     with pytest.raises(NotFound):
-        engine.restore_memory(store.id, "mem_nope", actor=actor)
+        engine.for_caller(actor=actor).memories.restore(store.id, "mem_nope")
 
     # Path taken by a new memory.
-    taken = engine.create_memory(store.id, "/taken", "old", actor=actor)
-    engine.delete_memory(store.id, taken.id, actor=actor)
-    newcomer = engine.create_memory(store.id, "/taken", "new", actor=actor)
+    taken = engine.for_caller(actor=actor).memories.create(store.id, "/taken", "old")
+    engine.for_caller(actor=actor).memories.delete(store.id, taken.id)
+    newcomer = engine.for_caller(actor=actor).memories.create(store.id, "/taken", "new")
     # An ancestor is now a file.
-    below = engine.create_memory(store.id, "/dir/file", "x", actor=actor)
-    engine.delete_memory(store.id, below.id, actor=actor)
-    blocker = engine.create_memory(store.id, "/dir", "now a file", actor=actor)
+    below = engine.for_caller(actor=actor).memories.create(store.id, "/dir/file", "x")
+    engine.for_caller(actor=actor).memories.delete(store.id, below.id)
+    blocker = engine.for_caller(actor=actor).memories.create(store.id, "/dir", "now a file")
     before = snapshot(engine, store.id)
     for memory_id, occupant in ((taken.id, newcomer), (below.id, blocker)):
         with pytest.raises(PathConflict) as info:
-            engine.restore_memory(store.id, memory_id, actor=actor)
+            engine.for_caller(actor=actor).memories.restore(store.id, memory_id)
         assert info.value.conflicting_memory_id == occupant.id
         assert info.value.conflicting_path == occupant.path
         assert snapshot(engine, store.id) == before
 
     # Once the path is free again it restores.
-    engine.delete_memory(store.id, newcomer.id, actor=actor)
-    assert engine.restore_memory(store.id, taken.id, actor=actor).content == "old"
+    engine.for_caller(actor=actor).memories.delete(store.id, newcomer.id)
+    assert engine.for_caller(actor=actor).memories.restore(store.id, taken.id).content == "old"
 
     # A redacted memory is not restorable.
-    secret = engine.create_memory(store.id, "/secret", "s", actor=actor)
-    engine.delete_memory(store.id, secret.id, actor=actor, mode=DeleteMode.REDACT)
+    secret = engine.for_caller(actor=actor).memories.create(store.id, "/secret", "s")
+    engine.for_caller(actor=actor).memories.delete(store.id, secret.id, mode=DeleteMode.REDACT)
     before = snapshot(engine, store.id)
     with pytest.raises(NotRestorable, match="was redacted and can't be restored"):
-        engine.restore_memory(store.id, secret.id, actor=actor)
+        engine.for_caller(actor=actor).memories.restore(store.id, secret.id)
     assert snapshot(engine, store.id) == before
 
     # Nor one whose content version was redacted after the soft delete.
-    scrubbed = engine.create_memory(store.id, "/scrubbed", "s", actor=actor)
-    engine.delete_memory(store.id, scrubbed.id, actor=actor)
-    engine.redact_version(store.id, scrubbed.memory_version_id, actor=actor)
+    scrubbed = engine.for_caller(actor=actor).memories.create(store.id, "/scrubbed", "s")
+    engine.for_caller(actor=actor).memories.delete(store.id, scrubbed.id)
+    engine.for_caller(actor=actor).versions.redact(store.id, scrubbed.memory_version_id)
     before = snapshot(engine, store.id)
     with pytest.raises(NotRestorable, match="content of memory .* was redacted"):
-        engine.restore_memory(store.id, scrubbed.id, actor=actor)
+        engine.for_caller(actor=actor).memories.restore(store.id, scrubbed.id)
     assert snapshot(engine, store.id) == before
 
 
 def test_redact_mode(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/p", "secret one", actor=actor, metadata={"k": "v"})
-    engine.update_memory(store.id, memory.id, actor=actor, content="secret two")
-    engine.update_memory(store.id, memory.id, actor=actor, path="/q")
-    engine.create_memory(store.id, "/keep", "kept", actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(
+        store.id, "/p", "secret one", metadata={"k": "v"}
+    )
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, content="secret two")
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, path="/q")
+    engine.for_caller(actor=actor).memories.create(store.id, "/keep", "kept")
     blobs_before = engine.statistics()["blobs"]
 
-    engine.delete_memory(store.id, memory.id, actor=ADMIN, mode=DeleteMode.REDACT, reason="pii")
+    engine.for_caller(actor=ADMIN).memories.delete(
+        store.id, memory.id, mode=DeleteMode.REDACT, reason="pii"
+    )
 
     with pytest.raises(NotFound):
-        engine.get_memory(store.id, memory.id)
-    assert engine.deleted_memories(store.id) == []  # not restorable
-    versions = collect(engine.list_versions, store_id=store.id, memory_id=memory.id)
+        engine.memories.get(store.id, memory.id)
+    assert engine.memories.deleted(store.id) == []  # not restorable
+    versions = collect(engine.versions.list, store_id=store.id, memory_id=memory.id)
     assert [v.operation for v in versions] == [
         Operation.DELETED,
         Operation.MODIFIED,
@@ -195,7 +209,7 @@ def test_redact_mode(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     assert versions[0].path is None
     assert versions[0].reason == "pii"
     for version in versions:
-        full = engine.get_version(store.id, version.id)
+        full = engine.versions.get(store.id, version.id)
         assert full.redacted_at is not None
         assert full.redacted_by == ADMIN
         assert full.created_by == (ADMIN if version is versions[0] else actor)
@@ -209,27 +223,32 @@ def test_redact_mode(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     assert engine.statistics()["blobs"] == blobs_before - 2 + 1
     for text in ("secret one", "secret two"):
         with pytest.raises(NotFound):
-            engine.read_blob(blob_key_of(text.encode()))
-    assert engine.audit_events(store.id)[0]["action"] == "redact"
-    counted = engine.get_store(store.id)
+            engine.blobs.read(blob_key_of(text.encode()))
+    assert engine.feed.audit_events(store.id)[0]["action"] == "redact"
+    counted = engine.stores.get(store.id)
     assert (counted.entry_count, counted.total_size_bytes) == (1, len("kept"))
     # The path is free again.
-    assert engine.create_memory(store.id, "/q", "new", actor=actor).content == "new"
+    assert engine.for_caller(actor=actor).memories.create(store.id, "/q", "new").content == "new"
     # Bytes another live memory holds stay.
-    shared = engine.create_memory(store.id, "/s1", "shared", actor=actor)
-    twin = engine.create_memory(store.id, "/s2", "shared", actor=actor)
-    engine.delete_memory(store.id, shared.id, actor=actor, mode=DeleteMode.REDACT)
-    assert engine.get_memory(store.id, twin.id).content == "shared"
+    shared = engine.for_caller(actor=actor).memories.create(store.id, "/s1", "shared")
+    twin = engine.for_caller(actor=actor).memories.create(store.id, "/s2", "shared")
+    engine.for_caller(actor=actor).memories.delete(store.id, shared.id, mode=DeleteMode.REDACT)
+    assert engine.memories.get(store.id, twin.id).content == "shared"
 
 
 def test_hard_delete(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "doomed one", actor=actor)
-    engine.update_memory(store.id, memory.id, actor=actor, content="doomed two")
-    keep = engine.create_memory(store.id, "/keep", "doomed one", actor=actor)  # shares v1 bytes
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a", "doomed one")
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, content="doomed two")
+    keep = engine.for_caller(actor=actor).memories.create(
+        store.id, "/keep", "doomed one"
+    )  # shares v1 bytes
     stats = engine.statistics()
 
-    engine.delete_memory(
-        store.id, memory.id, actor=ADMIN, mode=DeleteMode.HARD_DELETE, reason="gdpr"
+    engine.for_caller(actor=ADMIN).memories.delete(
+        store.id,
+        memory.id,
+        mode=DeleteMode.HARD_DELETE,
+        reason="gdpr",
     )
 
     assert engine.statistics() == {
@@ -238,19 +257,19 @@ def test_hard_delete(engine: Engine, store: MemoryStore, actor: Actor) -> None:
         "versions": stats["versions"] - 2,
         "blobs": stats["blobs"] - 1,
     }
-    assert collect(engine.list_versions, store_id=store.id, memory_id=memory.id) == []
+    assert collect(engine.versions.list, store_id=store.id, memory_id=memory.id) == []
     with pytest.raises(NotFound):
-        engine.get_version(store.id, memory.memory_version_id)
+        engine.versions.get(store.id, memory.memory_version_id)
     with pytest.raises(NotFound):
-        engine.restore_memory(store.id, memory.id, actor=actor)
-    assert engine.deleted_memories(store.id) == []
-    assert engine.get_memory(store.id, keep.id).content == "doomed one"
-    [event] = engine.audit_events(store.id, memory_id=memory.id)
+        engine.for_caller(actor=actor).memories.restore(store.id, memory.id)
+    assert engine.memories.deleted(store.id) == []
+    assert engine.memories.get(store.id, keep.id).content == "doomed one"
+    [event] = engine.feed.audit_events(store.id, memory_id=memory.id)
     assert {k: event[k] for k in ("action", "reason", "actor_type", "actor_id")} == {
         "action": "hard_delete",
         "reason": "gdpr",
         "actor_type": "user_actor",
         "actor_id": "user_admin",
     }
-    counted = engine.get_store(store.id)
+    counted = engine.stores.get(store.id)
     assert (counted.entry_count, counted.total_size_bytes) == (1, len("doomed one"))

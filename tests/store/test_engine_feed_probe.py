@@ -18,49 +18,57 @@ def test_each_write_s_receipt_is_what_it_appended_to_the_feed(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     def receipt_matches_feed(write) -> None:  # type: ignore[no-untyped-def]
-        before = engine.last_change_seq(store.id)
+        before = engine.feed.last_seq(store.id)
         write()
         receipt = engine.feed_receipt()
         assert receipt, "the write appended entries"
-        assert receipt == engine.changes_since(store.id, before)
+        assert receipt == engine.feed.changes_since(store.id, before)
 
     created: list[str] = []
     receipt_matches_feed(
-        lambda: created.append(engine.create_memory(store.id, "/d/a.md", "a\n", actor=actor).id)
+        lambda: created.append(engine.for_caller(actor=actor).memories.create(
+            store.id, "/d/a.md", "a\n"
+        ).id)
     )
-    receipt_matches_feed(lambda: engine.create_memory(store.id, "/d/b.md", "b\n", actor=actor))
+    receipt_matches_feed(lambda: engine.for_caller(actor=actor).memories.create(
+        store.id, "/d/b.md", "b\n"
+    ))
     receipt_matches_feed(
-        lambda: engine.update_memory(store.id, created[0], actor=actor, content="a2\n")
+        lambda: engine.for_caller(actor=actor).memories.update(store.id, created[0], content="a2\n")
     )
     receipt_matches_feed(
-        lambda: engine.update_memory(store.id, created[0], actor=actor, path="/d/c.md")
+        lambda: engine.for_caller(actor=actor).memories.update(store.id, created[0], path="/d/c.md")
     )
     # A directory rename appends one entry per memory in one statement.
-    receipt_matches_feed(lambda: engine.rename_prefix(store.id, "/d/", "/e/", actor=actor))
+    receipt_matches_feed(lambda: engine.for_caller(actor=actor).memories.rename_prefix(
+        store.id, "/d/", "/e/"
+    ))
     assert len(engine.feed_receipt()) == 2
-    receipt_matches_feed(lambda: engine.delete_memory(store.id, created[0], actor=actor))
+    receipt_matches_feed(lambda: engine.for_caller(actor=actor).memories.delete(
+        store.id, created[0]
+    ))
 
 
 def test_a_refused_write_or_one_that_changes_nothing_has_an_empty_receipt(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    memory = engine.create_memory(store.id, "/a.md", "a\n", actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a.md", "a\n")
     assert engine.feed_receipt() != []
     with pytest.raises(PathConflict):
-        engine.create_memory(store.id, "/a.md", "again\n", actor=actor)
+        engine.for_caller(actor=actor).memories.create(store.id, "/a.md", "again\n")
     assert engine.feed_receipt() == []
-    engine.update_memory(store.id, memory.id, actor=actor, content="a\n")  # no change
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, content="a\n")  # no change
     assert engine.feed_receipt() == []
 
 
 def test_a_receipt_belongs_to_the_thread_that_wrote(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    mine = engine.create_memory(store.id, "/mine.md", "m\n", actor=actor)
+    mine = engine.for_caller(actor=actor).memories.create(store.id, "/mine.md", "m\n")
     theirs: list[object] = []
 
     def write_elsewhere() -> None:
-        engine.create_memory(store.id, "/theirs.md", "t\n", actor=actor)
+        engine.for_caller(actor=actor).memories.create(store.id, "/theirs.md", "t\n")
         theirs.extend(engine.feed_receipt())
 
     thread = threading.Thread(target=write_elsewhere)
@@ -80,15 +88,15 @@ def test_the_probe_reads_the_newest_seq_of_every_connection_s_commits(
     assert probe is not None
     try:
         assert probe.last_seq(store.id) == 0
-        engine.create_memory(store.id, "/a.md", "a\n", actor=actor)
+        engine.for_caller(actor=actor).memories.create(store.id, "/a.md", "a\n")
         assert probe.last_seq(store.id) == 1
         # Another engine is another connection pool, as another process would be.
-        second_engine.create_memory(store.id, "/b.md", "b\n", actor=actor)
-        assert probe.last_seq(store.id) == 2 == engine.last_change_seq(store.id)
+        second_engine.for_caller(actor=actor).memories.create(store.id, "/b.md", "b\n")
+        assert probe.last_seq(store.id) == 2 == engine.feed.last_seq(store.id)
         assert probe.last_seq("memstore_unknown") is None
         # It holds no snapshot between calls: a truncating checkpoint does not wait.
         assert engine._db.checkpoint(wait_s=0)
-        engine.delete_store(store.id)
+        engine.stores.delete(store.id)
         assert probe.last_seq(store.id) is None  # gone: read the feed for its last entry
     finally:
         probe.close()

@@ -72,28 +72,28 @@ def test_every_check_has_a_test() -> None:
 
 
 def test_a_clean_store_has_no_finding(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    a = engine.create_memory(store.id, "/a", "one", actor=actor, metadata={"k": "v"})
-    engine.update_memory(store.id, a.id, actor=actor, content="two", path="/dir/a")
-    b = engine.create_memory(store.id, "/b", "two", actor=actor)
-    engine.redact_version(store.id, a.memory_version_id, actor=actor)
-    engine.delete_memory(store.id, b.id, actor=actor)
-    engine.restore_memory(store.id, b.id, actor=actor)
-    c = engine.create_memory(store.id, "/c", "three", actor=actor)
-    engine.delete_memory(store.id, c.id, actor=actor, mode=DeleteMode.REDACT)
-    d = engine.create_memory(store.id, "/d", "four", actor=actor)
-    engine.delete_memory(store.id, d.id, actor=actor, mode=DeleteMode.HARD_DELETE)
-    engine.rename_prefix(store.id, "/dir/", "/moved/", actor=actor)
-    other = engine.create_store("other")
-    engine.create_memory(other.id, "/x", "one", actor=actor)
-    engine.delete_store(other.id)
-    engine.archive_store(store.id)
+    a = engine.for_caller(actor=actor).memories.create(store.id, "/a", "one", metadata={"k": "v"})
+    engine.for_caller(actor=actor).memories.update(store.id, a.id, content="two", path="/dir/a")
+    b = engine.for_caller(actor=actor).memories.create(store.id, "/b", "two")
+    engine.for_caller(actor=actor).versions.redact(store.id, a.memory_version_id)
+    engine.for_caller(actor=actor).memories.delete(store.id, b.id)
+    engine.for_caller(actor=actor).memories.restore(store.id, b.id)
+    c = engine.for_caller(actor=actor).memories.create(store.id, "/c", "three")
+    engine.for_caller(actor=actor).memories.delete(store.id, c.id, mode=DeleteMode.REDACT)
+    d = engine.for_caller(actor=actor).memories.create(store.id, "/d", "four")
+    engine.for_caller(actor=actor).memories.delete(store.id, d.id, mode=DeleteMode.HARD_DELETE)
+    engine.for_caller(actor=actor).memories.rename_prefix(store.id, "/dir/", "/moved/")
+    other = engine.stores.create("other")
+    engine.for_caller(actor=actor).memories.create(other.id, "/x", "one")
+    engine.stores.delete(other.id)
+    engine.stores.archive(store.id)
     assert findings(engine) == []
 
 
 @covers("check_blob_integrity")
 def test_blob_integrity(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     for path, content in (("/a", "aaaa"), ("/b", "bbbb"), ("/c", "cccc")):
-        engine.create_memory(store.id, path, content, actor=actor)
+        engine.for_caller(actor=actor).memories.create(store.id, path, content)
     execute_sql(engine.url, f"UPDATE blobs SET sha256 = '{'0' * 64}' WHERE key = '{key('aaaa')}'")
     execute_sql(engine.url, f"UPDATE blobs SET size_bytes = 99 WHERE key = '{key('bbbb')}'")
     execute_sql(
@@ -110,8 +110,8 @@ def test_blob_integrity(engine: Engine, store: MemoryStore, actor: Actor) -> Non
 
 @covers("check_no_orphan_blobs")
 def test_orphan_blob(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "first", actor=actor)
-    engine.update_memory(store.id, memory.id, actor=actor, content="second")
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a", "first")
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, content="second")
     assert findings(engine) == []
     # A redaction that forgot to purge the bytes.
     execute_sql(
@@ -126,7 +126,7 @@ def test_orphan_blob(engine: Engine, store: MemoryStore, actor: Actor) -> None:
 def test_dangling_blob_references(
     engine: Engine, database: str, store: MemoryStore, actor: Actor
 ) -> None:
-    memory = engine.create_memory(store.id, "/a", "content", actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a", "content")
     damage_unchecked(engine, database, f"DELETE FROM blobs WHERE key = '{key('content')}'")
     found = findings(engine)
     assert f"memory {memory.id}: references missing blob {key('content')}" in found
@@ -135,13 +135,13 @@ def test_dangling_blob_references(
     )
     # The engine refuses to serve what it can't find.
     with pytest.raises(CorruptedStore, match=f"blob {key('content')} is referenced but missing"):
-        engine.get_memory(store.id, memory.id)
+        engine.memories.get(store.id, memory.id)
 
 
 @covers("check_memory_digests")
 def test_memory_digests(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    a = engine.create_memory(store.id, "/a", "aaaa", actor=actor)
-    b = engine.create_memory(store.id, "/b", "bbbb", actor=actor)
+    a = engine.for_caller(actor=actor).memories.create(store.id, "/a", "aaaa")
+    b = engine.for_caller(actor=actor).memories.create(store.id, "/b", "bbbb")
     execute_sql(
         engine.url, f"UPDATE memories SET content_sha256 = '{sha('other')}' WHERE id = '{a.id}'"
     )
@@ -153,10 +153,12 @@ def test_memory_digests(engine: Engine, store: MemoryStore, actor: Actor) -> Non
 
 @covers("check_memory_states")
 def test_memory_states(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    m = [engine.create_memory(store.id, f"/m{i}", f"content {i}", actor=actor) for i in range(5)]
-    engine.delete_memory(store.id, m[2].id, actor=actor)
-    engine.delete_memory(store.id, m[3].id, actor=actor, mode=DeleteMode.REDACT)
-    engine.delete_memory(store.id, m[4].id, actor=actor)
+    m = [engine.for_caller(actor=actor).memories.create(
+        store.id, f"/m{i}", f"content {i}"
+    ) for i in range(5)]
+    engine.for_caller(actor=actor).memories.delete(store.id, m[2].id)
+    engine.for_caller(actor=actor).memories.delete(store.id, m[3].id, mode=DeleteMode.REDACT)
+    engine.for_caller(actor=actor).memories.delete(store.id, m[4].id)
     raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE memories SET delete_mode = 'soft_delete' WHERE id = '{m[0].id}'")
     raw(f"UPDATE memories SET blob_key = NULL WHERE id = '{m[1].id}'")
@@ -173,8 +175,10 @@ def test_memory_states(engine: Engine, store: MemoryStore, actor: Actor) -> None
 
 @covers("check_heads")
 def test_heads(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    m = [engine.create_memory(store.id, f"/m{i}", f"content {i}", actor=actor) for i in range(4)]
-    newer = engine.update_memory(store.id, m[2].id, actor=actor, content="newer")
+    m = [engine.for_caller(actor=actor).memories.create(
+        store.id, f"/m{i}", f"content {i}"
+    ) for i in range(4)]
+    newer = engine.for_caller(actor=actor).memories.update(store.id, m[2].id, content="newer")
     raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE memories SET head_version_id = 'memver_nope' WHERE id = '{m[0].id}'")
     raw(f"UPDATE memories SET head_version_id = '{m[3].memory_version_id}' WHERE id = '{m[1].id}'")
@@ -193,11 +197,15 @@ def test_heads(engine: Engine, store: MemoryStore, actor: Actor) -> None:
 
 @covers("check_version_shapes")
 def test_version_shapes(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    m = [engine.create_memory(store.id, f"/m{i}", f"content {i}", actor=actor) for i in range(6)]
+    m = [engine.for_caller(actor=actor).memories.create(
+        store.id, f"/m{i}", f"content {i}"
+    ) for i in range(6)]
     for memory in m:
-        engine.update_memory(store.id, memory.id, actor=actor, content=memory.path + " v2")
-    engine.delete_memory(store.id, m[4].id, actor=actor)
-    deleted_version = engine.list_versions(store.id, memory_id=m[4].id).items[0].id
+        engine.for_caller(actor=actor).memories.update(
+            store.id, memory.id, content=memory.path + " v2"
+        )
+    engine.for_caller(actor=actor).memories.delete(store.id, m[4].id)
+    deleted_version = engine.versions.list(store.id, memory_id=m[4].id).items[0].id
     old = [memory.memory_version_id for memory in m]  # the non-head 'created' versions
     raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE versions SET content_sha256 = NULL WHERE id = '{old[0]}'")
@@ -225,9 +233,9 @@ def test_version_shapes(engine: Engine, store: MemoryStore, actor: Actor) -> Non
 
 @covers("check_owners")
 def test_owners(engine: Engine, database: str, store: MemoryStore, actor: Actor) -> None:
-    a = engine.create_memory(store.id, "/a", "a", actor=actor)
-    engine.update_memory(store.id, a.id, actor=actor, content="a2")
-    b = engine.create_memory(store.id, "/b", "b", actor=actor)
+    a = engine.for_caller(actor=actor).memories.create(store.id, "/a", "a")
+    engine.for_caller(actor=actor).memories.update(store.id, a.id, content="a2")
+    b = engine.for_caller(actor=actor).memories.create(store.id, "/b", "b")
     execute_sql(
         engine.url,
         f"UPDATE versions SET memory_id = 'mem_ghost' WHERE id = '{a.memory_version_id}'",
@@ -250,10 +258,10 @@ def test_owners(engine: Engine, database: str, store: MemoryStore, actor: Actor)
 def test_owners_version_in_another_store_than_its_memory(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    other = engine.create_store("other")
-    a = engine.create_memory(store.id, "/a", "a", actor=actor)
-    engine.update_memory(store.id, a.id, actor=actor, content="a2")
-    first = engine.list_versions(store.id, memory_id=a.id).items[-1]
+    other = engine.stores.create("other")
+    a = engine.for_caller(actor=actor).memories.create(store.id, "/a", "a")
+    engine.for_caller(actor=actor).memories.update(store.id, a.id, content="a2")
+    first = engine.versions.list(store.id, memory_id=a.id).items[-1]
     execute_sql(engine.url, f"UPDATE versions SET store_id = '{other.id}' WHERE id = '{first.id}'")
     assert (
         f"version {first.id}: belongs to store {other.id} but its memory to {store.id}"
@@ -263,7 +271,7 @@ def test_owners_version_in_another_store_than_its_memory(
 
 @covers("check_counters")
 def test_counters(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    engine.create_memory(store.id, "/a", "12345", actor=actor)
+    engine.for_caller(actor=actor).memories.create(store.id, "/a", "12345")
     execute_sql(
         engine.url,
         f"UPDATE stores SET entry_count = 6, total_size_bytes = 7 WHERE id = '{store.id}'",
@@ -276,11 +284,11 @@ def test_counters(engine: Engine, store: MemoryStore, actor: Actor) -> None:
 
 @covers("check_paths")
 def test_paths(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    bad = engine.create_memory(store.id, "/bad", "x", actor=actor)
-    engine.create_memory(store.id, "/dir/x", "x", actor=actor)
-    file_over_dir = engine.create_memory(store.id, "/other", "x", actor=actor)
-    engine.create_memory(store.id, "/dup", "x", actor=actor)
-    twin = engine.create_memory(store.id, "/twin", "x", actor=actor)
+    bad = engine.for_caller(actor=actor).memories.create(store.id, "/bad", "x")
+    engine.for_caller(actor=actor).memories.create(store.id, "/dir/x", "x")
+    file_over_dir = engine.for_caller(actor=actor).memories.create(store.id, "/other", "x")
+    engine.for_caller(actor=actor).memories.create(store.id, "/dup", "x")
+    twin = engine.for_caller(actor=actor).memories.create(store.id, "/twin", "x")
     raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE memories SET path = '/bad/' WHERE id = '{bad.id}'")
     raw(f"UPDATE memories SET path = '/dir' WHERE id = '{file_over_dir.id}'")
@@ -294,10 +302,10 @@ def test_paths(engine: Engine, store: MemoryStore, actor: Actor) -> None:
 
 @covers("check_change_feed")
 def test_change_feed(engine: Engine, actor: Actor) -> None:
-    gap, ahead = engine.create_store("gap"), engine.create_store("ahead")
+    gap, ahead = engine.stores.create("gap"), engine.stores.create("ahead")
     for store in (gap, ahead):
-        engine.create_memory(store.id, "/a", "a", actor=actor)
-        engine.create_memory(store.id, "/b", "b", actor=actor)
+        engine.for_caller(actor=actor).memories.create(store.id, "/a", "a")
+        engine.for_caller(actor=actor).memories.create(store.id, "/b", "b")
     execute_sql(engine.url, f"DELETE FROM changes WHERE store_id = '{gap.id}' AND seq = 1")
     execute_sql(engine.url, f"UPDATE stores SET last_change_seq = 3 WHERE id = '{ahead.id}'")
     found = findings(engine)
@@ -308,8 +316,8 @@ def test_change_feed(engine: Engine, actor: Actor) -> None:
 
 @covers("check_metadata_json")
 def test_metadata_json(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "a", actor=actor)
-    other = engine.create_store("other")
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a", "a")
+    other = engine.stores.create("other")
     raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE stores SET metadata_json = 'not json' WHERE id = '{store.id}'")
     raw(f"UPDATE stores SET metadata_json = '[]' WHERE id = '{other.id}'")
@@ -328,8 +336,8 @@ def test_metadata_json(engine: Engine, store: MemoryStore, actor: Actor) -> None
 
 @covers("check_retention_and_audit")
 def test_retention_and_audit_metadata(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "a", actor=actor)
-    engine.delete_memory(store.id, memory.id, actor=actor, audit_metadata={"k": "v"})
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a", "a")
+    engine.for_caller(actor=actor).memories.delete(store.id, memory.id, audit_metadata={"k": "v"})
     raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE stores SET version_retention_s = 0 WHERE id = '{store.id}'")
     raw("""UPDATE audit_log SET metadata_json = '{"k": 1}'""")
@@ -342,23 +350,23 @@ def test_retention_and_audit_metadata(engine: Engine, store: MemoryStore, actor:
 def test_engine_refuses_to_overwrite_a_damaged_blob(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    engine.create_memory(store.id, "/a", "payload", actor=actor)
+    engine.for_caller(actor=actor).memories.create(store.id, "/a", "payload")
     execute_sql(
         engine.url, f"UPDATE blobs SET sha256 = '{'0' * 64}' WHERE key = '{key('payload')}'"
     )
     with pytest.raises(CorruptedStore, match="holds different bytes than its key promises"):
-        engine.create_memory(store.id, "/b", "payload", actor=actor)
-    assert [m.path for m in engine.all_memories(store.id)] == ["/a"]
+        engine.for_caller(actor=actor).memories.create(store.id, "/b", "payload")
+    assert [m.path for m in engine.memories.all(store.id)] == ["/a"]
 
 
 @covers("check_sessions")
 def test_sessions(engine: Engine, store: MemoryStore) -> None:
-    key_, _ = engine.create_api_key("k", [Scope.READ])
-    no_expiry, _ = engine.create_session([ResourceSpec(store.id)])
-    too_long, _ = engine.create_session([ResourceSpec(store.id)])
-    ghost_key, _ = engine.create_session([ResourceSpec(store.id)])
-    not_revoked, _ = engine.create_session([ResourceSpec(store.id)], api_key_id=key_.id)
-    fine, _ = engine.create_session([ResourceSpec(store.id)], with_token=False)
+    key_, _ = engine.api_keys.create("k", [Scope.READ])
+    no_expiry, _ = engine.sessions.create([ResourceSpec(store.id)])
+    too_long, _ = engine.sessions.create([ResourceSpec(store.id)])
+    ghost_key, _ = engine.sessions.create([ResourceSpec(store.id)])
+    not_revoked, _ = engine.sessions.create([ResourceSpec(store.id)], api_key_id=key_.id)
+    fine, _ = engine.sessions.create([ResourceSpec(store.id)], with_token=False)
     raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE sessions SET expires_at = NULL WHERE id = '{no_expiry.id}'")
     raw(
@@ -381,9 +389,9 @@ def test_sessions(engine: Engine, store: MemoryStore) -> None:
 @covers("check_principals")
 def test_principals(engine: Engine, store: MemoryStore) -> None:
     alice = UserPrincipal(user_id="alice", roles=("support",))
-    half, _ = engine.create_api_key("k", [Scope.READ], principal=alice)
-    not_a_list, _ = engine.create_session([ResourceSpec(store.id)], principal=alice)
-    fine, _ = engine.create_session([ResourceSpec(store.id)], principal=alice)
+    half, _ = engine.api_keys.create("k", [Scope.READ], principal=alice)
+    not_a_list, _ = engine.sessions.create([ResourceSpec(store.id)], principal=alice)
+    fine, _ = engine.sessions.create([ResourceSpec(store.id)], principal=alice)
     raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE api_keys SET principal_roles_json = NULL WHERE id = '{half.id}'")
     raw(f"UPDATE sessions SET principal_roles_json = '{{}}' WHERE id = '{not_a_list.id}'")
@@ -402,9 +410,11 @@ def test_sqlite_integrity_check_finds_damaged_pages(tmp_path: Path) -> None:
     quick_check): damage below the rows memfs reads shows up as findings."""
     path = tmp_path / "memfs.db"
     with Engine(f"sqlite:///{path}") as engine:
-        store = engine.create_store("s")
+        store = engine.stores.create("s")
         for index in range(300):
-            engine.create_memory(store.id, f"/m{index:03}", f"content {index} " * 20, actor=ACTOR)
+            engine.for_caller(actor=ACTOR).memories.create(
+                store.id, f"/m{index:03}", f"content {index} " * 20
+            )
         page_size = engine._sa.connect().exec_driver_sql("PRAGMA page_size").scalar()
     assert fsck_database(str(path)) == []
     assert fsck_database(str(path), sqlite_check="quick") == []
@@ -445,10 +455,10 @@ def test_fsck_finds_an_index_that_disagrees_with_the_heads(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     raw = functools.partial(execute_sql, engine.url)
-    stale = engine.create_memory(store.id, "/stale", "old words", actor=actor)
+    stale = engine.for_caller(actor=actor).memories.create(store.id, "/stale", "old words")
     # Japanese text: in both FTS5 tables (English text is in the words table only).
-    missing = engine.create_memory(store.id, "/missing", "words 長期記憶", actor=actor)
-    moved = engine.create_memory(store.id, "/moved", "words", actor=actor)
+    missing = engine.for_caller(actor=actor).memories.create(store.id, "/missing", "words 長期記憶")
+    moved = engine.for_caller(actor=actor).memories.create(store.id, "/moved", "words")
     raw(f"UPDATE search_docs SET body = 'x' WHERE memory_id = '{stale.id}'")
     raw(f"DELETE FROM search_docs WHERE memory_id = '{missing.id}'")
     raw(f"UPDATE search_docs SET path = '/x' WHERE memory_id = '{moved.id}'")
@@ -474,8 +484,8 @@ def test_fsck_finds_an_index_that_disagrees_with_the_heads(
 
 @covers("check_mount_counts")
 def test_identity_mounts(engine: Engine, store: MemoryStore) -> None:
-    default, _ = engine.ensure_default_store("idn_fsck", "tmpl_fsck")
-    engine.mount_store("idn_fsck", "tmpl_fsck", store.id)
+    default, _ = engine.identities.ensure_default_store("idn_fsck", "tmpl_fsck")
+    engine.identities.mount("idn_fsck", "tmpl_fsck", store.id)
     assert findings(engine) == []
     raw = functools.partial(execute_sql, engine.url)
     raw(f"UPDATE stores SET identity_template_count = 5 WHERE id = '{store.id}'")
@@ -496,9 +506,9 @@ def test_fsck_finds_a_record_index_that_disagrees_with_the_heads(
 ) -> None:
     raw = functools.partial(execute_sql, engine.url)
     header = "---\ntype: semantic\nimportance: 0.5\ntags: [a]\n---\n"
-    changed = engine.create_memory(store.id, "/changed", header, actor=actor)
-    missing = engine.create_memory(store.id, "/missing", header, actor=actor)
-    plain = engine.create_memory(store.id, "/plain", "no record", actor=actor)
+    changed = engine.for_caller(actor=actor).memories.create(store.id, "/changed", header)
+    missing = engine.for_caller(actor=actor).memories.create(store.id, "/missing", header)
+    plain = engine.for_caller(actor=actor).memories.create(store.id, "/plain", "no record")
     raw(f"UPDATE records SET importance = 0.9 WHERE memory_id = '{changed.id}'")
     raw(f"DELETE FROM records WHERE memory_id = '{missing.id}'")
     raw(

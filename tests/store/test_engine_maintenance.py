@@ -18,33 +18,33 @@ def test_rename_prefix_moves_every_memory_below(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     ids = {
-        path: engine.create_memory(store.id, path, path, actor=actor).id
+        path: engine.for_caller(actor=actor).memories.create(store.id, path, path).id
         for path in ("/a/b/c", "/a/b/b/c", "/a/b/d/e", "/a/z", "/a/bb")
     }
-    seq = engine.last_change_seq(store.id)
+    seq = engine.feed.last_seq(store.id)
 
-    moved = engine.rename_prefix(store.id, "/a/b/", "/a/", actor=actor)
+    moved = engine.for_caller(actor=actor).memories.rename_prefix(store.id, "/a/b/", "/a/")
 
     assert [(m.path, m.id) for m in moved] == [
         ("/a/b/c", ids["/a/b/b/c"]),
         ("/a/c", ids["/a/b/c"]),
         ("/a/d/e", ids["/a/b/d/e"]),
     ]
-    assert [m.path for m in engine.all_memories(store.id)] == [
+    assert [m.path for m in engine.memories.all(store.id)] == [
         "/a/b/c",
         "/a/bb",
         "/a/c",
         "/a/d/e",
         "/a/z",
     ]
-    assert engine.get_memory(store.id, ids["/a/b/c"]).content == "/a/b/c"  # content kept
-    head = engine.list_versions(store.id, memory_id=ids["/a/b/c"]).items[0]
+    assert engine.memories.get(store.id, ids["/a/b/c"]).content == "/a/b/c"  # content kept
+    head = engine.versions.list(store.id, memory_id=ids["/a/b/c"]).items[0]
     assert (head.operation, head.path, head.content_sha256) == (
         Operation.MODIFIED,
         "/a/c",
         moved[1].content_sha256,
     )
-    assert {(c.kind, c.path, c.old_path) for c in engine.changes_since(store.id, seq)} == {
+    assert {(c.kind, c.path, c.old_path) for c in engine.feed.changes_since(store.id, seq)} == {
         (ChangeKind.MEMORY_WRITTEN, "/a/b/c", "/a/b/b/c"),
         (ChangeKind.MEMORY_WRITTEN, "/a/c", "/a/b/c"),
         (ChangeKind.MEMORY_WRITTEN, "/a/d/e", "/a/b/d/e"),
@@ -54,10 +54,10 @@ def test_rename_prefix_moves_every_memory_below(
 def test_rename_prefix_refusals_change_nothing(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    engine.create_memory(store.id, "/a/x", "x", actor=actor)
-    engine.create_memory(store.id, "/a/y/z", "z", actor=actor)
-    blocker = engine.create_memory(store.id, "/file", "f", actor=actor)
-    taken = engine.create_memory(store.id, "/b/x", "taken", actor=actor)
+    engine.for_caller(actor=actor).memories.create(store.id, "/a/x", "x")
+    engine.for_caller(actor=actor).memories.create(store.id, "/a/y/z", "z")
+    blocker = engine.for_caller(actor=actor).memories.create(store.id, "/file", "f")
+    taken = engine.for_caller(actor=actor).memories.create(store.id, "/b/x", "taken")
     before = snapshot(engine, store.id)
     deep = "/" + "/".join(["d"] * 19) + "/"
     cases = [
@@ -71,55 +71,57 @@ def test_rename_prefix_refusals_change_nothing(
     ]
     for error, new_prefix in cases:
         with pytest.raises(error) as info:
-            engine.rename_prefix(store.id, "/a/", new_prefix, actor=actor)
+            engine.for_caller(actor=actor).memories.rename_prefix(store.id, "/a/", new_prefix)
         assert type(info.value) is error, new_prefix
         assert snapshot(engine, store.id) == before
     with pytest.raises(PathConflict) as info:
-        engine.rename_prefix(store.id, "/a/", "/file/", actor=actor)
+        engine.for_caller(actor=actor).memories.rename_prefix(store.id, "/a/", "/file/")
     assert info.value.conflicting_memory_id == blocker.id
     with pytest.raises(PathConflict) as info:
-        engine.rename_prefix(store.id, "/a/", "/b/", actor=actor)
+        engine.for_caller(actor=actor).memories.rename_prefix(store.id, "/a/", "/b/")
     assert info.value.conflicting_memory_id == taken.id
     with pytest.raises(NotFound):
-        engine.rename_prefix("memstore_nope", "/a/", "/c/", actor=actor)
-    assert engine.rename_prefix(store.id, "/empty/", "/c/", actor=actor) == []
+        engine.for_caller(actor=actor).memories.rename_prefix("memstore_nope", "/a/", "/c/")
+    assert engine.for_caller(actor=actor).memories.rename_prefix(store.id, "/empty/", "/c/") == []
     assert snapshot(engine, store.id) == before
 
 
 def test_prune_versions_keeps_heads_and_restore_sources(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    engine.update_store(store.id, version_retention_s=3600)
-    live = engine.create_memory(store.id, "/live", "l1", actor=actor)
-    live = engine.update_memory(store.id, live.id, actor=actor, content="l2")
-    soft = engine.create_memory(store.id, "/soft", "s1", actor=actor)
-    engine.update_memory(store.id, soft.id, actor=actor, content="s2")
-    engine.delete_memory(store.id, soft.id, actor=actor)
-    gone = engine.create_memory(store.id, "/gone", "g1", actor=actor)
-    engine.delete_memory(store.id, gone.id, mode=DeleteMode.REDACT, actor=actor)
-    assert [r.versions for r in engine.prune_versions()] == [0]
+    engine.stores.update(store.id, version_retention_s=3600)
+    live = engine.for_caller(actor=actor).memories.create(store.id, "/live", "l1")
+    live = engine.for_caller(actor=actor).memories.update(store.id, live.id, content="l2")
+    soft = engine.for_caller(actor=actor).memories.create(store.id, "/soft", "s1")
+    engine.for_caller(actor=actor).memories.update(store.id, soft.id, content="s2")
+    engine.for_caller(actor=actor).memories.delete(store.id, soft.id)
+    gone = engine.for_caller(actor=actor).memories.create(store.id, "/gone", "g1")
+    engine.for_caller(actor=actor).memories.delete(store.id, gone.id, mode=DeleteMode.REDACT)
+    assert [r.versions for r in engine.retention.prune()] == [0]
     assert engine.statistics()["versions"] == 7
 
-    [result] = engine.prune_versions(now=utcnow() + timedelta(hours=2))
+    [result] = engine.retention.prune(now=utcnow() + timedelta(hours=2))
 
     assert result.versions == 3  # live's v1, soft's v1, gone's redacted v1
-    assert [v.id for v in collect(engine.list_versions, store_id=store.id, memory_id=live.id)] == [
+    assert [v.id for v in collect(engine.versions.list, store_id=store.id, memory_id=live.id)] == [
         live.memory_version_id
     ]
     assert [
-        v.operation for v in collect(engine.list_versions, store_id=store.id, memory_id=soft.id)
+        v.operation for v in collect(engine.versions.list, store_id=store.id, memory_id=soft.id)
     ] == [Operation.DELETED, Operation.MODIFIED]
-    assert engine.restore_memory(store.id, soft.id, actor=actor).content == "s2"
-    assert engine.get_memory(store.id, live.id).content == "l2"
+    assert engine.for_caller(actor=actor).memories.restore(store.id, soft.id).content == "s2"
+    assert engine.memories.get(store.id, live.id).content == "l2"
     assert engine.statistics()["blobs"] == 3  # l2, s2 and the redaction placeholder
 
 
 def _statements_of_a_rename(engine: Engine, actor: Actor, count: int) -> int:
     """How many SQL statements a rename of a ``count``-memory directory runs."""
-    store = engine.create_store(f"rename {count}")
+    store = engine.stores.create(f"rename {count}")
     for index in range(count):
-        engine.create_memory(store.id, f"/d/s{index % 7}/f{index}", f"{index}", actor=actor)
-    engine.create_memory(store.id, "/elsewhere/x", "x", actor=actor)
+        engine.for_caller(actor=actor).memories.create(
+            store.id, f"/d/s{index % 7}/f{index}", f"{index}"
+        )
+    engine.for_caller(actor=actor).memories.create(store.id, "/elsewhere/x", "x")
     statements: list[str] = []
 
     def count_statement(*args: object) -> None:
@@ -127,7 +129,7 @@ def _statements_of_a_rename(engine: Engine, actor: Actor, count: int) -> int:
 
     event.listen(engine._sa, "before_cursor_execute", count_statement)
     try:
-        moved = engine.rename_prefix(store.id, "/d/", "/moved/", actor=actor)
+        moved = engine.for_caller(actor=actor).memories.rename_prefix(store.id, "/d/", "/moved/")
     finally:
         event.remove(engine._sa, "before_cursor_execute", count_statement)
     assert len(moved) == count
@@ -148,12 +150,12 @@ def test_a_directory_rename_runs_the_same_statements_whatever_its_size(
 def test_rename_prefix_names_every_kind_of_blocker(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    engine.create_memory(store.id, "/a/x/y", "moving", actor=actor)
-    engine.create_memory(store.id, "/a/z", "moving", actor=actor)
-    file_for_a_directory = engine.create_memory(store.id, "/b/x", "file", actor=actor)
-    below_a_target = engine.create_memory(store.id, "/c/z/deeper", "dir", actor=actor)
-    at_a_target = engine.create_memory(store.id, "/e/x/y", "taken", actor=actor)
-    file_above = engine.create_memory(store.id, "/f", "file", actor=actor)
+    engine.for_caller(actor=actor).memories.create(store.id, "/a/x/y", "moving")
+    engine.for_caller(actor=actor).memories.create(store.id, "/a/z", "moving")
+    file_for_a_directory = engine.for_caller(actor=actor).memories.create(store.id, "/b/x", "file")
+    below_a_target = engine.for_caller(actor=actor).memories.create(store.id, "/c/z/deeper", "dir")
+    at_a_target = engine.for_caller(actor=actor).memories.create(store.id, "/e/x/y", "taken")
+    file_above = engine.for_caller(actor=actor).memories.create(store.id, "/f", "file")
     before = snapshot(engine, store.id)
     cases = [
         ("/b/", file_for_a_directory, "path '/b/x/y' is below the memory '/b/x', which is a file"),
@@ -163,10 +165,10 @@ def test_rename_prefix_names_every_kind_of_blocker(
     ]
     for new_prefix, blocker, message in cases:
         with pytest.raises(PathConflict) as info:
-            engine.rename_prefix(store.id, "/a/", new_prefix, actor=actor)
+            engine.for_caller(actor=actor).memories.rename_prefix(store.id, "/a/", new_prefix)
         assert str(info.value) == message
         assert info.value.conflicting_memory_id == blocker.id
         assert info.value.conflicting_path == blocker.path
     assert snapshot(engine, store.id) == before
-    moved = engine.rename_prefix(store.id, "/a/", "/g/", actor=actor)
+    moved = engine.for_caller(actor=actor).memories.rename_prefix(store.id, "/a/", "/g/")
     assert [m.path for m in moved] == ["/g/x/y", "/g/z"]

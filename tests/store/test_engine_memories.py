@@ -36,7 +36,7 @@ def sha(text: str) -> str:
 
 def test_create_memory(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     content = "line one\r\n\ttab \u00e9 \U0001f600\n"
-    memory = engine.create_memory(store.id, "/notes/a.md", content, actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/notes/a.md", content)
     assert memory.id.startswith("mem_")
     assert memory.memory_store_id == store.id
     assert memory.path == "/notes/a.md"
@@ -45,15 +45,15 @@ def test_create_memory(engine: Engine, store: MemoryStore, actor: Actor) -> None
     assert memory.content_size_bytes == len(content.encode())
     assert memory.metadata == {}
     assert memory.created_at == memory.updated_at
-    assert engine.get_memory(store.id, memory.id) == memory
-    assert engine.get_memory_by_path(store.id, "/notes/a.md") == memory
-    basic = engine.get_memory(store.id, memory.id, with_content=False)
+    assert engine.memories.get(store.id, memory.id) == memory
+    assert engine.memories.get_by_path(store.id, "/notes/a.md") == memory
+    basic = engine.memories.get(store.id, memory.id, with_content=False)
     assert basic.content is None
     assert basic.content_sha256 == memory.content_sha256
-    version = engine.get_version(store.id, memory.memory_version_id)
+    version = engine.versions.get(store.id, memory.memory_version_id)
     assert version.operation is Operation.CREATED
     assert (version.path, version.content, version.created_by) == ("/notes/a.md", content, actor)
-    counted = engine.get_store(store.id)
+    counted = engine.stores.get(store.id)
     assert (counted.entry_count, counted.total_size_bytes) == (1, len(content.encode()))
     assert counted.updated_at == store.updated_at  # memory changes don't touch the store
 
@@ -61,17 +61,20 @@ def test_create_memory(engine: Engine, store: MemoryStore, actor: Actor) -> None
 def test_create_empty_and_maximal_memories(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    memory = engine.create_memory(store.id, "/empty", "", actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/empty", "")
     assert memory.content == ""
     assert memory.content_sha256 == SHA256_EMPTY
     assert memory.content_size_bytes == 0
-    assert engine.get_memory(store.id, memory.id).content == ""
-    assert engine.get_version(store.id, memory.memory_version_id).content == ""
-    memory = engine.create_memory(
-        store.id, "/big", "x" * 102_400, actor=actor, metadata={"type": "semantic"}
+    assert engine.memories.get(store.id, memory.id).content == ""
+    assert engine.versions.get(store.id, memory.memory_version_id).content == ""
+    memory = engine.for_caller(actor=actor).memories.create(
+        store.id,
+        "/big",
+        "x" * 102_400,
+        metadata={"type": "semantic"},
     )
     assert memory.content_size_bytes == 102_400
-    assert engine.get_memory(store.id, memory.id).metadata == {"type": "semantic"}
+    assert engine.memories.get(store.id, memory.id).metadata == {"type": "semantic"}
 
 
 BAD_CREATES = [
@@ -87,11 +90,13 @@ BAD_CREATES = [
 
 
 def test_create_memory_refuses_bad_input(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    engine.create_memory(store.id, "/existing", "x", actor=actor)
+    engine.for_caller(actor=actor).memories.create(store.id, "/existing", "x")
     before = snapshot(engine, store.id)
     for path, content, metadata, error in BAD_CREATES:
         with pytest.raises(error) as info:
-            engine.create_memory(store.id, path, content, actor=actor, metadata=metadata)
+            engine.for_caller(actor=actor).memories.create(
+                store.id, path, content, metadata=metadata
+            )
         assert type(info.value) is error
         assert snapshot(engine, store.id) == before
 
@@ -110,10 +115,10 @@ def test_create_never_overwrites_and_names_the_blocker(
 ) -> None:
     for case, (first, second, message) in enumerate(CONFLICTS):
         root = f"/c{case}"
-        blocker = engine.create_memory(store.id, root + first, "first", actor=actor)
+        blocker = engine.for_caller(actor=actor).memories.create(store.id, root + first, "first")
         before = snapshot(engine, store.id)
         with pytest.raises(PathConflict) as info:
-            engine.create_memory(store.id, root + second, "second", actor=actor)
+            engine.for_caller(actor=actor).memories.create(store.id, root + second, "second")
         assert str(info.value) == message
         assert info.value.conflicting_memory_id == blocker.id
         assert info.value.conflicting_path == root + first
@@ -124,32 +129,36 @@ def test_paths_that_share_a_string_prefix_or_differ_in_case_coexist(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     for path in ("/a", "/ab", "/a-b/c", "/a.b", "/a0/x", "/notes/x", "/notes-archive/x"):
-        engine.create_memory(store.id, path, path, actor=actor)
-    assert len(engine.all_memories(store.id)) == 7
+        engine.for_caller(actor=actor).memories.create(store.id, path, path)
+    assert len(engine.memories.all(store.id)) == 7
     # Paths are case-sensitive.
-    engine.create_memory(store.id, "/Case", "upper", actor=actor)
-    engine.create_memory(store.id, "/case", "lower", actor=actor)
-    assert engine.get_memory_by_path(store.id, "/Case").content == "upper"
-    assert engine.get_memory_by_path(store.id, "/case").content == "lower"
+    engine.for_caller(actor=actor).memories.create(store.id, "/Case", "upper")
+    engine.for_caller(actor=actor).memories.create(store.id, "/case", "lower")
+    assert engine.memories.get_by_path(store.id, "/Case").content == "upper"
+    assert engine.memories.get_by_path(store.id, "/case").content == "lower"
 
 
 def test_store_full(engine: Engine, database: str, actor: Actor) -> None:
     limited = Engine(database, memory_limit=3)
     try:
-        store = limited.create_store("small")
-        memories = [limited.create_memory(store.id, f"/m{i}", "x", actor=actor) for i in range(3)]
+        store = limited.stores.create("small")
+        memories = [limited.for_caller(actor=actor).memories.create(
+            store.id, f"/m{i}", "x"
+        ) for i in range(3)]
         before = snapshot(limited, store.id)
         with pytest.raises(StoreFull) as info:
-            limited.create_memory(store.id, "/m3", "x", actor=actor)
+            limited.for_caller(actor=actor).memories.create(store.id, "/m3", "x")
         assert str(info.value) == (f"memory store {store.id!r} holds 3 memories; the limit is 3")
         assert snapshot(limited, store.id) == before
         # Deleting one frees a slot; restoring it while full is refused.
-        limited.delete_memory(store.id, memories[0].id, actor=actor)
-        limited.create_memory(store.id, "/m3", "x", actor=actor)
+        limited.for_caller(actor=actor).memories.delete(store.id, memories[0].id)
+        limited.for_caller(actor=actor).memories.create(store.id, "/m3", "x")
         with pytest.raises(StoreFull):
-            limited.restore_memory(store.id, memories[0].id, actor=actor)
+            limited.for_caller(actor=actor).memories.restore(store.id, memories[0].id)
         # Updates and renames of a full store still work.
-        limited.update_memory(store.id, memories[1].id, actor=actor, content="y", path="/n1")
+        limited.for_caller(actor=actor).memories.update(
+            store.id, memories[1].id, content="y", path="/n1"
+        )
     finally:
         limited.close()
 
@@ -160,34 +169,37 @@ def test_store_full(engine: Engine, database: str, actor: Actor) -> None:
 def test_unknown_deleted_and_foreign_memories(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    other = engine.create_store("other")
-    foreign = engine.create_memory(other.id, "/x", "x", actor=actor)
-    gone = engine.create_memory(store.id, "/gone", "x", actor=actor)
-    engine.delete_memory(store.id, gone.id, actor=actor)
+    other = engine.stores.create("other")
+    foreign = engine.for_caller(actor=actor).memories.create(other.id, "/x", "x")
+    gone = engine.for_caller(actor=actor).memories.create(store.id, "/gone", "x")
+    engine.for_caller(actor=actor).memories.delete(store.id, gone.id)
     with pytest.raises(NotFound, match=f"memory {foreign.id!r} not found in memory store"):
-        engine.get_memory(store.id, foreign.id)
+        engine.memories.get(store.id, foreign.id)
     with pytest.raises(NotFound):
-        engine.get_memory(store.id, gone.id)
+        engine.memories.get(store.id, gone.id)
     with pytest.raises(NotFound):
-        engine.get_memory(store.id, "mem_nope")
+        engine.memories.get(store.id, "mem_nope")
     with pytest.raises(NotFound, match="^no memory at '/gone' in memory store"):
-        engine.get_memory_by_path(store.id, "/gone")
+        engine.memories.get_by_path(store.id, "/gone")
     with pytest.raises(NotFound):
-        engine.get_memory_by_path(store.id, "/x")
+        engine.memories.get_by_path(store.id, "/x")
     with pytest.raises(NotFound):
-        engine.get_memory("memstore_nope", foreign.id)
+        engine.memories.get("memstore_nope", foreign.id)
     for memory_id in (gone.id, foreign.id, "mem_nope"):
         with pytest.raises(NotFound):
-            engine.update_memory(store.id, memory_id, actor=actor, content="y")
+            engine.for_caller(actor=actor).memories.update(store.id, memory_id, content="y")
 
 
 # ---------------------------------------------------------------------- update
 
 
 def test_update_content(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "one", actor=actor)
-    updated = engine.update_memory(
-        store.id, memory.id, actor=actor, content="three", expected_sha256=sha("one")
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a", "one")
+    updated = engine.for_caller(actor=actor).memories.update(
+        store.id,
+        memory.id,
+        content="three",
+        expected_sha256=sha("one"),
     )
     assert updated.id == memory.id
     assert updated.path == "/a"
@@ -196,50 +208,57 @@ def test_update_content(engine: Engine, store: MemoryStore, actor: Actor) -> Non
     assert updated.memory_version_id != memory.memory_version_id
     assert updated.created_at == memory.created_at
     assert updated.updated_at > memory.updated_at
-    version = engine.get_version(store.id, updated.memory_version_id)
+    version = engine.versions.get(store.id, updated.memory_version_id)
     assert (version.operation, version.path, version.content) == (Operation.MODIFIED, "/a", "three")
-    assert engine.get_store(store.id).total_size_bytes == 5
+    assert engine.stores.get(store.id).total_size_bytes == 5
 
 
 def test_rename_keeps_the_id(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/old/name.md", "body", actor=actor)
-    renamed = engine.update_memory(store.id, memory.id, actor=actor, path="/new/name.md")
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/old/name.md", "body")
+    renamed = engine.for_caller(actor=actor).memories.update(
+        store.id, memory.id, path="/new/name.md"
+    )
     assert renamed.id == memory.id
     assert (renamed.path, renamed.content, renamed.content_sha256) == (
         "/new/name.md",
         "body",
         memory.content_sha256,
     )
-    assert engine.get_memory_by_path(store.id, "/new/name.md").id == memory.id
+    assert engine.memories.get_by_path(store.id, "/new/name.md").id == memory.id
     with pytest.raises(NotFound):
-        engine.get_memory_by_path(store.id, "/old/name.md")
-    version = engine.get_version(store.id, renamed.memory_version_id)
+        engine.memories.get_by_path(store.id, "/old/name.md")
+    version = engine.versions.get(store.id, renamed.memory_version_id)
     assert (version.operation, version.path, version.content) == (
         Operation.MODIFIED,
         "/new/name.md",
         "body",
     )
-    both = engine.update_memory(
+    both = engine.for_caller(actor=actor).memories.update(
         store.id,
         memory.id,
-        actor=actor,
         path="/final",
         content="new body",
         expected_sha256=sha("body"),
     )
     assert (both.id, both.path, both.content) == (memory.id, "/final", "new body")
-    assert len(collect(engine.list_versions, store_id=store.id, memory_id=memory.id)) == 3
+    assert len(collect(engine.versions.list, store_id=store.id, memory_id=memory.id)) == 3
     # A file may move into a directory of its own name and back.
-    assert engine.update_memory(store.id, memory.id, actor=actor, path="/final/x").path == (
+    assert engine.for_caller(actor=actor).memories.update(
+        store.id, memory.id, path="/final/x"
+    ).path == (
         "/final/x"
     )
-    assert engine.update_memory(store.id, memory.id, actor=actor, path="/final").path == "/final"
+    assert engine.for_caller(actor=actor).memories.update(
+        store.id, memory.id, path="/final"
+    ).path == "/final"
 
 
 def test_update_that_changes_nothing_writes_no_version(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    memory = engine.create_memory(store.id, "/a", "same", actor=actor, metadata={"k": "v"})
+    memory = engine.for_caller(actor=actor).memories.create(
+        store.id, "/a", "same", metadata={"k": "v"}
+    )
     before = snapshot(engine, store.id)
     for kwargs in (
         {},
@@ -248,14 +267,16 @@ def test_update_that_changes_nothing_writes_no_version(
         {"content": "same", "path": "/a", "expected_sha256": sha("same")},
         {"metadata": {"k": "v"}},
     ):
-        assert engine.update_memory(store.id, memory.id, actor=actor, **kwargs) == memory
+        assert engine.for_caller(actor=actor).memories.update(
+            store.id, memory.id, **kwargs
+        ) == memory
         assert snapshot(engine, store.id) == before
 
 
 def test_precondition_mismatch_changes_nothing(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    memory = engine.create_memory(store.id, "/a", "current", actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a", "current")
     before = snapshot(engine, store.id)
     stale = sha("stale")
     for kwargs in (
@@ -265,7 +286,9 @@ def test_precondition_mismatch_changes_nothing(
         {},
     ):
         with pytest.raises(PreconditionFailed) as info:
-            engine.update_memory(store.id, memory.id, actor=actor, expected_sha256=stale, **kwargs)
+            engine.for_caller(actor=actor).memories.update(
+                store.id, memory.id, expected_sha256=stale, **kwargs
+            )
         assert info.value.actual_sha256 == sha("current")
         assert str(info.value) == (
             f"memory {memory.id!r} has content_sha256 {sha('current')}, not the expected {stale}"
@@ -274,13 +297,13 @@ def test_precondition_mismatch_changes_nothing(
 
 
 def test_rename_onto_occupied_path(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "a", actor=actor)
-    target = engine.create_memory(store.id, "/b", "b", actor=actor)
-    directory = engine.create_memory(store.id, "/dir/x", "x", actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a", "a")
+    target = engine.for_caller(actor=actor).memories.create(store.id, "/b", "b")
+    directory = engine.for_caller(actor=actor).memories.create(store.id, "/dir/x", "x")
     before = snapshot(engine, store.id)
     for path, blocker in (("/b", target), ("/b/c", target), ("/dir", directory)):
         with pytest.raises(PathConflict) as info:
-            engine.update_memory(store.id, memory.id, actor=actor, path=path)
+            engine.for_caller(actor=actor).memories.update(store.id, memory.id, path=path)
         assert info.value.conflicting_memory_id == blocker.id
         assert info.value.conflicting_path == blocker.path
         assert snapshot(engine, store.id) == before
@@ -289,40 +312,48 @@ def test_rename_onto_occupied_path(engine: Engine, store: MemoryStore, actor: Ac
 def test_rename_with_replace_soft_deletes_the_destination(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    source = engine.create_memory(store.id, "/tmp-file", "new text", actor=actor)
-    target = engine.create_memory(store.id, "/file", "old text", actor=actor)
-    moved = engine.update_memory(store.id, source.id, actor=actor, path="/file", replace=True)
+    source = engine.for_caller(actor=actor).memories.create(store.id, "/tmp-file", "new text")
+    target = engine.for_caller(actor=actor).memories.create(store.id, "/file", "old text")
+    moved = engine.for_caller(actor=actor).memories.update(
+        store.id, source.id, path="/file", replace=True
+    )
     assert (moved.id, moved.path, moved.content) == (source.id, "/file", "new text")
-    assert [m.id for m in engine.all_memories(store.id)] == [source.id]
+    assert [m.id for m in engine.memories.all(store.id)] == [source.id]
     with pytest.raises(NotFound):
-        engine.get_memory(store.id, target.id)
-    tomb = engine.list_versions(store.id, memory_id=target.id).items[0]
+        engine.memories.get(store.id, target.id)
+    tomb = engine.versions.list(store.id, memory_id=target.id).items[0]
     assert (tomb.operation, tomb.path, tomb.reason) == (
         Operation.DELETED,
         "/file",
         "replaced by rename",
     )
-    assert [m.id for m in engine.deleted_memories(store.id)] == [target.id]
-    counted = engine.get_store(store.id)
+    assert [m.id for m in engine.memories.deleted(store.id)] == [target.id]
+    counted = engine.stores.get(store.id)
     assert (counted.entry_count, counted.total_size_bytes) == (1, len("new text"))
     # replace=True does not remove a directory in the way.
-    engine.create_memory(store.id, "/dir/child", "c", actor=actor)
+    engine.for_caller(actor=actor).memories.create(store.id, "/dir/child", "c")
     with pytest.raises(PathConflict):
-        engine.update_memory(store.id, source.id, actor=actor, path="/dir", replace=True)
+        engine.for_caller(actor=actor).memories.update(
+            store.id, source.id, path="/dir", replace=True
+        )
 
 
 def test_update_metadata_only_writes_no_version(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    memory = engine.create_memory(store.id, "/a", "x", actor=actor, metadata={"a": "1"})
-    updated = engine.update_memory(store.id, memory.id, actor=actor, metadata={"b": "2"})
+    memory = engine.for_caller(actor=actor).memories.create(
+        store.id, "/a", "x", metadata={"a": "1"}
+    )
+    updated = engine.for_caller(actor=actor).memories.update(
+        store.id, memory.id, metadata={"b": "2"}
+    )
     assert updated.metadata == {"b": "2"}
     assert updated.memory_version_id == memory.memory_version_id
-    assert len(collect(engine.list_versions, store_id=store.id)) == 1
+    assert len(collect(engine.versions.list, store_id=store.id)) == 1
 
 
 def test_update_refuses_bad_input(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    memory = engine.create_memory(store.id, "/a", "x", actor=actor)
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a", "x")
     before = snapshot(engine, store.id)
     for kwargs, error in (
         ({"content": "x" * 102_401}, ContentTooLarge),
@@ -332,7 +363,7 @@ def test_update_refuses_bad_input(engine: Engine, store: MemoryStore, actor: Act
         ({"metadata": {"": "v"}}, InvalidMetadata),
     ):
         with pytest.raises(error):
-            engine.update_memory(store.id, memory.id, actor=actor, **kwargs)
+            engine.for_caller(actor=actor).memories.update(store.id, memory.id, **kwargs)
         assert snapshot(engine, store.id) == before
 
 
@@ -345,11 +376,11 @@ def _paths(items: list) -> list[tuple[str, str]]:
 
 def test_list_documented_depth_1_example(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     for path in ("/notes/a.md", "/notes/b/c.md", "/top.md"):
-        engine.create_memory(store.id, path, path, actor=actor)
-    page = engine.list_memories(store.id, path_prefix="/", depth=1)
+        engine.for_caller(actor=actor).memories.create(store.id, path, path)
+    page = engine.memories.list(store.id, path_prefix="/", depth=1)
     assert _paths(page.items) == [("prefix", "/notes/"), ("memory", "/top.md")]
     assert page.next_cursor is None
-    assert _paths(engine.list_memories(store.id, path_prefix="/notes/", depth=1).items) == [
+    assert _paths(engine.memories.list(store.id, path_prefix="/notes/", depth=1).items) == [
         ("memory", "/notes/a.md"),
         ("prefix", "/notes/b/"),
     ]
@@ -421,10 +452,10 @@ def test_list_prefix_matches_whole_segments_and_rolls_up(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     for path in TREE:
-        engine.create_memory(store.id, path, path, actor=actor)
+        engine.for_caller(actor=actor).memories.create(store.id, path, path)
     for prefix, depth, expected in LISTINGS:
         assert expected == _rollup(prefix, depth)
-        page = engine.list_memories(store.id, path_prefix=prefix, depth=depth)
+        page = engine.memories.list(store.id, path_prefix=prefix, depth=depth)
         assert _paths(page.items) == expected, (prefix, depth)
         assert page.next_cursor is None
 
@@ -433,15 +464,15 @@ def test_list_every_item_exactly_once_with_any_limit(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     for path in TREE:
-        engine.create_memory(store.id, path, path, actor=actor)
-    gone = engine.create_memory(store.id, "/deleted/x", "x", actor=actor)
-    engine.delete_memory(store.id, gone.id, actor=actor)
+        engine.for_caller(actor=actor).memories.create(store.id, path, path)
+    gone = engine.for_caller(actor=actor).memories.create(store.id, "/deleted/x", "x")
+    engine.for_caller(actor=actor).memories.delete(store.id, gone.id)
     for prefix in ("/", "/a/", "/notes/"):
         for depth in (0, 1, 2, 3):
             expected = _rollup(prefix, depth)
             for limit in range(1, len(expected) + 2):
                 items = collect(
-                    engine.list_memories,
+                    engine.memories.list,
                     store_id=store.id,
                     path_prefix=prefix,
                     depth=depth,
@@ -451,63 +482,63 @@ def test_list_every_item_exactly_once_with_any_limit(
 
 
 def test_list_with_content(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    engine.create_memory(store.id, "/a", "alpha", actor=actor)
-    engine.create_memory(store.id, "/b", "", actor=actor)
-    basic = engine.list_memories(store.id).items
+    engine.for_caller(actor=actor).memories.create(store.id, "/a", "alpha")
+    engine.for_caller(actor=actor).memories.create(store.id, "/b", "")
+    basic = engine.memories.list(store.id).items
     assert [m.content for m in basic] == [None, None]
     assert [m.content_sha256 for m in basic] == [sha("alpha"), SHA256_EMPTY]
-    full = engine.list_memories(store.id, with_content=True).items
+    full = engine.memories.list(store.id, with_content=True).items
     assert [m.content for m in full] == ["alpha", ""]
 
 
 def test_list_refuses_bad_arguments(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     for i in range(3):
-        engine.create_memory(store.id, f"/d/m{i}", "x", actor=actor)
+        engine.for_caller(actor=actor).memories.create(store.id, f"/d/m{i}", "x")
     for prefix in ("/notes", "notes/", "", "//"):
         with pytest.raises(InvalidPath):
-            engine.list_memories(store.id, path_prefix=prefix)
+            engine.memories.list(store.id, path_prefix=prefix)
     for depth in (-1, True, 1.5):
         with pytest.raises(InvalidInput, match="depth"):
-            engine.list_memories(store.id, depth=depth)
+            engine.memories.list(store.id, depth=depth)
     for limit in (0, 101):
         with pytest.raises(InvalidInput, match="^limit must be an integer from 1 to 100$"):
-            engine.list_memories(store.id, limit=limit)
-    cursor = engine.list_memories(store.id, limit=1).next_cursor
+            engine.memories.list(store.id, limit=limit)
+    cursor = engine.memories.list(store.id, limit=1).next_cursor
     assert cursor is not None
     # The cursor is bound to the store, prefix and depth; limit and view may change.
-    assert engine.list_memories(store.id, limit=5, cursor=cursor, with_content=True).items
+    assert engine.memories.list(store.id, limit=5, cursor=cursor, with_content=True).items
     for kwargs in ({"path_prefix": "/d/"}, {"depth": 1}):
         with pytest.raises(InvalidCursor):
-            engine.list_memories(store.id, cursor=cursor, **kwargs)
-    other = engine.create_store("other")
+            engine.memories.list(store.id, cursor=cursor, **kwargs)
+    other = engine.stores.create("other")
     with pytest.raises(InvalidCursor):
-        engine.list_memories(other.id, cursor=cursor)
-    versions_cursor = engine.list_versions(store.id, limit=1).next_cursor
+        engine.memories.list(other.id, cursor=cursor)
+    versions_cursor = engine.versions.list(store.id, limit=1).next_cursor
     assert versions_cursor is not None
     with pytest.raises(InvalidCursor):
-        engine.list_memories(store.id, cursor=versions_cursor)
+        engine.memories.list(store.id, cursor=versions_cursor)
     with pytest.raises(NotFound):
-        engine.list_memories("memstore_nope")
+        engine.memories.list("memstore_nope")
 
 
 # ------------------------------------------------------------------- dedup
 
 
 def test_identical_content_is_stored_once(engine: Engine, store: MemoryStore, actor: Actor) -> None:
-    other = engine.create_store("other")
-    first = engine.create_memory(store.id, "/a", "same bytes", actor=actor)
-    second = engine.create_memory(store.id, "/b", "same bytes", actor=actor)
-    engine.create_memory(other.id, "/c", "same bytes", actor=actor)
+    other = engine.stores.create("other")
+    first = engine.for_caller(actor=actor).memories.create(store.id, "/a", "same bytes")
+    second = engine.for_caller(actor=actor).memories.create(store.id, "/b", "same bytes")
+    engine.for_caller(actor=actor).memories.create(other.id, "/c", "same bytes")
     assert engine.statistics()["blobs"] == 1
     assert first.blob_key == second.blob_key != ""
-    assert engine.read_blob(first.blob_key) == b"same bytes"
-    engine.update_memory(store.id, first.id, actor=actor, content="different")
+    assert engine.blobs.read(first.blob_key) == b"same bytes"
+    engine.for_caller(actor=actor).memories.update(store.id, first.id, content="different")
     assert engine.statistics()["blobs"] == 2
-    engine.update_memory(store.id, first.id, actor=actor, content="same bytes")
+    engine.for_caller(actor=actor).memories.update(store.id, first.id, content="same bytes")
     assert engine.statistics()["blobs"] == 2
     with pytest.raises(NotFound):
-        engine.read_blob("0" * 32)
+        engine.blobs.read("0" * 32)
     # Read-ahead: several blobs in one query; unknown keys are left out, not an error.
-    both = engine.read_blobs([first.blob_key, "0" * 32, first.blob_key])
+    both = engine.blobs.read_many([first.blob_key, "0" * 32, first.blob_key])
     assert both == {first.blob_key: b"same bytes"}
-    assert engine.read_blobs([]) == {}
+    assert engine.blobs.read_many([]) == {}

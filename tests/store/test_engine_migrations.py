@@ -75,18 +75,18 @@ def test_single_linear_history() -> None:
 
 
 def test_reopening_keeps_data_and_revision(engine: Engine, database: str) -> None:
-    store = engine.create_store("persistent")
-    memory = engine.create_memory(store.id, "/a", "kept", actor=ACTOR)
+    store = engine.stores.create("persistent")
+    memory = engine.for_caller(actor=ACTOR).memories.create(store.id, "/a", "kept")
     engine.close()
     reopened = Engine(database)
     try:
-        assert reopened.get_memory(store.id, memory.id).content == "kept"
-        reopened.create_memory(store.id, "/b", "after reopen", actor=ACTOR)
+        assert reopened.memories.get(store.id, memory.id).content == "kept"
+        reopened.for_caller(actor=ACTOR).memories.create(store.id, "/b", "after reopen")
         assert list(reopened.iter_fsck_findings()) == []
     finally:
         reopened.close()
     with Engine(database) as third:
-        assert [m.path for m in third.all_memories(store.id)] == ["/a", "/b"]
+        assert [m.path for m in third.memories.all(store.id)] == ["/a", "/b"]
 
 
 @pytest.mark.empty_database
@@ -109,8 +109,8 @@ def test_two_servers_opening_a_fresh_database_at_once(database: str) -> None:
     engines = [e for e in opened if isinstance(e, Engine)]
     try:
         assert len(engines) == 4, opened
-        store = engines[0].create_store("shared")
-        assert engines[3].get_store(store.id) == store
+        store = engines[0].stores.create("shared")
+        assert engines[3].stores.get(store.id) == store
         assert list(engines[1].iter_fsck_findings()) == []
     finally:
         for eng in engines:
@@ -133,9 +133,9 @@ def test_upgrading_0001_gives_sessions_a_lifecycle(database: str) -> None:
     from alembic import command
 
     with Engine(database) as engine:
-        store = engine.create_store("s")
-        with_token, token = engine.create_session([ResourceSpec(store.id)])
-        tokenless, _ = engine.create_session([ResourceSpec(store.id)], with_token=False)
+        store = engine.stores.create("s")
+        with_token, token = engine.sessions.create([ResourceSpec(store.id)])
+        tokenless, _ = engine.sessions.create([ResourceSpec(store.id)], with_token=False)
     raw = create_engine(database)
     try:
         with raw.begin() as conn:
@@ -149,10 +149,10 @@ def test_upgrading_0001_gives_sessions_a_lifecycle(database: str) -> None:
     before = utcnow()
     with Engine(database) as engine:
         assert token is not None
-        upgraded = engine.authenticate_session(token)
+        upgraded = engine.sessions.authenticate(token)
         assert upgraded.expires_at is not None
         assert timedelta(hours=24) <= upgraded.expires_at - before < timedelta(hours=25)
-        assert engine.get_session(tokenless.id).expires_at is None
+        assert engine.sessions.get(tokenless.id).expires_at is None
         assert upgraded.resources == with_token.resources
         assert list(engine.iter_fsck_findings()) == []
     raw = create_engine(database)
@@ -217,7 +217,7 @@ def test_opening_waits_for_a_fresh_database_locked_by_another_opener(
     assert len(opened) == 1
     assert isinstance(opened[0], Engine), opened
     with opened[0] as engine:
-        assert engine.create_store("s").name == "s"
+        assert engine.stores.create("s").name == "s"
         assert list(engine.iter_fsck_findings()) == []
 
 
@@ -274,12 +274,16 @@ def test_upgrading_0002_erases_the_paths_redactions_left(database: str) -> None:
     from alembic import command
 
     with Engine(database) as engine:
-        store = engine.create_store("s")
-        redacted = engine.create_memory(store.id, "/secret-name.md", "x", actor=ACTOR)
-        hard = engine.create_memory(store.id, "/hard-secret.md", "y", actor=ACTOR)
-        kept = engine.create_memory(store.id, "/kept.md", "z", actor=ACTOR)
-        engine.delete_memory(store.id, redacted.id, actor=ACTOR, mode=DeleteMode.REDACT)
-        engine.delete_memory(store.id, hard.id, actor=ACTOR, mode=DeleteMode.HARD_DELETE)
+        store = engine.stores.create("s")
+        redacted = engine.for_caller(actor=ACTOR).memories.create(store.id, "/secret-name.md", "x")
+        hard = engine.for_caller(actor=ACTOR).memories.create(store.id, "/hard-secret.md", "y")
+        kept = engine.for_caller(actor=ACTOR).memories.create(store.id, "/kept.md", "z")
+        engine.for_caller(actor=ACTOR).memories.delete(
+            store.id, redacted.id, mode=DeleteMode.REDACT
+        )
+        engine.for_caller(actor=ACTOR).memories.delete(
+            store.id, hard.id, mode=DeleteMode.HARD_DELETE
+        )
     raw = create_engine(database)
     try:
         with raw.begin() as conn:
@@ -308,12 +312,12 @@ def test_upgrading_0002_erases_the_paths_redactions_left(database: str) -> None:
         raw.dispose()
     with Engine(database) as engine:
         assert list(engine.iter_fsck_findings()) == []
-        paths = {c.path for c in engine.changes_since(store.id, 0)} | {
-            c.old_path for c in engine.changes_since(store.id, 0)
+        paths = {c.path for c in engine.feed.changes_since(store.id, 0)} | {
+            c.old_path for c in engine.feed.changes_since(store.id, 0)
         }
         assert paths == {None, "/kept.md"}
-        deleted = engine.list_versions(store.id, memory_id=redacted.id).items[0]
+        deleted = engine.versions.list(store.id, memory_id=redacted.id).items[0]
         assert deleted.path is None
         assert deleted.redacted_at == deleted.created_at
         assert deleted.redacted_by == ACTOR
-        assert engine.get_memory(store.id, kept.id).path == "/kept.md"
+        assert engine.memories.get(store.id, kept.id).path == "/kept.md"

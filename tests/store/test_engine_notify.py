@@ -81,7 +81,7 @@ def test_a_commit_of_another_engine_is_notified(
 ) -> None:
     subscriber = Received()
     engine.watch_changes(subscriber)
-    second_engine.create_memory(store.id, "/a.md", "a\n", actor=ACTOR)
+    second_engine.for_caller(actor=ACTOR).memories.create(store.id, "/a.md", "a\n")
     wait_until(lambda: subscriber.told(store.id), "the notification of the write")
     if engine.dialect == "postgresql":  # the payload names the store written
         assert subscriber.calls == [frozenset({store.id})]
@@ -96,12 +96,12 @@ def test_reads_and_writes_without_a_change_notify_nobody(
     subscriber = Received()
     engine.watch_changes(subscriber)
     for _ in range(20):
-        second_engine.changes_since(store.id, 0)
-        second_engine.last_change_seq(store.id)
-        second_engine.all_memories(store.id)
-    second_engine.create_api_key("reader", [Scope.READ])
-    marker = second_engine.create_store("marker")  # no feed entry either
-    second_engine.update_store(marker.id, description="now")  # a store_updated entry
+        second_engine.feed.changes_since(store.id, 0)
+        second_engine.feed.last_seq(store.id)
+        second_engine.memories.all(store.id)
+    second_engine.api_keys.create("reader", [Scope.READ])
+    marker = second_engine.stores.create("marker")  # no feed entry either
+    second_engine.stores.update(marker.id, description="now")  # a store_updated entry
     wait_until(lambda: subscriber.told(marker.id), "the marker's notification")
     assert len(subscriber.calls) == 1, subscriber.calls
 
@@ -113,7 +113,7 @@ def test_unsubscribed_and_closed_watches_are_quiet(
     unsubscribe = engine.watch_changes(gone)
     engine.watch_changes(staying)
     unsubscribe()
-    second_engine.create_memory(store.id, "/a.md", "a\n", actor=ACTOR)
+    second_engine.for_caller(actor=ACTOR).memories.create(store.id, "/a.md", "a\n")
     wait_until(lambda: staying.told(store.id), "the notification of the write")
     assert gone.calls == []
     second_engine.close()
@@ -130,7 +130,7 @@ def test_sqlite_a_commit_of_another_process_is_notified(tmp_path: Path) -> None:
     database = tmp_path / "store.db"
     engine = Engine(database_url(str(database)))
     try:
-        store = engine.create_store("Notes")
+        store = engine.stores.create("Notes")
         subscriber = Received()
         engine.watch_changes(subscriber)
         subprocess.run(
@@ -139,7 +139,7 @@ def test_sqlite_a_commit_of_another_process_is_notified(tmp_path: Path) -> None:
             check=True, capture_output=True, timeout=60,
         )
         wait_until(lambda: subscriber.told(store.id), "the notification of the CLI's write")
-        assert engine.changes_since(store.id, 0)[-1].path == "/a.md"
+        assert engine.feed.changes_since(store.id, 0)[-1].path == "/a.md"
     finally:
         engine.close()
 
@@ -150,7 +150,7 @@ def test_sqlite_a_foreign_writer_is_seen_by_the_safety_check(
     """A write that is not memfs's (the sqlite3 shell) touches no file after its commit:
     the safety check (the file's data_version) sees it."""
     engine, _ = sqlite_engines
-    store = engine.create_store("Notes")
+    store = engine.stores.create("Notes")
     subscriber = Received()
     engine.watch_changes(subscriber)
     path = engine.url.split("///", 1)[1]
@@ -168,7 +168,7 @@ def test_sqlite_without_inotify_the_data_version_is_checked(
     """No inotify instance left (``fs.inotify.max_user_instances``): the watch says so
     and checks the file's change counter every FALLBACK_POLL_S instead."""
     engine, second_engine = sqlite_engines
-    store = engine.create_store("Notes")
+    store = engine.stores.create("Notes")
 
     def no_inotify(directory: Path) -> None:
         raise OSError(24, "Too many open files")
@@ -177,7 +177,7 @@ def test_sqlite_without_inotify_the_data_version_is_checked(
     subscriber = Received()
     engine.watch_changes(subscriber)
     assert "no inotify watch" in caplog.text
-    second_engine.create_memory(store.id, "/a.md", "a\n", actor=ACTOR)
+    second_engine.for_caller(actor=ACTOR).memories.create(store.id, "/a.md", "a\n")
     wait_until(lambda: subscriber.told(store.id), "the notification of the write")
 
 
@@ -188,7 +188,7 @@ def test_postgresql_a_lost_listen_connection_is_made_again(
     notified meanwhile is unknown), the next safety check listens again, and later
     writes are notified by store as before."""
     engine, second_engine = pg_engines
-    store = engine.create_store("Notes")
+    store = engine.stores.create("Notes")
     monkeypatch.setattr(notify._PostgresSource, "interval_s", 0.2)
     subscriber = Received()
     engine.watch_changes(subscriber)
@@ -204,7 +204,7 @@ def test_postgresql_a_lost_listen_connection_is_made_again(
     assert ended == [(True,)]
     wait_until(lambda: subscriber.calls.count(None) >= 2,
                "the notices of the loss and of listening again")
-    second_engine.create_memory(store.id, "/b.md", "b\n", actor=ACTOR)
+    second_engine.for_caller(actor=ACTOR).memories.create(store.id, "/b.md", "b\n")
     wait_until(
         lambda: frozenset({store.id}) in subscriber.calls,
         "the notification of a write after the reconnection",

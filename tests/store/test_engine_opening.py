@@ -42,9 +42,9 @@ def test_a_missing_database_is_not_created_unless_asked(tmp_path: Path) -> None:
         Engine(f"sqlite:///{path}", read_only=True)
     assert not path.parent.exists()
     with Engine(f"sqlite:///{path}") as engine:  # create=True, the default
-        engine.create_store("s")
+        engine.stores.create("s")
     with Engine(f"sqlite:///{path}", create=False) as engine:
-        assert [s.name for s in engine.list_stores().items] == ["s"]
+        assert [s.name for s in engine.stores.list().items] == ["s"]
 
 
 @pytest.mark.parametrize(
@@ -110,22 +110,22 @@ def test_a_foreign_postgresql_database_is_refused(
 def test_a_read_only_open_reads_and_writes_nothing(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'memfs.db'}"
     with Engine(url) as engine:
-        store = engine.create_store("s")
-        memory = engine.create_memory(store.id, "/a.md", "kept", actor=ACTOR)
+        store = engine.stores.create("s")
+        memory = engine.for_caller(actor=ACTOR).memories.create(store.id, "/a.md", "kept")
     before = files_of(tmp_path)
 
     with Engine(url, read_only=True) as reader:
         assert reader.read_only
-        assert reader.get_memory(store.id, memory.id).content == "kept"
+        assert reader.memories.get(store.id, memory.id).content == "kept"
         assert list(reader.iter_fsck_findings()) == []
         with pytest.raises(DatabaseReadOnly, match="is open read-only; nothing was changed$"):
-            reader.create_memory(store.id, "/b.md", "refused", actor=ACTOR)
+            reader.for_caller(actor=ACTOR).memories.create(store.id, "/b.md", "refused")
 
     assert {k: v for k, v in files_of(tmp_path).items() if k == "memfs.db"} == {
         "memfs.db": before["memfs.db"]
     }
     with Engine(url) as engine:
-        assert [m.path for m in engine.all_memories(store.id)] == ["/a.md"]
+        assert [m.path for m in engine.memories.all(store.id)] == ["/a.md"]
 
 
 def test_a_file_this_process_may_not_write_opens_read_only(
@@ -133,7 +133,7 @@ def test_a_file_this_process_may_not_write_opens_read_only(
 ) -> None:
     url = f"sqlite:///{tmp_path / 'memfs.db'}"
     with Engine(url) as engine:
-        store = engine.create_store("s")
+        store = engine.stores.create("s")
     real_access = os.access
 
     def no_write(path: object, mode: int, **kwargs: object) -> bool:
@@ -143,7 +143,7 @@ def test_a_file_this_process_may_not_write_opens_read_only(
     monkeypatch.setattr(os, "access", no_write)
     with Engine(url) as reader:
         assert reader.read_only
-        assert reader.get_store(store.id).name == "s"
+        assert reader.stores.get(store.id).name == "s"
 
 
 def test_a_database_that_cannot_be_opened_names_why(tmp_path: Path) -> None:

@@ -58,34 +58,42 @@ def test_redacted_version_bytes_leave_every_file(
     sqlite_engine: Engine, db_dir: Path, repeat: int
 ) -> None:
     secret = marker()
-    store = sqlite_engine.create_store("s")
+    store = sqlite_engine.stores.create("s")
     for i in range(50):  # neighbours on the same and later pages
-        sqlite_engine.create_memory(store.id, f"/n{i:02d}", f"neighbour {i} " * 30, actor=ACTOR)
-    memory = sqlite_engine.create_memory(store.id, "/secret", secret * repeat, actor=ACTOR)
-    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content="nothing to see")
+        sqlite_engine.for_caller(actor=ACTOR).memories.create(
+            store.id, f"/n{i:02d}", f"neighbour {i} " * 30
+        )
+    memory = sqlite_engine.for_caller(actor=ACTOR).memories.create(
+        store.id, "/secret", secret * repeat
+    )
+    sqlite_engine.for_caller(actor=ACTOR).memories.update(
+        store.id, memory.id, content="nothing to see"
+    )
     for i in range(50, 80):
-        sqlite_engine.create_memory(store.id, f"/n{i:02d}", f"neighbour {i} " * 30, actor=ACTOR)
+        sqlite_engine.for_caller(actor=ACTOR).memories.create(
+            store.id, f"/n{i:02d}", f"neighbour {i} " * 30
+        )
     assert files_holding(db_dir, secret.encode())  # the check can see the bytes
 
-    sqlite_engine.redact_version(store.id, memory.memory_version_id, actor=ACTOR)
+    sqlite_engine.for_caller(actor=ACTOR).versions.redact(store.id, memory.memory_version_id)
 
     assert files_holding(db_dir, secret.encode()) == set()  # while the engine is open
     sqlite_engine.close()
     assert files_holding(db_dir, secret.encode()) == set()
     reopened = Engine(database_url(str(db_dir / "store.db")))
     try:
-        assert reopened.get_memory(store.id, memory.id).content == "nothing to see"
+        assert reopened.memories.get(store.id, memory.id).content == "nothing to see"
     finally:
         reopened.close()
 
 
 def test_bytes_another_live_memory_holds_stay(sqlite_engine: Engine, db_dir: Path) -> None:
     secret = marker()
-    store = sqlite_engine.create_store("s")
-    memory = sqlite_engine.create_memory(store.id, "/a", secret, actor=ACTOR)
-    sqlite_engine.create_memory(store.id, "/twin", secret, actor=ACTOR)
-    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content="changed")
-    sqlite_engine.redact_version(store.id, memory.memory_version_id, actor=ACTOR)
+    store = sqlite_engine.stores.create("s")
+    memory = sqlite_engine.for_caller(actor=ACTOR).memories.create(store.id, "/a", secret)
+    sqlite_engine.for_caller(actor=ACTOR).memories.create(store.id, "/twin", secret)
+    sqlite_engine.for_caller(actor=ACTOR).memories.update(store.id, memory.id, content="changed")
+    sqlite_engine.for_caller(actor=ACTOR).versions.redact(store.id, memory.memory_version_id)
     sqlite_engine.close()
     assert files_holding(db_dir, secret.encode()) == {"store.db"}
 
@@ -95,10 +103,12 @@ def test_redact_and_hard_delete_erase_bytes(
     sqlite_engine: Engine, db_dir: Path, mode: DeleteMode
 ) -> None:
     secret = marker()
-    store = sqlite_engine.create_store("s")
-    memory = sqlite_engine.create_memory(store.id, "/a", secret + " v1", actor=ACTOR)
-    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content=secret + " v2")
-    sqlite_engine.delete_memory(store.id, memory.id, actor=ACTOR, mode=mode)
+    store = sqlite_engine.stores.create("s")
+    memory = sqlite_engine.for_caller(actor=ACTOR).memories.create(store.id, "/a", secret + " v1")
+    sqlite_engine.for_caller(actor=ACTOR).memories.update(
+        store.id, memory.id, content=secret + " v2"
+    )
+    sqlite_engine.for_caller(actor=ACTOR).memories.delete(store.id, memory.id, mode=mode)
     assert files_holding(db_dir, secret.encode()) == set()
     sqlite_engine.close()
     assert files_holding(db_dir, secret.encode()) == set()
@@ -106,20 +116,26 @@ def test_redact_and_hard_delete_erase_bytes(
 
 def test_delete_store_erases_bytes(sqlite_engine: Engine, db_dir: Path) -> None:
     secret = marker()
-    store = sqlite_engine.create_store("s")
-    memory = sqlite_engine.create_memory(store.id, "/a", secret, actor=ACTOR)
-    sqlite_engine.delete_memory(store.id, memory.id, actor=ACTOR)  # bytes kept by versions
-    sqlite_engine.delete_store(store.id)
+    store = sqlite_engine.stores.create("s")
+    memory = sqlite_engine.for_caller(actor=ACTOR).memories.create(store.id, "/a", secret)
+    sqlite_engine.for_caller(actor=ACTOR).memories.delete(
+        store.id, memory.id
+    )  # bytes kept by versions
+    sqlite_engine.stores.delete(store.id)
     sqlite_engine.close()
     assert files_holding(db_dir, secret.encode()) == set()
 
 
 def test_redacted_path_leaves_every_file(sqlite_engine: Engine, db_dir: Path) -> None:
     secret = marker()
-    store = sqlite_engine.create_store("s")
-    memory = sqlite_engine.create_memory(store.id, f"/{secret}.md", "body", actor=ACTOR)
-    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, path="/renamed.md", content="b")
-    sqlite_engine.redact_version(store.id, memory.memory_version_id, actor=ACTOR)
+    store = sqlite_engine.stores.create("s")
+    memory = sqlite_engine.for_caller(actor=ACTOR).memories.create(
+        store.id, f"/{secret}.md", "body"
+    )
+    sqlite_engine.for_caller(actor=ACTOR).memories.update(
+        store.id, memory.id, path="/renamed.md", content="b"
+    )
+    sqlite_engine.for_caller(actor=ACTOR).versions.redact(store.id, memory.memory_version_id)
     sqlite_engine.close()
     assert files_holding(db_dir, secret.encode()) == set()
 
@@ -152,13 +168,13 @@ def test_postgresql_redacted_bytes_leave_the_table_files(
             pytest.skip(f"the server's files at {files} are not readable here")
         secret = marker()
         with Engine(url) as eng:
-            store = eng.create_store("s")
-            memory = eng.create_memory(store.id, "/a", secret, actor=ACTOR)
-            eng.update_memory(store.id, memory.id, actor=ACTOR, content="clean")
+            store = eng.stores.create("s")
+            memory = eng.for_caller(actor=ACTOR).memories.create(store.id, "/a", secret)
+            eng.for_caller(actor=ACTOR).memories.update(store.id, memory.id, content="clean")
             with admin.connect() as conn:
                 conn.execute(text("CHECKPOINT"))
             assert files_holding(files, secret.encode())  # the check can see the bytes
-            eng.redact_version(store.id, memory.memory_version_id, actor=ACTOR)
+            eng.for_caller(actor=ACTOR).versions.redact(store.id, memory.memory_version_id)
             assert list(eng.iter_fsck_findings()) == []
         with admin.connect() as conn:
             conn.execute(text("CHECKPOINT"))
@@ -191,14 +207,16 @@ def test_postgresql_memfs_vacuum_takes_redacted_content_and_path_out_of_the_file
             pytest.skip(f"the server's files at {files} are not readable here")
         content, path = marker(), marker()
         with Engine(url) as eng:
-            store = eng.create_store("s")
-            memory = eng.create_memory(store.id, f"/{path}/note.md", content, actor=ACTOR)
-            eng.create_memory(store.id, "/kept.md", "kept", actor=ACTOR)
+            store = eng.stores.create("s")
+            memory = eng.for_caller(actor=ACTOR).memories.create(
+                store.id, f"/{path}/note.md", content
+            )
+            eng.for_caller(actor=ACTOR).memories.create(store.id, "/kept.md", "kept")
             with admin.connect() as conn:
                 conn.execute(text("CHECKPOINT"))
             for needle in (content, path):  # the check can see the bytes
                 assert files_holding(files, needle.encode())
-            eng.delete_memory(store.id, memory.id, actor=ACTOR, mode=DeleteMode.REDACT)
+            eng.for_caller(actor=ACTOR).memories.delete(store.id, memory.id, mode=DeleteMode.REDACT)
         vacuumed = run_memfs("vacuum", "--database", url, timeout_s=120)
         assert vacuumed.returncode == 0, vacuumed.stderr
         assert vacuumed.stdout == (
@@ -227,31 +245,40 @@ def test_a_redaction_erases_the_path_from_every_file(sqlite_engine: Engine, db_d
     keeps them): a secret in a file name survived ``forget --mode redact`` in the
     tombstone row, the deleted version, the change feed. Ids stay; no path does."""
     secret = marker()
-    store = sqlite_engine.create_store("s")
+    store = sqlite_engine.stores.create("s")
     for i in range(40):
-        sqlite_engine.create_memory(store.id, f"/n{i:02d}", f"neighbour {i} " * 30, actor=ACTOR)
-    memory = sqlite_engine.create_memory(
-        store.id, f"/people/{secret}/notes.md", f"about {secret}", actor=ACTOR
+        sqlite_engine.for_caller(actor=ACTOR).memories.create(
+            store.id, f"/n{i:02d}", f"neighbour {i} " * 30
+        )
+    memory = sqlite_engine.for_caller(actor=ACTOR).memories.create(
+        store.id,
+        f"/people/{secret}/notes.md",
+        f"about {secret}",
     )
-    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content="v2")
-    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, path=f"/{secret}.md")
-    sqlite_engine.rename_prefix(store.id, "/people/", "/persons/", actor=ACTOR)  # unrelated
+    sqlite_engine.for_caller(actor=ACTOR).memories.update(store.id, memory.id, content="v2")
+    sqlite_engine.for_caller(actor=ACTOR).memories.update(store.id, memory.id, path=f"/{secret}.md")
+    sqlite_engine.for_caller(actor=ACTOR).memories.rename_prefix(
+        store.id, "/people/", "/persons/"
+    )  # unrelated
     assert files_holding(db_dir, secret.encode())
 
-    sqlite_engine.delete_memory(
-        store.id, memory.id, actor=ACTOR, mode=DeleteMode.REDACT, reason="a name"
+    sqlite_engine.for_caller(actor=ACTOR).memories.delete(
+        store.id,
+        memory.id,
+        mode=DeleteMode.REDACT,
+        reason="a name",
     )
 
     assert files_holding(db_dir, secret.encode()) == set()
-    versions = sqlite_engine.list_versions(store.id, memory_id=memory.id).items
+    versions = sqlite_engine.versions.list(store.id, memory_id=memory.id).items
     assert [v.path for v in versions] == [None, None, None, None]
     assert all(v.redacted_at is not None for v in versions)
     assert all(
         c.path is None and c.old_path is None
-        for c in sqlite_engine.changes_since(store.id, 0)
+        for c in sqlite_engine.feed.changes_since(store.id, 0)
         if c.memory_id == memory.id
     )
-    assert [e["memory_id"] for e in sqlite_engine.audit_events(store.id)] == [memory.id]
+    assert [e["memory_id"] for e in sqlite_engine.feed.audit_events(store.id)] == [memory.id]
     sqlite_engine.close()
     assert files_holding(db_dir, secret.encode()) == set()
 
@@ -265,16 +292,16 @@ def test_a_redaction_under_a_concurrent_reader_is_bounded_and_says_it_is_pending
     reported as pending (Engine.erasure_pending, fsck), writers go on, and the next
     write after the reader is gone erases the bytes."""
     secret = marker()
-    store = sqlite_engine.create_store("s")
-    memory = sqlite_engine.create_memory(store.id, "/a", secret * 50, actor=ACTOR)
-    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content="clean")
+    store = sqlite_engine.stores.create("s")
+    memory = sqlite_engine.for_caller(actor=ACTOR).memories.create(store.id, "/a", secret * 50)
+    sqlite_engine.for_caller(actor=ACTOR).memories.update(store.id, memory.id, content="clean")
     database = str(db_dir / "store.db")
     reader = sqlite3.connect(database, isolation_level=None)
     try:
         reader.execute("BEGIN")
         assert reader.execute("SELECT count(*) FROM memories").fetchone() == (1,)
         started = time.monotonic()
-        sqlite_engine.redact_version(store.id, memory.memory_version_id, actor=ACTOR)
+        sqlite_engine.for_caller(actor=ACTOR).versions.redact(store.id, memory.memory_version_id)
         assert time.monotonic() - started < BOUNDED_S
         pending = sqlite_engine.erasure_pending()
         assert pending is not None
@@ -283,12 +310,14 @@ def test_a_redaction_under_a_concurrent_reader_is_bounded_and_says_it_is_pending
         )
         with Engine(database_url(database)) as other_writer:  # another process's writer
             started = time.monotonic()
-            other_writer.create_memory(store.id, "/b", "not stalled", actor=ACTOR)
+            other_writer.for_caller(actor=ACTOR).memories.create(store.id, "/b", "not stalled")
             assert time.monotonic() - started < BOUNDED_S
     finally:
         reader.rollback()
         reader.close()
-    sqlite_engine.create_memory(store.id, "/c", "any write retries the checkpoint", actor=ACTOR)
+    sqlite_engine.for_caller(actor=ACTOR).memories.create(
+        store.id, "/c", "any write retries the checkpoint"
+    )
     assert sqlite_engine.erasure_pending() is None
     assert files_holding(db_dir, secret.encode()) == set()
     assert fsck_database(database) == []
@@ -303,9 +332,9 @@ def test_a_full_disk_that_can_not_record_a_pending_erasure_does_not_fail_the_red
     """The redaction committed before its checkpoint ran: a full disk that keeps the
     erasure's marker from being written is logged, never reported as the redaction
     failing (which would tell the caller nothing was erased)."""
-    store = sqlite_engine.create_store("s")
-    memory = sqlite_engine.create_memory(store.id, "/a", marker(), actor=ACTOR)
-    sqlite_engine.update_memory(store.id, memory.id, actor=ACTOR, content="clean")
+    store = sqlite_engine.stores.create("s")
+    memory = sqlite_engine.for_caller(actor=ACTOR).memories.create(store.id, "/a", marker())
+    sqlite_engine.for_caller(actor=ACTOR).memories.update(store.id, memory.id, content="clean")
     real_open = os.open
 
     def full_disk(path: str, *args: object, **kwargs: object) -> int:
@@ -318,7 +347,9 @@ def test_a_full_disk_that_can_not_record_a_pending_erasure_does_not_fail_the_red
     try:
         reader.execute("BEGIN")
         reader.execute("SELECT count(*) FROM memories").fetchone()
-        redacted = sqlite_engine.redact_version(store.id, memory.memory_version_id, actor=ACTOR)
+        redacted = sqlite_engine.for_caller(actor=ACTOR).versions.redact(
+            store.id, memory.memory_version_id
+        )
     finally:
         reader.rollback()
         reader.close()
@@ -326,4 +357,6 @@ def test_a_full_disk_that_can_not_record_a_pending_erasure_does_not_fail_the_red
     assert "the disk is full, so" in caplog.text
     assert "could not record it: No space left on device" in caplog.text
     monkeypatch.undo()
-    sqlite_engine.create_memory(store.id, "/c", "any write retries the checkpoint", actor=ACTOR)
+    sqlite_engine.for_caller(actor=ACTOR).memories.create(
+        store.id, "/c", "any write retries the checkpoint"
+    )

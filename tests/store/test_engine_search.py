@@ -48,7 +48,7 @@ def paths(hits: list) -> list[str]:  # type: ignore[type-arg]
 def corpus(engine: Engine, store: MemoryStore, actor: Actor) -> dict[str, str]:
     """The CORPUS written into ``store``; path → memory id."""
     return {
-        path: engine.create_memory(store.id, path, content, actor=actor).id
+        path: engine.for_caller(actor=actor).memories.create(store.id, path, content).id
         for path, content in CORPUS.items()
     }
 
@@ -68,7 +68,7 @@ def corpus(engine: Engine, store: MemoryStore, actor: Actor) -> dict[str, str]:
 def test_the_known_answer_ranks_first(
     engine: Engine, store: MemoryStore, corpus: dict[str, str], query: str, first: str
 ) -> None:
-    hits = engine.search(query, [store.id])
+    hits = engine.search.query(query, [store.id])
     assert hits, query
     assert hits[0].path == first
     assert hits[0].memory_id == corpus[first]
@@ -77,77 +77,81 @@ def test_the_known_answer_ranks_first(
 
 
 def test_words_must_all_match(engine: Engine, store: MemoryStore, corpus: dict[str, str]) -> None:
-    assert paths(engine.search("kernel checkpoint", [store.id])) == ["/notes/sqlite-wal.md"]
-    assert engine.search("kernel postgresql", [store.id]) == []
+    assert paths(engine.search.query("kernel checkpoint", [store.id])) == ["/notes/sqlite-wal.md"]
+    assert engine.search.query("kernel postgresql", [store.id]) == []
 
 
 def test_case_does_not_matter(engine: Engine, store: MemoryStore, corpus: dict[str, str]) -> None:
-    assert paths(engine.search("TRIO", [store.id])) == ["/notes/trio.md"]
+    assert paths(engine.search.query("TRIO", [store.id])) == ["/notes/trio.md"]
 
 
 def test_phrases_match_words_in_order(
     engine: Engine, store: MemoryStore, corpus: dict[str, str]
 ) -> None:
-    assert paths(engine.search('"kernel caches"', [store.id])) == ["/notes/fuse-kernel-cache.md"]
-    assert engine.search('"caches kernel"', [store.id]) == []
+    assert paths(engine.search.query(
+        '"kernel caches"', [store.id]
+    )) == ["/notes/fuse-kernel-cache.md"]
+    assert engine.search.query('"caches kernel"', [store.id]) == []
 
 
 def test_prefixes(engine: Engine, store: MemoryStore, corpus: dict[str, str]) -> None:
-    assert set(paths(engine.search("seriali*", [store.id]))) == {"/notes/postgres.md"}
-    assert set(paths(engine.search("check*", [store.id]))) == {"/notes/sqlite-wal.md"}
-    assert engine.search("checkpointz*", [store.id]) == []
+    assert set(paths(engine.search.query("seriali*", [store.id]))) == {"/notes/postgres.md"}
+    assert set(paths(engine.search.query("check*", [store.id]))) == {"/notes/sqlite-wal.md"}
+    assert engine.search.query("checkpointz*", [store.id]) == []
 
 
 def test_negation_leaves_out(engine: Engine, store: MemoryStore, corpus: dict[str, str]) -> None:
-    assert paths(engine.search("kernel -fuse", [store.id])) == ["/notes/sqlite-wal.md"]
-    assert set(paths(engine.search("fuse -記憶", [store.id]))) == {"/notes/fuse-kernel-cache.md"}
-    assert paths(engine.search('記憶 -"FUSE"', [store.id])) == ["/jp/kioku.md"]
+    assert paths(engine.search.query("kernel -fuse", [store.id])) == ["/notes/sqlite-wal.md"]
+    assert set(paths(engine.search.query(
+        "fuse -記憶", [store.id]
+    ))) == {"/notes/fuse-kernel-cache.md"}
+    assert paths(engine.search.query('記憶 -"FUSE"', [store.id])) == ["/jp/kioku.md"]
 
 
 def test_words_in_the_path_count(
     engine: Engine, store: MemoryStore, corpus: dict[str, str]
 ) -> None:
-    assert paths(engine.search("postgres", [store.id])) == ["/notes/postgres.md"]
+    assert paths(engine.search.query("postgres", [store.id])) == ["/notes/postgres.md"]
 
 
 def test_snippets_highlight_the_match(
     engine: Engine, store: MemoryStore, corpus: dict[str, str]
 ) -> None:
-    (hit,) = engine.search('"event loop"', [store.id])
+    (hit,) = engine.search.query('"event loop"', [store.id])
     expected = "Never block the trio **event loop**: run blocking calls in worker threads."
     assert hit.snippet == expected
-    (jp,) = engine.search("東京タワー", [store.id])
+    (jp,) = engine.search.query("東京タワー", [store.id])
     assert jp.snippet.startswith("**東京タワー**は東京の観光名所です。")
 
 
 def test_filters_store_prefix_and_limit(
     engine: Engine, store: MemoryStore, corpus: dict[str, str], actor: Actor
 ) -> None:
-    other = engine.create_store("other")
-    engine.create_memory(other.id, "/kernel.md", "kernel kernel kernel", actor=actor)
-    assert {h.store_id for h in engine.search("kernel", [store.id])} == {store.id}
-    assert {h.store_id for h in engine.search("kernel", [store.id, other.id])} == {
+    other = engine.stores.create("other")
+    engine.for_caller(actor=actor).memories.create(other.id, "/kernel.md", "kernel kernel kernel")
+    assert {h.store_id for h in engine.search.query("kernel", [store.id])} == {store.id}
+    assert {h.store_id for h in engine.search.query("kernel", [store.id, other.id])} == {
         store.id,
         other.id,
     }
-    assert paths(engine.search("記憶", [store.id], path_prefix="/notes/")) == []
-    assert set(paths(engine.search("記憶", [store.id], path_prefix="/jp/"))) == {
+    assert paths(engine.search.query("記憶", [store.id], path_prefix="/notes/")) == []
+    assert set(paths(engine.search.query("記憶", [store.id], path_prefix="/jp/"))) == {
         "/jp/kioku.md",
         "/jp/mixed.md",
     }
-    assert len(engine.search("kernel", [store.id, other.id], limit=1)) == 1
-    assert engine.search("kernel", []) == []
+    assert len(engine.search.query("kernel", [store.id, other.id], limit=1)) == 1
+    assert engine.search.query("kernel", []) == []
 
 
 def test_bad_requests_are_named(engine: Engine, store: MemoryStore) -> None:
     with pytest.raises(InvalidPath):
-        engine.search("kernel", [store.id], path_prefix="/notes")
+        engine.search.query("kernel", [store.id], path_prefix="/notes")
     with pytest.raises(InvalidInput, match="limit must be between 1 and 100"):
-        engine.search("kernel", [store.id], limit=0)
+        engine.search.query("kernel", [store.id], limit=0)
     with pytest.raises(NotFound):
-        engine.search("kernel", ["memstore_nope"])
+        engine.search.query("kernel", ["memstore_nope"])
     with pytest.raises(InvalidInput, match="at least one term that is not negated"):
-        engine.search("-kernel", [store.id])
+        engine.search.query("-kernel", [store.id])
 
 
 def test_semantic_search_names_the_setting(
@@ -155,7 +159,7 @@ def test_semantic_search_names_the_setting(
 ) -> None:
     monkeypatch.delenv(SEARCH_MODEL_ENV, raising=False)
     with pytest.raises(SearchUnavailable, match=f"not configured: {SEARCH_MODEL_ENV}"):
-        engine.search("kernel", [store.id], mode="semantic")
+        engine.search.query("kernel", [store.id], mode="semantic")
 
 
 def test_a_write_is_found_by_the_next_search(
@@ -165,43 +169,45 @@ def test_a_write_is_found_by_the_next_search(
     right after the write returns finds it — from another engine (server) too."""
     for i in range(20):
         word = f"fresh{i}word"
-        memory = engine.create_memory(store.id, f"/m{i}", f"just written {word}", actor=actor)
-        assert paths(second_engine.search(word, [store.id])) == [f"/m{i}"]
-        engine.update_memory(store.id, memory.id, actor=actor, content="rewritten")
-        assert second_engine.search(word, [store.id]) == []
+        memory = engine.for_caller(actor=actor).memories.create(
+            store.id, f"/m{i}", f"just written {word}"
+        )
+        assert paths(second_engine.search.query(word, [store.id])) == [f"/m{i}"]
+        engine.for_caller(actor=actor).memories.update(store.id, memory.id, content="rewritten")
+        assert second_engine.search.query(word, [store.id]) == []
 
 
 def test_the_index_follows_every_kind_of_write(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    memory = engine.create_memory(store.id, "/a/one.md", "alpha bravo", actor=actor)
-    engine.update_memory(store.id, memory.id, actor=actor, content="charlie delta")
-    assert engine.search("alpha", [store.id]) == []
-    assert paths(engine.search("charlie", [store.id])) == ["/a/one.md"]
-    engine.update_memory(store.id, memory.id, actor=actor, path="/a/two.md")
-    assert paths(engine.search("charlie", [store.id])) == ["/a/two.md"]
-    engine.rename_prefix(store.id, "/a/", "/b/", actor=actor)
-    assert paths(engine.search("charlie", [store.id])) == ["/b/two.md"]
-    assert paths(engine.search("two", [store.id])) == ["/b/two.md"]
-    engine.delete_memory(store.id, memory.id, actor=actor)
-    assert engine.search("charlie", [store.id]) == []
-    engine.restore_memory(store.id, memory.id, actor=actor)
-    assert paths(engine.search("charlie", [store.id])) == ["/b/two.md"]
-    replaced = engine.create_memory(store.id, "/c.md", "echo", actor=actor)
-    engine.update_memory(store.id, memory.id, actor=actor, path="/c.md", replace=True)
-    assert engine.search("echo", [store.id]) == []
-    assert replaced.id not in {h.memory_id for h in engine.search("c", [store.id])}
-    engine.delete_memory(store.id, memory.id, actor=actor, mode=DeleteMode.REDACT)
-    assert engine.search("charlie", [store.id]) == []
-    assert engine.search("REDACTED", [store.id]) == []
-    gone = engine.create_memory(store.id, "/gone", "foxtrot", actor=actor)
-    engine.delete_memory(store.id, gone.id, actor=actor, mode=DeleteMode.HARD_DELETE)
-    assert engine.search("foxtrot", [store.id]) == []
-    kept = engine.create_store("kept")
-    engine.create_memory(kept.id, "/g", "golf", actor=actor)
-    engine.create_memory(store.id, "/g", "golf", actor=actor)
-    engine.delete_store(store.id)
-    assert {h.store_id for h in engine.search("golf", [kept.id])} == {kept.id}
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/a/one.md", "alpha bravo")
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, content="charlie delta")
+    assert engine.search.query("alpha", [store.id]) == []
+    assert paths(engine.search.query("charlie", [store.id])) == ["/a/one.md"]
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, path="/a/two.md")
+    assert paths(engine.search.query("charlie", [store.id])) == ["/a/two.md"]
+    engine.for_caller(actor=actor).memories.rename_prefix(store.id, "/a/", "/b/")
+    assert paths(engine.search.query("charlie", [store.id])) == ["/b/two.md"]
+    assert paths(engine.search.query("two", [store.id])) == ["/b/two.md"]
+    engine.for_caller(actor=actor).memories.delete(store.id, memory.id)
+    assert engine.search.query("charlie", [store.id]) == []
+    engine.for_caller(actor=actor).memories.restore(store.id, memory.id)
+    assert paths(engine.search.query("charlie", [store.id])) == ["/b/two.md"]
+    replaced = engine.for_caller(actor=actor).memories.create(store.id, "/c.md", "echo")
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, path="/c.md", replace=True)
+    assert engine.search.query("echo", [store.id]) == []
+    assert replaced.id not in {h.memory_id for h in engine.search.query("c", [store.id])}
+    engine.for_caller(actor=actor).memories.delete(store.id, memory.id, mode=DeleteMode.REDACT)
+    assert engine.search.query("charlie", [store.id]) == []
+    assert engine.search.query("REDACTED", [store.id]) == []
+    gone = engine.for_caller(actor=actor).memories.create(store.id, "/gone", "foxtrot")
+    engine.for_caller(actor=actor).memories.delete(store.id, gone.id, mode=DeleteMode.HARD_DELETE)
+    assert engine.search.query("foxtrot", [store.id]) == []
+    kept = engine.stores.create("kept")
+    engine.for_caller(actor=actor).memories.create(kept.id, "/g", "golf")
+    engine.for_caller(actor=actor).memories.create(store.id, "/g", "golf")
+    engine.stores.delete(store.id)
+    assert {h.store_id for h in engine.search.query("golf", [kept.id])} == {kept.id}
     assert list(engine.iter_fsck_findings()) == []
 
 
@@ -247,22 +253,26 @@ def test_only_text_a_substring_term_can_match_is_in_the_trigram_table(
     substring search follows it."""
     if engine.dialect != "sqlite":
         pytest.skip("the trigram table is SQLite's (PostgreSQL: a pg_trgm index on body)")
-    english = engine.create_memory(store.id, "/en.md", "plain english words", actor=actor)
-    japanese = engine.create_memory(store.id, "/jp.md", "長期記憶の設計", actor=actor)
-    in_path = engine.create_memory(store.id, "/記憶装置/note.md", "english body", actor=actor)
+    english = engine.for_caller(actor=actor).memories.create(
+        store.id, "/en.md", "plain english words"
+    )
+    japanese = engine.for_caller(actor=actor).memories.create(store.id, "/jp.md", "長期記憶の設計")
+    in_path = engine.for_caller(actor=actor).memories.create(
+        store.id, "/記憶装置/note.md", "english body"
+    )
     assert _trigram_paths(engine) == {"/jp.md", "/記憶装置/note.md"}
-    assert paths(engine.search("記憶装置", [store.id])) == ["/記憶装置/note.md"]
-    engine.rename_prefix(store.id, "/記憶装置/", "/plain/", actor=actor)
+    assert paths(engine.search.query("記憶装置", [store.id])) == ["/記憶装置/note.md"]
+    engine.for_caller(actor=actor).memories.rename_prefix(store.id, "/記憶装置/", "/plain/")
     assert _trigram_paths(engine) == {"/jp.md"}
-    assert engine.search("記憶装置", [store.id]) == []
-    engine.update_memory(store.id, english.id, actor=actor, content="今は日本語の文章")
-    engine.update_memory(store.id, japanese.id, actor=actor, content="now english")
+    assert engine.search.query("記憶装置", [store.id]) == []
+    engine.for_caller(actor=actor).memories.update(store.id, english.id, content="今は日本語の文章")
+    engine.for_caller(actor=actor).memories.update(store.id, japanese.id, content="now english")
     assert _trigram_paths(engine) == {"/en.md"}
-    assert paths(engine.search("日本語", [store.id])) == ["/en.md"]
-    assert engine.search("長期記憶", [store.id]) == []
-    engine.update_memory(store.id, in_path.id, actor=actor, path="/東京/note.md")
+    assert paths(engine.search.query("日本語", [store.id])) == ["/en.md"]
+    assert engine.search.query("長期記憶", [store.id]) == []
+    engine.for_caller(actor=actor).memories.update(store.id, in_path.id, path="/東京/note.md")
     assert _trigram_paths(engine) == {"/en.md", "/東京/note.md"}
-    engine.delete_memory(store.id, english.id, actor=actor)
+    engine.for_caller(actor=actor).memories.delete(store.id, english.id)
     assert _trigram_paths(engine) == {"/東京/note.md"}
     assert list(engine.iter_fsck_findings()) == []
 
@@ -276,28 +286,30 @@ def test_the_trigram_migration_drops_documents_no_substring_term_can_match(
     if not database.startswith("sqlite"):
         pytest.skip("the trigram table is SQLite's (PostgreSQL: the migration changes nothing)")
     with Engine(database) as engine:
-        store = engine.create_store("s")
-        engine.create_memory(store.id, "/en", "written in english", actor=ACTOR)
-        engine.create_memory(store.id, "/jp", "以前の記憶", actor=ACTOR)
+        store = engine.stores.create("s")
+        engine.for_caller(actor=ACTOR).memories.create(store.id, "/en", "written in english")
+        engine.for_caller(actor=ACTOR).memories.create(store.id, "/jp", "以前の記憶")
     count = "SELECT count(*) FROM search_fts_trigram_docsize"
     assert _downgrade(database, "0009_semantic", count) == 2
     with Engine(database) as engine:
         assert _trigram_paths(engine) == {"/jp"}
-        assert paths(engine.search("前の記", [store.id])) == ["/jp"]
-        assert paths(engine.search("english", [store.id])) == ["/en"]
+        assert paths(engine.search.query("前の記", [store.id])) == ["/jp"]
+        assert paths(engine.search.query("english", [store.id])) == ["/en"]
         assert list(engine.iter_fsck_findings()) == []
 
 
 @pytest.mark.empty_database
 def test_the_migration_indexes_existing_memories(database: str) -> None:
     with Engine(database) as engine:
-        store = engine.create_store("s")
-        engine.create_memory(store.id, "/old", "written before search existed", actor=ACTOR)
-        engine.create_memory(store.id, "/jp", "以前の記憶", actor=ACTOR)
+        store = engine.stores.create("s")
+        engine.for_caller(actor=ACTOR).memories.create(
+            store.id, "/old", "written before search existed"
+        )
+        engine.for_caller(actor=ACTOR).memories.create(store.id, "/jp", "以前の記憶")
     assert _downgrade(database, "0003", "SELECT count(*) FROM memories") == 2
     with Engine(database) as engine:
-        assert paths(engine.search("existed", [store.id])) == ["/old"]
-        assert paths(engine.search("記憶", [store.id])) == ["/jp"]
+        assert paths(engine.search.query("existed", [store.id])) == ["/old"]
+        assert paths(engine.search.query("記憶", [store.id])) == ["/jp"]
         assert list(engine.iter_fsck_findings()) == []
 
 
@@ -329,26 +341,36 @@ def test_redaction_removes_tokens_from_the_index_and_its_files(
         tail = token[-8:].encode()
     engine = Engine(database_url(str(tmp_path / "store.db")))
     try:
-        store = engine.create_store("s")
+        store = engine.stores.create("s")
         for i in range(40):
-            engine.create_memory(store.id, f"/n{i}", f"neighbour zq{i:04d} words", actor=ACTOR)
-        memory = engine.create_memory(store.id, "/secret", f"the {token} here", actor=ACTOR)
-        assert paths(engine.search(token, [store.id])) == ["/secret"]
+            engine.for_caller(actor=ACTOR).memories.create(
+                store.id, f"/n{i}", f"neighbour zq{i:04d} words"
+            )
+        memory = engine.for_caller(actor=ACTOR).memories.create(
+            store.id, "/secret", f"the {token} here"
+        )
+        assert paths(engine.search.query(token, [store.id])) == ["/secret"]
         if script == "japanese":  # a substring: the trigram table's
-            assert paths(engine.search(token[4:9], [store.id])) == ["/secret"]
+            assert paths(engine.search.query(token[4:9], [store.id])) == ["/secret"]
         version = memory.memory_version_id
         if how == "redact_version":
-            engine.update_memory(store.id, memory.id, actor=ACTOR, content="nothing to see")
+            engine.for_caller(actor=ACTOR).memories.update(
+                store.id, memory.id, content="nothing to see"
+            )
             for i in range(40, 60):  # later segments
-                engine.create_memory(store.id, f"/n{i}", f"neighbour zq{i:04d}", actor=ACTOR)
+                engine.for_caller(actor=ACTOR).memories.create(
+                    store.id, f"/n{i}", f"neighbour zq{i:04d}"
+                )
         assert _files_holding(tmp_path, tail)  # the check can see the token
         if how == "redact_version":
-            engine.redact_version(store.id, version, actor=ACTOR)
+            engine.for_caller(actor=ACTOR).versions.redact(store.id, version)
         else:
-            engine.delete_memory(store.id, memory.id, actor=ACTOR, mode=DeleteMode(how))
-        assert engine.search(token, [store.id]) == []
-        assert engine.search(token[:10] + "*", [store.id]) == []
-        assert engine.search(token[4:9], [store.id]) == []
+            engine.for_caller(actor=ACTOR).memories.delete(
+                store.id, memory.id, mode=DeleteMode(how)
+            )
+        assert engine.search.query(token, [store.id]) == []
+        assert engine.search.query(token[:10] + "*", [store.id]) == []
+        assert engine.search.query(token[4:9], [store.id]) == []
         assert _files_holding(tmp_path, tail) == set()
         assert list(engine.iter_fsck_findings()) == []
     finally:
@@ -357,5 +379,5 @@ def test_redaction_removes_tokens_from_the_index_and_its_files(
 
 
 def test_the_parser_is_the_one_the_engine_uses(engine: Engine, store: MemoryStore) -> None:
-    engine.create_memory(store.id, "/p", "parsed once", actor=ACTOR)
-    assert paths(engine.search(parse('"parsed once"'), [store.id])) == ["/p"]
+    engine.for_caller(actor=ACTOR).memories.create(store.id, "/p", "parsed once")
+    assert paths(engine.search.query(parse('"parsed once"'), [store.id])) == ["/p"]

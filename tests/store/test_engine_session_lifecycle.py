@@ -19,26 +19,26 @@ from memfs.core.errors import (
     NotFound,
 )
 from memfs.core.model import MemoryStore, Scope, format_timestamp
-from memfs.store import Engine, ResourceSpec, access
+from memfs.store import Engine, ResourceSpec, credentials
 
 
 def test_a_token_lives_24_hours_by_default(engine: Engine, store: MemoryStore) -> None:
-    session, token = engine.create_session([ResourceSpec(store.id)])
+    session, token = engine.sessions.create([ResourceSpec(store.id)])
     assert token is not None
     assert session.expires_at is not None
     assert session.expires_at - session.created_at == timedelta(hours=24)
     assert session.revoked_at is None
     assert session.archived_at is None
     assert session.api_key_id is None
-    assert engine.authenticate_session(token) == session
-    assert engine.get_session(session.id) == session
+    assert engine.sessions.authenticate(token) == session
+    assert engine.sessions.get(session.id) == session
 
 
 def test_a_ttl_sets_the_expiry(engine: Engine, store: MemoryStore) -> None:
-    hour, _ = engine.create_session([ResourceSpec(store.id)], ttl_s=3600)
+    hour, _ = engine.sessions.create([ResourceSpec(store.id)], ttl_s=3600)
     assert hour.expires_at is not None
     assert hour.expires_at - hour.created_at == timedelta(hours=1)
-    longest, _ = engine.create_session([ResourceSpec(store.id)], ttl_s=MAX_SESSION_TTL_S)
+    longest, _ = engine.sessions.create([ResourceSpec(store.id)], ttl_s=MAX_SESSION_TTL_S)
     assert longest.expires_at is not None
     assert longest.expires_at - longest.created_at == timedelta(days=30)
 
@@ -48,35 +48,35 @@ def test_a_ttl_outside_one_second_to_30_days_is_refused(
     engine: Engine, store: MemoryStore, ttl_s: object
 ) -> None:
     with pytest.raises(InvalidTtl) as info:
-        engine.create_session([ResourceSpec(store.id)], ttl_s=ttl_s)  # type: ignore[arg-type]
+        engine.sessions.create([ResourceSpec(store.id)], ttl_s=ttl_s)  # type: ignore[arg-type]
     assert str(info.value) == (
         "a session's ttl must be a whole number of seconds from 1 to 2592000 (30 days), "
         f"not {ttl_s!r}"
     )
-    assert engine.list_sessions(include_archived=True).items == []
+    assert engine.sessions.list(include_archived=True).items == []
 
 
 def test_a_session_without_a_token_has_no_expiry(engine: Engine, store: MemoryStore) -> None:
-    session, token = engine.create_session([ResourceSpec(store.id)], with_token=False)
+    session, token = engine.sessions.create([ResourceSpec(store.id)], with_token=False)
     assert token is None
     assert session.expires_at is None
     with pytest.raises(InvalidInput, match="^a session without a token does not expire"):
-        engine.create_session([ResourceSpec(store.id)], with_token=False, ttl_s=60)
+        engine.sessions.create([ResourceSpec(store.id)], with_token=False, ttl_s=60)
 
 
 def test_an_expired_token_is_refused(
     engine: Engine, store: MemoryStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    session, token = engine.create_session([ResourceSpec(store.id)], ttl_s=60)
+    session, token = engine.sessions.create([ResourceSpec(store.id)], ttl_s=60)
     assert token is not None
     assert session.expires_at is not None
     just_before = format_timestamp(session.expires_at - timedelta(microseconds=1))
-    monkeypatch.setattr(access, "now", lambda: just_before)
-    assert engine.authenticate_session(token).id == session.id
+    monkeypatch.setattr(credentials, "now", lambda: just_before)
+    assert engine.sessions.authenticate(token).id == session.id
     at_expiry = format_timestamp(session.expires_at)
-    monkeypatch.setattr(access, "now", lambda: at_expiry)
+    monkeypatch.setattr(credentials, "now", lambda: at_expiry)
     with pytest.raises(CredentialExpired) as info:
-        engine.authenticate_session(token)
+        engine.sessions.authenticate(token)
     assert str(info.value) == (
         f"the token of session {session.id} expired at {format_timestamp(session.expires_at)}"
     )
@@ -84,83 +84,85 @@ def test_an_expired_token_is_refused(
 
 
 def test_a_revoked_session_is_refused(engine: Engine, store: MemoryStore) -> None:
-    session, token = engine.create_session([ResourceSpec(store.id)])
+    session, token = engine.sessions.create([ResourceSpec(store.id)])
     assert token is not None
-    other, other_token = engine.create_session([ResourceSpec(store.id)])
-    revoked = engine.revoke_session(session.id)
+    other, other_token = engine.sessions.create([ResourceSpec(store.id)])
+    revoked = engine.sessions.revoke(session.id)
     assert revoked.revoked_at is not None
-    assert engine.revoke_session(session.id) == revoked  # idempotent
+    assert engine.sessions.revoke(session.id) == revoked  # idempotent
     with pytest.raises(CredentialRevoked, match=f"^session {session.id} was revoked at "):
-        engine.authenticate_session(token)
+        engine.sessions.authenticate(token)
     assert other_token is not None
-    assert engine.authenticate_session(other_token) == other
-    assert engine.get_session(session.id) == revoked
+    assert engine.sessions.authenticate(other_token) == other
+    assert engine.sessions.get(session.id) == revoked
     with pytest.raises(NotFound):
-        engine.revoke_session("sesn_unknown")
+        engine.sessions.revoke("sesn_unknown")
 
 
 def test_revoking_a_key_revokes_the_sessions_it_created(engine: Engine, store: MemoryStore) -> None:
-    key, _ = engine.create_api_key("agent", [Scope.READ, Scope.WRITE])
-    other_key, _ = engine.create_api_key("other", [Scope.READ])
-    by_key, token = engine.create_session([ResourceSpec(store.id)], api_key_id=key.id)
-    by_other, other_token = engine.create_session([ResourceSpec(store.id)], api_key_id=other_key.id)
-    local, local_token = engine.create_session([ResourceSpec(store.id)])
+    key, _ = engine.api_keys.create("agent", [Scope.READ, Scope.WRITE])
+    other_key, _ = engine.api_keys.create("other", [Scope.READ])
+    by_key, token = engine.sessions.create([ResourceSpec(store.id)], api_key_id=key.id)
+    by_other, other_token = engine.sessions.create(
+        [ResourceSpec(store.id)], api_key_id=other_key.id
+    )
+    local, local_token = engine.sessions.create([ResourceSpec(store.id)])
     assert by_key.api_key_id == key.id
     assert token is not None
     assert other_token is not None
     assert local_token is not None
 
-    revoked_key = engine.revoke_api_key(key.id)
+    revoked_key = engine.api_keys.revoke(key.id)
 
-    assert engine.get_session(by_key.id).revoked_at == revoked_key.revoked_at
+    assert engine.sessions.get(by_key.id).revoked_at == revoked_key.revoked_at
     with pytest.raises(CredentialRevoked):
-        engine.authenticate_session(token)
-    assert engine.authenticate_session(other_token) == by_other
-    assert engine.authenticate_session(local_token) == local
+        engine.sessions.authenticate(token)
+    assert engine.sessions.authenticate(other_token) == by_other
+    assert engine.sessions.authenticate(local_token) == local
     with pytest.raises(CredentialRevoked, match=f"^API key {key.id!r} is revoked$"):
-        engine.create_session([ResourceSpec(store.id)], api_key_id=key.id)
+        engine.sessions.create([ResourceSpec(store.id)], api_key_id=key.id)
     with pytest.raises(NotFound):
-        engine.create_session([ResourceSpec(store.id)], api_key_id="apikey_unknown")
-    assert {s.id for s in engine.list_sessions().items} == {by_key.id, by_other.id, local.id}
+        engine.sessions.create([ResourceSpec(store.id)], api_key_id="apikey_unknown")
+    assert {s.id for s in engine.sessions.list().items} == {by_key.id, by_other.id, local.id}
 
 
 def test_archiving_ends_a_session_and_hides_it(engine: Engine, store: MemoryStore) -> None:
-    session, token = engine.create_session([ResourceSpec(store.id)])
-    kept, _ = engine.create_session([ResourceSpec(store.id)])
+    session, token = engine.sessions.create([ResourceSpec(store.id)])
+    kept, _ = engine.sessions.create([ResourceSpec(store.id)])
     assert token is not None
-    archived = engine.archive_session(session.id)
+    archived = engine.sessions.archive(session.id)
     assert archived.archived_at is not None
-    assert engine.archive_session(session.id) == archived
+    assert engine.sessions.archive(session.id) == archived
     with pytest.raises(CredentialRevoked, match=f"^session {session.id} was archived at "):
-        engine.authenticate_session(token)
-    assert [s.id for s in engine.list_sessions().items] == [kept.id]
-    assert [s.id for s in engine.list_sessions(include_archived=True).items] == [
+        engine.sessions.authenticate(token)
+    assert [s.id for s in engine.sessions.list().items] == [kept.id]
+    assert [s.id for s in engine.sessions.list(include_archived=True).items] == [
         kept.id,
         session.id,
     ]
 
 
 def test_deleting_a_session(engine: Engine, store: MemoryStore) -> None:
-    session, token = engine.create_session([ResourceSpec(store.id)])
+    session, token = engine.sessions.create([ResourceSpec(store.id)])
     assert token is not None
-    engine.delete_session(session.id)
+    engine.sessions.delete(session.id)
     with pytest.raises(NotFound):
-        engine.get_session(session.id)
+        engine.sessions.get(session.id)
     with pytest.raises(AuthenticationFailed) as info:
-        engine.authenticate_session(token)
+        engine.sessions.authenticate(token)
     assert type(info.value) is AuthenticationFailed
     with pytest.raises(NotFound):
-        engine.delete_session(session.id)
-    assert engine.list_sessions(include_archived=True).items == []
+        engine.sessions.delete(session.id)
+    assert engine.sessions.list(include_archived=True).items == []
 
 
 def test_listing_sessions_by_store_pages_newest_first(engine: Engine) -> None:
-    a, b = engine.create_store("a"), engine.create_store("b")
-    of_a = [engine.create_session([ResourceSpec(a.id)])[0].id for _ in range(5)]
-    both = engine.create_session([ResourceSpec(b.id), ResourceSpec(a.id)])[0].id
-    of_b = engine.create_session([ResourceSpec(b.id)])[0].id
-    listed = collect(engine.list_sessions, store_id=a.id, limit=2)
+    a, b = engine.stores.create("a"), engine.stores.create("b")
+    of_a = [engine.sessions.create([ResourceSpec(a.id)])[0].id for _ in range(5)]
+    both = engine.sessions.create([ResourceSpec(b.id), ResourceSpec(a.id)])[0].id
+    of_b = engine.sessions.create([ResourceSpec(b.id)])[0].id
+    listed = collect(engine.sessions.list, store_id=a.id, limit=2)
     assert [s.id for s in listed] == [both, *reversed(of_a)]
-    assert [s.id for s in collect(engine.list_sessions, store_id=b.id, limit=1)] == [of_b, both]
-    assert len(collect(engine.list_sessions, limit=3)) == 7
-    assert engine.list_sessions("memstore_unknown").items == []
+    assert [s.id for s in collect(engine.sessions.list, store_id=b.id, limit=1)] == [of_b, both]
+    assert len(collect(engine.sessions.list, limit=3)) == 7
+    assert engine.sessions.list("memstore_unknown").items == []

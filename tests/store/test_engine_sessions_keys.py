@@ -21,9 +21,9 @@ from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, Engine, Res
 
 
 def test_create_session(engine: Engine) -> None:
-    prefs = engine.create_store("User Preferences", description="what the user likes")
-    notes = engine.create_store("notes")
-    session, token = engine.create_session(
+    prefs = engine.stores.create("User Preferences", description="what the user likes")
+    notes = engine.stores.create("notes")
+    session, token = engine.sessions.create(
         [
             ResourceSpec(prefs.id, Access.READ_ONLY, instructions="read me first"),
             ResourceSpec(notes.id),
@@ -54,16 +54,16 @@ def test_create_session(engine: Engine) -> None:
             "mount_path": "/mnt/memory/notes",
         },
     ]
-    assert engine.get_session(session.id) == session
-    assert engine.authenticate_session(token) == session
+    assert engine.sessions.get(session.id) == session
+    assert engine.sessions.authenticate(token) == session
     # The resource is a snapshot: renaming the store later changes nothing.
-    engine.update_store(prefs.id, name="Renamed")
-    assert engine.get_session(session.id).resources[0].name == "User Preferences"
+    engine.stores.update(prefs.id, name="Renamed")
+    assert engine.sessions.get(session.id).resources[0].name == "User Preferences"
 
 
 def test_mount_paths_get_stable_collision_suffixes(engine: Engine) -> None:
-    stores = [engine.create_store(name) for name in ("Notes", "notes", "NOTES!", "Other")]
-    session, _ = engine.create_session(
+    stores = [engine.stores.create(name) for name in ("Notes", "notes", "NOTES!", "Other")]
+    session, _ = engine.sessions.create(
         [ResourceSpec(s.id) for s in stores], mount_root="/data/memory/"
     )
     assert [r.mount_path for r in session.resources] == [
@@ -72,17 +72,17 @@ def test_mount_paths_get_stable_collision_suffixes(engine: Engine) -> None:
         "/data/memory/notes-3",
         "/data/memory/other",
     ]
-    again, _ = engine.create_session(
+    again, _ = engine.sessions.create(
         [ResourceSpec(s.id) for s in stores], mount_root="/data/memory"
     )
     assert [r.mount_path for r in again.resources] == [r.mount_path for r in session.resources]
 
 
 def test_session_refusals_change_nothing(engine: Engine) -> None:
-    live = engine.create_store("live")
-    archived = engine.create_store("archived")
-    engine.archive_store(archived.id)
-    _, token = engine.create_session([ResourceSpec(live.id)])
+    live = engine.stores.create("live")
+    archived = engine.stores.create("archived")
+    engine.stores.archive(archived.id)
+    _, token = engine.sessions.create([ResourceSpec(live.id)])
     assert token is not None
     cases = [
         (InvalidInput, [ResourceSpec(live.id), ResourceSpec(live.id)]),
@@ -93,43 +93,43 @@ def test_session_refusals_change_nothing(engine: Engine) -> None:
     ]
     for error, resources in cases:
         with pytest.raises(error):
-            engine.create_session(resources)
+            engine.sessions.create(resources)
     with pytest.raises(StoreArchived, match="is archived and can't be attached to a session"):
-        engine.create_session([ResourceSpec(archived.id)])
+        engine.sessions.create([ResourceSpec(archived.id)])
     with pytest.raises(InvalidInput, match="only once"):
-        engine.create_session([ResourceSpec(live.id), ResourceSpec(live.id)])
+        engine.sessions.create([ResourceSpec(live.id), ResourceSpec(live.id)])
     # Only the first session exists.
-    assert engine.authenticate_session(token).resources[0].memory_store_id == live.id
+    assert engine.sessions.authenticate(token).resources[0].memory_store_id == live.id
     # 1 to 8 stores.
-    stores = [engine.create_store(f"s{i}") for i in range(9)]
-    session, _ = engine.create_session([ResourceSpec(s.id) for s in stores[:8]])
+    stores = [engine.stores.create(f"s{i}") for i in range(9)]
+    session, _ = engine.sessions.create([ResourceSpec(s.id) for s in stores[:8]])
     assert len(session.resources) == 8
     with pytest.raises(InvalidInput, match="^a session can attach at most 8 memory stores$"):
-        engine.create_session([ResourceSpec(s.id) for s in stores])
+        engine.sessions.create([ResourceSpec(s.id) for s in stores])
     with pytest.raises(InvalidInput, match="^a session needs at least one memory store$"):
-        engine.create_session([])
+        engine.sessions.create([])
 
 
 def test_session_tokens(engine: Engine) -> None:
-    store = engine.create_store("s")
-    session, token = engine.create_session([ResourceSpec(store.id)])
+    store = engine.stores.create("s")
+    session, token = engine.sessions.create([ResourceSpec(store.id)])
     assert token is not None
     for wrong in ("", token + "x", token[:-1], SESSION_TOKEN_PREFIX, "memfs_sk_whatever"):
         with pytest.raises(AuthenticationFailed, match="^invalid session token$"):
-            engine.authenticate_session(wrong)
-    embedded, no_token = engine.create_session([ResourceSpec(store.id)], with_token=False)
+            engine.sessions.authenticate(wrong)
+    embedded, no_token = engine.sessions.create([ResourceSpec(store.id)], with_token=False)
     assert no_token is None
-    assert engine.get_session(embedded.id).resources[0].memory_store_id == store.id
+    assert engine.sessions.get(embedded.id).resources[0].memory_store_id == store.id
     with pytest.raises(NotFound):
-        engine.get_session("sesn_nope")
+        engine.sessions.get("sesn_nope")
 
 
 def test_session_token_is_not_stored(tmp_path: Path) -> None:
     db = tmp_path / "store.db"
     with Engine(f"sqlite:///{db}") as eng:
-        store = eng.create_store("s")
-        _, token = eng.create_session([ResourceSpec(store.id)])
-        _, secret = eng.create_api_key("k", [Scope.READ])
+        store = eng.stores.create("s")
+        _, token = eng.sessions.create([ResourceSpec(store.id)])
+        _, secret = eng.api_keys.create("k", [Scope.READ])
     assert token is not None
     stored = b"".join(p.read_bytes() for p in tmp_path.iterdir())
     assert token.encode() not in stored
@@ -142,8 +142,8 @@ def test_session_token_is_not_stored(tmp_path: Path) -> None:
 
 
 def test_api_key_lifecycle(engine: Engine) -> None:
-    store = engine.create_store("s")
-    key, secret = engine.create_api_key(
+    store = engine.stores.create("s")
+    key, secret = engine.api_keys.create(
         "ci", [Scope.WRITE, Scope.READ, Scope.READ], store_ids=[store.id, store.id]
     )
     assert key.id.startswith("apikey_")
@@ -152,31 +152,31 @@ def test_api_key_lifecycle(engine: Engine) -> None:
     assert key.scopes == [Scope.READ, Scope.WRITE]
     assert key.store_ids == [store.id]
     assert key.revoked_at is None
-    assert engine.authenticate_api_key(secret) == key
-    other, other_secret = engine.create_api_key("admin", ["admin"])  # type: ignore[list-item]
+    assert engine.api_keys.authenticate(secret) == key
+    other, other_secret = engine.api_keys.create("admin", ["admin"])  # type: ignore[list-item]
     assert other.scopes == [Scope.ADMIN]
     assert other.store_ids == []
-    assert [k.id for k in engine.list_api_keys()] == [other.id, key.id]
+    assert [k.id for k in engine.api_keys.list()] == [other.id, key.id]
     for wrong in ("", secret + "x", other_secret[:-1]):
         with pytest.raises(AuthenticationFailed, match="^invalid API key$"):
-            engine.authenticate_api_key(wrong)
+            engine.api_keys.authenticate(wrong)
 
-    revoked = engine.revoke_api_key(key.id)
+    revoked = engine.api_keys.revoke(key.id)
     assert revoked.revoked_at is not None
-    assert engine.revoke_api_key(key.id) == revoked  # idempotent
+    assert engine.api_keys.revoke(key.id) == revoked  # idempotent
     with pytest.raises(CredentialRevoked, match=f"^API key {key.id} was revoked at "):
-        engine.authenticate_api_key(secret)
-    assert engine.authenticate_api_key(other_secret) == other
+        engine.api_keys.authenticate(secret)
+    assert engine.api_keys.authenticate(other_secret) == other
     with pytest.raises(NotFound):
-        engine.revoke_api_key("apikey_nope")
+        engine.api_keys.revoke("apikey_nope")
     # Refusals create nothing.
     with pytest.raises(InvalidInput, match="^an API key needs at least one scope$"):
-        engine.create_api_key("k", [])
+        engine.api_keys.create("k", [])
     with pytest.raises(InvalidInput, match="^scopes are memory:read"):
-        engine.create_api_key("k", ["memory:everything"])  # type: ignore[list-item]
+        engine.api_keys.create("k", ["memory:everything"])  # type: ignore[list-item]
     with pytest.raises(NotFound):
-        engine.create_api_key("k", [Scope.READ], store_ids=["memstore_nope"])
-    assert len(engine.list_api_keys()) == 2
+        engine.api_keys.create("k", [Scope.READ], store_ids=["memstore_nope"])
+    assert len(engine.api_keys.list()) == 2
 
 
 def _key(scopes: list[Scope], store_ids: tuple[str, ...] = (), revoked: bool = False) -> ApiKey:

@@ -12,8 +12,8 @@ from memfs.store import Engine
 
 
 def _assert_as_read(engine: Engine, memory: Memory) -> None:
-    assert engine.get_memory(memory.memory_store_id, memory.id) == memory
-    last = engine.changes_since(memory.memory_store_id, 0)[-1]
+    assert engine.memories.get(memory.memory_store_id, memory.id) == memory
+    last = engine.feed.changes_since(memory.memory_store_id, 0)[-1]
     assert last.kind is ChangeKind.MEMORY_WRITTEN
     assert (last.memory_id, last.path) == (memory.id, memory.path)
     assert last.memory_version_id == memory.memory_version_id
@@ -24,7 +24,9 @@ def test_written_memory_is_what_a_read_returns(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     metadata = {"zeta": "1", "alpha": "2"}  # stored sorted: the result is too
-    created = engine.create_memory(store.id, "/a/n.md", "one\n", actor=actor, metadata=metadata)
+    created = engine.for_caller(actor=actor).memories.create(
+        store.id, "/a/n.md", "one\n", metadata=metadata
+    )
     assert list(created.metadata) == ["alpha", "zeta"]
     _assert_as_read(engine, created)
     same = "one\n"
@@ -39,15 +41,15 @@ def test_written_memory_is_what_a_read_returns(
     ]
     memory = created
     for changes in updates:
-        memory = engine.update_memory(store.id, memory.id, actor=actor, **changes)
+        memory = engine.for_caller(actor=actor).memories.update(store.id, memory.id, **changes)
         _assert_as_read(engine, memory)
     assert memory.content == same
     assert memory.content_sha256 == digest
     # A no-op update with the content given again returns it unchanged, writing nothing.
-    seq = engine.last_change_seq(store.id)
-    again = engine.update_memory(store.id, memory.id, actor=actor, content=same)
+    seq = engine.feed.last_seq(store.id)
+    again = engine.for_caller(actor=actor).memories.update(store.id, memory.id, content=same)
     assert again == memory
-    assert engine.last_change_seq(store.id) == seq
-    assert engine.update_memory(store.id, memory.id, actor=actor) == memory
-    counted = engine.get_store(store.id)
+    assert engine.feed.last_seq(store.id) == seq
+    assert engine.for_caller(actor=actor).memories.update(store.id, memory.id) == memory
+    counted = engine.stores.get(store.id)
     assert (counted.entry_count, counted.total_size_bytes) == (1, len(same))

@@ -54,17 +54,16 @@ def test_a_write_runs_its_hot_statements_past_sqlalchemy(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
     seen = _statements_sqlalchemy_ran(engine)
-    memory = engine.create_memory(store.id, "/notes/a.md", "hello", actor=actor)
-    engine.update_memory(
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/notes/a.md", "hello")
+    engine.for_caller(actor=actor).memories.update(
         store.id,
         memory.id,
-        actor=actor,
         content="hello again",
         expected_sha256=memory.content_sha256,
     )
     hot = [s for s in seen if s.lstrip().upper().startswith(("INSERT", "UPDATE", "SELECT"))]
     assert hot == [], f"statements still run through SQLAlchemy's execution: {hot}"
-    assert engine.get_memory(store.id, memory.id).content == "hello again"
+    assert engine.memories.get(store.id, memory.id).content == "hello again"
 
 
 def test_driver_errors_come_out_as_sqlalchemy_errors(engine: Engine, store: MemoryStore) -> None:

@@ -17,9 +17,9 @@ from memfs.store._db import alembic_config
 @pytest.mark.empty_database
 def test_upgrading_0005_gives_keys_and_sessions_no_principal(database: str) -> None:
     with Engine(database) as engine:
-        store = engine.create_store("s")
-        _, secret = engine.create_api_key("k", [Scope.READ])
-        _, token = engine.create_session([ResourceSpec(store.id)])
+        store = engine.stores.create("s")
+        _, secret = engine.api_keys.create("k", [Scope.READ])
+        _, token = engine.sessions.create([ResourceSpec(store.id)])
     raw = create_engine(database)
     try:
         with raw.begin() as conn:
@@ -33,11 +33,11 @@ def test_upgrading_0005_gives_keys_and_sessions_no_principal(database: str) -> N
     finally:
         raw.dispose()
     with Engine(database) as engine:
-        assert engine.authenticate_api_key(secret).principal is None
+        assert engine.api_keys.authenticate(secret).principal is None
         assert token is not None
-        assert engine.authenticate_session(token).principal is None
+        assert engine.sessions.authenticate(token).principal is None
         principal = UserPrincipal(user_id="alice")
-        key, _ = engine.create_api_key("new", [Scope.READ], principal=principal)
+        key, _ = engine.api_keys.create("new", [Scope.READ], principal=principal)
         assert key.principal == principal
         assert list(engine.iter_fsck_findings()) == []
     raw = create_engine(database)

@@ -15,16 +15,17 @@ ACTOR = Actor.api_key("apikey_tests")
 
 def test_upgrading_0004_builds_the_record_index(database: str) -> None:
     with Engine(database) as engine:
-        store = engine.create_store("s")
-        target = engine.create_memory(store.id, "/t.md", "target", actor=ACTOR)
-        record = engine.create_memory(
+        store = engine.stores.create("s")
+        target = engine.for_caller(actor=ACTOR).memories.create(store.id, "/t.md", "target")
+        record = engine.for_caller(actor=ACTOR).memories.create(
             store.id,
             "/r.md",
             "---\ntype: semantic\ntags: [x]\nrelations: [{type: related_to, target: /t.md}]\n"
             "---\nbody\n",
-            actor=ACTOR,
         )
-        engine.create_memory(store.id, "/post.md", "---\ntype: post\n---\n", actor=ACTOR)
+        engine.for_caller(actor=ACTOR).memories.create(
+            store.id, "/post.md", "---\ntype: post\n---\n"
+        )
     raw = create_engine(database)
     try:
         with raw.begin() as conn:
@@ -35,7 +36,7 @@ def test_upgrading_0004_builds_the_record_index(database: str) -> None:
     finally:
         raw.dispose()
     with Engine(database) as engine:  # opening upgrades
-        (found,) = engine.list_records([store.id])
+        (found,) = engine.records.list([store.id])
         assert (found.memory_id, found.tags) == (record.id, ("x",))
         assert found.relations[0].target_memory_id == target.id
         assert list(engine.iter_fsck_findings()) == []

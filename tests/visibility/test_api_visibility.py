@@ -31,14 +31,14 @@ def test_two_principals_see_their_own_and_shared_records_only(
     store_engine: Engine,
     sdk: Callable[[str], anthropic.Anthropic],
 ) -> None:
-    _, admin_secret = store_engine.create_api_key("admin", [Scope.ADMIN])
-    _, alice_secret = store_engine.create_api_key(
+    _, admin_secret = store_engine.api_keys.create("admin", [Scope.ADMIN])
+    _, alice_secret = store_engine.api_keys.create(
         "alice", SCOPES, principal=UserPrincipal(user_id="alice")
     )
-    _, bob_secret = store_engine.create_api_key(
+    _, bob_secret = store_engine.api_keys.create(
         "bob", SCOPES, principal=UserPrincipal(user_id="bob")
     )
-    _, plain_secret = store_engine.create_api_key("plain", SCOPES)
+    _, plain_secret = store_engine.api_keys.create("plain", SCOPES)
     admin, alice, bob, plain = (
         sdk(s).beta.memory_stores for s in (admin_secret, alice_secret, bob_secret, plain_secret)
     )
@@ -125,10 +125,10 @@ def test_a_path_conflict_over_a_hidden_record_names_neither_its_id_nor_its_path(
     """The 409 still says the path is taken (paths are unique per store); its
     ``conflicting_memory_id`` and ``conflicting_path`` are left out for a blocker the
     caller can't see, and kept for one it can (api-contract: both are optional)."""
-    _, alice_secret = store_engine.create_api_key(
+    _, alice_secret = store_engine.api_keys.create(
         "alice", SCOPES, principal=UserPrincipal(user_id="alice")
     )
-    _, bob_secret = store_engine.create_api_key(
+    _, bob_secret = store_engine.api_keys.create(
         "bob", SCOPES, principal=UserPrincipal(user_id="bob")
     )
     alice, bob = (sdk(s).beta.memory_stores for s in (alice_secret, bob_secret))

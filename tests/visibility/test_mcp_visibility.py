@@ -46,14 +46,14 @@ async def _call(session: ClientSession, name: str, **arguments: object) -> tuple
 async def test_mcp_for_alice_shows_her_records_and_shared_ones_only(
     server: ServeProcess, store_engine: Engine
 ) -> None:
-    store = store_engine.create_store("Shared")
+    store = store_engine.stores.create("Shared")
     for path, content in {
         "/alice.md": record("alice"),
         "/bob.md": record("bob"),
         "/team.md": record("bob", "share"),
     }.items():
-        store_engine.create_memory(store.id, path, content, actor=ACTOR)
-    _, token = store_engine.create_session(
+        store_engine.for_caller(actor=ACTOR).memories.create(store.id, path, content)
+    _, token = store_engine.sessions.create(
         [ResourceSpec(store.id)], principal=UserPrincipal(user_id="alice")
     )
     assert token is not None
@@ -77,4 +77,4 @@ async def test_mcp_for_alice_shows_her_records_and_shared_ones_only(
         )
         assert is_error
         assert "invisible to its writer" in text
-    assert "/for-bob.md" not in {m.path for m in store_engine.all_memories(store.id)}
+    assert "/for-bob.md" not in {m.path for m in store_engine.memories.all(store.id)}

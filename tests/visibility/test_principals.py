@@ -23,28 +23,28 @@ ALICE = UserPrincipal(user_id="alice", roles=("support", "team-a"))
 def test_the_engine_keeps_a_principal_for_the_life_of_a_key_and_a_session(
     engine: Engine,
 ) -> None:
-    store = engine.create_store("Notes")
-    key, secret = engine.create_api_key("k", [Scope.READ], principal=ALICE)
-    plain, plain_secret = engine.create_api_key("plain", [Scope.READ])
+    store = engine.stores.create("Notes")
+    key, secret = engine.api_keys.create("k", [Scope.READ], principal=ALICE)
+    plain, plain_secret = engine.api_keys.create("plain", [Scope.READ])
     assert key.principal == ALICE
     assert plain.principal is None
-    assert engine.authenticate_api_key(secret).principal == ALICE
-    assert engine.authenticate_api_key(plain_secret).principal is None
-    assert {k.id: k.principal for k in engine.list_api_keys()} == {key.id: ALICE, plain.id: None}
+    assert engine.api_keys.authenticate(secret).principal == ALICE
+    assert engine.api_keys.authenticate(plain_secret).principal is None
+    assert {k.id: k.principal for k in engine.api_keys.list()} == {key.id: ALICE, plain.id: None}
 
-    session, token = engine.create_session(
+    session, token = engine.sessions.create(
         [ResourceSpec(store.id)], principal=ALICE, api_key_id=key.id
     )
     assert token is not None
     assert session.principal == ALICE
-    assert engine.authenticate_session(token).principal == ALICE
-    listed = engine.list_sessions(store.id).items
+    assert engine.sessions.authenticate(token).principal == ALICE
+    listed = engine.sessions.list(store.id).items
     assert [s.principal for s in listed] == [ALICE]
     # Nothing that changes a key or a session touches its principal.
-    assert engine.revoke_session(session.id).principal == ALICE
-    assert engine.archive_session(session.id).principal == ALICE
-    assert engine.revoke_api_key(key.id).principal == ALICE
-    assert engine.get_session(session.id).principal == ALICE
+    assert engine.sessions.revoke(session.id).principal == ALICE
+    assert engine.sessions.archive(session.id).principal == ALICE
+    assert engine.api_keys.revoke(key.id).principal == ALICE
+    assert engine.sessions.get(session.id).principal == ALICE
 
 
 def _session(
@@ -64,12 +64,12 @@ def test_the_api_sets_a_sessions_principal_from_what_the_caller_holds(
     store_engine: Engine,
     sdk: Callable[[str], anthropic.Anthropic],
 ) -> None:
-    store = store_engine.create_store("Notes")
-    _, admin_secret = store_engine.create_api_key("admin", [Scope.ADMIN])
-    _, alice_secret = store_engine.create_api_key(
+    store = store_engine.stores.create("Notes")
+    _, admin_secret = store_engine.api_keys.create("admin", [Scope.ADMIN])
+    _, alice_secret = store_engine.api_keys.create(
         "alice", [Scope.READ, Scope.WRITE], principal=ALICE
     )
-    _, plain_secret = store_engine.create_api_key("plain", [Scope.READ, Scope.WRITE])
+    _, plain_secret = store_engine.api_keys.create("plain", [Scope.READ, Scope.WRITE])
     admin, alice, plain = sdk(admin_secret), sdk(alice_secret), sdk(plain_secret)
 
     # An admin key hands any principal, as one object or as the two flat fields.
@@ -94,7 +94,7 @@ def test_the_api_sets_a_sessions_principal_from_what_the_caller_holds(
         assert refused.value.error_code == "principal_not_allowed"  # type: ignore[attr-defined]
     assert _session(plain, store.id)["principal"] is None
     # Bad values and both forms at once: 400, nothing created.
-    before = len(store_engine.list_sessions(store.id).items)
+    before = len(store_engine.sessions.list(store.id).items)
     for extra in (
         {"user_id": ""},
         {"roles": ["support"]},
@@ -102,7 +102,7 @@ def test_the_api_sets_a_sessions_principal_from_what_the_caller_holds(
     ):
         with pytest.raises(anthropic.BadRequestError):
             _session(admin, store.id, **extra)
-    assert len(store_engine.list_sessions(store.id).items) == before
+    assert len(store_engine.sessions.list(store.id).items) == before
 
     # Shown when retrieved, listed, and to the session itself.
     retrieved = admin.beta.sessions.retrieve(str(inherited["id"])).model_dump()

@@ -32,7 +32,7 @@ def record(user: str | None, scope: str | None = None, **lists: list[str]) -> st
 
 @pytest.fixture
 def store(engine: Engine) -> MemoryStore:
-    store = engine.create_store("Shared")
+    store = engine.stores.create("Shared")
     files = {
         "/a/alice.md": record("alice"),
         "/a/bob.md": record("bob"),
@@ -44,7 +44,7 @@ def store(engine: Engine) -> MemoryStore:
         "/c/only-bob/deep.md": record("bob"),
     }
     for path, content in files.items():
-        engine.create_memory(store.id, path, content, actor=ACTOR)
+        engine.for_caller(actor=ACTOR).memories.create(store.id, path, content)
     return store
 
 
@@ -62,7 +62,7 @@ VIEWERS = [ALICE, BOB, SUPPORT, NOBODY]
 def _listed(engine: Engine, store: MemoryStore, viewer: Viewer | None) -> list[str]:
     paths, cursor = [], None
     while True:
-        page = engine.list_memories(store.id, limit=2, cursor=cursor, viewer=viewer)
+        page = engine.for_caller(viewer=viewer).memories.list(store.id, limit=2, cursor=cursor)
         assert len(page.items) == 2 or page.next_cursor is None  # pages stay full
         paths += [item.path for item in page.items]
         if page.next_cursor is None:
@@ -76,51 +76,59 @@ def test_listings_trees_counts_and_retrieves_show_exactly_what_the_viewer_sees(
 ) -> None:
     expected = SEES[viewer.user_id]
     assert set(_listed(engine, store, viewer)) == expected
-    assert {m.path for m in engine.all_memories(store.id, viewer=viewer)} == expected
-    rolled_up = {item.path for item in engine.list_memories(store.id, depth=1, viewer=viewer).items}
+    assert {m.path for m in engine.for_caller(viewer=viewer).memories.all(store.id)} == expected
+    rolled_up = {item.path for item in engine.for_caller(viewer=viewer).memories.list(
+        store.id, depth=1
+    ).items}
     assert ("/c/" in rolled_up) == (viewer.user_id == "bob")  # a prefix of hidden ones only
-    counted = engine.get_store(store.id, viewer=viewer)
+    counted = engine.for_caller(viewer=viewer).stores.get(store.id)
     assert counted.entry_count == len(expected)
-    everything = engine.all_memories(store.id)
-    assert engine.get_store(store.id).entry_count == len(everything) == 8
+    everything = engine.memories.all(store.id)
+    assert engine.stores.get(store.id).entry_count == len(everything) == 8
     sizes = {m.path: m.content_size_bytes for m in everything}
     assert counted.total_size_bytes == sum(sizes[p] for p in expected)
-    listed = engine.list_stores(viewer=viewer).items
+    listed = engine.for_caller(viewer=viewer).stores.list().items
     assert [s.entry_count for s in listed if s.id == store.id] == [len(expected)]
     for memory in everything:
         if memory.path in expected:
-            assert engine.get_memory(store.id, memory.id, viewer=viewer).path == memory.path
-            engine.get_memory_by_path(store.id, memory.path, viewer=viewer)
+            assert engine.for_caller(viewer=viewer).memories.get(
+                store.id, memory.id
+            ).path == memory.path
+            engine.for_caller(viewer=viewer).memories.get_by_path(store.id, memory.path)
         else:
             with pytest.raises(NotFound, match=f"memory '{memory.id}' not found"):
-                engine.get_memory(store.id, memory.id, viewer=viewer)
+                engine.for_caller(viewer=viewer).memories.get(store.id, memory.id)
             with pytest.raises(NotFound):
-                engine.get_memory_by_path(store.id, memory.path, viewer=viewer)
-    hits = engine.search("tea", [store.id], viewer=viewer)
+                engine.for_caller(viewer=viewer).memories.get_by_path(store.id, memory.path)
+    hits = engine.for_caller(viewer=viewer).search.query("tea", [store.id])
     assert {hit.path for hit in hits} == expected
-    assert {hit.path for hit in engine.search("tea", None, viewer=viewer)} == expected
-    assert len(engine.search("tea", [store.id])) == 8
+    assert {hit.path for hit in engine.for_caller(viewer=viewer).search.query(
+        "tea", None
+    )} == expected
+    assert len(engine.search.query("tea", [store.id])) == 8
 
 
 def test_versions_and_the_change_feed_hide_what_the_viewer_can_not_see(
     engine: Engine, store: MemoryStore
 ) -> None:
-    by_path = {m.path: m for m in engine.all_memories(store.id)}
+    by_path = {m.path: m for m in engine.memories.all(store.id)}
     bob_only = by_path["/a/bob.md"]
     # Live and hidden: restoring it is the 404 of an unknown id, never "is not deleted"
     # (which would tell Alice it exists).
     with pytest.raises(NotFound):
-        engine.restore_memory(store.id, bob_only.id, actor=ACTOR, viewer=ALICE)
+        engine.for_caller(actor=ACTOR, viewer=ALICE).memories.restore(store.id, bob_only.id)
     with pytest.raises(NotRestorable):
-        engine.restore_memory(store.id, bob_only.id, actor=ACTOR, viewer=BOB)
-    seen_versions = engine.list_versions(store.id, limit=100, viewer=ALICE).items
+        engine.for_caller(actor=ACTOR, viewer=BOB).memories.restore(store.id, bob_only.id)
+    seen_versions = engine.for_caller(viewer=ALICE).versions.list(store.id, limit=100).items
     assert {v.path for v in seen_versions} == SEES["alice"]
     with pytest.raises(NotFound):
-        engine.get_version(store.id, bob_only.memory_version_id, viewer=ALICE)
-    assert engine.get_version(store.id, bob_only.memory_version_id, viewer=BOB).path == "/a/bob.md"
+        engine.for_caller(viewer=ALICE).versions.get(store.id, bob_only.memory_version_id)
+    assert engine.for_caller(viewer=BOB).versions.get(
+        store.id, bob_only.memory_version_id
+    ).path == "/a/bob.md"
 
-    changes = engine.changes_since(store.id, 0, viewer=ALICE)
-    assert [c.seq for c in changes] == [c.seq for c in engine.changes_since(store.id, 0)]
+    changes = engine.for_caller(viewer=ALICE).feed.changes_since(store.id, 0)
+    assert [c.seq for c in changes] == [c.seq for c in engine.feed.changes_since(store.id, 0)]
     written = [c for c in changes if c.kind is ChangeKind.MEMORY_WRITTEN]
     assert {c.path for c in written if c.path is not None} == SEES["alice"]
     hidden = [c for c in written if c.memory_id == bob_only.id]
@@ -131,90 +139,107 @@ def test_versions_and_the_change_feed_hide_what_the_viewer_can_not_see(
 
     # Deleted, Bob's private record stays hidden: its versions and its restore listing
     # are judged by its last content.
-    engine.delete_memory(store.id, bob_only.id, actor=ACTOR)
+    engine.for_caller(actor=ACTOR).memories.delete(store.id, bob_only.id)
     def versioned(viewer: Viewer) -> set[str]:
-        return {v.memory_id for v in engine.list_versions(store.id, limit=100, viewer=viewer).items}
+        return {v.memory_id for v in engine.for_caller(viewer=viewer).versions.list(
+            store.id, limit=100
+        ).items}
 
     assert bob_only.id not in versioned(ALICE)
     assert bob_only.id in versioned(BOB)
-    assert [m.id for m in engine.deleted_memories(store.id, viewer=ALICE)] == []
-    assert [m.id for m in engine.deleted_memories(store.id, viewer=BOB)] == [bob_only.id]
-    deleted = engine.changes_since(store.id, 0, viewer=ALICE)[-1]
+    assert [m.id for m in engine.for_caller(viewer=ALICE).memories.deleted(store.id)] == []
+    assert [m.id for m in engine.for_caller(viewer=BOB).memories.deleted(store.id)] == [bob_only.id]
+    deleted = engine.for_caller(viewer=ALICE).feed.changes_since(store.id, 0)[-1]
     assert (deleted.kind, deleted.memory_id, deleted.path) == (
         ChangeKind.MEMORY_DELETED, bob_only.id, None,
     )
     with pytest.raises(NotFound):
-        engine.restore_memory(store.id, bob_only.id, actor=ACTOR, viewer=ALICE)
-    assert engine.restore_memory(store.id, bob_only.id, actor=ACTOR, viewer=BOB).id == bob_only.id
+        engine.for_caller(actor=ACTOR, viewer=ALICE).memories.restore(store.id, bob_only.id)
+    assert engine.for_caller(actor=ACTOR, viewer=BOB).memories.restore(
+        store.id, bob_only.id
+    ).id == bob_only.id
 
 
 def test_a_writer_can_not_write_a_record_it_could_not_see(
     engine: Engine, store: MemoryStore
 ) -> None:
-    before = engine.last_change_seq(store.id)
+    before = engine.feed.last_seq(store.id)
     for viewer, content in (
         (ALICE, record("bob")),
         (ALICE, record(None)),
         (NOBODY, record("alice")),
     ):
         with pytest.raises(PermissionDenied) as refused:
-            engine.create_memory(store.id, "/new.md", content, actor=ACTOR, viewer=viewer)
+            engine.for_caller(actor=ACTOR, viewer=viewer).memories.create(
+                store.id, "/new.md", content
+            )
         assert refused.value.code == "record_not_visible"
-    mine = engine.create_memory(store.id, "/new.md", record("alice"), actor=ACTOR, viewer=ALICE)
+    mine = engine.for_caller(actor=ACTOR, viewer=ALICE).memories.create(
+        store.id, "/new.md", record("alice")
+    )
     # Giving one's own record away is refused too, and leaves it as it was.
     with pytest.raises(PermissionDenied, match="invisible to its writer"):
-        engine.update_memory(store.id, mine.id, content=record("bob"), actor=ACTOR, viewer=ALICE)
-    assert engine.get_memory(store.id, mine.id).content == record("alice")
-    shared = engine.update_memory(
-        store.id, mine.id, content=record("bob", scope="share"), actor=ACTOR, viewer=ALICE
+        engine.for_caller(actor=ACTOR, viewer=ALICE).memories.update(
+            store.id, mine.id, content=record("bob")
+        )
+    assert engine.memories.get(store.id, mine.id).content == record("alice")
+    shared = engine.for_caller(actor=ACTOR, viewer=ALICE).memories.update(
+        store.id,
+        mine.id,
+        content=record("bob", scope="share"),
     )
     assert shared.content == record("bob", scope="share")
-    assert engine.last_change_seq(store.id) == before + 2
+    assert engine.feed.last_seq(store.id) == before + 2
     # Another's private record can't be changed or deleted: it does not exist for Alice.
-    bob_only = engine.get_memory_by_path(store.id, "/a/bob.md")
+    bob_only = engine.memories.get_by_path(store.id, "/a/bob.md")
     with pytest.raises(NotFound):
-        engine.update_memory(store.id, bob_only.id, content="x", actor=ACTOR, viewer=ALICE)
+        engine.for_caller(actor=ACTOR, viewer=ALICE).memories.update(
+            store.id, bob_only.id, content="x"
+        )
     for mode in DeleteMode:
         with pytest.raises(NotFound):
-            engine.delete_memory(store.id, bob_only.id, actor=ACTOR, mode=mode, viewer=ALICE)
-    assert engine.get_memory(store.id, bob_only.id).content == record("bob")
+            engine.for_caller(actor=ACTOR, viewer=ALICE).memories.delete(
+                store.id, bob_only.id, mode=mode
+            )
+    assert engine.memories.get(store.id, bob_only.id).content == record("bob")
     # An unrestricted caller writes anything.
-    engine.create_memory(store.id, "/ownerless.md", record(None), actor=ACTOR)
+    engine.for_caller(actor=ACTOR).memories.create(store.id, "/ownerless.md", record(None))
 
 
 def test_record_listings_and_relations_hide_what_the_viewer_can_not_see(
     engine: Engine, store: MemoryStore
 ) -> None:
-    pointing = engine.create_memory(
+    pointing = engine.for_caller(actor=ACTOR).memories.create(
         store.id,
         "/a/points.md",
         "---\ntype: semantic\nscope: share\nrelations:\n"
         "  - {type: related_to, target: /a/bob.md}\n"
         "  - {type: related_to, target: /a/shared.md}\n---\nsee there\n",
-        actor=ACTOR,
     )
-    listed = {r.path for r in engine.list_records([store.id], viewer=ALICE)}
+    listed = {r.path for r in engine.for_caller(viewer=ALICE).records.list([store.id])}
     assert listed == (SEES["alice"] - {"/b/plain.md"}) | {"/a/points.md"}
-    bob_only = engine.get_memory_by_path(store.id, "/a/bob.md")
-    assert engine.get_records([bob_only.id], viewer=ALICE) == {}
-    relations = engine.get_records([pointing.id], viewer=ALICE)[pointing.id].relations
+    bob_only = engine.memories.get_by_path(store.id, "/a/bob.md")
+    assert engine.for_caller(viewer=ALICE).records.get([bob_only.id]) == {}
+    relations = engine.for_caller(viewer=ALICE).records.get([pointing.id])[pointing.id].relations
     assert [(r.target, r.target_path) for r in relations] == [
         ("/a/bob.md", None), ("/a/shared.md", "/a/shared.md"),
     ]
-    relations = engine.get_records([pointing.id], viewer=BOB)[pointing.id].relations
+    relations = engine.for_caller(viewer=BOB).records.get([pointing.id])[pointing.id].relations
     assert [r.target_path for r in relations] == ["/a/bob.md", "/a/shared.md"]
-    assert engine.relations_to(bob_only.id, viewer=BOB)
+    assert engine.for_caller(viewer=BOB).records.relations_to(bob_only.id)
     # What points at a record is hidden with its source.
-    engine.create_memory(
-        store.id, "/a/bob-points.md",
+    engine.for_caller(actor=ACTOR).memories.create(
+        store.id,
+        "/a/bob-points.md",
         "---\ntype: semantic\nuser_id: bob\nrelations: [{type: related_to, target: /a/shared.md}]"
         "\n---\nx\n",
-        actor=ACTOR,
     )
-    shared = engine.get_memory_by_path(store.id, "/a/shared.md")
-    sources = {r.memory_path for r in engine.relations_to(shared.id, viewer=ALICE)}
+    shared = engine.memories.get_by_path(store.id, "/a/shared.md")
+    sources = {r.memory_path for r in engine.for_caller(viewer=ALICE).records.relations_to(
+        shared.id
+    )}
     assert sources == {"/a/points.md"}
-    assert {r.memory_path for r in engine.relations_to(shared.id)} == {
+    assert {r.memory_path for r in engine.records.relations_to(shared.id)} == {
         "/a/points.md", "/a/bob-points.md",
     }
 
@@ -224,18 +249,27 @@ def test_a_path_conflict_names_no_record_the_viewer_can_not_see(
 ) -> None:
     """The path stays taken (paths are unique per store), but the id and path of the
     hidden record in the way are left out; a visible blocker is still named."""
-    bob_only = engine.get_memory_by_path(store.id, "/a/bob.md")
-    hidden_dir = engine.get_memory_by_path(store.id, "/c/only-bob/deep.md")
-    mine = engine.create_memory(store.id, "/a/draft.md", record("alice"), actor=ACTOR)
+    bob_only = engine.memories.get_by_path(store.id, "/a/bob.md")
+    hidden_dir = engine.memories.get_by_path(store.id, "/c/only-bob/deep.md")
+    mine = engine.for_caller(actor=ACTOR).memories.create(store.id, "/a/draft.md", record("alice"))
     attempts = [
-        lambda: engine.create_memory(store.id, "/a/bob.md", "x\n", actor=ACTOR, viewer=ALICE),
-        # A hidden record below the path, and above it: its path is not told either.
-        lambda: engine.create_memory(store.id, "/c/only-bob", "x\n", actor=ACTOR, viewer=ALICE),
-        lambda: engine.create_memory(
-            store.id, "/c/only-bob/deep.md/x.md", "x\n", actor=ACTOR, viewer=ALICE
+        lambda: engine.for_caller(actor=ACTOR, viewer=ALICE).memories.create(
+            store.id, "/a/bob.md", "x\n"
         ),
-        lambda: engine.update_memory(
-            store.id, mine.id, path="/a/bob.md", replace=True, actor=ACTOR, viewer=ALICE
+        # A hidden record below the path, and above it: its path is not told either.
+        lambda: engine.for_caller(actor=ACTOR, viewer=ALICE).memories.create(
+            store.id, "/c/only-bob", "x\n"
+        ),
+        lambda: engine.for_caller(actor=ACTOR, viewer=ALICE).memories.create(
+            store.id,
+            "/c/only-bob/deep.md/x.md",
+            "x\n",
+        ),
+        lambda: engine.for_caller(actor=ACTOR, viewer=ALICE).memories.update(
+            store.id,
+            mine.id,
+            path="/a/bob.md",
+            replace=True,
         ),
     ]
     messages: list[str] = []
@@ -249,38 +283,46 @@ def test_a_path_conflict_names_no_record_the_viewer_can_not_see(
         messages.append(conflict.message)
     assert "deep.md" not in messages[1]  # the hidden record below /c/only-bob
     # Restoring a memory onto a path a hidden record took meanwhile.
-    gone = engine.create_memory(store.id, "/d/x.md", record("alice"), actor=ACTOR)
-    engine.delete_memory(store.id, gone.id, actor=ACTOR)
-    taker = engine.create_memory(store.id, "/d/x.md", record("bob"), actor=ACTOR)
+    gone = engine.for_caller(actor=ACTOR).memories.create(store.id, "/d/x.md", record("alice"))
+    engine.for_caller(actor=ACTOR).memories.delete(store.id, gone.id)
+    taker = engine.for_caller(actor=ACTOR).memories.create(store.id, "/d/x.md", record("bob"))
     with pytest.raises(PathConflict) as caught:
-        engine.restore_memory(store.id, gone.id, actor=ACTOR, viewer=ALICE)
+        engine.for_caller(actor=ACTOR, viewer=ALICE).memories.restore(store.id, gone.id)
     assert caught.value.conflicting_memory_id is None
     assert taker.id not in caught.value.message
     # A blocker the viewer sees is named, as for an unrestricted caller.
-    shared = engine.get_memory_by_path(store.id, "/a/shared.md")
+    shared = engine.memories.get_by_path(store.id, "/a/shared.md")
     with pytest.raises(PathConflict) as caught:
-        engine.create_memory(store.id, "/a/shared.md", "x\n", actor=ACTOR, viewer=ALICE)
+        engine.for_caller(actor=ACTOR, viewer=ALICE).memories.create(
+            store.id, "/a/shared.md", "x\n"
+        )
     assert caught.value.conflicting_memory_id == shared.id
     with pytest.raises(PathConflict) as caught:
-        engine.create_memory(store.id, "/a/bob.md", "x\n", actor=ACTOR)
+        engine.for_caller(actor=ACTOR).memories.create(store.id, "/a/bob.md", "x\n")
     assert caught.value.conflicting_memory_id == bob_only.id
 
 
 def test_a_rename_never_replaces_a_record_the_viewer_can_not_see(
     engine: Engine, store: MemoryStore
 ) -> None:
-    mine = engine.create_memory(store.id, "/a/draft.md", record("alice"), actor=ACTOR)
-    bob_only = engine.get_memory_by_path(store.id, "/a/bob.md")
+    mine = engine.for_caller(actor=ACTOR).memories.create(store.id, "/a/draft.md", record("alice"))
+    bob_only = engine.memories.get_by_path(store.id, "/a/bob.md")
     with pytest.raises(PathConflict):
-        engine.update_memory(
-            store.id, mine.id, path="/a/bob.md", replace=True, actor=ACTOR, viewer=ALICE
+        engine.for_caller(actor=ACTOR, viewer=ALICE).memories.update(
+            store.id,
+            mine.id,
+            path="/a/bob.md",
+            replace=True,
         )
-    assert engine.get_memory(store.id, bob_only.id).content == record("bob")
+    assert engine.memories.get(store.id, bob_only.id).content == record("bob")
     # Over a record she sees, the rename replaces it as rename(2) does.
-    shared = engine.get_memory_by_path(store.id, "/a/shared.md")
-    moved = engine.update_memory(
-        store.id, mine.id, path="/a/shared.md", replace=True, actor=ACTOR, viewer=ALICE
+    shared = engine.memories.get_by_path(store.id, "/a/shared.md")
+    moved = engine.for_caller(actor=ACTOR, viewer=ALICE).memories.update(
+        store.id,
+        mine.id,
+        path="/a/shared.md",
+        replace=True,
     )
     assert moved.path == "/a/shared.md"
     with pytest.raises(NotFound):
-        engine.get_memory(store.id, shared.id)
+        engine.memories.get(store.id, shared.id)

@@ -241,7 +241,7 @@ def store_of_memory(
     """
     if principal.session is None or not agents:
         principal.require(scope, None, agents=agents)
-    store_id = engine.memory_store_id(memory_id)
+    store_id = engine.memories.store_id_of(memory_id)
     try:
         principal.require(scope, store_id, agents=agents)
     except NotFound:

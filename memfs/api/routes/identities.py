@@ -73,7 +73,7 @@ async def create_mount(
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         for scope in (Scope.READ, Scope.WRITE):
             principal.require(scope, body.memory_store_id, agents=False)
-        mount, _ = engine.mount_store(identity_id, template_id, body.memory_store_id)
+        mount, _ = engine.identities.mount(identity_id, template_id, body.memory_store_id)
         return identity_mount_to_wire(mount)
 
     return json_response(await run(request, op))
@@ -88,7 +88,7 @@ async def list_pair_mounts(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, agents=False)
-        mounts = engine.list_pair_mounts(identity_id, template_id)
+        mounts = engine.identities.pair_mounts(identity_id, template_id)
         return {
             "data": [
                 identity_mount_to_wire(m) for m in mounts if principal.can_see(m.memory_store_id)
@@ -109,7 +109,7 @@ async def delete_mount(
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         for scope in (Scope.READ, Scope.WRITE):
             principal.require(scope, memory_store_id, agents=False)
-        engine.unmount_store(identity_id, template_id, memory_store_id)
+        engine.identities.unmount(identity_id, template_id, memory_store_id)
         return identity_mount_deleted_to_wire(memory_store_id, identity_id, template_id)
 
     return json_response(await run(request, op))
@@ -125,7 +125,7 @@ async def ensure_default_store(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require_unlimited(Scope.WRITE)
-        store, _ = engine.ensure_default_store(identity_id, template_id)
+        store, _ = engine.identities.ensure_default_store(identity_id, template_id)
         return store_to_wire(store)
 
     return json_response(await run(request, op))
@@ -137,7 +137,7 @@ async def list_store_mounts(request: Request, memory_store_id: str) -> JSONRespo
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id, agents=False)
-        mounts = engine.list_store_mounts(memory_store_id)
+        mounts = engine.identities.store_mounts(memory_store_id)
         return {"data": [identity_mount_to_wire(m) for m in mounts], "next_page": None}
 
     return json_response(await run(request, op))

@@ -34,9 +34,8 @@ from memfs.core.config import DEFAULT_PAGE_LIMIT
 from memfs.core.errors import InvalidContent, InvalidInput
 from memfs.core.model import DeleteMode, Memory, MemoryPrefix, MemoryStatus, Scope
 from memfs.core.records import RecordFilter, record_to_wire
-from memfs.core.visibility import Viewer
 from memfs.home import scrub_erased_paths
-from memfs.store import Engine
+from memfs.store import Caller, Engine
 from memfs.wire import memory_deleted_to_wire, memory_to_wire, prefix_to_wire
 from memfs.wire.common import (
     LISTING_PREFIX_PATTERN,
@@ -80,13 +79,12 @@ def _memory_item(item: Memory | MemoryPrefix, *, full: bool) -> dict[str, Any]:
     return memory_to_wire(item, full=full)
 
 
-def _with_records(
-    engine: Engine, items: list[dict[str, Any]], viewer: Viewer | None
-) -> list[dict[str, Any]]:
+def _with_records(caller: Caller, items: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Adds the ``record`` object (SPEC §6, an extension the SDK ignores) to the wire
-    memories of ``items`` that are records: one index read for the whole page."""
+    memories of ``items`` that are records, as ``caller`` may see them: one index read
+    for the whole page."""
     ids = [item["id"] for item in items if item.get("type") == "memory"]
-    found = engine.get_records(ids, viewer=viewer) if ids else {}
+    found = caller.records.get(ids) if ids else {}
     for item in items:
         record = found.get(item.get("id", ""))
         if record is not None:
@@ -94,12 +92,10 @@ def _with_records(
     return items
 
 
-def _memory_out(
-    engine: Engine, memory: Memory, *, full: bool, viewer: Viewer | None
-) -> dict[str, Any]:
+def _memory_out(caller: Caller, memory: Memory, *, full: bool) -> dict[str, Any]:
     """One memory on the wire, with its ``record`` object when it is a record (as
-    ``viewer`` may see it)."""
-    return _with_records(engine, [memory_to_wire(memory, full=full)], viewer)[0]
+    ``caller`` may see it)."""
+    return _with_records(caller, [memory_to_wire(memory, full=full)])[0]
 
 
 @router.post("/v1/memory_stores/{memory_store_id}/memories", responses=doc(MemoryOut))
@@ -113,15 +109,17 @@ async def create_memory(
         principal.require(Scope.WRITE, memory_store_id)
         if body.content is None:
             raise InvalidContent('content must be a string; pass "" to create an empty memory')
-        memory = engine.create_memory(
+        # The record header the write parsed comes back with it: no second read.
+        memory, record = principal.caller(engine).memories.create_with_record(
             memory_store_id,
             body.path,
             body.content,
-            actor=principal.actor,
             metadata=body.metadata,
-            viewer=principal.viewer,
         )
-        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
+        out = memory_to_wire(memory, full=view == "full")
+        if record is not None:
+            out["record"] = record_to_wire(record)
+        return out
 
     # Its precondition is the path being free: run twice, it can't make two memories.
     return json_response(await run(request, op, repeatable=True))
@@ -190,7 +188,8 @@ async def list_memories(
         record_filter = RecordFilter.of(
             record_type=record_type, tag=tag, min_importance=min_importance, user_id=user_id
         )
-        result = engine.list_memories(
+        caller = principal.caller(engine)
+        result = caller.memories.list(
             memory_store_id,
             path_prefix=path_prefix,
             depth=depth,
@@ -198,13 +197,10 @@ async def list_memories(
             cursor=page,
             with_content=full,
             status=wanted,
-            viewer=principal.viewer,
             record_filter=record_filter,
         )
         return {
-            "data": _with_records(
-                engine, [_memory_item(item, full=full) for item in result.items], principal.viewer
-            ),
+            "data": _with_records(caller, [_memory_item(item, full=full) for item in result.items]),
             "next_page": result.next_cursor,
         }
 
@@ -236,12 +232,14 @@ async def retrieve_memory(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        memory = engine.get_memory(
-            memory_store_id, memory_id, with_content=full, viewer=principal.viewer
+        memory = principal.caller(engine).memories.get(
+            memory_store_id,
+            memory_id,
+            with_content=full,
         )
         if full:
-            engine.note_access([memory.id])
-        return _memory_out(engine, memory, full=full, viewer=principal.viewer)
+            engine.records.note_access([memory.id])
+        return _memory_out(principal.caller(engine), memory, full=full)
 
     return json_response(await run(request, op))
 
@@ -253,7 +251,7 @@ async def retrieve_memory(
 async def rename_prefix(
     request: Request, memory_store_id: str, body: RenamePrefix
 ) -> JSONResponse:
-    """Directory rename (SPEC §4, ``Engine.rename_prefix``): every live memory under
+    """Directory rename (SPEC §4, ``engine.memories.rename_prefix``): every live memory under
     ``old_prefix`` moves below ``new_prefix`` in one transaction, one ``modified``
     version each, ids kept. Returns the moved memories (``view=basic``) in new-path
     order; ``[]`` when nothing is under ``old_prefix``, so a replayed request is
@@ -267,8 +265,10 @@ async def rename_prefix(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id)
-        moved = engine.rename_prefix(
-            memory_store_id, body.old_prefix, body.new_prefix, actor=principal.actor
+        moved = principal.caller(engine).memories.rename_prefix(
+            memory_store_id,
+            body.old_prefix,
+            body.new_prefix,
         )
         return {"data": [memory_to_wire(m, full=False) for m in moved], "next_page": None}
 
@@ -289,18 +289,16 @@ async def _update_memory(
             expected = body.precondition.content_sha256
             if expected is None:
                 raise InvalidInput("precondition.content_sha256 is required")
-        memory = engine.update_memory(
+        memory = principal.caller(engine).memories.update(
             memory_store_id,
             memory_id,
-            actor=principal.actor,
             content=body.content,
             path=body.path,
             expected_sha256=expected,
             metadata=body.metadata,
             replace=body.replace,
-            viewer=principal.viewer,
         )
-        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
+        return _memory_out(principal.caller(engine), memory, full=view == "full")
 
     return json_response(await run(request, op, repeatable=body.precondition is not None))
 
@@ -377,15 +375,13 @@ async def delete_memory_request(
         replacement_option: dict[str, Any] = (
             {} if replacement is None else {"replacement": replacement}
         )
-        erased = engine.delete_memory(
+        erased = principal.caller(engine).memories.delete(
             store_id,
             memory_id,
-            actor=principal.actor,
             expected_sha256=expected_sha256,
             mode=mode,
             reason=reason,
             audit_metadata=audit_metadata,
-            viewer=principal.viewer,
             **replacement_option,
         )
         # The server's own $MEMFS_HOME may hold logs of mounts not running (SPEC §2).
@@ -560,14 +556,12 @@ async def restore_memory_request(
         store_id = _target(
             request, engine, principal, memory_store_id, memory_id, Scope.WRITE, True
         )
-        memory = engine.restore_memory(
+        memory = principal.caller(engine).memories.restore(
             store_id,
             memory_id,
-            actor=principal.actor,
             reason=reason,
             audit_metadata=audit_metadata,
-            viewer=principal.viewer,
         )
-        return _memory_out(engine, memory, full=view == "full", viewer=principal.viewer)
+        return _memory_out(principal.caller(engine), memory, full=view == "full")
 
     return json_response(await run(request, op))

@@ -118,16 +118,15 @@ def _answer(
     record_filter: RecordFilter,
 ) -> dict[str, Any]:
     stores = readable_stores(principal, store_ids)
-    hits = engine.search(
+    hits = principal.caller(engine).search.query(
         query,
         stores,
         path_prefix=path_prefix,
         limit=limit,
         mode=mode,
         record_filter=record_filter,
-        viewer=principal.viewer,
     )
-    lag = engine.index_lag()
+    lag = engine.search.index_lag()
     return {
         "data": [search_hit_to_wire(hit) for hit in hits],
         "semantic_index": {

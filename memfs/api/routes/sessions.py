@@ -112,7 +112,7 @@ def _visible_session(engine: Engine, principal: Principal, session_id: str) -> S
         )
     if principal.session is None:
         principal.require(Scope.READ)
-    session = engine.get_session(session_id)
+    session = engine.sessions.get(session_id)
     if not _may_see(principal, session):
         raise NotFound(f"session {session_id!r} not found")
     return session
@@ -173,7 +173,7 @@ async def create_session(request: Request, body: SessionCreate) -> JSONResponse:
             admin=principal.viewer is None,
             requested=_requested_principal(body),
         )
-        session, token = engine.create_session(
+        session, token = engine.sessions.create(
             specs,
             mount_root=body.mount_root or DEFAULT_SESSION_MOUNT_ROOT,
             title=body.title,
@@ -204,7 +204,7 @@ async def _create_pair_session(request: Request, body: SessionCreate) -> JSONRes
             admin=principal.viewer is None,
             requested=_requested_principal(body),
         )
-        session, token = engine.create_pair_session(
+        session, token = engine.identities.create_session(
             identity_id,
             template_id,
             mount_root=body.mount_root or DEFAULT_PAIR_MOUNT_ROOT,
@@ -234,7 +234,7 @@ async def list_sessions(
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         if principal.session is None:
             principal.require(Scope.READ, memory_store_id)
-        result = engine.list_sessions(
+        result = engine.sessions.list(
             memory_store_id, include_archived=include_archived, limit=limit, cursor=page
         )
         return {
@@ -281,7 +281,7 @@ async def delete_session(request: Request, session_id: str) -> JSONResponse:
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         _require_handing(principal, _visible_session(engine, principal, session_id))
-        engine.delete_session(session_id)
+        engine.sessions.delete(session_id)
         return session_deleted_to_wire(session_id)
 
     return json_response(await run(request, op))
@@ -295,7 +295,7 @@ async def archive_session(request: Request, session_id: str) -> JSONResponse:
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         _require_handing(principal, _visible_session(engine, principal, session_id))
-        return session_out(engine.archive_session(session_id))
+        return session_out(engine.sessions.archive(session_id))
 
     return json_response(await run(request, op))
 
@@ -311,6 +311,6 @@ async def revoke_session(request: Request, session_id: str) -> JSONResponse:
         session = _visible_session(engine, principal, session_id)
         if principal.session is None:
             _require_handing(principal, session)
-        return session_out(engine.revoke_session(session_id))
+        return session_out(engine.sessions.revoke(session_id))
 
     return json_response(await run(request, op))

@@ -43,7 +43,7 @@ async def create_memory_store(request: Request, body: MemoryStoreCreate) -> JSON
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require_unlimited(Scope.WRITE)
-        store = engine.create_store(
+        store = engine.stores.create(
             body.name,
             description=body.description or "",
             metadata=body.metadata or {},
@@ -69,13 +69,12 @@ async def list_memory_stores(
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         if not principal.is_session:
             principal.require(Scope.READ)
-        result = engine.list_stores(
+        result = principal.caller(engine).stores.list(
             include_archived=include_archived,
             created_gte=utc(created_at_gte),
             created_lte=utc(created_at_lte),
             limit=limit,
             cursor=page,
-            viewer=principal.viewer,
         )
         return {
             "data": [store_to_wire(s) for s in result.items if principal.can_see(s.id)],
@@ -91,7 +90,7 @@ async def retrieve_memory_store(request: Request, memory_store_id: str) -> JSONR
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        return store_to_wire(engine.get_store(memory_store_id, viewer=principal.viewer))
+        return store_to_wire(principal.caller(engine).stores.get(memory_store_id))
 
     return json_response(await run(request, op))
 
@@ -101,12 +100,11 @@ async def _update_memory_store(
 ) -> JSONResponse:
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id, agents=False)
-        store = engine.update_store(
+        store = principal.caller(engine).stores.update(
             memory_store_id,
             name=body.name,
             description=body.description,
             metadata_patch=body.metadata,
-            viewer=principal.viewer,
             version_retention_s=(
                 ...
                 if body.version_retention_seconds is None
@@ -158,7 +156,7 @@ async def delete_memory_store(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.HARD_DELETE, memory_store_id, agents=False)
-        engine.delete_store(memory_store_id, actor=principal.actor, force=force)
+        principal.caller(engine).stores.delete(memory_store_id, force=force)
         return store_deleted_to_wire(memory_store_id)
 
     return json_response(await run(request, op))
@@ -173,8 +171,9 @@ async def archive_memory_store(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.WRITE, memory_store_id, agents=False)
-        archived = engine.archive_store(
-            memory_store_id, actor=principal.actor, force=force, viewer=principal.viewer
+        archived = principal.caller(engine).stores.archive(
+            memory_store_id,
+            force=force,
         )
         return store_to_wire(archived)
 
@@ -192,8 +191,8 @@ async def list_audit_events(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.ADMIN, memory_store_id, agents=False)
-        engine.get_store(memory_store_id)
-        events = engine.audit_events(memory_store_id, memory_id=memory_id)
+        engine.stores.get(memory_store_id)
+        events = engine.feed.audit_events(memory_store_id, memory_id=memory_id)
         return {"data": events, "next_page": None}
 
     return json_response(await run(request, op))

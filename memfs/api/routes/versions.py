@@ -54,7 +54,7 @@ async def list_memory_versions(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        result = engine.list_versions(
+        result = principal.caller(engine).versions.list(
             memory_store_id,
             memory_id=memory_id,
             operation=Operation(operation) if operation else None,
@@ -66,7 +66,6 @@ async def list_memory_versions(
             limit=page_limit(limit, view),
             cursor=page,
             with_content=full,
-            viewer=principal.viewer,
         )
         return {
             "data": [version_to_wire(v, full=full) for v in result.items],
@@ -88,8 +87,10 @@ async def retrieve_memory_version(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
-        version = engine.get_version(
-            memory_store_id, memory_version_id, with_content=full, viewer=principal.viewer
+        version = principal.caller(engine).versions.get(
+            memory_store_id,
+            memory_version_id,
+            with_content=full,
         )
         return version_to_wire(version, full=full)
 
@@ -108,7 +109,9 @@ async def redact_memory_version(
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.DELETE, memory_store_id, agents=False)
-        version = engine.redact_version(memory_store_id, memory_version_id, actor=principal.actor)
+        version = principal.caller(engine).versions.redact(
+            memory_store_id, memory_version_id
+        )
         return version_to_wire(version, full=True)
 
     return json_response(await run(request, op))

@@ -1,4 +1,4 @@
-"""Session lifecycle (issue 11 item 1, SPEC §3 credential lifecycle): sessions get
+"""Session lifecycle (SPEC §3 credential lifecycle): sessions get
 ``expires_at``, ``revoked_at``, ``archived_at`` and the ``api_key_id`` that created them;
 session resources get an index by store (listing a store's sessions).
 

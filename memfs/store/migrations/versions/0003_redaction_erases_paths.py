@@ -1,4 +1,4 @@
-"""A redaction erases the memory's path too (issue 11 item 4, SPEC §2): scrub what
+"""A redaction erases the memory's path too (SPEC §2): scrub what
 redactions and hard deletes made before this revision left behind.
 
 - a redacted tombstone's path becomes ``/.redacted``;

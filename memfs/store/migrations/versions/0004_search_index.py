@@ -1,4 +1,4 @@
-"""Full-text search (issue 14, SPEC §7): the ``search_docs`` table of live memories and,
+"""Full-text search (SPEC §7): the ``search_docs`` table of live memories and,
 per dialect, its index objects (SQLite FTS5 tables ``search_fts_words`` and
 ``search_fts_trigram``; PostgreSQL GIN indexes over a tsvector and pg_trgm, which this
 migration enables with CREATE EXTENSION and fails clearly without). The documents of

@@ -1,4 +1,4 @@
-"""Long-term memory records (issue 15, SPEC §6): the record index — ``records`` and its
+"""Long-term memory records (SPEC §6): the record index — ``records`` and its
 side tables ``record_tags``, ``record_relations`` and ``record_grants`` — built here from
 the live memories of existing stores. A memory whose front matter makes it a record but
 breaks a rule (written before records existed) is left out of the index and stays as

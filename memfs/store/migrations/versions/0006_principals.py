@@ -1,4 +1,4 @@
-"""Principals (issue 15 "Visibility by user and role", SPEC §6, §3): API keys and
+"""Principals ("Visibility by user and role", SPEC §6, §3): API keys and
 sessions may carry the user they speak for — ``principal_user_id`` and
 ``principal_roles_json`` — set at creation and never changed. Existing keys and
 sessions get none (NULL): they keep seeing every memory that is not a private record.

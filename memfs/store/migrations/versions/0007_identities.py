@@ -1,4 +1,4 @@
-"""Identities, templates and default stores (issue 16, SPEC §8): the ``identity_mounts``
+"""Identities, templates and default stores (SPEC §8): the ``identity_mounts``
 table binding stores to (identity, template) pairs; stores get the pair of the default
 store they are (``identity_id``, ``template_id``) and their ``identity_template_count``;
 sessions get their ``layout`` (``flat`` for a pair's session).

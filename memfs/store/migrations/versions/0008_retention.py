@@ -1,4 +1,4 @@
-"""Version retention and audit metadata (issue 16, seeds 003/004, SPEC §2): stores get
+"""Version retention and audit metadata (seeds 003/004, SPEC §2): stores get
 ``version_retention_s`` (NULL = keep every version forever, as before), and audit-log
 entries get ``metadata_json`` (the metadata a forget or restore request carried, or the
 facts of a retention prune; NULL for every existing entry).

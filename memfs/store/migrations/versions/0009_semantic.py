@@ -1,4 +1,4 @@
-"""Semantic search (issue 14, SPEC §7): the durable embedding queue ``search_queue`` and
+"""Semantic search (SPEC §7): the durable embedding queue ``search_queue`` and
 the ``search_vectors`` table. Every live memory of existing stores is queued, so the
 embedder (a mount's daemon or ``memfs serve`` with a model configured, or ``memfs
 search reindex``) gives each one its vector.

@@ -1,5 +1,6 @@
-"""Access: sessions (with their attached stores) and API keys, and the tokens and
-secrets that authenticate them.
+"""Credentials: sessions (with their attached stores) and API keys, and the tokens and
+secrets that authenticate them; :class:`Sessions` and :class:`ApiKeys` are their facades
+(``engine.sessions``, ``engine.api_keys``).
 
 Owns the ``sessions``, ``session_resources`` and ``api_keys`` tables. Tokens
 (``memfs_st_…``) and secrets (``memfs_sk_…``) are shown once at creation; only their
@@ -7,7 +8,7 @@ SHA-256 is stored. SPEC §3 credential lifecycle: a session token expires (defau
 at most 30 days), a session can be revoked or archived (both end its token), and
 revoking an API key revokes every session it created, in the same transaction.
 
-Principals (SPEC §6 visibility, issue 15): a key or a session may carry the user it
+Principals (SPEC §6 visibility): a key or a session may carry the user it
 speaks for (``principal_user_id``, ``principal_roles_json``), written at creation and
 by nothing else — no function here updates them.
 """
@@ -37,6 +38,7 @@ from memfs.core.ids import new_id, sha256_of
 from memfs.core.model import Access, ApiKey, Layout, Page, Scope, Session, SessionResource, utcnow
 from memfs.core.visibility import UserPrincipal
 from memfs.store._common import Cursor, check_limit, lock_store, now, parse_ts, store_row, ts
+from memfs.store._facade import Facade
 from memfs.store.schema import api_keys, session_resources, sessions
 
 __all__ = [
@@ -146,7 +148,7 @@ def create_session(
     max_stores: int = MAX_STORES_PER_SESSION,
     principal: UserPrincipal | None = None,
 ) -> tuple[Session, str | None]:
-    """See :meth:`memfs.store.Engine.create_session`; ``max_stores`` is 8, or 1 + 10
+    """See :meth:`memfs.store.credentials.Sessions.create`; ``max_stores`` is 8, or 1 + 10
     for an (identity, template) pair's session (SPEC §8)."""
     layout = Layout(layout)
     _check_resources(resources, max_stores, layout)
@@ -198,7 +200,7 @@ def create_session(
     return get_session(conn, session_id), token
 
 
-# --- principals (issue 15): written once, at creation; read into the models.
+# --- principals (SPEC §6): written once, at creation; read into the models.
 
 
 def _principal_values(principal: UserPrincipal | None) -> dict[str, str | None]:
@@ -264,7 +266,7 @@ def _session_model(conn: Connection, row: Row[Any]) -> Session:
 
 
 def authenticate_session(conn: Connection, token: str) -> Session:
-    """See :meth:`memfs.store.Engine.authenticate_session`."""
+    """See :meth:`memfs.store.credentials.Sessions.authenticate`."""
     row = conn.execute(select(sessions).where(sessions.c.token_hash == sha256_of(token))).first()
     if row is None:
         raise AuthenticationFailed("invalid session token")
@@ -278,7 +280,7 @@ def authenticate_session(conn: Connection, token: str) -> Session:
 
 
 def revoke_session(conn: Connection, session_id: str) -> Session:
-    """See :meth:`memfs.store.Engine.revoke_session`."""
+    """See :meth:`memfs.store.credentials.Sessions.revoke`."""
     row = _session_row(conn, session_id)
     if row.revoked_at is None:
         conn.execute(update(sessions).where(sessions.c.id == session_id).values(revoked_at=now()))
@@ -287,7 +289,7 @@ def revoke_session(conn: Connection, session_id: str) -> Session:
 
 
 def archive_session(conn: Connection, session_id: str) -> Session:
-    """See :meth:`memfs.store.Engine.archive_session`."""
+    """See :meth:`memfs.store.credentials.Sessions.archive`."""
     row = _session_row(conn, session_id)
     if row.archived_at is None:
         conn.execute(update(sessions).where(sessions.c.id == session_id).values(archived_at=now()))
@@ -296,7 +298,7 @@ def archive_session(conn: Connection, session_id: str) -> Session:
 
 
 def delete_session(conn: Connection, session_id: str) -> None:
-    """See :meth:`memfs.store.Engine.delete_session`."""
+    """See :meth:`memfs.store.credentials.Sessions.delete`."""
     _session_row(conn, session_id)
     conn.execute(delete(session_resources).where(session_resources.c.session_id == session_id))
     conn.execute(delete(sessions).where(sessions.c.id == session_id))
@@ -310,7 +312,7 @@ def list_sessions(
     limit: int,
     cursor: str | None,
 ) -> Page[Session]:
-    """See :meth:`memfs.store.Engine.list_sessions`."""
+    """See :meth:`memfs.store.credentials.Sessions.list`."""
     check_limit(limit)
     fingerprint = Cursor.fingerprint("sessions", store_id, include_archived)
     query = select(sessions)
@@ -359,7 +361,7 @@ def create_api_key(
     store_ids: Sequence[str],
     principal: UserPrincipal | None = None,
 ) -> tuple[ApiKey, str]:
-    """See :meth:`memfs.store.Engine.create_api_key`."""
+    """See :meth:`memfs.store.credentials.ApiKeys.create`."""
     if not scopes:
         raise InvalidInput("an API key needs at least one scope")
     try:
@@ -393,7 +395,7 @@ def list_api_keys(conn: Connection) -> list[ApiKey]:
 
 
 def revoke_api_key(conn: Connection, api_key_id: str) -> ApiKey:
-    """See :meth:`memfs.store.Engine.revoke_api_key`."""
+    """See :meth:`memfs.store.credentials.ApiKeys.revoke`."""
     row = _api_key_row(conn, api_key_id)
     if row.revoked_at is None:
         revoked = now()
@@ -408,10 +410,176 @@ def revoke_api_key(conn: Connection, api_key_id: str) -> ApiKey:
 
 
 def authenticate_api_key(conn: Connection, secret: str) -> ApiKey:
-    """See :meth:`memfs.store.Engine.authenticate_api_key`."""
+    """See :meth:`memfs.store.credentials.ApiKeys.authenticate`."""
     row = conn.execute(select(api_keys).where(api_keys.c.secret_hash == sha256_of(secret))).first()
     if row is None:
         raise AuthenticationFailed("invalid API key")
     if row.revoked_at is not None:
         raise CredentialRevoked(f"API key {row.id} was revoked at {row.revoked_at}")
     return _api_key_model(row)
+
+
+class Sessions(Facade):
+    """Sessions: creating, authenticating, listing and ending them (SPEC §3)."""
+
+    def create(
+        self,
+        resources: Sequence[ResourceSpec],
+        *,
+        mount_root: str = "/mnt/memory",
+        with_token: bool = True,
+        title: str | None = None,
+        ttl_s: int | None = None,
+        api_key_id: str | None = None,
+        layout: Layout = Layout.PER_STORE,
+        principal: UserPrincipal | None = None,
+    ) -> tuple[Session, str | None]:
+        """Attaches 1–8 non-archived stores; returns the session and its token (once).
+
+        Each resource snapshots the store's name and description and gets a mount path
+        ``<mount_root>/<slug>`` (SPEC §4 per-store layout; collisions get ``-2``, ``-3``),
+        or ``<mount_root>`` itself in the flat layout (which has at most one
+        ``read_write`` store, its default).
+        The token is ``memfs_st_…``; only its SHA-256 is stored. It expires ``ttl_s``
+        seconds after creation (``Session.expires_at``; SPEC §3 credential lifecycle).
+
+        Args:
+            with_token: False for an embedded mount's session: no token, no expiry.
+            ttl_s: the token's lifetime in seconds, 1 to 30 days (2,592,000); None means
+                the default, 24 h (:data:`memfs.core.config.DEFAULT_SESSION_TTL_S`).
+            api_key_id: the API key creating the session (the API passes its caller's);
+                revoking that key revokes the session. None for local callers.
+            principal: the user the session speaks for (SPEC §6 visibility), kept for
+                its whole life; None for none. Who may hand which principal is the
+                caller's rule (the API's: a key hands its own, an admin key any).
+
+        Raises:
+            InvalidInput: no store, more than 8, a store twice, bad access or instructions,
+                a ttl without a token.
+            InvalidTtl: ttl_s not an int from 1 to 2,592,000.
+            NotFound: an unknown store or API key.
+            CredentialRevoked: ``api_key_id`` is revoked.
+            StoreArchived: an archived store can't be attached.
+        """
+        with self._write() as conn:
+            return create_session(
+                conn,
+                resources,
+                mount_root=mount_root,
+                with_token=with_token,
+                title=title,
+                ttl_s=ttl_s,
+                api_key_id=api_key_id,
+                layout=layout,
+                principal=principal,
+            )
+
+    def get(self, session_id: str) -> Session:
+        """A session, whatever its state (check ``expires_at``, ``revoked_at``,
+        ``archived_at``). Raises NotFound."""
+        with self._read() as conn:
+            return get_session(conn, session_id)
+
+    def authenticate(self, token: str) -> Session:
+        """The session a ``memfs_st_…`` token belongs to, if the token still works.
+
+        Raises:
+            AuthenticationFailed: no session has this token.
+            CredentialRevoked: the session was revoked (itself, or with the API key that
+                created it) or archived.
+            CredentialExpired: the session's ``expires_at`` has passed.
+        """
+        with self._read() as conn:
+            return authenticate_session(conn, token)
+
+    def revoke(self, session_id: str) -> Session:
+        """Revokes a session: its token gets CredentialRevoked from now on (idempotent;
+        the session stays listed). Raises NotFound."""
+        with self._write() as conn:
+            return revoke_session(conn, session_id)
+
+    def archive(self, session_id: str) -> Session:
+        """Archives a session (the SDK's ``sessions.archive``): it is ended, its token
+        gets CredentialRevoked, and listings leave it out unless ``include_archived``.
+        Idempotent. Raises NotFound."""
+        with self._write() as conn:
+            return archive_session(conn, session_id)
+
+    def delete(self, session_id: str) -> None:
+        """Deletes a session and its attachments (the SDK's ``sessions.delete``); its token
+        then gets AuthenticationFailed. Memories and versions it wrote keep its id as
+        their actor. Raises NotFound."""
+        with self._write() as conn:
+            delete_session(conn, session_id)
+
+    def list(
+        self,
+        store_id: str | None = None,
+        *,
+        include_archived: bool = False,
+        limit: int = 20,
+        cursor: str | None = None,
+    ) -> Page[Session]:
+        """Sessions newest first (by id), expired and revoked ones included; archived ones
+        only with ``include_archived`` (the SDK's ``sessions.list`` default).
+
+        Args:
+            store_id: only sessions that attach this store (``memory_store_id=`` of the
+                SDK's ``client.beta.sessions.list``); an unknown id gives an empty page.
+
+        Raises:
+            InvalidInput: limit outside 1–100.
+            InvalidCursor: a cursor from another query.
+        """
+        with self._read() as conn:
+            return list_sessions(
+                conn,
+                store_id=store_id,
+                include_archived=include_archived,
+                limit=limit,
+                cursor=cursor,
+            )
+
+
+class ApiKeys(Facade):
+    """API keys: creating, authenticating, listing and revoking them (SPEC §3)."""
+
+    def create(
+        self,
+        name: str,
+        scopes: Sequence[Scope],
+        store_ids: Sequence[str] = (),
+        *,
+        principal: UserPrincipal | None = None,
+    ) -> tuple[ApiKey, str]:
+        """Creates a key; returns it and its ``memfs_sk_…`` secret, shown this once.
+        ``principal`` is the user it speaks for (SPEC §6 visibility), kept for its
+        whole life.
+
+        Raises:
+            InvalidInput: no scope, or an unknown scope.
+            NotFound: a listed store does not exist.
+        """
+        with self._write() as conn:
+            return create_api_key(conn, name, scopes, store_ids, principal)
+
+    def revoke(self, api_key_id: str) -> ApiKey:
+        """Revokes a key and, in the same transaction, every session it created (SPEC §3
+        credential lifecycle). Idempotent. Raises NotFound."""
+        with self._write() as conn:
+            return revoke_api_key(conn, api_key_id)
+
+    def authenticate(self, secret: str) -> ApiKey:
+        """The active key with this secret.
+
+        Raises:
+            AuthenticationFailed: no key has this secret.
+            CredentialRevoked: the key is revoked.
+        """
+        with self._read() as conn:
+            return authenticate_api_key(conn, secret)
+
+    def list(self) -> list[ApiKey]:
+        """Every key, newest first (secrets are never stored, so never shown)."""
+        with self._read() as conn:
+            return list_api_keys(conn)

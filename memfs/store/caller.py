@@ -1,0 +1,99 @@
+"""A caller bound to an engine: who writes (``actor``) and what it may see (``viewer``),
+and one facade per aggregate acting for it.
+
+:meth:`memfs.store.Engine.for_caller` returns one; the engine's own attributes of the
+same names are the facades of the unrestricted caller without actor. The facades are
+made on first use and share the caller's binding, so a front end binds once per
+request (the API) or per mount (the embedded backend) and calls
+``caller.memories.create(…)`` without threading ``actor=``/``viewer=`` through.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+from memfs.core.model import Actor
+from memfs.core.visibility import Viewer
+from memfs.store._facade import Parts
+from memfs.store.blobs import Blobs
+from memfs.store.credentials import ApiKeys, Sessions
+from memfs.store.feed import Feed
+from memfs.store.identities import Identities
+from memfs.store.memories import Memories
+from memfs.store.records import Records
+from memfs.store.retention import Retention
+from memfs.store.search import Search
+from memfs.store.stores import Stores
+from memfs.store.versions import Versions
+
+__all__ = ["Caller"]
+
+
+class Caller:
+    """One caller's facades over an open engine.
+
+    Attributes:
+        actor: who writes: the versions, changes and audit entries of its writes name it
+            (None: a local, unattributed caller).
+        viewer: what it may see (SPEC §6 visibility); None is an unrestricted caller.
+    """
+
+    def __init__(self, parts: Parts, *, actor: Actor | None, viewer: Viewer | None) -> None:
+        self._parts = parts
+        self.actor = actor
+        self.viewer = viewer
+
+    @cached_property
+    def stores(self) -> Stores:
+        """Stores: create, find, patch, list, archive, delete (:mod:`memfs.store.stores`)."""
+        return Stores(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def memories(self) -> Memories:
+        """Memories: write, read, delete, restore, rename, list (:mod:`memfs.store.memories`)."""
+        return Memories(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def versions(self) -> Versions:
+        """Versions and their redaction (:mod:`memfs.store.versions`)."""
+        return Versions(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def blobs(self) -> Blobs:
+        """Content-addressed blobs (:mod:`memfs.store.blobs`)."""
+        return Blobs(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def feed(self) -> Feed:
+        """The change feed and the audit log (:mod:`memfs.store.feed`)."""
+        return Feed(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def sessions(self) -> Sessions:
+        """Sessions and their tokens (:mod:`memfs.store.credentials`)."""
+        return Sessions(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def api_keys(self) -> ApiKeys:
+        """API keys and their secrets (:mod:`memfs.store.credentials`)."""
+        return ApiKeys(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def identities(self) -> Identities:
+        """Mounts on (identity, template) pairs, default stores (:mod:`memfs.store.identities`)."""
+        return Identities(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def search(self) -> Search:
+        """Ranked search and its index (:mod:`memfs.store.search`)."""
+        return Search(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def records(self) -> Records:
+        """The record index (:mod:`memfs.store.records`)."""
+        return Records(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def retention(self) -> Retention:
+        """Version retention and pruning (:mod:`memfs.store.retention`)."""
+        return Retention(self._parts, self.actor, self.viewer)
