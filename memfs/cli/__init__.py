@@ -14,7 +14,7 @@ module                  commands
 ``fsck_prompt``         ``fsck``, ``vacuum``, ``prompt``
 ``server``              ``serve``
 ``access``              ``key create|list|revoke``, ``session create|show|list|revoke``
-``mounting``            ``mount``, ``umount``, ``status``
+``mounting``            ``mount``, ``umount``, ``status`` (the last two in ``unmounting``)
 ``search``              ``search``
 ``identity``            ``identity mount|unmount|mounts|default|session`` (SPEC §8)
 ``record``              ``record ls|show|forget``
