@@ -16,7 +16,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from _support.mount import Mounter, live, run, wait_until
+from _support.mount import Mounter, live, run, run_script, wait_until
 
 from memfs.store import Engine
 
@@ -108,17 +108,7 @@ def _hold_then_delete(a: Path, b: Path, mode: str, text: str | None) -> None:
     """Opens ``b`` with ``mode`` in a subprocess, deletes the file through ``a`` (the
     other mount), waits until ``b``'s mount has applied it, then writes ``text`` (None:
     nothing) and closes."""
-    write = "" if text is None else f"f.write({text!r})"
-    run("python3", "-c", textwrap.dedent(f"""
-        import os, time
-        f = open({str(b)!r}, {mode!r})
-        os.unlink({str(a)!r})
-        deadline = time.monotonic() + 10
-        while {b.name!r} in os.listdir({str(b.parent)!r}) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        {write}
-        f.close()
-    """))
+    run_script("hold_then_delete", b.parents[1], b, a, mode, *([] if text is None else [text]))
 
 
 def test_a_descriptor_open_for_writing_before_a_delete_elsewhere_keeps_its_write(

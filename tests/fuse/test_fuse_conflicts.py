@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from _support.mount import live, run_python, versions, wait_until
+from _support.mount import live, run_python, run_script, versions, wait_until
 
 from memfs.core.model import Actor
 from memfs.store import Engine
@@ -104,20 +104,10 @@ def test_an_editor_save_after_a_change_elsewhere_conflicts(mounter, make_store,
     first = mounter.mount("Notes")
     second = mounter.mount("Notes")
     first.expect_log("conflict:")
-    for wait_s in (0.0, 0.3):  # before and after the first mount applies the change
+    for when in ("at_once", "applied"):  # before and after the first mount applies it
         path, other = first / "notes" / "k.md", second / "notes" / "k.md"
-        run_python(f"""
-            import os, time
-            data = open({str(path)!r}).read()
-            tmp = os.path.join(os.path.dirname({str(path)!r}), "sedAbc125")
-            with open(tmp, "w") as f:
-                f.write(data.replace("original", "edited"))
-            with open({str(other)!r}, "w") as f:
-                f.write("BBBB written on mount2, {wait_s}\\n")
-            time.sleep({wait_s})
-            os.rename(tmp, {str(path)!r})
-        """)
-        head = f"BBBB written on mount2, {wait_s}\n"
+        head = f"BBBB written on mount2, {when}\n"
+        run_script("save_over_a_change_elsewhere", first.path, path, other, head, when)
         assert live(store_engine, store.id)["/k.md"].content == head
         assert path.read_text() == head  # no 10 s entry-cache window
         copies = [m for p, m in live(store_engine, store.id).items() if ".conflict-" in p]

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +20,9 @@ from _support.mount import (
     live,
     run,
     run_python,
+    run_script,
+    script_command,
+    script_env,
     versions,
     wait_until,
 )
@@ -80,23 +81,7 @@ def test_an_atomic_save_over_a_target_changed_elsewhere_keeps_both(
     a, b = mounter.mount("Notes"), mounter.mount("Notes")
     a.expect_log("conflict: /f.md was changed by another writer")
     target = store_engine.get_memory_by_path(store.id, "/f.md", with_content=False)
-    out = run_python(f"""
-        import os, tempfile, time
-        a, b = {str(a / "notes")!r}, {str(b / "notes")!r}
-        print(open(a + "/f.md").read(), end="")            # this process's view: v1
-        with open(b + "/f.md", "w") as f:                  # another mount changes it
-            f.write("theirs\\n")
-        seen = os.getxattr(b + "/f.md", "user.memfs.version_id")
-        deadline = time.monotonic() + 30
-        while os.getxattr(a + "/f.md", "user.memfs.version_id") != seen:
-            assert time.monotonic() < deadline, "the change never reached mount A"
-            time.sleep(0.01)
-        fd, name = tempfile.mkstemp(dir=a)
-        os.write(fd, b"mine\\n")
-        os.close(fd)
-        os.replace(name, a + "/f.md")
-        print(open(a + "/f.md").read(), end="")
-    """)
+    out = run_script("atomic_save_after_a_change_elsewhere", a / "notes", b / "notes")
     assert out == "v1\ntheirs\n"
     memories = live(store_engine, store.id)
     assert memories["/f.md"].id == target.id
@@ -116,26 +101,10 @@ def test_deleting_the_store_fails_the_close_of_unsaved_bytes_and_keeps_them(
     notes = mount / "notes"
     # The writer never forks while its descriptors are open (an exec'd child's
     # close-on-exec would flush them before the store is deleted).
-    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import errno, os, sys, time
-        notes = {str(notes)!r}
-        old = os.open(notes + "/hello.md", os.O_WRONLY | os.O_APPEND)
-        os.write(old, b"unsaved\\n")
-        new = os.open(notes + "/new.md", os.O_WRONLY | os.O_CREAT)
-        os.write(new, b"also unsaved\\n")
-        print("ready", flush=True)
-        sys.stdin.readline()  # the store is deleted meanwhile
-        deadline = time.monotonic() + 30
-        while os.path.exists(notes + "/projects"):
-            assert time.monotonic() < deadline, "the deletion never reached the mount"
-            time.sleep(0.01)
-        for fd in (old, new):
-            try:
-                os.close(fd)
-                print("close ok")
-            except OSError as e:
-                print("close", errno.errorcode[e.errno])
-    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        script_command("close_after_store_deleted", notes), env=script_env(),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
     assert writer.stdout is not None
     assert writer.stdin is not None
     assert writer.stdout.readline() == "ready\n"
