@@ -327,7 +327,9 @@ def test_an_idle_daemon_of_eight_stores_is_hardly_woken(
         s["seq"] == store_engine.last_change_seq(s["id"]) for s in mount.status["stores"]
     ), "the daemon to have applied its own writes")
     before = _voluntary_switches(mount.pid)
-    time.sleep(IDLE_S)  # the idle interval measured (nothing is waited for)
+    # The behaviour under test is an interval of wall time with nothing to wait for:
+    # how often the idle daemon wakes in it.
+    time.sleep(IDLE_S)
     after = _voluntary_switches(mount.pid)
     woken = sum(max(0, count - before.get(task, 0)) for task, count in after.items())
     assert woken <= IDLE_SWITCHES_MAX, f"{woken} wake-ups in {IDLE_S} s"

@@ -534,9 +534,10 @@ async def test_maintain_replays_as_soon_as_the_server_is_back(
             REPLAY_RETRY_MAX_S + 1.0,
         )
         assert contents(store_engine, rw_store.id) == {"/a.md": "queued"}
-        # Idle with an empty outbox: no request at all.
+        # Idle with an empty outbox: no request at all, while every task stays parked for
+        # three retry pauses (a retry timer would wake one within that).
         server.network.requests.clear()
-        await trio.sleep(3 * REPLAY_RETRY_MIN_S)
+        await trio.testing.wait_all_tasks_blocked(cushion=3 * REPLAY_RETRY_MIN_S)
         assert server.network.requests == []
         # A new queued write wakes it.
         server.network.down = True
