@@ -342,7 +342,7 @@ def test_nul_characters_are_400_everywhere(http: httpx.Client, store: Any) -> No
 
 
 def test_a_busy_store_is_a_retryable_503_with_retry_after() -> None:
-    """Issue 10 item 6: lock contention is never a 500: 503 (the SDK's
+    """Lock contention is never a 500: 503 (the SDK's
     ServiceUnavailableError, retried) with ``retry-after`` and the ``store_busy`` code."""
     from memfs.api.app import error_response
     from memfs.core.errors import StoreBusy

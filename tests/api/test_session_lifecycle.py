@@ -1,4 +1,4 @@
-"""Session lifecycle over HTTP (SPEC §3 credential lifecycle, issue 11 item 1): the
+"""Session lifecycle over HTTP (SPEC §3 credential lifecycle): the
 unmodified SDK lists, retrieves, archives and deletes sessions
 (``client.beta.sessions``); tokens expire (``expires_at``: 24 h by default, ``ttl_s``
 at creation, at most 30 days) and can be revoked (``POST /v1/sessions/{id}/revoke``);

@@ -1,4 +1,4 @@
-"""``memfs`` starts fast because each command loads only what it uses (issue 17).
+"""``memfs`` starts fast because each command loads only what it uses (SPEC §5).
 
 Not a timed test (timing on a busy CI box is noise): each run records which libraries
 the real command imported, in a fresh interpreter, and the heavy ones must be absent

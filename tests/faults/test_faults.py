@@ -1,8 +1,7 @@
-"""Faults lose nothing (issue 4 §3), with real processes: a ``memfs serve`` killed with
-SIGKILL and restarted on the same port, mount daemons killed with SIGKILL, two mounts
-racing on one file. Each test ends with ``fsck`` clean on the server's database (the
-``mounter`` fixture).
-"""
+"""Faults lose nothing (SPEC §4: nothing is silently lost), with real processes: a
+``memfs serve`` killed with SIGKILL and restarted on the same port, mount daemons killed
+with SIGKILL, two mounts racing on one file. Each test ends with ``fsck`` clean on the
+server's database (the ``mounter`` fixture)."""
 
 from __future__ import annotations
 

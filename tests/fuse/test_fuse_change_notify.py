@@ -1,4 +1,4 @@
-"""Changes reach idle mounts by notification, not by polling (issue 12 idle cost; SPEC §4
+"""Changes reach idle mounts by notification, not by polling (SPEC §4
 Sandboxes: an idle mount costs close to nothing, and a change made elsewhere still
 appears within about one second).
 
@@ -118,7 +118,7 @@ async def test_an_idle_wait_reads_each_feed_at_its_start_and_end(
 async def test_a_backend_hands_back_its_own_writes_and_reads_what_others_wrote(
     engine: Engine, database: str, counted: tuple[CountingEngine, EmbeddedBackend]
 ) -> None:
-    """Issue 17: the feed entries of the backend's own writes come from their receipts,
+    """What a close costs: the feed entries of the backend's own writes come from their receipts,
     the newest seq from the probe (SQLite file), so a mount that only writes reads
     nothing back; an entry of another writer among them is read from the feed."""
     counting, backend = counted

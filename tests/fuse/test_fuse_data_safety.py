@@ -1,4 +1,4 @@
-"""Issue 10, the FUSE items: nothing a user wrote is lost, nothing refused poisons the
+"""Data safety through the mount: nothing a user wrote is lost, nothing refused poisons the
 rest, and what one embedded mount closed, every other one opens (SPEC §4 "Order of
 refusals", close-to-open, ``O_EXCL``, atomic save with any temp name).
 

@@ -1,4 +1,4 @@
-"""The kernel's caches over a mount (issue 5): entries and attributes are cached for
+"""The kernel's caches over a mount (SPEC §4): entries and attributes are cached for
 ENTRY_TIMEOUT_S/ATTR_TIMEOUT_S, longer than any wait in these tests, so every check
 here passes only if the mount invalidated exactly what changed (SPEC §4: "kernel
 caches are invalidated for exactly the changed entries")."""
@@ -149,7 +149,7 @@ def test_entries_removed_during_a_listing_are_not_returned(
     assert sorted(os.listdir(mount / "big" / "d")) == sorted(first)
 
 
-# ---------------------------------------------------------------- issue 17
+# ---------------------------------------------------- the patched pyfuse3
 # With the patched pyfuse3 (third_party/pyfuse3), read-only opens skip FLUSH and the
 # kernel keeps directory listings, under long entry/attribute timeouts; each listing is
 # dropped by a full invalidation of the directory when its entries change.
@@ -243,7 +243,7 @@ def test_a_listed_directory_shows_changes_made_elsewhere(
 
 def test_timeouts_are_long_only_with_cached_listings() -> None:
     """Without cached listings (stock pyfuse3) the timeouts stay as before; with them,
-    an expired attribute would cost a LOOKUP per entry of a cached listing (issue 17)."""
+    an expired attribute would cost a LOOKUP per entry of a cached listing."""
     if capabilities.KERNEL_CACHE.cached_listings:
         assert min(ENTRY_TIMEOUT_S, ATTR_TIMEOUT_S) >= 3600
     else:

@@ -1,4 +1,4 @@
-"""Records through a real mount (SPEC §6, issue 15), driven by real tools: a record
+"""Records through a real mount (SPEC §6), driven by real tools: a record
 written with cp/sh is indexed and stored byte for byte; a bad header is EINVAL at
 close, the head unchanged, the bytes kept, the message in the mount log and
 ``memfs status``; ordinary front matter is untouched; ``mv`` of a target keeps the

@@ -1,5 +1,5 @@
 """The one error-code registry (memfs/errors.py) that both HTTP edges read: the server
-sends each class's ``wire``, the remote client inverts it (issue 9)."""
+sends each class's ``wire``, the remote client inverts it."""
 
 from __future__ import annotations
 

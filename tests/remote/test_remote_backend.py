@@ -675,7 +675,7 @@ async def _append_while_entry_1_is_sent(
 async def test_an_append_during_the_replay_of_its_files_create_updates_that_file(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    """Issue 10 item 2, the root: a write to a file whose create is being replayed
+    """A write to a file whose create is being replayed
     right now is an update of the memory that create makes, not of a memory "never
     created" (which the FUSE layer took for "deleted elsewhere" and re-created, making
     a conflict copy of the file of itself)."""
@@ -695,7 +695,7 @@ async def test_an_append_during_the_replay_of_its_files_create_updates_that_file
 async def test_a_close_during_a_long_replay_waits_for_one_entry_not_the_drain(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    """Issue 10 item 2: closes of 7 s were seen behind a replay of 200 queued writes.
+    """Closes of 7 s were seen behind a replay of 200 queued writes.
     The replay holds the write lock per entry: a close queues behind the entry being
     replayed and returns."""
     created = await _queue_then_hold_the_replay(backend, server, rw_store.id, bulk=5)
@@ -726,7 +726,7 @@ def _gets_of_memories(server: LiveServer) -> int:
 async def test_a_bulk_change_batch_is_fetched_by_listing_not_one_request_each(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    """Issue 10 item 7: 5,000 imported memories took ~35 s to reach a remote mount, one
+    """5,000 imported memories took ~35 s to reach a remote mount, one
     request per changed memory. A large batch's states come from a listing of their
     directory, 100 per request."""
     for n in range(300):
@@ -772,7 +772,7 @@ async def test_a_revoked_token_stops_the_writes_and_keeps_them_queued(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore,
     home: Path,
 ) -> None:
-    """Issue 11 item 1 (remote half): a mount whose session token is revoked or expired
+    """SPEC §3 credential lifecycle: a mount whose session token is revoked or expired
     (401) stops writing to the server, keeps every write queued, and says why."""
     created = await backend.create_memory(rw_store.id, "/a.md", "v1")
     store_engine.revoke_session(server.session.id)

@@ -295,7 +295,7 @@ def test_an_archive_racing_a_new_session(
 def test_a_writer_locked_out_past_the_busy_timeout_gets_store_busy(
     engine: Engine, database: str, actor: Actor
 ) -> None:
-    """Issue 10 item 6: contention gives a typed, retryable outcome (StoreBusy), never a
+    """Contention gives a typed, retryable outcome (StoreBusy), never a
     driver's "database is locked" (a 500 at the API, a traceback at the CLI)."""
     store = engine.create_store("s")
     impatient = Engine(database, busy_timeout_s=0.2)
