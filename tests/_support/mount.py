@@ -3,7 +3,7 @@
 - :data:`FUSE_UNAVAILABLE_REASON`: why FUSE can't be used here, or None.
 - :func:`run`, :func:`run_python`, :func:`run_script`, :func:`errno_of`: tools in
   subprocesses (so no test process holds the mount); :func:`run_script` runs a program
-  of ``tests/_scripts`` (:func:`script_command`, :func:`script_env` for ``Popen``).
+  of ``tests/_scripts`` (:mod:`_support.scripts`).
 - :func:`wait_applied`: waits until a mount has applied the changes made elsewhere.
 - :class:`Mount`: a live mount (path, daemon pid, log; its status file).
 - :class:`Mounter`: mounts embedded stores (:meth:`Mounter.mount`) or a session of a
@@ -27,6 +27,7 @@ from typing import Any
 
 from _support.cli import MEMFS
 from _support.polling import PROPAGATION_TIMEOUT_S, wait_until
+from _support.scripts import script_command, script_env
 from memfs.core.model import Memory, MemoryVersion
 from memfs.fuse import mounts
 from memfs.fuse.status import read_status
@@ -57,7 +58,6 @@ __all__ = [
     "wait_until",
 ]
 
-TESTS_DIR = Path(__file__).resolve().parents[1]
 TOKEN_ENV = "MEMFS_TOKEN"
 COMMAND_TIMEOUT_S = 30.0
 MOUNT_TIMEOUT_S = 30.0
@@ -102,19 +102,6 @@ def run(
 def run_python(code: str) -> str:
     """Runs ``code`` in a new Python process (so no test process holds the mount)."""
     return run(sys.executable, "-c", textwrap.dedent(code)).stdout
-
-
-def script_command(name: str, *args: str | Path | int) -> list[str]:
-    """The command that runs ``tests/_scripts/<name>.py`` with ``args`` (run it with
-    :func:`script_env`)."""
-    return [sys.executable, "-m", f"_scripts.{name}", *map(str, args)]
-
-
-def script_env() -> dict[str, str]:
-    """This process's environment with ``tests/`` on ``PYTHONPATH``, so a script can
-    import ``_support`` and ``_scripts``."""
-    path = os.environ.get("PYTHONPATH")
-    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(TESTS_DIR), *([path] if path else [])]))
 
 
 def run_script(name: str, *args: str | Path | int, check: bool = True) -> str:
