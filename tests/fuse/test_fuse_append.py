@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from _support.mount import live, run, run_python, run_script
+from _support.mount import live, run, run_script
 
 
 def test_an_append_after_a_change_elsewhere_goes_to_the_end(mount, store_engine) -> None:
@@ -55,14 +55,7 @@ def test_renaming_a_file_with_unclosed_writes_keeps_them(mount, store_engine) ->
     store_id = str(mount.status["stores"][0]["id"])
     notes = mount / "notes"
     run("sh", "-c", f"echo line1 > {notes / 'log.md'}")
-    run_python(f"""
-        import os
-        f = open({str(notes / 'log.md')!r}, "a")
-        f.write("line2\\n")
-        f.flush()
-        os.rename({str(notes / 'log.md')!r}, {str(notes / 'log-old.md')!r})
-        f.close()
-    """)
+    run_script("fuse_conflicts", "rename_while_written", notes / "log.md", notes / "log-old.md")
     memories = live(store_engine, store_id)
     assert "/log.md" not in memories
     assert memories["/log-old.md"].content == "line1\nline2\n"
@@ -75,16 +68,10 @@ def test_renaming_over_an_existing_file_with_unclosed_writes_keeps_them(
     store_id = str(mount.status["stores"][0]["id"])
     notes = mount / "notes"
     run("sh", "-c", f"echo line1 > {notes / 'log.md'}")
-    run_python(f"""
-        import os
-        f = open({str(notes / 'log.md')!r}, "a")
-        f.write("line2\\n")
-        f.flush()
-        os.rename({str(notes / 'log.md')!r}, {str(notes / 'hello.md')!r})
-        f.close()
-        with open({str(notes / 'hello.md')!r}, "a") as g:  # and once more, by its new name
-            g.write("line3\\n")
-    """)
+    run_script(
+        "fuse_conflicts", "rename_while_written", notes / "log.md", notes / "hello.md",
+        "line3\n",
+    )
     memories = live(store_engine, store_id)
     assert sorted(memories) == ["/hello.md", "/projects/plan.md"]
     assert memories["/hello.md"].content == "line1\nline2\nline3\n"

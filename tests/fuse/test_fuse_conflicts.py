@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from _support.mount import live, run_python, run_script, versions, wait_until
+from _support.mount import live, run_script, versions, wait_until
 
 from memfs.core.model import Actor
 from memfs.store import Engine
@@ -16,22 +16,9 @@ def test_a_close_after_another_writer_keeps_both_contents(mount, store_engine: E
     mount.expect_log("conflict: /hello.md was changed by another writer")
     store_id = str(mount.status["stores"][0]["id"])
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        from memfs.core.model import Actor
-        from memfs.store import open_engine
-        f = open({str(path)!r}, "r+")
-        assert f.read() == "hello\\n"
-        engine = open_engine()  # another writer, through the engine (like the API)
-        memory = engine.get_memory_by_path({store_id!r}, "/hello.md")
-        engine.update_memory({store_id!r}, memory.id, content="theirs\\n",
-                             actor=Actor.api_key("apikey_other"))
-        engine.close()
-        f.seek(0)
-        f.write("mine\\n")
-        f.truncate()
-        f.close()  # succeeds: nothing is lost
-        print("closed")
-    """)
+    out = run_script(
+        "fuse_conflicts", "close_after_another_writer", path, store_id, "/hello.md"
+    )
     assert out == "closed\n"
     memories = live(store_engine, store_id)
     assert memories["/hello.md"].content == "theirs\n"  # the head keeps the other content
@@ -54,17 +41,7 @@ def test_a_file_deleted_elsewhere_while_written_is_created_again(mount, store_en
     store_id = str(mount.status["stores"][0]["id"])
     old_id = store_engine.get_memory_by_path(store_id, "/hello.md", with_content=False).id
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        from memfs.store import open_engine
-        f = open({str(path)!r}, "a")
-        f.write("appended\\n")
-        f.flush()
-        engine = open_engine()
-        engine.delete_memory({store_id!r}, {old_id!r}, actor=None)
-        engine.close()
-        f.close()  # nothing is lost: the content is stored again
-        print("closed")
-    """)
+    out = run_script("fuse_conflicts", "close_after_a_delete", path, store_id, old_id)
     assert out == "closed\n"
     memory = store_engine.get_memory_by_path(store_id, "/hello.md")
     assert memory.content == "hello\nappended\n"
