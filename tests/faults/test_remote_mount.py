@@ -11,7 +11,6 @@ import errno
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +27,7 @@ from _support.mount import (
     versions,
     wait_until,
 )
+from _support.scripts import script_command, script_env
 from faults_helpers import (
     PROPAGATION_DEADLINE_S,
     Server,
@@ -307,20 +307,6 @@ def test_a_background_remote_mount_keeps_its_token_out_of_its_command_line(
     mounter.unmount(mount)
 
 
-# For each line "go" on stdin, appends "line <i>" to a file with
-# open(O_WRONLY|O_APPEND|O_CREAT)/write/close and prints "<i> <seconds close() took>"
-# once close() returned 0; exits at end of input.
-APPENDER = textwrap.dedent(
-    """
-    import os, sys, time
-    for i, _ in enumerate(sys.stdin):
-        fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(fd, f"line {i}\\n".encode())
-        started = time.monotonic()
-        os.close(fd)
-        print(i, time.monotonic() - started, flush=True)
-    """
-)
 # Appends made while the outbox replays, at most.
 APPENDS_DURING_REPLAY = 30
 
@@ -341,7 +327,7 @@ def test_a_file_created_behind_a_full_outbox_stays_itself_while_the_outbox_repla
     for n in range(200):
         (mount / f"notes/bulk-{n:03d}.md").write_text(f"{n}\n")
     appender = subprocess.Popen(
-        [sys.executable, "-c", APPENDER, str(mount / "notes/x.md")],
+        script_command("timed_appender", mount / "notes/x.md"), env=script_env(),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     assert appender.stdin is not None
