@@ -14,9 +14,17 @@ import subprocess
 import sys
 from pathlib import Path
 
-__all__ = ["SCRIPT_TIMEOUT_S", "TESTS_DIR", "script_command", "script_env", "script_process"]
+__all__ = [
+    "SCRIPTS_DIR",
+    "SCRIPT_TIMEOUT_S",
+    "TESTS_DIR",
+    "script_command",
+    "script_env",
+    "script_process",
+]
 
 TESTS_DIR = Path(__file__).resolve().parents[1]
+SCRIPTS_DIR = TESTS_DIR / "_scripts"
 SCRIPT_TIMEOUT_S = 60.0
 
 

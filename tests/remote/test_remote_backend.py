@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 from _support.polling import wait_until_async
+from _support.scripts import script_process
 from live_server import BASE_URL, LiveServer
 
 from memfs.backend import AttachmentSpec, Backend, MemoryChange
@@ -477,16 +478,11 @@ async def test_changes_follow_the_feed_and_purge_redacted_bytes(
 
 def test_the_remote_package_needs_neither_the_engine_nor_the_api_nor_pyfuse3() -> None:
     """Layering: a mount daemon talks to the server only through the wire format."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, memfs.remote.backend, memfs.remote.replay\n"
-        "print(sorted(m for m in ('pyfuse3', 'memfs.store', 'memfs.api') if m in sys.modules))"
+    result = script_process(
+        "imported_modules", "memfs.remote.backend,memfs.remote.replay",
+        "pyfuse3,memfs.store,memfs.api",
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
+    assert result.returncode == 0, result.stderr
     assert result.stdout == "[]\n"
 
 
