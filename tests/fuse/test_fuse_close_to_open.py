@@ -16,7 +16,7 @@ import subprocess
 import textwrap
 from pathlib import Path
 
-from _support.mount import Mounter, live, run, run_script, wait_until
+from _support.mount import Mounter, live, run_script, wait_until
 
 from memfs.store import Engine
 
@@ -172,33 +172,7 @@ def test_changes_by_path_after_a_change_elsewhere_act_on_what_the_path_names_now
     store = make_store("Notes", {"/keep.md": "keep\n"})
     a = mounter.mount("Notes") / "notes"
     b = mounter.mount("Notes") / "notes"
-    out = run("python3", "-c", textwrap.dedent(f"""
-        import errno, os
-        A, B = {str(a)!r}, {str(b)!r}
-        def named(name):
-            open(f"{{A}}/{{name}}", "w").write(name + "\\n")
-            open(f"{{B}}/{{name}}").read()  # mount B knows it by this name
-        def errno_of(action):
-            try:
-                action()
-            except OSError as e:
-                return errno.errorcode[e.errno]
-            return "ok"
-        for i in range({ROUNDS // 3}):
-            named(f"q{{i}}"); os.rename(f"{{A}}/q{{i}}", f"{{A}}/q{{i}}-moved")
-            print("rm", errno_of(lambda: os.unlink(f"{{B}}/q{{i}}")))
-            named(f"t{{i}}"); os.rename(f"{{A}}/t{{i}}", f"{{A}}/t{{i}}-moved")
-            print("truncate", errno_of(lambda: os.truncate(f"{{B}}/t{{i}}", 0)))
-            named(f"x{{i}}"); os.rename(f"{{A}}/x{{i}}", f"{{A}}/x{{i}}-moved")
-            print("setxattr", errno_of(lambda: os.setxattr(f"{{B}}/x{{i}}", "user.meta.k", b"v")))
-            named(f"r{{i}}"); os.unlink(f"{{A}}/r{{i}}")
-            open(f"{{A}}/r{{i}}", "w").write("again\\n")
-            print("rm-made-again", errno_of(lambda: os.unlink(f"{{B}}/r{{i}}")))
-            named(f"h{{i}}")
-            with open(f"{{B}}/h{{i}}", "a") as held:
-                os.rename(f"{{A}}/h{{i}}", f"{{A}}/h{{i}}-moved")
-                held.write("appended\\n")
-    """)).stdout
+    out = run_script("act_by_moved_names", a, b, ROUNDS // 3)
     rounds = ROUNDS // 3
     assert out.splitlines() == [
         line for _ in range(rounds)
