@@ -8,10 +8,12 @@ Usage: act_by_moved_names A B ROUNDS
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 from collections.abc import Callable
+from functools import partial
+
+from _scripts import errno_name
 
 
 def main(a: str, b: str, rounds: str) -> None:
@@ -25,24 +27,24 @@ def main(a: str, b: str, rounds: str) -> None:
         try:
             action()
         except OSError as e:
-            return errno.errorcode[e.errno]
+            return errno_name(e)
         return "ok"
 
     for i in range(int(rounds)):
         named(f"q{i}")
         os.rename(f"{a}/q{i}", f"{a}/q{i}-moved")
-        print("rm", errno_of(lambda i=i: os.unlink(f"{b}/q{i}")))
+        print("rm", errno_of(partial(os.unlink, f"{b}/q{i}")))
         named(f"t{i}")
         os.rename(f"{a}/t{i}", f"{a}/t{i}-moved")
-        print("truncate", errno_of(lambda i=i: os.truncate(f"{b}/t{i}", 0)))
+        print("truncate", errno_of(partial(os.truncate, f"{b}/t{i}", 0)))
         named(f"x{i}")
         os.rename(f"{a}/x{i}", f"{a}/x{i}-moved")
-        print("setxattr", errno_of(lambda i=i: os.setxattr(f"{b}/x{i}", "user.meta.k", b"v")))
+        print("setxattr", errno_of(partial(os.setxattr, f"{b}/x{i}", "user.meta.k", b"v")))
         named(f"r{i}")
         os.unlink(f"{a}/r{i}")
         with open(f"{a}/r{i}", "w") as f:
             f.write("again\n")
-        print("rm-made-again", errno_of(lambda i=i: os.unlink(f"{b}/r{i}")))
+        print("rm-made-again", errno_of(partial(os.unlink, f"{b}/r{i}")))
         named(f"h{i}")
         with open(f"{b}/h{i}", "a") as held:
             os.rename(f"{a}/h{i}", f"{a}/h{i}-moved")

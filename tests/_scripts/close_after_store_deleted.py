@@ -11,11 +11,12 @@ Usage: close_after_store_deleted NOTES
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 
 from _support.polling import wait_until
+
+from _scripts import errno_name
 
 
 def main(notes: str) -> None:
@@ -32,7 +33,7 @@ def main(notes: str) -> None:
             os.close(fd)
             print("close ok")
         except OSError as e:
-            print("close", errno.errorcode[e.errno])
+            print("close", errno_name(e))
 
 
 if __name__ == "__main__":

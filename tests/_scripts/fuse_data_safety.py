@@ -6,11 +6,12 @@ Usage: fuse_data_safety CASE ARG…
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 import tempfile
 from collections.abc import Callable
+
+from _scripts import errno_name
 
 
 def _close(fd: int, *, say_ok: bool = True) -> None:
@@ -20,7 +21,7 @@ def _close(fd: int, *, say_ok: bool = True) -> None:
         if say_ok:
             print("close ok")
     except OSError as e:
-        print("close", errno.errorcode[e.errno])
+        print("close", errno_name(e))
 
 
 def mkstemp_save(notes: str) -> None:
@@ -52,7 +53,7 @@ def one_refused_write(path: str) -> None:
         try:
             attempt()
         except OSError as e:
-            print(errno.errorcode[e.errno])
+            print(errno_name(e))
     _close(fd)
 
 
@@ -62,7 +63,7 @@ def oversized_write(path: str) -> None:
     try:
         print("wrote", os.write(fd, b"x" * 200000))
     except OSError as e:
-        print(errno.errorcode[e.errno])
+        print(errno_name(e))
     _close(fd)
 
 
@@ -76,7 +77,7 @@ def oversized_append(path: str) -> None:
     try:
         os.write(fd, data[written:])
     except OSError as e:
-        print(errno.errorcode[e.errno])
+        print(errno_name(e))
     _close(fd, say_ok=False)
 
 
@@ -87,7 +88,7 @@ def refused_truncate(path: str) -> None:
     try:
         os.truncate(path, 200000)
     except OSError as e:
-        print(errno.errorcode[e.errno])
+        print(errno_name(e))
     after = os.stat(path)
     print(after.st_size, after.st_mtime_ns == before.st_mtime_ns,
           after.st_ctime_ns == before.st_ctime_ns)
@@ -114,7 +115,7 @@ def every_write_refused(path: str) -> None:
     try:
         os.write(fd, b"\x07")
     except OSError as e:
-        print(errno.errorcode[e.errno])
+        print(errno_name(e))
     _close(fd, say_ok=False)
 
 
@@ -147,7 +148,7 @@ def exclusive_create(first_path: str, second_path: str) -> None:
         os.open(second_path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
         print("the second creator won too")
     except OSError as e:
-        print(errno.errorcode[e.errno])
+        print(errno_name(e))
     os.write(first, b"owner a\n")
     os.close(first)
 

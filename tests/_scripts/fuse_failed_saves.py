@@ -7,11 +7,12 @@ Usage: fuse_failed_saves CASE ARG…
 from __future__ import annotations
 
 import ast
-import errno
 import os
 import shutil
 import sys
 from collections.abc import Callable
+
+from _scripts import errno_name
 
 
 def overwrite(path: str, flags: str, writes: str, truncate_to: str) -> None:
@@ -30,12 +31,12 @@ def overwrite(path: str, flags: str, writes: str, truncate_to: str) -> None:
             else:
                 os.pwrite(fd, data, offset)
         except OSError as e:
-            print("write", errno.errorcode[e.errno])
+            print("write", errno_name(e))
     try:
         os.close(fd)
         print("close ok")
     except OSError as e:
-        print("close", errno.errorcode[e.errno])
+        print("close", errno_name(e))
 
 
 def write_too_much(path: str) -> None:

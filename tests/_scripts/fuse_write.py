@@ -6,10 +6,11 @@ Usage: fuse_write CASE ARG…
 
 from __future__ import annotations
 
-import errno
 import os
 import sys
 from collections.abc import Callable
+
+from _scripts import errno_name
 
 
 def many_writes(path: str) -> None:
@@ -45,11 +46,11 @@ def control_byte(path: str) -> None:
     try:
         os.write(fd, b"bell\x07\n")
     except OSError as e:
-        print("write", errno.errorcode[e.errno])
+        print("write", errno_name(e))
     try:
         os.close(fd)
     except OSError as e:
-        print("close", errno.errorcode[e.errno])
+        print("close", errno_name(e))
     else:
         print("close ok")
 
@@ -61,7 +62,7 @@ def cut_utf8(path: str) -> None:
     try:
         os.close(fd)
     except OSError as e:
-        print(errno.errorcode[e.errno])
+        print(errno_name(e))
 
 
 def one_byte_too_many(path: str, limit: str) -> None:
@@ -73,11 +74,11 @@ def one_byte_too_many(path: str, limit: str) -> None:
     try:
         os.write(fd, b"y")
     except OSError as e:
-        print("write", errno.errorcode[e.errno])
+        print("write", errno_name(e))
     try:
         os.close(fd)
     except OSError as e:
-        print("close", errno.errorcode[e.errno])
+        print("close", errno_name(e))
 
 
 def create_many(directory: str, count: str) -> None:

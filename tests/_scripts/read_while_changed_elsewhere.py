@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 import threading
+from functools import partial
 
 from _support.polling import wait_until
 
@@ -35,13 +36,16 @@ def main(wpath: str, rpath: str) -> None:
             if data not in valid:
                 bad.append((len(data), data.count(b"\0")))
 
+    def has_read(version: bytes) -> bool:
+        return version in seen
+
     thread = threading.Thread(target=read_loop)
     thread.start()
     try:
         for i in range(1, 13):
             with open(wpath, "wb") as f:
                 f.write(content(i))
-            wait_until(lambda i=i: content(i) in seen, f"the reader to read version {i}")
+            wait_until(partial(has_read, content(i)), f"the reader to read version {i}")
     finally:
         stop.set()
         thread.join()
