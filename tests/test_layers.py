@@ -260,7 +260,7 @@ STORE_INSIDES = (
 
 
 def test_nothing_outside_the_store_imports_its_modules() -> None:
-    """Callers use the facade through ``memfs.store`` (issue 9); only the store's own
+    """Callers use the facade through ``memfs.store``; only the store's own
     modules and its own tests (tests/store) reach inside."""
     assert offenders(None, ("memfs.store",), *STORE_INSIDES) == []
     outside_tests = [

@@ -4,6 +4,8 @@
 - :mod:`_support.cli`: run the real ``memfs`` command in a subprocess.
 - :mod:`_support.serve`: a real ``memfs serve`` subprocess (start, restart on its port,
   kill, stop).
+- :mod:`_support.scripts`: run the programs of ``tests/_scripts`` (helper scripts are
+  files there, never code inside strings).
 - :mod:`_support.mount`: real FUSE mounts (``Mount``, ``Mounter``) and the tools that
   drive them.
 

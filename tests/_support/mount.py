@@ -1,8 +1,10 @@
 """Real FUSE mounts for tests: mounting, driving them with real tools, cleaning up.
 
 - :data:`FUSE_UNAVAILABLE_REASON`: why FUSE can't be used here, or None.
-- :func:`run`, :func:`run_python`, :func:`errno_of`: tools in subprocesses (so no test
-  process holds the mount).
+- :func:`run`, :func:`run_python`, :func:`run_script`, :func:`errno_of`: tools in
+  subprocesses (so no test process holds the mount); :func:`run_script` runs a program
+  of ``tests/_scripts`` (:mod:`_support.scripts`).
+- :func:`wait_applied`: waits until a mount has applied the changes made elsewhere.
 - :class:`Mount`: a live mount (path, daemon pid, log; its status file).
 - :class:`Mounter`: mounts embedded stores (:meth:`Mounter.mount`) or a session of a
   ``memfs serve`` (:meth:`Mounter.mount_remote`), and at :meth:`Mounter.close`
@@ -19,11 +21,13 @@ import signal
 import subprocess
 import sys
 import textwrap
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from _support.cli import MEMFS
 from _support.polling import PROPAGATION_TIMEOUT_S, wait_until
+from _support.scripts import script_command, script_env
 from memfs.core.model import Memory, MemoryVersion
 from memfs.fuse import mounts
 from memfs.fuse.status import read_status
@@ -45,7 +49,11 @@ __all__ = [
     "live",
     "run",
     "run_python",
+    "run_script",
+    "script_command",
+    "script_env",
     "versions",
+    "wait_applied",
     "wait_live",
     "wait_until",
 ]
@@ -76,11 +84,12 @@ def run(
     cwd: Path | None = None,
     check: bool = True,
     input: str | None = None,
+    env: Mapping[str, str] | None = None,
 ) -> subprocess.CompletedProcess[str]:
     """Runs a command; with ``check`` a non-zero exit fails the test with its stderr."""
     completed = subprocess.run(
         [str(a) for a in args], cwd=cwd, capture_output=True, text=True, input=input,
-        timeout=COMMAND_TIMEOUT_S, check=False,
+        timeout=COMMAND_TIMEOUT_S, check=False, env=env,
     )
     if check and completed.returncode != 0:
         raise AssertionError(
@@ -93,6 +102,30 @@ def run(
 def run_python(code: str) -> str:
     """Runs ``code`` in a new Python process (so no test process holds the mount)."""
     return run(sys.executable, "-c", textwrap.dedent(code)).stdout
+
+
+def run_script(name: str, *args: str | Path | int, check: bool = True) -> str:
+    """Runs ``tests/_scripts/<name>.py`` with ``args`` in a new Python process (so no
+    test process holds the mount); its standard output."""
+    return run(*script_command(name, *args), env=script_env(), check=check).stdout
+
+
+def wait_applied(
+    path: Path | str, engine: Engine, timeout_s: float = PROPAGATION_TIMEOUT_S
+) -> None:
+    """Waits until the mount at ``path`` has applied every change its stores had when
+    called: the ``seq`` of each store in its status file (written every
+    ``STATUS_REFRESH_INTERVAL_S``) reaches the store's newest change (SPEC §4: changes
+    made elsewhere appear within about one second)."""
+    record = read_status(str(path))
+    assert record is not None, f"no status file for {path}"
+    targets = {str(s["id"]): engine.feed.last_seq(str(s["id"])) for s in record["stores"]}
+
+    def applied() -> bool:
+        now = read_status(str(path))
+        return now is not None and all(s["seq"] >= targets[str(s["id"])] for s in now["stores"])
+
+    wait_until(applied, f"the mount at {path} to apply the changes made elsewhere", timeout_s)
 
 
 def errno_of(code: str) -> str:

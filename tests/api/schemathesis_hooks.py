@@ -73,7 +73,7 @@ def _rename_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
 
 
 def _session_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
-    # The principal (issue 15): roles need a user_id; one form or the other, not both.
+    # The principal (SPEC §6): roles need a user_id; one form or the other, not both.
     flat = body.get("user_id") is not None or body.get("roles") is not None
     if (body.get("roles") and body.get("user_id") is None) or (
         flat and body.get("principal") is not None

@@ -1,4 +1,4 @@
-"""The search extension of the HTTP API (issue 14, SPEC §7): ``GET …/search`` and
+"""The search extension of the HTTP API (SPEC §7): ``GET …/search`` and
 ``POST /v1/search``, with scopes and sessions (a caller never sees a hit it could not
 read). Memories are written with the real ``anthropic`` SDK; search, which the SDK does
 not know, is called with raw httpx."""

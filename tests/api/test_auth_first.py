@@ -1,4 +1,4 @@
-"""Authentication comes first (SPEC §3, issue 11 item 5): a request without a valid
+"""Authentication comes first (SPEC §3): a request without a valid
 credential gets 401 before its body or query is looked at, so a stranger learns
 nothing about the shapes the server accepts.
 

@@ -38,7 +38,9 @@ class FakeFeed:
             self._in_flight += 1
             self.max_in_flight = max(self.max_in_flight, self._in_flight)
         try:
-            time.sleep(self.delay_s)  # a worker thread, like a database round trip
+            # A slow read in a worker thread, like a database round trip: the behaviour
+            # under test (two reads of one store never overlap, max_in_flight).
+            time.sleep(self.delay_s)
             if self.gone:
                 raise NotFound(f"memory store {store_id!r} not found")
             return self.seq
@@ -177,7 +179,7 @@ async def test_run_until_disconnected(disconnect: bool) -> None:
         try:
             if disconnect:
                 await trio.sleep_forever()
-            await trio.sleep(0.01)
+            await trio.lowlevel.checkpoint()  # a wait that ends on its own
             finished_waiting.set()
         except trio.Cancelled:
             cancelled = True

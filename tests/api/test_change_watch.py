@@ -1,7 +1,8 @@
-"""Parked long polls of the change feed wake from the engine's change watch (issue 12
-idle cost; memfs/api/changes.py): a write made elsewhere — another process, another
-server — reaches them at once on SQLite and on PostgreSQL, and while nothing changes the
-server reads nothing (it used to read each watched store's seq 4 times a second).
+"""Parked long polls of the change feed wake from the engine's change watch (SPEC §4: an
+idle mount costs close to nothing; memfs/api/changes.py): a write made elsewhere —
+another process, another server — reaches them at once on SQLite and on PostgreSQL, and
+while nothing changes the server reads nothing (it used to read each watched store's seq
+4 times a second).
 
 Hypercorn runs in the test's trio loop; the remote mount's own client parks the polls.
 """

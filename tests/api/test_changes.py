@@ -1,4 +1,4 @@
-"""The change feed of a store (issue 4 §2): ``GET /v1/memory_stores/{id}/changes``, a
+"""The change feed of a store (SPEC §4): ``GET /v1/memory_stores/{id}/changes``, a
 long poll, read by the remote mount's own client (``MemfsClient``) from a real
 ``memfs serve``, while the SDK writes.
 
@@ -187,7 +187,7 @@ async def test_no_wait_when_nothing_is_asked_or_the_feed_was_reset(
 async def test_a_write_reaches_a_parked_long_poll_in_under_a_second(
     server: Server, store: Any
 ) -> None:
-    """Issue 4 §2: the SDK writes, the mount's long poll on the same server answers
+    """SPEC §4: the SDK writes, the mount's long poll on the same server answers
     within :data:`PROPAGATION_DEADLINE_S` of the write's response (three rounds)."""
     sdk = server.client().beta.memory_stores
     async with (

@@ -1,4 +1,4 @@
-"""Two API servers on one database writing the same store: no lost update (issue 3).
+"""Two API servers on one database writing the same store: no lost update (SPEC §2).
 
 Each worker thread has its own SDK client, bound to one of the two ``memfs serve``
 processes, and increments one shared counter memory with read-modify-write under a

@@ -342,9 +342,8 @@ def test_nul_characters_are_400_everywhere(http: httpx.Client, store: Any) -> No
 
 
 def test_a_busy_store_is_a_retryable_503_with_retry_after() -> None:
-    """Issue 10 item 6: lock contention is never a 500: 503 (the SDK's
-    ServiceUnavailableError, retried) with ``retry-after``, ``x-should-retry: true`` and
-    the ``store_busy`` code."""
+    """Lock contention is never a 500: 503 (the SDK's ServiceUnavailableError, retried)
+    with ``retry-after``, ``x-should-retry: true`` and the ``store_busy`` code."""
     from memfs.api.app import error_response
     from memfs.core.errors import StoreBusy
 

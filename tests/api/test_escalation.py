@@ -1,4 +1,4 @@
-"""A caller can hand a session only what it holds itself (SPEC §3, issue 11 item 2).
+"""A caller can hand a session only what it holds itself (SPEC §3).
 
 Every route that mints or widens a credential is checked here through the real SDK:
 ``POST /v1/sessions`` (``client.beta.sessions.create``) is the only one; API keys are
@@ -35,7 +35,7 @@ def _create(server: Server, secret: str, *attachments: tuple[str, str]) -> Any:
 @pytest.mark.parametrize(
     ("scopes", "access"),
     [
-        ((Scope.WRITE,), "read_write"),  # the escalation of issue 11 item 2
+        ((Scope.WRITE,), "read_write"),  # the escalation SPEC §3 forbids
         ((Scope.WRITE,), "read_only"),
         ((Scope.READ,), "read_write"),
         ((Scope.WRITE, Scope.DELETE), "read_write"),

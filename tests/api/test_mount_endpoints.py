@@ -1,4 +1,4 @@
-"""What a remote mount asks of the API besides the change feed (issue 4 §1): its own
+"""What a remote mount asks of the API besides the change feed (SPEC §4, §5): its own
 session, directory rename, rename over an existing memory, and the head's digest when
 a precondition fails. Driven by the mount's client (``MemfsClient``, holding a session
 token) and the SDK, against a real ``memfs serve``."""

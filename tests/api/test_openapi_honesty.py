@@ -1,6 +1,6 @@
-"""/openapi.json says what the server accepts, and 405s say what it allows (issue 11
-item 6). The schemathesis run (test_schemathesis.py) tries this broadly; these are the
-cases it found, pinned."""
+"""/openapi.json says what the server accepts, and 405s say what it allows (the
+contract is the documentation). The schemathesis run (test_schemathesis.py) tries this
+broadly; these are the cases it found, pinned."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ def test_depth_is_0_or_1(
     server: Server, admin: anthropic.Anthropic, store: Any, depth: str
 ) -> None:
     """Seed 003: depth 0 lists the subtree, 1 the direct children, anything else is 400
-    (issue 16)."""
+    (api-contract)."""
     admin.beta.memory_stores.memories.create(store.id, path="/a/b/c.md", content="c")
     if depth.lstrip("-").isdigit():  # what the SDK can send
         with pytest.raises(anthropic.BadRequestError):

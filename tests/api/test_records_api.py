@@ -1,4 +1,4 @@
-"""Records over the API (SPEC §6, issue 15) through the real SDK and raw HTTP: a bad
+"""Records over the API (SPEC §6) through the real SDK and raw HTTP: a bad
 header is 400 ``invalid_record`` and changes nothing; the ``record`` object on
 memories; the ``record_type``/``tag``/``min_importance``/``user_id`` list filters; a
 full retrieve moves ``last_accessed`` without a version."""

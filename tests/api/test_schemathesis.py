@@ -1,5 +1,5 @@
 """schemathesis (current major version) against a real ``memfs serve``: does
-``/openapi.json`` say what the server does? (issue 11 item 6)
+``/openapi.json`` say what the server does? (the contract is the documentation)
 
 Bounded, seeded runs of ``schemathesis run`` with every check (``--checks all``):
 the coverage phase (boundaries in both modes, and undeclared methods: 405 with

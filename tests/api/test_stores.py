@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
 import anthropic
 import pytest
+from _support.polling import wait_until
 
 if TYPE_CHECKING:
     from tests.api.conftest import Server
@@ -74,7 +74,8 @@ def test_list_pages_newest_first_until_next_page_null(admin: anthropic.Anthropic
 def test_list_created_at_bounds_accept_strings_and_datetimes(admin: anthropic.Anthropic) -> None:
     stores = admin.beta.memory_stores
     before = _now()
-    time.sleep(0.002)  # timestamps are microseconds; make the bound strictly earlier
+    # Timestamps are microseconds: the bound is strictly earlier once the clock moved on.
+    wait_until(lambda: _now() > before, "the clock to pass the bound")
     inside = stores.create(name="inside")
     lte_text = inside.created_at.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     found = [s.id for s in stores.list(created_at_gte=before, created_at_lte=lte_text)]

@@ -1,4 +1,4 @@
-"""systemd/memfs-server.service: a valid unit, hardened (issue 3)."""
+"""systemd/memfs-server.service: a valid unit, hardened (SPEC §5)."""
 
 from __future__ import annotations
 

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import anthropic
 import pytest
+from _support.polling import wait_until
 
 from memfs.core.model import Scope
 
@@ -50,7 +50,8 @@ def test_filters(server: Server, store: Any) -> None:
     writer = server.client(secret).beta.memory_stores
     admin = server.client().beta.memory_stores
     since = datetime.now(UTC)
-    time.sleep(0.002)
+    # Timestamps are microseconds: every version is strictly later once the clock moved on.
+    wait_until(lambda: datetime.now(UTC) > since, "the clock to pass the bound")
     memory = writer.memories.create(store.id, path="/f.md", content="a")
     other = admin.memories.create(store.id, path="/g.md", content="b")
     writer.memories.update(memory.id, memory_store_id=store.id, content="c")

@@ -156,7 +156,7 @@ def test_targets_pass_and_fail_on_the_issue_limits() -> None:
     assert ("warm read: cat, 900 corpus: memfs ≤ 1.5× tmpfs", "1.51×", False) in by_measure
     assert ("copy in: cp -r, 1,000 generated files: memfs ≤ 3× floor", "3.00×", True) in by_measure
     assert ("copy in: cp -r, 900 corpus files: memfs ≤ 3× floor", "3.10×", False) in by_measure
-    # issue 17: reads within 1.2× of the patched floor, writes no slower than rclone
+    # The targets: reads within 1.2× of the patched floor, writes no slower than rclone
     warm = "warm read: cat, 1,000 generated: memfs ≤ 1.2× patched floor"
     assert (warm, "1.49×", False) in by_measure
     grep = "search: grep -r, 10,000 files: memfs ≤ 1.2× patched floor"

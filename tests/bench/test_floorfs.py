@@ -24,7 +24,7 @@ MOUNT_DEADLINE_S = 20.0
 
 @pytest.fixture(params=[[], ["--kernel-cache"]], ids=["floor", "patched-floor"])
 def floor(fuse_available: None, tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[Path]:
-    """floorfs mounted as is, and as the patched floor (issue 17: noflush on read-only
+    """floorfs mounted as is, and as the patched floor (noflush on read-only
     opens and cached listings, which must not change what the workloads see)."""
     mount_point = tmp_path / "mnt"
     mount_point.mkdir()

@@ -1,4 +1,4 @@
-"""``memfs`` starts fast because each command loads only what it uses (issue 17).
+"""``memfs`` starts fast because each command loads only what it uses (SPEC §5).
 
 Not a timed test (timing on a busy CI box is noise): each run records which libraries
 the real command imported, in a fresh interpreter, and the heavy ones must be absent
@@ -15,22 +15,7 @@ from pathlib import Path
 
 import pytest
 from _support.cli import RUN_TIMEOUT_S, Cli, memfs_env
-
-# Runs `memfs ARGS` in this interpreter, then prints the top-level packages it imported.
-_PROBE = """
-import contextlib, io, json, sys
-sys.argv = ["memfs", *sys.argv[1:]]
-from memfs.cli import main
-with contextlib.redirect_stdout(io.StringIO()) as out:
-    try:
-        main()
-    except SystemExit as exc:
-        status = exc.code
-    else:
-        status = 0
-print(json.dumps({"status": status, "out": out.getvalue(),
-                  "modules": sorted({name.split(".")[0] for name in sys.modules})}))
-"""
+from _support.scripts import SCRIPTS_DIR
 
 # What the API server, the mount daemon and the remote client need; no store command.
 _SERVING = {"fastapi", "starlette", "hypercorn", "pyfuse3", "trio", "httpx", "alembic", "mcp"}
@@ -39,7 +24,7 @@ _SERVING = {"fastapi", "starlette", "hypercorn", "pyfuse3", "trio", "httpx", "al
 def _imported(home: Path, *args: str) -> tuple[str, set[str]]:
     """(stdout, top-level packages imported) of ``memfs ARGS`` in a fresh interpreter."""
     done = subprocess.run(
-        [sys.executable, "-c", _PROBE, *args],
+        [sys.executable, str(SCRIPTS_DIR / "cli_imports.py"), *args],
         env=memfs_env(home),
         capture_output=True,
         text=True,

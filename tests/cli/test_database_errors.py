@@ -1,4 +1,4 @@
-"""Issue 11 item 7 (the CLI side): a missing database is an error naming the file and
+"""Opening a database, the CLI side: a missing database is an error naming the file and
 creates nothing, except for the commands that make something; a reader without write
 access to the database reads it."""
 

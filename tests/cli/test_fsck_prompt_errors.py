@@ -62,7 +62,7 @@ def test_every_user_error_is_one_line_without_traceback(
     # A command that may create the database, where it can't be created:
     message = cli.error("store", "create", "x", "--database", str(blocked / "memfs.db"))
     assert message.startswith("cannot open the store database"), message
-    # Any other command: the file is missing (issue 11 item 7).
+    # Any other command: the file is missing (opening never creates a database).
     message = cli.error("store", "list", "--database", str(blocked / "memfs.db"))
     assert message.startswith(f"no memfs database at {blocked / 'memfs.db'}"), message
 

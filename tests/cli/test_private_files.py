@@ -1,4 +1,4 @@
-"""Issue 11 item 3: nothing memfs keeps under ``$MEMFS_HOME`` is readable by other local
+"""Private files: nothing memfs keeps under ``$MEMFS_HOME`` is readable by other local
 users — files 0600, directories 0700, whatever the umask — and an existing home made
 world-readable by an older memfs is fixed at start, and said so once."""
 

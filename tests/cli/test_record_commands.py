@@ -1,4 +1,4 @@
-"""``memfs record ls|show|forget`` (issue 15, SPEC §6 curation) through the real command:
+"""``memfs record ls|show|forget`` (SPEC §6 curation) through the real command:
 filters and sorts, relations both ways with dangling targets named, decay per store
 half-life, forget as a dry run unless --apply (soft delete, restorable)."""
 

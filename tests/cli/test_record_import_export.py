@@ -1,5 +1,5 @@
 """Seed 002's chat-derived records through ``memfs import --format jsonl`` and ``memfs
-export --format records-jsonl`` (issue 15): each becomes a record file with its header,
+export --format records-jsonl`` (SPEC §6): each becomes a record file with its header,
 a bad one is refused naming the key, vectors are ignored, relations between imported
 records resolve, and the seed's example record round-trips."""
 

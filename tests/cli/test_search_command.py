@@ -1,4 +1,4 @@
-"""``memfs search`` (issue 14, SPEC §7): ranked hits by words, Japanese by substring,
+"""``memfs search`` (SPEC §7): ranked hits by words, Japanese by substring,
 store and prefix filters, JSON output, named errors (semantic without a model)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 11 item 8: ``memfs serve --certfile/--keyfile`` speaks HTTPS; serving a
+"""SPEC §3: ``memfs serve --certfile/--keyfile`` speaks HTTPS; serving a
 non-loopback address without TLS warns that tokens would cross the network in clear."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Issue 11 item 1 (the CLI side): ``memfs session create --ttl`` prints the expiry,
+"""SPEC §3 credential lifecycle, the CLI side: ``memfs session create --ttl`` prints the expiry,
 ``memfs session revoke`` ends a token, ``memfs session list`` shows each session's state."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fixtures of the conformance tests (issue 10, "Conformance in the test suite"):
+"""Fixtures of the conformance tests (README "Conformance"):
 pjdfstest and fsx-text, third-party suites, run against a real embedded mount.
 
 - ``conformance_build``: the suites, built once by ``scripts/build-conformance`` into a

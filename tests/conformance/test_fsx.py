@@ -1,6 +1,6 @@
 """fsx-text (xfstests' fsx with the text-only patch) on a real embedded mount, in each
 mode of ``expectations.toml`` [fsx]: cached, reopen (close, page-cache drop, open),
-direct (O_DIRECT). Issue 10, "Conformance in the test suite".
+direct (O_DIRECT). README "Conformance".
 
 fsx checks every read against its own model of the file; it exits non-zero at the
 first difference or failed call, and dumps its op log. After it closed the file, the

@@ -1,5 +1,5 @@
-"""pjdfstest on a real embedded mount, held to ``expectations.toml`` exactly (issue 10,
-"Conformance in the test suite").
+"""pjdfstest on a real embedded mount, held to ``expectations.toml`` exactly (README
+"Conformance").
 
 Every applicable pjdfstest file runs from inside the store directory of one mount (the
 mount root itself is read-only, SPEC §4 Layouts). The test fails on a failure the

@@ -1,4 +1,4 @@
-"""Fixtures of the fault tests (issue 4 §3): real processes only.
+"""Fixtures of the fault tests: real processes only.
 
 - ``fuse_available``, ``store_engine``, ``make_store``: those of the FUSE tests
   (``tests/fuse/fuse_fixtures.py``); ``store_engine`` is an engine on
@@ -70,7 +70,7 @@ def mounter(
         yield mounter
     finally:
         mounter.close()
-    # `memfs fsck` itself (issue 4: "memfs fsck is clean after each"), on the server's
+    # `memfs fsck` itself (a fault leaves the database consistent), on the server's
     # database while the server still runs.
     checked = run(MEMFS, "fsck", "--database", str(server.database), check=False)
     assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -45,7 +45,7 @@ __all__ = [
     "wait_outbox_empty",
 ]
 
-# SPEC §4 / issue 4: a change made elsewhere is visible in a mount within one second.
+# SPEC §4: a change made elsewhere is visible in a mount within one second.
 PROPAGATION_DEADLINE_S = 1.0
 
 

@@ -1,15 +1,12 @@
-"""Faults lose nothing (issue 4 §3), with real processes: a ``memfs serve`` killed with
-SIGKILL and restarted on the same port, mount daemons killed with SIGKILL, two mounts
-racing on one file. Each test ends with ``fsck`` clean on the server's database (the
-``mounter`` fixture).
-"""
+"""Faults lose nothing (SPEC §4: nothing is silently lost), with real processes: a
+``memfs serve`` killed with SIGKILL and restarted on the same port, mount daemons killed
+with SIGKILL, two mounts racing on one file. Each test ends with ``fsck`` clean on the
+server's database (the ``mounter`` fixture)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
-import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,10 +18,11 @@ from _support.mount import (
     errno_of,
     live,
     run,
-    run_python,
+    run_script,
     versions,
     wait_until,
 )
+from _support.scripts import script_command, script_env
 from faults_helpers import (
     PROPAGATION_DEADLINE_S,
     Server,
@@ -47,20 +45,6 @@ WRITES = 50
 KILL_AFTER = 15  # the server dies while the writer goes on
 PAUSE_AFTER = 35  # the writer waits here until the server is back
 
-# Appends one line per open/write/close to a file of the mount, printing each index
-# once close() returned 0; waits for a line on stdin after PAUSE_AFTER writes.
-WRITER = textwrap.dedent(
-    """
-    import sys
-    path, count, pause_after = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    for i in range(count):
-        if i == pause_after:
-            sys.stdin.readline()
-        with open(path, "a") as f:
-            f.write(f"line {i:02d}\\n")
-        print(i, flush=True)
-    """
-)
 
 
 def lines(count: int) -> str:
@@ -85,7 +69,7 @@ def test_a_server_killed_mid_stream_of_writes_loses_none_and_repeats_none(
     mount.expect_log("the server is unreachable")
     target = mount / "notes/stream.md"
     writer = subprocess.Popen(
-        [sys.executable, "-c", WRITER, str(target), str(WRITES), str(PAUSE_AFTER)],
+        script_command("stream_writer", target, WRITES, PAUSE_AFTER), env=script_env(),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     assert writer.stdout is not None
@@ -189,13 +173,7 @@ def test_two_mounts_racing_on_one_file_keep_both_contents(
     second = make_remote_mount(notes)
     second.expect_log("conflict: /plan.md")
     # Both open the same version; the first close wins the head.
-    run_python(f"""
-        a = open({str(first / 'notes/plan.md')!r}, "r+")
-        b = open({str(second / 'notes/plan.md')!r}, "r+")
-        assert a.read() == b.read() == "base\\n"
-        a.seek(0); a.write("from the first mount\\n"); a.truncate(); a.close()
-        b.seek(0); b.write("from the second mount\\n"); b.truncate(); b.close()
-    """)
+    run_script("two_writers", first / "notes/plan.md", second / "notes/plan.md")
 
     files = {p: m.content for p, m in live(store_engine, notes.id).items()}
     assert files.pop("/plan.md") == "from the first mount\n"

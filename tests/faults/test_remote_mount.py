@@ -1,4 +1,4 @@
-"""Remote mounts end to end (issue 4 §1–§2): ``memfs mount --api URL`` daemons against a
+"""Remote mounts end to end (SPEC §4, §5): ``memfs mount --api URL`` daemons against a
 real ``memfs serve``, beside embedded mounts of the same database.
 
 Propagation is measured from the moment a write returned to the moment another mount
@@ -11,7 +11,6 @@ import errno
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -28,6 +27,7 @@ from _support.mount import (
     versions,
     wait_until,
 )
+from _support.scripts import script_command, script_env
 from faults_helpers import (
     PROPAGATION_DEADLINE_S,
     Server,
@@ -307,20 +307,6 @@ def test_a_background_remote_mount_keeps_its_token_out_of_its_command_line(
     mounter.unmount(mount)
 
 
-# For each line "go" on stdin, appends "line <i>" to a file with
-# open(O_WRONLY|O_APPEND|O_CREAT)/write/close and prints "<i> <seconds close() took>"
-# once close() returned 0; exits at end of input.
-APPENDER = textwrap.dedent(
-    """
-    import os, sys, time
-    for i, _ in enumerate(sys.stdin):
-        fd = os.open(sys.argv[1], os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        os.write(fd, f"line {i}\\n".encode())
-        started = time.monotonic()
-        os.close(fd)
-        print(i, time.monotonic() - started, flush=True)
-    """
-)
 # Appends made while the outbox replays, at most.
 APPENDS_DURING_REPLAY = 30
 
@@ -331,7 +317,7 @@ def test_a_file_created_behind_a_full_outbox_stays_itself_while_the_outbox_repla
     make_store: Callable[..., MemoryStore],
     make_remote_mount: Callable[..., Mount],
 ) -> None:
-    """Issue 10 item 2: with 200 writes queued, a file created and appended to while the
+    """With 200 writes queued, a file created and appended to while the
     replay drains them was taken for "deleted elsewhere while open" and became a
     conflict copy of itself (the line only in x.conflict-…, then EEXIST at open)."""
     notes = make_store("Notes")
@@ -341,7 +327,7 @@ def test_a_file_created_behind_a_full_outbox_stays_itself_while_the_outbox_repla
     for n in range(200):
         (mount / f"notes/bulk-{n:03d}.md").write_text(f"{n}\n")
     appender = subprocess.Popen(
-        [sys.executable, "-c", APPENDER, str(mount / "notes/x.md")],
+        script_command("timed_appender", mount / "notes/x.md"), env=script_env(),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     assert appender.stdin is not None
@@ -393,7 +379,7 @@ def test_umount_with_queued_writes_says_how_many_and_where_and_fails_unless_forc
     make_session: Callable[..., str],
     memfs_home: Path,
 ) -> None:
-    """Issue 10 item 9: ``memfs umount`` of a remote mount whose writes could not reach
+    """``memfs umount`` of a remote mount whose writes could not reach
     the server said "unmounted" and exited 0. It says how many writes are queued, where,
     and that they replay at the next mount of that home; exit 1 unless ``--force``."""
     notes = make_store("Notes")
@@ -433,7 +419,7 @@ def test_umount_with_queued_writes_says_how_many_and_where_and_fails_unless_forc
     server.start()
 
 
-# Issue 10 item 7: a bulk change reaches a remote mount within seconds, not tens.
+# SPEC §4: a bulk change made elsewhere reaches a remote mount within seconds, not tens.
 BULK_IMPORT = 5000
 # Was ~43 s; now ~2-4 s on a loaded 2-core box: the deadline leaves room for the load.
 BULK_VISIBLE_DEADLINE_S = 15.0
@@ -444,7 +430,7 @@ def test_a_bulk_import_reaches_a_remote_mount_within_seconds(
     make_store: Callable[..., MemoryStore],
     make_remote_mount: Callable[..., Mount],
 ) -> None:
-    """Issue 10 item 7 (remote half): 5,000 memories imported elsewhere took ~35 s to
+    """5,000 memories imported elsewhere took ~35 s to
     appear in a remote mount (one request per changed memory, under the mount's lock).
     Measured from the end of the import to the last memory readable in the mount."""
     notes = make_store("Notes", {"/before.md": "before\n"})
@@ -471,7 +457,7 @@ def test_a_mount_whose_token_is_revoked_keeps_its_writes_queued_and_says_why(
     make_session: Callable[..., str],
     memfs_home: Path,
 ) -> None:
-    """Issue 11 item 1 (remote half): a mount whose session token is revoked or expired
+    """SPEC §3 credential lifecycle: a mount whose session token is revoked or expired
     (401) stops writing to the server, keeps its queued writes, and ``memfs status``
     says why."""
     notes = make_store("Notes")

@@ -1,4 +1,4 @@
-"""systemd/memfs-mount@.service runs a remote mount (issue 4): a valid unit that restarts
+"""systemd/memfs-mount@.service runs a remote mount (SPEC §5): a valid unit that restarts
 on failure, whose ExecStart/ExecStop, run as systemd would run them for a remote mount's
 environment file, mount, survive a crash of the daemon by starting again, and unmount.
 """
@@ -50,7 +50,7 @@ def command(line: str, mountpoint: Path, mount_args: str) -> list[str]:
 def test_the_unit_is_valid_and_restarts_a_failed_mount(tmp_path: Path) -> None:
     found = directives()
     assert found["Restart"] == ["on-failure"]
-    assert found["Type"] == ["notify"]  # READY=1 once the mount is live (issue 12)
+    assert found["Type"] == ["notify"]  # READY=1 once the mount is live (SPEC §4)
     assert any("--foreground" in line for line in found["ExecStart"])
     instance = tmp_path / "memfs-mount@mnt-memory.service"
     instance.write_text(

@@ -7,39 +7,14 @@ from __future__ import annotations
 import re
 import subprocess
 
-from _support.mount import live, run, run_python
+from _support.mount import live, run, run_script
 
 
 def test_an_append_after_a_change_elsewhere_goes_to_the_end(mount, store_engine) -> None:
     store_id = str(mount.status["stores"][0]["id"])
     path = mount / "notes" / "f.md"
     run("sh", "-c", f"echo one > {path}")
-    out = run_python(f"""
-        import os, time
-        from memfs.store import open_engine
-        # Open for writing (and not written): the mount keeps what it served.
-        reader = open({str(path)!r}, "r+")
-        assert os.stat({str(path)!r}).st_size == 4
-        engine = open_engine()  # another writer (like the API or the CLI)
-        memory = engine.memories.get_by_path({store_id!r}, "/f.md", with_content=False)
-        new = engine.memories.update(
-                                   {store_id!r},
-                                   memory.id,
-                                   content="one\\nTWO written via API\\n",
-                               )
-        engine.close()
-        deadline = time.monotonic() + 5
-        while os.getxattr({str(path)!r}, "user.memfs.version_id").decode() != \\
-                new.memory_version_id:
-            assert time.monotonic() < deadline, "the change never reached the mount"
-            time.sleep(0.02)
-        os.stat({str(path)!r})  # the kernel caches a size now
-        reader.close()
-        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_APPEND)
-        os.write(fd, b"X\\n")
-        os.close(fd)
-        print("appended")
-    """)
+    out = run_script("append_after_a_change_elsewhere", path, store_id, "/f.md")
     assert out == "appended\n"
     memories = live(store_engine, store_id)
     conflicts = [p for p in memories if ".conflict-" in p]
@@ -80,14 +55,7 @@ def test_renaming_a_file_with_unclosed_writes_keeps_them(mount, store_engine) ->
     store_id = str(mount.status["stores"][0]["id"])
     notes = mount / "notes"
     run("sh", "-c", f"echo line1 > {notes / 'log.md'}")
-    run_python(f"""
-        import os
-        f = open({str(notes / 'log.md')!r}, "a")
-        f.write("line2\\n")
-        f.flush()
-        os.rename({str(notes / 'log.md')!r}, {str(notes / 'log-old.md')!r})
-        f.close()
-    """)
+    run_script("fuse_conflicts", "rename_while_written", notes / "log.md", notes / "log-old.md")
     memories = live(store_engine, store_id)
     assert "/log.md" not in memories
     assert memories["/log-old.md"].content == "line1\nline2\n"
@@ -100,16 +68,10 @@ def test_renaming_over_an_existing_file_with_unclosed_writes_keeps_them(
     store_id = str(mount.status["stores"][0]["id"])
     notes = mount / "notes"
     run("sh", "-c", f"echo line1 > {notes / 'log.md'}")
-    run_python(f"""
-        import os
-        f = open({str(notes / 'log.md')!r}, "a")
-        f.write("line2\\n")
-        f.flush()
-        os.rename({str(notes / 'log.md')!r}, {str(notes / 'hello.md')!r})
-        f.close()
-        with open({str(notes / 'hello.md')!r}, "a") as g:  # and once more, by its new name
-            g.write("line3\\n")
-    """)
+    run_script(
+        "fuse_conflicts", "rename_while_written", notes / "log.md", notes / "hello.md",
+        "line3\n",
+    )
     memories = live(store_engine, store_id)
     assert sorted(memories) == ["/hello.md", "/projects/plan.md"]
     assert memories["/hello.md"].content == "line1\nline2\nline3\n"
@@ -121,24 +83,7 @@ def test_a_file_held_open_does_not_hide_a_change_from_new_opens(mount, store_eng
     path = mount / "notes" / "st.md"
     run("sh", "-c", f"echo short > {path}")
     new_content = "longer content, written elsewhere\n"
-    out = run_python(f"""
-        import os, subprocess, time
-        from memfs.store import open_engine
-        held = os.open({str(path)!r}, os.O_RDONLY)  # like `exec 3<st.md`
-        engine = open_engine()
-        memory = engine.memories.get_by_path({store_id!r}, "/st.md", with_content=False)
-        engine.memories.update({store_id!r}, memory.id, content={new_content!r})
-        engine.close()
-        deadline = time.monotonic() + 5
-        while os.stat({str(path)!r}).st_size != {len(new_content)}:
-            assert time.monotonic() < deadline, "stat still shows the old size"
-            time.sleep(0.02)
-        cat = subprocess.run(["cat", {str(path)!r}], capture_output=True, text=True)
-        print(cat.stdout, end="")
-        subprocess.run(["sh", "-c", "echo more >> " + {str(path)!r}], check=True)
-        print(os.read(held, 100).decode(), end="")  # like a local file: the latest content
-        os.close(held)
-    """)
+    out = run_script("read_held_across_a_change", path, store_id, "/st.md", new_content, "append")
     assert out == new_content + new_content + "more\n"
     memories = live(store_engine, store_id)
     assert [p for p in memories if ".conflict-" in p] == []
@@ -156,28 +101,10 @@ def test_an_old_descriptor_never_puts_old_content_in_front_of_new_opens(
     path = mount / "notes" / "race.md"
     for read_first in (False, True):
         run("sh", "-c", f"printf 'AAAA original line\\n' > {path}")
-        out = run_python(f"""
-            import os, subprocess, time
-            from memfs.store import open_engine
-            held = os.open({str(path)!r}, os.O_RDONLY)
-            if {read_first!r}:
-                os.read(held, 100)
-            engine = open_engine()
-            memory = engine.memories.get_by_path({store_id!r}, "/race.md", with_content=False)
-            engine.memories.update({store_id!r}, memory.id, content="BBBB new\\n")
-            engine.close()
-            deadline = time.monotonic() + 5
-            while os.stat({str(path)!r}).st_size != len("BBBB new\\n"):
-                assert time.monotonic() < deadline, "stat still shows the old size"
-                time.sleep(0.02)
-            other = os.open({str(path)!r}, os.O_RDONLY)
-            print(os.pread(held, 100, 0).decode(), end="")
-            cat = subprocess.run(["cat", {str(path)!r}], capture_output=True, text=True)
-            print(cat.stdout, end="")
-            subprocess.run(["sed", "-i", "s/$/ edited/", {str(path)!r}], check=True)
-            os.close(held)
-            os.close(other)
-        """)
+        out = run_script(
+            "read_held_across_a_change", path, store_id, "/race.md", "BBBB new\n", "sed",
+            *(["read_first"] if read_first else []),
+        )
         assert out == "BBBB new\n" * 2, read_first
         memories = live(store_engine, store_id)
         assert memories["/race.md"].content == "BBBB new edited\n", read_first

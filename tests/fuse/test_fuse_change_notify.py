@@ -1,4 +1,4 @@
-"""Changes reach idle mounts by notification, not by polling (issue 12 idle cost; SPEC §4
+"""Changes reach idle mounts by notification, not by polling (SPEC §4
 Sandboxes: an idle mount costs close to nothing, and a change made elsewhere still
 appears within about one second).
 
@@ -135,7 +135,7 @@ async def test_an_idle_wait_reads_each_feed_at_its_start_and_end(
 async def test_a_backend_hands_back_its_own_writes_and_reads_what_others_wrote(
     engine: Engine, database: str, counted: tuple[CountingEngine, EmbeddedBackend]
 ) -> None:
-    """Issue 17: the feed entries of the backend's own writes come from their receipts,
+    """What a close costs: the feed entries of the backend's own writes come from their receipts,
     the newest seq from the probe (SQLite file), so a mount that only writes reads
     nothing back; an entry of another writer among them is read from the feed."""
     counting, backend = counted
@@ -344,7 +344,9 @@ def test_an_idle_daemon_of_eight_stores_is_hardly_woken(
         s["seq"] == store_engine.feed.last_seq(s["id"]) for s in mount.status["stores"]
     ), "the daemon to have applied its own writes")
     before = _voluntary_switches(mount.pid)
-    time.sleep(IDLE_S)  # the idle interval measured (nothing is waited for)
+    # The behaviour under test is an interval of wall time with nothing to wait for:
+    # how often the idle daemon wakes in it.
+    time.sleep(IDLE_S)
     after = _voluntary_switches(mount.pid)
     woken = sum(max(0, count - before.get(task, 0)) for task, count in after.items())
     assert woken <= IDLE_SWITCHES_MAX, f"{woken} wake-ups in {IDLE_S} s"

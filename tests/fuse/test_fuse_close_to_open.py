@@ -13,20 +13,22 @@ creates the file again); one closed without a write leaves nothing.
 from __future__ import annotations
 
 import subprocess
-import textwrap
 from pathlib import Path
 
-from _support.mount import Mounter, live, run, wait_until
+from _support.mount import Mounter, live, run_script, wait_until
+from _support.scripts import SCRIPTS_DIR
 
 from memfs.store import Engine
 
 ROUNDS = 30
 
 
-def _sh(script: str) -> subprocess.CompletedProcess[str]:
+def _sh(case: str, a: Path, b: Path) -> subprocess.CompletedProcess[str]:
+    """Runs the shell loop ``case`` of tests/_scripts/close_to_open.sh through mount
+    directories ``a`` and ``b``, ROUNDS times."""
     return subprocess.run(
-        ["bash", "-c", textwrap.dedent(script)], capture_output=True, text=True,
-        check=False, timeout=120,
+        ["bash", str(SCRIPTS_DIR / "close_to_open.sh"), case, str(a), str(b), str(ROUNDS)],
+        capture_output=True, text=True, check=False, timeout=120,
     )
 
 
@@ -36,14 +38,7 @@ def test_an_open_after_a_delete_elsewhere_sees_the_delete(
     store = make_store("Notes", {"/keep.md": "keep\n"})
     a = mounter.mount("Notes") / "notes"
     b = mounter.mount("Notes") / "notes"
-    done = _sh(f"""
-        for i in $(seq {ROUNDS}); do
-          echo "old$i" > {a}/d$i.md; cat {b}/d$i.md > /dev/null || echo "unseen $i"
-          rm {a}/d$i.md
-          cat {b}/d$i.md 2> /dev/null && echo "stale $i"
-          echo "new$i" > {b}/d$i.md || echo "refused $i"
-        done
-    """)
+    done = _sh("delete", a, b)
     assert (done.stdout, done.stderr) == ("", "")
     # Every write after the delete was stored (it was silently dropped before).
     wait_until(
@@ -62,16 +57,7 @@ def test_an_open_of_a_name_moved_elsewhere_sees_the_move(
     store = make_store("Notes", {"/keep.md": "keep\n"})
     a = mounter.mount("Notes") / "notes"
     b = mounter.mount("Notes") / "notes"
-    done = _sh(f"""
-        for i in $(seq {ROUNDS}); do
-          echo "m$i" > {a}/m$i.md; cat {b}/m$i.md > /dev/null || echo "unseen $i"
-          mv {a}/m$i.md {a}/n$i.md
-          cat {b}/m$i.md 2> /dev/null && echo "stale $i"
-          echo "again$i" >> {b}/m$i.md || echo "refused $i"
-          python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL))' \\
-            {b}/gone$i.md 2> /dev/null || true
-        done
-    """)
+    done = _sh("move", a, b)
     assert (done.stdout, done.stderr) == ("", "")
 
     def settled() -> bool:
@@ -93,14 +79,7 @@ def test_an_exclusive_create_of_a_name_deleted_elsewhere_succeeds(
     make_store("Notes", {"/keep.md": "keep\n"})
     a = mounter.mount("Notes") / "notes"
     b = mounter.mount("Notes") / "notes"
-    done = _sh(f"""
-        for i in $(seq {ROUNDS}); do
-          echo "e$i" > {a}/e$i.md; cat {b}/e$i.md > /dev/null || echo "unseen $i"
-          rm {a}/e$i.md
-          python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_CREAT | os.O_EXCL))' \\
-            {b}/e$i.md || echo "EEXIST $i"
-        done
-    """)
+    done = _sh("exclusive", a, b)
     assert (done.stdout, done.stderr) == ("", "")
 
 
@@ -108,17 +87,7 @@ def _hold_then_delete(a: Path, b: Path, mode: str, text: str | None) -> None:
     """Opens ``b`` with ``mode`` in a subprocess, deletes the file through ``a`` (the
     other mount), waits until ``b``'s mount has applied it, then writes ``text`` (None:
     nothing) and closes."""
-    write = "" if text is None else f"f.write({text!r})"
-    run("python3", "-c", textwrap.dedent(f"""
-        import os, time
-        f = open({str(b)!r}, {mode!r})
-        os.unlink({str(a)!r})
-        deadline = time.monotonic() + 10
-        while {b.name!r} in os.listdir({str(b.parent)!r}) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        {write}
-        f.close()
-    """))
+    run_script("hold_then_delete", b.parents[1], b, a, mode, *([] if text is None else [text]))
 
 
 def test_a_descriptor_open_for_writing_before_a_delete_elsewhere_keeps_its_write(
@@ -157,18 +126,7 @@ def test_a_listing_after_a_change_elsewhere_shows_it(
     make_store("Notes", {"/dir/first.md": "1\n"})
     a = mounter.mount("Notes") / "notes" / "dir"
     b = mounter.mount("Notes") / "notes" / "dir"
-    done = _sh(f"""
-        ls {b} > /dev/null
-        for i in $(seq {ROUNDS}); do
-          echo "f$i" > {a}/f$i.md
-          n=$(ls {b} | wc -l); [ "$n" -eq $((i + 1)) ] || echo "after create $i: $n"
-        done
-        for i in $(seq {ROUNDS}); do
-          rm {a}/f$i.md
-          n=$(ls {b} | wc -l); [ "$n" -eq $(({ROUNDS} - i + 1)) ] || echo "after rm $i: $n"
-        done
-        find {b} -type f | wc -l
-    """)
+    done = _sh("listing", a, b)
     assert (done.stdout, done.stderr) == ("1\n", "")
 
 
@@ -182,33 +140,7 @@ def test_changes_by_path_after_a_change_elsewhere_act_on_what_the_path_names_now
     store = make_store("Notes", {"/keep.md": "keep\n"})
     a = mounter.mount("Notes") / "notes"
     b = mounter.mount("Notes") / "notes"
-    out = run("python3", "-c", textwrap.dedent(f"""
-        import errno, os
-        A, B = {str(a)!r}, {str(b)!r}
-        def named(name):
-            open(f"{{A}}/{{name}}", "w").write(name + "\\n")
-            open(f"{{B}}/{{name}}").read()  # mount B knows it by this name
-        def errno_of(action):
-            try:
-                action()
-            except OSError as e:
-                return errno.errorcode[e.errno]
-            return "ok"
-        for i in range({ROUNDS // 3}):
-            named(f"q{{i}}"); os.rename(f"{{A}}/q{{i}}", f"{{A}}/q{{i}}-moved")
-            print("rm", errno_of(lambda: os.unlink(f"{{B}}/q{{i}}")))
-            named(f"t{{i}}"); os.rename(f"{{A}}/t{{i}}", f"{{A}}/t{{i}}-moved")
-            print("truncate", errno_of(lambda: os.truncate(f"{{B}}/t{{i}}", 0)))
-            named(f"x{{i}}"); os.rename(f"{{A}}/x{{i}}", f"{{A}}/x{{i}}-moved")
-            print("setxattr", errno_of(lambda: os.setxattr(f"{{B}}/x{{i}}", "user.meta.k", b"v")))
-            named(f"r{{i}}"); os.unlink(f"{{A}}/r{{i}}")
-            open(f"{{A}}/r{{i}}", "w").write("again\\n")
-            print("rm-made-again", errno_of(lambda: os.unlink(f"{{B}}/r{{i}}")))
-            named(f"h{{i}}")
-            with open(f"{{B}}/h{{i}}", "a") as held:
-                os.rename(f"{{A}}/h{{i}}", f"{{A}}/h{{i}}-moved")
-                held.write("appended\\n")
-    """)).stdout
+    out = run_script("act_by_moved_names", a, b, ROUNDS // 3)
     rounds = ROUNDS // 3
     assert out.splitlines() == [
         line for _ in range(rounds)
@@ -244,12 +176,5 @@ def test_a_directory_moved_elsewhere_is_gone_by_its_old_name(
     make_store("Notes", {"/keep.md": "keep\n"})
     a = mounter.mount("Notes") / "notes"
     b = mounter.mount("Notes") / "notes"
-    done = _sh(f"""
-        for i in $(seq {ROUNDS}); do
-          mkdir -p {a}/dir$i; echo x > {a}/dir$i/f.md; ls {b}/dir$i > /dev/null
-          mv {a}/dir$i {a}/moved$i
-          ls {b}/dir$i > /dev/null 2>&1 && echo "listed $i"
-          [ "$(ls {b}/moved$i)" = "f.md" ] || echo "moved $i missing"
-        done
-    """)
+    done = _sh("directory_move", a, b)
     assert (done.stdout, done.stderr) == ("", "")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 import subprocess
 
-from _support.mount import live, run_python, versions, wait_until
+from _support.mount import live, run_script, versions, wait_until
 
 from memfs.core.model import Actor
 from memfs.store import Engine
@@ -16,25 +16,9 @@ def test_a_close_after_another_writer_keeps_both_contents(mount, store_engine: E
     mount.expect_log("conflict: /hello.md was changed by another writer")
     store_id = str(mount.status["stores"][0]["id"])
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        from memfs.core.model import Actor
-        from memfs.store import open_engine
-        f = open({str(path)!r}, "r+")
-        assert f.read() == "hello\\n"
-        engine = open_engine()  # another writer, through the engine (like the API)
-        memory = engine.memories.get_by_path({store_id!r}, "/hello.md")
-        engine.for_caller(actor=Actor.api_key("apikey_other")).memories.update(
-                             {store_id!r},
-                             memory.id,
-                             content="theirs\\n",
-                         )
-        engine.close()
-        f.seek(0)
-        f.write("mine\\n")
-        f.truncate()
-        f.close()  # succeeds: nothing is lost
-        print("closed")
-    """)
+    out = run_script(
+        "fuse_conflicts", "close_after_another_writer", path, store_id, "/hello.md"
+    )
     assert out == "closed\n"
     memories = live(store_engine, store_id)
     assert memories["/hello.md"].content == "theirs\n"  # the head keeps the other content
@@ -57,17 +41,7 @@ def test_a_file_deleted_elsewhere_while_written_is_created_again(mount, store_en
     store_id = str(mount.status["stores"][0]["id"])
     old_id = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False).id
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        from memfs.store import open_engine
-        f = open({str(path)!r}, "a")
-        f.write("appended\\n")
-        f.flush()
-        engine = open_engine()
-        engine.memories.delete({store_id!r}, {old_id!r})
-        engine.close()
-        f.close()  # nothing is lost: the content is stored again
-        print("closed")
-    """)
+    out = run_script("fuse_conflicts", "close_after_a_delete", path, store_id, old_id)
     assert out == "closed\n"
     memory = store_engine.memories.get_by_path(store_id, "/hello.md")
     assert memory.content == "hello\nappended\n"
@@ -107,20 +81,10 @@ def test_an_editor_save_after_a_change_elsewhere_conflicts(mounter, make_store,
     first = mounter.mount("Notes")
     second = mounter.mount("Notes")
     first.expect_log("conflict:")
-    for wait_s in (0.0, 0.3):  # before and after the first mount applies the change
+    for when in ("at_once", "applied"):  # before and after the first mount applies it
         path, other = first / "notes" / "k.md", second / "notes" / "k.md"
-        run_python(f"""
-            import os, time
-            data = open({str(path)!r}).read()
-            tmp = os.path.join(os.path.dirname({str(path)!r}), "sedAbc125")
-            with open(tmp, "w") as f:
-                f.write(data.replace("original", "edited"))
-            with open({str(other)!r}, "w") as f:
-                f.write("BBBB written on mount2, {wait_s}\\n")
-            time.sleep({wait_s})
-            os.rename(tmp, {str(path)!r})
-        """)
-        head = f"BBBB written on mount2, {wait_s}\n"
+        head = f"BBBB written on mount2, {when}\n"
+        run_script("save_over_a_change_elsewhere", first.path, path, other, head, when)
         assert live(store_engine, store.id)["/k.md"].content == head
         assert path.read_text() == head  # no 10 s entry-cache window
         copies = [m for p, m in live(store_engine, store.id).items() if ".conflict-" in p]

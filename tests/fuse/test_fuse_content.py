@@ -1,6 +1,6 @@
 """The working copy without a kernel: :class:`memfs.fuse.content.WorkingCopy` transitions,
 and the commit / keep-both / reject paths of :class:`memfs.fuse.operations.Operations`
-driven directly against an embedded backend (issue 9: an Operations-level test layer).
+driven directly against an embedded backend (an Operations-level test layer: no kernel, no mount).
 
 Handlers are called as pyfuse3 would call them; no mount, no subprocess.
 """

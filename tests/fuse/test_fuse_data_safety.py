@@ -1,4 +1,4 @@
-"""Issue 10, the FUSE items: nothing a user wrote is lost, nothing refused poisons the
+"""Data safety through the mount: nothing a user wrote is lost, nothing refused poisons the
 rest, and what one embedded mount closed, every other one opens (SPEC §4 "Order of
 refusals", close-to-open, ``O_EXCL``, atomic save with any temp name).
 
@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import sys
-import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
@@ -21,7 +19,9 @@ from _support.mount import (
     exists,
     live,
     run,
-    run_python,
+    run_script,
+    script_command,
+    script_env,
     versions,
     wait_until,
 )
@@ -53,16 +53,7 @@ def test_an_atomic_save_through_a_mkstemp_name_is_one_version_of_the_target(
     target = store_engine.memories.get_by_path(store_id, "/hello.md", with_content=False)
     store_engine.memories.update(store_id, target.id, metadata={"kind": "greeting"})
     notes = mount / "notes"
-    out = run_python(f"""
-        import os, tempfile
-        print(open({str(notes / "hello.md")!r}).read(), end="")  # this process's view
-        fd, name = tempfile.mkstemp(dir={str(notes)!r})
-        os.write(fd, b"hello again\\n")
-        os.close(fd)
-        os.replace(name, {str(notes / "hello.md")!r})
-        print(open({str(notes / "hello.md")!r}).read(), end="")
-        print(sorted(os.listdir({str(notes)!r})))
-    """)
+    out = run_script("fuse_data_safety", "mkstemp_save", notes)
     assert out == "hello\nhello again\n['hello.md', 'projects']\n"
     memories = live(store_engine, store_id)
     assert sorted(memories) == ["/hello.md", "/projects/plan.md"]
@@ -80,23 +71,7 @@ def test_an_atomic_save_over_a_target_changed_elsewhere_keeps_both(
     a, b = mounter.mount("Notes"), mounter.mount("Notes")
     a.expect_log("conflict: /f.md was changed by another writer")
     target = store_engine.memories.get_by_path(store.id, "/f.md", with_content=False)
-    out = run_python(f"""
-        import os, tempfile, time
-        a, b = {str(a / "notes")!r}, {str(b / "notes")!r}
-        print(open(a + "/f.md").read(), end="")            # this process's view: v1
-        with open(b + "/f.md", "w") as f:                  # another mount changes it
-            f.write("theirs\\n")
-        seen = os.getxattr(b + "/f.md", "user.memfs.version_id")
-        deadline = time.monotonic() + 30
-        while os.getxattr(a + "/f.md", "user.memfs.version_id") != seen:
-            assert time.monotonic() < deadline, "the change never reached mount A"
-            time.sleep(0.01)
-        fd, name = tempfile.mkstemp(dir=a)
-        os.write(fd, b"mine\\n")
-        os.close(fd)
-        os.replace(name, a + "/f.md")
-        print(open(a + "/f.md").read(), end="")
-    """)
+    out = run_script("atomic_save_after_a_change_elsewhere", a / "notes", b / "notes")
     assert out == "v1\ntheirs\n"
     memories = live(store_engine, store.id)
     assert memories["/f.md"].id == target.id
@@ -116,26 +91,10 @@ def test_deleting_the_store_fails_the_close_of_unsaved_bytes_and_keeps_them(
     notes = mount / "notes"
     # The writer never forks while its descriptors are open (an exec'd child's
     # close-on-exec would flush them before the store is deleted).
-    writer = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
-        import errno, os, sys, time
-        notes = {str(notes)!r}
-        old = os.open(notes + "/hello.md", os.O_WRONLY | os.O_APPEND)
-        os.write(old, b"unsaved\\n")
-        new = os.open(notes + "/new.md", os.O_WRONLY | os.O_CREAT)
-        os.write(new, b"also unsaved\\n")
-        print("ready", flush=True)
-        sys.stdin.readline()  # the store is deleted meanwhile
-        deadline = time.monotonic() + 30
-        while os.path.exists(notes + "/projects"):
-            assert time.monotonic() < deadline, "the deletion never reached the mount"
-            time.sleep(0.01)
-        for fd in (old, new):
-            try:
-                os.close(fd)
-                print("close ok")
-            except OSError as e:
-                print("close", errno.errorcode[e.errno])
-    """)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    writer = subprocess.Popen(
+        script_command("close_after_store_deleted", notes), env=script_env(),
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+    )
     assert writer.stdout is not None
     assert writer.stdin is not None
     assert writer.stdout.readline() == "ready\n"
@@ -159,24 +118,7 @@ def test_one_refused_write_fails_the_whole_save(
     nothing in the store (its accepted bytes are kept under ``rejected/``)."""
     mount.expect_log("save of /notes/p.md failed (EFBIG")
     path = mount / "notes" / "p.md"
-    out = run_python(f"""
-        import errno, os
-        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        os.write(fd, b"hello\\n")
-        for attempt in (lambda: os.pwrite(fd, b"x", 200000),
-                        lambda: os.write(fd, b"bell\\x07"),
-                        lambda: os.ftruncate(fd, 200000),
-                        lambda: os.write(fd, b"after\\n")):
-            try:
-                attempt()
-            except OSError as e:
-                print(errno.errorcode[e.errno])
-        try:
-            os.close(fd)
-            print("close ok")
-        except OSError as e:
-            print("close", errno.errorcode[e.errno])
-    """)
+    out = run_script("fuse_data_safety", "one_refused_write", path)
     assert out == "EFBIG\nEILSEQ\nEFBIG\nclose EFBIG\n"
     # The name goes once the kernel's cached entry is invalidated, just after the close.
     wait_until(lambda: not exists(path), "the failed new file to disappear")
@@ -189,19 +131,7 @@ def test_one_refused_write_fails_the_whole_save(
 
 def test_a_single_oversized_write_is_refused_whole(mount: Mount, store_engine: Engine) -> None:
     path = mount / "notes" / "big.md"
-    out = run_python(f"""
-        import errno, os
-        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_CREAT)
-        try:
-            print("wrote", os.write(fd, b"x" * 200000))
-        except OSError as e:
-            print(errno.errorcode[e.errno])
-        try:
-            os.close(fd)
-            print("close ok")
-        except OSError as e:
-            print("close", errno.errorcode[e.errno])
-    """)
+    out = run_script("fuse_data_safety", "oversized_write", path)
     assert out == "EFBIG\nclose EFBIG\n"
     # The name goes once the kernel's cached entry is invalidated, just after the close.
     wait_until(lambda: not exists(path), "the failed new file to disappear")
@@ -217,21 +147,7 @@ def test_an_oversized_append_from_mid_page_commits_nothing(
     the whole save: the file stays what it was (SPEC §4, no partial file)."""
     mount.expect_log("save of /notes/hello.md failed (EFBIG")
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        import errno, os
-        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_APPEND)
-        data = b"x" * 200000
-        written = os.write(fd, data)
-        print("wrote", written)
-        try:
-            os.write(fd, data[written:])
-        except OSError as e:
-            print(errno.errorcode[e.errno])
-        try:
-            os.close(fd)
-        except OSError as e:
-            print("close", errno.errorcode[e.errno])
-    """)
+    out = run_script("fuse_data_safety", "oversized_append", path)
     assert out == "wrote 4090\nEFBIG\nclose EFBIG\n"
     assert path.read_text() == "hello\n"
     assert _history(store_engine, _store_id(mount), "/hello.md") == [(Operation.CREATED, "hello\n")]
@@ -239,18 +155,7 @@ def test_an_oversized_append_from_mid_page_commits_nothing(
 
 def test_a_refused_truncate_moves_neither_size_nor_times(mount: Mount) -> None:
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        import errno, os
-        p = {str(path)!r}
-        before = os.stat(p)
-        try:
-            os.truncate(p, 200000)
-        except OSError as e:
-            print(errno.errorcode[e.errno])
-        after = os.stat(p)
-        print(after.st_size, after.st_mtime_ns == before.st_mtime_ns,
-              after.st_ctime_ns == before.st_ctime_ns)
-    """)
+    out = run_script("fuse_data_safety", "refused_truncate", path)
     assert out == "EFBIG\n6 True True\n"
 
 
@@ -263,24 +168,7 @@ def test_a_zero_fill_left_by_an_extending_truncate_fails_the_close_and_keeps_the
     "Order of refusals"); filling the extension before close commits normally."""
     mount.expect_log("refused (EILSEQ")
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        import errno, os
-        p = {str(path)!r}
-        fd = os.open(p, os.O_WRONLY | os.O_APPEND)
-        os.write(fd, b"more\\n")
-        os.ftruncate(fd, 20)
-        print(os.fstat(fd).st_size)
-        try:
-            os.close(fd)
-            print("close ok")
-        except OSError as e:
-            print("close", errno.errorcode[e.errno])
-        fd = os.open(p, os.O_WRONLY)
-        os.ftruncate(fd, 12)
-        os.pwrite(fd, b"filled", 6)
-        os.close(fd)
-        print("filled ok")
-    """)
+    out = run_script("fuse_data_safety", "zero_fill", path)
     assert out == "20\nclose EILSEQ\nfilled ok\n"
     kept = [p.read_bytes() for p in (memfs_home / "rejected" / mount.session_id).iterdir()]
     assert kept == [b"hello\nmore\n" + b"\0" * 9]
@@ -313,18 +201,7 @@ def test_a_new_file_whose_every_write_was_refused_leaves_nothing(
     mount: Mount, store_engine: Engine
 ) -> None:
     path = mount / "notes" / "bell.md"
-    out = run_python(f"""
-        import errno, os
-        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_CREAT)
-        try:
-            os.write(fd, b"\\x07")
-        except OSError as e:
-            print(errno.errorcode[e.errno])
-        try:
-            os.close(fd)
-        except OSError as e:
-            print("close", errno.errorcode[e.errno])
-    """)
+    out = run_script("fuse_data_safety", "every_write_refused", path)
     assert out == "EILSEQ\nclose EILSEQ\n"
     # The name goes once the kernel's cached entry is invalidated, just after the close.
     wait_until(lambda: not exists(path), "the failed new file to disappear")
@@ -358,26 +235,7 @@ def test_close_to_open_across_two_embedded_mounts(
 ) -> None:
     make_store("Notes", {"/c.md": "start\n"})
     a, b = mounter.mount("Notes"), mounter.mount("Notes")
-    out = run_python(f"""
-        import os
-        a, b = {str(a / "notes")!r}, {str(b / "notes")!r}
-        print(open(b + "/c.md").read(), end="")   # B has it cached
-        stale = missing = 0
-        for i in range(50):
-            s = f"value {{i}} " + "z" * (i % 7) + "\\n"
-            with open(a + "/c.md", "w") as f:
-                f.write(s)
-            with open(b + "/c.md") as f:
-                stale += f.read() != s
-            with open(a + f"/new{{i}}.md", "w") as f:
-                f.write(s)
-            try:
-                with open(b + f"/new{{i}}.md") as f:
-                    stale += f.read() != s
-            except FileNotFoundError:
-                missing += 1
-        print(f"stale {{stale}}/100, missing {{missing}}/50")
-    """)
+    out = run_script("fuse_data_safety", "close_to_open", a / "notes", b / "notes")
     assert out == "start\nstale 0/100, missing 0/50\n"
 
 
@@ -389,17 +247,10 @@ def test_o_excl_is_exclusive_across_mounts(
 ) -> None:
     store = make_store("Notes")
     a, b = mounter.mount("Notes"), mounter.mount("Notes")
-    out = run_python(f"""
-        import errno, os
-        first = os.open({str(a / "notes" / "x.lock.md")!r}, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-        try:
-            os.open({str(b / "notes" / "x.lock.md")!r}, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            print("the second creator won too")
-        except OSError as e:
-            print(errno.errorcode[e.errno])
-        os.write(first, b"owner a\\n")
-        os.close(first)
-    """)
+    out = run_script(
+        "fuse_data_safety", "exclusive_create", a / "notes" / "x.lock.md",
+        b / "notes" / "x.lock.md",
+    )
     assert out == "EEXIST\n"
     assert {p: m.content for p, m in live(store_engine, store.id).items()} == {
         "/x.lock.md": "owner a\n"}

@@ -9,7 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _support.mount import exists, live, run, run_python, versions
+from _support.mount import exists, live, run, run_script, versions
 
 from memfs.core.model import Operation
 from memfs.store import Engine
@@ -96,14 +96,9 @@ def test_rsync_archive_copies_once_and_updates_once(mount, store_engine, tmp_pat
 
 def test_write_a_temporary_then_rename_over_the_target(mount, store_engine: Engine) -> None:
     notes = mount / "notes"
-    run_python(f"""
-        import os
-        with open({str(notes / 'plan.md.tmp')!r}, "w") as f:
-            f.write("# Plan, v2\\n")
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace({str(notes / 'plan.md.tmp')!r}, {str(notes / 'projects' / 'plan.md')!r})
-    """)
+    run_script(
+        "fuse_namespace", "save_by_rename", notes / "plan.md.tmp", notes / "projects" / "plan.md"
+    )
     assert _operations(store_engine, mount, "/projects/plan.md") == [
         (Operation.CREATED, "# Plan\n"), (Operation.MODIFIED, "# Plan, v2\n"),
     ]

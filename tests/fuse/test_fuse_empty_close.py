@@ -10,30 +10,12 @@ import shutil
 from pathlib import Path
 
 import pytest
-from _support.mount import Mount, run, run_python, versions
+from _support.mount import Mount, run, run_script, versions
 
 from memfs.core.model import Operation
 from memfs.store import Engine
 
 ROUNDS = 20
-
-# In the closing process, right after close() returned: the row as the database holds
-# it (no sleep: a commit left to the asynchronous FUSE release would not be there yet).
-_ROW_AFTER_CLOSE = """
-    import os, sqlite3
-    db = sqlite3.connect("file:{db}?mode=ro", uri=True)
-    def row(path):
-        return db.execute(
-            "select size_bytes from memories where path = ? and deleted_at is null", (path,)
-        ).fetchone()
-    found = 0
-    for i in range({rounds}):
-        fd = os.open(f"{directory}/e{{i}}.txt", {flags})
-        os.close(fd)
-        found += row(f"/e{{i}}.txt") == (0,)
-    print(found)
-"""
-
 
 def _history(engine: Engine, mount: Mount, path: str) -> list[tuple[Operation, str | None]]:
     """(operation, content) of every version of the memory at ``path``, oldest first."""
@@ -46,18 +28,15 @@ def _history(engine: Engine, mount: Mount, path: str) -> list[tuple[Operation, s
 
 
 def _rows_after_close(memfs_home: Path, directory: Path, flags: str) -> int:
-    return int(
-        run_python(
-            _ROW_AFTER_CLOSE.format(
-                db=memfs_home / "memfs.db", rounds=ROUNDS, directory=directory, flags=flags
-            )
-        )
-    )
+    """How many of ROUNDS opens with ``flags`` (create, truncate) closed without a write
+    had their row in the database right when the close returned (in the closing
+    process: a commit left to the asynchronous FUSE release would not be there yet)."""
+    return int(run_script("rows_after_close", memfs_home / "memfs.db", ROUNDS, directory, flags))
 
 
 def test_create_then_close_is_committed_when_close_returns(mount, memfs_home: Path) -> None:
     notes = mount / "notes"
-    assert _rows_after_close(memfs_home, notes, "os.O_CREAT | os.O_WRONLY") == ROUNDS
+    assert _rows_after_close(memfs_home, notes, "create") == ROUNDS
 
 
 def test_truncate_then_close_is_committed_when_close_returns(
@@ -65,7 +44,7 @@ def test_truncate_then_close_is_committed_when_close_returns(
 ) -> None:
     make_store("Notes", {f"/e{i}.txt": "old\n" for i in range(ROUNDS)})
     notes = mounter.mount("Notes") / "notes"
-    assert _rows_after_close(memfs_home, notes, "os.O_WRONLY | os.O_TRUNC") == ROUNDS
+    assert _rows_after_close(memfs_home, notes, "truncate") == ROUNDS
 
 
 @pytest.mark.parametrize("shell", ["sh", "bash"])

@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from _support.mount import Mount, exists, live, run, run_python, versions, wait_until
+from _support.mount import Mount, exists, live, run, run_script, versions, wait_until
 
 from memfs.core.config import MAX_CONTENT_BYTES
 from memfs.core.model import Operation
@@ -92,26 +92,9 @@ def test_a_refused_overwrite_leaves_the_file_as_it_was(
     flags, writes, seen = OVERWRITES[case]
     memory_id = live(store_engine, _store_id(mount))["/hello.md"].id
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        import errno, os
-        fd = os.open({str(path)!r}, {flags})
-        for offset, data in {writes!r}:
-            try:
-                if offset is None:
-                    while data:
-                        data = data[os.write(fd, data):]
-                elif offset < 0:
-                    os.ftruncate(fd, {MAX_CONTENT_BYTES + 1})
-                else:
-                    os.pwrite(fd, data, offset)
-            except OSError as e:
-                print("write", errno.errorcode[e.errno])
-        try:
-            os.close(fd)
-            print("close ok")
-        except OSError as e:
-            print("close", errno.errorcode[e.errno])
-    """)
+    out = run_script(
+        "fuse_failed_saves", "overwrite", path, flags, repr(writes), MAX_CONTENT_BYTES + 1
+    )
     assert out == seen
     _unchanged(store_engine, mount, memory_id)
     assert mount.status["rejected_count"] == 1
@@ -138,13 +121,7 @@ def test_the_shell_s_refused_redirection_keeps_the_file(
 
 def test_python_writing_too_much_text_keeps_the_file(mount: Mount, store_engine: Engine) -> None:
     memory_id = live(store_engine, _store_id(mount))["/hello.md"].id
-    out = run_python(f"""
-        try:
-            with open({str(mount / 'notes' / 'hello.md')!r}, "w") as f:
-                f.write("y" * 200000)
-        except OSError as e:
-            print(e.strerror)
-    """)
+    out = run_script("fuse_failed_saves", "write_too_much", mount / "notes" / "hello.md")
     assert out == "File too large\n"
     _unchanged(store_engine, mount, memory_id)
 
@@ -157,13 +134,7 @@ def test_shutil_copy_of_too_much_text_stores_no_prefix(
     source = tmp_path / "big.md"
     source.write_text(BIG_TEXT)
     memory_id = live(store_engine, _store_id(mount))["/hello.md"].id
-    out = run_python(f"""
-        import shutil
-        try:
-            shutil.copy({str(source)!r}, {str(mount / 'notes' / destination)!r})
-        except OSError as e:
-            print(e.strerror)
-    """)
+    out = run_script("fuse_failed_saves", "copy", source, mount / "notes" / destination)
     assert out == "File too large\n"
     _unchanged(store_engine, mount, memory_id)
     # The name goes once the kernel's cached entry is invalidated, just after the close.

@@ -1,4 +1,4 @@
-"""The kernel's caches over a mount (issue 5): entries and attributes are cached for
+"""The kernel's caches over a mount (SPEC §4): entries and attributes are cached for
 ENTRY_TIMEOUT_S/ATTR_TIMEOUT_S, longer than any wait in these tests, so every check
 here passes only if the mount invalidated exactly what changed (SPEC §4: "kernel
 caches are invalidated for exactly the changed entries")."""
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import anthropic
 import pytest
-from _support.mount import MEMFS, Mounter, live, run, run_python, wait_until
+from _support.mount import MEMFS, Mounter, live, run, run_script, wait_until
 from _support.serve import ServeProcess
 
 from memfs.core.model import Scope
@@ -36,14 +36,7 @@ def test_stat_after_close_shows_the_committed_version(mount, store_engine: Engin
     be dropped then, not when its timeout runs out."""
     store_id = mount.status["stores"][0]["id"]
     target = mount / "notes" / "hello.md"
-    run_python(f"""
-        import os
-        with open({str(target)!r}, "a") as f:
-            f.write("one more line\\n")
-            f.flush()
-            os.fstat(f.fileno())  # attributes cached by the kernel before the commit
-            os.stat({str(target)!r})
-    """)
+    run_script("fuse_kernel_cache", "append_with_cached_attributes", target)
     # The invalidation is delivered by the notice task right after close returns (never
     # from inside a handler); the wait is shorter than the kernel's timeout.
     assert os.stat(target).st_size == len("hello\none more line\n")
@@ -113,34 +106,7 @@ def test_entries_removed_during_a_listing_are_not_returned(
     names = [f"n{i:04d}.md" for i in range(400)]
     make_store("Big", {f"/d/{name}": "x\n" for name in names})
     mount = mounter.mount("Big")
-    output = run_python(f"""
-        import ctypes, os, struct
-        libc = ctypes.CDLL(None, use_errno=True)
-        SYS_getdents64 = 217  # x86_64
-        directory = {str(mount / "big" / "d")!r}
-        fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-        buffer = ctypes.create_string_buffer(512)
-
-        def batch():
-            n = libc.syscall(SYS_getdents64, fd, buffer, len(buffer))
-            assert n >= 0, ctypes.get_errno()
-            names, pos, raw = [], 0, buffer.raw[:n]
-            while pos < n:
-                reclen = struct.unpack_from("<H", raw, pos + 16)[0]
-                names.append(raw[pos + 19:pos + reclen].split(b"\\0", 1)[0].decode())
-                pos += reclen
-            return names
-
-        first = batch()
-        for name in os.listdir(directory):
-            if name not in first:
-                os.unlink(os.path.join(directory, name))
-        rest = []
-        while chunk := batch():
-            rest += chunk
-        print(" ".join(first))
-        print(" ".join(rest))
-    """)
+    output = run_script("fuse_kernel_cache", "list_while_removing", mount / "big" / "d")
     first_line, rest_line = output.split("\n")[:2]
     first = [n for n in first_line.split() if n not in (".", "..")]
     rest = [n for n in rest_line.split() if n not in (".", "..")]
@@ -149,7 +115,7 @@ def test_entries_removed_during_a_listing_are_not_returned(
     assert sorted(os.listdir(mount / "big" / "d")) == sorted(first)
 
 
-# ---------------------------------------------------------------- issue 17
+# ---------------------------------------------------- the patched pyfuse3
 # With the patched pyfuse3 (third_party/pyfuse3), read-only opens skip FLUSH and the
 # kernel keeps directory listings, under long entry/attribute timeouts; each listing is
 # dropped by a full invalidation of the directory when its entries change.
@@ -171,10 +137,7 @@ def test_read_only_opens_skip_flush_and_a_write_still_commits_at_close(
     target = mount / "notes" / "hello.md"
     for _ in range(3):
         assert run("cat", target).stdout == "hello\n"
-    run_python(f"""
-        with open({str(target)!r}, "a") as f:
-            f.write("more\\n")
-    """)
+    run_script("files", "append", target, "more\n")
     # The commit point is still the FLUSH of close(2): done when close returned.
     assert live(store_engine, store.id)["/hello.md"].content == "hello\nmore\n"
     # The status counts the flushes of the daemon in order: once the writable open's
@@ -243,7 +206,7 @@ def test_a_listed_directory_shows_changes_made_elsewhere(
 
 def test_timeouts_are_long_only_with_cached_listings() -> None:
     """Without cached listings (stock pyfuse3) the timeouts stay as before; with them,
-    an expired attribute would cost a LOOKUP per entry of a cached listing (issue 17)."""
+    an expired attribute would cost a LOOKUP per entry of a cached listing."""
     if capabilities.KERNEL_CACHE.cached_listings:
         assert min(ENTRY_TIMEOUT_S, ATTR_TIMEOUT_S) >= 3600
     else:

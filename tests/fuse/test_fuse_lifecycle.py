@@ -6,11 +6,11 @@ import json
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
 from _support.mount import MEMFS, Mounter, live, run, versions, wait_until
+from _support.scripts import script_command, script_env
 
 from memfs.core.model import Access, Actor
 from memfs.fuse import mounts
@@ -96,11 +96,8 @@ def test_umount_of_a_busy_mount_fails_and_leaves_it_mounted(
     mounter: Mounter, mount, store_engine
 ) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys; f = open(sys.argv[1], 'a'); f.write('held\\n'); f.flush(); "
-         "sys.stdin.read(); f.close()",
-         str(mount / "notes" / "hello.md")],
-        stdin=subprocess.PIPE,
+        script_command("hold_open", mount / "notes" / "hello.md", "a", "held\n"),
+        env=script_env(), stdin=subprocess.PIPE,
     )
     try:
         wait_until(lambda: _holds(holder.pid, "hello.md"), "the holder to open the file")
@@ -153,17 +150,7 @@ def test_sigterm_unmounts_cleanly(mounter: Mounter, mount) -> None:
 def _start_writer(path) -> subprocess.Popen[bytes]:
     """A process that writes to ``path``, says so, and closes the file when told."""
     writer = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys\n"
-         "f = open(sys.argv[1], 'w')\n"
-         "f.write('pending\\n'); f.flush()\n"
-         "print('written', flush=True)\n"
-         "sys.stdin.read()\n"
-         "try:\n"
-         "    f.close()\n"
-         "except OSError as e:\n"
-         "    print('close:', e.strerror, flush=True)\n",
-         str(path)],
+        script_command("hold_open", path, "w", "pending\n", "announce"), env=script_env(),
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
     )
     assert writer.stdout is not None

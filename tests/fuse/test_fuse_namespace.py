@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from _support.mount import Mounter, errno_of, exists, live, run, run_python, versions
+from _support.mount import Mounter, errno_of, exists, live, run, run_python, run_script, versions
 
 from memfs.core.model import Operation
 from memfs.store import Engine
@@ -175,11 +175,5 @@ def test_names_the_path_rules_refuse(mount, store_engine: Engine) -> None:
 
 def test_a_file_unlinked_while_open_stays_readable(mount) -> None:
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        import os
-        f = open({str(path)!r})
-        os.unlink({str(path)!r})
-        print(f.read(), end="")
-        print(os.path.exists({str(path)!r}))
-    """)
+    out = run_script("fuse_namespace", "read_after_unlink", path)
     assert out == "hello\nFalse\n"

@@ -7,7 +7,7 @@ import errno
 import os
 import stat
 
-from _support.mount import Mounter, errno_of, exists, live, run, run_python, wait_until
+from _support.mount import Mounter, errno_of, exists, live, run, run_script, wait_until
 
 from memfs.store import Engine
 
@@ -116,30 +116,9 @@ def test_a_redaction_makes_the_bytes_unreadable_through_open_descriptors(
     store_id = mount.status["stores"][0]["id"]
     secret = "api_token=s3cr3t\n"
     (mount / "notes" / "secret.md").write_text(secret)
-    out = run_python(f"""
-        import os, time
-        from memfs.core.model import DeleteMode
-        from memfs.store import open_engine
-        path = {str(mount / "notes" / "secret.md")!r}
-        read_before = os.open(path, os.O_RDONLY)
-        assert os.read(read_before, 100) == {secret.encode()!r}
-        not_read = os.open(path, os.O_RDONLY)
-        engine = open_engine()
-        memory = engine.memories.get_by_path({store_id!r}, "/secret.md", with_content=False)
-        engine.memories.delete({store_id!r}, memory.id, mode=DeleteMode.REDACT)
-        engine.close()
-        deadline = time.monotonic() + 5
-        while os.path.exists(path):
-            assert time.monotonic() < deadline, "the redacted file is still listed"
-            time.sleep(0.02)
-        for fd in (read_before, not_read):
-            try:
-                data = os.pread(fd, 100, 0)
-            except OSError as exc:
-                print(exc.errno)
-            else:
-                print(repr(data))
-    """)
+    out = run_script(
+        "redact_under_open_readers", mount / "notes" / "secret.md", store_id, "/secret.md", secret
+    )
     assert "s3cr3t" not in out
     assert len(out.split()) == 2
 
@@ -154,41 +133,7 @@ def test_a_redaction_reaches_files_open_for_writing(mount, store_engine: Engine)
     notes = mount / "notes"
     (notes / "u.md").write_text("apikey=OKAPI-SECRET-77\nline2\n")
     (notes / "t.md").write_text("token=ZEBRA-SECRET-42\n")
-    out = run_python(f"""
-        import os, subprocess, time
-        from memfs.core.model import DeleteMode
-        from memfs.store import open_engine
-        notes = {str(notes)!r}
-        dirty = os.open(notes + "/u.md", os.O_RDWR)
-        os.pwrite(dirty, b"A", 0)                    # an unsaved change on the secret
-        clean = os.open(notes + "/t.md", os.O_RDWR)  # open for writing, nothing written
-        engine = open_engine()
-        u = engine.memories.get_by_path({store_id!r}, "/u.md", with_content=False)
-        engine.memories.delete({store_id!r}, u.id, mode=DeleteMode.REDACT)
-        t = engine.memories.get_by_path({store_id!r}, "/t.md", with_content=False)
-        engine.memories.update({store_id!r}, t.id, content="token=<removed>\\n")
-        old = [v for v in engine.versions.list({store_id!r}, memory_id=t.id).items
-               if v.content_size_bytes == len("token=ZEBRA-SECRET-42\\n")][0]
-        engine.versions.redact({store_id!r}, old.id)
-        engine.close()
-        time.sleep(1)
-        # No fork while the writers are open: an exec'd child's close-on-exec flushes
-        # them too, and would be the close told of the discarded change.
-        for directory, _, names in os.walk(notes):
-            for name in names:
-                text = open(os.path.join(directory, name)).read()
-                if "SECRET" in text:
-                    print("readable:", name, text)
-        print(open(notes + "/t.md").read(), end="")
-        os.pwrite(clean, b"!", 0)
-        os.close(clean)
-        try:
-            os.close(dirty)
-        except OSError as exc:
-            print("close of the dirty writer:", exc.errno)
-        print(subprocess.run(["grep", "-r", "SECRET", notes], capture_output=True,
-                             text=True).stdout or "grep: nothing")
-    """)
+    out = run_script("redact_under_open_writers", mount.path, notes, store_id)
     assert "SECRET" not in out
     assert "token=<removed>" in out
     assert f"close of the dirty writer: {errno.ENOENT}" in out
@@ -206,36 +151,9 @@ def test_reads_right_after_a_change_elsewhere_are_whole_versions(
     make_store("Notes", {"/race.md": "start\n"})
     writer = mounter.mount("Notes")
     reader = mounter.mount("Notes")
-    out = run_python(f"""
-        import threading, time
-        wpath = {str(writer / "notes" / "race.md")!r}
-        rpath = {str(reader / "notes" / "race.md")!r}
-        sizes = [20, 9000, 50, 5000, 10, 300]
-
-        def content(i):
-            body = (f"{{i:06d}}-" * (sizes[i % 6] // 7 + 1))[: sizes[i % 6]]
-            return f"H{{i:06d}}\\n{{body}}\\n".encode()
-
-        valid = {{content(i) for i in range(13)}} | {{b"start\\n"}}
-        bad, stop = [], False
-
-        def read_loop():
-            while not stop:
-                with open(rpath, "rb") as f:
-                    data = f.read()
-                if data not in valid:
-                    bad.append((len(data), data.count(b"\\0")))
-
-        thread = threading.Thread(target=read_loop)
-        thread.start()
-        for i in range(1, 13):
-            with open(wpath, "wb") as f:
-                f.write(content(i))
-            time.sleep(0.25)
-        stop = True
-        thread.join()
-        print(bad)
-    """)
+    out = run_script(
+        "read_while_changed_elsewhere", writer / "notes" / "race.md", reader / "notes" / "race.md"
+    )
     assert out.strip() == "[]"
 
 
@@ -248,19 +166,6 @@ def test_a_redaction_leaves_content_written_after_a_truncation(
     store_id = mount.status["stores"][0]["id"]
     path = mount / "notes" / "f.md"
     path.write_text("SECRET-in-the-old-content\n")
-    out = run_python(f"""
-        import os, time
-        from memfs.core.model import DeleteMode
-        from memfs.store import open_engine
-        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_TRUNC)
-        os.write(fd, b"brand new text\\n")
-        engine = open_engine()
-        memory = engine.memories.get_by_path({store_id!r}, "/f.md", with_content=False)
-        engine.memories.delete({store_id!r}, memory.id, mode=DeleteMode.REDACT)
-        engine.close()
-        time.sleep(1)
-        os.close(fd)
-        print("closed")
-    """)
+    out = run_script("redact_after_truncation", mount.path, path, store_id, "/f.md")
     assert out.strip() == "closed"
     assert live(store_engine, store_id)["/f.md"].content == "brand new text\n"

@@ -1,4 +1,4 @@
-"""Records through a real mount (SPEC §6, issue 15), driven by real tools: a record
+"""Records through a real mount (SPEC §6), driven by real tools: a record
 written with cp/sh is indexed and stored byte for byte; a bad header is EINVAL at
 close, the head unchanged, the bytes kept, the message in the mount log and
 ``memfs status``; ordinary front matter is untouched; ``mv`` of a target keeps the
@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from _support.mount import MEMFS, Mount, errno_of, run, run_python, wait_until
+from _support.mount import MEMFS, Mount, errno_of, run, run_python, run_script, wait_until
 
 from memfs.core.model import MemoryStore
 from memfs.store import Engine
@@ -101,11 +101,9 @@ def test_an_open_for_reading_moves_last_accessed_and_xattrs_show_it(
     created = store_engine.records.get([memory.id])[memory.id].last_accessed
     path = mount / "notes" / "tone.md"
     wait_until(path.exists, "the new record to show in the mount")
-    shown = run_python(f"""
-        import os
-        print(os.getxattr({str(path)!r}, "user.memfs.last_accessed").decode())
-        print(os.getxattr({str(path)!r}, "user.memfs.decay").decode())
-    """).split()
+    shown = run_script(
+        "fuse_namespace", "print_xattrs", path, "user.memfs.last_accessed", "user.memfs.decay"
+    ).split()
     assert shown[0] == created.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     assert 0.91 < float(shown[1]) <= 0.92
     assert "user.memfs.decay" not in run_python(f"import os; print(os.listxattr({str(path)!r}))")

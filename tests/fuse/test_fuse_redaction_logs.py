@@ -1,5 +1,6 @@
-"""A redaction erases the memory's path from the mount's own files too (SPEC §2, issue 11
-item 4): its log and status file under ``$MEMFS_HOME`` hold no trace of the name."""
+"""A redaction erases the memory's path from the mount's own files too (SPEC §2: a
+redaction erases content and path everywhere memfs keeps them): its log and status file
+under ``$MEMFS_HOME`` hold no trace of the name."""
 
 from __future__ import annotations
 

@@ -8,7 +8,17 @@ import os
 from pathlib import Path
 
 import pytest
-from _support.mount import Mounter, errno_of, exists, live, run, run_python, versions, wait_until
+from _support.mount import (
+    Mounter,
+    errno_of,
+    exists,
+    live,
+    run,
+    run_python,
+    run_script,
+    versions,
+    wait_until,
+)
 
 from memfs.core.config import MAX_CONTENT_BYTES
 from memfs.core.model import Operation
@@ -43,12 +53,7 @@ def test_echo_creates_and_appends_one_version_per_close(mount, store_engine: Eng
 
 def test_many_writes_then_close_make_one_version(mount, store_engine: Engine) -> None:
     path = mount / "notes" / "hello.md"
-    run_python(f"""
-        with open({str(path)!r}, "a") as f:
-            for i in range(50):
-                f.write(f"line {{i}}\\n")
-                f.flush()
-    """)
+    run_script("fuse_write", "many_writes", path)
     history = _history(store_engine, mount, "/hello.md")
     assert [op for op, _ in history] == [Operation.CREATED, Operation.MODIFIED]
     assert history[-1][1] == "hello\n" + "".join(f"line {i}\n" for i in range(50))
@@ -64,27 +69,14 @@ def test_unchanged_content_writes_no_version(mount, store_engine: Engine) -> Non
 
 def test_fsync_commits_and_the_following_close_adds_nothing(mount, store_engine) -> None:
     path = mount / "notes" / "synced.md"
-    out = run_python(f"""
-        import os
-        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_CREAT)
-        os.write(fd, b"durable\\n")
-        os.fsync(fd)
-        print("synced")
-        fd2 = os.dup(fd)
-        os.close(fd)
-        os.close(fd2)
-    """)
+    out = run_script("fuse_write", "fsync_then_close", path)
     assert out == "synced\n"
     assert _history(store_engine, mount, "/synced.md") == [(Operation.CREATED, "durable\n")]
 
 
 def test_close_to_open_a_new_reader_sees_the_closed_content(mount) -> None:
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        with open({str(path)!r}, "w") as f:
-            f.write("rewritten\\n")
-        print(open({str(path)!r}).read(), end="")
-    """)
+    out = run_script("fuse_write", "rewrite_then_read", path)
     assert out == "rewritten\n"
 
 
@@ -139,20 +131,7 @@ def test_cp_of_a_binary_file_is_refused_with_eilseq_and_nothing_is_stored(
 
 def test_a_forbidden_control_byte_is_refused_at_write(mount, store_engine: Engine) -> None:
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        import errno, os
-        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, b"bell\\x07\\n")
-        except OSError as e:
-            print("write", errno.errorcode[e.errno])
-        try:
-            os.close(fd)
-        except OSError as e:
-            print("close", errno.errorcode[e.errno])
-        else:
-            print("close ok")
-    """)
+    out = run_script("fuse_write", "control_byte", path)
     # A refused write changes nothing, and fails its save (SPEC §4): the close says so.
     assert out == "write EILSEQ\nclose EILSEQ\n"
     assert path.read_text() == "hello\n"
@@ -164,15 +143,7 @@ def test_invalid_utf8_is_refused_at_close_and_kept_locally(
 ) -> None:
     mount.expect_log("refused (EILSEQ")
     path = mount / "notes" / "hello.md"
-    out = run_python(f"""
-        import errno, os
-        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_TRUNC)
-        os.write(fd, b"caf\\xc3")  # a UTF-8 sequence cut short: only the whole shows it
-        try:
-            os.close(fd)
-        except OSError as e:
-            print(errno.errorcode[e.errno])
-    """)
+    out = run_script("fuse_write", "cut_utf8", path)
     assert out == "EILSEQ\n"
     assert path.read_text() == "hello\n"  # the head is unchanged
     assert _history(store_engine, mount, "/hello.md") == [(Operation.CREATED, "hello\n")]
@@ -190,20 +161,7 @@ def test_invalid_utf8_is_refused_at_close_and_kept_locally(
 
 def test_content_beyond_102400_bytes_is_efbig_at_write(mount, store_engine: Engine) -> None:
     path = mount / "notes" / "big.md"
-    out = run_python(f"""
-        import errno, os
-        with open({str(path)!r}, "w") as f:
-            f.write("x" * {MAX_CONTENT_BYTES})
-        fd = os.open({str(path)!r}, os.O_WRONLY | os.O_APPEND)
-        try:
-            os.write(fd, b"y")
-        except OSError as e:
-            print("write", errno.errorcode[e.errno])
-        try:
-            os.close(fd)
-        except OSError as e:
-            print("close", errno.errorcode[e.errno])
-    """)
+    out = run_script("fuse_write", "one_byte_too_many", path, MAX_CONTENT_BYTES)
     mount.expect_log("save of /notes/big.md failed (EFBIG")
     assert out == "write EFBIG\nclose EFBIG\n"
     assert _history(store_engine, mount, "/big.md") == [
@@ -273,11 +231,7 @@ def test_the_store_s_last_free_memories_are_counted_exactly_at_create(
     store = make_store("Notes", {})
     monkeypatch.setenv("MEMFS_MEMORY_LIMIT", str(limit))
     mount = mounter.mount("Notes")
-    run_python(f"""
-        for i in range({limit}):
-            with open({str(mount / "notes")!r} + f"/n{{i}}.md", "w") as f:
-                f.write("x\\n")
-    """)
+    run_script("fuse_write", "create_many", mount / "notes", limit)
     assert errno_of(f"open({str(mount / 'notes' / 'over.md')!r}, 'w')") == "ENOSPC"
     assert len(live(store_engine, store.id)) == limit
     assert mount.status["rejected_count"] == 0

@@ -1,4 +1,4 @@
-"""What a close costs (issue 17): the mount's own commits come back to it through the
+"""What a close costs: the mount's own commits come back to it through the
 change feed, and must not make it fetch the memory they wrote, nor read the feed twice
 when it next catches up.
 

@@ -31,7 +31,7 @@ def test_memfs_attributes_mirror_the_head_and_are_read_only(mount, store_engine)
 
 def test_namespaces_other_than_user_are_not_supported(mount) -> None:
     """No security labels, no POSIX ACLs: ENOTSUP (not ENODATA), which ls -l caches per
-    filesystem, so it stops asking for both at every file (issue 5: ls -lR)."""
+    filesystem, so it stops asking for both at every file (``ls -lR``)."""
     for path in (mount / "notes" / "hello.md", mount / "notes"):
         for name in ("security.selinux", "system.posix_acl_access", "trusted.x"):
             assert errno_of(f"os.getxattr({str(path)!r}, {name!r})") == "ENOTSUP"

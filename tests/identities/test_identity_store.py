@@ -6,9 +6,9 @@ bound. fsck runs at the teardown of every test (the ``engine`` fixture)."""
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
+from _support.polling import wait_until
 from sqlalchemy import Connection, create_engine, text
 
 from memfs.core.config import MAX_EXPLICIT_MOUNTS
@@ -141,18 +141,19 @@ def test_the_loser_of_a_default_store_race_retries_and_gets_the_winners(
                 target=lambda: outcome.append(engine.identities.ensure_default_store(IDN, TMPL))
             )
             loser.start()
-            deadline = time.monotonic() + LOCK_WAIT_DEADLINE_S
-            while True:  # poll with a deadline until the loser waits on the winner
-                waiting = observer.execute(
+
+            def waiting() -> int:
+                count: int = observer.execute(
                     text(
                         "SELECT count(*) FROM pg_stat_activity "
                         "WHERE wait_event_type = 'Lock' AND datname = current_database()"
                     )
                 ).scalar_one()
                 observer.rollback()
-                if waiting or time.monotonic() > deadline:
-                    break
-            assert waiting, "the second transaction never waited on the unique index"
+                return count
+
+            wait_until(waiting, "the second transaction to wait on the unique index",
+                       LOCK_WAIT_DEADLINE_S)
             transaction.commit()
             loser.join(JOIN_TIMEOUT_S)
     finally:

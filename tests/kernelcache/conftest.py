@@ -1,4 +1,4 @@
-"""Fixtures of the tests of third_party/pyfuse3's patch (issue 17, kernel caching).
+"""Fixtures of the tests of third_party/pyfuse3's patch (kernel caching).
 
 - ``cachefs``: factory mounting tests/kernelcache/cachefs.py (a minimal pyfuse3
   filesystem) for real, with the patch's flags or, with ``stock=True``, as stock pyfuse3

@@ -1,4 +1,4 @@
-"""The MCP ``search`` tool (issue 14, SPEC §7) under a real ``memfs serve``: ranked hits
+"""The MCP ``search`` tool (SPEC §7) under a real ``memfs serve``: ranked hits
 of the session's stores only, paths under ``/memories``, Japanese by substring, a bad
 query as a tool error."""
 

@@ -5,6 +5,7 @@ precondition of edits, and the async tool on trio."""
 from __future__ import annotations
 
 import pytest
+from _support.scripts import script_process
 from memory_helpers import InterferingAccess, arun, live, run, versions
 
 from memfs.core.config import MAX_CONTENT_BYTES
@@ -341,24 +342,13 @@ def test_a_tool_used_without_with_lets_the_interpreter_exit(
     """The SDK's own memory tool is used without a ``with`` block; memfs's must not keep
     the interpreter from exiting when nobody closes it (its loop thread is a daemon
     thread and the tool closes itself at exit), and its write is committed."""
-    import subprocess
-    import sys
-
     from memfs.store import open_engine
 
     database = tmp_path / "memfs.db"
     with open_engine(f"sqlite:///{database}", create=True) as setup:
         store = setup.stores.create("notes")
-    script = (
-        "from anthropic.types.beta import BetaMemoryTool20250818CreateCommand as Create\n"
-        "from memfs.memory_tool import MemfsMemoryTool\n"
-        "from memfs.store import open_engine\n"
-        f"tool = MemfsMemoryTool.embedded(open_engine({f'sqlite:///{database}'!r}), ['notes'])\n"
-        "print(tool.create(Create(command='create', path='/memories/a.md', file_text='a\\n')))\n"
-        + closing
-    )
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=60, check=False)
+    mode = {"": "none", "tool.close()\n": "close", "del tool\n": "del"}[closing]
+    done = script_process("memory_tool_exit", f"sqlite:///{database}", mode)
     assert done.returncode == 0, done.stderr
     assert "File created successfully at: /memories/a.md" in done.stdout
     with open_engine(f"sqlite:///{database}") as check:

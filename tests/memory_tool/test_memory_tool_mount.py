@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import trio
-from _support.mount import Mount, Mounter, run_python, wait_until
+from _support.mount import Mount, Mounter, run_script, wait_until
 from memory_helpers import InterferingAccess, arun, live, run, versions
 
 from memfs.core.model import Access, Actor, MemoryStore
@@ -28,11 +28,11 @@ def make_store(engine: Engine) -> MemoryStore:
 def append_through_mount(path: str, text: str) -> None:
     """Appends through the mount in another process; the version is committed when its
     close returns (SPEC §4 close-to-open)."""
-    run_python(f"with open({path!r}, 'a') as f:\n    f.write({text!r})\n")
+    run_script("files", "append", path, text)
 
 
 def read_through_mount(path: str) -> str:
-    return run_python(f"import sys\nsys.stdout.write(open({path!r}).read())\n")
+    return run_script("files", "cat", path)
 
 
 def test_a_mount_edit_between_view_and_str_replace_is_kept(

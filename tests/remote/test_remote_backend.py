@@ -11,6 +11,7 @@ import pytest
 import trio
 import trio.testing
 from _support.polling import wait_until_async
+from _support.scripts import script_process
 from live_server import BASE_URL, LiveServer
 
 from memfs.backend import AttachmentSpec, Backend, MemoryChange
@@ -477,16 +478,11 @@ async def test_changes_follow_the_feed_and_purge_redacted_bytes(
 
 def test_the_remote_package_needs_neither_the_engine_nor_the_api_nor_pyfuse3() -> None:
     """Layering: a mount daemon talks to the server only through the wire format."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys, memfs.remote.backend, memfs.remote.replay\n"
-        "print(sorted(m for m in ('pyfuse3', 'memfs.store', 'memfs.api') if m in sys.modules))"
+    result = script_process(
+        "imported_modules", "memfs.remote.backend,memfs.remote.replay",
+        "pyfuse3,memfs.store,memfs.api",
     )
-    result = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
+    assert result.returncode == 0, result.stderr
     assert result.stdout == "[]\n"
 
 
@@ -534,9 +530,10 @@ async def test_maintain_replays_as_soon_as_the_server_is_back(
             REPLAY_RETRY_MAX_S + 1.0,
         )
         assert contents(store_engine, rw_store.id) == {"/a.md": "queued"}
-        # Idle with an empty outbox: no request at all.
+        # Idle with an empty outbox: no request at all, while every task stays parked for
+        # three retry pauses (a retry timer would wake one within that).
         server.network.requests.clear()
-        await trio.sleep(3 * REPLAY_RETRY_MIN_S)
+        await trio.testing.wait_all_tasks_blocked(cushion=3 * REPLAY_RETRY_MIN_S)
         assert server.network.requests == []
         # A new queued write wakes it.
         server.network.down = True
@@ -674,7 +671,7 @@ async def _append_while_entry_1_is_sent(
 async def test_an_append_during_the_replay_of_its_files_create_updates_that_file(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    """Issue 10 item 2, the root: a write to a file whose create is being replayed
+    """A write to a file whose create is being replayed
     right now is an update of the memory that create makes, not of a memory "never
     created" (which the FUSE layer took for "deleted elsewhere" and re-created, making
     a conflict copy of the file of itself)."""
@@ -694,7 +691,7 @@ async def test_an_append_during_the_replay_of_its_files_create_updates_that_file
 async def test_a_close_during_a_long_replay_waits_for_one_entry_not_the_drain(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    """Issue 10 item 2: closes of 7 s were seen behind a replay of 200 queued writes.
+    """Closes of 7 s were seen behind a replay of 200 queued writes.
     The replay holds the write lock per entry: a close queues behind the entry being
     replayed and returns."""
     created = await _queue_then_hold_the_replay(backend, server, rw_store.id, bulk=5)
@@ -725,7 +722,7 @@ def _gets_of_memories(server: LiveServer) -> int:
 async def test_a_bulk_change_batch_is_fetched_by_listing_not_one_request_each(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
-    """Issue 10 item 7: 5,000 imported memories took ~35 s to reach a remote mount, one
+    """5,000 imported memories took ~35 s to reach a remote mount, one
     request per changed memory. A large batch's states come from a listing of their
     directory, 100 per request."""
     for n in range(300):
@@ -771,7 +768,7 @@ async def test_a_revoked_token_stops_the_writes_and_keeps_them_queued(
     backend: RemoteBackend, server: LiveServer, store_engine: Engine, rw_store: MemoryStore,
     home: Path,
 ) -> None:
-    """Issue 11 item 1 (remote half): a mount whose session token is revoked or expired
+    """SPEC §3 credential lifecycle: a mount whose session token is revoked or expired
     (401) stops writing to the server, keeps every write queued, and says why."""
     created = await backend.create_memory(rw_store.id, "/a.md", "v1")
     store_engine.sessions.revoke(server.session.id)

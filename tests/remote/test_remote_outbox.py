@@ -7,13 +7,11 @@ import json
 import logging
 import os
 import signal
-import subprocess
-import sys
-import textwrap
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from _support.scripts import script_process
 
 from memfs.remote import outbox as outbox_module
 from memfs.remote.outbox import (
@@ -54,16 +52,6 @@ def rejected_dir(tmp_path: Path) -> Path:
 
 def open_outbox(directory: Path, rejected_dir: Path) -> Outbox:
     return Outbox(directory, rejected_dir=rejected_dir)
-
-
-def run_python(code: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
 
 
 # ------------------------------------------------------------------- order
@@ -144,33 +132,14 @@ def test_a_fresh_process_reads_what_append_returned_for(
     outbox.append(update("/b.md", "second"))
     outbox.mark_done(1, WriteOutcome.APPLIED)
     # Still open and locked: the other process reads without the lock.
-    result = run_python(
-        f"""
-        from pathlib import Path
-        from memfs.remote.outbox import read_pending
-        for entry in read_pending(Path({str(directory)!r})):
-            print(entry.seq, entry.write.path, entry.write.content)
-        """
-    )
+    result = script_process("outbox_probe", "read_pending", directory)
     assert result.returncode == 0, result.stderr
     assert result.stdout == "2 /b.md second\n"
     outbox.close()
 
 
 def test_kill_9_with_writes_in_the_outbox_keeps_them(directory: Path, rejected_dir: Path) -> None:
-    result = run_python(
-        f"""
-        import os, signal
-        from pathlib import Path
-        from memfs.remote.outbox import Outbox, PendingWrite, WriteOperation
-        outbox = Outbox(Path({str(directory)!r}), rejected_dir=Path({str(rejected_dir)!r}))
-        for n in range(3):
-            outbox.append(PendingWrite("{STORE}", WriteOperation.CREATE, f"/f{{n}}.md",
-                                       content=f"c{{n}}"))
-        print("appended", flush=True)
-        os.kill(os.getpid(), signal.SIGKILL)
-        """
-    )
+    result = script_process("outbox_probe", "kill_9", directory, rejected_dir, STORE)
     assert result.returncode == -signal.SIGKILL
     assert result.stdout == "appended\n"
     # The kernel released the dead daemon's lock; the remount sees every write.
@@ -349,16 +318,7 @@ def test_one_daemon_at_a_time(directory: Path, rejected_dir: Path) -> None:
     outbox = open_outbox(directory, rejected_dir)
     with pytest.raises(OutboxLocked):
         open_outbox(directory, rejected_dir)
-    result = run_python(
-        f"""
-        from pathlib import Path
-        from memfs.remote.outbox import Outbox, OutboxLocked
-        try:
-            Outbox(Path({str(directory)!r}), rejected_dir=Path({str(rejected_dir)!r}))
-        except OutboxLocked:
-            print("locked")
-        """
-    )
+    result = script_process("outbox_probe", "lock", directory, rejected_dir)
     assert result.stdout == "locked\n", result.stderr
     outbox.close()
     open_outbox(directory, rejected_dir).close()

@@ -1,4 +1,4 @@
-"""Fixtures of the sandbox tests (SPEC §4 "Sandboxes", issue 12): a root-mounted store
+"""Fixtures of the sandbox tests (SPEC §4 "Sandboxes"): a root-mounted store
 used by other uids, non-root mounts, private mount namespaces, mount(8) and systemd.
 
 - ``fuse_available``, ``store_engine``, ``make_store``: those of the FUSE tests

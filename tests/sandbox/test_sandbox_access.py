@@ -1,4 +1,4 @@
-"""Who may use a mount (SPEC §4 Sandboxes, issue 12 item 1): a root-mounted store with
+"""Who may use a mount (SPEC §4 Sandboxes): a root-mounted store with
 ``--allow-other --uid --gid --umask`` (or ``-o``), used by an unprivileged agent uid
 through ``runuser`` with ordinary tools; another uid is refused where the modes say so.
 """

@@ -1,4 +1,4 @@
-"""The container recipe (issue 12 item 6): ``deploy/entrypoint.sh``, the entrypoint of
+"""The container recipe (SPEC §4 Sandboxes): ``deploy/entrypoint.sh``, the entrypoint of
 ``deploy/Dockerfile``, mounts as root for the agent user, runs the command as that
 user, and unmounts when it ends, with every write committed. Run here in a private
 mount namespace with a throwaway user (no container runtime needed).

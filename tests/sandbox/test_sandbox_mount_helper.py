@@ -1,4 +1,4 @@
-"""``mount.fuse.memfs`` (SPEC §4 Sandboxes, issue 12 item 4): ``mount -t fuse.memfs``
+"""``mount.fuse.memfs`` (SPEC §4 Sandboxes): ``mount -t fuse.memfs``
 and ``/etc/fstab`` lines mount memfs, ``umount`` unmounts it; option strings as
 mount(8) passes them are parsed, and bad ones refused by name.
 

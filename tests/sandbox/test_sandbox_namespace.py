@@ -1,4 +1,4 @@
-"""Mount namespaces (SPEC §4 Sandboxes, issue 12 item 3): a mount made inside
+"""Mount namespaces (SPEC §4 Sandboxes): a mount made inside
 ``unshare -m`` ends with its namespace. While the namespace lives, ``memfs status`` and
 ``memfs umount`` outside it say where the mount is; once every other process of the
 namespace is gone, the daemon commits what it holds and exits within a few seconds,

@@ -1,4 +1,4 @@
-"""Non-root mounting (SPEC §4 Sandboxes, issue 12 item 2): a user who can open
+"""Non-root mounting (SPEC §4 Sandboxes): a user who can open
 ``/dev/fuse`` and run ``fusermount3`` mounts for itself; when ``/dev/fuse`` can't be
 opened, or ``allow_other`` is not allowed, the error says exactly why and what fixes it.
 

@@ -1,4 +1,4 @@
-"""The systemd units (SPEC §4 Sandboxes, issue 12 item 5): the mount unit is
+"""The systemd units (SPEC §4 Sandboxes): the mount unit is
 ``Type=notify`` with ``UMask=0077``; the daemon sends ``READY=1`` only once files are
 visible and ``STOPPING=1`` when it unmounts; ``systemd-analyze verify`` accepts the
 units.

@@ -1,4 +1,4 @@
-"""Semantic and hybrid search in the engine (issue 14, SPEC §7), on SQLite and
+"""Semantic and hybrid search in the engine (SPEC §7), on SQLite and
 PostgreSQL, with a tiny model the tests write (tiny_model.py): ranking with known
 answers in English and Japanese, the durable queue and its lag, a write found by words
 at once and by meaning once embedded, deletion and redaction removing the vector."""
@@ -231,7 +231,7 @@ def test_reindex_rebuilds_text_and_vectors(
 def test_a_viewer_never_finds_by_meaning_what_it_can_not_see(
     engine: Engine, store: MemoryStore, actor: Actor, mode: str
 ) -> None:
-    """SPEC §7 with visibility (issue 15): a record of bob's is no hit for alice, by
+    """SPEC §7 with visibility (SPEC §6): a record of bob's is no hit for alice, by
     meaning as by words."""
     bobs = "---\ntype: preference\nuser_id: bob\n---\nMy cat and the kitten\n"
     engine.for_caller(actor=actor).memories.create(store.id, "/bob.md", bobs)

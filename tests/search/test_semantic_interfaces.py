@@ -1,4 +1,4 @@
-"""Semantic search through its interfaces (issue 14): a real ``memfs serve`` with a model
+"""Semantic search through its interfaces (SPEC §7): a real ``memfs serve`` with a model
 (its embedder drains the queue; ``semantic_index`` shows the lag), written with the real
 ``anthropic`` SDK and searched with httpx; ``memfs search`` (hybrid by default,
 ``--semantic``/``--text``) and ``memfs search reindex`` with its progress bar."""

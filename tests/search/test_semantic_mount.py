@@ -1,4 +1,4 @@
-"""A mount's daemon embeds what is written through the mount (issue 14 item 3): a file
+"""A mount's daemon embeds what is written through the mount (SPEC §7): a file
 written with the shell is found by meaning once the daemon's embedder has run, and
 ``memfs status`` shows the queue (``search:`` line, ``search_pending`` in ``--json``)."""
 

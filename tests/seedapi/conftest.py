@@ -1,4 +1,4 @@
-"""Fixtures of the seed 003/004 surface tests (issue 16): a real ``memfs serve`` per
+"""Fixtures of the seed 003/004 surface tests: a real ``memfs serve`` per
 backend driven by the unmodified ``anthropic`` SDK, and raw HTTP where the SDK has no
 method (the store-less routes, restore).
 

@@ -1,4 +1,4 @@
-"""``memfs audit ls`` (issue 16): the audit events of the API's deletions, forgets and
+"""``memfs audit ls``: the audit events of the API's deletions, forgets and
 restores, filtered by store, memory, time and count, as a table or as JSON."""
 
 from __future__ import annotations

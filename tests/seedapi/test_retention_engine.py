@@ -1,4 +1,4 @@
-"""Version retention (SPEC §2, issue 16) in the engine, with a fake clock: a store's
+"""Version retention (SPEC §2) in the engine, with a fake clock: a store's
 period, what a prune drops and what it must keep (the head version of every memory,
 the version a restore needs), and that pruned content leaves the disk as a redaction's
 does. fsck runs at the teardown of the ``engine`` fixture."""

@@ -1,4 +1,4 @@
-"""Version retention through the edges (SPEC §2, issue 16): the store's period on the
+"""Version retention through the edges (SPEC §2): the store's period on the
 API (``version_retention_seconds``, sent by the unmodified SDK as ``extra_body``) and the
 CLI (``--retention 30d``), ``memfs version prune [--dry-run]``, and ``memfs serve``
 pruning on its schedule.

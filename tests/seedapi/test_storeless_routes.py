@@ -1,4 +1,4 @@
-"""Seed 004's store-less routes (issue 16): ``DELETE /v1/memories/{id}?mode=&reason=``,
+"""Seed 004's store-less routes (api-contract): ``DELETE /v1/memories/{id}?mode=&reason=``,
 ``POST /v1/memories/{id}/forget`` and ``POST /v1/memories/{id}/restore`` find the store
 from the memory id and have the scopes, modes and audit entries of their store-scoped
 twins; ``metadata`` of a forget or restore is kept with the audit event. The SDK has no

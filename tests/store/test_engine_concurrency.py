@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from _support.polling import wait_until
 from sqlalchemy import create_engine, text
 from store_helpers import collect
 
@@ -159,13 +160,12 @@ def test_two_servers_racing_for_the_last_slots(engine: Engine, database: str, ac
 
 
 def _wait_until(condition: Callable[[], bool], what: str, timeout_s: float = 30.0) -> None:
-    """Polls ``condition``; TimeoutError (never an AssertionError, which the xfail tests
-    below expect from the engine bug itself) when it stays false."""
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out waiting for {what}")
-        time.sleep(0.01)
+    """:func:`wait_until`, but TimeoutError (never an AssertionError, which the xfail
+    tests below expect from the engine bug itself) when ``condition`` stays false."""
+    try:
+        wait_until(condition, what, timeout_s)
+    except AssertionError as exc:
+        raise TimeoutError(str(exc)) from None
 
 
 class Paused:
@@ -302,7 +302,7 @@ def test_an_archive_racing_a_new_session(
 def test_a_writer_locked_out_past_the_busy_timeout_gets_store_busy(
     engine: Engine, database: str, actor: Actor
 ) -> None:
-    """Issue 10 item 6: contention gives a typed, retryable outcome (StoreBusy), never a
+    """Contention gives a typed, retryable outcome (StoreBusy), never a
     driver's "database is locked" (a 500 at the API, a traceback at the CLI)."""
     store = engine.stores.create("s")
     impatient = Engine(database, busy_timeout_s=0.2)

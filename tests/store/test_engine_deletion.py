@@ -204,7 +204,7 @@ def test_redact_mode(engine: Engine, store: MemoryStore, actor: Actor) -> None:
         Operation.MODIFIED,
         Operation.CREATED,
     ]
-    # The deleted version is born redacted: the path is erased too (SPEC §2, issue 11).
+    # The deleted version is born redacted: the path is erased too (SPEC §2).
     assert versions[0].redacted_at is not None
     assert versions[0].path is None
     assert versions[0].reason == "pii"

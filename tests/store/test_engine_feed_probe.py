@@ -1,4 +1,4 @@
-"""What a writer that follows the change feed learns without reading it back (issue 17):
+"""What a writer that follows the change feed learns without reading it back:
 the receipt of its own write (the entries that write appended, exactly as the feed then
 holds them) and, on a SQLite file, the newest seq of a store read on the caller's
 thread by the feed probe."""

@@ -406,7 +406,7 @@ def test_principals(engine: Engine, store: MemoryStore) -> None:
 
 
 def test_sqlite_integrity_check_finds_damaged_pages(tmp_path: Path) -> None:
-    """Issue 10 item 12: fsck also asks SQLite about its own file (integrity_check, or
+    """fsck also asks SQLite about its own file (integrity_check, or
     quick_check): damage below the rows memfs reads shows up as findings."""
     path = tmp_path / "memfs.db"
     with Engine(f"sqlite:///{path}") as engine:

@@ -141,7 +141,7 @@ def _statements_of_a_rename(engine: Engine, actor: Actor, count: int) -> int:
 def test_a_directory_rename_runs_the_same_statements_whatever_its_size(
     engine: Engine, actor: Actor
 ) -> None:
-    """Issue 10 item 6: the rename was quadratic (a NOT IN of every moving id per target)
+    """The rename was quadratic (a NOT IN of every moving id per target)
     and ran several statements per memory; 5,000 memories held the write lock ~30 s. Now
     the number of statements does not grow with the directory (bulk statements)."""
     assert _statements_of_a_rename(engine, actor, 300) == _statements_of_a_rename(engine, actor, 30)

@@ -127,7 +127,7 @@ def test_schema_head_constant_matches_the_migration_scripts() -> None:
 
 @pytest.mark.empty_database
 def test_upgrading_0001_gives_sessions_a_lifecycle(database: str) -> None:
-    """Migration 0002 (issue 11 item 1), and every later one: a database at 0001 with a
+    """Migration 0002 (SPEC §3 credential lifecycle), and every later one: a database at 0001 with a
     token session and a tokenless one upgrades on open; the token gets 24 h from the
     upgrade, the tokenless one no expiry, and the schema then matches the metadata."""
     from alembic import command
@@ -180,7 +180,7 @@ def _holding_a_rollback_journal_write_lock(path: str) -> sqlite3.Connection:
 def test_opening_waits_for_a_fresh_database_locked_by_another_opener(
     database: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Issue 10 item 11, the cause: switching a fresh file into WAL failed at once with
+    """Switching a fresh file into WAL failed at once with
     "database is locked" when another connection was switching it (or writing it) at the
     same moment. The switch now waits, up to the busy timeout, like every other lock."""
     if not database.startswith("sqlite"):
@@ -236,7 +236,7 @@ def _burn_cpu(until: float) -> None:
 
 
 def test_eight_servers_opening_fresh_databases_at_once_under_load(tmp_path: Path) -> None:
-    """The stress version of the test above (issue 10 item 11): eight processes open the
+    """The stress version of the test above: eight processes open the
     same fresh SQLite file at once, several rounds, with two CPU burners beside them. It
     failed about one round in twenty before the fix."""
     context = multiprocessing.get_context("fork")
@@ -269,8 +269,8 @@ def test_eight_servers_opening_fresh_databases_at_once_under_load(tmp_path: Path
 
 @pytest.mark.empty_database
 def test_upgrading_0002_erases_the_paths_redactions_left(database: str) -> None:
-    """Migration 0003 (issue 11 item 4): redactions and hard deletes made at 0002 kept
-    the path in the tombstone, its deleted version and the change feed."""
+    """Migration 0003 (SPEC §2: a redaction erases the path): redactions and hard deletes
+    made at 0002 kept the path in the tombstone, its deleted version and the change feed."""
     from alembic import command
 
     with Engine(database) as engine:

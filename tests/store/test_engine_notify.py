@@ -1,6 +1,6 @@
-"""Change notification (memfs/store/notify.py, issue 12 idle cost): a commit that grows a
-change feed, made through any engine on the database, reaches the subscribers of
-``Engine.watch_changes`` without them reading anything.
+"""Change notification (memfs/store/notify.py; SPEC §4: an idle mount costs close to
+nothing): a commit that grows a change feed, made through any engine on the database,
+reaches the subscribers of ``Engine.watch_changes`` without them reading anything.
 
 The safety check is pushed out of reach (``SAFETY_POLL_S`` = 1 h) where a test must
 show that the notification itself arrived: only inotify (SQLite) or ``LISTEN/NOTIFY``

@@ -1,4 +1,4 @@
-"""Opening a database (issue 11 item 7): a missing file is an error unless the caller
+"""Opening a database: a missing file is an error unless the caller
 asks to create it, a foreign database is refused by name and never modified, and a
 read-only open reads without writing anything (no journal-mode switch, no checkpoint)."""
 

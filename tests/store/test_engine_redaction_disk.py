@@ -241,7 +241,7 @@ def test_memfs_vacuum_on_sqlite_says_there_is_nothing_left(tmp_path: Path) -> No
 
 
 def test_a_redaction_erases_the_path_from_every_file(sqlite_engine: Engine, db_dir: Path) -> None:
-    """Issue 11 item 4 (SPEC §2: a redaction erases content *and* path everywhere memfs
+    """SPEC §2 (a redaction erases content *and* path everywhere memfs
     keeps them): a secret in a file name survived ``forget --mode redact`` in the
     tombstone row, the deleted version, the change feed. Ids stay; no path does."""
     secret = marker()
@@ -286,7 +286,7 @@ def test_a_redaction_erases_the_path_from_every_file(sqlite_engine: Engine, db_d
 def test_a_redaction_under_a_concurrent_reader_is_bounded_and_says_it_is_pending(
     sqlite_engine: Engine, db_dir: Path
 ) -> None:
-    """Issue 10 item 10: with another connection reading an older snapshot, a redaction
+    """With another connection reading an older snapshot, a redaction
     took 60 s (two 30 s busy waits), stalled every writer meanwhile, and left the secret
     in memfs.db until some later checkpoint. Now the wait is bounded, the erasure is
     reported as pending (Engine.erasure_pending, fsck), writers go on, and the next

@@ -1,4 +1,4 @@
-"""Full-text search in the engine (issue 14, SPEC §7), on SQLite and PostgreSQL: ranking
+"""Full-text search in the engine (SPEC §7), on SQLite and PostgreSQL: ranking
 on a corpus with known answers (English and Japanese), the query language, filters, the
 index following every write in its transaction, redaction reaching the index."""
 
@@ -248,7 +248,7 @@ def _trigram_paths(engine: Engine) -> set[str]:
 def test_only_text_a_substring_term_can_match_is_in_the_trigram_table(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    """Issue 14 write cost: English documents stay out of the trigram table; a document
+    """What search costs a write: English documents stay out of the trigram table; a document
     goes in and out of it as its path or body gains or loses text without spaces, and
     substring search follows it."""
     if engine.dialect != "sqlite":

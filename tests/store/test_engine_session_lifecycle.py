@@ -1,4 +1,4 @@
-"""Session lifecycle (SPEC §3 credential lifecycle, issue 11 item 1): tokens expire
+"""Session lifecycle (SPEC §3 credential lifecycle): tokens expire
 (default 24 h, a ttl at creation, at most 30 days), sessions can be revoked, archived,
 deleted and listed, and revoking an API key revokes the sessions it created."""
 

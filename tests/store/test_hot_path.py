@@ -1,4 +1,4 @@
-"""The hot path of write transactions (memfs/store/_hot.py, issue 17), on both dialects.
+"""The hot path of write transactions (memfs/store/_hot.py), on both dialects.
 
 The statements every write runs bypass SQLAlchemy's execution machinery: the rows they
 return must read like SQLAlchemy's, driver errors must come out as SQLAlchemy's (the

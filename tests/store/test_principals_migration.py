@@ -1,4 +1,4 @@
-"""Migration 0006_principals (issue 15): keys and sessions made before it keep working
+"""Migration 0006_principals (SPEC §6): keys and sessions made before it keep working
 and carry no principal; new ones can carry one; the schema matches the metadata."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Migration 0005_records (issue 15, SPEC §6): upgrading a database of 0004 builds the
+"""Migration 0005_records (SPEC §6): upgrading a database of 0004 builds the
 record index from the live memories it holds."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Fixtures of the visibility tests (issue 15 "Visibility by user and role", SPEC §6).
+"""Fixtures of the visibility tests (SPEC §6, visibility by user and role).
 
 - ``fuse_available``: skips a test where FUSE can't be used (the reason is named).
 - ``store_engine``: an engine on ``$MEMFS_HOME/memfs.db``, the database the server

@@ -1,4 +1,4 @@
-"""Visibility over the API (issue 15 item 3, SPEC §6) with two principals on one
+"""Visibility over the API (SPEC §6) with two principals on one
 shared store, driven by the real ``anthropic`` SDK (and raw HTTP for the memfs
 extensions the SDK does not have: search, the change feed): each sees its own private
 records and every shared one, nothing of the other's — not in listings, counts,

@@ -1,4 +1,4 @@
-"""Visibility through ``/mcp`` under a real ``memfs serve`` (issue 15, SPEC §6), with
+"""Visibility through ``/mcp`` under a real ``memfs serve`` (SPEC §6), with
 the ``mcp`` SDK's client: a session for alice sees her private records and the shared
 ones, none of bob's (view, search, resources), and can't write one she could not see."""
 

@@ -1,4 +1,4 @@
-"""Visibility through a real mount (issue 15 item 3, SPEC §6): a remote mount made with
+"""Visibility through a real mount (SPEC §6): a remote mount made with
 a session for user alice over a shared store shows her private records and every
 shared one, and nothing of bob's (not in ``readdir``, ``ENOENT`` by name), also for
 records written elsewhere while it runs; writing a record she could not see is refused

@@ -1,4 +1,4 @@
-"""Principals on API keys and sessions (issue 15 item 1, SPEC §6, §3): set at creation
+"""Principals on API keys and sessions (SPEC §6, §3): set at creation
 (engine, CLI, API with the real SDK), shown in listings, never changed afterwards, and
 handed to a session only by a caller that holds them."""
 

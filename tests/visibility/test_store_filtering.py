@@ -1,4 +1,4 @@
-"""Visibility in the store (issue 15 item 3, SPEC §6): for a restricted viewer the
+"""Visibility in the store (SPEC §6): for a restricted viewer the
 engine leaves hidden records out of listings (pages stay full), a mount's tree, counts,
 search, versions and the change feed, answers NotFound by id, and refuses a write whose
 result its writer could not see — on SQLite and PostgreSQL."""

@@ -1,0 +1,34 @@
+"""Runs ``memfs ARGS`` in this interpreter (its output swallowed), then prints one JSON
+line: its exit status, its output and the top-level packages it imported.
+
+Run it by its file path (not ``-m``), so nothing but the command is imported.
+
+Usage: cli_imports.py ARG…
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import sys
+
+
+def main() -> None:
+    sys.argv = ["memfs", *sys.argv[1:]]
+    from memfs.cli import main as memfs_main
+
+    status: object
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        try:
+            memfs_main()
+        except SystemExit as exc:
+            status = exc.code
+        else:
+            status = 0
+    print(json.dumps({"status": status, "out": out.getvalue(),
+                      "modules": sorted({name.split(".")[0] for name in sys.modules})}))
+
+
+if __name__ == "__main__":
+    main()
