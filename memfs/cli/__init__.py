@@ -13,7 +13,7 @@ module                  commands
 ``import_export``       ``import``, ``export``
 ``fsck_prompt``         ``fsck``, ``vacuum``, ``prompt``
 ``server``              ``serve``
-``access``              ``key create|list|revoke``, ``session create|show|list|revoke``
+``credentials``         ``key create|list|revoke``, ``session create|show|list|revoke``
 ``mounting``            ``mount``, ``umount``, ``status`` (the last two in ``unmounting``)
 ``search``              ``search``
 ``identity``            ``identity mount|unmount|mounts|default|session`` (SPEC §8)
@@ -55,8 +55,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "umount": ("mounting", "Commit pending writes, then unmount."),
     "status": ("mounting", "Show a mount's daemon, stores, session and last errors."),
     "serve": ("server", "Serve the REST API (anthropic SDK compatible)."),
-    "key": ("access", "Create, list and revoke API keys (a secret is shown once)."),
-    "session": ("access", "Attach memory stores to an agent session; print its token."),
+    "key": ("credentials", "Create, list and revoke API keys (a secret is shown once)."),
+    "session": ("credentials", "Attach memory stores to an agent session; print its token."),
     "search": ("search", "Find memories by words across stores, best first."),
     "identity": (
         "identity",

@@ -164,8 +164,8 @@ def identity_session(
 ) -> None:
     """Create the pair's session: its default store read-write and every active mount
     read-only, flat; prints its id, token, expiry and resources."""
-    from memfs.cli.access import _parse_ttl as parse_ttl
-    from memfs.cli.access import _print_session as print_session
+    from memfs.cli.credentials import _parse_ttl as parse_ttl
+    from memfs.cli.credentials import _print_session as print_session
 
     ttl_s = parse_ttl(ttl)
     with command_engine(database) as engine:
