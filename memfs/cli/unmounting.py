@@ -307,9 +307,10 @@ def _print_status(target: str, state: str, record: dict[str, Any] | None) -> Non
     typer.echo(f"rejected writes: {record['rejected_count']}")
     for event in record["rejected_writes"]:
         reason = f"{event['message']}; " if event.get("message") else ""
-        typer.echo(
-            f"  {event['at']} {event['path']} {event['errno']}: {reason}kept in {event['saved_to']}"
-        )
+        # A save refused before any byte was accepted kept nothing (SPEC §4: the errno
+        # told the writer everything).
+        kept = f"kept in {event['saved_to']}" if event["saved_to"] else "no bytes were accepted"
+        typer.echo(f"  {event['at']} {event['path']} {event['errno']}: {reason}{kept}")
     typer.echo(f"conflicts: {record['conflict_count']}")
     for event in record["conflicts"]:
         typer.echo(f"  {event['at']} {event['path']} -> {event['conflict_path']}")

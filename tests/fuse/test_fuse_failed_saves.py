@@ -21,7 +21,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from _support.mount import Mount, exists, live, run, run_script, versions, wait_until
+from _support.mount import MEMFS, Mount, exists, live, run, run_script, versions, wait_until
 
 from memfs.core.config import MAX_CONTENT_BYTES
 from memfs.core.model import Operation
@@ -117,6 +117,10 @@ def test_the_shell_s_refused_redirection_keeps_the_file(
     assert _history(store_engine, mount, "/f.md") == [(Operation.CREATED, "keep\n")]
     assert live(store_engine, _store_id(mount))["/f.md"].id == memory_id
     assert mount.status["rejected_count"] == 1
+    # Nothing was accepted, so nothing is kept; memfs status says so, not "kept in ".
+    shown = run(MEMFS, "status", mount.path).stdout
+    assert "/notes/f.md EILSEQ: " in shown
+    assert shown.count("no bytes were accepted") == 1
 
 
 def test_python_writing_too_much_text_keeps_the_file(mount: Mount, store_engine: Engine) -> None:
