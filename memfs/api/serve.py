@@ -62,12 +62,13 @@ def _bind(host: str, port: int) -> str:
     return f"{host}:{port}"
 
 
-async def _wait_for_signal(app: Any) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for signum in signals:
-            log.info("received %s, shutting down", signal.Signals(signum).name)
-            app.state.change_notifier.close()
-            return
+async def _wait_for_signal(app: Any, signals: Any) -> None:
+    """Hypercorn's shutdown trigger: returns at the first SIGINT or SIGTERM that
+    ``signals`` (a receiver opened before the server said it was ready) received."""
+    async for signum in signals:
+        log.info("received %s, shutting down", signal.Signals(signum).name)
+        app.state.change_notifier.close()
+        return
 
 
 def _reason(exc: BaseException) -> str:
@@ -168,28 +169,32 @@ async def _prune_on_schedule(engine: Engine, interval_s: float) -> None:
 async def _serve(
     app: Any, config: Config, sockets: Sockets, prune_interval_s: float | None
 ) -> None:
-    async with trio.open_nursery() as nursery:
-        # hypercorn.trio.serve() minus its own socket creation: the sockets are bound
-        # already (the path Hypercorn's own multi-worker runner takes).
-        async def serve_then_stop(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
-            try:
-                await worker_serve(
-                    wrap_app(app, config.wsgi_max_body_size, None),
-                    config,
-                    sockets=sockets,
-                    shutdown_trigger=functools.partial(_wait_for_signal, app),
-                    task_status=task_status,
-                )
-            finally:  # the server stopped: so do the background tasks
-                nursery.cancel_scope.cancel()
+    # SIGINT and SIGTERM are caught from before the ready line on: a stop asked for the
+    # moment the server says it is ready is a clean shutdown, not the signal's default
+    # (death by SIGTERM), which Hypercorn's own trigger would give until it first runs.
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            # hypercorn.trio.serve() minus its own socket creation: the sockets are bound
+            # already (the path Hypercorn's own multi-worker runner takes).
+            async def serve_then_stop(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+                try:
+                    await worker_serve(
+                        wrap_app(app, config.wsgi_max_body_size, None),
+                        config,
+                        sockets=sockets,
+                        shutdown_trigger=functools.partial(_wait_for_signal, app, signals),
+                        task_status=task_status,
+                    )
+                finally:  # the server stopped: so do the background tasks
+                    nursery.cancel_scope.cancel()
 
-        binds = await nursery.start(serve_then_stop)
-        if prune_interval_s:
-            nursery.start_soon(
-                _prune_on_schedule, app.state.engine, prune_interval_s, name="version retention"
-            )
-        for bind in binds:
-            print(f"{READY_PREFIX}{bind}", flush=True)
+            binds = await nursery.start(serve_then_stop)
+            if prune_interval_s:
+                nursery.start_soon(
+                    _prune_on_schedule, app.state.engine, prune_interval_s, name="version retention"
+                )
+            for bind in binds:
+                print(f"{READY_PREFIX}{bind}", flush=True)
 
 
 def serve(

@@ -87,3 +87,15 @@ def test_half_or_broken_tls_settings_are_one_error_line(cli: Cli, tmp_path: Path
     missing = tmp_path / "missing.crt"
     error = cli.error("serve", "--port", "0", "--certfile", str(missing), "--keyfile", str(key))
     assert error.startswith(f"cannot use the TLS certificate {missing}"), error
+
+
+def test_a_stop_asked_the_moment_the_server_is_ready_is_a_clean_shutdown(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """SIGTERM right after the ready line (as systemd or a test harness may send it) is
+    caught: the signal receiver is open before the line is printed, so the server never
+    dies of the signal's default action (exit -15)."""
+    for _ in range(3):
+        server = ServeProcess(cli.database, tmp_path, env=memfs_env(cli.home))
+        assert server.stop() == 0, server.log_text()
+        assert "received SIGTERM, shutting down" in server.log_text()
