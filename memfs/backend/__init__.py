@@ -11,6 +11,8 @@ module                      concern
                             is the port only, so code that needs the port does not
                             load the store)
 ``naming``                  conflict-copy names (SPEC §4), shared by FUSE and remote
+``steps``                   ``fold_by_steps``: the atomic save in ordinary writes,
+                            for a backend that can't fold (SPEC §4)
 ==========================  ====================================================
 
 Layering (tests/test_layers.py): ``memfs.fuse`` and ``memfs.remote`` import this
@@ -25,6 +27,7 @@ from memfs.backend.protocol import (
     BackendStatistics,
     MemoryChange,
 )
+from memfs.backend.steps import fold_by_steps
 from memfs.core.errors import BackendUnavailable
 
 __all__ = [
@@ -35,4 +38,5 @@ __all__ = [
     "BackendUnavailable",
     "MemoryChange",
     "conflict_name",
+    "fold_by_steps",
 ]

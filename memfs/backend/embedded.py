@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, TypeVar
 import trio
 
 from memfs.backend.protocol import BackendStatistics, MemoryChange
+from memfs.backend.steps import fold_by_steps
 from memfs.core.content import Content
 from memfs.core.errors import MemfsError
 from memfs.core.model import (
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["EmbeddedBackend"]
 
 T = TypeVar("T")
+M = TypeVar("M", Memory, "Memory | None")
 _PASSWORD_IN_URL_RE = re.compile(r"(://[^:/@]+:)[^@]*@")
 
 
@@ -122,8 +124,8 @@ class EmbeddedBackend:
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
     async def _run_write(
-        self, fn: Callable[..., Memory], *args: object, **kwargs: object
-    ) -> Memory:
+        self, fn: Callable[..., M], *args: object, **kwargs: object
+    ) -> M:
         """Runs a write of one memory and keeps the change-feed entries it appended (the
         engine's receipt) when they are all ``memory_written`` entries of that memory:
         the feed hands them back without a read (see :meth:`changes_since`). They are
@@ -131,9 +133,9 @@ class EmbeddedBackend:
         by the commit's notification almost always finds them (else it reads)."""
         engine = self._engine
 
-        def write() -> Memory:
+        def write() -> M:
             memory = fn(*args, **kwargs)
-            if self._probe is not None:
+            if self._probe is not None and memory is not None:
                 self._keep_own(memory.id, engine.feed_receipt())
             return memory
 
@@ -282,6 +284,60 @@ class EmbeddedBackend:
         ):
             return
         await self.delete_memory(store_id, memory_id)
+
+    async def fill_claim(
+        self,
+        store_id: str,
+        memory_id: str,
+        content: Content,
+        *,
+        metadata: dict[str, str] | None = None,
+    ) -> Memory | None:
+        """See the Protocol (:meth:`memfs.store.folds.Folds.fill_claim`)."""
+        if self._actor is None:
+            return None
+        memory = await self._run_write(
+            self._caller.folds.fill_claim, store_id, memory_id, content, metadata=metadata
+        )
+        return None if memory is None else _without_content(memory)
+
+    async def revive(
+        self, store_id: str, memory_id: str, content: Content | None
+    ) -> Memory | None:
+        """See the Protocol (:meth:`memfs.store.folds.Folds.revive`)."""
+        if self._actor is None:
+            return None
+        memory = await self._run_write(self._caller.folds.revive, store_id, memory_id, content)
+        return None if memory is None else _without_content(memory)
+
+    async def fold_temporary(
+        self,
+        store_id: str,
+        temporary_id: str,
+        *,
+        target_id: str | None,
+        path: str,
+        content: Content | None,
+        expected_sha256: str | None,
+    ) -> Memory:
+        """See the Protocol (:meth:`memfs.store.folds.Folds.fold_temporary`)."""
+        if self._actor is None:
+            return await fold_by_steps(
+                self, store_id, temporary_id, target_id=target_id, path=path,
+                content=content, expected_sha256=expected_sha256,
+            )
+        memory = await self._run_write(
+            self._caller.folds.fold_temporary, store_id, temporary_id,
+            target_id=target_id, path=path, content=content, expected_sha256=expected_sha256,
+        )
+        return _without_content(memory)
+
+    async def erase_temporary(self, store_id: str, memory_id: str) -> None:
+        """See the Protocol (:meth:`memfs.store.folds.Folds.erase_temporary`)."""
+        if self._actor is None:
+            await self.delete_memory(store_id, memory_id)
+            return
+        await self._run(self._caller.folds.erase_temporary, store_id, memory_id)
 
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
         memories = await self._run(

@@ -251,6 +251,58 @@ class Backend(Protocol):
         can't hard-delete). Raises NotFound."""
         ...
 
+    async def fill_claim(
+        self,
+        store_id: str,
+        memory_id: str,
+        content: Content,
+        *,
+        metadata: dict[str, str] | None = None,
+    ) -> Memory | None:
+        """The first content of this mount's ``O_EXCL`` claim replaces the claim's empty
+        ``created`` version (SPEC §4: an exclusive create is a claim, not a version).
+        Returns None, changing nothing, when the memory is no such claim, or the backend
+        can't fold (remote): the caller writes an ordinary update. Raises NotFound,
+        StoreArchived and the validation errors."""
+        ...
+
+    async def revive(
+        self, store_id: str, memory_id: str, content: Content | None
+    ) -> Memory | None:
+        """Same name, same memory (SPEC §4): a memory this mount soft-deleted moments ago
+        (:data:`memfs.core.config.FOLD_WINDOW_S`), whose path is free, is live again,
+        with ``content`` (when given) as one ``modified`` version, none when unchanged.
+        Returns None, changing nothing, when it can't be revived or the backend can't
+        (remote): the caller creates a new memory. Raises NotFound (the store),
+        StoreArchived, StoreFull and the validation errors."""
+        ...
+
+    async def fold_temporary(
+        self,
+        store_id: str,
+        temporary_id: str,
+        *,
+        target_id: str | None,
+        path: str,
+        content: Content | None,
+        expected_sha256: str | None,
+    ) -> Memory:
+        """The atomic save (SPEC §4 "One save, one version"): this mount's temporary
+        memory renamed over ``target_id`` (one version of the target, id and metadata
+        kept, ``expected_sha256`` its precondition) or to the free ``path`` (one
+        ``created`` version there); the temporary memory leaves no memory and no
+        version when it is this mount's own and recent (embedded), else it is
+        soft-deleted or renamed the ordinary way (remote). Raises PreconditionFailed
+        (nothing changed), NotFound, PathConflict, StoreArchived, validation errors."""
+        ...
+
+    async def erase_temporary(self, store_id: str, memory_id: str) -> None:
+        """Removes this mount's temporary memory whose content now lives at another name
+        (``link(temp, new)`` + ``unlink(temp)``, SPEC §4): it leaves nothing when it is
+        the mount's own and recent (embedded), else it is soft-deleted. Raises NotFound,
+        StoreArchived."""
+        ...
+
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
         """Moves every memory below ``old_prefix`` (ends with ``/``) below ``new_prefix`` in
         one transaction. Returns the moved memories. Raises PathConflict, StoreArchived."""

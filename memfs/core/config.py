@@ -44,6 +44,7 @@ __all__ = [
     "DEFAULT_PAIR_MOUNT_ROOT",
     "DEFAULT_SESSION_MOUNT_ROOT",
     "DEFAULT_PRUNE_INTERVAL_S",
+    "FOLD_WINDOW_S",
     "DEFAULT_SESSION_TTL_S",
     "MAX_VERSION_RETENTION_S",
     "MAX_SESSION_TTL_S",
@@ -104,6 +105,12 @@ MAX_FULL_VIEW_PAGE_LIMIT = 20
 # `memfs serve` defaults (SPEC §5).
 DEFAULT_API_HOST = "127.0.0.1"
 DEFAULT_API_PORT = 8765
+
+# SPEC §4 "One save, one version": how soon after a mount's own write (a temporary
+# file's create, a delete) a later step of the same save may fold it away (a rename
+# over a target, a create of the same name). Tools take milliseconds; 30 s leaves room
+# for a loaded machine without making an old delete come back to life.
+FOLD_WINDOW_S = 30.0
 
 # Local content cache of a remote mount (SPEC §4).
 DEFAULT_CACHE_SIZE_BYTES = 256 * 1024 * 1024

@@ -22,9 +22,11 @@ import collections
 import contextlib
 import errno
 import logging
+import time
 from typing import NoReturn
 
 from memfs.backend import Backend, MemoryChange, conflict_name
+from memfs.core.config import FOLD_WINDOW_S
 from memfs.core.content import Content
 from memfs.core.errors import (
     BackendUnavailable,
@@ -48,6 +50,8 @@ log = logging.getLogger(__name__)
 
 # How many of this mount's newest versions it remembers as its own (see wrote_version).
 WRITTEN_VERSIONS_KEPT = 4096
+# How many of its newest deletes it remembers for "same name, same memory" (SPEC §4).
+DEPARTURES_KEPT = 4096
 
 
 class Committer:
@@ -75,6 +79,10 @@ class Committer:
         self._status = status
         self._session_id = session_id
         self._written: collections.OrderedDict[str, None] = collections.OrderedDict()
+        # (store id, path) → (memory id, time.monotonic()) of this mount's recent deletes.
+        self._departed: collections.OrderedDict[tuple[str, str], tuple[str, float]] = (
+            collections.OrderedDict()
+        )
 
     def wrote_version(self, version_id: str) -> bool:
         """Whether this mount wrote version ``version_id`` (one of its newest
@@ -244,6 +252,26 @@ class Committer:
         self._reader.remember(memory.blob_key, b"")
         self._table.filled_below(node)
 
+    def linked(self, node: Node, memory: Memory, data: bytes, *, created: bool) -> None:
+        """New file ``node`` is ``link(2)``'s copy: it shows ``memory``, which holds
+        ``data`` (``created``: this mount created it, rather than reviving its own
+        recent delete of the name)."""
+        if created:
+            node.placement.created()
+        self._table.set_memory(node, memory)
+        self._wrote(memory)
+        node.working.release(memory.content_sha256)
+        self._reader.remember(memory.blob_key, data)
+        self._table.filled_below(node)
+
+    def revived(self, node: Node, memory: Memory) -> None:
+        """New file ``node`` took back this mount's own recent delete of its name
+        (``O_EXCL`` create, SPEC §4 same name, same memory): it shows ``memory`` and
+        holds the name as a claim, empty to its writer."""
+        self._table.set_memory(node, memory)
+        node.working.claim_revived(memory.content_sha256, size_bytes=memory.content_size_bytes)
+        self._table.filled_below(node)
+
     def _to_commit(self, node: Node) -> bytes | None:
         """The bytes a commit of ``node`` writes, or None when it writes nothing (then
         the working copy says so). Raises RefusedWrite (the store was deleted)."""
@@ -279,6 +307,9 @@ class Committer:
         if node.memory is None:
             holder = self._table.parked_holder(target, path)
             if holder is None:
+                revived = await self.revive(target, path, text)
+                if revived is not None:
+                    return revived  # SPEC §4 same name, same memory (tar -x, unzip -o)
                 node.placement.created()
                 return await self._backend.create_memory(
                     target.store_id, path, text, metadata=node.working.pending_metadata or None
@@ -297,11 +328,39 @@ class Committer:
             assert shadowed_attachment is not None
             self._table.add_memory(shadowed_attachment, shadowed_memory)
             return memory
+        if node.working.claimed:
+            # SPEC §4: the claim becomes the memory's first version, holding this content.
+            filled = await self._backend.fill_claim(
+                target.store_id, node.memory.id, text,
+                metadata=node.working.pending_metadata or None,
+            )
+            if filled is not None:
+                return filled
         return await self._backend.update_memory(
             target.store_id,
             node.memory.id,
             MemoryChange(content=text, expected_sha256=node.working.base_sha256),
         )
+
+    async def revive(
+        self, target: Attachment, path: str, text: Content | None
+    ) -> Memory | None:
+        """SPEC §4 "same name, same memory": the memory this mount deleted at ``path``
+        moments ago (:data:`FOLD_WINDOW_S`) comes back, with ``text`` (when given) as one
+        ``modified`` version, none when unchanged: ``tar -x``, ``unzip -o`` and ``git
+        checkout`` unlink a file and create it again. None when there is none to revive
+        (or the backend can't: a new memory is created then)."""
+        departed = self._departed.pop((target.store_id, path), None)
+        if departed is None or time.monotonic() - departed[1] > FOLD_WINDOW_S:
+            return None
+        try:
+            memory = await self._backend.revive(target.store_id, departed[0], text)
+        except NotFound:
+            return None
+        if memory is not None:
+            log.info("%s was created again by this mount moments after its delete: the "
+                     "memory %s keeps its id", path, memory.id)
+        return memory
 
     async def take_over_parked(
         self, holder: Node, target: Attachment, text: str | Content
@@ -446,8 +505,24 @@ class Committer:
         return saved
 
     async def delete_memory(self, attachment: Attachment, memory: Memory) -> None:
-        """SPEC §4 ``rm``: a soft delete; already gone elsewhere counts as done."""
+        """SPEC §4 ``rm``: a soft delete; already gone elsewhere counts as done. The
+        delete is remembered for :data:`FOLD_WINDOW_S`: a file created again at the same
+        path by this mount keeps the memory (:meth:`revive`)."""
         try:
             await self._backend.delete_memory(attachment.store_id, memory.id)
+        except NotFound:
+            log.info("%s was already deleted elsewhere", memory.path)
+            return
+        self._departed[(attachment.store_id, memory.path)] = (memory.id, time.monotonic())
+        self._departed.move_to_end((attachment.store_id, memory.path))
+        if len(self._departed) > DEPARTURES_KEPT:
+            self._departed.popitem(last=False)
+
+    async def erase_temporary(self, attachment: Attachment, memory: Memory) -> None:
+        """A temporary file this mount created whose content now lives at another name
+        (``link(temp, new)`` then ``unlink(temp)``, SPEC §4): it leaves nothing when it
+        is this mount's own and recent, else it is deleted as ``rm`` would."""
+        try:
+            await self._backend.erase_temporary(attachment.store_id, memory.id)
         except NotFound:
             log.info("%s was already deleted elsewhere", memory.path)

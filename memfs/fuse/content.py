@@ -179,6 +179,20 @@ class WorkingCopy:
         self.base_sha256 = self.kernel_sha256 = self.opened_sha256 = sha256
         self.claimed = True
 
+    def claim_revived(self, sha256: str, *, size_bytes: int) -> None:
+        """unloaded → new: this mount's ``O_EXCL`` create took back its own delete of the
+        name moments ago (SPEC §4 same name, same memory): the file is new and empty to
+        its writer, pending unless the memory's head (digest ``sha256``, the
+        precondition of its commit) is empty too; a failed save deletes it again."""
+        self.buffer = bytearray()
+        self.dirty = size_bytes > 0
+        self.fresh = True
+        self.refused = False
+        self.refusal = None
+        self.base_sha256 = self.opened_sha256 = sha256
+        self.kernel_sha256 = None
+        self.claimed = True
+
     def claim_taken_back(self) -> None:
         """The empty memory of this mount's ``O_EXCL`` claim was erased (a failed save,
         or a create whose every write was refused): nothing claims the name now."""

@@ -25,7 +25,9 @@ close reports the errno.
 Kernel caches are invalidated by :meth:`Operations.deliver_notices` (a thread of its
 own: invalidating from inside a handler could deadlock on the inode being handled).
 
-Limitations: no hard links, symlinks or special files (EPERM); no ``RENAME_EXCHANGE``
+Limitations: a hard link is a copy of the content at link time (SPEC §4: the
+no-clobber rename and backup links work); no symlinks or special files (EPERM); no
+``RENAME_EXCHANGE``
 (EINVAL); a flat layout has no whiteouts, so removing a file of the default store shows
 a read-only store's file of the same path again, if there is one.
 """
@@ -331,7 +333,18 @@ class Operations(pyfuse3.Operations):
     async def link(
         self, inode: int, new_parent_inode: int, new_name: bytes, ctx: pyfuse3.RequestContext
     ) -> pyfuse3.EntryAttributes:
-        raise NotSupported("hard links can't be stored in memfs")
+        # SPEC §4: the new name is a copy of the content at link time (the no-clobber
+        # rename and backup links work); see Renamer.link.
+        node = self._table.get(inode)
+        if node.is_dir:
+            raise NotSupported("directories can't be hard-linked")
+        await self.follower.revalidate(self._directory(new_parent_inode))
+        async with self._lock:
+            new_parent = self._directory(new_parent_inode)
+            copy = await self._renamer.link(node, new_parent, decode_name(new_name))
+            attributes = self._remember(copy)
+        self._send_notices()
+        return attributes
 
     # -------------------------------------------------------------- directories
 
@@ -421,15 +434,19 @@ class Operations(pyfuse3.Operations):
                 and not is_scratch_name(text_name)
                 and self._table.parked_holder(attachment, path) is None
             )
-            # SPEC §4: O_EXCL is exclusive across every mount of the store: the create is
-            # committed at once (an empty memory); a second creator elsewhere meets
-            # PathConflict (EEXIST).
+            # SPEC §4: O_EXCL is exclusive across every mount of the store: the create
+            # commits a claim at once (an empty memory, or this mount's own delete of the
+            # name moments ago taken back: same name, same memory); a second creator
+            # elsewhere meets PathConflict (EEXIST).
+            revived = await self.committer.revive(attachment, path, None) if exclusive else None
             memory = (
                 await self._backend.create_memory(attachment.store_id, path, "")
-                if exclusive else None
+                if exclusive and revived is None else None
             )
             node = self._table.new_file(parent, text_name, attachment)
-            if memory is not None:
+            if revived is not None:
+                self.committer.revived(node, revived)
+            elif memory is not None:
                 self.committer.created(node, memory)
             else:
                 node.working.start_empty(dirty=True)  # a memory at its first close
@@ -594,7 +611,15 @@ class Operations(pyfuse3.Operations):
                 raise IsADirectory(f"{self._table.display_path(node)} is a directory")
             if node.memory is not None:
                 attachment = self._table.check_writable(node)
-                await self.committer.delete_memory(attachment, node.memory)
+                if (
+                    node.placement.linked_away
+                    and node.placement.created_here
+                    and not node.working.dirty
+                ):
+                    # link(temp, new) + unlink(temp): a no-clobber rename (SPEC §4).
+                    await self.committer.erase_temporary(attachment, node.memory)
+                else:
+                    await self.committer.delete_memory(attachment, node.memory)
             self._table.remove(node)
             self._table.hold_if_empty(parent)
             self._table.retry_shadowed()

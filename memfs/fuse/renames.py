@@ -29,7 +29,6 @@ from memfs.core.model import Memory
 from memfs.core.rules import (
     content_from_bytes,
     is_scratch_name,
-    validate_content_bytes,
     validate_directory_path,
     validate_path,
     validate_segment,
@@ -187,12 +186,20 @@ class Renamer:
         assert node.memory is not None
         content = None
         if node.working.dirty and not keep_pending:
-            content = validate_content_bytes(bytes(await self._reader.ensure_loaded(node)))
-        memory = await self._backend.update_memory(
-            target.store_id,
-            node.memory.id,
-            MemoryChange(path=move.new_path, content=content, replace=True),
-        )
+            content = content_from_bytes(bytes(await self._reader.ensure_loaded(node)))
+        if node.placement.created_here and not node.placement.parked and not keep_pending:
+            # SPEC §4 one save, one version: a file this mount created moments ago,
+            # renamed to a new name, has one version there (its temporary name none).
+            memory = await self._backend.fold_temporary(
+                target.store_id, node.memory.id, target_id=None, path=move.new_path,
+                content=content, expected_sha256=None,
+            )
+        else:
+            memory = await self._backend.update_memory(
+                target.store_id,
+                node.memory.id,
+                MemoryChange(path=move.new_path, content=content, replace=True),
+            )
         await self._discard(move.existing, target, store_replaced=True)
         return memory
 
@@ -212,15 +219,23 @@ class Renamer:
         if existing is not None and existing.stored and existing.attachment is target:
             assert existing.memory is not None
             working = existing.working
+            expected = working.opened_sha256 or working.base_sha256
             try:
-                memory = await self._backend.update_memory(
-                    target.store_id,
-                    existing.memory.id,
-                    MemoryChange(
-                        content=text,
-                        expected_sha256=working.opened_sha256 or working.base_sha256,
-                    ),
-                )
+                if node.memory is not None:
+                    # SPEC §4 one save, one version: one transaction writes the target's
+                    # version and takes the temporary memory away (erased: it leaves
+                    # no memory and no version, when it is this mount's own and recent).
+                    memory = await self._backend.fold_temporary(
+                        target.store_id, node.memory.id, target_id=existing.memory.id,
+                        path=new_path, content=text, expected_sha256=expected,
+                    )
+                    self._table.set_memory(node, None)
+                else:
+                    memory = await self._backend.update_memory(
+                        target.store_id,
+                        existing.memory.id,
+                        MemoryChange(content=text, expected_sha256=expected),
+                    )
             except PreconditionFailed:
                 # The target changed elsewhere meanwhile: keep both (SPEC §4). The
                 # rename succeeds for the kernel, which then points the target name at
@@ -241,7 +256,6 @@ class Renamer:
                 node.working.reset_to_head(head.content_sha256)
                 self._table.notice(Notice(node.inode))
                 return head
-            await self._drop_temporary(node, target)
             self._table.remove(existing)
         elif holder is not None:
             memory = await self._committer.take_over_parked(holder, target, text)
@@ -254,10 +268,11 @@ class Renamer:
         return memory
 
     async def _drop_temporary(self, node: Node, target: Attachment) -> None:
-        """The temporary file of an atomic save, created in the store by this mount,
-        leaves it (a soft delete, as ``rm`` would): its content is the target's now."""
+        """The temporary file of an atomic save whose content was kept as a conflict
+        copy leaves the store (erased when this mount's own and recent, else a soft
+        delete): its content lives on in the copy."""
         if node.memory is not None:
-            await self._committer.delete_memory(target, node.memory)
+            await self._committer.erase_temporary(target, node.memory)
             self._table.set_memory(node, None)
 
     async def _discard(
@@ -280,6 +295,55 @@ class Renamer:
             if existing.placement.parked or not store_replaced:
                 await self._committer.delete_memory(target, existing.memory)
         self._table.remove(existing)
+
+    async def link(self, node: Node, new_parent: Node, new_name: str) -> Node:
+        """link(2) as memfs honours it (SPEC §4 "One save, one version"; README): the new
+        name is a new file holding a *copy* of ``node``'s content at link time (its own
+        memory, one ``created`` version, the same metadata; or this mount's own memory
+        deleted at that name moments ago, revived). Later writes to either name do not
+        show in the other. What tools use hard links for works: the no-clobber rename
+        (``link(temp, new)`` then ``unlink(temp)``: the temporary leaves nothing, see
+        :meth:`memfs.fuse.commits.Committer.erase_temporary`) and a backup link of a
+        file about to be replaced (``gawk -i inplace -v inplace::suffix=.old``).
+
+        Returns:
+            The new file's node.
+
+        Raises:
+            EntryExists (the name is taken), CrossStore (another store, per-store
+            layout: EXDEV), ReadOnly, InvalidPath, PathTooLong, InvalidContent (the
+            content held can't be stored), and the store's errors.
+        """
+        table = self._table
+        target = table.write_target(new_parent)
+        if node.attachment is not target and table.layout is Layout.PER_STORE:
+            raise CrossStore(f"{table.display_path(node)} can't be linked into another store")
+        validate_segment(new_name)
+        if new_name in new_parent.children:
+            raise EntryExists(f"{new_name!r} exists")
+        new_path = validate_path(join_path(table.memory_path(new_parent), new_name))
+        data = bytes(await self._reader.ensure_loaded(node))
+        copy = table.new_file(new_parent, new_name, target)
+        if is_scratch_name(new_name):
+            copy.working.start_empty(dirty=True)  # scratch content stays in the mount
+            copy.working.write(0, data)
+            return copy
+        text = content_from_bytes(data)
+        try:
+            memory = await self._committer.revive(target, new_path, text)
+            created = memory is None
+            if memory is None:
+                metadata = dict(node.memory.metadata) if node.memory is not None else None
+                memory = await self._backend.create_memory(
+                    target.store_id, new_path, text, metadata=metadata or None
+                )
+        except BaseException:
+            table.remove(copy)
+            raise
+        self._committer.linked(copy, memory, data, created=created)
+        node.placement.linked()
+        log.info("linked %s as a copy (version %s)", new_path, memory.memory_version_id)
+        return copy
 
     async def rename_directory(self, move: Move) -> None:
         """SPEC §4: a directory rename moves every memory below it, atomically."""

@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
-from memfs.backend import BackendEvent, MemoryChange
+from memfs.backend import BackendEvent, MemoryChange, fold_by_steps
 from memfs.core.content import Content, text_of
 from memfs.core.errors import (
     AuthenticationFailed,
@@ -222,6 +222,44 @@ class RemoteWrites(RemoteReads):
                 base=base,
             )
         return self._remember(_memory(result))
+
+    async def fill_claim(
+        self,
+        store_id: str,
+        memory_id: str,
+        content: Content,
+        *,
+        metadata: dict[str, str] | None = None,
+    ) -> Memory | None:
+        """See the Protocol: the memory-store API has no fold (the claim's content is an
+        ordinary update)."""
+        return None
+
+    async def revive(
+        self, store_id: str, memory_id: str, content: Content | None
+    ) -> Memory | None:
+        """See the Protocol: the memory-store API has no fold (a new memory is created)."""
+        return None
+
+    async def fold_temporary(
+        self,
+        store_id: str,
+        temporary_id: str,
+        *,
+        target_id: str | None,
+        path: str,
+        content: Content | None,
+        expected_sha256: str | None,
+    ) -> Memory:
+        """See the Protocol: ordinary writes (:func:`memfs.backend.fold_by_steps`)."""
+        return await fold_by_steps(
+            self, store_id, temporary_id, target_id=target_id, path=path,  # type: ignore[arg-type]
+            content=content, expected_sha256=expected_sha256,
+        )
+
+    async def erase_temporary(self, store_id: str, memory_id: str) -> None:
+        """See the Protocol: a soft delete (a session token can't hard-delete)."""
+        await self.delete_memory(store_id, memory_id)
 
     async def discard_created(self, store_id: str, memory_id: str) -> None:
         """See the Protocol: a soft delete (a session token can't hard-delete)."""

@@ -18,6 +18,7 @@ from memfs.store._facade import Parts
 from memfs.store.blobs import Blobs
 from memfs.store.credentials import ApiKeys, Sessions
 from memfs.store.feed import Feed
+from memfs.store.folds import Folds
 from memfs.store.identities import Identities
 from memfs.store.memories import Memories
 from memfs.store.records import Records
@@ -52,6 +53,11 @@ class Caller:
     def memories(self) -> Memories:
         """Memories: write, read, delete, restore, rename, list (:mod:`memfs.store.memories`)."""
         return Memories(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def folds(self) -> Folds:
+        """Folding a mount's own intermediate writes into one save (:mod:`memfs.store.folds`)."""
+        return Folds(self._parts, self.actor, self.viewer)
 
     @cached_property
     def versions(self) -> Versions:

@@ -18,6 +18,7 @@ The engine itself is the unrestricted caller without actor (``engine.memories.ge
 ``memories``       memories: create, read, update; the aggregate's facade
 ``memory_rows``    the per-store path rules, the memory limit, the tombstone
 ``tombstones``     deletes in the three SPEC §2 modes, restore, retract
+``folds``          a mount's own intermediate writes folded into one save (SPEC §4)
 ``renames``        directory renames (one set-based move)
 ``listing``        prefix listings with depth roll-up, a mount's tree, tombstones
 ``versions``       versions and their redaction

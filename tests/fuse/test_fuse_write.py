@@ -106,12 +106,12 @@ def test_cp_r_copies_a_tree_one_content_version_per_file(
         "/copy/deep/b.md": "b\n",
         "/copy/deep/er/c.md": "c" * 70_000,
     }
-    # cp creates with O_EXCL, which is committed at once as an empty memory (SPEC §4:
-    # exclusive across mounts); the close then writes the one version with content.
+    # cp creates with O_EXCL, which commits a claim on the name at once (SPEC §4:
+    # exclusive across mounts); the close turns the claim into the memory's one
+    # `created` version, holding the content.
     for path, content in memories.items():
         if path.startswith("/copy/"):
-            assert _history(store_engine, mount, path) == [
-                (Operation.CREATED, ""), (Operation.MODIFIED, content.content)]
+            assert _history(store_engine, mount, path) == [(Operation.CREATED, content.content)]
     assert run("diff", "-r", source, mount / "notes" / "copy").returncode == 0
 
 
