@@ -332,12 +332,12 @@ class EmbeddedBackend:
         )
         return _without_content(memory)
 
-    async def erase_temporary(self, store_id: str, memory_id: str) -> None:
+    async def erase_temporary(self, store_id: str, memory_id: str) -> bool:
         """See the Protocol (:meth:`memfs.store.folds.Folds.erase_temporary`)."""
         if self._actor is None:
             await self.delete_memory(store_id, memory_id)
-            return
-        await self._run(self._caller.folds.erase_temporary, store_id, memory_id)
+            return False
+        return await self._run(self._caller.folds.erase_temporary, store_id, memory_id)
 
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:
         memories = await self._run(

@@ -296,11 +296,11 @@ class Backend(Protocol):
         (nothing changed), NotFound, PathConflict, StoreArchived, validation errors."""
         ...
 
-    async def erase_temporary(self, store_id: str, memory_id: str) -> None:
-        """Removes this mount's temporary memory whose content now lives at another name
-        (``link(temp, new)`` + ``unlink(temp)``, SPEC §4): it leaves nothing when it is
-        the mount's own and recent (embedded), else it is soft-deleted. Raises NotFound,
-        StoreArchived."""
+    async def erase_temporary(self, store_id: str, memory_id: str) -> bool:
+        """Removes a memory this mount created moments ago (a temporary file: ``link(temp,
+        new)`` + ``unlink(temp)``, a failed save's cleanup; SPEC §4): it leaves nothing
+        when it is the mount's own and recent (embedded), else it is soft-deleted.
+        Returns True when erased. Raises NotFound, StoreArchived."""
         ...
 
     async def rename_prefix(self, store_id: str, old_prefix: str, new_prefix: str) -> list[Memory]:

@@ -513,16 +513,26 @@ class Committer:
         except NotFound:
             log.info("%s was already deleted elsewhere", memory.path)
             return
-        self._departed[(attachment.store_id, memory.path)] = (memory.id, time.monotonic())
-        self._departed.move_to_end((attachment.store_id, memory.path))
+        self._departed_now(attachment, memory)
+
+    def _departed_now(self, attachment: Attachment, memory: Memory) -> None:
+        """Remembers this mount's soft delete of ``memory`` (see :meth:`revive`)."""
+        key = (attachment.store_id, memory.path)
+        self._departed[key] = (memory.id, time.monotonic())
+        self._departed.move_to_end(key)
         if len(self._departed) > DEPARTURES_KEPT:
             self._departed.popitem(last=False)
 
     async def erase_temporary(self, attachment: Attachment, memory: Memory) -> None:
-        """A temporary file this mount created whose content now lives at another name
-        (``link(temp, new)`` then ``unlink(temp)``, SPEC §4): it leaves nothing when it
-        is this mount's own and recent, else it is deleted as ``rm`` would."""
+        """``rm`` of a file this mount created (SPEC §4 one save, one version): a
+        temporary file — the second half of a no-clobber rename (``link(temp, new)``
+        then ``unlink(temp)``), or what a tool removes when its save failed — leaves
+        nothing when every version of it is this mount's own and recent
+        (:data:`FOLD_WINDOW_S`); otherwise it is soft-deleted as ``rm`` would."""
         try:
-            await self._backend.erase_temporary(attachment.store_id, memory.id)
+            erased = await self._backend.erase_temporary(attachment.store_id, memory.id)
         except NotFound:
             log.info("%s was already deleted elsewhere", memory.path)
+            return
+        if not erased:
+            self._departed_now(attachment, memory)

@@ -257,9 +257,10 @@ class RemoteWrites(RemoteReads):
             content=content, expected_sha256=expected_sha256,
         )
 
-    async def erase_temporary(self, store_id: str, memory_id: str) -> None:
+    async def erase_temporary(self, store_id: str, memory_id: str) -> bool:
         """See the Protocol: a soft delete (a session token can't hard-delete)."""
         await self.delete_memory(store_id, memory_id)
+        return False
 
     async def discard_created(self, store_id: str, memory_id: str) -> None:
         """See the Protocol: a soft delete (a session token can't hard-delete)."""

@@ -125,12 +125,34 @@ def test_chmod_chown_utimens_are_accepted_and_ignored(mount, store_engine, tmp_p
     assert live(store_engine, store_id)["/kept.md"].content == "kept\n"
 
 
-def test_symlink_hard_link_and_mknod_are_eperm(mount, store_engine: Engine) -> None:
+def test_symlink_and_mknod_are_eperm(mount, store_engine: Engine) -> None:
     notes = mount / "notes"
     assert errno_of(f"os.symlink('hello.md', {str(notes / 'link.md')!r})") == "EPERM"
-    assert errno_of(f"os.link({str(notes / 'hello.md')!r}, {str(notes / 'hard.md')!r})") == "EPERM"
     assert errno_of(f"os.mkfifo({str(notes / 'fifo')!r})") == "EPERM"
+    assert errno_of(f"os.link({str(notes / 'projects')!r}, {str(notes / 'p2')!r})") == "EPERM"
     assert sorted(os.listdir(notes)) == ["hello.md", "projects"]
+
+
+def test_a_hard_link_is_a_copy_of_the_content_at_link_time(mount, store_engine: Engine) -> None:
+    """SPEC §4 mapping (README): link(2) makes the new name a memory of its own holding
+    the content at link time (one ``created`` version, the same metadata); later writes
+    to either name don't show in the other; an existing name is EEXIST."""
+    notes = mount / "notes"
+    os.setxattr(notes / "hello.md", "user.meta.topic", b"greeting")
+    os.link(notes / "hello.md", notes / "hard.md")
+    store_id = str(mount.status["stores"][0]["id"])
+    memories = live(store_engine, store_id)
+    original, copy = memories["/hello.md"], memories["/hard.md"]
+    assert copy.id != original.id
+    assert copy.content == "hello\n"
+    assert copy.metadata == {"topic": "greeting"}
+    assert [v.operation for v in versions(store_engine, store_id, copy.id)] == [Operation.CREATED]
+    with open(notes / "hard.md", "a") as hard:
+        hard.write("more\n")
+    assert (notes / "hello.md").read_text() == "hello\n"
+    assert (notes / "hard.md").read_text() == "hello\nmore\n"
+    assert errno_of(f"os.link({str(notes / 'hello.md')!r}, {str(notes / 'hard.md')!r})") == "EEXIST"
+    assert live(store_engine, store_id)["/hello.md"].content == "hello\n"
 
 
 def test_a_file_may_be_20_segments_deep_and_a_directory_19(mount, store_engine: Engine) -> None:
