@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memfs.backend import Backend, MemoryChange
+from memfs.core.content import Content
 from memfs.core.errors import PreconditionFailed
 from memfs.core.model import Memory
 from memfs.core.rules import (
@@ -211,16 +212,8 @@ class Renamer:
         node.placement.saved_over()  # it shows the target's memory from now on
         if existing is not None and existing.stored and existing.attachment is target:
             assert existing.memory is not None
-            working = existing.working
             try:
-                memory = await self._backend.update_memory(
-                    target.store_id,
-                    existing.memory.id,
-                    MemoryChange(
-                        content=text,
-                        expected_sha256=working.opened_sha256 or working.base_sha256,
-                    ),
-                )
+                memory, data = await self._save_over(node, existing, target, text, data)
             except PreconditionFailed:
                 # The target changed elsewhere meanwhile: keep both (SPEC §4). The
                 # rename succeeds for the kernel, which then points the target name at
@@ -252,6 +245,40 @@ class Renamer:
             await self._discard(existing, target, store_replaced=True)
         self._reader.remember(memory.blob_key, data)
         return memory
+
+    async def _save_over(
+        self, node: Node, existing: Node, target: Attachment, text: Content, data: bytes
+    ) -> tuple[Memory, bytes]:
+        """The store call of an atomic save over stored file ``existing``: its memory gets
+        ``data``, with the content this mount last handed out as the precondition; a
+        change made elsewhere meanwhile is merged with it (SPEC §4 concurrent writers,
+        :mod:`memfs.fuse.merging`), and temporary file ``node`` then holds the merge.
+
+        Returns:
+            The memory and the bytes it holds.
+
+        Raises:
+            PreconditionFailed: the target changed elsewhere and the edits overlap.
+        """
+        assert existing.memory is not None
+        base_sha256 = existing.working.opened_sha256 or existing.working.base_sha256
+        try:
+            memory = await self._backend.update_memory(
+                target.store_id,
+                existing.memory.id,
+                MemoryChange(content=text, expected_sha256=base_sha256),
+            )
+        except PreconditionFailed:
+            path = self._table.memory_path(existing)
+            merged = await self._committer.merger.merge(
+                target.store_id, existing.memory.id, base_sha256, data, path=path
+            )
+            if merged is None:
+                raise
+            node.working.merged(merged.memory.content_sha256, merged.data)
+            self._table.notice(Notice(node.inode))  # its pages hold the unmerged save
+            return merged.memory, merged.data
+        return memory, data
 
     async def _drop_temporary(self, node: Node, target: Attachment) -> None:
         """The temporary file of an atomic save, created in the store by this mount,
