@@ -112,9 +112,14 @@ class WorkingCopy:
 
     # ---------------------------------------------------------------- transitions
 
-    def load(self, data: bytes) -> bytearray:
-        """unloaded → clean: the head's bytes are now held."""
+    def load(self, data: bytes, sha256: str | None = None) -> bytearray:
+        """unloaded → clean: the head's bytes are now held. ``sha256``: their digest,
+        when they are loaded to be read: that content is then what this mount last
+        handed out (:attr:`opened_sha256`; a change made elsewhere after an open
+        reaches its reads, and an editor's save is made on what it read)."""
         self.buffer = bytearray(data)
+        if sha256 is not None:
+            self.opened_sha256 = sha256
         self.refused = False
         self.refusal = None
         return self.buffer

@@ -135,7 +135,7 @@ class ContentReader:
             if data is None:
                 data = await self.read_ahead(node, memory)
             if working.buffer is None and node.memory is memory:
-                working.load(data)
+                working.load(data, memory.content_sha256)
                 self._know(memory.content_sha256, memory.blob_key, memory)
         assert working.buffer is not None
         return working.buffer
