@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from memfs.backend import Backend, MemoryChange
 from memfs.core.errors import MemfsError, PreconditionFailed
-from memfs.core.merging import merge_bytes, merge_texts
+from memfs.core.merging import MERGE_ATTEMPTS, merge_bytes, merge_texts
 from memfs.core.model import Memory
 from memfs.core.rules import content_from_bytes
 from memfs.fuse.reading import ContentReader
@@ -33,13 +33,6 @@ from memfs.fuse.status import MountStatus
 __all__ = ["MERGE_ATTEMPTS", "Merged", "Merger", "merge_bytes", "merge_texts"]
 
 log = logging.getLogger(__name__)
-
-# How many times a merge is made (again) when the head moved once more before it could
-# be committed; then both are kept. Each attempt costs a few ms under the mount's lock.
-# Measured: a writer on another mount closing in a tight loop (a commit every ~2 ms)
-# beat 5 attempts in a row a few times per 100 saves; at 50 a run of losses that long
-# is not expected while the other writer leaves any gap between its saves.
-MERGE_ATTEMPTS = 50
 
 
 @dataclass(frozen=True)
