@@ -314,6 +314,10 @@ def _print_status(target: str, state: str, record: dict[str, Any] | None) -> Non
     typer.echo(f"conflicts: {record['conflict_count']}")
     for event in record["conflicts"]:
         typer.echo(f"  {event['at']} {event['path']} -> {event['conflict_path']}")
+    # Saves merged with a change made elsewhere (SPEC §4); older status files lack it.
+    typer.echo(f"merges: {record.get('merge_count', 0)}")
+    for event in record.get("merges", []):
+        typer.echo(f"  {event['at']} {event['path']} (version {event['version_id']})")
     typer.echo(f"last errors: {len(record['last_errors'])}")
     for event in record["last_errors"]:
         typer.echo(f"  {event['at']} {event['message']}")

@@ -7,9 +7,12 @@ semantics):
   was opened with as the precondition; unchanged content writes nothing. A new file is
   created; a name a parked memory holds reuses that memory (vim's save); a read-only
   store's file in a flat layout is copied up to the default store.
-* **keep both**: the precondition failed (another writer changed the memory since it
-  was opened): the head keeps theirs, this content is created beside it as
-  ``<name>.conflict-<UTC timestamp>-<session>.<ext>``, and the file shows the head.
+* **merge**: the precondition failed (another writer changed the memory since it was
+  opened): the two are merged three-way and the merge committed as one version
+  (:mod:`memfs.fuse.merging`) when the edits do not overlap;
+* **keep both**: they overlap (or can't be merged): the head keeps theirs, this content
+  is created beside it as ``<name>.conflict-<UTC timestamp>-<session>.<ext>``, and the
+  file shows the head.
 * **reject**: the store refused the content: its bytes are kept under ``rejected/``
   (never silently dropped), the file shows its head, and the close reports the errno.
 
@@ -40,6 +43,7 @@ from memfs.core.rules import content_from_bytes
 from memfs.fuse.errno_table import errno_for
 from memfs.fuse.errors import ReadOnly, RefusedWrite
 from memfs.fuse.inodes import Attachment, InodeTable, Node, Notice
+from memfs.fuse.merging import Merger
 from memfs.fuse.names import is_local_scratch, join_path, sha256_hex
 from memfs.fuse.reading import ContentReader
 from memfs.fuse.status import MountStatus, save_rejected
@@ -83,6 +87,7 @@ class Committer:
         self._departed: collections.OrderedDict[tuple[str, str], tuple[str, float]] = (
             collections.OrderedDict()
         )
+        self.merger = Merger(backend, reader, status)
 
     def wrote_version(self, version_id: str) -> bool:
         """Whether this mount wrote version ``version_id`` (one of its newest
@@ -126,7 +131,11 @@ class Committer:
                 return
             except MemfsError as exc:
                 self.reject(node, data, exc)
-        except (PathConflict, PreconditionFailed):
+        except PreconditionFailed:
+            if not await self._merge(node, target, path, data):
+                await self.keep_both(node, target, path, text, data, follow_buffer=True)
+            return
+        except PathConflict:
             await self.keep_both(node, target, path, text, data, follow_buffer=True)
             return
         except (MemfsError, ReadOnly) as exc:
@@ -361,6 +370,32 @@ class Committer:
             log.info("%s was created again by this mount moments after its delete: the "
                      "memory %s keeps its id", path, memory.id)
         return memory
+    async def _merge(self, node: Node, target: Attachment, path: str, data: bytes) -> bool:
+        """The update of ``node`` with ``data`` failed its precondition: merges it with
+        the change made elsewhere (:mod:`memfs.fuse.merging`, SPEC §4 concurrent
+        writers). Returns False when both must be kept instead."""
+        memory = node.memory
+        if memory is None or target is not node.attachment:
+            return False
+        merged = await self.merger.merge(
+            target.store_id, memory.id, node.working.base_sha256, data, path=path
+        )
+        if merged is None:
+            return False
+        current = bytes(node.working.buffer) if node.working.buffer is not None else data
+        holding = self.merger.rebase(data, merged, current)
+        self._table.set_memory(node, merged.memory)
+        self._wrote(merged.memory)
+        if holding is None:
+            # Writes made while the merge was committed overlap the other writer's
+            # change: they are kept beside it, the file shows the merge.
+            node.working.merged(merged.memory.content_sha256, merged.data)
+            await self.keep_both(node, target, path, content_from_bytes(current), current)
+            return True
+        node.working.merged(merged.memory.content_sha256, merged.data, holding=holding)
+        self._table.notice(Notice(node.inode))  # the kernel's pages hold this save
+        self._follow_move(node, merged.memory)
+        return True
 
     async def take_over_parked(
         self, holder: Node, target: Attachment, text: str | Content

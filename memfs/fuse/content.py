@@ -14,11 +14,15 @@ States (SPEC §4 semantics)::
        └──── release ────┘                         ├──purge──▶ lost (the next close reports)
        ▲                                           │
        └──────── reset_to_head ────────────────────┘   (keep-both, reject, change elsewhere)
+                                                   dirty ──merged──▶ clean (or dirty)
 
 * **unloaded** (``buffer`` is None): the file shows its head; the first read loads it.
 * **clean**: ``buffer`` holds exactly what ``base_sha256`` names.
 * **dirty**: ``buffer`` has changes no version holds yet; the next close commits them
   with ``base_sha256`` as the precondition (SPEC §4 concurrent writers).
+* **merged**: the pending content was merged with a change made elsewhere and the merge
+  committed (SPEC §4 concurrent writers): the file holds the merge (plus writes that
+  arrived meanwhile, carried over onto it and still pending).
 * **lost**: pending changes were discarded (the content they were made on was redacted
   elsewhere); the next close reports ``lost`` instead of committing.
 
@@ -108,9 +112,14 @@ class WorkingCopy:
 
     # ---------------------------------------------------------------- transitions
 
-    def load(self, data: bytes) -> bytearray:
-        """unloaded → clean: the head's bytes are now held."""
+    def load(self, data: bytes, sha256: str | None = None) -> bytearray:
+        """unloaded → clean: the head's bytes are now held. ``sha256``: their digest,
+        when they are loaded to be read: that content is then what this mount last
+        handed out (:attr:`opened_sha256`; a change made elsewhere after an open
+        reaches its reads, and an editor's save is made on what it read)."""
         self.buffer = bytearray(data)
+        if sha256 is not None:
+            self.opened_sha256 = sha256
         self.refused = False
         self.refusal = None
         return self.buffer
@@ -217,6 +226,24 @@ class WorkingCopy:
         self.opened_sha256 = sha256
         self.pending_metadata = {}
         self.fresh = False  # what is pending now builds on this version
+        self.claimed = False
+        self.refusal = None
+
+    def merged(self, sha256: str, data: bytes, *, holding: bytes | None = None) -> None:
+        """A merge of the pending content with a change made elsewhere was committed as
+        a version of digest ``sha256`` holding ``data`` (SPEC §4 concurrent writers):
+        the file holds the merge now. ``holding``: what the file holds instead, when
+        writes arrived while the store call ran (carried over onto ``data``; they stay
+        pending for the next close, with ``sha256`` as their precondition). The
+        kernel's pages hold this writer's content, not the merge: they are stale."""
+        content = data if holding is None else holding
+        self.buffer = bytearray(content)
+        self.dirty = content != data
+        self.base_sha256 = sha256
+        self.opened_sha256 = sha256
+        self.kernel_sha256 = None
+        self.pending_metadata = {}
+        self.fresh = False
         self.claimed = False
         self.refusal = None
 

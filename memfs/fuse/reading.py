@@ -13,22 +13,33 @@ every local cache).
 from __future__ import annotations
 
 import bisect
+import hashlib
 import itertools
 import time
+from collections import OrderedDict
 
 from memfs.backend import Backend
-from memfs.core.errors import NotFound
+from memfs.core.errors import MemfsError, NotFound
 from memfs.core.model import Memory
 from memfs.fuse.cache import BlobCache, BlobCacheStatistics
 from memfs.fuse.inodes import Node
 
-__all__ = ["READ_AHEAD_BYTES", "READ_AHEAD_FILES", "READ_AHEAD_SCAN", "ContentReader"]
+__all__ = [
+    "KNOWN_DIGESTS_KEPT",
+    "READ_AHEAD_BYTES",
+    "READ_AHEAD_FILES",
+    "READ_AHEAD_SCAN",
+    "ContentReader",
+]
 
 # Read-ahead on a content cache miss: at most this many files and bytes per store round
 # trip, and at most READ_AHEAD_SCAN names looked at per miss.
 READ_AHEAD_FILES = 32
 READ_AHEAD_BYTES = 1024 * 1024
 READ_AHEAD_SCAN = 4 * READ_AHEAD_FILES
+# How many content digests the reader remembers where to find (the base of a merge,
+# see ContentReader.content_by_digest): far more than files are open at once.
+KNOWN_DIGESTS_KEPT = 4096
 
 
 class ContentReader:
@@ -45,6 +56,9 @@ class ContentReader:
         self._purge_seq = 0
         self.purged: dict[str, int] = {}
         self._fetches = 0  # content fetches in flight
+        # content digest -> (blob key, a memory state that held it, if seen): where the
+        # content an open saw can be found again at its close (the base of a merge).
+        self._known: OrderedDict[str, tuple[str, Memory | None]] = OrderedDict()
 
     def statistics(self) -> BlobCacheStatistics:
         """The in-memory content cache of this mount (``memfs status``)."""
@@ -53,6 +67,56 @@ class ContentReader:
     def remember(self, blob_key: str, data: bytes) -> None:
         """Caches content this mount just wrote (a commit, a conflict copy)."""
         self.cache.put(blob_key, data)
+        self._know(hashlib.sha256(data).hexdigest(), blob_key, None)
+
+    def _know(self, sha256: str, blob_key: str, memory: Memory | None) -> None:
+        known = self._known.pop(sha256, None)
+        if memory is None and known is not None and known[0] == blob_key:
+            memory = known[1]
+        self._known[sha256] = (blob_key, memory)
+        if len(self._known) > KNOWN_DIGESTS_KEPT:
+            self._known.popitem(last=False)
+
+    async def content_by_digest(self, sha256: str) -> bytes | None:
+        """Content of digest ``sha256`` that this mount opened or wrote (one of the last
+        :data:`KNOWN_DIGESTS_KEPT`): from the cache, else read again from the store by
+        the memory state that held it. The base of a three-way merge at close (SPEC §4
+        concurrent writers: "base: what this open saw").
+
+        Returns:
+            The bytes, or None when they can't be had (never seen, evicted and not
+            readable, erased by a redaction): the caller keeps both instead.
+        """
+        known = self._known.get(sha256)
+        if known is None:
+            return None
+        blob_key, memory = known
+        data = self.cache.get(blob_key)
+        if data is None and memory is not None:
+            try:
+                data = await self.read_memory(memory)
+            except MemfsError:
+                return None
+        if data is None or hashlib.sha256(data).hexdigest() != sha256:
+            return None
+        return data
+
+    async def read_memory(self, memory: Memory) -> bytes:
+        """The content of memory state ``memory`` (a head, or one an open saw): from the
+        cache, else from the store (then cached).
+
+        Raises:
+            NotFound, BackendUnavailable: as :meth:`Backend.read_content`.
+        """
+        data = self.cache.get(memory.blob_key)
+        if data is None:
+            since = self._purge_seq
+            data = await self._backend.read_content(memory)
+            self._cache_fetched(memory.blob_key, data, since)
+            if self.purged.get(memory.blob_key, 0) > since:
+                raise NotFound(f"the content of {memory.path} was erased while it was read")
+        self._know(memory.content_sha256, memory.blob_key, memory)
+        return data
 
     async def ensure_loaded(self, node: Node) -> bytearray:
         """The content of ``node``: its working copy, else its head from the cache or the
@@ -71,7 +135,8 @@ class ContentReader:
             if data is None:
                 data = await self.read_ahead(node, memory)
             if working.buffer is None and node.memory is memory:
-                working.load(data)
+                working.load(data, memory.content_sha256)
+                self._know(memory.content_sha256, memory.blob_key, memory)
         assert working.buffer is not None
         return working.buffer
 
@@ -88,6 +153,8 @@ class ContentReader:
             what :meth:`ensure_loaded` raises.
         """
         working = node.working
+        if node.memory is not None:  # what this open sees: the base of a merge at close
+            self._know(node.memory.content_sha256, node.memory.blob_key, node.memory)
         if truncate and not working.loaded:
             head_size = node.memory.content_size_bytes if node.memory is not None else 0
             if working.truncate_unloaded(head_size_bytes=head_size):
@@ -161,6 +228,8 @@ class ContentReader:
         """Drops purged content from the cache, and marks it so that a fetch already in
         flight (read-ahead, a read) does not put it back (SPEC §2 redaction)."""
         self.cache.discard(blob_key)
+        for sha256 in [d for d, (key, _) in self._known.items() if key == blob_key]:
+            del self._known[sha256]
         self._purge_seq += 1
         self.purged[blob_key] = self._purge_seq
 

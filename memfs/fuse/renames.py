@@ -24,6 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memfs.backend import Backend, MemoryChange
+from memfs.core.content import Content
 from memfs.core.errors import PreconditionFailed
 from memfs.core.model import Memory
 from memfs.core.rules import (
@@ -218,24 +219,8 @@ class Renamer:
         node.placement.saved_over()  # it shows the target's memory from now on
         if existing is not None and existing.stored and existing.attachment is target:
             assert existing.memory is not None
-            working = existing.working
-            expected = working.opened_sha256 or working.base_sha256
             try:
-                if node.memory is not None:
-                    # SPEC §4 one save, one version: one transaction writes the target's
-                    # version and takes the temporary memory away (erased: it leaves
-                    # no memory and no version, when it is this mount's own and recent).
-                    memory = await self._backend.fold_temporary(
-                        target.store_id, node.memory.id, target_id=existing.memory.id,
-                        path=new_path, content=text, expected_sha256=expected,
-                    )
-                    self._table.set_memory(node, None)
-                else:
-                    memory = await self._backend.update_memory(
-                        target.store_id,
-                        existing.memory.id,
-                        MemoryChange(content=text, expected_sha256=expected),
-                    )
+                memory, data = await self._save_over(node, existing, target, text, data)
             except PreconditionFailed:
                 # The target changed elsewhere meanwhile: keep both (SPEC §4). The
                 # rename succeeds for the kernel, which then points the target name at
@@ -266,6 +251,52 @@ class Renamer:
             await self._discard(existing, target, store_replaced=True)
         self._reader.remember(memory.blob_key, data)
         return memory
+
+    async def _save_over(
+        self, node: Node, existing: Node, target: Attachment, text: Content, data: bytes
+    ) -> tuple[Memory, bytes]:
+        """The store call of an atomic save over stored file ``existing``: its memory gets
+        ``data``, with the content this mount last handed out as the precondition; a
+        change made elsewhere meanwhile is merged with it (SPEC §4 concurrent writers,
+        :mod:`memfs.fuse.merging`), and temporary file ``node`` then holds the merge.
+
+        Returns:
+            The memory and the bytes it holds.
+
+        Raises:
+            PreconditionFailed: the target changed elsewhere and the edits overlap.
+        """
+        assert existing.memory is not None
+        base_sha256 = existing.working.opened_sha256 or existing.working.base_sha256
+        try:
+            if node.memory is not None:
+                # SPEC §4 one save, one version: one transaction writes the target's
+                # version and takes the temporary memory away (erased: it leaves no
+                # memory and no version, when it is this mount's own and recent).
+                memory = await self._backend.fold_temporary(
+                    target.store_id, node.memory.id, target_id=existing.memory.id,
+                    path=self._table.memory_path(existing), content=text,
+                    expected_sha256=base_sha256,
+                )
+                self._table.set_memory(node, None)
+            else:
+                memory = await self._backend.update_memory(
+                    target.store_id,
+                    existing.memory.id,
+                    MemoryChange(content=text, expected_sha256=base_sha256),
+                )
+        except PreconditionFailed:
+            path = self._table.memory_path(existing)
+            merged = await self._committer.merger.merge(
+                target.store_id, existing.memory.id, base_sha256, data, path=path
+            )
+            if merged is None:
+                raise
+            await self._drop_temporary(node, target)  # its content is in the merge
+            node.working.merged(merged.memory.content_sha256, merged.data)
+            self._table.notice(Notice(node.inode))  # its pages hold the unmerged save
+            return merged.memory, merged.data
+        return memory, data
 
     async def _drop_temporary(self, node: Node, target: Attachment) -> None:
         """The temporary file of an atomic save whose content was kept as a conflict

@@ -3,7 +3,7 @@
 Everything here lives under ``$MEMFS_HOME``:
 
 * ``mounts/<key>.json``: the status of a running mount daemon (pid, stores, session,
-  rejected writes, conflicts, last errors, and the live state of its backend: server
+  rejected writes, conflicts, merges, last errors, and the live state of its backend: server
   state, outbox depth, caches), read by ``memfs status`` and ``memfs umount``.
   ``<key>`` is derived from the mount point's real path. The daemon removes the file as
   the very last step of a clean shutdown, after pending writes are committed.
@@ -86,7 +86,8 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-# How many rejected writes, conflicts and errors the status file keeps (newest last).
+# How many rejected writes, conflicts, merges and errors the status file keeps (newest
+# last).
 MAX_RECORDED_EVENTS = 20
 # The reserve a running daemon keeps beside its status file (a status file with every
 # recorded event is ~15 KiB; the rename needs room for the old and the new one).
@@ -259,9 +260,11 @@ class MountStatus:
         self._live: dict[str, Any] = {}
         self._rejected: deque[dict[str, str]] = deque(maxlen=MAX_RECORDED_EVENTS)
         self._conflicts: deque[dict[str, str]] = deque(maxlen=MAX_RECORDED_EVENTS)
+        self._merges: deque[dict[str, str]] = deque(maxlen=MAX_RECORDED_EVENTS)
         self._errors: deque[dict[str, str]] = deque(maxlen=MAX_RECORDED_EVENTS)
         self.rejected_count = 0
         self.conflict_count = 0
+        self.merge_count = 0
         self._written: str | None = None
         self._storage_full: dict[str, str] | None = None
         self._write_failing = False
@@ -287,6 +290,15 @@ class MountStatus:
         self.conflict_count += 1
         self._conflicts.append(
             {"at": format_timestamp(at or utcnow()), "path": path, "conflict_path": conflict_path}
+        )
+        self.write()
+
+    def record_merge(self, path: str, version_id: str, *, at: datetime | None = None) -> None:
+        """A save whose file changed elsewhere meanwhile was merged with that change and
+        committed as version ``version_id`` (SPEC §4 concurrent writers)."""
+        self.merge_count += 1
+        self._merges.append(
+            {"at": format_timestamp(at or utcnow()), "path": path, "version_id": version_id}
         )
         self.write()
 
@@ -351,7 +363,7 @@ class MountStatus:
         """Replaces erased paths (SPEC §2 redaction) in the recorded rejected writes,
         conflicts and errors, and rewrites the file. ``replacements`` as
         :func:`scrub_files`."""
-        for records in (self._rejected, self._conflicts, self._errors):
+        for records in (self._rejected, self._conflicts, self._merges, self._errors):
             for record in records:
                 for field, value in record.items():
                     record[field] = _scrub_text(value, replacements)
@@ -372,6 +384,8 @@ class MountStatus:
             rejected_writes=list(self._rejected),
             conflict_count=self.conflict_count,
             conflicts=list(self._conflicts),
+            merge_count=self.merge_count,
+            merges=list(self._merges),
             last_errors=list(self._errors),
             storage_full=self._storage_full,
         )

@@ -19,8 +19,13 @@ create             path taken, other content        conflict: ours is created as
 update             updated                          applied
 update             precondition failed, head has    already applied
                    our content
-update             precondition failed, other       conflict: head keeps theirs, ours is
-                   content                          created beside it (conflict copy)
+update             precondition failed, a version   already applied (a replay after a
+                   after the base by this session   crash, merged or not)
+update             precondition failed, other       merged three-way (base: the queued
+                   content, edits apart             ``expected_sha256``'s version) and
+                                                    applied as one version (SPEC §4)
+update             precondition failed, edits       conflict: head keeps theirs, ours is
+                   overlap (or no base)             created beside it (conflict copy)
 update             memory gone (deleted elsewhere)  re-created at its path (as create)
 delete             deleted / already gone           applied / already applied
 delete             precondition failed              conflict: their newer content stays
@@ -61,6 +66,7 @@ from memfs.core.errors import (
     PathConflict,
     PreconditionFailed,
 )
+from memfs.core.merging import MERGE_ATTEMPTS, merge_texts
 from memfs.remote.client import MemfsClient, ServerUnavailable
 from memfs.remote.outbox import (
     Outbox,
@@ -186,6 +192,9 @@ async def _update(client: MemfsClient, write: PendingWrite, *, session_id: str) 
         head = await client.retrieve_memory(write.store_id, memory_id)
         if head.content_sha256 == _sha256(write.content):
             return ApplyResult(WriteOutcome.ALREADY_APPLIED, memory=head)
+        merged = await _merge(client, write, memory_id, head, session_id=session_id)
+        if merged is not None:
+            return merged
         return await _create_conflict_copy(
             client, write, session_id=session_id, reason=f"{head.path} was changed elsewhere"
         )
@@ -209,6 +218,55 @@ async def _update(client: MemfsClient, write: PendingWrite, *, session_id: str) 
         )
         return await _create(client, write, session_id=session_id)
     return ApplyResult(WriteOutcome.APPLIED, memory=memory)
+
+
+async def _merge(
+    client: MemfsClient, write: PendingWrite, memory_id: str, head: MemoryOut, *, session_id: str
+) -> ApplyResult | None:
+    """A queued update whose memory changed on the server since it was queued: merged
+    three-way with the head (SPEC §4 concurrent writers; the rule is
+    :func:`memfs.core.merging.merge_texts`), the base being the version whose digest the
+    write expected, and applied as one version with the head's digest as precondition.
+
+    A version after the base made by this session is this write, applied before a crash
+    or a lost answer (entries are applied strictly in order, and a write to a memory with
+    queued writes is queued behind them): already applied, never merged twice.
+
+    Returns:
+        The outcome, or None when both must be kept (the edits overlap, the base version
+        is gone or redacted, or the head kept moving).
+    """
+    assert write.content is not None
+    if write.expected_sha256 is None:
+        return None
+    base: str | None = None
+    for version in await client.list_versions(write.store_id, memory_id):  # newest first
+        if version.content_sha256 == write.expected_sha256:
+            base = (await client.retrieve_version(write.store_id, version.id)).content
+            break
+        actor = version.created_by
+        if actor is not None and actor.session_id == session_id:
+            return ApplyResult(WriteOutcome.ALREADY_APPLIED, memory=head)
+    if base is None:
+        return None
+    for _ in range(MERGE_ATTEMPTS):
+        theirs = head.content or ""
+        merged = merge_texts(base, write.content, theirs)
+        if merged is None:
+            return None
+        if merged == theirs:
+            return ApplyResult(WriteOutcome.ALREADY_APPLIED, memory=head)
+        try:
+            memory = await client.update_memory(
+                write.store_id, memory_id, content=merged, expected_sha256=head.content_sha256
+            )
+        except PreconditionFailed:
+            head = await client.retrieve_memory(write.store_id, memory_id)
+            continue
+        detail = f"{write.path} was changed elsewhere; merged with this mount's queued write"
+        log.info("%s in %s (version %s)", detail, write.store_id, memory.memory_version_id)
+        return ApplyResult(WriteOutcome.APPLIED, memory=memory, detail=detail)
+    return None
 
 
 async def _was_redacted(client: MemfsClient, store_id: str, memory_id: str) -> bool:

@@ -212,6 +212,45 @@ async def test_concurrent_writers_keep_both_contents(
     }
 
 
+async def test_a_queued_append_is_merged_with_an_append_elsewhere(
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    """SPEC §4 concurrent writers: edits apart are merged three-way (base: the version
+    the write expected) and applied as one version; no conflict copy."""
+    memory = store_engine.memories.create(rw_store.id, "/log.md", "start\n")
+    store_engine.memories.update(rw_store.id, memory.id, content="start\ntheirs\n")
+    write = update(rw_store.id, "/log.md", "start\nours\n", "start\n", memory.id)
+
+    result = await apply_write(client, write, session_id=server.session.id)
+
+    assert result.outcome is WriteOutcome.APPLIED
+    assert "merged" in result.detail
+    assert contents(store_engine, rw_store.id) == {"/log.md": "start\ntheirs\nours\n"}
+    assert versions(store_engine, rw_store.id, memory.id) == [
+        Operation.CREATED, Operation.MODIFIED, Operation.MODIFIED,
+    ]
+
+
+async def test_a_merged_write_whose_response_was_lost_is_not_merged_twice(
+    client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    memory = store_engine.memories.create(rw_store.id, "/log.md", "start\n")
+    store_engine.memories.update(rw_store.id, memory.id, content="start\ntheirs\n")
+    write = update(rw_store.id, "/log.md", "start\nours\n", "start\n", memory.id)
+    # The second write request is the merge: applied, then the server dies.
+    server.network.crash_after_writes = 2
+    with pytest.raises(ServerUnavailable):
+        await apply_write(client, write, session_id=server.session.id)
+    assert contents(store_engine, rw_store.id) == {"/log.md": "start\ntheirs\nours\n"}
+    server.network.down = False
+
+    result = await apply_write(client, write, session_id=server.session.id)
+
+    assert result.outcome is WriteOutcome.ALREADY_APPLIED  # made by this session
+    assert contents(store_engine, rw_store.id) == {"/log.md": "start\ntheirs\nours\n"}
+    assert len(versions(store_engine, rw_store.id, memory.id)) == 3
+
+
 async def test_an_update_of_a_memory_created_offline_finds_it_by_path(
     client: MemfsClient, server: LiveServer, store_engine: Engine, rw_store: MemoryStore
 ) -> None:
