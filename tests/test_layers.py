@@ -255,6 +255,7 @@ STORE_INSIDES = (
     "memfs.store.bindings",
     "memfs.store.embeddings",
     "memfs.store.retention",
+    "memfs.store.folds",
     "memfs.store.migrations",
 )
 
