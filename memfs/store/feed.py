@@ -33,6 +33,7 @@ __all__ = [
     "emit",
     "emit_store_deleted",
     "forget_paths",
+    "paths_of",
     "last_change_seq",
 ]
 
@@ -164,6 +165,16 @@ def emit_many(
                 memory_version_id=version_id,
             ),
         )
+
+
+def paths_of(conn: Connection, memory_id: str) -> set[str]:
+    """Every path the change feed holds for ``memory_id`` (new and old paths of its
+    entries): the names it had, including ones its versions no longer show (a
+    temporary file's name folded away, SPEC §4 one save, one version)."""
+    rows = conn.execute(
+        select(changes.c.path, changes.c.old_path).where(changes.c.memory_id == memory_id)
+    ).all()
+    return {p for row in rows for p in (row.path, row.old_path) if p}
 
 
 def forget_paths(conn: Connection, memory_id: str) -> None:

@@ -110,7 +110,9 @@ def delete_memory(
         )
         return frozenset()
     old_versions = conn.execute(select(versions).where(versions.c.memory_id == memory_id)).all()
-    erased_paths = frozenset({v.path for v in old_versions if v.path} | {row.path})
+    erased_paths = frozenset(
+        {v.path for v in old_versions if v.path} | {row.path} | feed.paths_of(conn, memory_id)
+    )
     purged_keys = {v.blob_key for v in old_versions} | {row.blob_key}
     if mode is DeleteMode.REDACT:
         key, digest = put_blob(conn, replacement_data)
