@@ -230,6 +230,7 @@ STORE_INSIDES = (
     "memfs.store._common",
     "memfs.store._hot",
     "memfs.store.credentials",
+    "memfs.store.sign_ins",
     "memfs.store.caller",
     "memfs.store._facade",
     "memfs.store.memory_rows",
