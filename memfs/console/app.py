@@ -10,17 +10,16 @@ so the Content-Security-Policy allows none.
 
 from __future__ import annotations
 
-from http import HTTPStatus
 from importlib import resources
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import RedirectResponse, Response
+from starlette.responses import Response
 from starlette.routing import Route
 
 from memfs.console import account, memories, stores
-from memfs.console.guard import CONSOLE_PATH, PAGE_HEADERS, SECURITY_HEADERS, SignInThrottle
+from memfs.console.guard import SECURITY_HEADERS, SignInThrottle
 from memfs.console.view import Console, page
 from memfs.store import Engine
 
@@ -49,18 +48,12 @@ async def _stylesheet(request: Request) -> Response:
     return Response(css, media_type="text/css", headers=headers)
 
 
-async def _to_index(request: Request) -> Response:
-    return RedirectResponse(f"{CONSOLE_PATH}/", status_code=HTTPStatus.PERMANENT_REDIRECT,
-                            headers=PAGE_HEADERS)
-
-
 def _routes() -> list[Route]:
     s = "/stores/{store_id}"
     m = s + "/memories/{memory_id}"
     v = s + "/versions/{version_id}"
     get, post = ["GET"], ["POST"]
     return [
-        Route("", _to_index, methods=get),
         Route("/static/console.css", _stylesheet, methods=get),
         Route("/sign-in", account.sign_in_form, methods=get),
         Route("/sign-in", account.sign_in, methods=post),
