@@ -19,8 +19,8 @@ the rate limit of failed sign-ins, and the headers of every response.
 * **Headers** (:data:`SECURITY_HEADERS`): a Content-Security-Policy allowing nothing but
   this server's own stylesheet (no script at all, no inline anything, no framing),
   ``X-Frame-Options: DENY``, ``nosniff``, no referrer to other sites (with
-  ``no-referrer`` Chromium sends ``Origin: null`` on our own forms), and ``Cache-Control: no-store`` on
-  pages (memory content must not linger in caches).
+  ``no-referrer`` Chromium sends ``Origin: null`` on our own forms), and
+  ``Cache-Control: no-store`` on pages (memory content must not linger in caches).
 """
 
 from __future__ import annotations

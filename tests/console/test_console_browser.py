@@ -10,8 +10,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from _support.serve import ServeProcess
+
 from memfs.core.config import database_url
 from memfs.core.model import Actor, Scope
 from memfs.store import Engine
