@@ -14,12 +14,13 @@ from starlette.testclient import TestClient
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from _support.console import ConsoleClient  # noqa: E402
-from memfs.api.app import create_app  # noqa: E402
-from memfs.console import create_console  # noqa: E402
-from memfs.core.config import database_url  # noqa: E402
-from memfs.core.model import Actor, Scope  # noqa: E402
-from memfs.store import Engine  # noqa: E402
+from _support.console import ConsoleClient
+
+from memfs.api.app import create_app
+from memfs.console import create_console
+from memfs.core.config import database_url
+from memfs.core.model import Actor, Scope
+from memfs.store import Engine
 
 GOAL_MS = 100.0
 REPEATS = 15
@@ -54,7 +55,9 @@ def main() -> None:
             "memory": f"{base}/memories/{first.id}",
             "versions": f"{base}/memories/{first.id}/versions",
             "version": f"{base}/versions/{versions[-1].id}",
-            "diff (inline)": f"{base}/memories/{first.id}/diff?a={versions[-1].id}&b={versions[0].id}",
+            "diff (inline)": (
+                f"{base}/memories/{first.id}/diff?a={versions[-1].id}&b={versions[0].id}"
+            ),
             "deleted": base + "/deleted",
             "audit trail": base + "/audit",
             "sessions and keys": "/console/credentials",
