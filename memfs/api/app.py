@@ -20,7 +20,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.routing import Route
+from starlette.routing import Mount, Route
 
 from memfs.api.changes import ChangeNotifier
 from memfs.api.errors import (
@@ -264,6 +264,7 @@ def create_app(
     *,
     insecure_dev: bool = False,
     endpoints: Mapping[str, EndpointFactory] | None = None,
+    mounts: Mapping[str, EndpointFactory] | None = None,
 ) -> FastAPI:
     """The memfs REST API over ``engine`` (which the caller opens and closes).
 
@@ -273,6 +274,9 @@ def create_app(
             only, see :mod:`memfs.api.auth`).
         endpoints: ``{path: factory}``: ASGI applications of other front ends served
             beside the API (``memfs serve`` gives ``/mcp``), built here with the engine.
+        mounts: ``{path prefix: factory}``: ASGI applications serving every path under
+            the prefix (``memfs serve`` gives the console at ``/console``, SPEC §12),
+            each with its own authentication.
 
     Returns:
         A FastAPI application (behind :class:`RequestContextMiddleware`).
@@ -298,6 +302,8 @@ def create_app(
     for path, make_endpoint in (endpoints or {}).items():
         endpoint = make_endpoint(engine, insecure_dev)
         app.router.routes.append(Route(path, endpoint, methods=["GET", "POST", "DELETE"]))
+    for prefix, make_app in (mounts or {}).items():
+        app.router.routes.append(Mount(prefix, app=make_app(engine, insecure_dev)))
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> JSONResponse:

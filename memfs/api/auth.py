@@ -103,6 +103,16 @@ class Principal:
     api_key: ApiKey | None = None
     session: Session | None = None
 
+    @classmethod
+    def of_key(cls, key: ApiKey) -> Principal:
+        """The principal of an authenticated API key: its writes are ``api_actor``."""
+        return cls(actor=Actor.api_key(key.id), api_key=key)
+
+    @classmethod
+    def of_session(cls, session: Session) -> Principal:
+        """The principal of an authenticated session: its writes are ``session_actor``."""
+        return cls(actor=Actor.session(session.id), session=session)
+
     @property
     def is_session(self) -> bool:
         return self.session is not None
@@ -255,13 +265,11 @@ def authenticate(engine: Engine, token: str | None, *, insecure_dev: bool = Fals
 
 
 def _as_key(engine: Engine, token: str) -> Principal:
-    key = engine.api_keys.authenticate(token)
-    return Principal(actor=Actor.api_key(key.id), api_key=key)
+    return Principal.of_key(engine.api_keys.authenticate(token))
 
 
 def _as_session(engine: Engine, token: str) -> Principal:
-    session = engine.sessions.authenticate(token)
-    return Principal(actor=Actor.session(session.id), session=session)
+    return Principal.of_session(engine.sessions.authenticate(token))
 
 
 def _insecure_dev_principal() -> Principal:

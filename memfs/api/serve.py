@@ -207,6 +207,7 @@ def serve(
     keyfile: str | None = None,
     prune_interval_s: float | None = DEFAULT_PRUNE_INTERVAL_S,
     endpoints: Mapping[str, EndpointFactory] | None = None,
+    mounts: Mapping[str, EndpointFactory] | None = None,
 ) -> None:
     """Serves the API until SIGINT or SIGTERM (blocking; runs its own trio loop).
 
@@ -221,6 +222,8 @@ def serve(
         port: TCP port; 0 picks a free one (printed on the ready line).
         insecure_dev: see :mod:`memfs.api.auth`; refused unless ``host`` is loopback.
         endpoints: other front ends' endpoints, as :func:`memfs.api.app.create_app`.
+        mounts: other front ends' applications by path prefix (the console), as
+            :func:`memfs.api.app.create_app`.
         certfile, keyfile: PEM files of the server's certificate (chain) and its key.
         prune_interval_s: prune versions past their store's retention period (SPEC §2)
             at start-up and then this often, in seconds; None or 0 never does.
@@ -264,7 +267,9 @@ def serve(
                     "in front (README, 'TLS')",
                     host,
                 )
-            app = create_app(engine, insecure_dev=insecure_dev, endpoints=endpoints)
+            app = create_app(
+                engine, insecure_dev=insecure_dev, endpoints=endpoints, mounts=mounts
+            )
             trio.run(_serve, app, config, sockets, prune_interval_s)
         finally:
             engine.close()

@@ -52,6 +52,13 @@ def serve_command(
             "--retention) at start-up and this often, e.g. 1h, 10m; 'never' turns it off.",
         ),
     ] = "1h",
+    no_console: Annotated[
+        bool,
+        typer.Option(
+            "--no-console",
+            help="Do not serve the web console at /console/ (SPEC §12).",
+        ),
+    ] = False,
 ) -> None:
     """Serve the REST API (anthropic SDK compatible) with Hypercorn on trio.
 
@@ -59,6 +66,7 @@ def serve_command(
     A port in use or a database that can't be opened is one error line, exit status 1.
     """
     from memfs.api.serve import serve
+    from memfs.console import create_console
     from memfs.mcp.http import McpHttpEndpoint
 
     interval_s = None if prune_interval.strip() == "never" else parse_duration_s(prune_interval)
@@ -68,4 +76,6 @@ def serve_command(
         certfile=certfile, keyfile=keyfile, prune_interval_s=interval_s,
         # The MCP server over streamable HTTP, beside the API (SPEC §5).
         endpoints={"/mcp": lambda engine, insecure: McpHttpEndpoint(engine, insecure_dev=insecure)},
+        # The web console (SPEC §12) on the same engine and credentials.
+        mounts={} if no_console else {"/console": create_console},
     )

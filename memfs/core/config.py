@@ -46,6 +46,7 @@ __all__ = [
     "DEFAULT_PRUNE_INTERVAL_S",
     "FOLD_WINDOW_S",
     "DEFAULT_SESSION_TTL_S",
+    "CONSOLE_SIGN_IN_TTL_S",
     "MAX_VERSION_RETENTION_S",
     "MAX_SESSION_TTL_S",
     "MAX_STORE_DESCRIPTION_CHARS",
@@ -85,6 +86,9 @@ DEFAULT_PAIR_MOUNT_ROOT = "/data/.qoder/awareness"
 # given at creation, and never later than 30 days after it.
 DEFAULT_SESSION_TTL_S = 24 * 3600
 MAX_SESSION_TTL_S = 30 * 24 * 3600
+# The console (SPEC §12): a sign-in lasts this long (never past its session token's own
+# expiry), then the person signs in again.
+CONSOLE_SIGN_IN_TTL_S = 12 * 3600
 # SPEC §2 retention: a store's version retention period is at most 100 years (a bound
 # on input, not a promise); None, the default, keeps every version forever.
 MAX_VERSION_RETENTION_S = 100 * 365 * 24 * 3600

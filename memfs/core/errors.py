@@ -33,6 +33,7 @@ exit status.
     ├── AuthenticationFailed            missing or invalid credential
     │   ├── CredentialExpired           a session token past its expires_at
     │   └── CredentialRevoked           a revoked key, a revoked or archived session
+    ├── TooManyAttempts                 too many failed sign-ins from one client; wait
     ├── StoreBusy                       the database stayed locked past the busy timeout
     ├── StorageFull                     the disk under the database or a durable file is full
     ├── DatabaseUnavailable             the database can't be opened as asked
@@ -86,6 +87,7 @@ __all__ = [
     "StorageFull",
     "StoreBusy",
     "StoreFull",
+    "TooManyAttempts",
 ]
 
 
@@ -304,6 +306,22 @@ class CredentialRevoked(AuthenticationFailed):
     with the key that created it, or archived), SPEC §3 credential lifecycle."""
 
     code = "credential_revoked"
+
+
+class TooManyAttempts(MemfsError):
+    """Raised when one client failed to sign in too often in a short time (the console's
+    sign-in form, SPEC §12: rate limiting of failed sign-ins); nothing was looked at,
+    and the same attempt may succeed after ``retry_after_s``.
+
+    Attributes:
+        retry_after_s: how long to wait before trying again, in seconds.
+    """
+
+    code = "too_many_attempts"
+
+    def __init__(self, message: str, *, retry_after_s: float) -> None:
+        super().__init__(message)
+        self.retry_after_s = retry_after_s
 
 
 class StoreBusy(MemfsError):

@@ -23,6 +23,7 @@ __all__ = [
     "ActorType",
     "ApiKey",
     "Change",
+    "ConsoleSignIn",
     "ChangeKind",
     "DeleteMode",
     "IdentityMount",
@@ -423,6 +424,18 @@ class ApiKey(_Frozen):
         if Scope.ADMIN not in self.scopes and scope not in self.scopes:
             return False
         return not (store_id is not None and self.store_ids and store_id not in self.store_ids)
+
+
+class ConsoleSignIn(_Frozen):
+    """A person signed in to the console (SPEC §12) with one credential: exactly one of
+    ``api_key`` and ``session`` is set, as it is now (a sign-in is only handed out while
+    that credential is in force). ``expires_at`` ends the sign-in whatever the credential.
+    """
+
+    created_at: datetime
+    expires_at: datetime
+    api_key: ApiKey | None = None
+    session: Session | None = None
 
 
 ViewName = Literal["basic", "full"]

@@ -24,6 +24,7 @@ from memfs.store.memories import Memories
 from memfs.store.records import Records
 from memfs.store.retention import Retention
 from memfs.store.search import Search
+from memfs.store.sign_ins import ConsoleSignIns
 from memfs.store.stores import Stores
 from memfs.store.versions import Versions
 
@@ -103,3 +104,8 @@ class Caller:
     def retention(self) -> Retention:
         """Version retention and pruning (:mod:`memfs.store.retention`)."""
         return Retention(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def console_sign_ins(self) -> ConsoleSignIns:
+        """Console sign-ins (:mod:`memfs.store.sign_ins`, SPEC §12)."""
+        return ConsoleSignIns(self._parts, self.actor, self.viewer)

@@ -45,6 +45,7 @@ __all__ = [
     "API_KEY_SECRET_PREFIX",
     "SESSION_TOKEN_PREFIX",
     "ResourceSpec",
+    "api_key_in_force",
     "archive_session",
     "authenticate_api_key",
     "authenticate_session",
@@ -56,6 +57,7 @@ __all__ = [
     "list_sessions",
     "revoke_api_key",
     "revoke_session",
+    "session_in_force",
 ]
 
 SESSION_TOKEN_PREFIX = "memfs_st_"
@@ -270,6 +272,12 @@ def authenticate_session(conn: Connection, token: str) -> Session:
     row = conn.execute(select(sessions).where(sessions.c.token_hash == sha256_of(token))).first()
     if row is None:
         raise AuthenticationFailed("invalid session token")
+    return _session_in_force(conn, row)
+
+
+def _session_in_force(conn: Connection, row: Row[Any]) -> Session:
+    """The session of ``row`` if its token still works (the one statement of when a
+    session token stops working, SPEC §3 credential lifecycle)."""
     if row.revoked_at is not None:
         raise CredentialRevoked(f"session {row.id} was revoked at {row.revoked_at}")
     if row.archived_at is not None:
@@ -277,6 +285,21 @@ def authenticate_session(conn: Connection, token: str) -> Session:
     if row.expires_at is None or row.expires_at <= now():
         raise CredentialExpired(f"the token of session {row.id} expired at {row.expires_at}")
     return _session_model(conn, row)
+
+
+def session_in_force(conn: Connection, session_id: str) -> Session:
+    """Session ``session_id`` if its token still works: what a console sign-in made
+    with that token checks at every request (SPEC §12).
+
+    Raises:
+        AuthenticationFailed: no such session (deleted since).
+        CredentialRevoked: revoked (itself or with its key) or archived.
+        CredentialExpired: past its ``expires_at``.
+    """
+    row = conn.execute(select(sessions).where(sessions.c.id == session_id)).first()
+    if row is None:
+        raise AuthenticationFailed(f"session {session_id} no longer exists")
+    return _session_in_force(conn, row)
 
 
 def revoke_session(conn: Connection, session_id: str) -> Session:
@@ -414,9 +437,28 @@ def authenticate_api_key(conn: Connection, secret: str) -> ApiKey:
     row = conn.execute(select(api_keys).where(api_keys.c.secret_hash == sha256_of(secret))).first()
     if row is None:
         raise AuthenticationFailed("invalid API key")
+    return _api_key_in_force(row)
+
+
+def _api_key_in_force(row: Row[Any]) -> ApiKey:
+    """The key of ``row`` if it is not revoked (SPEC §3 credential lifecycle)."""
     if row.revoked_at is not None:
         raise CredentialRevoked(f"API key {row.id} was revoked at {row.revoked_at}")
     return _api_key_model(row)
+
+
+def api_key_in_force(conn: Connection, api_key_id: str) -> ApiKey:
+    """Key ``api_key_id`` if it is not revoked: what a console sign-in made with its
+    secret checks at every request (SPEC §12).
+
+    Raises:
+        AuthenticationFailed: no such key.
+        CredentialRevoked: the key is revoked.
+    """
+    row = conn.execute(select(api_keys).where(api_keys.c.id == api_key_id)).first()
+    if row is None:
+        raise AuthenticationFailed(f"API key {api_key_id} no longer exists")
+    return _api_key_in_force(row)
 
 
 class Sessions(Facade):

@@ -23,6 +23,7 @@ The engine itself is the unrestricted caller without actor (``engine.memories.ge
 ``listing``        prefix listings with depth roll-up, a mount's tree, tombstones
 ``versions``       versions and their redaction
 ``credentials``    sessions, API keys, their tokens and secrets
+``sign_ins``       console sign-ins (SPEC §12), checked against their credential
 ``feed``           the change feed and the audit log
 ``blobs``          content-addressed blobs and their collection
 ``retention``      a store's version retention period; pruning past it

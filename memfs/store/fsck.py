@@ -28,6 +28,7 @@ from memfs.store.schema import (
     audit_log,
     blobs,
     changes,
+    console_sign_ins,
     memories,
     sessions,
     stores,
@@ -344,6 +345,26 @@ def check_sessions(conn: Connection) -> Iterator[str]:
             yield f"session {r.id}: its API key {r.api_key_id} is revoked but it is not"
 
 
+def check_console_sign_ins(conn: Connection) -> Iterator[str]:
+    """A console sign-in names exactly one credential and expires after it was made
+    (SPEC §12, schema.py)."""
+    rows = conn.execute(
+        select(
+            console_sign_ins.c.id_hash,
+            console_sign_ins.c.api_key_id,
+            console_sign_ins.c.session_id,
+            console_sign_ins.c.created_at,
+            console_sign_ins.c.expires_at,
+        )
+    )
+    for r in rows:
+        name = f"console sign-in {r.id_hash[:12]}…"
+        if (r.api_key_id is None) == (r.session_id is None):
+            yield f"{name}: names {'both' if r.api_key_id else 'neither'} an API key and a session"
+        if r.expires_at <= r.created_at:
+            yield f"{name}: expires at {r.expires_at}, not after its creation {r.created_at}"
+
+
 def check_principals(conn: Connection) -> Iterator[str]:
     """A key's or session's principal is whole (SPEC §6, schema.py): roles iff a user
     id, and the roles a JSON list of strings."""
@@ -393,6 +414,7 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_metadata_json,
     check_retention_and_audit,
     check_sessions,
+    check_console_sign_ins,
     check_principals,
     check_search_index,
     check_mount_counts,

@@ -34,6 +34,7 @@ __all__ = [
     "audit_log",
     "blobs",
     "changes",
+    "console_sign_ins",
     "identity_mounts",
     "memories",
     "metadata",
@@ -490,6 +491,53 @@ api_keys = Table(
         comment="JSON list of the principal's roles, sorted; NULL iff principal_user_id is NULL",
     ),
 )
+
+console_sign_ins = Table(
+    "console_sign_ins",
+    metadata,
+    Column(
+        "id_hash",
+        String(64),
+        primary_key=True,
+        comment=(
+            "SHA-256 hex of the random sign-in id the browser's cookie holds; the id itself "
+            "is never stored (a copy of this table signs nobody in)"
+        ),
+    ),
+    Column(
+        "api_key_id",
+        String(40),
+        nullable=True,
+        comment=(
+            "the apikey_… signed in with (no FK: keys are revoked, never deleted); exactly "
+            "one of api_key_id and session_id is set"
+        ),
+    ),
+    Column(
+        "session_id",
+        String(40),
+        nullable=True,
+        comment=(
+            "the sesn_… whose token signed in (no FK: a deleted session ends the sign-in at "
+            "its next request, which finds no session)"
+        ),
+    ),
+    Column("created_at", String(32), nullable=False),
+    Column(
+        "expires_at",
+        String(32),
+        nullable=False,
+        comment=(
+            "when the sign-in ends, after created_at (CONSOLE_SIGN_IN_TTL_S at most, never "
+            "past its session token's own expiry); expired rows are deleted at sign-ins"
+        ),
+    ),
+    comment=(
+        "SPEC §12 console sign-ins, owned by memfs/store/sign_ins.py. The credential is "
+        "checked again at every request, so revoking it ends the sign-in at once."
+    ),
+)
+Index("ix_console_sign_ins_expires", console_sign_ins.c.expires_at)
 
 search_docs = Table(
     "search_docs",

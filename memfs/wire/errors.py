@@ -20,6 +20,7 @@ later is sent as its parent is until it gets a row. The rows (→ status, ``erro
                                                           would mean "re-read and retry")
     PermissionDenied         403 permission_error
     AuthenticationFailed     401 authentication_error
+    TooManyAttempts          429 rate_limit_error        (retry-after is set)
     StoreBusy                503 overloaded_error        (transient: retry-after is set)
     StorageFull              503 overloaded_error        (transient once space is freed)
     DatabaseUnreachable      503 overloaded_error        (transient: the server comes back)
@@ -66,6 +67,7 @@ from memfs.core.errors import (
     StoreArchived,
     StoreBusy,
     StoreFull,
+    TooManyAttempts,
 )
 from memfs.wire.common import WireObject
 
@@ -110,6 +112,7 @@ WIRE_ERRORS: Mapping[type[MemfsError], WireError] = {
     StoreFull: _INVALID_REQUEST,
     PermissionDenied: WireError(403, "permission_error"),
     AuthenticationFailed: WireError(401, "authentication_error"),
+    TooManyAttempts: WireError(429, "rate_limit_error"),
     StoreBusy: _OVERLOADED,
     StorageFull: _OVERLOADED,
     DatabaseUnreachable: _OVERLOADED,
