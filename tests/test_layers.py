@@ -255,6 +255,8 @@ STORE_INSIDES = (
     "memfs.store.bindings",
     "memfs.store.embeddings",
     "memfs.store.retention",
+    "memfs.store.history",
+    "memfs.store.snapshots",
     "memfs.store.migrations",
 )
 

@@ -18,11 +18,13 @@ from memfs.store._facade import Parts
 from memfs.store.blobs import Blobs
 from memfs.store.credentials import ApiKeys, Sessions
 from memfs.store.feed import Feed
+from memfs.store.history import History
 from memfs.store.identities import Identities
 from memfs.store.memories import Memories
 from memfs.store.records import Records
 from memfs.store.retention import Retention
 from memfs.store.search import Search
+from memfs.store.snapshots import Snapshots
 from memfs.store.stores import Stores
 from memfs.store.versions import Versions
 
@@ -97,3 +99,13 @@ class Caller:
     def retention(self) -> Retention:
         """Version retention and pruning (:mod:`memfs.store.retention`)."""
         return Retention(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def history(self) -> History:
+        """A store as it was: points, as-of reads, diffs (:mod:`memfs.store.history`)."""
+        return History(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def snapshots(self) -> Snapshots:
+        """Named points of a store's history (:mod:`memfs.store.snapshots`)."""
+        return Snapshots(self._parts, self.actor, self.viewer)
