@@ -171,18 +171,23 @@ def resolve_point(conn: Connection, store_id: str, point: Point | str) -> Resolv
 
 
 def _memory(store_id: str, row: Row[Any], content: bytes | None) -> Memory:
-    return Memory(
-        id=row.memory_id,
+    """The Memory of an as-of row. Built without validation, as
+    :func:`memfs.store.listing.all_memories` builds a mount's tree: every field comes
+    from a row the store wrote, with its type (validation was a third of a listing)."""
+    memory_id, version_id, path, blob_key, sha, size, written, _, created, _ = row
+    return Memory.model_construct(
+        id=memory_id,
         memory_store_id=store_id,
-        path=row.path,
+        path=path,
         content=None if content is None else content.decode("utf-8"),
-        content_sha256=row.content_sha256,
-        content_size_bytes=row.size_bytes,
-        memory_version_id=row.id,
+        content_sha256=sha,
+        content_size_bytes=size,
+        memory_version_id=version_id,
         metadata={},
-        created_at=datetime.fromisoformat(row.memory_created_at),
-        updated_at=datetime.fromisoformat(row.created_at),
-        blob_key=row.blob_key or "",
+        created_at=datetime.fromisoformat(created),
+        updated_at=datetime.fromisoformat(written),
+        blob_key=blob_key or "",
+        deleted_at=None,
     )
 
 

@@ -262,8 +262,18 @@ Index("ix_versions_store_seq", versions.c.store_id, versions.c.seq)
 # state of a store at a point is read by id through ix_versions_memory_seq, and in path
 # order through ix_versions_store_path_seq (a page of an as-of listing walks the paths
 # from its cursor, as a listing now walks ix_memories_live_path: no replay of history).
+# memory_id and operation ride along so that the versions a page passes over (older,
+# deleted) are refused from the index without reading their rows: scripts/bench-asof
+# measured 1.5x a listing now without them, 1.3x with.
 Index("ix_versions_memory_seq", versions.c.memory_id, versions.c.seq)
-Index("ix_versions_store_path_seq", versions.c.store_id, versions.c.path, versions.c.seq)
+Index(
+    "ix_versions_store_path_seq",
+    versions.c.store_id,
+    versions.c.path,
+    versions.c.seq,
+    versions.c.memory_id,
+    versions.c.operation,
+)
 Index("ix_versions_blob", versions.c.blob_key)
 
 snapshots = Table(

@@ -21,7 +21,10 @@ depends_on = None
 def upgrade() -> None:
     snapshots.create(op.get_bind())
     op.create_index(
-        "ix_versions_store_path_seq", "versions", ["store_id", "path", "seq"], unique=False
+        "ix_versions_store_path_seq",
+        "versions",
+        ["store_id", "path", "seq", "memory_id", "operation"],
+        unique=False,
     )
 
 
