@@ -334,9 +334,9 @@ def check_snapshots(conn: Connection) -> Iterator[str]:
             version.c.seq.label("version_seq"),
             version.c.store_id.label("version_store_id"),
             version.c.created_at.label("point_at"),
-        ).select_from(
-            snapshots.outerjoin(version, version.c.id == snapshots.c.memory_version_id)
         )
+        .select_from(snapshots.outerjoin(version, version.c.id == snapshots.c.memory_version_id))
+        .order_by(snapshots.c.id)
     ).all()
     for row in rows:
         try:

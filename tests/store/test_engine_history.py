@@ -7,7 +7,7 @@ from datetime import timedelta
 
 import pytest
 from sqlalchemy import event
-from store_helpers import collect, execute_sql
+from store_helpers import collect
 
 from memfs.core.errors import Conflict, InvalidInput, InvalidPoint, NotFound, RedactedContent
 from memfs.core.history import DiffStatus
@@ -290,22 +290,6 @@ def test_retention_keeps_what_a_snapshot_needs(
     writer.snapshots.delete(store.id, snap.id)
     [result] = engine.retention.prune(now=later)
     assert result.versions == 1
-
-
-@pytest.mark.corrupts_store
-def test_fsck_finds_a_version_a_snapshot_needs_gone(
-    engine: Engine, store: MemoryStore, actor: Actor
-) -> None:
-    kept = _write(engine, actor, store, "/a", "needed\n")
-    _write(engine, actor, store, "/b", "b\n")
-    snap = engine.for_caller(actor=actor).snapshots.create(store.id, "s", at="now")
-    _write(engine, actor, store, "/a", "head\n")
-    assert list(engine.iter_fsck_findings()) == []
-    execute_sql(engine.url, f"DELETE FROM versions WHERE id = '{kept.memory_version_id}'")
-    assert (
-        f"snapshot {snap.id} (s): memory {kept.id} has no version left at or before its "
-        "point (retention pruned what it needs)"
-    ) in list(engine.iter_fsck_findings())
 
 
 # ----------------------------------------------------------------- diff
