@@ -274,7 +274,9 @@ def list_as_of(
     if not isinstance(depth, int) or isinstance(depth, bool) or depth < 0:
         raise InvalidInput("depth must be an integer ≥ 0")
     check_limit(limit)
-    fingerprint = Cursor.fingerprint("memories@", at.store_id, at.seq, path_prefix, depth)
+    # The point as written, not its seq: pages of a listing at ``now`` continue by path
+    # across writes made between them, as the pages of a listing now do.
+    fingerprint = Cursor.fingerprint("memories@", at.store_id, at.text, path_prefix, depth)
     position = (">=", path_prefix)
     if cursor is not None:
         decoded = Cursor.decode(cursor, fingerprint)
@@ -463,7 +465,8 @@ class History(Facade):
     ) -> Page[Memory | MemoryPrefix]:
         """The memories of the store as they were at ``at``, as
         :meth:`memfs.store.memories.Memories.list` lists them now: path order, depth
-        roll-up, keyset pages (a cursor is good for the same point only). A memory
+        roll-up, keyset pages (a cursor is good for the same point as written: at
+        ``now``, later pages see the writes made meanwhile, as pages of a listing now do). A memory
         deleted at that point is absent; one whose version then is redacted too (its
         path is erased). Each memory has its version then: ``memory_version_id``,
         ``path``, content, digest, size, ``updated_at`` = that version's time;

@@ -340,3 +340,16 @@ def test_diff_names_added_removed_modified_renamed(
         DiffStatus.REMOVED,
         DiffStatus.ADDED,
     ]
+
+
+def test_pages_at_now_continue_across_writes(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    for name in "abcd":
+        _write(engine, actor, store, f"/{name}", name)
+    first = engine.history.list(store.id, "now", limit=2)
+    _write(engine, actor, store, "/e", "e")
+    rest = engine.history.list(store.id, "now", limit=10, cursor=first.next_cursor)
+    assert [m.path for m in [*first.items, *rest.items]] == ["/a", "/b", "/c", "/d", "/e"]
+    with pytest.raises(InvalidInput):  # a cursor of another point
+        engine.history.list(store.id, "2000-01-01", limit=10, cursor=first.next_cursor)
