@@ -257,6 +257,7 @@ STORE_INSIDES = (
     "memfs.store.retention",
     "memfs.store.history",
     "memfs.store.snapshots",
+    "memfs.store.restores",
     "memfs.store.migrations",
 )
 

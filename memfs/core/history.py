@@ -30,6 +30,9 @@ __all__ = [
     "DiffEntry",
     "DiffStatus",
     "ResolvedPoint",
+    "RestoreAction",
+    "RestorePlan",
+    "RestoreStep",
     "Snapshot",
     "StateEntry",
     "StoreDiff",
@@ -256,3 +259,53 @@ def unified_diff(
         else:
             out.append(line + "\n" + _NO_NEWLINE)
     return "".join(out), insertions, deletions
+
+
+class RestoreAction(enum.StrEnum):
+    """What a store restore does to one memory (SPEC §10)."""
+
+    CHANGE = "change"  # live now and then: its path and/or content go back
+    DELETE = "delete"  # live now, not then: soft-deleted (restorable)
+    BRING_BACK = "bring_back"  # soft-deleted now, live then: back under its id
+    KEEP = "keep"  # can't go back: its content then is redacted (SPEC §2 redaction wins)
+
+
+class RestoreStep(_Frozen):
+    """One memory a store restore touches, or can't.
+
+    Attributes:
+        action: see :class:`RestoreAction`.
+        memory_id: the memory.
+        path_now: its path now (None when it is not live).
+        path_then: its path at the point (None when absent then, or redacted).
+        content_changes: its content goes back to another one.
+    """
+
+    action: RestoreAction
+    memory_id: str
+    path_now: str | None
+    path_then: str | None
+    content_changes: bool
+
+
+class RestorePlan(_Frozen):
+    """What restoring a store to a point does (``--dry-run``) or did.
+
+    Attributes:
+        memory_store_id: the store.
+        point: the point as written.
+        steps: one per memory that changes (or can't), by path.
+        snapshot: the automatic snapshot taken first (``auto-restore-…``; None on a dry
+            run or when nothing changes).
+        applied: False for a dry run.
+    """
+
+    memory_store_id: str
+    point: str
+    steps: list[RestoreStep]
+    snapshot: Snapshot | None
+    applied: bool
+
+    def count(self, action: RestoreAction) -> int:
+        """How many steps do ``action``."""
+        return sum(1 for step in self.steps if step.action is action)

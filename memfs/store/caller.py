@@ -22,6 +22,7 @@ from memfs.store.history import History
 from memfs.store.identities import Identities
 from memfs.store.memories import Memories
 from memfs.store.records import Records
+from memfs.store.restores import Restores
 from memfs.store.retention import Retention
 from memfs.store.search import Search
 from memfs.store.snapshots import Snapshots
@@ -109,3 +110,8 @@ class Caller:
     def snapshots(self) -> Snapshots:
         """Named points of a store's history (:mod:`memfs.store.snapshots`)."""
         return Snapshots(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def restores(self) -> Restores:
+        """Restoring a whole store to a point (:mod:`memfs.store.restores`)."""
+        return Restores(self._parts, self.actor, self.viewer)

@@ -371,7 +371,7 @@ audit_log = Table(
         nullable=False,
         comment=(
             "soft_delete | redact | hard_delete | restore | redact_version | "
-            "prune_versions | snapshot_create | snapshot_delete | store_*"
+            "prune_versions | snapshot_create | snapshot_delete | store_restore | store_*"
         ),
     ),
     Column("reason", Text, nullable=True),

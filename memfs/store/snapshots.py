@@ -24,7 +24,7 @@ from memfs.core import rules
 from memfs.core.errors import Conflict, InvalidCursor, NotFound
 from memfs.core.history import Snapshot
 from memfs.core.ids import new_id
-from memfs.core.model import Page
+from memfs.core.model import Actor, Page
 from memfs.core.points import NOW, Point, validate_snapshot_name
 from memfs.store import feed
 from memfs.store._common import (
@@ -40,7 +40,7 @@ from memfs.store._facade import Facade
 from memfs.store.history import resolve_point
 from memfs.store.schema import memories, snapshots, versions
 
-__all__ = ["Snapshots", "needed_version_seqs", "snapshot_model"]
+__all__ = ["Snapshots", "needed_version_seqs", "snapshot_model", "take_snapshot"]
 
 
 def snapshot_model(row: Row[Any]) -> Snapshot:
@@ -92,6 +92,62 @@ def _row_by_id(conn: Connection, store_id: str, snapshot_id: str) -> Row[Any]:
     return row
 
 
+def take_snapshot(
+    conn: Connection,
+    store_id: str,
+    name: str,
+    *,
+    description: str,
+    at: Point | str,
+    actor: Actor | None,
+) -> Snapshot:
+    """Inserts a snapshot in the caller's write transaction (see :meth:`Snapshots.create`;
+    a store restore takes its automatic one this way, so both commit or neither)."""
+    validate_snapshot_name(name)
+    rules.validate_store_description(description)
+    lock_store(conn, store_id)
+    resolved = resolve_point(conn, store_id, at)
+    version_id = conn.execute(select(versions.c.id).where(versions.c.seq == resolved.seq)).scalar()
+    if conn.execute(
+        select(snapshots.c.id).where(snapshots.c.store_id == store_id, snapshots.c.name == name)
+    ).first():
+        raise _taken(store_id, name)
+    actor_type, actor_id = actor_columns(actor)
+    snapshot_id = new_id("snapshot")
+    # The store row is locked: a caller racing for the same name waits, then finds this
+    # row (the unique constraint is the backstop).
+    conn.execute(
+        insert(snapshots).values(
+            id=snapshot_id,
+            store_id=store_id,
+            name=name,
+            seq=resolved.seq,
+            memory_version_id=version_id,
+            description=description,
+            created_at=now(),
+            actor_type=actor_type,
+            actor_id=actor_id,
+        )
+    )
+    feed.audit(
+        conn,
+        store_id,
+        "snapshot_create",
+        memory_id=None,
+        actor=actor,
+        reason=None,
+        metadata={"snapshot_id": snapshot_id, "name": name},
+    )
+    return snapshot_model(_row_by_id(conn, store_id, snapshot_id))
+
+
+def _taken(store_id: str, name: str) -> Conflict:
+    return Conflict(
+        f"memory store {store_id!r} already has a snapshot named {name!r}",
+        code="snapshot_name_taken",
+    )
+
+
 class Snapshots(Facade):
     """The snapshots of the stores (SPEC §10); creating and deleting them name the
     caller's actor."""
@@ -120,54 +176,10 @@ class Snapshots(Facade):
             InvalidPoint: a bad ``at``.
             Conflict: ``snapshot_name_taken``, the store has a snapshot of that name.
         """
-        validate_snapshot_name(name)
-        rules.validate_store_description(description)
         with self._write() as conn:
-            lock_store(conn, store_id)
-            resolved = resolve_point(conn, store_id, at)
-            version_id = conn.execute(
-                select(versions.c.id).where(versions.c.seq == resolved.seq)
-            ).scalar()
-            if conn.execute(
-                select(snapshots.c.id).where(
-                    snapshots.c.store_id == store_id, snapshots.c.name == name
-                )
-            ).first():
-                raise self._taken(store_id, name)
-            actor_type, actor_id = actor_columns(self.actor)
-            snapshot_id = new_id("snapshot")
-            # The store row is locked: a caller racing for the same name waits, then
-            # finds this row (the unique constraint is the backstop).
-            conn.execute(
-                insert(snapshots).values(
-                    id=snapshot_id,
-                    store_id=store_id,
-                    name=name,
-                    seq=resolved.seq,
-                    memory_version_id=version_id,
-                    description=description,
-                    created_at=now(),
-                    actor_type=actor_type,
-                    actor_id=actor_id,
-                )
+            return take_snapshot(
+                conn, store_id, name, description=description, at=at, actor=self.actor
             )
-            feed.audit(
-                conn,
-                store_id,
-                "snapshot_create",
-                memory_id=None,
-                actor=self.actor,
-                reason=None,
-                metadata={"snapshot_id": snapshot_id, "name": name},
-            )
-            return snapshot_model(_row_by_id(conn, store_id, snapshot_id))
-
-    @staticmethod
-    def _taken(store_id: str, name: str) -> Conflict:
-        return Conflict(
-            f"memory store {store_id!r} already has a snapshot named {name!r}",
-            code="snapshot_name_taken",
-        )
 
     def get(self, store_id: str, snapshot_id: str) -> Snapshot:
         """A snapshot by ``snap_…`` id. Raises NotFound (store or snapshot)."""
@@ -181,9 +193,7 @@ class Snapshots(Facade):
             store_row(conn, store_id)
             return snapshot_model(_row_by_name(conn, store_id, name))
 
-    def list(
-        self, store_id: str, *, limit: int = 20, cursor: str | None = None
-    ) -> Page[Snapshot]:
+    def list(self, store_id: str, *, limit: int = 20, cursor: str | None = None) -> Page[Snapshot]:
         """The store's snapshots, newest first (by id: ids sort by creation time), in
         keyset pages.
 
