@@ -30,6 +30,8 @@ from memfs.wire.versions import Actor
 
 __all__ = [
     "DiffEntryOut",
+    "RestorePlanOut",
+    "StoreRestore",
     "SnapshotCreate",
     "SnapshotDeleted",
     "SnapshotOut",
@@ -106,3 +108,36 @@ class StoreDiffOut(WireObject):
     to: dict[str, str]
     entries: list[DiffEntryOut]
     stat: dict[str, int]
+
+
+class StoreRestore(RequestBody):
+    """``POST /v1/memory_stores/{id}/restore`` (SPEC §10 point-in-time recovery)."""
+
+    to: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="The point: now, an RFC 3339 time, a snapshot name or a memver_ id.",
+    )
+    dry_run: bool = Field(default=False, description="Answer the plan; change nothing.")
+    reason: str | None = Field(
+        default=None, max_length=1024, description="Recorded in the audit trail."
+    )
+
+
+class RestoreStepOut(WireObject):
+    action: Literal["change", "delete", "bring_back", "keep"]
+    memory_id: str
+    path_now: str | None
+    path_then: str | None
+    content_changes: bool
+
+
+class RestorePlanOut(WireObject):
+    """``memory_store_restore``: what a restore did (``applied``) or would do."""
+
+    type: Literal["memory_store_restore"] = "memory_store_restore"
+    memory_store_id: str
+    point: str
+    applied: bool
+    snapshot: SnapshotOut | None
+    steps: list[RestoreStepOut]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memfs.core.history import Snapshot, StoreDiff
+from memfs.core.history import RestorePlan, Snapshot, StoreDiff
 from memfs.core.model import (
     ApiKey,
     Change,
@@ -38,6 +38,7 @@ __all__ = [
     "session_to_wire",
     "snapshot_deleted_to_wire",
     "snapshot_to_wire",
+    "restore_plan_to_wire",
     "store_diff_to_wire",
     "store_deleted_to_wire",
     "store_to_wire",
@@ -279,4 +280,27 @@ def store_diff_to_wire(diff: StoreDiff) -> dict[str, Any]:
             "insertions": diff.insertions,
             "deletions": diff.deletions,
         },
+    }
+
+
+def restore_plan_to_wire(plan: RestorePlan) -> dict[str, Any]:
+    """``memory_store_restore`` (SPEC §10, memfs extension): what a store restore did
+    (``applied``) or would do (a dry run), step by step, and the automatic snapshot
+    taken first (null on a dry run or when nothing changed)."""
+    return {
+        "type": "memory_store_restore",
+        "memory_store_id": plan.memory_store_id,
+        "point": plan.point,
+        "applied": plan.applied,
+        "snapshot": None if plan.snapshot is None else snapshot_to_wire(plan.snapshot),
+        "steps": [
+            {
+                "action": step.action.value,
+                "memory_id": step.memory_id,
+                "path_now": step.path_now,
+                "path_then": step.path_then,
+                "content_changes": step.content_changes,
+            }
+            for step in plan.steps
+        ],
     }

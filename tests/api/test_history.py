@@ -167,3 +167,37 @@ def test_diff_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -
         bad = http.get(f"/v1/memory_stores/{store.id}/diff", params={"from": "nope"})
         assert bad.status_code == 400
         assert bad.json()["error"]["details"]["error_code"] == "invalid_point"
+
+
+def test_restore_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -> None:
+    memories = admin.beta.memory_stores.memories
+    a = memories.create(store.id, path="/a.md", content="one")
+    _snapshot(server, store.id, "base")
+    memories.update(a.id, memory_store_id=store.id, content="two")
+    b = memories.create(store.id, path="/b.md", content="b")
+    url = f"/v1/memory_stores/{store.id}/restore"
+    with server.http() as http:
+        dry = http.post(url, json={"to": "base", "dry_run": True}).json()
+        assert dry["applied"] is False
+        assert dry["snapshot"] is None
+        assert [(s["action"], s["memory_id"]) for s in dry["steps"]] == [
+            ("change", a.id),
+            ("delete", b.id),
+        ]
+        assert memories.retrieve(a.id, memory_store_id=store.id).content == "two"
+        done = http.post(url, json={"to": "base", "reason": "undo"}).json()
+        assert done["applied"] is True
+        assert done["snapshot"]["type"] == "memory_store_snapshot"
+        assert memories.retrieve(a.id, memory_store_id=store.id).content == "one"
+        with pytest.raises(anthropic.NotFoundError):
+            memories.retrieve(b.id, memory_store_id=store.id)
+        bad = http.post(url, json={"to": "nope"})
+        assert bad.status_code == 400
+        assert bad.json()["error"]["details"]["error_code"] == "invalid_point"
+    reader = server.key(Scope.READ)
+    writer = server.key(Scope.READ, Scope.WRITE)
+    with server.http(reader) as http:
+        assert http.post(url, json={"to": "base", "dry_run": True}).status_code == 200
+        assert http.post(url, json={"to": "base"}).status_code == 403
+    with server.http(writer) as http:
+        assert http.post(url, json={"to": "base"}).status_code == 403  # deletes need delete

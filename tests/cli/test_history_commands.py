@@ -150,3 +150,29 @@ def test_redacted_content_never_shows_in_any_history_output(
     assert not any("hunter2" in output for output in outputs)
     assert "redacted content: not shown" in outputs[2]
     assert "is the redacted version" in outputs[1]
+
+
+def test_store_restore_dry_run_then_restore_then_undo(cli: Cli, store: dict[str, Any]) -> None:
+    made = _scene(cli)
+    after_agent = cli.paths(STORE)
+    dry = cli.run("store", "restore", STORE, "--to", "before", "--dry-run")
+    assert dry.lines == [
+        f"would restore {STORE} to before:",
+        f"  delete      /new.md  {made['new']['id']}",
+        f"  change      /notes/a.md (content)  {made['a']['id']}",
+        f"  change      /notes/c.md -> /notes/b.md  {made['b']['id']}",
+        f"  bring back  /old.md  {made['old']['id']}",
+        "2 changed, 1 deleted, 1 brought back, 0 kept (dry run: nothing changed)",
+    ]
+    assert cli.paths(STORE) == after_agent
+    done = cli.run("store", "restore", STORE, "--to", "before", "--reason", "undo", "--json").json()
+    assert done["type"] == "memory_store_restore"
+    assert done["applied"] is True
+    assert done["snapshot"]["name"].startswith("auto-restore-")
+    assert cli.paths(STORE) == ["/notes/a.md", "/notes/b.md", "/old.md"]
+    assert cli.content(STORE, "/notes/a.md") == "one\ntwo\n"
+    cli.run("diff", f"{STORE}@before")  # exit 0: equal
+    cli.run("store", "restore", STORE, "--to", done["snapshot"]["name"])
+    assert cli.paths(STORE) == after_agent
+    bad = cli.run("store", "restore", STORE, "--to", "nope", expect=2)
+    assert "has no snapshot of that name" in bad.stderr

@@ -1,9 +1,11 @@
 """History of one store (SPEC §10, memfs extensions): its snapshots (create, list,
-retrieve, delete) and the diff of two points. The ``at=`` of the memory list and
-retrieve is in :mod:`memfs.api.routes.memories`.
+retrieve, delete), the diff of two points, and restoring the store to a point. The
+``at=`` of the memory list and retrieve is in :mod:`memfs.api.routes.memories`.
 
 Scopes: reading snapshots or a diff needs ``memory:read`` (a diff with another store,
-on both); creating a snapshot ``memory:write``; deleting one ``memory:delete``.
+on both); creating a snapshot ``memory:write``; deleting one ``memory:delete``;
+restoring the store what its writes need, ``memory:write`` and ``memory:delete`` (a
+dry run ``memory:read``).
 """
 
 from __future__ import annotations
@@ -19,13 +21,20 @@ from memfs.core.config import DEFAULT_PAGE_LIMIT
 from memfs.core.model import Scope
 from memfs.core.points import NOW
 from memfs.store import Engine
-from memfs.wire import snapshot_deleted_to_wire, snapshot_to_wire, store_diff_to_wire
+from memfs.wire import (
+    restore_plan_to_wire,
+    snapshot_deleted_to_wire,
+    snapshot_to_wire,
+    store_diff_to_wire,
+)
 from memfs.wire.history import (
+    RestorePlanOut,
     SnapshotCreate,
     SnapshotDeleted,
     SnapshotOut,
     SnapshotPage,
     StoreDiffOut,
+    StoreRestore,
 )
 
 __all__ = ["router"]
@@ -132,5 +141,25 @@ async def diff_store(
         principal.require(Scope.READ, other)
         diff = principal.caller(engine).history.diff(memory_store_id, from_, other, to)
         return store_diff_to_wire(diff)
+
+    return json_response(await run(request, op))
+
+
+@router.post("/v1/memory_stores/{memory_store_id}/restore", responses=doc(RestorePlanOut))
+async def restore_store(request: Request, memory_store_id: str, body: StoreRestore) -> JSONResponse:
+    """Makes the store what it was at ``to`` (SPEC §10): new versions only, all or
+    nothing, after an automatic snapshot (restore to it to undo); one audit event.
+    ``dry_run`` answers the plan and changes nothing. 400 ``invalid_point``,
+    ``store_archived``; 409 when a memory to bring back can't get its path."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        caller = principal.caller(engine)
+        if body.dry_run:
+            principal.require(Scope.READ, memory_store_id)
+            return restore_plan_to_wire(caller.restores.plan(memory_store_id, body.to))
+        principal.require(Scope.WRITE, memory_store_id)
+        principal.require(Scope.DELETE, memory_store_id)
+        plan = caller.restores.restore(memory_store_id, body.to, reason=body.reason)
+        return restore_plan_to_wire(plan)
 
     return json_response(await run(request, op))
