@@ -67,7 +67,8 @@ __all__ = [
 ]
 
 _DELETED = Operation.DELETED.value
-_Entries = list[StateEntry]  # (the facade's own ``list`` hides the builtin in its body)
+_Entries = list[StateEntry]
+_ROLL_UP_BATCH = 8  # (the facade's own ``list`` hides the builtin in its body)
 _newer = versions.alias("newer")
 
 
@@ -231,6 +232,10 @@ def _page_rows(
     items: list[Row[Any] | MemoryPrefix] = []
     while len(items) <= limit:
         batch = limit + 1 - len(items)
+        if depth:
+            # A rolled-up directory ends the batch at its first memory: read a few rows
+            # at a time, not a page's worth of rows each as-of test costs.
+            batch = min(batch, _ROLL_UP_BATCH)
         query = base.where(versions.c.path > key if op == ">" else versions.c.path >= key)
         if upper is not None:
             query = query.where(versions.c.path < upper)
