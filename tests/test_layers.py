@@ -272,6 +272,9 @@ STORE_INSIDES = (
     "memfs.store.embeddings",
     "memfs.store.retention",
     "memfs.store.folds",
+    "memfs.store.history",
+    "memfs.store.snapshots",
+    "memfs.store.restores",
     "memfs.store.migrations",
 )
 

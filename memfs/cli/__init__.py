@@ -19,13 +19,15 @@ module                  commands
 ``identity``            ``identity mount|unmount|mounts|default|session`` (SPEC §8)
 ``record``              ``record ls|show|forget``
 ``watch``               ``watch`` (change feeds as JSON lines)
+``history``             ``snapshot create|ls|rm``, ``diff`` (SPEC §10)
 ``_common``             the ``--database`` option, opening the database, output
 ======================  ====================================================
 
 :data:`COMMANDS` names each command's module and one-line help, so ``memfs --help``
 lists every command without importing any of them, and ``memfs store list`` imports
 only ``stores`` (so that SQLAlchemy, pydantic and FastAPI load only for the commands
-that use them). Errors from :mod:`memfs.core.errors` are printed as one line, exit status 1.
+that use them). Errors from :mod:`memfs.core.errors` are printed as one line; the exit
+status is the row of :data:`EXIT_STATUS` of the nearest class (1 without one).
 """
 
 from __future__ import annotations
@@ -39,9 +41,15 @@ import typer
 import typer.core
 import typer.main
 
-from memfs.core.errors import MemfsError
+from memfs.core.errors import InvalidPoint, MemfsError
 
-__all__ = ["COMMANDS", "app", "main", "short_help"]
+__all__ = ["COMMANDS", "EXIT_STATUS", "app", "exit_status", "main", "short_help"]
+
+# The exit status of an error a command lets through: the row of the nearest class of
+# its method resolution order; 1 for every class without one. 2 is a usage error, as
+# click's own (a bad option value): a point of history that names no moment (SPEC §10)
+# is what was typed, not the state of a store.
+EXIT_STATUS: dict[type[MemfsError], int] = {MemfsError: 1, InvalidPoint: 2}
 
 # name → (module under memfs.cli, one-line help shown by `memfs --help`), in help order.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -68,6 +76,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
     "mcp": ("mcp", "Serve memory stores to an MCP client over stdio (memory tool commands)."),
     "watch": ("watch", "Print the changes of memory stores as JSON lines, as they happen."),
+    "snapshot": ("history", "Name points of a store's history: create, list, delete."),
+    "diff": ("history", "Show what changed between two points of a store (STORE[@POINT])."),
     "outbox": ("outbox", "List remote mounts' queued writes; replay one under a new token."),
 }
 
@@ -144,4 +154,9 @@ def main() -> None:
         app()
     except MemfsError as exc:
         print(f"memfs: error: {exc.message}", file=sys.stderr)
-        sys.exit(1)
+        sys.exit(exit_status(exc))
+
+
+def exit_status(exc: MemfsError) -> int:
+    """The exit status of ``exc``: :data:`EXIT_STATUS`'s row of its nearest class."""
+    return next(EXIT_STATUS[cls] for cls in type(exc).__mro__ if cls in EXIT_STATUS)

@@ -1,7 +1,7 @@
 """What every ``memfs`` command module shares: options, opening the database, output.
 
 - Options: :data:`DatabaseOption` (the one ``--database``), :data:`JsonOption`,
-  :data:`StoreArgument`, :data:`MetadataOption`.
+  :data:`StoreArgument`, :data:`MetadataOption`, :data:`AtOption` (a point of history).
 - :func:`command_engine`: open the store engine for one command, or say in one line why
   it can't be opened.
 - Output: :func:`fail` (the one error line, ``memfs: error: <message>``, exit status
@@ -40,6 +40,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "PAGE_LIMIT",
+    "AtOption",
     "DatabaseOption",
     "JsonOption",
     "MetadataOption",
@@ -79,6 +80,16 @@ DatabaseOption = Annotated[
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the API's JSON object.")]
 StoreArgument = Annotated[str, typer.Argument(help="Store name, slug or memstore_ id.")]
+AtOption = Annotated[
+    str | None,
+    typer.Option(
+        "--at",
+        metavar="POINT",
+        help="Read the store as it was: now, an RFC 3339 time, a snapshot name or a "
+        "memver_ id (SPEC §10).",
+        show_default=False,
+    ),
+]
 MetadataOption = Annotated[
     list[str] | None,
     typer.Option("--metadata", "-m", help="KEY=VALUE; repeat for several.", show_default=False),

@@ -1,7 +1,9 @@
 """``memfs memory ls|cat|put|mv|rm|restore``: the memories of a store.
 
-Memories are named by path or ``mem_…`` id. ``--json`` prints the API's objects
-(:mod:`memfs.wire`; lists as the ``{"data": [...], "next_page": null}`` envelope).
+Memories are named by path or ``mem_…`` id. ``ls`` and ``cat`` take ``--at POINT`` to
+read the store as it was (SPEC §10; a bad point exits 2, naming it). ``--json`` prints
+the API's objects (:mod:`memfs.wire`; lists as the ``{"data": [...], "next_page":
+null}`` envelope).
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import typer
 from memfs.cli import short_help
 from memfs.cli._common import (
     PAGE_LIMIT,
+    AtOption,
     DatabaseOption,
     JsonOption,
     MetadataOption,
@@ -38,6 +41,7 @@ from memfs.core.model import (
     Memory,
     MemoryPrefix,
 )
+from memfs.core.points import parse_point
 from memfs.core.rules import validate_content_bytes, validate_path
 from memfs.wire import (
     memory_deleted_to_wire,
@@ -86,15 +90,34 @@ def memory_ls(
     deleted: Annotated[
         bool, typer.Option("--deleted", help="List soft-deleted (restorable) memories instead.")
     ] = False,
+    at: AtOption = None,
     as_json: JsonOption = False,
     database: DatabaseOption = None,
 ) -> None:
     """List memories (and, with --depth, directories ending in /)."""
     path_prefix = listing_prefix(prefix)
+    point = None if at is None else parse_point(at)
+    if point is not None and deleted:
+        raise typer.BadParameter("a view of the past has no deleted memories", param_hint="--at")
+    items: list[Memory | MemoryPrefix]
     with command_engine(database) as engine:
         found = engine.stores.find(store)
-        if deleted:
-            items: list[Memory | MemoryPrefix] = [
+        if point is not None:
+            resolved = engine.history.resolve(found.id, point)
+            items = list(
+                all_pages(
+                    lambda cursor: engine.history.list(
+                        found.id,
+                        resolved,
+                        path_prefix=path_prefix,
+                        depth=depth,
+                        limit=PAGE_LIMIT,
+                        cursor=cursor,
+                    )
+                )
+            )
+        elif deleted:
+            items = [
                 m for m in engine.memories.deleted(found.id) if m.path.startswith(path_prefix)
             ]
         else:
@@ -136,12 +159,19 @@ def memory_ls(
 def memory_cat(
     store: StoreArgument,
     path: Annotated[str, typer.Argument(help="Memory path (or mem_ id).")],
+    at: AtOption = None,
     database: DatabaseOption = None,
 ) -> None:
-    """Print a memory's content, byte for byte."""
+    """Print a memory's content, byte for byte (as it was, with --at)."""
+    point = None if at is None else parse_point(at)
     with command_engine(database) as engine:
         found = engine.stores.find(store)
-        memory = find_memory(engine, found.id, path)
+        if point is None:
+            memory = find_memory(engine, found.id, path)
+        elif path.startswith("mem_"):
+            memory = engine.history.get(found.id, path, point)
+        else:
+            memory = engine.history.get_by_path(found.id, validate_path(path), point)
     assert memory.content is not None
     sys.stdout.buffer.write(memory.content.encode("utf-8"))
     sys.stdout.buffer.flush()

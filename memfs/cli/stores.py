@@ -1,4 +1,4 @@
-"""``memfs store create|list|show|update|archive|delete``: the memory stores.
+"""``memfs store create|list|show|update|archive|delete|restore``: the memory stores.
 
 Stores are named by name, slug or id (:meth:`memfs.store.stores.Stores.find`). ``--json``
 prints the API's objects (:mod:`memfs.wire`); otherwise a table or ``key  value`` lines.
@@ -30,6 +30,7 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
+from memfs.core.history import RestoreAction, RestoreStep
 from memfs.core.model import (
     MemoryStore,
 )
@@ -240,3 +241,87 @@ def store_delete(
         print_json(store_deleted_to_wire(found.id))
     else:
         typer.echo(f'deleted store "{found.name}" ({found.id})')
+
+
+_ACTION_WORDS = {
+    "change": "change",
+    "delete": "delete",
+    "bring_back": "bring back",
+    "keep": "keep",
+}
+
+
+def _step_line(step: RestoreStep) -> str:
+    if step.action is RestoreAction.CHANGE:
+        where = (
+            f"{step.path_now} -> {step.path_then}"
+            if step.path_now != step.path_then
+            else str(step.path_now)
+        )
+        if step.content_changes:
+            where += " (content)"
+    elif step.action is RestoreAction.KEEP:
+        where = f"{step.path_now or '(gone)'}: its content then is redacted"
+    else:
+        where = str(step.path_then or step.path_now)
+    return f"  {_ACTION_WORDS[step.action.value]:<11} {where}  {step.memory_id}"
+
+
+@store_app.command("restore")
+def store_restore(
+    store: StoreArgument,
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            metavar="POINT",
+            help="now, an RFC 3339 time, a snapshot name or a memver_ id (SPEC §10).",
+        ),
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
+    ] = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Recorded in the audit trail.")
+    ] = None,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Make the store what it was at a point: new versions only, all or nothing, after
+    an automatic snapshot (restore to that snapshot to undo)."""
+    from memfs.core.points import parse_point
+    from memfs.wire import restore_plan_to_wire
+
+    point = parse_point(to)
+    with command_engine(database) as engine:
+        found = engine.stores.find(store)
+        restores = engine.for_caller(actor=command_actor()).restores
+        plan = (
+            restores.plan(found.id, point)
+            if dry_run
+            else restores.restore(found.id, point, reason=reason)
+        )
+    if as_json:
+        print_json(restore_plan_to_wire(plan))
+        return
+    verb = "would restore" if dry_run else "restored"
+    typer.echo(f"{verb} {found.name} to {plan.point}:")
+    for step in plan.steps:
+        typer.echo(_step_line(step))
+    typer.echo(
+        f"{plan.count(RestoreAction.CHANGE)} changed, {plan.count(RestoreAction.DELETE)} "
+        f"deleted, {plan.count(RestoreAction.BRING_BACK)} brought back, "
+        f"{plan.count(RestoreAction.KEEP)} kept"
+        + (" (dry run: nothing changed)" if dry_run else "")
+    )
+    if plan.snapshot is not None:
+        typer.echo(
+            f"snapshot {plan.snapshot.name} taken first; undo with: memfs store restore "
+            f"{_quote(found.name)} --to {plan.snapshot.name}"
+        )
+
+
+def _quote(value: str) -> str:
+    import shlex
+
+    return shlex.quote(value)

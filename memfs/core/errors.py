@@ -19,6 +19,7 @@ exit status.
     │   ├── InvalidCursor               a pagination cursor we did not issue
     │   ├── InvalidTtl                  a session lifetime outside 1 s – 30 days
     │   ├── InvalidRecord               a record header breaks a SPEC §6 rule
+    │   ├── InvalidPoint                a point of history that names no moment (SPEC §10)
     │   └── SearchUnavailable           a kind of search this server can't answer
     ├── NotFound                        unknown id, deleted memory, other store's id
     ├── Conflict                        state conflicts (HTTP 409)
@@ -26,6 +27,7 @@ exit status.
     │   ├── PreconditionFailed          content_sha256 precondition mismatch
     │   ├── HeadVersionRedaction        head version of a live memory can't be redacted
     │   ├── NotRestorable               restore of a memory that is not soft-deleted
+    │   ├── RedactedContent             the past asked for is redacted (SPEC §10)
     │   └── StoreBound                  archive/delete of a store still mounted on a pair
     ├── StoreArchived                   write to an archived store
     ├── StoreFull                       the per-store memory limit is reached
@@ -71,6 +73,7 @@ __all__ = [
     "InvalidInput",
     "InvalidMetadata",
     "InvalidPath",
+    "InvalidPoint",
     "InvalidRecord",
     "InvalidStoreField",
     "InvalidTtl",
@@ -81,6 +84,7 @@ __all__ = [
     "PathTooLong",
     "PermissionDenied",
     "PreconditionFailed",
+    "RedactedContent",
     "SearchUnavailable",
     "StoreArchived",
     "StoreBound",
@@ -196,6 +200,16 @@ class InvalidRecord(InvalidInput):
         self.problems = [message] if problems is None else problems
 
 
+class InvalidPoint(InvalidInput):
+    """Raised when a point of a store's history (SPEC §10: ``now``, an RFC 3339 time, a
+    snapshot name, a ``memver_`` id) names no moment of it: unparsable text, a time in
+    the future, a snapshot or a version the store does not have. The message names the
+    point and what is wrong with it. A time before the store existed is not an error
+    (the store was empty then)."""
+
+    code = "invalid_point"
+
+
 class SearchUnavailable(InvalidInput):
     """Raised when semantic search is asked for and no embedding model is configured
     (SPEC §7: the message names the setting, ``MEMFS_SEARCH_MODEL_DIR``); full-text
@@ -261,6 +275,15 @@ class NotRestorable(Conflict):
     """Raised when restoring a memory that is live, redacted, or whose path is taken."""
 
     code = "not_restorable"
+
+
+class RedactedContent(Conflict):
+    """Raised when a view of the past asks for content that was redacted since (SPEC §2,
+    §10: redaction wins, a redacted version shows as redacted, never as content): a
+    memory read by id at a point where its version is redacted. The message names the
+    memory, the point and the redacted version."""
+
+    code = "redacted_content"
 
 
 class StoreBound(Conflict):

@@ -22,6 +22,7 @@ PREFIXES = {
     "store": "memstore_",
     "memory": "mem_",
     "version": "memver_",
+    "snapshot": "snap_",
     "session": "sesn_",
     "api_key": "apikey_",
     "request": "req_",

@@ -19,12 +19,15 @@ from memfs.store.blobs import Blobs
 from memfs.store.credentials import ApiKeys, Sessions
 from memfs.store.feed import Feed
 from memfs.store.folds import Folds
+from memfs.store.history import History
 from memfs.store.identities import Identities
 from memfs.store.memories import Memories
 from memfs.store.records import Records
+from memfs.store.restores import Restores
 from memfs.store.retention import Retention
 from memfs.store.search import Search
 from memfs.store.sign_ins import ConsoleSignIns
+from memfs.store.snapshots import Snapshots
 from memfs.store.stores import Stores
 from memfs.store.versions import Versions
 
@@ -109,3 +112,18 @@ class Caller:
     def console_sign_ins(self) -> ConsoleSignIns:
         """Console sign-ins (:mod:`memfs.store.sign_ins`, SPEC §12)."""
         return ConsoleSignIns(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def history(self) -> History:
+        """A store as it was: points, as-of reads, diffs (:mod:`memfs.store.history`)."""
+        return History(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def snapshots(self) -> Snapshots:
+        """Named points of a store's history (:mod:`memfs.store.snapshots`)."""
+        return Snapshots(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def restores(self) -> Restores:
+        """Restoring a whole store to a point (:mod:`memfs.store.restores`)."""
+        return Restores(self._parts, self.actor, self.viewer)

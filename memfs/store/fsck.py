@@ -20,6 +20,7 @@ from memfs.core import rules
 from memfs.core.config import MAX_SESSION_TTL_S
 from memfs.core.errors import InvalidInput
 from memfs.core.ids import blob_key_of, sha256_of
+from memfs.core.points import validate_snapshot_name
 from memfs.store.identities import check_mount_counts
 from memfs.store.memory_rows import REDACTED_PATH
 from memfs.store.records import check_index as check_record_index
@@ -31,6 +32,7 @@ from memfs.store.schema import (
     console_sign_ins,
     memories,
     sessions,
+    snapshots,
     stores,
     versions,
 )
@@ -315,6 +317,61 @@ def check_retention_and_audit(conn: Connection) -> Iterator[str]:
             yield f"audit entry {seq}: invalid metadata: {exc}"
 
 
+def check_snapshots(conn: Connection) -> Iterator[str]:
+    """A snapshot's name passes the snapshot-name rules, its ``memory_version_id`` is
+    set iff its seq is not 0 and names the version of that seq in its store (while that
+    version exists); and what it needs of the history is kept (SPEC §10): every memory
+    of its store created before its point still has a version at or before it (a
+    prune that dropped the version a snapshot needs drops the older ones too, so the
+    memory has none left there)."""
+    version = versions.alias("point_version")
+    rows = conn.execute(
+        select(
+            snapshots.c.id,
+            snapshots.c.store_id,
+            snapshots.c.name,
+            snapshots.c.seq,
+            snapshots.c.memory_version_id,
+            version.c.seq.label("version_seq"),
+            version.c.store_id.label("version_store_id"),
+            version.c.created_at.label("point_at"),
+        )
+        .select_from(snapshots.outerjoin(version, version.c.id == snapshots.c.memory_version_id))
+        .order_by(snapshots.c.id)
+    ).all()
+    for row in rows:
+        try:
+            validate_snapshot_name(row.name)
+        except InvalidInput as exc:
+            yield f"snapshot {row.id}: {exc}"
+        if (row.memory_version_id is None) != (row.seq == 0):
+            yield f"snapshot {row.id}: memory_version_id must be set iff seq ({row.seq}) is not 0"
+        if row.version_seq is None:
+            continue  # no point version (seq 0, or erased by a hard delete)
+        if row.version_seq != row.seq or row.version_store_id != row.store_id:
+            yield (
+                f"snapshot {row.id}: memory_version_id {row.memory_version_id} is not "
+                f"the version of seq {row.seq} in its store"
+            )
+            continue
+        has_version = (
+            select(versions.c.seq)
+            .where(versions.c.memory_id == memories.c.id, versions.c.seq <= row.seq)
+            .exists()
+        )
+        for (memory_id,) in conn.execute(
+            select(memories.c.id).where(
+                memories.c.store_id == row.store_id,
+                memories.c.created_at < row.point_at,
+                ~has_version,
+            )
+        ):
+            yield (
+                f"snapshot {row.id} ({row.name}): memory {memory_id} has no version left "
+                "at or before its point (retention pruned what it needs)"
+            )
+
+
 def check_sessions(conn: Connection) -> Iterator[str]:
     """A session has an expiry iff it has a token, expiring after its creation and at
     most 30 days later; its creating API key exists, and if that key is revoked, so is
@@ -413,6 +470,7 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_change_feed,
     check_metadata_json,
     check_retention_and_audit,
+    check_snapshots,
     check_sessions,
     check_console_sign_ins,
     check_principals,

@@ -8,7 +8,9 @@ many seconds before the prune's clock, except those memfs still needs:
 - the head version of every memory (a live memory's current content; a tombstone's
   ``deleted`` version, which the memory row names as its head);
 - the content version a soft-deleted memory would be restored from (its newest version
-  that is not ``deleted``): a restore needs it.
+  that is not ``deleted``): a restore needs it;
+- every version a snapshot needs (SPEC §10): each memory's newest version at or before
+  the snapshot's point (:func:`memfs.store.snapshots.needed_version_seqs`).
 
 Pruned content leaves every place memfs keeps data, as a redaction's does: the blobs
 nothing references any more are deleted in the same transaction (and announced as
@@ -38,6 +40,7 @@ from memfs.store._common import lock_store, now, store_row, ts
 from memfs.store._facade import Facade
 from memfs.store.blobs import gc_blobs
 from memfs.store.schema import memories, stores, versions
+from memfs.store.snapshots import needed_version_seqs
 from memfs.store.versions import scrub_path
 
 __all__ = ["PruneResult", "init_version_retention", "prune_versions", "set_version_retention"]
@@ -52,7 +55,8 @@ class PruneResult:
         retention_s: its retention period in seconds.
         cutoff: versions written before this time were candidates.
         versions: versions dropped (or that would be).
-        kept: candidates kept because memfs needs them (heads, restore sources).
+        kept: candidates kept because memfs needs them (heads, restore sources,
+            what snapshots need).
         blobs_purged: content blobs erased with them (0 on a dry run).
     """
 
@@ -130,7 +134,7 @@ def _prune_store(
             versions.c.id.not_in(heads),
         )
     ).all()
-    keep = _restore_sources(conn, store.id)
+    keep = _restore_sources(conn, store.id) | needed_version_seqs(conn, store.id)
     doomed = [v for v in candidates if v.seq not in keep]
     purged = 0
     if doomed and not dry_run:
@@ -189,9 +193,9 @@ class Retention(Facade):
     ) -> list[PruneResult]:
         """Drops the versions older than their store's retention period: never the head
         version of a memory, nor the content version a soft-deleted memory would be
-        restored from. Pruned content leaves the database as a redaction's does (blobs,
-        change-feed paths, FTS segments, then a WAL checkpoint). Stores without a period
-        keep everything.
+        restored from, nor a version a snapshot needs (SPEC §10). Pruned content leaves
+        the database as a redaction's does (blobs, change-feed paths, FTS segments, then
+        a WAL checkpoint). Stores without a period keep everything.
 
         Args:
             store_id: prune this store only (None: every store with a period).

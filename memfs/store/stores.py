@@ -27,7 +27,7 @@ from memfs.store._common import Cursor, check_limit, lock_store, now, store_mode
 from memfs.store._facade import Facade
 from memfs.store.bindings import check_unbound
 from memfs.store.blobs import gc_blobs
-from memfs.store.schema import blobs, identity_mounts, memories, stores, versions
+from memfs.store.schema import blobs, identity_mounts, memories, snapshots, stores, versions
 
 __all__ = [
     "archive_store",
@@ -197,6 +197,7 @@ def delete_store(
     ) | set(
         conn.execute(select(versions.c.blob_key).where(versions.c.store_id == store_id)).scalars()
     )
+    conn.execute(delete(snapshots).where(snapshots.c.store_id == store_id))
     conn.execute(delete(versions).where(versions.c.store_id == store_id))
     conn.execute(delete(memories).where(memories.c.store_id == store_id))
     search.unindex_store(conn, store_id)

@@ -173,8 +173,17 @@ def restore_memory(
     reason: str | None,
     memory_limit: int,
     audit_metadata: dict[str, str] | None = None,
+    path: str | None = None,
+    source_seq: int | None = None,
 ) -> Memory:
-    """See :meth:`memfs.store.memories.Memories.restore`."""
+    """See :meth:`memfs.store.memories.Memories.restore`.
+
+    Args:
+        path: bring it back at this path (None: the path it was deleted at); a store
+            restore (SPEC §10) brings a memory back where it was at the point.
+        source_seq: the ``seq`` of the version whose content comes back (None: the
+            newest content version); NotRestorable if it is redacted.
+    """
     audit_metadata = checked_audit_metadata(audit_metadata)
     store = lock_store(conn, store_id)
     row = conn.execute(
@@ -187,16 +196,22 @@ def restore_memory(
     if row.delete_mode != DeleteMode.SOFT_DELETE.value:
         raise NotRestorable(f"memory {memory_id!r} was redacted and can't be restored")
     require_writable(store)
-    source = conn.execute(
-        select(versions)
-        .where(versions.c.memory_id == memory_id, versions.c.operation != Operation.DELETED.value)
-        .order_by(versions.c.seq.desc())
-        .limit(1)
-    ).first()
+    sources = select(versions).where(
+        versions.c.memory_id == memory_id, versions.c.operation != Operation.DELETED.value
+    )
+    if source_seq is not None:
+        sources = sources.where(versions.c.seq == source_seq)
+    source = conn.execute(sources.order_by(versions.c.seq.desc()).limit(1)).first()
     if source is None or source.redacted_at is not None:
         raise NotRestorable(
             f"the content of memory {memory_id!r} was redacted; it can't be restored"
         )
+    if path is not None and path != row.path:
+        rules.validate_path(path)
+        # The tombstone takes the path it comes back at (its deleted version keeps the
+        # path it was deleted at).
+        set_memory_columns(conn, memory_id, {"path": path})
+        row = conn.execute(MEMORY_BY_ID, {"memory_id": memory_id}).one()
     require_free(conn, store_id, row.path, memory_id)
     check_capacity(store, memory_limit)
     restored_at = now()

@@ -10,6 +10,7 @@ and the CLI's ``--json`` output, so all three speak the same objects.
 ``sessions``    ``session`` (§7) and its body
 ``search``      ``search_hit`` and the search body (SPEC §7)
 ``changes``     ``memory_store_change``: a store's change feed (SPEC §4 remote mounts)
+``history``     snapshots and diffs (SPEC §10)
 ``errors``      the error envelope (§2.1)
 
 Only pydantic here: no HTTP framework (the layer test allows FastAPI and Starlette in

@@ -12,9 +12,11 @@ later is sent as its parent is until it gets a row. The rows (→ status, ``erro
     MemfsError               500 api_error
     InvalidInput             400 invalid_request_error   (all its subclasses too,
     ContentTooLarge          413 invalid_request_error    but ContentTooLarge)
+    InvalidPoint             400 invalid_request_error   (SPEC §10: error_code invalid_point)
     NotFound                 404 not_found_error
     Conflict                 409 conflict_error          (HeadVersionRedaction,
-    PathConflict             409 memory_path_conflict_error   NotRestorable, StoreBound)
+    PathConflict             409 memory_path_conflict_error   NotRestorable, StoreBound,
+                                                          RedactedContent)
     PreconditionFailed       409 memory_precondition_failed_error
     StoreArchived, StoreFull 400 invalid_request_error   (permanent refusals; a 409
                                                           would mean "re-read and retry")
@@ -58,6 +60,7 @@ from memfs.core.errors import (
     CorruptedStore,
     DatabaseUnreachable,
     InvalidInput,
+    InvalidPoint,
     MemfsError,
     NotFound,
     PathConflict,
@@ -104,6 +107,9 @@ WIRE_ERRORS: Mapping[type[MemfsError], WireError] = {
     MemfsError: _API_ERROR,
     InvalidInput: _INVALID_REQUEST,
     ContentTooLarge: WireError(413, "invalid_request_error"),
+    # SPEC §10: a bad point of history (``at=``, a snapshot's point, a diff side); its
+    # own row so that the remote client maps ``invalid_point`` back by code.
+    InvalidPoint: _INVALID_REQUEST,
     NotFound: WireError(404, "not_found_error"),
     Conflict: WireError(409, "conflict_error"),
     PathConflict: WireError(409, "memory_path_conflict_error"),

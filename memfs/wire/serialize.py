@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from memfs.core.history import RestorePlan, Snapshot, StoreDiff
 from memfs.core.model import (
     ApiKey,
     Change,
@@ -35,6 +36,10 @@ __all__ = [
     "search_hit_to_wire",
     "session_deleted_to_wire",
     "session_to_wire",
+    "snapshot_deleted_to_wire",
+    "snapshot_to_wire",
+    "restore_plan_to_wire",
+    "store_diff_to_wire",
     "store_deleted_to_wire",
     "store_to_wire",
     "version_to_wire",
@@ -222,4 +227,80 @@ def search_hit_to_wire(hit: SearchHit) -> dict[str, Any]:
         "path": hit.path,
         "score": hit.score,
         "snippet": hit.snippet,
+    }
+
+
+def snapshot_to_wire(snapshot: Snapshot) -> dict[str, Any]:
+    """``memory_store_snapshot`` (SPEC §10, memfs extension; :mod:`memfs.wire.history`)."""
+    return {
+        "id": snapshot.id,
+        "type": "memory_store_snapshot",
+        "memory_store_id": snapshot.memory_store_id,
+        "name": snapshot.name,
+        "description": snapshot.description,
+        "memory_version_id": snapshot.memory_version_id,
+        "created_at": _ts(snapshot.created_at),
+        "created_by": snapshot.created_by.to_wire() if snapshot.created_by else None,
+    }
+
+
+def snapshot_deleted_to_wire(snapshot_id: str) -> dict[str, Any]:
+    """The answer of deleting a snapshot (SPEC §10, memfs extension)."""
+    return {"id": snapshot_id, "type": "memory_store_snapshot_deleted"}
+
+
+def store_diff_to_wire(diff: StoreDiff) -> dict[str, Any]:
+    """``memory_store_diff`` (SPEC §10, memfs extension): the two sides, the entries by
+    path, and the ``stat`` totals. A redacted side has no path or digest, and no entry
+    carries redacted content."""
+    return {
+        "type": "memory_store_diff",
+        "from": {"memory_store_id": diff.from_store_id, "point": diff.from_point},
+        "to": {"memory_store_id": diff.to_store_id, "point": diff.to_point},
+        "entries": [
+            {
+                "status": entry.status.value,
+                "memory_id": entry.memory_id,
+                "old_path": entry.old_path,
+                "new_path": entry.new_path,
+                "old_memory_version_id": entry.old_version_id,
+                "new_memory_version_id": entry.new_version_id,
+                "old_content_sha256": entry.old_content_sha256,
+                "new_content_sha256": entry.new_content_sha256,
+                "content_changed": entry.content_changed,
+                "redacted": entry.redacted,
+                "diff": entry.diff,
+                "insertions": entry.insertions,
+                "deletions": entry.deletions,
+            }
+            for entry in diff.entries
+        ],
+        "stat": {
+            "changed": len(diff.entries),
+            "insertions": diff.insertions,
+            "deletions": diff.deletions,
+        },
+    }
+
+
+def restore_plan_to_wire(plan: RestorePlan) -> dict[str, Any]:
+    """``memory_store_restore`` (SPEC §10, memfs extension): what a store restore did
+    (``applied``) or would do (a dry run), step by step, and the automatic snapshot
+    taken first (null on a dry run or when nothing changed)."""
+    return {
+        "type": "memory_store_restore",
+        "memory_store_id": plan.memory_store_id,
+        "point": plan.point,
+        "applied": plan.applied,
+        "snapshot": None if plan.snapshot is None else snapshot_to_wire(plan.snapshot),
+        "steps": [
+            {
+                "action": step.action.value,
+                "memory_id": step.memory_id,
+                "path_now": step.path_now,
+                "path_then": step.path_then,
+                "content_changes": step.content_changes,
+            }
+            for step in plan.steps
+        ],
     }

@@ -15,7 +15,13 @@ rule named, and said in the descriptions of the request models of :mod:`memfs.wi
   with deleted memories (``include_deleted=true`` or ``status=deleted``) at a ``depth``
   other than 0 or with ``include_deleted=true`` and ``status=active`` together, or with
   a record filter;
-- ``page`` cursors: opaque, only ever taken from a response (the stateful links do).
+- ``page`` cursors: opaque, only ever taken from a response (the stateful links do);
+- points of history (SPEC §10: ``at``, a diff's ``from``/``to``, a snapshot's ``at``):
+  whether one names a moment depends on the store (its snapshots and versions) and on
+  the clock, so only ``now`` is a positive case; a listing ``at`` a point lists no
+  deleted memories and takes no record filter; a snapshot name follows the snapshot
+  name rules (:func:`memfs.core.points.validate_snapshot_name`: path-segment rules,
+  not ``now``, not like a time or a version id, no ``@``).
 
 Path parameters are replaced by real ids (``$MEMFS_FUZZ_IDS``) in about half of the
 cases, so that bodies and queries reach the engine instead of stopping at 404; long
@@ -35,6 +41,8 @@ import schemathesis
 from schemathesis import GenerationMode
 
 from memfs.core.config import MAX_CONTENT_BYTES, MAX_PATH_BYTES, MAX_SEGMENT_BYTES
+from memfs.core.errors import InvalidInput
+from memfs.core.points import validate_snapshot_name
 
 MAX_LONG_POLL_S = 0.05
 IDS: dict[str, str] = json.loads(os.environ.get("MEMFS_FUZZ_IDS", "{}"))
@@ -106,14 +114,37 @@ def _forget_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
     return replacement is None or mode == "redact"
 
 
+def _points_are_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
+    """Only ``now`` names a moment whatever the store holds (SPEC §10)."""
+    return all(
+        source.get(name) in (None, "now")
+        for source in (body, query)
+        for name in ("at", "from", "to")
+    )
+
+
+def _snapshot_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
+    try:
+        validate_snapshot_name(body.get("name"))
+    except InvalidInput:
+        return False
+    return True
+
+
 def _listing_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
     include_deleted = query.get("include_deleted") in (True, "true")
+    record_filters = ("record_type", "tag", "min_importance", "user_id")
+    if query.get("at") is not None and (
+        include_deleted
+        or query.get("status") == "deleted"
+        or any(query.get(name) is not None for name in record_filters)
+    ):
+        return False  # the past lists no deleted memories, takes no record filter
     if include_deleted and query.get("status") == "active":
         return False
     with_deleted = include_deleted or query.get("status") == "deleted"
     if not with_deleted:
         return True
-    record_filters = ("record_type", "tag", "min_importance", "user_id")
     if any(query.get(name) is not None for name in record_filters):
         return False  # record filters list live records only
     return query.get("depth") in (None, 0, "0")
@@ -131,6 +162,7 @@ _OPERATION_RULES = {
     ("POST", f"{_MEMORY}/forget"): _forget_is_stateable,
     ("DELETE", _STORELESS_MEMORY): _delete_is_stateable,
     ("POST", f"{_STORELESS_MEMORY}/forget"): _forget_is_stateable,
+    ("POST", "/v1/memory_stores/{memory_store_id}/snapshots"): _snapshot_is_stateable,
 }
 
 
@@ -138,6 +170,8 @@ def _positive_case_is_stateable(case: Any) -> bool:
     body = case.body if isinstance(case.body, dict) else {}
     query = case.query or {}
     if query.get("page") or not _values_are_stateable(body, query):
+        return False
+    if not _points_are_stateable(body, query):
         return False
     rule = _OPERATION_RULES.get((case.method.upper(), case.operation.path))
     return rule is None or rule(body, query)

@@ -111,7 +111,7 @@ def test_migration_0012_adds_and_removes_the_table(database: str) -> None:
         with raw.begin() as conn:
             config = alembic_config()
             config.attributes["connection"] = conn
-            command.downgrade(config, "0010_trigram_subset")
+            command.downgrade(config, "0011_snapshots")
         with raw.connect() as conn:
             assert "console_sign_ins" not in inspect(conn).get_table_names()
     finally:

@@ -347,6 +347,28 @@ def test_retention_and_audit_metadata(engine: Engine, store: MemoryStore, actor:
     assert found[1].endswith("invalid metadata: invalid metadata: value of 'k' must be a string")
 
 
+@covers("check_snapshots")
+def test_snapshots(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    writer = engine.for_caller(actor=actor)
+    needed = writer.memories.create(store.id, "/a", "needed")
+    writer.memories.create(store.id, "/b", "needed")  # the same bytes: the blob stays used
+    kept = writer.snapshots.create(store.id, "kept")
+    writer.memories.update(store.id, needed.id, content="head")
+    named = writer.snapshots.create(store.id, "named")
+    pointed = writer.snapshots.create(store.id, "pointed")
+    assert findings(engine) == []
+    raw = functools.partial(execute_sql, engine.url)
+    raw(f"DELETE FROM versions WHERE id = '{needed.memory_version_id}'")  # a bad prune
+    raw(f"UPDATE snapshots SET name = 'now' WHERE id = '{named.id}'")
+    raw(f"UPDATE snapshots SET memory_version_id = NULL WHERE id = '{pointed.id}'")
+    assert findings(engine) == [
+        f"snapshot {kept.id} (kept): memory {needed.id} has no version left at or before "
+        "its point (retention pruned what it needs)",
+        f"snapshot {named.id}: invalid snapshot name 'now': it names the present",
+        f"snapshot {pointed.id}: memory_version_id must be set iff seq ({pointed.seq}) is not 0",
+    ]
+
+
 def test_engine_refuses_to_overwrite_a_damaged_blob(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:

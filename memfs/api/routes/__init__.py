@@ -5,6 +5,7 @@
 ``memories``   memories (§5.7–5.11), SPEC §2 deletion modes, forget, restore,
                directory rename (``rename_prefix``)
 ``versions``   memory versions (§5.12–5.14)
+``history``    snapshots of a store and the diff of two points (SPEC §10, extension)
 ``feed``       a store's change feed, the long poll remote mounts follow (SPEC §4)
 ``sessions``   sessions and their tokens (api-contract §7, SPEC §3)
 ``search``     full-text search of one store and across stores (SPEC §7, extension)
@@ -26,6 +27,7 @@ from fastapi.routing import APIRoute
 from memfs.api.routes import (
     by_memory,
     feed,
+    history,
     identities,
     memories,
     search,
@@ -37,7 +39,7 @@ from memfs.api.routes._common import ROUTER_DEPENDENCIES, authenticate_request
 
 __all__ = ["allowed_methods", "authenticate_request", "router"]
 
-_MODULES = (stores, memories, versions, feed, sessions, search, identities, by_memory)
+_MODULES = (stores, memories, versions, history, feed, sessions, search, identities, by_memory)
 
 router = APIRouter(dependencies=ROUTER_DEPENDENCIES)
 for _module in _MODULES:

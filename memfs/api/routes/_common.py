@@ -50,6 +50,7 @@ from memfs.wire.common import NUL_MESSAGE, RECORD_NAME_PATTERN, RecordTypeName
 
 __all__ = [
     "ROUTER_DEPENDENCIES",
+    "AtQuery",
     "refuse_other_methods",
     "authenticate_request",
     "CreatedGte",
@@ -323,3 +324,16 @@ MinImportanceQuery = Annotated[
 ]
 CreatedGte = Annotated[datetime | None, BeforeValidator(_rfc3339), Query(alias="created_at[gte]")]
 CreatedLte = Annotated[datetime | None, BeforeValidator(_rfc3339), Query(alias="created_at[lte]")]
+# memfs extension (SPEC §10): read a store as it was. One syntax, parsed by the engine
+# (memfs.core.points): a bad point is 400 invalid_point, naming it.
+AtQuery = Annotated[
+    str | None,
+    Query(
+        min_length=1,
+        max_length=1024,
+        description="memfs extension (SPEC §10): read the store as it was at this point: "
+        "now, an RFC 3339 time, a snapshot name or a memver_ id. A bad point is 400 "
+        "invalid_point; a time in the future is refused; a time before the store "
+        "existed is an empty store.",
+    ),
+]

@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 
 from memfs.api.auth import Principal
 from memfs.api.routes._common import (
+    AtQuery,
     LimitQuery,
     MinImportanceQuery,
     PageQuery,
@@ -174,12 +175,16 @@ async def list_memories(
             "only soft-deleted (deleted) memories; depth must be 0 for deleted."
         ),
     ] = None,
+    at: AtQuery = None,
 ) -> JSONResponse:
     """api-contract §5.10: path order, deeper entries rolled up into ``memory_prefix``.
     Any of ``record_type``, ``tag``, ``min_importance``, ``user_id`` (memfs extension,
     SPEC §6 curation) keeps only the records matching all of them. With
     ``include_deleted=true`` or ``status=deleted`` (seed 004) soft-deleted memories are
-    listed too (or only), in path then id order, so an admin finds what to restore."""
+    listed too (or only), in path then id order, so an admin finds what to restore.
+    With ``at`` (memfs extension, SPEC §10) the store as it was at that point: each
+    memory with its version then (``metadata`` ``{}``: not versioned; no ``record``
+    objects, which describe the present); no record filters or deleted memories."""
     full = view == "full"
     wanted = _listing_status(include_deleted, status)
 
@@ -189,6 +194,24 @@ async def list_memories(
             record_type=record_type, tag=tag, min_importance=min_importance, user_id=user_id
         )
         caller = principal.caller(engine)
+        if at is not None:
+            if wanted is not MemoryStatus.ACTIVE or not record_filter.empty:
+                raise InvalidInput(
+                    "at lists the memories of a point: no deleted memories, no record filters"
+                )
+            past = caller.history.list(
+                memory_store_id,
+                at,
+                path_prefix=path_prefix,
+                depth=depth,
+                limit=page_limit(limit, view),
+                cursor=page,
+                with_content=full,
+            )
+            return {
+                "data": [_memory_item(item, full=full) for item in past.items],
+                "next_page": past.next_cursor,
+            }
         result = caller.memories.list(
             memory_store_id,
             path_prefix=path_prefix,
@@ -224,14 +247,26 @@ def _listing_status(include_deleted: bool, status: str | None) -> MemoryStatus |
     "/v1/memory_stores/{memory_store_id}/memories/{memory_id}", responses=doc(MemoryOut)
 )
 async def retrieve_memory(
-    request: Request, memory_store_id: str, memory_id: str, view: View = "full"
+    request: Request,
+    memory_store_id: str,
+    memory_id: str,
+    view: View = "full",
+    at: AtQuery = None,
 ) -> JSONResponse:
     """api-contract §5.8 (``view`` defaults to ``full`` here). A full retrieve of a
-    record is a read of it: its ``last_accessed`` moves (SPEC §6, batched, no version)."""
+    record is a read of it: its ``last_accessed`` moves (SPEC §6, batched, no version).
+    With ``at`` (memfs extension, SPEC §10) the memory as it was at that point: 404 if
+    it did not exist or was deleted then, 409 ``conflict_error`` (``redacted_content``)
+    if its version then is redacted."""
     full = view == "full"
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
+        if at is not None:
+            past = principal.caller(engine).history.get(
+                memory_store_id, memory_id, at, with_content=full
+            )
+            return memory_to_wire(past, full=full)
         memory = principal.caller(engine).memories.get(
             memory_store_id,
             memory_id,

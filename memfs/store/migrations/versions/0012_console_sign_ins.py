@@ -3,7 +3,7 @@ person signed in to the web console (the SHA-256 of the cookie's random id, the
 credential it was made with, its expiry). A new table only: nothing else changes.
 
 Revision ID: 0012_console_sign_ins
-Revises: 0010_trigram_subset
+Revises: 0011_snapshots
 Create Date: 2026-12-03
 """
 
@@ -15,7 +15,7 @@ from memfs.store.schema import console_sign_ins
 revision = "0012_console_sign_ins"
 # The migration history is one line (tests/store/test_engine_migrations.py): a 0011
 # made beside this one is chained before it when both are in one tree.
-down_revision = "0010_trigram_subset"
+down_revision = "0011_snapshots"
 branch_labels = None
 depends_on = None
 

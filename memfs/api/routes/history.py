@@ -1,0 +1,165 @@
+"""History of one store (SPEC §10, memfs extensions): its snapshots (create, list,
+retrieve, delete), the diff of two points, and restoring the store to a point. The
+``at=`` of the memory list and retrieve is in :mod:`memfs.api.routes.memories`.
+
+Scopes: reading snapshots or a diff needs ``memory:read`` (a diff with another store,
+on both); creating a snapshot ``memory:write``; deleting one ``memory:delete``;
+restoring the store what its writes need, ``memory:write`` and ``memory:delete`` (a
+dry run ``memory:read``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+
+from memfs.api.auth import Principal
+from memfs.api.routes._common import LimitQuery, PageQuery, doc, json_response, run
+from memfs.core.config import DEFAULT_PAGE_LIMIT
+from memfs.core.model import Scope
+from memfs.core.points import NOW
+from memfs.store import Engine
+from memfs.wire import (
+    restore_plan_to_wire,
+    snapshot_deleted_to_wire,
+    snapshot_to_wire,
+    store_diff_to_wire,
+)
+from memfs.wire.history import (
+    RestorePlanOut,
+    SnapshotCreate,
+    SnapshotDeleted,
+    SnapshotOut,
+    SnapshotPage,
+    StoreDiffOut,
+    StoreRestore,
+)
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+_SNAPSHOTS = "/v1/memory_stores/{memory_store_id}/snapshots"
+
+
+@router.post(_SNAPSHOTS, responses=doc(SnapshotOut))
+async def create_snapshot(
+    request: Request, memory_store_id: str, body: SnapshotCreate
+) -> JSONResponse:
+    """Names a point of the store's history (default ``now``); one row, whatever the
+    store holds. 400 ``invalid_input`` (name), ``invalid_point`` (``at``); 409
+    ``conflict_error`` (``snapshot_name_taken``)."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id)
+        snapshot = principal.caller(engine).snapshots.create(
+            memory_store_id,
+            body.name,
+            description=body.description or "",
+            at=body.at or NOW,
+        )
+        return snapshot_to_wire(snapshot)
+
+    return json_response(await run(request, op))
+
+
+@router.get(_SNAPSHOTS, responses=doc(SnapshotPage))
+async def list_snapshots(
+    request: Request,
+    memory_store_id: str,
+    limit: LimitQuery = DEFAULT_PAGE_LIMIT,
+    page: PageQuery = None,
+) -> JSONResponse:
+    """The store's snapshots, newest first (api-contract §3 pages)."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.READ, memory_store_id)
+        result = principal.caller(engine).snapshots.list(
+            memory_store_id, limit=limit, cursor=page
+        )
+        return {
+            "data": [snapshot_to_wire(s) for s in result.items],
+            "next_page": result.next_cursor,
+        }
+
+    return json_response(await run(request, op))
+
+
+@router.get(_SNAPSHOTS + "/{snapshot_id}", responses=doc(SnapshotOut))
+async def retrieve_snapshot(
+    request: Request, memory_store_id: str, snapshot_id: str
+) -> JSONResponse:
+    """One snapshot by ``snap_…`` id; 404 when the store has none of that id."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.READ, memory_store_id)
+        snapshot = principal.caller(engine).snapshots.get(memory_store_id, snapshot_id)
+        return snapshot_to_wire(snapshot)
+
+    return json_response(await run(request, op))
+
+
+@router.delete(_SNAPSHOTS + "/{snapshot_id}", responses=doc(SnapshotDeleted))
+async def delete_snapshot(
+    request: Request, memory_store_id: str, snapshot_id: str
+) -> JSONResponse:
+    """Deletes a snapshot (audited); the versions only it needed become prunable."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.DELETE, memory_store_id)
+        principal.caller(engine).snapshots.delete(memory_store_id, snapshot_id)
+        return snapshot_deleted_to_wire(snapshot_id)
+
+    return json_response(await run(request, op))
+
+
+@router.get("/v1/memory_stores/{memory_store_id}/diff", responses=doc(StoreDiffOut))
+async def diff_store(
+    request: Request,
+    memory_store_id: str,
+    from_: Annotated[
+        str,
+        Query(alias="from", min_length=1, max_length=1024, description="Side A's point."),
+    ],
+    to: Annotated[
+        str, Query(min_length=1, max_length=1024, description="Side B's point (default now).")
+    ] = "now",
+    other_store: Annotated[
+        str | None,
+        Query(description="Side B's store (default: this one); memories match by id."),
+    ] = None,
+) -> JSONResponse:
+    """What changed from ``from`` to ``to`` (``memory_store_diff``, as ``memfs diff
+    --json`` prints it): memories added, removed, modified, renamed, each changed text
+    as a unified diff; a redacted side shows no content."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        other = other_store or memory_store_id
+        principal.require(Scope.READ, memory_store_id)
+        principal.require(Scope.READ, other)
+        diff = principal.caller(engine).history.diff(memory_store_id, from_, other, to)
+        return store_diff_to_wire(diff)
+
+    return json_response(await run(request, op))
+
+
+@router.post("/v1/memory_stores/{memory_store_id}/restore", responses=doc(RestorePlanOut))
+async def restore_store(request: Request, memory_store_id: str, body: StoreRestore) -> JSONResponse:
+    """Makes the store what it was at ``to`` (SPEC §10): new versions only, all or
+    nothing, after an automatic snapshot (restore to it to undo); one audit event.
+    ``dry_run`` answers the plan and changes nothing. 400 ``invalid_point``,
+    ``store_archived``; 409 when a memory to bring back can't get its path."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        caller = principal.caller(engine)
+        if body.dry_run:
+            principal.require(Scope.READ, memory_store_id)
+            return restore_plan_to_wire(caller.restores.plan(memory_store_id, body.to))
+        principal.require(Scope.WRITE, memory_store_id)
+        principal.require(Scope.DELETE, memory_store_id)
+        plan = caller.restores.restore(memory_store_id, body.to, reason=body.reason)
+        return restore_plan_to_wire(plan)
+
+    return json_response(await run(request, op))

@@ -1,0 +1,205 @@
+"""Points of a store's history (SPEC §10): the one parser of the text that names one.
+
+A point names one moment of one store's history, and is written as one of:
+
+=====================  ==========================================================
+``now``                the store as it is
+an RFC 3339 time       ``2026-12-06T01:02:03Z``, ``2026-12-06T03:02:03+02:00``, or
+                       a bare date ``2026-12-06`` (its midnight UTC): the store
+                       as it was at that instant (every version written at or
+                       before it counts)
+a version id           ``memver_…``: the moment right after that version
+a snapshot name        anything else that is a valid snapshot name
+                       (:func:`validate_snapshot_name`)
+=====================  ==========================================================
+
+:func:`parse_point` tells them apart by their form alone (a snapshot can't be named
+``now``, like a time, or like a version id, so every text has one reading) and raises
+:class:`~memfs.core.errors.InvalidPoint` naming what is wrong. Resolving a point to
+the store's sequence number (whether the snapshot or version exists, whether the time
+is in the future) is the engine's (:mod:`memfs.store.history`).
+
+:func:`split_store_point` reads the ``STORE@POINT`` form the CLI takes (``memfs diff``,
+later ``memfs mount --store NAME@POINT``).
+"""
+
+from __future__ import annotations
+
+import enum
+import re
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+from memfs.core import rules
+from memfs.core.errors import InvalidInput, InvalidPath, InvalidPoint
+from memfs.core.ids import PREFIXES
+
+__all__ = [
+    "NOW",
+    "Point",
+    "PointKind",
+    "parse_point",
+    "parse_time",
+    "split_store_point",
+    "validate_snapshot_name",
+]
+
+_VERSION_PREFIX = PREFIXES["version"]
+# What looks like a time: a date first. Such a text is a time or an error, never a
+# snapshot name (validate_snapshot_name refuses names of this form).
+_TIME_LIKE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
+# RFC 3339 date-time (section 5.6), with 't'/'z' accepted as the RFC allows, or a
+# full date alone.
+_RFC3339 = re.compile(
+    r"^[0-9]{4}-[0-9]{2}-[0-9]{2}"
+    r"(?:[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:[Zz]|[+-][0-9]{2}:[0-9]{2}))?$"
+)
+_VERSION_ID = re.compile(r"^memver_[0-9a-z]{1,64}$")
+
+
+class PointKind(enum.StrEnum):
+    """The four ways to write a point (SPEC §10)."""
+
+    NOW = "now"
+    TIME = "time"
+    VERSION = "version"
+    SNAPSHOT = "snapshot"
+
+
+@dataclass(frozen=True)
+class Point:
+    """One parsed point of history.
+
+    Attributes:
+        kind: which form it was written in.
+        text: the text as given (what error messages quote).
+        time: the instant, UTC, for ``TIME``; None otherwise.
+        name: the version id (``VERSION``) or the snapshot name (``SNAPSHOT``); None
+            otherwise.
+    """
+
+    kind: PointKind
+    text: str
+    time: datetime | None = None
+    name: str | None = None
+
+    def __str__(self) -> str:
+        return self.text
+
+
+NOW = Point(PointKind.NOW, "now")
+
+
+def parse_time(text: str) -> datetime:
+    """An RFC 3339 date-time (or a full date: its midnight UTC) → an aware UTC datetime.
+
+    Args:
+        text: e.g. ``2026-12-06T01:02:03.5Z``, ``2026-12-06T03:02:03+02:00``,
+            ``2026-12-06``. Fractions finer than microseconds are truncated.
+
+    Raises:
+        InvalidPoint: not of that form, or no such date or time (``2026-02-30``); the
+            message quotes ``text``.
+    """
+    if not _RFC3339.match(text):
+        raise InvalidPoint(
+            f"point {text!r} is not an RFC 3339 time (e.g. 2026-12-06T01:02:03Z; "
+            "a time needs its offset, Z for UTC)"
+        )
+    normalized = text.replace("t", "T").replace("z", "Z").replace(" ", "T")
+    fraction = re.search(r"\.([0-9]+)", normalized)
+    if fraction is not None and len(fraction.group(1)) > 6:  # fromisoformat takes ≤ 6
+        normalized = normalized.replace(fraction.group(0), "." + fraction.group(1)[:6])
+    try:
+        parsed = datetime.fromisoformat(normalized)
+    except ValueError as exc:
+        raise InvalidPoint(f"point {text!r} is not a valid time: {exc}") from exc
+    if parsed.tzinfo is None:  # a bare date
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed.astimezone(UTC)
+
+
+def validate_snapshot_name(name: object) -> str:
+    """Checks a snapshot name (SPEC §10: the path-segment rules of SPEC §1, unique per
+    store), so that it also reads back as a snapshot when written as a point: not
+    ``now``, not starting like a date or a version id, no ``@`` (``STORE@POINT``).
+
+    Returns:
+        ``name`` unchanged.
+
+    Raises:
+        InvalidInput: the rule it breaks, named (not a string, a path-segment rule, a
+            reserved form).
+    """
+    if not isinstance(name, str):
+        raise InvalidInput("snapshot name must be a string")
+    try:
+        rules.validate_segment(name)
+    except InvalidPath as exc:
+        raise InvalidInput(
+            f"invalid snapshot name {name!r}: {exc.message.removeprefix('invalid path: ')}"
+        ) from exc
+    if name == "now":
+        raise InvalidInput("invalid snapshot name 'now': it names the present")
+    if _TIME_LIKE.match(name):
+        raise InvalidInput(f"invalid snapshot name {name!r}: it would read as a time")
+    if name.startswith(_VERSION_PREFIX):
+        raise InvalidInput(f"invalid snapshot name {name!r}: it would read as a version id")
+    if "@" in name:
+        raise InvalidInput(f"invalid snapshot name {name!r}: '@' separates a store and a point")
+    return name
+
+
+def parse_point(text: object) -> Point:
+    """Reads one point (SPEC §10) from its text; the one parser of points.
+
+    Args:
+        text: ``now``, an RFC 3339 time, a ``memver_…`` id or a snapshot name.
+
+    Returns:
+        The :class:`Point`; not yet resolved against a store.
+
+    Raises:
+        InvalidPoint: the text is none of the four forms; the message quotes it and
+            says which form it was taken for and what is wrong.
+    """
+    if not isinstance(text, str) or text == "":
+        raise InvalidPoint(
+            "a point must be 'now', an RFC 3339 time, a memver_ id or a snapshot name"
+        )
+    if text == "now":
+        return NOW
+    if _TIME_LIKE.match(text):
+        return Point(PointKind.TIME, text, time=parse_time(text))
+    if text.startswith(_VERSION_PREFIX):
+        if not _VERSION_ID.match(text):
+            raise InvalidPoint(f"point {text!r} is not a valid version id")
+        return Point(PointKind.VERSION, text, name=text)
+    try:
+        validate_snapshot_name(text)
+    except InvalidInput as exc:
+        raise InvalidPoint(
+            f"point {text!r} is not 'now', an RFC 3339 time, a memver_ id or a snapshot "
+            f"name ({exc.message})"
+        ) from exc
+    return Point(PointKind.SNAPSHOT, text, name=text)
+
+
+def split_store_point(spec: str) -> tuple[str, Point | None]:
+    """``STORE[@POINT]`` → the store reference and its parsed point (None: no ``@``).
+
+    The point is what follows the last ``@`` (a point never holds one). A store whose
+    name holds ``@`` is reached by its ``memstore_`` id, or with an explicit point
+    (``a@b@now`` is the store ``a@b`` now).
+
+    Raises:
+        InvalidPoint: an empty store or point (``@now``, ``notes@``), or a bad point.
+    """
+    store, sep, point = spec.rpartition("@")
+    if not sep:
+        return spec, None
+    if not store:
+        raise InvalidPoint(f"{spec!r}: give a store before '@'")
+    if not point:
+        raise InvalidPoint(f"{spec!r}: give a point after '@' (e.g. now, a time, a snapshot)")
+    return store, parse_point(point)

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""As-of listing benchmark (issue 26, SPEC §10): what reading the past costs.
+
+Builds one SQLite store through the engine: ``--memories`` memories (default 10,000)
+in three directory levels, then ``--versions`` versions in all (default 50,000: each
+memory rewritten about four times, one in fifty renamed, one in a hundred deleted),
+with a snapshot half-way through the rewrites. Then, ``--runs`` times each, in turn:
+
+    now       engine.memories.list, every page of 100 (what ``memfs memory ls`` does)
+    @snapshot engine.history.list at the snapshot, every page of 100
+    @now      engine.history.list at ``now``, every page of 100
+    depth=1   the first page of each with depth 1 (rolled-up directories)
+    snapshot  engine.snapshots.create (ms; the same at any size: one row)
+
+and prints the medians and the ratios as-of / now (goal ≤ 1.5×). Usage:
+
+    scripts/bench-asof [--memories N] [--versions V] [--runs R] [--json FILE]
+
+Runs in a fresh temp dir that it removes. No timing is asserted anywhere in tests.
+"""
+
+import argparse
+import json
+import random
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from memfs.core.model import Actor  # noqa: E402
+from memfs.store import Engine  # noqa: E402
+
+ACTOR = Actor.api_key("apikey_bench")
+PAGE = 100
+
+
+def _every_page(fetch: Callable[[str | None], Any]) -> int:
+    count, cursor = 0, None
+    while True:
+        page = fetch(cursor)
+        count += len(page.items)
+        cursor = page.next_cursor
+        if cursor is None:
+            return count
+
+
+def _median_ms(action: Callable[[], Any], runs: int) -> tuple[float, Any]:
+    samples, result = [], None
+    for _ in range(runs):
+        start = time.perf_counter()
+        result = action()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples), result
+
+
+def build(engine: Engine, memories: int, versions: int) -> str:
+    """The store; returns its id. Prints progress to stderr."""
+    rng = random.Random(26)
+    store = engine.stores.create("bench as-of")
+    writer = engine.for_caller(actor=ACTOR).memories
+    ids: list[str] = []
+    started = time.perf_counter()
+    for index in range(memories):
+        path = f"/area{index % 10}/topic{index % 97}/note{index}.md"
+        ids.append(writer.create(store.id, path, f"note {index}\n" * rng.randint(1, 40)).id)
+    rewrites = max(0, versions - memories)
+    live = set(ids)
+    for step in range(rewrites):
+        if step == rewrites // 2:
+            engine.for_caller(actor=ACTOR).snapshots.create(store.id, "half-way")
+        memory_id = ids[rng.randrange(len(ids))]
+        if memory_id not in live:
+            continue
+        roll = rng.random()
+        if roll < 0.01:
+            writer.delete(store.id, memory_id)
+            live.discard(memory_id)
+        elif roll < 0.03:
+            current = writer.get(store.id, memory_id, with_content=False)
+            writer.update(store.id, memory_id, path=current.path.replace(".md", f"-r{step}.md"))
+        else:
+            writer.update(store.id, memory_id, content=f"rewrite {step}\n" * rng.randint(1, 40))
+        if step % 5000 == 0:
+            print(f"  {memories + step} versions written", file=sys.stderr)
+    print(f"  built in {time.perf_counter() - started:.0f} s", file=sys.stderr)
+    return store.id
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--memories", type=int, default=10_000)
+    parser.add_argument("--versions", type=int, default=50_000)
+    parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="memfs-bench-asof-") as tmp:
+        engine = Engine(f"sqlite:///{tmp}/bench.db")
+        try:
+            print(f"building {args.memories} memories, ~{args.versions} versions", file=sys.stderr)
+            store_id = build(engine, args.memories, args.versions)
+            history = engine.history
+            now_ms, now_count = _median_ms(
+                lambda: _every_page(
+                    lambda c: engine.memories.list(store_id, limit=PAGE, cursor=c)
+                ),
+                args.runs,
+            )
+            snap_ms, snap_count = _median_ms(
+                lambda: _every_page(
+                    lambda c: history.list(store_id, "half-way", limit=PAGE, cursor=c)
+                ),
+                args.runs,
+            )
+            asof_now_ms, asof_now_count = _median_ms(
+                lambda: _every_page(lambda c: history.list(store_id, "now", limit=PAGE, cursor=c)),
+                args.runs,
+            )
+            assert asof_now_count == now_count, (asof_now_count, now_count)
+            depth_now_ms, _ = _median_ms(
+                lambda: engine.memories.list(store_id, depth=1, limit=PAGE), args.runs
+            )
+            depth_snap_ms, _ = _median_ms(
+                lambda: history.list(store_id, "half-way", depth=1, limit=PAGE), args.runs
+            )
+            names = iter(range(10**6))
+            create_ms, _ = _median_ms(
+                lambda: engine.for_caller(actor=ACTOR).snapshots.create(
+                    store_id, f"bench-{next(names)}"
+                ),
+                args.runs,
+            )
+            versions = engine.statistics()["versions"]
+        finally:
+            engine.close()
+    figures = {
+        "memories_now": now_count,
+        "memories_at_snapshot": snap_count,
+        "versions": versions,
+        "list_now_ms": round(now_ms, 1),
+        "list_at_snapshot_ms": round(snap_ms, 1),
+        "list_at_now_ms": round(asof_now_ms, 1),
+        "depth1_page_now_ms": round(depth_now_ms, 2),
+        "depth1_page_at_snapshot_ms": round(depth_snap_ms, 2),
+        "snapshot_create_ms": round(create_ms, 2),
+        "ratio_snapshot_vs_now": round(snap_ms / now_ms, 2),
+        "ratio_at_now_vs_now": round(asof_now_ms / now_ms, 2),
+    }
+    print(f"store: {now_count} memories now, {snap_count} at the snapshot, {versions} versions")
+    print(f"{'listing (every page of 100)':<40}{'median ms':>12}")
+    print(f"{'now (memories.list)':<40}{now_ms:>12.1f}")
+    print(f"{'as of the snapshot (history.list)':<40}{snap_ms:>12.1f}")
+    print(f"{'as of now (history.list)':<40}{asof_now_ms:>12.1f}")
+    print(f"{'first page, depth=1, now':<40}{depth_now_ms:>12.2f}")
+    print(f"{'first page, depth=1, as of snapshot':<40}{depth_snap_ms:>12.2f}")
+    print(f"{'snapshot create':<40}{create_ms:>12.2f}")
+    print(
+        f"ratio as-of/now: {figures['ratio_snapshot_vs_now']}x at the snapshot, "
+        f"{figures['ratio_at_now_vs_now']}x at now (goal <= 1.5x)"
+    )
+    if args.json is not None:
+        args.json.write_text(json.dumps(figures, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,203 @@
+"""History over HTTP (SPEC §10): ``at=`` on the memory list and retrieve through the
+unmodified SDK (``extra_query``), and the snapshot and diff endpoints with httpx."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import anthropic
+import pytest
+
+from memfs.core.model import Scope
+
+if TYPE_CHECKING:
+    from tests.api.conftest import Server
+
+
+def _snapshot(server: Server, store_id: str, name: str, **body: Any) -> dict[str, Any]:
+    with server.http() as http:
+        response = http.post(f"/v1/memory_stores/{store_id}/snapshots", json={"name": name, **body})
+    assert response.status_code == 200, response.text
+    created: dict[str, Any] = response.json()
+    return created
+
+
+def test_the_sdk_reads_a_store_as_it_was(
+    server: Server, admin: anthropic.Anthropic, store: Any
+) -> None:
+    memories = admin.beta.memory_stores.memories
+    a = memories.create(store.id, path="/notes/a.md", content="a one")
+    b = memories.create(store.id, path="/notes/b.md", content="b one")
+    _snapshot(server, store.id, "before")
+    memories.update(a.id, memory_store_id=store.id, content="a two")
+    memories.delete(b.id, memory_store_id=store.id)
+    memories.create(store.id, path="/c.md", content="c")
+
+    then = list(memories.list(store.id, view="full", limit=1, extra_query={"at": "before"}))
+    assert [(m.path, m.content) for m in then] == [
+        ("/notes/a.md", "a one"),
+        ("/notes/b.md", "b one"),
+    ]
+    assert then[0].memory_version_id == a.memory_version_id
+    rolled = memories.list(store.id, depth=1, extra_query={"at": "before"})
+    assert [(i.type, i.path) for i in rolled.data] == [("memory_prefix", "/notes/")]
+    now = list(memories.list(store.id, extra_query={"at": "now"}))
+    assert [m.path for m in now] == ["/c.md", "/notes/a.md"]
+
+    old = memories.retrieve(a.id, memory_store_id=store.id, extra_query={"at": "before"})
+    assert old.content == "a one"
+    assert old.memory_version_id == a.memory_version_id
+    at_version = memories.retrieve(
+        a.id, memory_store_id=store.id, extra_query={"at": a.memory_version_id}
+    )
+    assert at_version.content == "a one"
+    assert memories.retrieve(b.id, memory_store_id=store.id, extra_query={"at": "before"})
+    with pytest.raises(anthropic.NotFoundError):
+        memories.retrieve(b.id, memory_store_id=store.id, extra_query={"at": "now"})
+    empty = memories.list(store.id, extra_query={"at": "2001-01-01T00:00:00Z"})
+    assert empty.data == []
+    assert empty.next_page is None
+
+
+@pytest.mark.parametrize(
+    ("point", "message"),
+    [
+        ("2999-01-01T00:00:00Z", "point '2999-01-01T00:00:00Z' is in the future"),
+        ("no-such-snapshot", "point 'no-such-snapshot': memory store"),
+        ("2026-02-30", "point '2026-02-30' is not a valid time"),
+    ],
+)
+def test_a_bad_point_is_400_invalid_point(
+    admin: anthropic.Anthropic, store: Any, point: str, message: str
+) -> None:
+    memories = admin.beta.memory_stores.memories
+    memory = memories.create(store.id, path="/x.md", content="x")
+    for call in (
+        lambda: memories.list(store.id, extra_query={"at": point}),
+        lambda: memories.retrieve(memory.id, memory_store_id=store.id, extra_query={"at": point}),
+    ):
+        with pytest.raises(anthropic.BadRequestError) as caught:
+            call()
+        assert caught.value.type == "invalid_request_error"
+        assert caught.value.error_code == "invalid_point"
+        assert caught.value.api_message.startswith(message), caught.value.api_message
+
+
+def test_snapshot_endpoints_field_by_field(server: Server, admin: anthropic.Anthropic) -> None:
+    store = admin.beta.memory_stores.create(name="snapshots")
+    memory = admin.beta.memory_stores.memories.create(store.id, path="/a.md", content="a")
+    base = f"/v1/memory_stores/{store.id}/snapshots"
+    created = _snapshot(server, store.id, "first", description="the start")
+    assert set(created) == {
+        "id",
+        "type",
+        "memory_store_id",
+        "name",
+        "description",
+        "memory_version_id",
+        "created_at",
+        "created_by",
+    }
+    assert created["id"].startswith("snap_")
+    assert created["type"] == "memory_store_snapshot"
+    assert created["memory_store_id"] == store.id
+    assert created["name"] == "first"
+    assert created["description"] == "the start"
+    assert created["memory_version_id"] == memory.memory_version_id
+    assert created["created_at"].endswith("Z")
+    assert created["created_by"]["type"] == "api_actor"
+    second = _snapshot(server, store.id, "second")
+    assert second["description"] == ""
+    with server.http() as http:
+        assert http.get(f"{base}/{created['id']}").json() == created
+        page = http.get(base, params={"limit": 1}).json()
+        assert [s["name"] for s in page["data"]] == ["second"]
+        rest = http.get(base, params={"limit": 1, "page": page["next_page"]}).json()
+        assert rest == {"data": [created], "next_page": None}
+
+        taken = http.post(base, json={"name": "first"})
+        assert taken.status_code == 409
+        assert taken.json()["error"]["details"]["error_code"] == "snapshot_name_taken"
+        bad = http.post(base, json={"name": "now"})
+        assert bad.status_code == 400
+        assert bad.json()["error"]["message"] == (
+            "invalid snapshot name 'now': it names the present"
+        )
+        future = http.post(base, json={"name": "f", "at": "2999-01-01T00:00:00Z"})
+        assert future.status_code == 400
+        assert future.json()["error"]["details"]["error_code"] == "invalid_point"
+
+        deleted = http.delete(f"{base}/{created['id']}")
+        assert deleted.json() == {"id": created["id"], "type": "memory_store_snapshot_deleted"}
+        assert http.get(f"{base}/{created['id']}").status_code == 404
+        assert http.delete(f"{base}/{created['id']}").status_code == 404
+        assert http.get("/v1/memory_stores/memstore_nope/snapshots").status_code == 404
+
+
+def test_snapshot_scopes(server: Server, store: Any) -> None:
+    reader = server.key(Scope.READ)
+    writer = server.key(Scope.READ, Scope.WRITE)
+    base = f"/v1/memory_stores/{store.id}/snapshots"
+    with server.http(reader) as http:
+        assert http.post(base, json={"name": "r"}).status_code == 403
+        assert http.get(base).status_code == 200
+    with server.http(writer) as http:
+        made = http.post(base, json={"name": "w"}).json()
+        assert http.delete(f"{base}/{made['id']}").status_code == 403
+    with server.http() as http:
+        assert http.delete(f"{base}/{made['id']}").status_code == 200
+
+
+def test_diff_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -> None:
+    memories = admin.beta.memory_stores.memories
+    a = memories.create(store.id, path="/a.md", content="one\n")
+    _snapshot(server, store.id, "base")
+    memories.update(a.id, memory_store_id=store.id, content="two\n", path="/b.md")
+    with server.http() as http:
+        response = http.get(f"/v1/memory_stores/{store.id}/diff", params={"from": "base"})
+        assert response.status_code == 200, response.text
+        diff = response.json()
+        assert diff["type"] == "memory_store_diff"
+        assert diff["to"] == {"memory_store_id": store.id, "point": "now"}
+        [entry] = diff["entries"]
+        assert entry["status"] == "renamed"
+        assert (entry["old_path"], entry["new_path"]) == ("/a.md", "/b.md")
+        assert entry["diff"] == "--- a/a.md\n+++ b/b.md\n@@ -1 +1 @@\n-one\n+two\n"
+        assert diff["stat"] == {"changed": 1, "insertions": 1, "deletions": 1}
+        bad = http.get(f"/v1/memory_stores/{store.id}/diff", params={"from": "nope"})
+        assert bad.status_code == 400
+        assert bad.json()["error"]["details"]["error_code"] == "invalid_point"
+
+
+def test_restore_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -> None:
+    memories = admin.beta.memory_stores.memories
+    a = memories.create(store.id, path="/a.md", content="one")
+    _snapshot(server, store.id, "base")
+    memories.update(a.id, memory_store_id=store.id, content="two")
+    b = memories.create(store.id, path="/b.md", content="b")
+    url = f"/v1/memory_stores/{store.id}/restore"
+    with server.http() as http:
+        dry = http.post(url, json={"to": "base", "dry_run": True}).json()
+        assert dry["applied"] is False
+        assert dry["snapshot"] is None
+        assert [(s["action"], s["memory_id"]) for s in dry["steps"]] == [
+            ("change", a.id),
+            ("delete", b.id),
+        ]
+        assert memories.retrieve(a.id, memory_store_id=store.id).content == "two"
+        done = http.post(url, json={"to": "base", "reason": "undo"}).json()
+        assert done["applied"] is True
+        assert done["snapshot"]["type"] == "memory_store_snapshot"
+        assert memories.retrieve(a.id, memory_store_id=store.id).content == "one"
+        with pytest.raises(anthropic.NotFoundError):
+            memories.retrieve(b.id, memory_store_id=store.id)
+        bad = http.post(url, json={"to": "nope"})
+        assert bad.status_code == 400
+        assert bad.json()["error"]["details"]["error_code"] == "invalid_point"
+    reader = server.key(Scope.READ)
+    writer = server.key(Scope.READ, Scope.WRITE)
+    with server.http(reader) as http:
+        assert http.post(url, json={"to": "base", "dry_run": True}).status_code == 200
+        assert http.post(url, json={"to": "base"}).status_code == 403
+    with server.http(writer) as http:
+        assert http.post(url, json={"to": "base"}).status_code == 403  # deletes need delete
