@@ -256,6 +256,7 @@ STORE_INSIDES = (
     "memfs.store.embeddings",
     "memfs.store.retention",
     "memfs.store.folds",
+    "memfs.store.backup",
     "memfs.store.migrations",
 )
 
@@ -294,6 +295,7 @@ def test_the_store_exports_exactly_its_face() -> None:
         "ResourceSpec",
         "fsck_database",
         "open_engine",
+        "restore_database",
     }
     namespace: dict[str, object] = {}
     exec("from memfs.store import *", namespace)
