@@ -3,7 +3,8 @@
 
     core                          pure: model, errors, rules, ids, config, query, records,
                                   visibility (no I/O, no SQL, no HTTP, no pyfuse3)
-    home, wire                    durable private files; the api-contract shapes
+    home, wire, metrics           durable private files; the api-contract shapes; the
+                                  Prometheus families
     store                         the only SQL
     backend                       the Backend port (and its embedded adapter)
     fuse, remote, api             the only pyfuse3; the remote client; the only HTTP server
@@ -33,6 +34,7 @@ FLOORS = {
     "memfs.core": 0,
     "memfs.home": 1,
     "memfs.wire": 1,
+    "memfs.metrics": 1,
     "memfs.store": 2,
     "memfs.backend": 3,
     "memfs.fuse": 4,
@@ -206,6 +208,7 @@ def test_no_module_imports_itself_back_through_a_circle() -> None:
         (("fastapi", "starlette", "hypercorn"), "memfs.api"),
         (("mcp",), "memfs.mcp"),
         (("anthropic",), "memfs.memory_tool"),
+        (("prometheus_client",), "memfs.metrics"),
     ],
 )
 def test_only_one_layer_imports_each_library(libraries: tuple[str, ...], owner: str) -> None:

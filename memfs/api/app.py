@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
+from memfs import metrics
 from memfs.api.changes import ChangeNotifier
 from memfs.api.errors import (
     MAX_REQUEST_BODY_BYTES,
@@ -39,7 +41,7 @@ from memfs.core.ids import new_id
 from memfs.store import Engine
 from memfs.wire.common import MAX_JSON_DEPTH, nests_too_deep
 
-__all__ = ["RequestContextMiddleware", "create_app", "error_response"]
+__all__ = ["UNMATCHED_ROUTE", "RequestContextMiddleware", "create_app", "error_response"]
 
 log = logging.getLogger(__name__)
 
@@ -49,6 +51,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+# The route label of a request no route took (a 404, a refusal before routing): one
+# value, so that probing random paths can't grow the metrics.
+UNMATCHED_ROUTE = "unmatched"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # An oversize body is drained up to this size before the 413 (see _read_body).
 MAX_DRAINED_BYTES = 16 * MAX_REQUEST_BODY_BYTES
@@ -73,9 +78,11 @@ def error_response(exc: MemfsError, request_id: str | None) -> JSONResponse:
 
 class RequestContextMiddleware:
     """Pure ASGI middleware: assigns the request id, adds the ``request-id`` header to
-    every response, and refuses request bodies over ``max_body_bytes`` with 413 before
-    the application sees them (the body is read here and replayed), and bodies nesting
-    JSON deeper than :data:`MAX_JSON_DEPTH` with 400 (after authentication)."""
+    every response, counts every request in :mod:`memfs.metrics` (by method, route
+    template and status, with its duration), and refuses request bodies over
+    ``max_body_bytes`` with 413 before the application sees them (the body is read here
+    and replayed), and bodies nesting JSON deeper than :data:`MAX_JSON_DEPTH` with 400
+    (after authentication)."""
 
     def __init__(self, app: ASGIApp, max_body_bytes: int = MAX_REQUEST_BODY_BYTES) -> None:
         self.app = app
@@ -95,6 +102,24 @@ class RequestContextMiddleware:
                     headers.append("request-id", request_id)
             await send(message)
 
+        started = time.perf_counter()
+        answered = [HTTPStatus.INTERNAL_SERVER_ERROR.value]  # unless a response starts
+
+        async def send_counted(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                answered[0] = int(message["status"])
+            await send_with_id(message)
+
+        try:
+            await self._answer(scope, receive, send_counted, request_id)
+        finally:
+            route = scope.get("route")
+            metrics.http_request(
+                scope["method"], getattr(route, "path", UNMATCHED_ROUTE), answered[0],
+                time.perf_counter() - started,
+            )
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send, request_id: str) -> None:
         if scope["method"] in _BODY_METHODS:
             body = await self._read_body(scope, receive)
             if body is None:
@@ -105,7 +130,7 @@ class RequestContextMiddleware:
                 await self._refuse_deep(scope, receive, send, request_id)
                 return
             receive = _replay(body, receive)
-        await self.app(scope, receive, send_with_id)
+        await self.app(scope, receive, send)
 
     async def _refuse_deep(
         self, scope: Scope, receive: Receive, send: Send, request_id: str
@@ -298,6 +323,16 @@ def create_app(
     for path, make_endpoint in (endpoints or {}).items():
         endpoint = make_endpoint(engine, insecure_dev)
         app.router.routes.append(Route(path, endpoint, methods=["GET", "POST", "DELETE"]))
+
+    # Prometheus metrics, off the API's auth (README "Metrics": scrapers send no
+    # credentials; nothing here is content, a path or a secret).
+    metrics.SERVER_STATE.provide(lambda: metrics.ServerSnapshot(*engine.gauges()))
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics() -> Response:
+        """The text exposition of :mod:`memfs.metrics` (run in a worker thread: the
+        database gauges are read when scraped)."""
+        return Response(metrics.render(), media_type=metrics.CONTENT_TYPE)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> JSONResponse:

@@ -144,6 +144,14 @@ def mount(
         list[str] | None,
         typer.Option("--role", help="Embedded: a role of that user; repeatable."),
     ] = None,
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port", min=0, max=65535,
+            help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0: a free "
+            "port, shown by memfs status). Without it: memfs status --prometheus.",
+        ),
+    ] = None,
     ready_fd: Annotated[int | None, typer.Option("--ready-fd", hidden=True)] = None,
 ) -> None:
     """Mount memory stores as a directory tree (FUSE): from the database, or from a
@@ -187,6 +195,7 @@ def mount(
         access=_access(options),
         user_id=user_id,
         roles=list(role or []),
+        metrics_port=metrics_port,
     )
     if not foreground:
         _mount_in_background(request)
@@ -235,6 +244,7 @@ class _MountRequest:
     access: Any  # memfs.fuse.sandbox.MountAccess
     user_id: str | None = None
     roles: list[str] = field(default_factory=list)
+    metrics_port: int | None = None
 
 
 def _check_source(
@@ -400,6 +410,7 @@ def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
         layout=request.layout,
         memory_limit=memory_limit(),
         access=request.access,
+        metrics_port=request.metrics_port,
     )
     try:
         run(_backend(request), config, on_ready=ready)
@@ -436,6 +447,8 @@ def _daemon_command(request: _MountRequest, target: str, ready_fd: int) -> list[
         command += ["--user-id", request.user_id]
     for role in request.roles:
         command += ["--role", role]
+    if request.metrics_port is not None:
+        command += ["--metrics-port", str(request.metrics_port)]
     return command
 
 

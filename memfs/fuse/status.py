@@ -13,6 +13,8 @@ Everything here lives under ``$MEMFS_HOME``:
   store, SPEC §4 atomic save).
 * ``mounts/<key>.scratch.json``: the scratch files saved at the end of mounts of that
   mount point (newest last), kept after unmount so ``memfs status`` can list them.
+* ``mounts/<key>.prom``: the running daemon's Prometheus metrics, rewritten every second
+  (``memfs status --prometheus``; ``memfs mount --metrics-port`` serves them live).
 * ``logs/mount-<key>.log``: the daemon's log when it runs in the background.
 * ``mounts/<key>.reserve``: :data:`STATUS_RESERVE_BYTES` of zeros kept by a running
   daemon, given back to the filesystem when it fills up so that the status file can
@@ -61,6 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from memfs import home as local
+from memfs import metrics
 from memfs.core.config import memfs_home
 from memfs.core.model import format_timestamp, utcnow
 from memfs.fuse.mounts import mount_path
@@ -75,6 +78,7 @@ __all__ = [
     "flush_held_rejected",
     "held_rejected",
     "log_path",
+    "metrics_path",
     "read_saved_scratch",
     "read_status",
     "record_saved_scratch",
@@ -108,6 +112,12 @@ def _key(mountpoint: str) -> str:
 def status_path(mountpoint: str) -> Path:
     """``$MEMFS_HOME/mounts/<key>.json`` for ``mountpoint``."""
     return memfs_home() / "mounts" / f"{_key(mountpoint)}.json"
+
+
+def metrics_path(mountpoint: str) -> Path:
+    """``$MEMFS_HOME/mounts/<key>.prom``: the running daemon's Prometheus metrics (the
+    text exposition, rewritten every second), printed by ``memfs status --prometheus``."""
+    return memfs_home() / "mounts" / f"{_key(mountpoint)}.prom"
 
 
 def log_path(mountpoint: str) -> Path:
@@ -280,6 +290,7 @@ class MountStatus:
         self, path: str, errno_name: str, saved_to: str, message: str, *, at: datetime | None = None
     ) -> None:
         self.rejected_count += 1
+        metrics.MOUNT_REJECTED_WRITES.labels(errno_name).inc()
         self._rejected.append(
             {"at": format_timestamp(at or utcnow()), "path": path, "errno": errno_name,
              "saved_to": saved_to, "message": message}
@@ -288,6 +299,7 @@ class MountStatus:
 
     def record_conflict(self, path: str, conflict_path: str, *, at: datetime | None = None) -> None:
         self.conflict_count += 1
+        metrics.MOUNT_CONFLICTS.inc()
         self._conflicts.append(
             {"at": format_timestamp(at or utcnow()), "path": path, "conflict_path": conflict_path}
         )
@@ -297,6 +309,7 @@ class MountStatus:
         """A save whose file changed elsewhere meanwhile was merged with that change and
         committed as version ``version_id`` (SPEC §4 concurrent writers)."""
         self.merge_count += 1
+        metrics.MOUNT_MERGES.inc()
         self._merges.append(
             {"at": format_timestamp(at or utcnow()), "path": path, "version_id": version_id}
         )
@@ -427,7 +440,7 @@ class MountStatus:
     def remove(self) -> None:
         self._written = None
         self._reserved = False
-        for path in (self.path, self._reserve):
+        for path in (self.path, self._reserve, metrics_path(self.mountpoint)):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 

@@ -12,6 +12,7 @@ import errno
 import logging
 import os
 import threading
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
@@ -20,6 +21,7 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
+from memfs import metrics
 from memfs.core.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
@@ -203,14 +205,25 @@ class Database:
         # sleeping busy handler, so 16 threads see multi-second tails. In-process writers
         # take turns on a lock instead; busy_timeout still arbitrates between processes.
         self._receipt.changes = []
-        with self._driver_errors_are_typed(), self._turn_to_write(), self.sa.connect() as conn:
-            conn.execution_options(**{WRITE: True})
-            try:
-                with conn.begin():
-                    yield conn
-            finally:
-                feed_grew = notify.take_feed_changed(conn)
-                emitted = notify.take_emitted(conn)
+        started = time.perf_counter()
+        outcome = "failed"
+        try:
+            with (
+                self._driver_errors_are_typed(),
+                self._turn_to_write(),
+                self.sa.connect() as conn,
+            ):
+                conn.execution_options(**{WRITE: True})
+                try:
+                    with conn.begin():
+                        yield conn
+                finally:
+                    feed_grew = notify.take_feed_changed(conn)
+                    emitted = notify.take_emitted(conn)
+            outcome = "committed"
+        finally:
+            metrics.WRITE_TRANSACTIONS.labels(outcome).inc()
+            metrics.WRITE_TRANSACTION_DURATION.observe(time.perf_counter() - started)
         self._receipt.changes = emitted  # committed
         if feed_grew:
             self.watch.committed()  # visible now: followers may read it

@@ -42,6 +42,7 @@ processes and API servers sharing one database.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
@@ -258,6 +259,27 @@ class Engine(Caller):
         """Row counts: ``stores``, ``memories`` (live), ``versions``, ``blobs``."""
         with self._db.read() as conn:
             return stores.statistics(conn)
+
+    def gauges(self) -> tuple[dict[str, int], int, int]:
+        """What ``memfs serve`` exposes about the database as Prometheus gauges, read in
+        one call (a scrape's worker thread): the newest change-feed seq of every store
+        (by store id), the database's size on disk in bytes (SQLite: the file and its
+        WAL; PostgreSQL: ``pg_database_size``), and how many live memories wait for
+        their semantic-search vector."""
+        with self._db.read() as conn:
+            seqs = stores.feed_seqs(conn)
+            if self.dialect == "postgresql":
+                size_bytes = int(
+                    conn.exec_driver_sql("SELECT pg_database_size(current_database())")
+                    .scalar_one()
+                )
+        if self.dialect != "postgresql":
+            size_bytes = 0
+            path = self._db.sqlite_file
+            for file in () if path is None else (path, path.with_name(path.name + "-wal")):
+                with contextlib.suppress(FileNotFoundError):  # no WAL (yet)
+                    size_bytes += file.stat().st_size
+        return seqs, size_bytes, self.search.index_lag().pending
 
     def vacuum_erased(self) -> list[str]:
         """Takes the bytes of past erasures (redactions, hard deletes, store deletions,
