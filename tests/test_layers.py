@@ -3,8 +3,8 @@
 
     core                          pure: model, errors, rules, ids, config, query, records,
                                   visibility (no I/O, no SQL, no HTTP, no pyfuse3)
-    home, wire, metrics           durable private files; the api-contract shapes; the
-                                  Prometheus families
+    home, wire, metrics, logs     durable private files; the api-contract shapes; the
+                                  Prometheus families; the log formats
     store                         the only SQL
     backend                       the Backend port (and its embedded adapter)
     fuse, remote, api             the only pyfuse3; the remote client; the only HTTP server
@@ -35,6 +35,7 @@ FLOORS = {
     "memfs.home": 1,
     "memfs.wire": 1,
     "memfs.metrics": 1,
+    "memfs.logs": 1,
     "memfs.store": 2,
     "memfs.backend": 3,
     "memfs.fuse": 4,

@@ -44,6 +44,8 @@ from memfs.wire.common import MAX_JSON_DEPTH, nests_too_deep
 __all__ = ["UNMATCHED_ROUTE", "RequestContextMiddleware", "create_app", "error_response"]
 
 log = logging.getLogger(__name__)
+# The HTTP access log: one INFO line per request (README "Logs").
+access_log = logging.getLogger("memfs.access")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -113,11 +115,10 @@ class RequestContextMiddleware:
         try:
             await self._answer(scope, receive, send_counted, request_id)
         finally:
-            route = scope.get("route")
-            metrics.http_request(
-                scope["method"], getattr(route, "path", UNMATCHED_ROUTE), answered[0],
-                time.perf_counter() - started,
-            )
+            duration_s = time.perf_counter() - started
+            route = getattr(scope.get("route"), "path", UNMATCHED_ROUTE)
+            metrics.http_request(scope["method"], route, answered[0], duration_s)
+            _log_access(scope, route, answered[0], duration_s, request_id)
 
     async def _answer(self, scope: Scope, receive: Receive, send: Send, request_id: str) -> None:
         if scope["method"] in _BODY_METHODS:
@@ -182,6 +183,42 @@ class RequestContextMiddleware:
             if not message.get("more_body", False) or size > MAX_DRAINED_BYTES:
                 break
         return None if too_large else b"".join(chunks)
+
+
+# The path parameters of the routes, by the log field of the id each carries.
+_ID_PARAMETERS = {
+    "memory_store_id": "store_id",
+    "memory_id": "memory_id",
+    "memory_version_id": "version_id",
+    "session_id": "session_id",
+}
+
+
+def _log_access(
+    scope: Scope, route: str, status: int, duration_s: float, request_id: str
+) -> None:
+    """One line of the access log (logger ``memfs.access``, INFO): method, path (never
+    the query string, which may carry a memory path), status, duration; in JSON also
+    the route template, the request id, the ids of the path and who asked (the API key
+    or session id; never its secret)."""
+    if not access_log.isEnabledFor(logging.INFO):
+        return
+    fields: dict[str, Any] = {
+        "method": scope["method"], "path": scope["path"], "route": route, "status": status,
+        "duration_ms": round(duration_s * 1000, 3), "request_id": request_id,
+    }
+    for parameter, value in (scope.get("path_params") or {}).items():
+        if parameter in _ID_PARAMETERS:
+            fields[_ID_PARAMETERS[parameter]] = value
+    principal = scope.get("state", {}).get("principal")
+    if principal is not None and principal.session is not None:
+        fields.setdefault("session_id", principal.session.id)
+    elif principal is not None and principal.api_key is not None:
+        fields["api_key_id"] = principal.api_key.id
+    access_log.info(
+        "%s %s %d %.1f ms", scope["method"], scope["path"], status, duration_s * 1000,
+        extra=fields,
+    )
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:

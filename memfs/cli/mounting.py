@@ -36,7 +36,13 @@ from typing import Annotated, Any
 
 import typer
 
-from memfs.cli._common import DatabaseOption, fail, secure_home
+from memfs.cli._common import (
+    DatabaseOption,
+    LogFormatOption,
+    check_log_format,
+    fail,
+    secure_home,
+)
 from memfs.core.config import TOKEN_ENV, memory_limit, session_token
 
 __all__ = ["register"]
@@ -144,6 +150,7 @@ def mount(
         list[str] | None,
         typer.Option("--role", help="Embedded: a role of that user; repeatable."),
     ] = None,
+    log_format: LogFormatOption = "text",
     metrics_port: Annotated[
         int | None,
         typer.Option(
@@ -177,6 +184,7 @@ def mount(
             parse_store_spec(spec)
         except InvalidInput as exc:
             fail(exc.message)
+    check_log_format(log_format)
     _check_principal(api, user_id, role or [])
     _check_source(api, token, database, stores)
     if not nonempty:
@@ -196,6 +204,7 @@ def mount(
         user_id=user_id,
         roles=list(role or []),
         metrics_port=metrics_port,
+        log_format=log_format,
     )
     if not foreground:
         _mount_in_background(request)
@@ -245,6 +254,7 @@ class _MountRequest:
     user_id: str | None = None
     roles: list[str] = field(default_factory=list)
     metrics_port: int | None = None
+    log_format: str = "text"
 
 
 def _check_source(
@@ -376,13 +386,18 @@ def _mount_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
 
 
 def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
+    from memfs import logs
     from memfs.core.errors import MemfsError
     from memfs.fuse.daemon import DaemonLogHandler, MountConfig, StoreRequest, run
+    from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX
 
     logging.basicConfig(
         level=logging.DEBUG if request.debug else logging.INFO,
-        format=_LOG_FORMAT,
-        handlers=[DaemonLogHandler(sys.stderr)],
+        handlers=[logs.configure(
+            DaemonLogHandler(sys.stderr), request.log_format,
+            secret_prefixes=(API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX),
+            text_format=_LOG_FORMAT,
+        )],
     )
     if not request.debug:
         # One line per HTTP request would drown the mount's own story (long polls).
@@ -449,6 +464,8 @@ def _daemon_command(request: _MountRequest, target: str, ready_fd: int) -> list[
         command += ["--role", role]
     if request.metrics_port is not None:
         command += ["--metrics-port", str(request.metrics_port)]
+    if request.log_format != "text":
+        command += ["--log-format", request.log_format]
     return command
 
 

@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from memfs.cli._common import DatabaseOption, secure_home
+from memfs.cli._common import DatabaseOption, LogFormatOption, check_log_format, secure_home
 from memfs.core.config import DEFAULT_API_HOST, DEFAULT_API_PORT
 from memfs.core.rules import parse_duration_s
 
@@ -52,6 +52,7 @@ def serve_command(
             "--retention) at start-up and this often, e.g. 1h, 10m; 'never' turns it off.",
         ),
     ] = "1h",
+    log_format: LogFormatOption = "text",
 ) -> None:
     """Serve the REST API (anthropic SDK compatible) with Hypercorn on trio.
 
@@ -61,11 +62,13 @@ def serve_command(
     from memfs.api.serve import serve
     from memfs.mcp.http import McpHttpEndpoint
 
+    check_log_format(log_format)
     interval_s = None if prune_interval.strip() == "never" else parse_duration_s(prune_interval)
     secure_home()
     serve(
         database, host=host, port=port, insecure_dev=insecure_dev,
         certfile=certfile, keyfile=keyfile, prune_interval_s=interval_s,
+        log_format=log_format,
         # The MCP server over streamable HTTP, beside the API (SPEC §5).
         endpoints={"/mcp": lambda engine, insecure: McpHttpEndpoint(engine, insecure_dev=insecure)},
     )

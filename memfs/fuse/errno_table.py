@@ -157,6 +157,15 @@ def storage_full_of(exc: BaseException) -> domain.StorageFull | None:
     return None
 
 
+def _shown(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A handler's first three arguments as a log line shows them: a buffer (``write``'s
+    data, an xattr value) as ``<N bytes>``, never its content."""
+    return tuple(
+        f"<{len(arg)} bytes>" if isinstance(arg, (bytes, bytearray, memoryview)) else arg
+        for arg in args[:3]
+    )
+
+
 def _bookkeep(action: Callable[[], None], what: str) -> None:
     """Runs bookkeeping of an error path (the status file): its own failure is logged
     and dropped, never raised out of a handler or turned into another errno."""
@@ -187,14 +196,14 @@ def handler(fn: F) -> F:
         except Exception as exc:
             full = storage_full_of(exc)
             if full is not None:
-                log.debug("%s%r: ENOSPC (%s)", fn.__name__, args[:3], exc)
+                log.debug("%s%r: ENOSPC (%s)", fn.__name__, _shown(args), exc)
                 _bookkeep(lambda: self.status.record_storage_full(full.path), "a full disk")
                 raise pyfuse3.FUSEError(errno.ENOSPC) from None
             if isinstance(exc, (domain.MemfsError, fs.FilesystemError)):
                 code = errno_for(exc)
-                log.debug("%s%r: %s (%s)", fn.__name__, args[:3], errno.errorcode[code], exc)
+                log.debug("%s%r: %s (%s)", fn.__name__, _shown(args), errno.errorcode[code], exc)
                 raise pyfuse3.FUSEError(code) from None
-            log.exception("unexpected error in %s%r", fn.__name__, args[:3])
+            log.exception("unexpected error in %s%r", fn.__name__, _shown(args))
             message = f"{fn.__name__}: {type(exc).__name__}: {exc}"
             _bookkeep(lambda: self.status.record_error(message), "an error")
             raise pyfuse3.FUSEError(errno.EIO) from None
