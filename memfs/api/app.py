@@ -23,7 +23,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Route
 
-from memfs import metrics
+from memfs import __version__, metrics
 from memfs.api.changes import ChangeNotifier
 from memfs.api.errors import (
     MAX_REQUEST_BODY_BYTES,
@@ -341,7 +341,7 @@ def create_app(
     """
     app = FastAPI(
         title="memfs",
-        version="0.1.0",
+        version=__version__,
         description=(
             "Self-hosted memory stores, wire-compatible with the memory-store API of the "
             "anthropic Python SDK (client.beta.memory_stores)."
