@@ -11,18 +11,18 @@ family                                             counted by
 =================================================  =====================================
 ``memfs_http_requests_total{method,route,status}``  the API's request middleware, by route
 ``memfs_http_request_duration_seconds{method,route}``  template (``/v1/memory_stores/{…}``)
-``memfs_store_write_transactions_total{outcome}``  the store's write transaction
-``memfs_store_write_transaction_duration_seconds``  (any process: a server, a mount)
+``memfs_store_write_transactions_total{outcome}``  the store's write transaction, through
+``memfs_store_write_transaction_duration_seconds``  ``Engine.observe_writes`` (a server, a mount)
 ``memfs_fuse_requests_total{operation,errno}``     the FUSE handler decorator (``OK`` or
 ``memfs_fuse_request_duration_seconds{operation}``  the errno's name)
 ``memfs_mount_commits_total{operation}``           a backend write of a mount
-``memfs_mount_conflicts_total``,                   the mount's status record
-``memfs_mount_merges_total``,
-``memfs_mount_rejected_writes_total{errno}``
 ``memfs_fuse_invalidations_total{kind}``           the kernel-notice thread
-``memfs_mount_outbox_depth``,                      :data:`MOUNT_STATE`, set by the daemon's
-``memfs_mount_outbox_oldest_age_seconds``,         status refresh (every 0.25 s): no cost on
-``memfs_mount_cache_hits_total``,                  a request
+``memfs_mount_conflicts_total``,                   :data:`MOUNT_STATE`, set by the daemon's
+``memfs_mount_merges_total``,
+``memfs_mount_rejected_writes_total``,
+``memfs_mount_outbox_depth``,
+``memfs_mount_outbox_oldest_age_seconds``,         status refresh (every 0.25 s) from its
+``memfs_mount_cache_hits_total``,                  status record: no cost on a request
 ``memfs_mount_cache_misses_total``,
 ``memfs_mount_cache_size_bytes``
 ``memfs_change_feed_seq{store_id}``,               :data:`SERVER_STATE`, read from the
@@ -60,13 +60,11 @@ __all__ = [
     "CONTENT_TYPE",
     "FUSE_INVALIDATIONS",
     "MOUNT_COMMITS",
-    "MOUNT_CONFLICTS",
-    "MOUNT_MERGES",
-    "MOUNT_REJECTED_WRITES",
     "MOUNT_STATE",
     "SERVER_STATE",
     "WRITE_TRANSACTIONS",
     "WRITE_TRANSACTION_DURATION",
+    "write_transaction",
     "MountState",
     "ServerSnapshot",
     "ServerState",
@@ -120,16 +118,6 @@ MOUNT_COMMITS = Counter(
     "memfs_mount_commits", "Writes this mount made to its store (embedded: committed; "
     "remote: sent or queued in the outbox), by operation.", ["operation"],
 )
-MOUNT_CONFLICTS = Counter(
-    "memfs_mount_conflicts", "Saves kept as a conflict copy (both contents kept).",
-)
-MOUNT_MERGES = Counter(
-    "memfs_mount_merges", "Saves merged three-way with a change made elsewhere.",
-)
-MOUNT_REJECTED_WRITES = Counter(
-    "memfs_mount_rejected_writes", "Writes refused at close (bytes kept under "
-    "rejected/), by errno.", ["errno"],
-)
 FUSE_INVALIDATIONS = Counter(
     "memfs_fuse_invalidations", "Kernel cache invalidations sent, by kind (entry, "
     "inode).", ["kind"],
@@ -150,6 +138,14 @@ def fuse_request(operation: str, errno_name: str, duration_s: float) -> None:
         _fuse_children[key] = children
     children[0].inc()
     children[1].observe(duration_s)
+
+
+def write_transaction(committed: bool, duration_s: float) -> None:
+    """Counts one write transaction on the store database (``committed`` or failed)
+    that held this process's turn to write for ``duration_s`` seconds: the observer a
+    server or mount gives :meth:`memfs.store.Engine.observe_writes`."""
+    WRITE_TRANSACTIONS.labels("committed" if committed else "failed").inc()
+    WRITE_TRANSACTION_DURATION.observe(duration_s)
 
 
 def http_request(method: str, route: str, status: int, duration_s: float) -> None:
@@ -175,7 +171,8 @@ class MountState(Collector):
 
     def update(self, **values: float) -> None:
         """Sets ``outbox_depth``, ``outbox_oldest_age_s``, ``cache_hits``,
-        ``cache_misses``, ``cache_size_bytes`` (any subset)."""
+        ``cache_misses``, ``cache_size_bytes``, and the counts since the mount started
+        ``conflicts``, ``merges``, ``rejected_writes`` (any subset)."""
         with self._lock:
             self.values.update(values)
 
@@ -203,6 +200,18 @@ class MountState(Collector):
         yield GaugeMetricFamily(
             "memfs_mount_cache_size_bytes", "Content bytes in the mount's memory cache.",
             value=values.get("cache_size_bytes", 0),
+        )
+        yield CounterMetricFamily(
+            "memfs_mount_conflicts", "Saves kept as a conflict copy (both contents kept).",
+            value=values.get("conflicts", 0),
+        )
+        yield CounterMetricFamily(
+            "memfs_mount_merges", "Saves merged three-way with a change made elsewhere.",
+            value=values.get("merges", 0),
+        )
+        yield CounterMetricFamily(
+            "memfs_mount_rejected_writes", "Writes refused at close (their bytes kept "
+            "under rejected/).", value=values.get("rejected_writes", 0),
         )
 
 

@@ -364,6 +364,7 @@ def create_app(
     # Prometheus metrics, off the API's auth (README "Metrics": scrapers send no
     # credentials; nothing here is content, a path or a secret).
     metrics.SERVER_STATE.provide(lambda: metrics.ServerSnapshot(*engine.gauges()))
+    engine.observe_writes(metrics.write_transaction)
 
     @app.get("/metrics", include_in_schema=False)
     def prometheus_metrics() -> Response:

@@ -360,6 +360,7 @@ def _backend(request: _MountRequest) -> Any:
         assert request.token is not None
         client = MemfsClient(request.api, request.token)
         return RemoteBackend(client, startup_wait_s=request.wait_for_server_s)
+    from memfs import metrics
     from memfs.backend.embedded import EmbeddedBackend
     from memfs.core.errors import MemfsError
     from memfs.core.visibility import make_principal
@@ -367,6 +368,7 @@ def _backend(request: _MountRequest) -> Any:
 
     principal = make_principal(request.user_id, request.roles)
     engine = open_engine(request.database)
+    engine.observe_writes(metrics.write_transaction)
     try:
         engine.start_embedder()  # semantic search's vectors, when a model is configured
     except MemfsError as exc:  # a broken model must not stop the mount

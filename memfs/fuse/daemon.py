@@ -318,6 +318,9 @@ class _StatusFeed:
             cache_hits=cache.hits,
             cache_misses=cache.misses,
             cache_size_bytes=cache.size_bytes,
+            conflicts=self.status.conflict_count,
+            merges=self.status.merge_count,
+            rejected_writes=self.status.rejected_count,
         )
         self._write_metrics()
         self.status.set_live(

@@ -63,7 +63,6 @@ from pathlib import Path
 from typing import Any
 
 from memfs import home as local
-from memfs import metrics
 from memfs.core.config import memfs_home
 from memfs.core.model import format_timestamp, utcnow
 from memfs.fuse.mounts import mount_path
@@ -290,7 +289,6 @@ class MountStatus:
         self, path: str, errno_name: str, saved_to: str, message: str, *, at: datetime | None = None
     ) -> None:
         self.rejected_count += 1
-        metrics.MOUNT_REJECTED_WRITES.labels(errno_name).inc()
         self._rejected.append(
             {"at": format_timestamp(at or utcnow()), "path": path, "errno": errno_name,
              "saved_to": saved_to, "message": message}
@@ -299,7 +297,6 @@ class MountStatus:
 
     def record_conflict(self, path: str, conflict_path: str, *, at: datetime | None = None) -> None:
         self.conflict_count += 1
-        metrics.MOUNT_CONFLICTS.inc()
         self._conflicts.append(
             {"at": format_timestamp(at or utcnow()), "path": path, "conflict_path": conflict_path}
         )
@@ -309,7 +306,6 @@ class MountStatus:
         """A save whose file changed elsewhere meanwhile was merged with that change and
         committed as version ``version_id`` (SPEC §4 concurrent writers)."""
         self.merge_count += 1
-        metrics.MOUNT_MERGES.inc()
         self._merges.append(
             {"at": format_timestamp(at or utcnow()), "path": path, "version_id": version_id}
         )

@@ -13,7 +13,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 
@@ -21,7 +21,6 @@ from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
-from memfs import metrics
 from memfs.core.errors import (
     DatabaseReadOnly,
     DatabaseUnavailable,
@@ -107,6 +106,8 @@ class Database:
     ) -> None:
         self.url = url
         self._busy_timeout_s = busy_timeout_s
+        # Told of every write transaction (see Engine.observe_writes); None: nobody.
+        self.write_observer: Callable[[bool, float], None] | None = None
         self._receipt = threading.local()  # see receipt()
         try:
             self._open(url, synchronous_full, create=create, read_only=read_only)
@@ -206,7 +207,7 @@ class Database:
         # take turns on a lock instead; busy_timeout still arbitrates between processes.
         self._receipt.changes = []
         started = time.perf_counter()
-        outcome = "failed"
+        committed = False
         try:
             with (
                 self._driver_errors_are_typed(),
@@ -220,10 +221,10 @@ class Database:
                 finally:
                     feed_grew = notify.take_feed_changed(conn)
                     emitted = notify.take_emitted(conn)
-            outcome = "committed"
+            committed = True
         finally:
-            metrics.WRITE_TRANSACTIONS.labels(outcome).inc()
-            metrics.WRITE_TRANSACTION_DURATION.observe(time.perf_counter() - started)
+            if self.write_observer is not None:
+                self.write_observer(committed, time.perf_counter() - started)
         self._receipt.changes = emitted  # committed
         if feed_grew:
             self.watch.committed()  # visible now: followers may read it

@@ -197,6 +197,14 @@ class Engine(Caller):
         """
         return self._db.watch.subscribe(callback)
 
+    def observe_writes(self, observer: Callable[[bool, float], None] | None) -> None:
+        """Calls ``observer(committed, duration_s)`` after every write transaction of
+        this engine, on the writing thread: whether it committed, and how long it held
+        this process's turn to write (waiting for the database lock included), in
+        seconds. ``observer`` must be quick and must not raise (``memfs serve`` and the
+        mount daemons count them in :mod:`memfs.metrics`). None: nobody is told."""
+        self._db.write_observer = observer
+
     def erasure_pending(self) -> datetime | None:
         """Since when bytes erased by a redaction, hard delete, store deletion or
         retention may still be in the SQLite file or its WAL (None: they are gone).
