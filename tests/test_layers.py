@@ -3,7 +3,8 @@
 
     core                          pure: model, errors, rules, ids, config, query, records,
                                   visibility (no I/O, no SQL, no HTTP, no pyfuse3)
-    home, wire                    durable private files; the api-contract shapes
+    home, wire, metrics, logs     durable private files; the api-contract shapes; the
+                                  Prometheus families; the log formats
     store                         the only SQL
     backend                       the Backend port (and its embedded adapter)
     fuse, remote, api             the only pyfuse3; the remote client; the only HTTP server
@@ -34,6 +35,8 @@ FLOORS = {
     "memfs.core": 0,
     "memfs.home": 1,
     "memfs.wire": 1,
+    "memfs.metrics": 1,
+    "memfs.logs": 1,
     "memfs.store": 2,
     "memfs.backend": 3,
     "memfs.fuse": 4,
@@ -208,6 +211,7 @@ def test_no_module_imports_itself_back_through_a_circle() -> None:
         (("fastapi", "starlette", "hypercorn"), ("memfs.api", "memfs.console")),
         (("mcp",), "memfs.mcp"),
         (("anthropic",), "memfs.memory_tool"),
+        (("prometheus_client",), "memfs.metrics"),
     ],
 )
 def test_only_one_layer_imports_each_library(
@@ -275,6 +279,7 @@ STORE_INSIDES = (
     "memfs.store.history",
     "memfs.store.snapshots",
     "memfs.store.restores",
+    "memfs.store.backup",
     "memfs.store.migrations",
 )
 
@@ -313,6 +318,7 @@ def test_the_store_exports_exactly_its_face() -> None:
         "ResourceSpec",
         "fsck_database",
         "open_engine",
+        "restore_database",
     }
     namespace: dict[str, object] = {}
     exec("from memfs.store import *", namespace)

@@ -11,17 +11,19 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from http import HTTPStatus
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Mount, Route
 
+from memfs import __version__, metrics
 from memfs.api.changes import ChangeNotifier
 from memfs.api.errors import (
     MAX_REQUEST_BODY_BYTES,
@@ -39,9 +41,11 @@ from memfs.core.ids import new_id
 from memfs.store import Engine
 from memfs.wire.common import MAX_JSON_DEPTH, nests_too_deep
 
-__all__ = ["RequestContextMiddleware", "create_app", "error_response"]
+__all__ = ["UNMATCHED_ROUTE", "RequestContextMiddleware", "create_app", "error_response"]
 
 log = logging.getLogger(__name__)
+# The HTTP access log: one INFO line per request (README "Logs").
+access_log = logging.getLogger("memfs.access")
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -49,6 +53,9 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+# The route label of a request no route took (a 404, a refusal before routing): one
+# value, so that probing random paths can't grow the metrics.
+UNMATCHED_ROUTE = "unmatched"
 _BODY_METHODS = frozenset({"POST", "PUT", "PATCH", "DELETE"})
 # An oversize body is drained up to this size before the 413 (see _read_body).
 MAX_DRAINED_BYTES = 16 * MAX_REQUEST_BODY_BYTES
@@ -73,9 +80,11 @@ def error_response(exc: MemfsError, request_id: str | None) -> JSONResponse:
 
 class RequestContextMiddleware:
     """Pure ASGI middleware: assigns the request id, adds the ``request-id`` header to
-    every response, and refuses request bodies over ``max_body_bytes`` with 413 before
-    the application sees them (the body is read here and replayed), and bodies nesting
-    JSON deeper than :data:`MAX_JSON_DEPTH` with 400 (after authentication)."""
+    every response, counts every request in :mod:`memfs.metrics` (by method, route
+    template and status, with its duration), and refuses request bodies over
+    ``max_body_bytes`` with 413 before the application sees them (the body is read here
+    and replayed), and bodies nesting JSON deeper than :data:`MAX_JSON_DEPTH` with 400
+    (after authentication)."""
 
     def __init__(self, app: ASGIApp, max_body_bytes: int = MAX_REQUEST_BODY_BYTES) -> None:
         self.app = app
@@ -95,6 +104,23 @@ class RequestContextMiddleware:
                     headers.append("request-id", request_id)
             await send(message)
 
+        started = time.perf_counter()
+        answered = [HTTPStatus.INTERNAL_SERVER_ERROR.value]  # unless a response starts
+
+        async def send_counted(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                answered[0] = int(message["status"])
+            await send_with_id(message)
+
+        try:
+            await self._answer(scope, receive, send_counted, request_id)
+        finally:
+            duration_s = time.perf_counter() - started
+            route = getattr(scope.get("route"), "path", UNMATCHED_ROUTE)
+            metrics.http_request(scope["method"], route, answered[0], duration_s)
+            _log_access(scope, route, answered[0], duration_s, request_id)
+
+    async def _answer(self, scope: Scope, receive: Receive, send: Send, request_id: str) -> None:
         if scope["method"] in _BODY_METHODS:
             body = await self._read_body(scope, receive)
             if body is None:
@@ -105,7 +131,7 @@ class RequestContextMiddleware:
                 await self._refuse_deep(scope, receive, send, request_id)
                 return
             receive = _replay(body, receive)
-        await self.app(scope, receive, send_with_id)
+        await self.app(scope, receive, send)
 
     async def _refuse_deep(
         self, scope: Scope, receive: Receive, send: Send, request_id: str
@@ -157,6 +183,42 @@ class RequestContextMiddleware:
             if not message.get("more_body", False) or size > MAX_DRAINED_BYTES:
                 break
         return None if too_large else b"".join(chunks)
+
+
+# The path parameters of the routes, by the log field of the id each carries.
+_ID_PARAMETERS = {
+    "memory_store_id": "store_id",
+    "memory_id": "memory_id",
+    "memory_version_id": "version_id",
+    "session_id": "session_id",
+}
+
+
+def _log_access(
+    scope: Scope, route: str, status: int, duration_s: float, request_id: str
+) -> None:
+    """One line of the access log (logger ``memfs.access``, INFO): method, path (never
+    the query string, which may carry a memory path), status, duration; in JSON also
+    the route template, the request id, the ids of the path and who asked (the API key
+    or session id; never its secret)."""
+    if not access_log.isEnabledFor(logging.INFO):
+        return
+    fields: dict[str, Any] = {
+        "method": scope["method"], "path": scope["path"], "route": route, "status": status,
+        "duration_ms": round(duration_s * 1000, 3), "request_id": request_id,
+    }
+    for parameter, value in (scope.get("path_params") or {}).items():
+        if parameter in _ID_PARAMETERS:
+            fields[_ID_PARAMETERS[parameter]] = value
+    principal = scope.get("state", {}).get("principal")
+    if principal is not None and principal.session is not None:
+        fields.setdefault("session_id", principal.session.id)
+    elif principal is not None and principal.api_key is not None:
+        fields["api_key_id"] = principal.api_key.id
+    access_log.info(
+        "%s %s %d %.1f ms", scope["method"], scope["path"], status, duration_s * 1000,
+        extra=fields,
+    )
 
 
 def _replay(body: bytes, receive: Receive) -> Receive:
@@ -283,7 +345,7 @@ def create_app(
     """
     app = FastAPI(
         title="memfs",
-        version="0.1.0",
+        version=__version__,
         description=(
             "Self-hosted memory stores, wire-compatible with the memory-store API of the "
             "anthropic Python SDK (client.beta.memory_stores)."
@@ -304,6 +366,17 @@ def create_app(
         app.router.routes.append(Route(path, endpoint, methods=["GET", "POST", "DELETE"]))
     for prefix, make_app in (mounts or {}).items():
         app.router.routes.append(Mount(prefix, app=make_app(engine, insecure_dev)))
+
+    # Prometheus metrics, off the API's auth (README "Metrics": scrapers send no
+    # credentials; nothing here is content, a path or a secret).
+    metrics.SERVER_STATE.provide(lambda: metrics.ServerSnapshot(*engine.gauges()))
+    engine.observe_writes(metrics.write_transaction)
+
+    @app.get("/metrics", include_in_schema=False)
+    def prometheus_metrics() -> Response:
+        """The text exposition of :mod:`memfs.metrics` (run in a worker thread: the
+        database gauges are read when scraped)."""
+        return Response(metrics.render(), media_type=metrics.CONTENT_TYPE)
 
     @app.get("/healthz", include_in_schema=False)
     async def healthz() -> JSONResponse:

@@ -33,11 +33,12 @@ from hypercorn.config import Config, Sockets
 from hypercorn.trio.run import worker_serve
 from hypercorn.utils import wrap_app
 
+from memfs import logs
 from memfs.api.app import EndpointFactory, create_app
 from memfs.core.config import DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_PRUNE_INTERVAL_S
 from memfs.core.errors import InvalidInput, MemfsError
 from memfs.core.model import format_timestamp
-from memfs.store import Engine, open_engine
+from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, Engine, open_engine
 
 __all__ = ["GRACEFUL_TIMEOUT_S", "READY_PREFIX", "serve"]
 
@@ -208,6 +209,7 @@ def serve(
     prune_interval_s: float | None = DEFAULT_PRUNE_INTERVAL_S,
     endpoints: Mapping[str, EndpointFactory] | None = None,
     mounts: Mapping[str, EndpointFactory] | None = None,
+    log_format: str = "text",
 ) -> None:
     """Serves the API until SIGINT or SIGTERM (blocking; runs its own trio loop).
 
@@ -225,6 +227,8 @@ def serve(
         mounts: other front ends' applications by path prefix (the console), as
             :func:`memfs.api.app.create_app`.
         certfile, keyfile: PEM files of the server's certificate (chain) and its key.
+        log_format: ``text`` or ``json`` (one object per line, :mod:`memfs.logs`); the
+            access log (logger ``memfs.access``) is in it either way.
         prune_interval_s: prune versions past their store's retention period (SPEC §2)
             at start-up and then this often, in seconds; None or 0 never does.
 
@@ -251,8 +255,11 @@ def serve(
         try:
             logging.basicConfig(
                 level=logging.INFO,
-                format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-                stream=sys.stderr,
+                handlers=[logs.configure(
+                    logging.StreamHandler(sys.stderr), log_format,
+                    secret_prefixes=(API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX),
+                    text_format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                )],
             )
             try:
                 engine.start_embedder()  # semantic search's vectors, with a model configured

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
+from memfs import metrics
 from memfs.backend.protocol import BackendStatistics, MemoryChange
 from memfs.backend.steps import fold_by_steps
 from memfs.core.content import Content
@@ -135,6 +136,7 @@ class EmbeddedBackend:
 
         def write() -> M:
             memory = fn(*args, **kwargs)
+            metrics.MOUNT_COMMITS.labels(fn.__name__).inc()
             if self._probe is not None and memory is not None:
                 self._keep_own(memory.id, engine.feed_receipt())
             return memory
@@ -276,6 +278,7 @@ class EmbeddedBackend:
             memory_id,
             expected_sha256=expected_sha256,
         )
+        metrics.MOUNT_COMMITS.labels("delete").inc()
 
     async def discard_created(self, store_id: str, memory_id: str) -> None:
         """See the Protocol: erased when nothing but this mount's empty create exists."""

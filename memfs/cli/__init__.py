@@ -12,6 +12,7 @@ module                  commands
 ``audit``               ``audit ls``
 ``import_export``       ``import``, ``export``
 ``fsck_prompt``         ``fsck``, ``vacuum``, ``prompt``
+``backup``              ``backup``, ``restore``
 ``server``              ``serve``
 ``credentials``         ``key create|list|revoke``, ``session create|show|list|revoke``
 ``mounting``            ``mount``, ``umount``, ``status`` (the last two in ``unmounting``)
@@ -72,6 +73,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     ),
     "record": ("record", "List, show and forget long-term memory records (typed headers)."),
     "fsck": ("fsck_prompt", "Check every storage invariant."),
+    "backup": ("backup", "Copy the database, consistently, while mounts and servers write."),
+    "restore": ("backup", "Put a backup back (nothing may have the database open)."),
     "vacuum": ("fsck_prompt", "Take erased bytes out of the database files (PostgreSQL)."),
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
     "mcp": ("mcp", "Serve memory stores to an MCP client over stdio (memory tool commands)."),

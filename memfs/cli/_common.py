@@ -47,6 +47,8 @@ __all__ = [
     "StoreArgument",
     "command_actor",
     "all_pages",
+    "LogFormatOption",
+    "check_log_format",
     "command_engine",
     "fail",
     "find_memory",
@@ -78,6 +80,14 @@ DatabaseOption = Annotated[
         show_default=False,
     ),
 ]
+LogFormatOption = Annotated[
+    str,
+    typer.Option(
+        "--log-format",
+        help="text, or json: one object per line with time, level, logger, message and "
+        "the ids involved (README: Logs).",
+    ),
+]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print the API's JSON object.")]
 StoreArgument = Annotated[str, typer.Argument(help="Store name, slug or memstore_ id.")]
 AtOption = Annotated[
@@ -97,6 +107,18 @@ MetadataOption = Annotated[
 
 
 # ----------------------------------------------------------------- helpers
+
+
+def check_log_format(log_format: str) -> None:
+    """Exits with status 2 (a usage error) unless ``log_format`` is ``text`` or ``json``."""
+    from memfs.logs import LOG_FORMATS
+
+    if log_format not in LOG_FORMATS:
+        typer.echo(
+            f"memfs: error: --log-format must be {' or '.join(LOG_FORMATS)}, not {log_format!r}",
+            err=True,
+        )
+        raise typer.Exit(2)
 
 
 def fail(message: str) -> NoReturn:

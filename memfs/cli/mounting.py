@@ -36,7 +36,13 @@ from typing import Annotated, Any
 
 import typer
 
-from memfs.cli._common import DatabaseOption, fail, secure_home
+from memfs.cli._common import (
+    DatabaseOption,
+    LogFormatOption,
+    check_log_format,
+    fail,
+    secure_home,
+)
 from memfs.core.config import TOKEN_ENV, memory_limit, session_token
 
 __all__ = ["register"]
@@ -144,6 +150,15 @@ def mount(
         list[str] | None,
         typer.Option("--role", help="Embedded: a role of that user; repeatable."),
     ] = None,
+    log_format: LogFormatOption = "text",
+    metrics_port: Annotated[
+        int | None,
+        typer.Option(
+            "--metrics-port", min=0, max=65535,
+            help="Serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0: a free "
+            "port, shown by memfs status). Without it: memfs status --prometheus.",
+        ),
+    ] = None,
     ready_fd: Annotated[int | None, typer.Option("--ready-fd", hidden=True)] = None,
 ) -> None:
     """Mount memory stores as a directory tree (FUSE): from the database, or from a
@@ -169,6 +184,7 @@ def mount(
             parse_store_spec(spec)
         except InvalidInput as exc:
             fail(exc.message)
+    check_log_format(log_format)
     _check_principal(api, user_id, role or [])
     _check_source(api, token, database, stores)
     if not nonempty:
@@ -187,6 +203,8 @@ def mount(
         access=_access(options),
         user_id=user_id,
         roles=list(role or []),
+        metrics_port=metrics_port,
+        log_format=log_format,
     )
     if not foreground:
         _mount_in_background(request)
@@ -235,6 +253,8 @@ class _MountRequest:
     access: Any  # memfs.fuse.sandbox.MountAccess
     user_id: str | None = None
     roles: list[str] = field(default_factory=list)
+    metrics_port: int | None = None
+    log_format: str = "text"
 
 
 def _check_source(
@@ -340,6 +360,7 @@ def _backend(request: _MountRequest) -> Any:
         assert request.token is not None
         client = MemfsClient(request.api, request.token)
         return RemoteBackend(client, startup_wait_s=request.wait_for_server_s)
+    from memfs import metrics
     from memfs.backend.embedded import EmbeddedBackend
     from memfs.core.errors import MemfsError
     from memfs.core.visibility import make_principal
@@ -347,6 +368,7 @@ def _backend(request: _MountRequest) -> Any:
 
     principal = make_principal(request.user_id, request.roles)
     engine = open_engine(request.database)
+    engine.observe_writes(metrics.write_transaction)
     try:
         engine.start_embedder()  # semantic search's vectors, when a model is configured
     except MemfsError as exc:  # a broken model must not stop the mount
@@ -366,13 +388,18 @@ def _mount_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
 
 
 def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
+    from memfs import logs
     from memfs.core.errors import MemfsError
     from memfs.fuse.daemon import DaemonLogHandler, MountConfig, StoreRequest, run
+    from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX
 
     logging.basicConfig(
         level=logging.DEBUG if request.debug else logging.INFO,
-        format=_LOG_FORMAT,
-        handlers=[DaemonLogHandler(sys.stderr)],
+        handlers=[logs.configure(
+            DaemonLogHandler(sys.stderr), request.log_format,
+            secret_prefixes=(API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX),
+            text_format=_LOG_FORMAT,
+        )],
     )
     if not request.debug:
         # One line per HTTP request would drown the mount's own story (long polls).
@@ -400,6 +427,7 @@ def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
         layout=request.layout,
         memory_limit=memory_limit(),
         access=request.access,
+        metrics_port=request.metrics_port,
     )
     try:
         run(_backend(request), config, on_ready=ready)
@@ -436,6 +464,10 @@ def _daemon_command(request: _MountRequest, target: str, ready_fd: int) -> list[
         command += ["--user-id", request.user_id]
     for role in request.roles:
         command += ["--role", role]
+    if request.metrics_port is not None:
+        command += ["--metrics-port", str(request.metrics_port)]
+    if request.log_format != "text":
+        command += ["--log-format", request.log_format]
     return command
 
 

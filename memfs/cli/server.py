@@ -9,7 +9,7 @@ from typing import Annotated
 
 import typer
 
-from memfs.cli._common import DatabaseOption, secure_home
+from memfs.cli._common import DatabaseOption, LogFormatOption, check_log_format, secure_home
 from memfs.core.config import DEFAULT_API_HOST, DEFAULT_API_PORT
 from memfs.core.rules import parse_duration_s
 
@@ -59,6 +59,7 @@ def serve_command(
             help="Do not serve the web console at /console/ (SPEC §12).",
         ),
     ] = False,
+    log_format: LogFormatOption = "text",
 ) -> None:
     """Serve the REST API (anthropic SDK compatible) with Hypercorn on trio.
 
@@ -69,11 +70,13 @@ def serve_command(
     from memfs.console import create_console
     from memfs.mcp.http import McpHttpEndpoint
 
+    check_log_format(log_format)
     interval_s = None if prune_interval.strip() == "never" else parse_duration_s(prune_interval)
     secure_home()
     serve(
         database, host=host, port=port, insecure_dev=insecure_dev,
         certfile=certfile, keyfile=keyfile, prune_interval_s=interval_s,
+        log_format=log_format,
         # The MCP server over streamable HTTP, beside the API (SPEC §5).
         endpoints={"/mcp": lambda engine, insecure: McpHttpEndpoint(engine, insecure_dev=insecure)},
         # The web console (SPEC §12) on the same engine and credentials.

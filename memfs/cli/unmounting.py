@@ -215,12 +215,22 @@ def _queued_writes_message(target: str, record: dict[str, Any] | None) -> str | 
 def status(
     mountpoint: Annotated[str, typer.Argument(help="A memfs mount point.")],
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    prometheus: Annotated[
+        bool,
+        typer.Option(
+            "--prometheus",
+            help="Print the daemon's Prometheus metrics (text exposition, at most 1 s old).",
+        ),
+    ] = False,
 ) -> None:
     """Show a mount's daemon, stores, session, rejected writes and last errors."""
     from memfs.fuse import mounts
     from memfs.fuse.status import read_saved_scratch, read_status
 
     target = mounts.mount_path(mountpoint)
+    if prometheus:
+        _print_metrics(target)
+        return
     record = read_status(target)
     saved_scratch = read_saved_scratch(target)
     mounted = mounts.is_mounted(target)
@@ -242,6 +252,27 @@ def status(
         _print_saved_scratch(saved_scratch)
     if not state.startswith("running"):
         raise typer.Exit(1)
+
+
+def _print_metrics_url(record: dict[str, Any]) -> None:
+    """Where the daemon serves its metrics (``--metrics-port``), if it does."""
+    if record.get("metrics_url"):
+        typer.echo(f"metrics:      {record['metrics_url']}")
+
+
+def _print_metrics(target: str) -> None:
+    """Prints the metrics file of the daemon serving ``target``; exit status 1 when no
+    live daemon serves it."""
+    from memfs.fuse import mounts
+    from memfs.fuse.status import metrics_path, read_status
+
+    record = read_status(target)
+    if record is None or not mounts.process_alive(int(record["pid"])):
+        fail(f"no memfs daemon serves {target}")
+    try:
+        typer.echo(metrics_path(target).read_text(), nl=False)
+    except FileNotFoundError:
+        fail(f"the daemon of {target} has written no metrics yet; try again in a second")
 
 
 def _other_namespace(record: dict[str, Any] | None) -> str | None:
@@ -268,6 +299,7 @@ def _print_status(target: str, state: str, record: dict[str, Any] | None) -> Non
     typer.echo(f"layout:       {record['layout']}")
     typer.echo(f"started at:   {record['started_at']}")
     typer.echo(f"log:          {record['log_file']}")
+    _print_metrics_url(record)
     full = record.get("storage_full")
     if full:
         typer.echo(

@@ -44,9 +44,11 @@ import contextlib
 import dataclasses
 import errno
 import logging
+import math
 import os
 import signal
 import sys
+import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -54,6 +56,7 @@ from typing import Any
 import pyfuse3
 import trio
 
+from memfs import metrics
 from memfs.backend import AttachmentSpec, Backend, BackendEvent, BackendStatistics
 from memfs.core.errors import InvalidInput, InvalidPath
 from memfs.core.model import Access, format_timestamp, utcnow
@@ -70,8 +73,10 @@ from memfs.fuse.status import (
     flush_held_rejected,
     held_rejected,
     log_path,
+    metrics_path,
     record_saved_scratch,
 )
+from memfs.home import write_atomically
 
 __all__ = [
     "INVALIDATION_GRACE_S",
@@ -96,6 +101,8 @@ MOUNT_OPTIONS = frozenset({"fsname=memfs", "subtype=memfs", "noatime"})
 NAMESPACE_CHECK_INTERVAL_S = 1.0
 # How often the status file is brought up to date with the backend (memfs status).
 STATUS_REFRESH_INTERVAL_S = 0.25
+# How often the metrics file of `memfs status --prometheus` is rewritten, in seconds.
+METRICS_FILE_INTERVAL_S = 1.0
 # At unmount, how long an invalidation still in the kernel may take before the daemon
 # aborts its connection (once requests are no longer answered, one waiting on a
 # request's lock never returns by itself).
@@ -156,6 +163,9 @@ class MountConfig:
             an (identity, template) pair's session is flat, SPEC §8), else per-store.
         memory_limit: live memories per store, for ``statfs``.
         access: who may use the mount; the owner and modes files show.
+        metrics_port: serve Prometheus metrics at ``http://127.0.0.1:PORT/metrics``
+            (0: a free port, named in the log and the status file); None: only the
+            metrics file of ``memfs status --prometheus``.
     """
 
     mountpoint: str
@@ -163,6 +173,7 @@ class MountConfig:
     layout: Layout | None
     memory_limit: int
     access: MountAccess = MountAccess()
+    metrics_port: int | None = None
 
 
 async def _resolve_layout(backend: Backend, config: MountConfig) -> MountConfig:
@@ -272,6 +283,8 @@ class _StatusFeed:
     conflicts_seen: int = 0
     rejected_seen: int = 0
     errors_seen: int = 0
+    metrics_written_at: float = -math.inf
+    metrics_url: str | None = None  # --metrics-port: where they are served
 
     @staticmethod
     def _new(events: tuple[BackendEvent, ...], count: int, seen: int) -> list[BackendEvent]:
@@ -298,12 +311,37 @@ class _StatusFeed:
         self.rejected_seen = stats.rejected_count
         self.errors_seen = stats.error_count
         cache = self.operations.cache_statistics()
+        oldest = stats.outbox_oldest_at
+        metrics.MOUNT_STATE.update(
+            outbox_depth=stats.outbox_depth,
+            outbox_oldest_age_s=0.0 if oldest is None else (utcnow() - oldest).total_seconds(),
+            cache_hits=cache.hits,
+            cache_misses=cache.misses,
+            cache_size_bytes=cache.size_bytes,
+            conflicts=self.status.conflict_count,
+            merges=self.status.merge_count,
+            rejected_writes=self.status.rejected_count,
+        )
+        self._write_metrics()
         self.status.set_live(
             backend=_backend_status(stats),
             memory_cache=dataclasses.asdict(cache),
             kernel_cache=self.operations.kernel_cache_status(),
             stores=_stores_status(self.table.attachments, self.table.layout),
+            metrics_url=self.metrics_url,
         )
+
+    def _write_metrics(self) -> None:
+        """Rewrites the metrics file ``memfs status --prometheus`` prints, at most every
+        :data:`METRICS_FILE_INTERVAL_S` (not durable: a snapshot; a failure is dropped,
+        the status file says what matters)."""
+        now = time.monotonic()
+        if now - self.metrics_written_at < METRICS_FILE_INTERVAL_S:
+            return
+        self.metrics_written_at = now
+        with contextlib.suppress(OSError):
+            write_atomically(metrics_path(self.status.mountpoint), metrics.render(),
+                             durable=False)
 
     async def run(self) -> None:
         while True:
@@ -406,6 +444,10 @@ async def serve(
         stack.push_async_callback(
             _shielded, lambda: _unmount(operations, mountpoint, connection)
         )
+        if config.metrics_port is not None:
+            port = metrics.serve_http(config.metrics_port)
+            feed.metrics_url = f"http://127.0.0.1:{port}/metrics"
+            log.info("metrics on http://127.0.0.1:%d/metrics", port)
         location = backend.statistics().location
         log.info("mounted %s (%s layout, session %s, %d inodes, %s)", mountpoint,
                  config.layout.value, session_id, len(table), location)

@@ -13,11 +13,13 @@ from __future__ import annotations
 import errno
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar, cast
 
 import pyfuse3
 
+from memfs import metrics
 from memfs.core import errors as domain
 from memfs.fuse import errors as fs
 from memfs.home import is_disk_full
@@ -155,6 +157,15 @@ def storage_full_of(exc: BaseException) -> domain.StorageFull | None:
     return None
 
 
+def _shown(args: tuple[Any, ...]) -> tuple[Any, ...]:
+    """A handler's first three arguments as a log line shows them: a buffer (``write``'s
+    data, an xattr value) as ``<N bytes>``, never its content."""
+    return tuple(
+        f"<{len(arg)} bytes>" if isinstance(arg, (bytes, bytearray, memoryview)) else arg
+        for arg in args[:3]
+    )
+
+
 def _bookkeep(action: Callable[[], None], what: str) -> None:
     """Runs bookkeeping of an error path (the status file): its own failure is logged
     and dropped, never raised out of a handler or turned into another errno."""
@@ -175,25 +186,37 @@ def handler(fn: F) -> F:
     never raises out of here (README "A full disk").
     """
 
+    operation = fn.__name__
+
     @functools.wraps(fn)
     async def wrapper(self: Any, *args: Any) -> Any:
+        # Counted by operation and errno (memfs.metrics): a dict lookup and two
+        # increments in the finally clause, no I/O.
+        started = time.perf_counter()
+        answered = "OK"
         try:
             return await fn(self, *args)
-        except pyfuse3.FUSEError:
+        except pyfuse3.FUSEError as exc:
+            answered = errno.errorcode.get(exc.errno, str(exc.errno))
             raise
         except Exception as exc:
             full = storage_full_of(exc)
             if full is not None:
-                log.debug("%s%r: ENOSPC (%s)", fn.__name__, args[:3], exc)
+                answered = "ENOSPC"
+                log.debug("%s%r: ENOSPC (%s)", fn.__name__, _shown(args), exc)
                 _bookkeep(lambda: self.status.record_storage_full(full.path), "a full disk")
                 raise pyfuse3.FUSEError(errno.ENOSPC) from None
             if isinstance(exc, (domain.MemfsError, fs.FilesystemError)):
                 code = errno_for(exc)
-                log.debug("%s%r: %s (%s)", fn.__name__, args[:3], errno.errorcode[code], exc)
+                answered = errno.errorcode[code]
+                log.debug("%s%r: %s (%s)", fn.__name__, _shown(args), answered, exc)
                 raise pyfuse3.FUSEError(code) from None
-            log.exception("unexpected error in %s%r", fn.__name__, args[:3])
+            answered = "EIO"
+            log.exception("unexpected error in %s%r", fn.__name__, _shown(args))
             message = f"{fn.__name__}: {type(exc).__name__}: {exc}"
             _bookkeep(lambda: self.status.record_error(message), "an error")
             raise pyfuse3.FUSEError(errno.EIO) from None
+        finally:
+            metrics.fuse_request(operation, answered, time.perf_counter() - started)
 
     return cast(F, wrapper)

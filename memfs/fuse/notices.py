@@ -35,6 +35,7 @@ from collections.abc import Callable
 import pyfuse3
 import trio
 
+from memfs import metrics
 from memfs.fuse.inodes import InodeTable, Notice
 
 __all__ = ["KernelNotices", "invalidate"]
@@ -51,8 +52,10 @@ def invalidate(notice: Notice) -> None:
     nothing to report; other errors are logged."""
     try:
         if notice.name is not None:
+            metrics.FUSE_INVALIDATIONS.labels("entry").inc()
             pyfuse3.invalidate_entry(notice.inode, notice.name)
         else:
+            metrics.FUSE_INVALIDATIONS.labels("inode").inc()
             pyfuse3.invalidate_inode(notice.inode, attr_only=notice.attr_only)
     except OSError as exc:
         if exc.errno not in (errno.ENOENT, errno.ENOTCONN, errno.EBADF):

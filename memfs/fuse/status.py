@@ -13,6 +13,8 @@ Everything here lives under ``$MEMFS_HOME``:
   store, SPEC §4 atomic save).
 * ``mounts/<key>.scratch.json``: the scratch files saved at the end of mounts of that
   mount point (newest last), kept after unmount so ``memfs status`` can list them.
+* ``mounts/<key>.prom``: the running daemon's Prometheus metrics, rewritten every second
+  (``memfs status --prometheus``; ``memfs mount --metrics-port`` serves them live).
 * ``logs/mount-<key>.log``: the daemon's log when it runs in the background.
 * ``mounts/<key>.reserve``: :data:`STATUS_RESERVE_BYTES` of zeros kept by a running
   daemon, given back to the filesystem when it fills up so that the status file can
@@ -75,6 +77,7 @@ __all__ = [
     "flush_held_rejected",
     "held_rejected",
     "log_path",
+    "metrics_path",
     "read_saved_scratch",
     "read_status",
     "record_saved_scratch",
@@ -108,6 +111,12 @@ def _key(mountpoint: str) -> str:
 def status_path(mountpoint: str) -> Path:
     """``$MEMFS_HOME/mounts/<key>.json`` for ``mountpoint``."""
     return memfs_home() / "mounts" / f"{_key(mountpoint)}.json"
+
+
+def metrics_path(mountpoint: str) -> Path:
+    """``$MEMFS_HOME/mounts/<key>.prom``: the running daemon's Prometheus metrics (the
+    text exposition, rewritten every second), printed by ``memfs status --prometheus``."""
+    return memfs_home() / "mounts" / f"{_key(mountpoint)}.prom"
 
 
 def log_path(mountpoint: str) -> Path:
@@ -427,7 +436,7 @@ class MountStatus:
     def remove(self) -> None:
         self._written = None
         self._reserved = False
-        for path in (self.path, self._reserve):
+        for path in (self.path, self._reserve, metrics_path(self.mountpoint)):
             with contextlib.suppress(FileNotFoundError):
                 path.unlink()
 

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
+from memfs import metrics
 from memfs.backend import BackendEvent, MemoryChange, fold_by_steps
 from memfs.core.content import Content, text_of
 from memfs.core.errors import (
@@ -82,6 +83,8 @@ class RemoteWrites(RemoteReads):
                 caller, who must report the failure: close() fails).
         """
         outbox = self._require_outbox()
+        for write in writes:
+            metrics.MOUNT_COMMITS.labels(str(write.operation)).inc()  # sent or queued below
         if direct is not None and len(outbox) == 0 and self._server_state != TOKEN_REFUSED:
             try:
                 return await self._ask(direct())

@@ -7,6 +7,8 @@ transaction per call), the unrestricted caller's on the engine itself
 imports the modules behind them (tests/test_layers.py checks it).
 """
 
+from pathlib import Path
+
 from memfs.store.caller import Caller
 from memfs.store.credentials import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, ResourceSpec
 from memfs.store.engine import Engine, PruneResult
@@ -20,6 +22,7 @@ __all__ = [
     "ResourceSpec",
     "fsck_database",
     "open_engine",
+    "restore_database",
 ]
 
 
@@ -73,3 +76,62 @@ def fsck_database(
             "reader held an older snapshot; the next write or close completes it"
         )
     return findings
+
+
+def restore_database(
+    source: str, target: str | None = None, *, replace: bool = False
+) -> tuple[Path, dict[str, int]]:
+    """Makes the SQLite database ``target`` a copy of the memfs database ``source`` (a
+    backup made by ``memfs backup``, or any SQLite memfs database), checked as ``memfs
+    fsck`` checks, ``0600``.
+
+    The copy is made beside ``target`` (:meth:`Engine.backup_to`), then renamed over it
+    once no process has ``target`` open (:mod:`memfs.store.backup`); the old file's WAL
+    and shared index go with it. A missing ``target`` (a new home) is created, its
+    directory ``0700``.
+
+    Args:
+        source: a SQLite file path or ``sqlite:///`` URL; opened read-only.
+        target: as ``--database`` (None: ``$MEMFS_DATABASE``, else
+            ``$MEMFS_HOME/memfs.db``); a SQLite file.
+        replace: replace an existing ``target``; False refuses it.
+
+    Returns:
+        The restored file, and its row counts (:meth:`Engine.statistics`) and ``size_bytes``.
+
+    Raises:
+        DatabaseNotFound, ForeignDatabase, DatabaseUnavailable: ``source`` can't be
+            opened as a memfs database.
+        InvalidInput: ``source`` or ``target`` is not a SQLite database (PostgreSQL is
+            restored with ``pg_restore``).
+        Conflict: ``target`` exists and ``replace`` is False.
+        StoreBusy: a process has ``target`` open (its pid is named); nothing changed.
+        CorruptedStore: the copy of ``source`` failed its check; nothing changed.
+    """
+    import os
+
+    from memfs.core.config import database_url
+    from memfs.core.errors import Conflict, InvalidInput
+    from memfs.home import private_directory
+    from memfs.store import backup
+    from memfs.store._db import sqlite_path
+
+    path = sqlite_path(database_url(target))
+    if path is None:
+        raise InvalidInput(
+            "memfs restore writes an embedded SQLite database; restore PostgreSQL with "
+            "pg_restore (README: Backup and restore)"
+        )
+    if path.exists() and not replace:
+        raise Conflict(f"a database exists at {path}; give --force to replace it")
+    backup.refuse_in_use(path)  # early: before a copy is made for nothing
+    private_directory(path.parent)
+    with open_engine(source, create=False, read_only=True) as engine:
+        prepared = path.with_name(f".{path.name}.restore-{os.getpid()}")
+        prepared.unlink(missing_ok=True)
+        counts = engine.backup_to(prepared)
+    try:
+        backup.replace_database(prepared, path)
+    finally:
+        prepared.unlink(missing_ok=True)
+    return path, counts

@@ -12,7 +12,8 @@ import errno
 import logging
 import os
 import threading
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 
@@ -105,6 +106,8 @@ class Database:
     ) -> None:
         self.url = url
         self._busy_timeout_s = busy_timeout_s
+        # Told of every write transaction (see Engine.observe_writes); None: nobody.
+        self.write_observer: Callable[[bool, float], None] | None = None
         self._receipt = threading.local()  # see receipt()
         try:
             self._open(url, synchronous_full, create=create, read_only=read_only)
@@ -203,14 +206,25 @@ class Database:
         # sleeping busy handler, so 16 threads see multi-second tails. In-process writers
         # take turns on a lock instead; busy_timeout still arbitrates between processes.
         self._receipt.changes = []
-        with self._driver_errors_are_typed(), self._turn_to_write(), self.sa.connect() as conn:
-            conn.execution_options(**{WRITE: True})
-            try:
-                with conn.begin():
-                    yield conn
-            finally:
-                feed_grew = notify.take_feed_changed(conn)
-                emitted = notify.take_emitted(conn)
+        started = time.perf_counter()
+        committed = False
+        try:
+            with (
+                self._driver_errors_are_typed(),
+                self._turn_to_write(),
+                self.sa.connect() as conn,
+            ):
+                conn.execution_options(**{WRITE: True})
+                try:
+                    with conn.begin():
+                        yield conn
+                finally:
+                    feed_grew = notify.take_feed_changed(conn)
+                    emitted = notify.take_emitted(conn)
+            committed = True
+        finally:
+            if self.write_observer is not None:
+                self.write_observer(committed, time.perf_counter() - started)
         self._receipt.changes = emitted  # committed
         if feed_grew:
             self.watch.committed()  # visible now: followers may read it

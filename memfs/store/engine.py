@@ -47,16 +47,29 @@ processes and API servers sharing one database.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from pathlib import Path
 
 from sqlalchemy.exc import DBAPIError
 
 from memfs.core import config
-from memfs.core.errors import DatabaseReadOnly, StoreBusy
+from memfs.core.errors import (
+    Conflict,
+    CorruptedStore,
+    DatabaseReadOnly,
+    DatabaseUnavailable,
+    InvalidInput,
+    StorageFull,
+    StoreBusy,
+)
 from memfs.core.model import Actor, Change, utcnow
 from memfs.core.visibility import Viewer
-from memfs.store import embeddings, feed, semantic, stores
+from memfs.home import fsync_directory
+from memfs.store import backup, embeddings, feed, semantic, stores
 from memfs.store import fsck as _fsck
 from memfs.store import records as record_index
 from memfs.store._connections import ERASE_WAIT_S, Database
@@ -71,6 +84,8 @@ from memfs.store.retention import PruneResult
 from memfs.store.schema import ERASED_FROM
 
 __all__ = ["ERASE_WAIT_S", "Engine", "PruneResult", "ResourceSpec"]
+
+_SQLITE_FULL = 13  # sqlite3.h: SQLITE_FULL, "insertion failed because database is full"
 
 
 class Engine(Caller):
@@ -187,6 +202,14 @@ class Engine(Caller):
         """
         return self._db.watch.subscribe(callback)
 
+    def observe_writes(self, observer: Callable[[bool, float], None] | None) -> None:
+        """Calls ``observer(committed, duration_s)`` after every write transaction of
+        this engine, on the writing thread: whether it committed, and how long it held
+        this process's turn to write (waiting for the database lock included), in
+        seconds. ``observer`` must be quick and must not raise (``memfs serve`` and the
+        mount daemons count them in :mod:`memfs.metrics`). None: nobody is told."""
+        self._db.write_observer = observer
+
     def erasure_pending(self) -> datetime | None:
         """Since when bytes erased by a redaction, hard delete, store deletion or
         retention may still be in the SQLite file or its WAL (None: they are gone).
@@ -250,6 +273,27 @@ class Engine(Caller):
         with self._db.read() as conn:
             return stores.statistics(conn)
 
+    def gauges(self) -> tuple[dict[str, int], int, int]:
+        """What ``memfs serve`` exposes about the database as Prometheus gauges, read in
+        one call (a scrape's worker thread): the newest change-feed seq of every store
+        (by store id), the database's size on disk in bytes (SQLite: the file and its
+        WAL; PostgreSQL: ``pg_database_size``), and how many live memories wait for
+        their semantic-search vector."""
+        with self._db.read() as conn:
+            seqs = stores.feed_seqs(conn)
+            if self.dialect == "postgresql":
+                size_bytes = int(
+                    conn.exec_driver_sql("SELECT pg_database_size(current_database())")
+                    .scalar_one()
+                )
+        if self.dialect != "postgresql":
+            size_bytes = 0
+            path = self._db.sqlite_file
+            for file in () if path is None else (path, path.with_name(path.name + "-wal")):
+                with contextlib.suppress(FileNotFoundError):  # no WAL (yet)
+                    size_bytes += file.stat().st_size
+        return seqs, size_bytes, self.search.index_lag().pending
+
     def vacuum_erased(self) -> list[str]:
         """Takes the bytes of past erasures (redactions, hard deletes, store deletions,
         version prunes) out of the database files (SPEC §2: erased, not hidden).
@@ -280,6 +324,72 @@ class Engine(Caller):
         tables = [table.name for table in ERASED_FROM]
         self._db.vacuum_full(tables)
         return tables
+
+    def backup_to(self, destination: Path, *, replace: bool = False) -> dict[str, int]:
+        """Writes a consistent, verified, private copy of this SQLite database to
+        ``destination`` while other connections and processes keep writing
+        (:mod:`memfs.store.backup`: ``VACUUM INTO``, so no free page holds erased bytes).
+
+        The copy is written to a temporary name beside ``destination``, checked as
+        ``memfs fsck`` checks (``integrity_check`` and every invariant), then renamed
+        into place (``0600``; the directory fsynced): ``destination`` is a whole,
+        checked database or untouched.
+
+        Args:
+            destination: the backup file (its directory must exist).
+            replace: replace an existing ``destination``; False refuses it.
+
+        Returns:
+            The copy's row counts (:meth:`statistics`) and ``size_bytes``.
+
+        Raises:
+            InvalidInput: PostgreSQL or an in-memory database (use ``pg_dump``).
+            Conflict: ``destination`` exists and ``replace`` is False.
+            CorruptedStore: the copy failed its check (the findings are named; it was
+                removed).
+            StorageFull: no room for the copy. OSError: the directory can't be written.
+        """
+        source = self._db.sqlite_file
+        if source is None:
+            raise InvalidInput(
+                "memfs backup copies an embedded SQLite database; back up PostgreSQL with "
+                "pg_dump (README: Backup and restore)"
+            )
+        if destination.exists() and not replace:
+            raise Conflict(f"{destination} exists; give --force to replace it")
+        temporary = destination.with_name(f".{destination.name}.backup-{os.getpid()}.tmp")
+        temporary.unlink(missing_ok=True)  # left by a crash of a process with our pid
+        try:
+            raw = self._db.sa.raw_connection()
+            try:
+                backup.vacuum_into(raw.driver_connection, temporary)  # type: ignore[arg-type]
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode & 0xFF == _SQLITE_FULL:
+                    raise StorageFull(
+                        f"disk full: no room for the backup under {destination.parent}",
+                        path=str(destination.parent),
+                    ) from exc
+                raise DatabaseUnavailable(f"the backup could not be written: {exc}") from exc
+            finally:
+                raw.close()
+            with Engine(f"sqlite:///{temporary}", create=False, read_only=True) as copy:
+                findings = list(copy.iter_fsck_findings(sqlite_check="integrity"))
+                counts = copy.statistics()
+            if findings:
+                raise CorruptedStore(
+                    "the backup failed its check, so it was not kept: " + "; ".join(findings)
+                )
+            counts["size_bytes"] = temporary.stat().st_size
+            if replace:
+                os.replace(temporary, destination)
+            else:
+                os.link(temporary, destination)  # refuses a destination made meanwhile
+            fsync_directory(destination.parent)
+        except FileExistsError as exc:
+            raise Conflict(f"{destination} exists; give --force to replace it") from exc
+        finally:
+            temporary.unlink(missing_ok=True)
+        return counts
 
     def iter_fsck_findings(self, *, sqlite_check: str | None = None) -> Iterator[str]:
         """One line per broken invariant, from one consistent snapshot (memfs/store/fsck.py).

@@ -224,6 +224,12 @@ def statistics(conn: Connection) -> dict[str, int]:
     }
 
 
+def feed_seqs(conn: Connection) -> dict[str, int]:
+    """The newest change-feed seq of every store, by store id (archived stores too)."""
+    rows = conn.execute(select(stores.c.id, stores.c.last_change_seq))
+    return {row.id: int(row.last_change_seq) for row in rows}
+
+
 def counted(conn: Connection, viewer: Viewer | None, store: MemoryStore) -> MemoryStore:
     """``store`` with the counts ``viewer`` sees (SPEC §6: hidden records are not
     counted); as it is for an unrestricted viewer."""

@@ -1,0 +1,287 @@
+"""Prometheus metrics of memfs: every family, defined once, with its unit in its name.
+
+The only module importing ``prometheus_client`` (tests/test_layers.py). Families follow
+the Prometheus naming conventions: ``memfs_`` prefix, base units (``_seconds``,
+``_bytes``), ``_total`` on counters (the client adds it to the counter's name).
+
+Where each is counted, and what it costs there:
+
+=================================================  =====================================
+family                                             counted by
+=================================================  =====================================
+``memfs_http_requests_total{method,route,status}``  the API's request middleware, by route
+``memfs_http_request_duration_seconds{method,route}``  template (``/v1/memory_stores/{…}``)
+``memfs_store_write_transactions_total{outcome}``  the store's write transaction, through
+``memfs_store_write_transaction_duration_seconds``  ``Engine.observe_writes`` (a server, a mount)
+``memfs_fuse_requests_total{operation,errno}``     the FUSE handler decorator (``OK`` or
+``memfs_fuse_request_duration_seconds{operation}``  the errno's name)
+``memfs_mount_commits_total{operation}``           a backend write of a mount
+``memfs_fuse_invalidations_total{kind}``           the kernel-notice thread
+``memfs_mount_conflicts_total``,                   :data:`MOUNT_STATE`, set by the daemon's
+``memfs_mount_merges_total``,
+``memfs_mount_rejected_writes_total``,
+``memfs_mount_outbox_depth``,
+``memfs_mount_outbox_oldest_age_seconds``,         status refresh (every 0.25 s) from its
+``memfs_mount_cache_hits_total``,                  status record: no cost on a request
+``memfs_mount_cache_misses_total``,
+``memfs_mount_cache_size_bytes``
+``memfs_change_feed_seq{store_id}``,               :data:`SERVER_STATE`, read from the
+``memfs_database_size_bytes``,                     database when scraped
+``memfs_search_embedding_queue_depth``
+=================================================  =====================================
+
+On a hot path a family costs one dict lookup of the labelled child
+(:func:`fuse_request`, :func:`http_request` cache them) and the client's own counter
+increment or histogram observation (a ``threading.Lock`` each): no I/O, no await.
+Label values are bounded: route templates (never a raw path), operation names, errno
+names, store ids; never a memory path, content or credential.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from prometheus_client import (
+    CONTENT_TYPE_LATEST,
+    REGISTRY,
+    Counter,
+    Histogram,
+    disable_created_metrics,
+    generate_latest,
+    start_http_server,
+)
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.registry import Collector
+
+__all__ = [
+    "CONTENT_TYPE",
+    "FUSE_INVALIDATIONS",
+    "MOUNT_COMMITS",
+    "MOUNT_STATE",
+    "SERVER_STATE",
+    "WRITE_TRANSACTIONS",
+    "WRITE_TRANSACTION_DURATION",
+    "write_transaction",
+    "MountState",
+    "ServerSnapshot",
+    "ServerState",
+    "fuse_request",
+    "http_request",
+    "render",
+    "serve_http",
+]
+
+# No `_created` series beside each counter and histogram: they double the exposition
+# and no dashboard of ours reads them.
+disable_created_metrics()  # type: ignore[no-untyped-call]
+
+CONTENT_TYPE = CONTENT_TYPE_LATEST  # the text exposition format (prometheus-client's newest)
+
+# Latency buckets in seconds: a FUSE request or a write transaction takes 50 µs to a
+# few ms; an HTTP request up to a long poll of the change feed (30 s).
+_FAST_BUCKETS_S = (
+    0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
+    0.25, 0.5, 1.0, 2.5, 5.0,
+)
+_HTTP_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
+                   10.0, 30.0)
+
+HTTP_REQUESTS = Counter(
+    "memfs_http_requests", "HTTP requests answered by memfs serve, by route template and "
+    "status code.", ["method", "route", "status"],
+)
+HTTP_REQUEST_DURATION = Histogram(
+    "memfs_http_request_duration_seconds", "Time from a request's arrival to the end of "
+    "its response, by route template.", ["method", "route"], buckets=_HTTP_BUCKETS_S,
+)
+WRITE_TRANSACTIONS = Counter(
+    "memfs_store_write_transactions", "Write transactions of this process on the store "
+    "database, by outcome (committed or failed).", ["outcome"],
+)
+WRITE_TRANSACTION_DURATION = Histogram(
+    "memfs_store_write_transaction_duration_seconds", "Time a write transaction held "
+    "this process's turn to write, waiting for the database lock included.",
+    buckets=_FAST_BUCKETS_S,
+)
+FUSE_REQUESTS = Counter(
+    "memfs_fuse_requests", "FUSE requests answered by this mount, by operation and errno "
+    "(OK: no error).", ["operation", "errno"],
+)
+FUSE_REQUEST_DURATION = Histogram(
+    "memfs_fuse_request_duration_seconds", "Time a FUSE request handler took, by "
+    "operation.", ["operation"], buckets=_FAST_BUCKETS_S,
+)
+MOUNT_COMMITS = Counter(
+    "memfs_mount_commits", "Writes this mount made to its store (embedded: committed; "
+    "remote: sent or queued in the outbox), by operation.", ["operation"],
+)
+FUSE_INVALIDATIONS = Counter(
+    "memfs_fuse_invalidations", "Kernel cache invalidations sent, by kind (entry, "
+    "inode).", ["kind"],
+)
+
+_fuse_children: dict[tuple[str, str], tuple[Any, Any]] = {}
+_http_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
+
+
+def fuse_request(operation: str, errno_name: str, duration_s: float) -> None:
+    """Counts one FUSE request of ``operation`` answered with ``errno_name`` (``OK``
+    when none) after ``duration_s`` seconds."""
+    key = (operation, errno_name)
+    children = _fuse_children.get(key)
+    if children is None:
+        children = (FUSE_REQUESTS.labels(operation, errno_name),
+                    FUSE_REQUEST_DURATION.labels(operation))
+        _fuse_children[key] = children
+    children[0].inc()
+    children[1].observe(duration_s)
+
+
+def write_transaction(committed: bool, duration_s: float) -> None:
+    """Counts one write transaction on the store database (``committed`` or failed)
+    that held this process's turn to write for ``duration_s`` seconds: the observer a
+    server or mount gives :meth:`memfs.store.Engine.observe_writes`."""
+    WRITE_TRANSACTIONS.labels("committed" if committed else "failed").inc()
+    WRITE_TRANSACTION_DURATION.observe(duration_s)
+
+
+def http_request(method: str, route: str, status: int, duration_s: float) -> None:
+    """Counts one HTTP request: ``route`` is its route template (``unmatched`` when no
+    route took it), ``status`` the response's status code, ``duration_s`` in seconds."""
+    key = (method, route, str(status))
+    children = _http_children.get(key)
+    if children is None:
+        children = (HTTP_REQUESTS.labels(method, route, str(status)),
+                    HTTP_REQUEST_DURATION.labels(method, route))
+        _http_children[key] = children
+    children[0].inc()
+    children[1].observe(duration_s)
+
+
+class MountState(Collector):
+    """The mount's families that are snapshots of its state, set by the daemon's status
+    refresh with :meth:`update` and read when scraped (none before the first update)."""
+
+    def __init__(self) -> None:
+        self.values: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def update(self, **values: float) -> None:
+        """Sets ``outbox_depth``, ``outbox_oldest_age_s``, ``cache_hits``,
+        ``cache_misses``, ``cache_size_bytes``, and the counts since the mount started
+        ``conflicts``, ``merges``, ``rejected_writes`` (any subset)."""
+        with self._lock:
+            self.values.update(values)
+
+    def collect(self) -> Iterator[Any]:
+        with self._lock:
+            values = dict(self.values)
+        if not values:
+            return
+        yield GaugeMetricFamily(
+            "memfs_mount_outbox_depth", "Writes accepted by a remote mount and not yet "
+            "confirmed by its server.", value=values.get("outbox_depth", 0),
+        )
+        yield GaugeMetricFamily(
+            "memfs_mount_outbox_oldest_age_seconds", "How long the oldest unconfirmed "
+            "write has waited (0 when none).", value=values.get("outbox_oldest_age_s", 0),
+        )
+        yield CounterMetricFamily(
+            "memfs_mount_cache_hits", "Reads of content found in the mount's memory cache.",
+            value=values.get("cache_hits", 0),
+        )
+        yield CounterMetricFamily(
+            "memfs_mount_cache_misses", "Reads of content the mount had to fetch.",
+            value=values.get("cache_misses", 0),
+        )
+        yield GaugeMetricFamily(
+            "memfs_mount_cache_size_bytes", "Content bytes in the mount's memory cache.",
+            value=values.get("cache_size_bytes", 0),
+        )
+        yield CounterMetricFamily(
+            "memfs_mount_conflicts", "Saves kept as a conflict copy (both contents kept).",
+            value=values.get("conflicts", 0),
+        )
+        yield CounterMetricFamily(
+            "memfs_mount_merges", "Saves merged three-way with a change made elsewhere.",
+            value=values.get("merges", 0),
+        )
+        yield CounterMetricFamily(
+            "memfs_mount_rejected_writes", "Writes refused at close (their bytes kept "
+            "under rejected/).", value=values.get("rejected_writes", 0),
+        )
+
+
+@dataclass(frozen=True)
+class ServerSnapshot:
+    """What :data:`SERVER_STATE` reads from the database when scraped.
+
+    Attributes:
+        feed_seq: the newest change-feed seq of each store, by store id.
+        database_size_bytes: the database's size on disk (SQLite: file and WAL).
+        embedding_queue_depth: live memories waiting for their vector (0 without a
+            model).
+    """
+
+    feed_seq: Mapping[str, int]
+    database_size_bytes: int
+    embedding_queue_depth: int
+
+
+class ServerState(Collector):
+    """The server's families read from the database when scraped (from the scrape's
+    worker thread), through the reader :meth:`provide` set (none before)."""
+
+    def __init__(self) -> None:
+        self.read: Callable[[], ServerSnapshot] | None = None
+
+    def provide(self, read: Callable[[], ServerSnapshot] | None) -> None:
+        """Sets (None: clears) the function that reads the snapshot."""
+        self.read = read
+
+    def collect(self) -> Iterator[Any]:
+        if self.read is None:
+            return
+        snapshot = self.read()
+        seq = GaugeMetricFamily(
+            "memfs_change_feed_seq", "The newest change-feed seq of a store (a follower "
+            "behind it by this much has changes to apply).", labels=["store_id"],
+        )
+        for store_id, value in sorted(snapshot.feed_seq.items()):
+            seq.add_metric([store_id], value)
+        yield seq
+        yield GaugeMetricFamily(
+            "memfs_database_size_bytes", "Size of the store database on disk.",
+            value=snapshot.database_size_bytes,
+        )
+        yield GaugeMetricFamily(
+            "memfs_search_embedding_queue_depth", "Live memories waiting for their "
+            "semantic-search vector.", value=snapshot.embedding_queue_depth,
+        )
+
+
+MOUNT_STATE = MountState()
+SERVER_STATE = ServerState()
+REGISTRY.register(MOUNT_STATE)
+REGISTRY.register(SERVER_STATE)
+
+
+def render() -> bytes:
+    """The text exposition of every family of this process (``Content-Type``:
+    :data:`CONTENT_TYPE`)."""
+    return generate_latest(REGISTRY)
+
+
+def serve_http(port: int, host: str = "127.0.0.1") -> int:
+    """Serves :func:`render` at ``http://HOST:PORT/metrics`` from a daemon thread (a
+    mount daemon's ``--metrics-port``). Returns the port (``port`` 0 picks a free one).
+
+    Raises:
+        OSError: the port is in use or may not be bound.
+    """
+    server, _thread = start_http_server(port, addr=host, registry=REGISTRY)
+    return int(server.server_port)
+
