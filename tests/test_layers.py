@@ -5,7 +5,8 @@
                                   visibility (no I/O, no SQL, no HTTP, no pyfuse3)
     home, wire                    durable private files; the api-contract shapes
     store                         the only SQL
-    backend                       the Backend port (and its embedded adapter)
+    backend, dreams               the Backend port (and its embedded adapter); the dreamers
+                                  and the job that runs them (SPEC §11)
     fuse, remote, api             the only pyfuse3; the remote client; the only HTTP server
     memory_tool, console          the SDK memory tool and its file service; the web console
                                   (part of the HTTP layer, over api's auth)
@@ -36,6 +37,7 @@ FLOORS = {
     "memfs.wire": 1,
     "memfs.store": 2,
     "memfs.backend": 3,
+    "memfs.dreams": 3,
     "memfs.fuse": 4,
     "memfs.remote": 4,
     "memfs.api": 4,
@@ -275,6 +277,8 @@ STORE_INSIDES = (
     "memfs.store.history",
     "memfs.store.snapshots",
     "memfs.store.restores",
+    "memfs.store.transcripts",
+    "memfs.store.dreams",
     "memfs.store.migrations",
 )
 
