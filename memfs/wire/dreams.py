@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
+from memfs.core.config import MAX_DREAM_MODEL_ID_CHARS
 from memfs.core.dreams import Dream, SessionEvent
-from memfs.wire.common import RequestBody, Timestamp, WireObject
+from memfs.wire.common import NoNul, RequestBody, Timestamp, WireObject
 
 __all__ = [
     "DreamCreate",
@@ -39,14 +40,17 @@ class MemoryStoreInput(RequestBody):
 
 class SessionsInput(RequestBody):
     type: Literal["sessions"]
-    session_ids: list[str]
+    session_ids: list[str] = Field(min_length=1)  # more than 100: too_many_sessions
 
 
 DreamInput = Annotated[MemoryStoreInput | SessionsInput, Field(discriminator="type")]
 
 
+ModelId = Annotated[str, Field(min_length=1, max_length=MAX_DREAM_MODEL_ID_CHARS)]
+
+
 class ModelConfig(RequestBody):
-    id: str
+    id: ModelId
     speed: Literal["standard"] | None = None
 
 
@@ -66,9 +70,12 @@ class DreamCreate(RequestBody):
     """``POST /v1/dreams`` (api-contract §7.4): exactly one ``memory_store`` input and
     at most one ``sessions`` input."""
 
-    inputs: list[DreamInput]
-    model: str | ModelConfig
-    instructions: str | None = None
+    inputs: list[DreamInput] = Field(min_length=1, max_length=2)
+    model: ModelId | ModelConfig
+    instructions: str | None = Field(
+        default=None, min_length=1, description="1 to 4,096 characters (else 400 "
+        "instructions_too_long)."
+    )
     output_behavior: OutputBehaviorParam | None = None
 
 
@@ -136,11 +143,19 @@ def dream_to_wire(dream: Dream) -> dict[str, Any]:
     }
 
 
+class EventParam(NoNul):
+    """One event as sent: its ``type`` and any other fields, kept as sent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str = Field(min_length=1, max_length=64)
+
+
 class EventsSend(RequestBody):
     """``POST /v1/sessions/{id}/events`` (``events.send``): the SDK's user events, and
     (memfs extension) the agent's own, e.g. ``agent.message``; each kept as sent."""
 
-    events: list[dict[str, Any]] = Field(min_length=1, max_length=1000)
+    events: list[EventParam] = Field(min_length=1, max_length=1000)
 
 
 class EventOut(WireObject):

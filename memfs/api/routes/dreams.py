@@ -24,6 +24,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import JSONResponse
+from pydantic import BeforeValidator
 
 from memfs.api.auth import Principal
 from memfs.api.routes._common import (
@@ -61,12 +62,8 @@ __all__ = ["router"]
 
 router = APIRouter()
 
-_CreatedGt = Annotated[
-    datetime | None, Query(alias="created_at[gt]"),
-]
-_CreatedLt = Annotated[
-    datetime | None, Query(alias="created_at[lt]"),
-]
+_CreatedGt = Annotated[datetime | None, BeforeValidator(_rfc3339), Query(alias="created_at[gt]")]
+_CreatedLt = Annotated[datetime | None, BeforeValidator(_rfc3339), Query(alias="created_at[lt]")]
 
 
 def _wake(request: Request) -> None:
@@ -150,9 +147,6 @@ async def list_dreams(
     exclusive; archived dreams only with ``include_archived``; ``statuses[]`` keeps
     those statuses. A key sees the dreams of the stores it may read (a page may then
     hold fewer than ``limit``)."""
-    for value in (created_at_gt, created_at_lt):
-        _rfc3339(value)
-
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ)
         result = engine.dreams.list(
@@ -236,7 +230,7 @@ async def send_events(request: Request, session_id: str, body: EventsSend) -> JS
         session = _readable_transcript(engine, principal, session_id)
         if principal.session is None:
             _require_handing(principal, session)
-        events = engine.transcripts.append(session_id, body.events)
+        events = engine.transcripts.append(session_id, [e.model_dump() for e in body.events])
         return {"data": [event_to_wire(e) for e in events]}
 
     return json_response(await run(request, op))
