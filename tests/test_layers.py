@@ -6,7 +6,8 @@
     home, wire, metrics, logs     durable private files; the api-contract shapes; the
                                   Prometheus families; the log formats
     store                         the only SQL
-    backend                       the Backend port (and its embedded adapter)
+    backend, dreams               the Backend port (and its embedded adapter); the dreamers
+                                  and the job that runs them (SPEC §11)
     fuse, remote, api             the only pyfuse3; the remote client; the only HTTP server
     memory_tool, console          the SDK memory tool and its file service; the web console
                                   (part of the HTTP layer, over api's auth)
@@ -39,6 +40,7 @@ FLOORS = {
     "memfs.logs": 1,
     "memfs.store": 2,
     "memfs.backend": 3,
+    "memfs.dreams": 3,
     "memfs.fuse": 4,
     "memfs.remote": 4,
     "memfs.api": 4,
@@ -280,6 +282,8 @@ STORE_INSIDES = (
     "memfs.store.snapshots",
     "memfs.store.restores",
     "memfs.store.backup",
+    "memfs.store.transcripts",
+    "memfs.store.dreams",
     "memfs.store.migrations",
 )
 

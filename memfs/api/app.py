@@ -12,10 +12,12 @@ from __future__ import annotations
 import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, MutableMapping
+from contextlib import asynccontextmanager
 from http import HTTPStatus
 from typing import Any
 
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -38,6 +40,7 @@ from memfs.api.openapi import openapi_document
 from memfs.api.routes import allowed_methods, authenticate_request, router
 from memfs.core.errors import InvalidInput, InvalidMetadata, MemfsError
 from memfs.core.ids import new_id
+from memfs.dreams import DreamRunner
 from memfs.store import Engine
 from memfs.wire.common import MAX_JSON_DEPTH, nests_too_deep
 
@@ -321,12 +324,26 @@ async def _unexpected_error(request: Request, exc: Exception) -> JSONResponse:
 EndpointFactory = Callable[[Engine, bool], Any]
 
 
+@asynccontextmanager
+async def _dream_job(app: FastAPI) -> AsyncIterator[None]:
+    """The dream job runs while the app is served (SPEC §11)."""
+    runner = DreamRunner(app.state.engine)
+    await anyio.to_thread.run_sync(runner.start)
+    app.state.dream_runner = runner
+    try:
+        yield
+    finally:
+        app.state.dream_runner = None
+        await anyio.to_thread.run_sync(runner.stop)
+
+
 def create_app(
     engine: Engine,
     *,
     insecure_dev: bool = False,
     endpoints: Mapping[str, EndpointFactory] | None = None,
     mounts: Mapping[str, EndpointFactory] | None = None,
+    run_dreams: bool = True,
 ) -> FastAPI:
     """The memfs REST API over ``engine`` (which the caller opens and closes).
 
@@ -339,6 +356,9 @@ def create_app(
         mounts: ``{path prefix: factory}``: ASGI applications serving every path under
             the prefix (``memfs serve`` gives the console at ``/console``, SPEC §12),
             each with its own authentication.
+        run_dreams: run the dream job (:class:`memfs.dreams.DreamRunner`) while the app
+            is served (its lifespan): it fails the dreams a stopped server left running,
+            then runs the pending ones.
 
     Returns:
         A FastAPI application (behind :class:`RequestContextMiddleware`).
@@ -352,6 +372,7 @@ def create_app(
         ),
         docs_url="/docs",
         redoc_url=None,
+        lifespan=_dream_job if run_dreams and not engine.read_only else None,
     )
     app.state.engine = engine
     app.state.insecure_dev = insecure_dev

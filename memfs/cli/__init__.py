@@ -81,6 +81,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "watch": ("watch", "Print the changes of memory stores as JSON lines, as they happen."),
     "snapshot": ("history", "Name points of a store's history: create, list, delete."),
     "diff": ("history", "Show what changed between two points of a store (STORE[@POINT])."),
+    "dream": ("dreams", "Consolidate a store (SPEC §11): create, list, show, cancel dreams."),
+    "transcript": ("dreams", "Import and show sessions' transcripts (their events)."),
     "outbox": ("outbox", "List remote mounts' queued writes; replay one under a new token."),
 }
 

@@ -13,6 +13,10 @@ Every environment variable memfs reads is read here, and only here:
 ``MEMFS_TOKEN``             a remote mount's session token (:func:`session_token`)
 ``MEMFS_SEARCH_MODEL_DIR``  a local embedding model for semantic search
                             (:func:`search_model_dir`)
+``ANTHROPIC_API_KEY``       the key of the language-model dreamer (:func:`dream_endpoint`)
+``ANTHROPIC_BASE_URL``      its Messages API endpoint (:func:`dream_endpoint`)
+``MEMFS_DREAM_DECAY_BELOW`` the consolidating dreamer's decay threshold
+                            (:func:`dream_decay_below`)
 ==========================  =========================================================
 """
 
@@ -53,7 +57,16 @@ __all__ = [
     "MAX_STORE_NAME_CHARS",
     "SEARCH_MODEL_ENV",
     "TOKEN_ENV",
+    "CONSOLIDATE_MODEL",
+    "DEFAULT_DREAM_DECAY_BELOW",
+    "DREAM_HEARTBEAT_S",
+    "DREAM_STALE_S",
+    "MAX_DREAM_INSTRUCTIONS_CHARS",
+    "MAX_DREAM_SESSIONS",
+    "MAX_DREAM_MODEL_ID_CHARS",
     "database_url",
+    "dream_decay_below",
+    "dream_endpoint",
     "memfs_home",
     "memory_limit",
     "search_model_dir",
@@ -189,3 +202,47 @@ def search_model_dir() -> Path | None:
 def session_token() -> str | None:
     """``$MEMFS_TOKEN``: a remote mount's session token, or None when unset or empty."""
     return os.environ.get(TOKEN_ENV) or None
+
+
+# --- Dreams (SPEC §11, api-contract §7.4).
+
+# The model id of the dreamer that needs no language model (memfs.dreams.consolidate).
+CONSOLIDATE_MODEL = "memfs-consolidate"
+# A dream reads at most this many sessions' transcripts (api-contract §7.4: 1..100).
+MAX_DREAM_SESSIONS = 100
+# A dream's instructions: 1 to 4,096 characters (api-contract §7.4).
+MAX_DREAM_INSTRUCTIONS_CHARS = 4096
+# A model id: 1 to 256 characters (api-contract §7.4).
+MAX_DREAM_MODEL_ID_CHARS = 256
+# The consolidating dreamer removes records whose decay_score (SPEC §6) is below this.
+DEFAULT_DREAM_DECAY_BELOW = 0.05
+# A running dream's job writes a heartbeat this often (seconds) ...
+DREAM_HEARTBEAT_S = 5.0
+# ... and a running dream whose heartbeat is older than this (seconds) has lost its job
+# (its server stopped): the next dream runner to start marks it failed.
+DREAM_STALE_S = 30.0
+
+
+def dream_decay_below() -> float:
+    """``$MEMFS_DREAM_DECAY_BELOW`` (0–1), else :data:`DEFAULT_DREAM_DECAY_BELOW`.
+
+    Raises:
+        ValueError: not a number from 0 to 1.
+    """
+    raw = os.environ.get("MEMFS_DREAM_DECAY_BELOW", "").strip()
+    if not raw:
+        return DEFAULT_DREAM_DECAY_BELOW
+    value = float(raw)
+    if not 0 <= value <= 1:
+        raise ValueError("MEMFS_DREAM_DECAY_BELOW must be a number from 0 to 1")
+    return value
+
+
+def dream_endpoint() -> tuple[str, str | None] | None:
+    """The Messages API the language-model dreamer calls: ``(api key, base URL or None
+    for the SDK's default)`` from the anthropic SDK's own ``ANTHROPIC_API_KEY`` and
+    ``ANTHROPIC_BASE_URL``; None when no key is configured."""
+    key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
+    if not key:
+        return None
+    return key, os.environ.get("ANTHROPIC_BASE_URL", "").strip() or None

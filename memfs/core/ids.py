@@ -26,6 +26,8 @@ PREFIXES = {
     "session": "sesn_",
     "api_key": "apikey_",
     "request": "req_",
+    "dream": "drm_",
+    "event": "sevt_",
 }
 
 _ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz"  # Crockford base32, lowercase

@@ -17,6 +17,7 @@ from memfs.core.visibility import Viewer
 from memfs.store._facade import Parts
 from memfs.store.blobs import Blobs
 from memfs.store.credentials import ApiKeys, Sessions
+from memfs.store.dreams import Dreams
 from memfs.store.feed import Feed
 from memfs.store.folds import Folds
 from memfs.store.history import History
@@ -29,6 +30,7 @@ from memfs.store.search import Search
 from memfs.store.sign_ins import ConsoleSignIns
 from memfs.store.snapshots import Snapshots
 from memfs.store.stores import Stores
+from memfs.store.transcripts import Transcripts
 from memfs.store.versions import Versions
 
 __all__ = ["Caller"]
@@ -127,3 +129,13 @@ class Caller:
     def restores(self) -> Restores:
         """Restoring a whole store to a point (:mod:`memfs.store.restores`)."""
         return Restores(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def transcripts(self) -> Transcripts:
+        """Sessions' events (:mod:`memfs.store.transcripts`, SPEC §11)."""
+        return Transcripts(self._parts, self.actor, self.viewer)
+
+    @cached_property
+    def dreams(self) -> Dreams:
+        """Dreams and their lifecycle (:mod:`memfs.store.dreams`, SPEC §11)."""
+        return Dreams(self._parts, self.actor, self.viewer)

@@ -39,7 +39,7 @@ from memfs.core.model import Access, ApiKey, Layout, Page, Scope, Session, Sessi
 from memfs.core.visibility import UserPrincipal
 from memfs.store._common import Cursor, check_limit, lock_store, now, parse_ts, store_row, ts
 from memfs.store._facade import Facade
-from memfs.store.schema import api_keys, session_resources, sessions
+from memfs.store.schema import api_keys, session_events, session_resources, sessions
 
 __all__ = [
     "API_KEY_SECRET_PREFIX",
@@ -323,6 +323,8 @@ def archive_session(conn: Connection, session_id: str) -> Session:
 def delete_session(conn: Connection, session_id: str) -> None:
     """See :meth:`memfs.store.credentials.Sessions.delete`."""
     _session_row(conn, session_id)
+    # Its transcript is data memfs keeps for it (SPEC §11): erased with it.
+    conn.execute(delete(session_events).where(session_events.c.session_id == session_id))
     conn.execute(delete(session_resources).where(session_resources.c.session_id == session_id))
     conn.execute(delete(sessions).where(sessions.c.id == session_id))
 
@@ -548,9 +550,9 @@ class Sessions(Facade):
             return archive_session(conn, session_id)
 
     def delete(self, session_id: str) -> None:
-        """Deletes a session and its attachments (the SDK's ``sessions.delete``); its token
-        then gets AuthenticationFailed. Memories and versions it wrote keep its id as
-        their actor. Raises NotFound."""
+        """Deletes a session, its attachments and its transcript (the SDK's
+        ``sessions.delete``); its token then gets AuthenticationFailed. Memories and
+        versions it wrote keep its id as their actor. Raises NotFound."""
         with self._write() as conn:
             delete_session(conn, session_id)
 

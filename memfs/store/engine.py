@@ -10,7 +10,7 @@ Everything else is a per-aggregate facade (:mod:`memfs.store.caller`):
 ``engine.for_caller(actor=…, viewer=…)`` binds who writes and what it may see (SPEC §6)
 once, and its ``.stores``, ``.memories``, ``.versions``, ``.sessions``, ``.api_keys``,
 ``.identities``, ``.search``, ``.records``, ``.feed``, ``.blobs``, ``.retention``,
-``.history``, ``.snapshots`` and ``.restores`` each
+``.history``, ``.snapshots``, ``.restores``, ``.transcripts`` and ``.dreams`` each
 run one transaction per call with the visibility hooks of :mod:`memfs.store._facade`.
 The engine itself is the unrestricted caller without actor (``engine.memories.get(…)``).
 
@@ -31,6 +31,8 @@ The engine itself is the unrestricted caller without actor (``engine.memories.ge
 ``history``        points of a store's history, as-of reads, diffs (SPEC §10)
 ``snapshots``      named points of a store's history (SPEC §10)
 ``restores``       restoring a whole store to a point (SPEC §10)
+``transcripts``    sessions' events (SPEC §11)
+``dreams``         dreams and their status transitions (SPEC §11)
 ``search``         the full-text index of live memories and its ranked query
 ``identities``     mounts on (identity, template) pairs, default stores (SPEC §8)
 ``records``        the record index (SPEC §6): typed headers, tags, relations, access

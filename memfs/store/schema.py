@@ -35,6 +35,7 @@ __all__ = [
     "blobs",
     "changes",
     "console_sign_ins",
+    "dreams",
     "identity_mounts",
     "memories",
     "metadata",
@@ -45,6 +46,7 @@ __all__ = [
     "search_docs",
     "search_queue",
     "search_vectors",
+    "session_events",
     "session_resources",
     "sessions",
     "snapshots",
@@ -525,6 +527,126 @@ session_resources = Table(
 )
 Index("ix_session_resources_store", session_resources.c.store_id)
 
+session_events = Table(
+    "session_events",
+    metadata,
+    Column("id", String(40), primary_key=True, comment="sevt_… id"),
+    Column(
+        "session_id",
+        String(40),
+        ForeignKey("sessions.id", ondelete="CASCADE"),
+        nullable=False,
+        comment="the session whose transcript holds it; deleting the session erases it",
+    ),
+    Column(
+        "seq",
+        Integer,
+        nullable=False,
+        comment="1, 2, … within the session, gap-free, in the order memfs stored them",
+    ),
+    Column("type", String(64), nullable=False, comment="the SDK's event type, e.g. user.message"),
+    Column(
+        "body_json",
+        Text,
+        nullable=False,
+        comment="the event's other fields as sent (content, …), JSON; never id/type/processed_at",
+    ),
+    Column("processed_at", String(32), nullable=False, comment="when memfs stored it"),
+    UniqueConstraint("session_id", "seq", name="uq_session_events_seq"),
+    comment=(
+        "SPEC §11 transcripts: a session's events (POST /v1/sessions/{id}/events, memfs "
+        "transcript import, a dream's own session), owned by memfs/store/transcripts.py. "
+        "Invariant: seq runs 1..n without gaps per session."
+    ),
+)
+
+dreams = Table(
+    "dreams",
+    metadata,
+    Column("id", String(40), primary_key=True, comment="drm_… id"),
+    Column(
+        "status",
+        String(16),
+        nullable=False,
+        comment="pending | running | completed | failed | canceled (the last three final)",
+    ),
+    Column(
+        "input_store_id",
+        String(40),
+        nullable=False,
+        comment="the store it reads (no FK: a dream outlives a deleted store as a record)",
+    ),
+    Column(
+        "session_ids_json",
+        Text,
+        nullable=True,
+        comment="JSON sorted list of the sessions whose transcripts it reads; NULL = none given",
+    ),
+    Column("model_id", Text, nullable=False, comment="1..256 chars; memfs-consolidate or a model"),
+    Column("model_speed", String(16), nullable=False, comment="always standard"),
+    Column("instructions", Text, nullable=True, comment="1..4,096 chars; NULL = none"),
+    Column(
+        "output_behavior",
+        String(16),
+        nullable=False,
+        comment="create_new (a fork of the input) | update_existing (the input itself)",
+    ),
+    Column(
+        "output_store_id",
+        String(40),
+        nullable=True,
+        comment="the store holding the result, once it exists; the input for update_existing",
+    ),
+    Column(
+        "session_id",
+        String(40),
+        nullable=True,
+        comment="the dream's own session (no FK): every version it writes names it",
+    ),
+    Column("error_type", String(64), nullable=True, comment="NULL unless status = failed"),
+    Column("error_message", Text, nullable=True, comment="NULL iff error_type is NULL"),
+    Column(
+        "usage_json",
+        Text,
+        nullable=False,
+        comment="JSON {input_tokens, output_tokens, cache_creation_input_tokens, "
+        "cache_read_input_tokens}",
+    ),
+    Column("result_json", Text, nullable=True, comment="what it did (JSON); NULL until it ends"),
+    Column("created_at", String(32), nullable=False),
+    Column("started_at", String(32), nullable=True, comment="NULL while pending"),
+    Column("ended_at", String(32), nullable=True, comment="NULL iff status is not final"),
+    Column("archived_at", String(32), nullable=True, comment="NULL = not archived"),
+    Column(
+        "heartbeat_at",
+        String(32),
+        nullable=True,
+        comment="when its job last said it was alive; a running dream whose heartbeat is "
+        "older than DREAM_STALE_S has lost its job and is marked failed",
+    ),
+    Column("runner_id", String(64), nullable=True, comment="the job runner that claimed it"),
+    Column(
+        "created_by",
+        String(40),
+        nullable=True,
+        comment="the apikey_… that created it; NULL = local (CLI)",
+    ),
+    comment=(
+        "SPEC §11 dreams, owned by memfs/store/dreams.py. Invariants: at most one pending "
+        "or running dream per input store (the unique index below); ended_at is set iff "
+        "the status is final; error_type iff failed."
+    ),
+)
+# One active dream per input store, even when two requests race (SPEC §11: 409).
+Index(
+    "ix_dreams_active_input",
+    dreams.c.input_store_id,
+    unique=True,
+    sqlite_where=text("status IN ('pending', 'running')"),
+    postgresql_where=text("status IN ('pending', 'running')"),
+)
+Index("ix_dreams_created", dreams.c.created_at, dreams.c.id)
+
 api_keys = Table(
     "api_keys",
     metadata,
@@ -812,4 +934,5 @@ ERASED_FROM = (
     record_tags,
     record_relations,
     record_grants,
+    session_events,
 )

@@ -150,6 +150,24 @@ def _listing_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
     return query.get("depth") in (None, 0, "0")
 
 
+def _dream_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
+    # api-contract §7.4: one memory_store input, at most one sessions input of 1..100
+    # distinct ids; update_existing names the input; instructions ≤ 4,096 characters.
+    inputs = [i for i in body.get("inputs") or [] if isinstance(i, dict)]
+    stores = [i for i in inputs if i.get("type") == "memory_store"]
+    sessions = [i.get("session_ids") or [] for i in inputs if i.get("type") == "sessions"]
+    if len(stores) != 1 or len(sessions) > 1:
+        return False
+    if sessions and (len(sessions[0]) > 100 or len(set(sessions[0])) != len(sessions[0])):
+        return False
+    behavior = body.get("output_behavior")
+    if isinstance(behavior, dict) and behavior.get("type") == "update_existing" and (
+        behavior.get("memory_store_id") != stores[0].get("memory_store_id")
+    ):
+        return False
+    return len(body.get("instructions") or "") <= 4096
+
+
 _MEMORIES = "/v1/memory_stores/{memory_store_id}/memories"
 _MEMORY = f"{_MEMORIES}/{{memory_id}}"
 _STORELESS_MEMORY = "/v1/memories/{memory_id}"  # seed 004's routes without the store
@@ -163,6 +181,7 @@ _OPERATION_RULES = {
     ("DELETE", _STORELESS_MEMORY): _delete_is_stateable,
     ("POST", f"{_STORELESS_MEMORY}/forget"): _forget_is_stateable,
     ("POST", "/v1/memory_stores/{memory_store_id}/snapshots"): _snapshot_is_stateable,
+    ("POST", "/v1/dreams"): _dream_is_stateable,
 }
 
 
@@ -212,7 +231,8 @@ def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool
     :func:`filter_case`), and of positive cases refused because an earlier step archived
     the store (400 ``store_archived``, a state the schema can't describe; api-contract
     §8.1 chose 400 for it) or because earlier steps mounted ten stores on the pair (400
-    ``mount_limit_reached``, SPEC §8)."""
+    ``mount_limit_reached``, SPEC §8), or that name a session without a transcript (400
+    ``session_without_transcript``, SPEC §11)."""
     if response.status_code != 400:
         return True
     meta = case.meta
@@ -223,4 +243,5 @@ def filter_failure(context: Any, failure: Any, case: Any, response: Any) -> bool
         code = response.json()["error"]["details"]["error_code"]
     except (ValueError, KeyError, TypeError):
         return True
-    return code not in ("store_archived", "mount_limit_reached")
+    # A session's transcript is a state too (SPEC §11): a dream of one without events.
+    return code not in ("store_archived", "mount_limit_reached", "session_without_transcript")

@@ -10,6 +10,7 @@
 ``sessions``   sessions and their tokens (api-contract §7, SPEC §3)
 ``search``     full-text search of one store and across stores (SPEC §7, extension)
 ``identities`` mounts on (identity, template) pairs, default stores (SPEC §8, extension)
+``dreams``     dreams and sessions' transcripts (api-contract §7.4, SPEC §11)
 ``by_memory``  seed 004's store-less delete, forget and restore (``/v1/memories/{id}``)
 ``_common``    what they share: :func:`~memfs.api.routes._common.run`, query types
 =============  ===================================================================
@@ -26,6 +27,7 @@ from fastapi.routing import APIRoute
 
 from memfs.api.routes import (
     by_memory,
+    dreams,
     feed,
     history,
     identities,
@@ -39,7 +41,9 @@ from memfs.api.routes._common import ROUTER_DEPENDENCIES, authenticate_request
 
 __all__ = ["allowed_methods", "authenticate_request", "router"]
 
-_MODULES = (stores, memories, versions, history, feed, sessions, search, identities, by_memory)
+_MODULES = (
+    stores, memories, versions, history, feed, sessions, dreams, search, identities, by_memory
+)
 
 router = APIRouter(dependencies=ROUTER_DEPENDENCIES)
 for _module in _MODULES:

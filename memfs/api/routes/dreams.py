@@ -1,0 +1,273 @@
+"""Dreams (api-contract §7.4, SPEC §11) in the SDK's shapes (``client.beta.dreams``), and
+sessions' transcripts (``client.beta.sessions.events``).
+
+Who may do what:
+
+* create a dream: an API key (a session token can't: 403 ``session_not_allowed``)
+  with ``memory:read`` on the input store, and ``memory:write`` where the dream writes:
+  on the input for ``update_existing``, on stores at large for ``create_new`` (it makes
+  a store; a key limited to listed stores can't: 403 ``store_not_allowed``). Cancel and
+  archive need the same; list and retrieve ``memory:read`` on the input store (another
+  dream is the 404 of an unknown id).
+* a session's events: listed by whoever may read the session (its own token, a key
+  that may read its every store), and a key with a principal only for a session that
+  speaks for the same user (SPEC §11: visibility by ``user_id``); sent by the session's
+  own token or a key that could have created the session.
+
+The job that runs a dream is :mod:`memfs.dreams` (started with the app).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import JSONResponse
+from pydantic import BeforeValidator
+
+from memfs.api.auth import Principal
+from memfs.api.routes._common import (
+    CreatedGte,
+    CreatedLte,
+    LimitQuery,
+    PageQuery,
+    _rfc3339,
+    doc,
+    json_response,
+    run,
+)
+from memfs.api.routes.sessions import _require_handing, _visible_session
+from memfs.core.config import DEFAULT_PAGE_LIMIT
+from memfs.core.dreams import Dream, DreamStatus, OutputBehavior
+from memfs.core.errors import InvalidInput, NotFound
+from memfs.core.model import Scope, Session
+from memfs.store import Engine
+from memfs.wire.dreams import (
+    DreamCreate,
+    DreamOut,
+    DreamPage,
+    EventPage,
+    EventsSend,
+    EventsSent,
+    MemoryStoreInput,
+    ModelConfig,
+    SessionsInput,
+    UpdateExisting,
+    dream_to_wire,
+    event_to_wire,
+)
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+_CreatedGt = Annotated[datetime | None, BeforeValidator(_rfc3339), Query(alias="created_at[gt]")]
+_CreatedLt = Annotated[datetime | None, BeforeValidator(_rfc3339), Query(alias="created_at[lt]")]
+
+
+def _wake(request: Request) -> None:
+    runner = getattr(request.app.state, "dream_runner", None)
+    if runner is not None:
+        runner.wake()
+
+
+def _require_dreaming(principal: Principal, store_id: str, behavior: OutputBehavior) -> None:
+    """Read on the input, write where the dream writes (module docstring)."""
+    if behavior is OutputBehavior.CREATE_NEW:
+        principal.require_unlimited(Scope.WRITE)
+    principal.require(Scope.READ, store_id, agents=False)
+    if behavior is OutputBehavior.UPDATE_EXISTING:
+        principal.require(Scope.WRITE, store_id, agents=False)
+
+
+def _visible_dream(engine: Engine, principal: Principal, dream_id: str) -> Dream:
+    if principal.session is None:
+        principal.require(Scope.READ)
+    dream = engine.dreams.get(dream_id)
+    if not principal.can_see(dream.input_store_id):
+        raise NotFound(f"dream {dream_id!r} not found", code="dream_not_found")
+    return dream
+
+
+@router.post("/v1/dreams", responses=doc(DreamOut))
+async def create_dream(request: Request, body: DreamCreate) -> JSONResponse:
+    """``client.beta.dreams.create``: a ``pending`` dream of one memory store (not
+    archived), reading up to 100 sessions' transcripts; the server's job runs it.
+    Named refusals: 400 ``store_archived``, ``too_many_sessions``,
+    ``duplicate_session``, ``session_without_transcript``, ``instructions_too_long``,
+    ``invalid_inputs``; 404 ``session_not_found``; 409 ``dream_already_active``."""
+    stores = [i for i in body.inputs if isinstance(i, MemoryStoreInput)]
+    session_inputs = [i for i in body.inputs if isinstance(i, SessionsInput)]
+    if len(stores) != 1 or len(session_inputs) > 1:
+        raise InvalidInput(
+            "inputs must hold exactly one memory_store entry and at most one sessions entry",
+            code="invalid_inputs",
+        )
+    store_id = stores[0].memory_store_id
+    behavior = OutputBehavior.CREATE_NEW
+    if isinstance(body.output_behavior, UpdateExisting):
+        if body.output_behavior.memory_store_id != store_id:
+            raise InvalidInput(
+                "output_behavior update_existing must name the input memory store",
+                code="invalid_inputs",
+            )
+        behavior = OutputBehavior.UPDATE_EXISTING
+    model = body.model if isinstance(body.model, ModelConfig) else ModelConfig(id=body.model)
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        _require_dreaming(principal, store_id, behavior)
+        dream = engine.dreams.create(
+            store_id,
+            session_ids=None if not session_inputs else session_inputs[0].session_ids,
+            model_id=model.id,
+            model_speed=model.speed or "standard",
+            instructions=body.instructions,
+            output_behavior=behavior,
+            created_by=None if principal.api_key is None else principal.api_key.id,
+        )
+        return dream_to_wire(dream)
+
+    result = await run(request, op)
+    _wake(request)
+    return json_response(result)
+
+
+@router.get("/v1/dreams", responses=doc(DreamPage))
+async def list_dreams(
+    request: Request,
+    created_at_gt: _CreatedGt = None,
+    created_at_lt: _CreatedLt = None,
+    include_archived: bool = False,
+    statuses: Annotated[list[DreamStatus] | None, Query(alias="statuses[]")] = None,
+    limit: LimitQuery = DEFAULT_PAGE_LIMIT,
+    page: PageQuery = None,
+) -> JSONResponse:
+    """``client.beta.dreams.list``: newest first; ``created_at[gt]``/``[lt]``
+    exclusive; archived dreams only with ``include_archived``; ``statuses[]`` keeps
+    those statuses. A key sees the dreams of the stores it may read (a page may then
+    hold fewer than ``limit``)."""
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.READ)
+        result = engine.dreams.list(
+            created_after=created_at_gt,
+            created_before=created_at_lt,
+            include_archived=include_archived,
+            statuses=statuses or (),
+            limit=limit,
+            cursor=page,
+        )
+        return {
+            "data": [
+                dream_to_wire(d) for d in result.items if principal.can_see(d.input_store_id)
+            ],
+            "next_page": result.next_cursor,
+        }
+
+    return json_response(await run(request, op))
+
+
+@router.get("/v1/dreams/{dream_id}", responses=doc(DreamOut))
+async def retrieve_dream(request: Request, dream_id: str) -> JSONResponse:
+    """``client.beta.dreams.retrieve``."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        return dream_to_wire(_visible_dream(engine, principal, dream_id))
+
+    return json_response(await run(request, op))
+
+
+@router.post("/v1/dreams/{dream_id}/cancel", responses=doc(DreamOut))
+async def cancel_dream(request: Request, dream_id: str) -> JSONResponse:
+    """``client.beta.dreams.cancel``: ``canceled`` at once; the job stops at its next
+    step and the output store stays as far as it got. 409 ``dream_ended`` for a dream
+    that completed or failed; canceling a canceled dream returns it."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        dream = _visible_dream(engine, principal, dream_id)
+        _require_dreaming(principal, dream.input_store_id, dream.output_behavior)
+        return dream_to_wire(engine.dreams.cancel(dream_id))
+
+    return json_response(await run(request, op))
+
+
+@router.post("/v1/dreams/{dream_id}/archive", responses=doc(DreamOut))
+async def archive_dream(request: Request, dream_id: str) -> JSONResponse:
+    """``client.beta.dreams.archive``: an ended dream leaves listings unless
+    ``include_archived``; 409 ``dream_active`` while it is pending or running."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        dream = _visible_dream(engine, principal, dream_id)
+        _require_dreaming(principal, dream.input_store_id, dream.output_behavior)
+        return dream_to_wire(engine.dreams.archive(dream_id))
+
+    return json_response(await run(request, op))
+
+
+# --- transcripts
+
+
+def _readable_transcript(engine: Engine, principal: Principal, session_id: str) -> Session:
+    session = _visible_session(engine, principal, session_id)
+    key = principal.api_key
+    if (
+        key is not None
+        and principal.viewer is not None
+        and session.principal is not None
+        and (key.principal is None or key.principal.user_id != session.principal.user_id)
+    ):
+        raise NotFound(f"session {session_id!r} not found")
+    return session
+
+
+@router.post("/v1/sessions/{session_id}/events", responses=doc(EventsSent))
+async def send_events(request: Request, session_id: str, body: EventsSend) -> JSONResponse:
+    """``client.beta.sessions.events.send``: appends the events to the session's
+    transcript as sent (the SDK's user events and, memfs extension, the agent's own
+    such as ``agent.message``); answers them with their ``id`` and ``processed_at``."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        session = _readable_transcript(engine, principal, session_id)
+        if principal.session is None:
+            _require_handing(principal, session)
+        events = engine.transcripts.append(session_id, [e.model_dump() for e in body.events])
+        return {"data": [event_to_wire(e) for e in events]}
+
+    return json_response(await run(request, op))
+
+
+@router.get("/v1/sessions/{session_id}/events", responses=doc(EventPage))
+async def list_events(
+    request: Request,
+    session_id: str,
+    created_at_gt: _CreatedGt = None,
+    created_at_gte: CreatedGte = None,
+    created_at_lt: _CreatedLt = None,
+    created_at_lte: CreatedLte = None,
+    order: str = "asc",
+    types: Annotated[list[str] | None, Query(alias="types[]")] = None,
+    limit: LimitQuery = DEFAULT_PAGE_LIMIT,
+    page: PageQuery = None,
+) -> JSONResponse:
+    """``client.beta.sessions.events.list``: the transcript in the order stored
+    (``order=desc``: newest first), filtered by ``types[]`` and ``processed_at``."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        _readable_transcript(engine, principal, session_id)
+        result = engine.transcripts.list(
+            session_id,
+            limit=limit,
+            cursor=page,
+            order=order,
+            types=types or (),
+            after=created_at_gt,
+            since=created_at_gte,
+            before=created_at_lt,
+            until=created_at_lte,
+        )
+        return {
+            "data": [event_to_wire(e) for e in result.items],
+            "next_page": result.next_cursor,
+        }
+
+    return json_response(await run(request, op))

@@ -1,0 +1,266 @@
+"""Dreams and transcripts (SPEC §11, api-contract §7.4), pure: the objects, the status
+machine, and the consolidating dreamer's plan.
+
+A dream (``drm_…``) reads one memory store (and optionally the transcripts of up to 100
+sessions) and writes a consolidated version of it: into a fork of the input
+(``create_new``, the default) or into the input itself (``update_existing``, after an
+automatic snapshot). Its status moves only along::
+
+    pending ──► running ──► completed
+       │           ├──────► failed
+       └───────────┴──────► canceled
+
+``completed``, ``failed`` and ``canceled`` are final. :func:`plan_consolidation` is what
+the ``memfs-consolidate`` dreamer does, decided from the store's state alone, so the same
+input gives the same output.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+__all__ = [
+    "ABSORBED_METADATA_KEY",
+    "ConsolidationItem",
+    "ConsolidationPlan",
+    "Dream",
+    "DreamStatus",
+    "OutputBehavior",
+    "Removal",
+    "SessionEvent",
+    "plan_consolidation",
+]
+
+
+class DreamStatus(enum.StrEnum):
+    """Where a dream is in its lifecycle (the SDK's ``BetaDreamStatus``)."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    COMPLETED = "completed"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+    @property
+    def final(self) -> bool:
+        return self in (DreamStatus.COMPLETED, DreamStatus.FAILED, DreamStatus.CANCELED)
+
+
+class OutputBehavior(enum.StrEnum):
+    """Where a dream writes (api-contract §7.4 ``output_behavior.type``)."""
+
+    CREATE_NEW = "create_new"
+    UPDATE_EXISTING = "update_existing"
+
+
+@dataclass(frozen=True)
+class Dream:
+    """A dream as memfs keeps it (the wire shape is :func:`memfs.wire.dreams.dream_to_wire`).
+
+    Attributes:
+        session_ids: the sessions whose transcripts it reads, sorted; None when the
+            request had no ``sessions`` input (memfs accepts both forms).
+        output_store_id: the store holding its result, once it exists.
+        session_id: the dream's own session, which every version it writes names.
+        error_type, error_message: why it failed (None unless ``failed``).
+        usage: token counts (``input_tokens``, ``output_tokens``,
+            ``cache_creation_input_tokens``, ``cache_read_input_tokens``).
+        result: what it did (memfs extension): counts and the changes, by path.
+        heartbeat_at: when its job last said it was alive (None unless it ran).
+    """
+
+    id: str
+    status: DreamStatus
+    input_store_id: str
+    session_ids: tuple[str, ...] | None
+    model_id: str
+    model_speed: str
+    instructions: str | None
+    output_behavior: OutputBehavior
+    output_store_id: str | None
+    session_id: str | None
+    error_type: str | None
+    error_message: str | None
+    usage: Mapping[str, int]
+    result: Mapping[str, Any] | None
+    created_at: datetime
+    started_at: datetime | None
+    ended_at: datetime | None
+    archived_at: datetime | None
+    heartbeat_at: datetime | None
+
+
+@dataclass(frozen=True)
+class SessionEvent:
+    """One event of a session's transcript, as sent (``events.send``) or recorded.
+
+    Attributes:
+        id: ``sevt_…``.
+        session_id: the session it belongs to.
+        seq: its position in the session (1, 2, …; the order of ``processed_at``).
+        type: e.g. ``user.message``, ``agent.message`` (the SDK's event types).
+        body: the event's other fields as sent (``content``, …).
+        processed_at: when memfs stored it.
+    """
+
+    id: str
+    session_id: str
+    seq: int
+    type: str
+    body: Mapping[str, Any]
+    processed_at: datetime
+
+    def text(self) -> str:
+        """The text blocks of its ``content``, joined by newlines (empty: none)."""
+        content = self.body.get("content")
+        if isinstance(content, str):
+            return content
+        if not isinstance(content, list):
+            return ""
+        return "\n".join(
+            str(block.get("text", ""))
+            for block in content
+            if isinstance(block, dict) and block.get("type") == "text"
+        )
+
+
+# The kept memory of merged exact duplicates notes the paths it absorbed here.
+ABSORBED_METADATA_KEY = "memfs_absorbed"
+
+
+@dataclass(frozen=True)
+class ConsolidationItem:
+    """One live memory as the consolidating dreamer sees it.
+
+    Attributes:
+        created_at: when the memory was created (the oldest of duplicates is kept).
+        decay_score: its record's decay score (SPEC §6); None for a plain memory.
+        supersedes: the memory ids its record's ``supersedes`` relations resolve to.
+        metadata: its metadata (the kept duplicate's gets :data:`ABSORBED_METADATA_KEY`).
+    """
+
+    memory_id: str
+    path: str
+    content_sha256: str
+    created_at: datetime
+    decay_score: float | None = None
+    supersedes: tuple[str, ...] = ()
+    metadata: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Removal:
+    """A memory the dream removes (soft delete), and why."""
+
+    memory_id: str
+    path: str
+    reason: str  # "superseded", "decayed" or "duplicate"
+    by_path: str | None = None  # the superseding record, or the kept duplicate
+
+
+@dataclass(frozen=True)
+class ConsolidationPlan:
+    """What :func:`plan_consolidation` decided, in the order it is carried out:
+    ``removals`` one by one, then ``absorbed`` (kept path → metadata to set)."""
+
+    removals: tuple[Removal, ...]
+    absorbed: Mapping[str, tuple[str, Mapping[str, str]]]  # memory id → (path, metadata)
+    read: int
+
+    def summary(self) -> dict[str, Any]:
+        """The dream's ``result`` (memfs extension): counts, and every change by path."""
+        counts = {"superseded": 0, "decayed": 0, "duplicate": 0}
+        for removal in self.removals:
+            counts[removal.reason] += 1
+        return {
+            "dreamer": "memfs-consolidate",
+            "memories_read": self.read,
+            "removed": {
+                "duplicates": counts["duplicate"],
+                "decayed": counts["decayed"],
+                "superseded": counts["superseded"],
+            },
+            "merged_into": {path: meta[ABSORBED_METADATA_KEY]
+                            for path, meta in sorted(self.absorbed.values())},
+            "changes": [
+                {"path": r.path, "removed": r.reason, **({"by": r.by_path} if r.by_path else {})}
+                for r in self.removals
+            ],
+        }
+
+
+def _absorbed_note(paths: Sequence[str], limit: int) -> str:
+    """``a, b, c`` — cut to ``limit`` characters with ``… (+N more)`` (SPEC §1: a
+    metadata value holds at most 512 characters)."""
+    note = ", ".join(paths)
+    if len(note) <= limit:
+        return note
+    kept: list[str] = []
+    for index, path in enumerate(paths):
+        tail = f" … (+{len(paths) - index} more)"
+        if len(", ".join([*kept, path])) + len(tail) > limit:
+            return ", ".join(kept) + f" … (+{len(paths) - len(kept)} more)"
+        kept.append(path)
+    return note
+
+
+def _superseded(ordered: Sequence[ConsolidationItem]) -> dict[str, Removal]:
+    """Step 1 of :func:`plan_consolidation`: what the records (by path) supersede."""
+    by_id = {item.memory_id: item for item in ordered}
+    removed: dict[str, Removal] = {}
+    for item in ordered:
+        if item.memory_id in removed:
+            continue
+        targets = [by_id[t] for t in item.supersedes if t in by_id and t != item.memory_id]
+        for victim in sorted(targets, key=lambda v: v.path):
+            if victim.memory_id not in removed:
+                removed[victim.memory_id] = Removal(
+                    victim.memory_id, victim.path, "superseded", item.path
+                )
+    return removed
+
+
+def plan_consolidation(
+    items: Sequence[ConsolidationItem], *, decay_below: float, metadata_value_chars: int = 512
+) -> ConsolidationPlan:
+    """What the ``memfs-consolidate`` dreamer does to a store, deterministically:
+
+    1. ``supersedes`` relations applied: every live memory a record supersedes is
+       removed (records by path; a record already removed supersedes nothing).
+    2. Records whose ``decay_score`` is below ``decay_below`` are removed.
+    3. Exact duplicates (same content digest) merged: the oldest (by ``created_at``,
+       then path) is kept, the others removed, and the kept one's metadata
+       :data:`ABSORBED_METADATA_KEY` lists the paths it absorbed (with any it
+       absorbed before).
+    """
+    ordered = sorted(items, key=lambda i: i.path)
+    removed = _superseded(ordered)
+    for item in ordered:
+        if item.memory_id in removed or item.decay_score is None:
+            continue
+        if item.decay_score < decay_below:
+            removed[item.memory_id] = Removal(item.memory_id, item.path, "decayed")
+    groups: dict[str, list[ConsolidationItem]] = {}
+    for item in ordered:
+        if item.memory_id not in removed:
+            groups.setdefault(item.content_sha256, []).append(item)
+    absorbed: dict[str, tuple[str, Mapping[str, str]]] = {}
+    for group in groups.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=lambda i: (i.created_at, i.path))
+        kept, others = group[0], sorted(group[1:], key=lambda i: i.path)
+        for other in others:
+            removed[other.memory_id] = Removal(other.memory_id, other.path, "duplicate", kept.path)
+        before = [p for p in kept.metadata.get(ABSORBED_METADATA_KEY, "").split(", ") if p]
+        paths = before + [o.path for o in others if o.path not in before]
+        metadata = dict(kept.metadata)
+        metadata[ABSORBED_METADATA_KEY] = _absorbed_note(paths, metadata_value_chars)
+        absorbed[kept.memory_id] = (kept.path, metadata)
+    return ConsolidationPlan(
+        removals=tuple(removed.values()), absorbed=absorbed, read=len(items)
+    )
