@@ -272,6 +272,7 @@ STORE_INSIDES = (
     "memfs.store.embeddings",
     "memfs.store.retention",
     "memfs.store.folds",
+    "memfs.store.forks",
     "memfs.store.history",
     "memfs.store.snapshots",
     "memfs.store.restores",

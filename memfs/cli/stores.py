@@ -1,4 +1,4 @@
-"""``memfs store create|list|show|update|archive|delete|restore``: the memory stores.
+"""``memfs store create|list|show|update|archive|delete|restore|fork``: the memory stores.
 
 Stores are named by name, slug or id (:meth:`memfs.store.stores.Stores.find`). ``--json``
 prints the API's objects (:mod:`memfs.wire`); otherwise a table or ``key  value`` lines.
@@ -64,6 +64,17 @@ def _store_fields(store: MemoryStore) -> list[tuple[str, str]]:
         ("updated", format_time(store.updated_at)),
         ("retention", _retention_text(store.version_retention_s)),
         ("archived", format_time(store.archived_at) or "no"),
+        *_fork_fields(store),
+    ]
+
+
+def _fork_fields(store: MemoryStore) -> list[tuple[str, str]]:
+    """The origin and base of a fork (SPEC §10); none for a store that is no fork."""
+    if store.forked_from is None:
+        return []
+    return [
+        ("forked from", store.forked_from),
+        ("fork base", store.fork_base or "(the origin was empty)"),
     ]
 
 
@@ -319,6 +330,42 @@ def store_restore(
             f"snapshot {plan.snapshot.name} taken first; undo with: memfs store restore "
             f"{_quote(found.name)} --to {plan.snapshot.name}"
         )
+
+
+@store_app.command("fork")
+def store_fork(
+    source: Annotated[
+        str,
+        typer.Argument(
+            metavar="STORE[@POINT]",
+            help="The store to fork, at a point (default now): a time, a snapshot, a memver_ id.",
+        ),
+    ],
+    name: Annotated[str, typer.Option("--name", help="The new store's name.")],
+    description: Annotated[
+        str | None, typer.Option("--description", "-d", help="The new store's description.")
+    ] = None,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Make a new store holding this one's memories at a point (SPEC §10 fork): content
+    shared, not copied; origin and base remembered, so diff and merge match by them."""
+    from memfs.core.points import NOW, split_store_point
+
+    store, point = split_store_point(source)
+    with command_engine(database) as engine:
+        found = engine.stores.find(store)
+        fork = engine.for_caller(actor=command_actor()).history.fork(
+            found.id, at=point or NOW, name=name, description=description
+        )
+    if as_json:
+        print_json(store_to_wire(fork))
+        return
+    base = fork.fork_base or "before its first version"
+    typer.echo(
+        f"forked {found.name}@{(point or NOW).text} into {fork.name} ({fork.id}): "
+        f"{fork.entry_count:,} memories, base {base}"
+    )
 
 
 def _quote(value: str) -> str:

@@ -129,7 +129,9 @@ class DiffEntry(_Frozen):
     Attributes:
         status: added (B only), removed (A only), modified (same path, other content),
             renamed (other path; ``content_changed`` says whether the content moved too).
-        memory_id: the memory, on both sides.
+        memory_id: the memory (B's, or A's when it is absent from B).
+        old_memory_id: A's memory when it is another one (a diff across a fork matches
+            a forked memory with its origin memory, SPEC §10); None otherwise.
         old_path, new_path: its path on A / on B; None on the side it is absent from
             or where its version is redacted.
         old_version_id, new_version_id: its version on each side (None where absent).
@@ -143,6 +145,7 @@ class DiffEntry(_Frozen):
 
     status: DiffStatus
     memory_id: str
+    old_memory_id: str | None = None
     old_path: str | None
     new_path: str | None
     old_version_id: str | None

@@ -183,6 +183,8 @@ def store_model(row: Row[Any]) -> MemoryStore:
         template_id=row.template_id,
         identity_template_count=row.identity_template_count,
         version_retention_s=row.version_retention_s,
+        forked_from=row.forked_from,
+        fork_base=row.fork_base_version_id,
     )
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "SnapshotOut",
     "SnapshotPage",
     "StoreDiffOut",
+    "StoreFork",
 ]
 
 
@@ -87,6 +88,10 @@ class DiffEntryOut(WireObject):
 
     status: Literal["added", "removed", "modified", "renamed"]
     memory_id: str
+    old_memory_id: str | None = Field(
+        default=None,
+        description="side A's memory when it is another (matched by origin across a fork)",
+    )
     old_path: str | None
     new_path: str | None
     old_memory_version_id: str | None
@@ -108,6 +113,20 @@ class StoreDiffOut(WireObject):
     to: dict[str, str]
     entries: list[DiffEntryOut]
     stat: dict[str, int]
+
+
+class StoreFork(RequestBody):
+    """``POST /v1/memory_stores/{id}/fork`` (SPEC §10 fork): a new store holding this
+    one's memories at ``at``."""
+
+    name: str = Field(description="The new store's name (SPEC §1 store rules).")
+    description: StoreDescription | None = None
+    at: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        description="The point (default now): an RFC 3339 time, a snapshot name, a memver_ id.",
+    )
 
 
 class StoreRestore(RequestBody):

@@ -52,7 +52,8 @@ def _ts(value: Any) -> str | None:
 
 def store_to_wire(store: MemoryStore) -> dict[str, Any]:
     """api-contract §4.1 ``memory_store``, plus ``entry_count``, ``total_size`` and
-    ``version_retention_seconds`` (SPEC §2 retention; null keeps versions forever)."""
+    ``version_retention_seconds`` (SPEC §2 retention; null keeps versions forever), the
+    SPEC §8 extensions, and ``forked_from``/``fork_base`` (SPEC §10 fork)."""
     return {
         "id": store.id,
         "type": "memory_store",
@@ -70,6 +71,9 @@ def store_to_wire(store: MemoryStore) -> dict[str, Any]:
         "system_managed": store.system_managed,
         "identity_id": store.identity_id,
         "binding_info": {"identity_template_count": store.identity_template_count},
+        # SPEC §10 fork: extensions (null for a store that is no fork).
+        "forked_from": store.forked_from,
+        "fork_base": store.fork_base,
     }
 
 
@@ -261,6 +265,7 @@ def store_diff_to_wire(diff: StoreDiff) -> dict[str, Any]:
             {
                 "status": entry.status.value,
                 "memory_id": entry.memory_id,
+                "old_memory_id": entry.old_memory_id,
                 "old_path": entry.old_path,
                 "new_path": entry.new_path,
                 "old_memory_version_id": entry.old_version_id,

@@ -176,3 +176,33 @@ def test_store_restore_dry_run_then_restore_then_undo(cli: Cli, store: dict[str,
     assert cli.paths(STORE) == after_agent
     bad = cli.run("store", "restore", STORE, "--to", "nope", expect=2)
     assert "has no snapshot of that name" in bad.stderr
+
+
+def test_store_fork_then_diff_with_its_origin(cli: Cli, store: dict[str, Any]) -> None:
+    _scene(cli)
+    forked = cli.run("store", "fork", f"{STORE}@before", "--name", "Try")
+    assert forked.stdout.startswith(f"forked {STORE}@before into Try (memstore_")
+    assert ": 3 memories, base memver_" in forked.stdout
+    shown = cli.run("store", "show", "Try", "--json").json()
+    assert shown["forked_from"] == store["id"]
+    assert shown["fork_base"].startswith("memver_")
+    assert cli.run("memory", "cat", "Try", "/notes/a.md").stdout == "one\ntwo\n"
+    # The fork matches its origin by origin id: the origin's later edits show as such.
+    diff = cli.run("diff", "Try", STORE, "--name-only", expect=1)
+    assert diff.lines == ["/new.md", "/notes/a.md", "/notes/c.md", "/old.md"]
+    stat = cli.run("diff", "Try", STORE, "--json", expect=1).json()
+    assert {(e["status"], e["new_path"] or e["old_path"]) for e in stat["entries"]} == {
+        ("added", "/new.md"),
+        ("modified", "/notes/a.md"),
+        ("renamed", "/notes/c.md"),
+        ("removed", "/old.md"),
+    }
+    assert cli.run("diff", "Try", f"{STORE}@before").stdout == ""
+    refused = cli.run("store", "fork", f"{STORE}@nope", "--name", "X", expect=2)
+    assert refused.stderr.startswith(
+        f"memfs: error: point 'nope': memory store {store['id']!r} has no snapshot of that name"
+    )
+    assert [s["name"] for s in cli.run("store", "list", "--json").json()["data"]] == [
+        "Try",
+        STORE,
+    ]

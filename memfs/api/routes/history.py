@@ -5,7 +5,8 @@ retrieve, delete), the diff of two points, and restoring the store to a point. T
 Scopes: reading snapshots or a diff needs ``memory:read`` (a diff with another store,
 on both); creating a snapshot ``memory:write``; deleting one ``memory:delete``;
 restoring the store what its writes need, ``memory:write`` and ``memory:delete`` (a
-dry run ``memory:read``).
+dry run ``memory:read``); forking it ``memory:read`` on it and what creating a store
+needs (``memory:write`` on every store: a key limited to some stores can't create one).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from memfs.wire import (
     snapshot_deleted_to_wire,
     snapshot_to_wire,
     store_diff_to_wire,
+    store_to_wire,
 )
 from memfs.wire.history import (
     RestorePlanOut,
@@ -34,8 +36,10 @@ from memfs.wire.history import (
     SnapshotOut,
     SnapshotPage,
     StoreDiffOut,
+    StoreFork,
     StoreRestore,
 )
+from memfs.wire.stores import MemoryStoreOut
 
 __all__ = ["router"]
 
@@ -161,5 +165,27 @@ async def restore_store(request: Request, memory_store_id: str, body: StoreResto
         principal.require(Scope.DELETE, memory_store_id)
         plan = caller.restores.restore(memory_store_id, body.to, reason=body.reason)
         return restore_plan_to_wire(plan)
+
+    return json_response(await run(request, op))
+
+
+@router.post("/v1/memory_stores/{memory_store_id}/fork", responses=doc(MemoryStoreOut))
+async def fork_store(request: Request, memory_store_id: str, body: StoreFork) -> JSONResponse:
+    """A new store holding this one's memories at ``at`` (SPEC §10 fork; default now):
+    content shared, not copied; the answer is the new ``memory_store`` with the
+    extensions ``forked_from`` and ``fork_base``. What the caller may not see (SPEC §6)
+    and what is redacted at the point is not forked. 400 ``invalid_point``, a bad name;
+    404 an unknown store."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.READ, memory_store_id)
+        principal.require_unlimited(Scope.WRITE)
+        fork = principal.caller(engine).history.fork(
+            memory_store_id,
+            at=body.at or NOW,
+            name=body.name,
+            description=body.description,
+        )
+        return store_to_wire(fork)
 
     return json_response(await run(request, op))
