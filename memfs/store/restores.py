@@ -26,8 +26,6 @@ What is hidden from the caller's viewer (SPEC §6) is neither seen nor touched.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from sqlalchemy import Connection, select
 
 from memfs.core.errors import Conflict, PathConflict
@@ -36,11 +34,10 @@ from memfs.core.history import (
     RestoreAction,
     RestorePlan,
     RestoreStep,
-    Snapshot,
     StateEntry,
 )
 from memfs.core.model import Actor, DeleteMode
-from memfs.core.points import NOW, Point
+from memfs.core.points import Point
 from memfs.core.visibility import Viewer
 from memfs.store import feed
 from memfs.store._common import lock_store, require_writable
@@ -49,8 +46,8 @@ from memfs.store.blobs import blob_data
 from memfs.store.history import resolve_point, state_at, store_seq
 from memfs.store.memories import update_memory
 from memfs.store.memory_rows import check_path_free
-from memfs.store.schema import memories, snapshots, versions
-from memfs.store.snapshots import take_snapshot
+from memfs.store.schema import memories, versions
+from memfs.store.snapshots import auto_snapshot
 from memfs.store.tombstones import delete_memory, restore_memory
 
 __all__ = ["PARKING_PREFIX", "Restores", "plan_restore", "restore_store"]
@@ -140,24 +137,6 @@ def _version_seq(conn: Connection, version_id: str) -> int:
     return int(conn.execute(select(versions.c.seq).where(versions.c.id == version_id)).scalar_one())
 
 
-def _auto_snapshot(conn: Connection, store_id: str, point: str, actor: Actor | None) -> Snapshot:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    name = f"auto-restore-{stamp}"
-    taken = set(
-        conn.execute(
-            select(snapshots.c.name).where(
-                snapshots.c.store_id == store_id, snapshots.c.name.like(f"{name}%")
-            )
-        ).scalars()
-    )
-    suffix = 2
-    while name in taken:
-        name, suffix = f"auto-restore-{stamp}-{suffix}", suffix + 1
-    return take_snapshot(
-        conn, store_id, name, description=f"before restoring to {point}", at=NOW, actor=actor
-    )
-
-
 def restore_store(
     conn: Connection,
     store_id: str,
@@ -177,7 +156,7 @@ def restore_store(
         return RestorePlan(
             memory_store_id=store_id, point=at.text, steps=steps, snapshot=None, applied=True
         )
-    snapshot = _auto_snapshot(conn, store_id, at.text, actor)
+    snapshot = auto_snapshot(conn, store_id, "restore", f"before restoring to {at.text}", actor)
     for step in acting:
         if step.action is RestoreAction.DELETE:
             delete_memory(

@@ -16,7 +16,7 @@ erasure wins over history, SPEC §2); a redaction makes it read as redacted.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row, delete, func, insert, select
@@ -41,7 +41,13 @@ from memfs.store._facade import Facade
 from memfs.store.history import resolve_point
 from memfs.store.schema import memories, snapshots, stores, versions
 
-__all__ = ["Snapshots", "needed_version_seqs", "snapshot_model", "take_snapshot"]
+__all__ = [
+    "Snapshots",
+    "auto_snapshot",
+    "needed_version_seqs",
+    "snapshot_model",
+    "take_snapshot",
+]
 
 
 def snapshot_model(row: Row[Any]) -> Snapshot:
@@ -148,6 +154,27 @@ def take_snapshot(
         metadata={"snapshot_id": snapshot_id, "name": name},
     )
     return snapshot_model(_row_by_id(conn, store_id, snapshot_id))
+
+
+def auto_snapshot(
+    conn: Connection, store_id: str, operation: str, description: str, actor: Actor | None
+) -> Snapshot:
+    """The snapshot memfs takes itself before a bulk change (SPEC §10), in its
+    transaction: ``auto-<operation>-<UTC time>`` (``-2``, ``-3``… when taken twice in
+    one microsecond), of ``now``, so the change is one restore away from being undone."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    name = f"auto-{operation}-{stamp}"
+    taken = set(
+        conn.execute(
+            select(snapshots.c.name).where(
+                snapshots.c.store_id == store_id, snapshots.c.name.like(f"{name}%")
+            )
+        ).scalars()
+    )
+    suffix = 2
+    while name in taken:
+        name, suffix = f"auto-{operation}-{stamp}-{suffix}", suffix + 1
+    return take_snapshot(conn, store_id, name, description=description, at=NOW, actor=actor)
 
 
 def _taken(store_id: str, name: str) -> Conflict:

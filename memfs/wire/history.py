@@ -37,7 +37,9 @@ __all__ = [
     "SnapshotOut",
     "SnapshotPage",
     "StoreDiffOut",
+    "MergePlanOut",
     "StoreFork",
+    "StoreMerge",
 ]
 
 
@@ -160,3 +162,37 @@ class RestorePlanOut(WireObject):
     applied: bool
     snapshot: SnapshotOut | None
     steps: list[RestoreStepOut]
+
+
+class StoreMerge(RequestBody):
+    """``POST /v1/memory_stores/{fork_id}/merge`` (SPEC §10 merge of a fork)."""
+
+    into: str | None = Field(
+        default=None, description="The fork's origin (checked when given): memstore_ id."
+    )
+    dry_run: bool = Field(default=False, description="Answer the plan; change nothing.")
+    reason: str | None = Field(
+        default=None, max_length=1024, description="Recorded in the audit trail."
+    )
+
+
+class MergeStepOut(WireObject):
+    action: Literal["update", "create", "delete", "conflict_copy", "keep"]
+    fork_memory_id: str | None
+    memory_id: str | None
+    path_before: str | None
+    path: str | None
+    content_changes: bool
+    note: str
+
+
+class MergePlanOut(WireObject):
+    """``memory_store_merge``: what a merge did (``applied``) or would do."""
+
+    type: Literal["memory_store_merge"] = "memory_store_merge"
+    fork_memory_store_id: str
+    memory_store_id: str
+    base: str
+    applied: bool
+    snapshot: SnapshotOut | None
+    steps: list[MergeStepOut]

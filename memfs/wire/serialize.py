@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memfs.core.history import RestorePlan, Snapshot, StoreDiff
+from memfs.core.history import MergePlan, RestorePlan, Snapshot, StoreDiff
 from memfs.core.model import (
     ApiKey,
     Change,
@@ -38,6 +38,7 @@ __all__ = [
     "session_to_wire",
     "snapshot_deleted_to_wire",
     "snapshot_to_wire",
+    "merge_plan_to_wire",
     "restore_plan_to_wire",
     "store_diff_to_wire",
     "store_deleted_to_wire",
@@ -305,6 +306,32 @@ def restore_plan_to_wire(plan: RestorePlan) -> dict[str, Any]:
                 "path_now": step.path_now,
                 "path_then": step.path_then,
                 "content_changes": step.content_changes,
+            }
+            for step in plan.steps
+        ],
+    }
+
+
+def merge_plan_to_wire(plan: MergePlan) -> dict[str, Any]:
+    """``memory_store_merge`` (SPEC §10, memfs extension): what merging a fork into its
+    origin did (``applied``) or would do (a dry run), step by step, and the origin's
+    automatic snapshot taken first (null on a dry run or when nothing changed)."""
+    return {
+        "type": "memory_store_merge",
+        "fork_memory_store_id": plan.fork_store_id,
+        "memory_store_id": plan.origin_store_id,
+        "base": plan.base,
+        "applied": plan.applied,
+        "snapshot": None if plan.snapshot is None else snapshot_to_wire(plan.snapshot),
+        "steps": [
+            {
+                "action": step.action.value,
+                "fork_memory_id": step.fork_memory_id,
+                "memory_id": step.origin_memory_id,
+                "path_before": step.path_before,
+                "path": step.path,
+                "content_changes": step.content_changes,
+                "note": step.note,
             }
             for step in plan.steps
         ],

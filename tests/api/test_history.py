@@ -241,3 +241,29 @@ def test_fork_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -
         assert http.post(url, json={"name": "r"}).status_code == 403
     with server.http(limited) as http:
         assert http.post(url, json={"name": "l"}).status_code == 403
+
+
+def test_merge_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -> None:
+    memories = admin.beta.memory_stores.memories
+    a = memories.create(store.id, path="/a.md", content="one\n")
+    with server.http() as http:
+        fork = http.post(f"/v1/memory_stores/{store.id}/fork", json={"name": "try"}).json()
+        [forked] = list(memories.list(fork["id"]))
+        memories.update(forked.id, memory_store_id=fork["id"], content="two\n")
+        url = f"/v1/memory_stores/{fork['id']}/merge"
+        dry = http.post(url, json={"into": store.id, "dry_run": True}).json()
+        assert dry["type"] == "memory_store_merge"
+        assert dry["applied"] is False
+        assert [(s["action"], s["memory_id"], s["path"]) for s in dry["steps"]] == [
+            ("update", a.id, "/a.md")
+        ]
+        reader = server.key(Scope.READ)
+        with server.http(reader) as read_only:
+            assert read_only.post(url, json={"dry_run": True}).status_code == 200
+            assert read_only.post(url, json={}).status_code == 403
+        done = http.post(url, json={"into": store.id, "reason": "ship it"}).json()
+        assert done["applied"] is True
+        assert done["snapshot"]["name"].startswith("auto-merge-")
+        assert memories.retrieve(a.id, memory_store_id=store.id).content == "two\n"
+        bad = http.post(f"/v1/memory_stores/{store.id}/merge", json={})
+        assert bad.status_code == 400

@@ -206,3 +206,37 @@ def test_store_fork_then_diff_with_its_origin(cli: Cli, store: dict[str, Any]) -
         "Try",
         STORE,
     ]
+
+
+def test_store_merge_dry_run_then_merge(cli: Cli, store: dict[str, Any]) -> None:
+    cli.put(STORE, "/notes/a.md", "one\n")
+    cli.put(STORE, "/notes/b.md", "bee\n")
+    cli.run("store", "fork", STORE, "--name", "Try")
+    cli.put("Try", "/notes/a.md", "one by the fork\n")
+    cli.put("Try", "/notes/b.md", "bee by the fork\n")
+    cli.put(STORE, "/notes/b.md", "bee by the origin\n")
+    cli.put("Try", "/new.md", "new\n")
+
+    dry = cli.run("store", "merge", "Try", "--into", STORE, "--dry-run")
+    assert dry.lines[0].startswith(f"would merge Try into {STORE} (base memver_")
+    assert dry.lines[1:4] == [
+        "  add       /new.md",
+        "  update    /notes/a.md",
+        dry.lines[3],
+    ]
+    assert dry.lines[3].startswith("  conflict  /notes/b.conflict-")
+    assert dry.lines[-1] == (
+        "1 update, 1 add, 0 delete, 1 conflict, 0 keep (dry run: nothing changed)"
+    )
+    assert cli.run("memory", "cat", STORE, "/notes/a.md").stdout == "one\n"
+
+    done = cli.run("store", "merge", "Try", "--into", STORE, "--json").json()
+    assert done["type"] == "memory_store_merge"
+    assert done["applied"] is True
+    assert done["snapshot"]["name"].startswith("auto-merge-")
+    assert cli.run("memory", "cat", STORE, "/notes/a.md").stdout == "one by the fork\n"
+    assert cli.run("memory", "cat", STORE, "/notes/b.md").stdout == "bee by the origin\n"
+    [copy] = [s["path"] for s in done["steps"] if s["action"] == "conflict_copy"]
+    assert cli.run("memory", "cat", STORE, copy).stdout == "bee by the fork\n"
+    refused = cli.run("store", "merge", STORE, "--into", "Try", expect=1)
+    assert "is not a fork: there is nothing to merge" in refused.stderr

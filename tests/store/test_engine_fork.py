@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from memfs.core.errors import InvalidPoint, NotFound
+from memfs.core.errors import InvalidInput, InvalidPoint, NotFound, StoreFull
 from memfs.core.history import DiffStatus
 from memfs.core.model import Actor, MemoryStore, Operation, utcnow
 from memfs.store import Engine
@@ -179,3 +179,98 @@ def _seed(engine: Engine, store: MemoryStore, count: int) -> None:
     writer = engine.memories
     for index in range(count):
         writer.create(store.id, f"/d/{index % 100:02d}/m{index:05d}.md", f"memory {index}\n")
+
+
+# ----------------------------------------------------------------- merge
+
+
+def _scene(engine: Engine, store: MemoryStore, actor: Actor) -> tuple[MemoryStore, dict[str, str]]:
+    """An origin with five memories, a fork of it, then changes on both sides."""
+    writer = engine.for_caller(actor=actor).memories
+    made = {
+        name: writer.create(store.id, f"/{name}.md", f"{name} base\n").id
+        for name in ("same", "fork_edit", "both_edit", "fork_del", "origin_edit")
+    }
+    fork = engine.for_caller(actor=actor).history.fork(store.id, name="fork")
+
+    def forked(name: str) -> str:
+        return engine.memories.get_by_path(fork.id, f"/{name}.md").id
+
+    writer.update(fork.id, forked("fork_edit"), content="fork_edit by fork\n", path="/moved.md")
+    writer.update(fork.id, forked("both_edit"), content="both_edit by fork\n")
+    writer.delete(fork.id, forked("fork_del"))
+    writer.create(fork.id, "/added.md", "added on the fork\n")
+    writer.update(store.id, made["both_edit"], content="both_edit by origin\n")
+    writer.update(store.id, made["origin_edit"], content="origin_edit by origin\n")
+    return fork, made
+
+
+def test_a_merge_is_three_way_and_keeps_both_sides_of_a_conflict(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    fork, made = _scene(engine, store, actor)
+    history = engine.for_caller(actor=actor).history
+    dry = history.plan_merge(fork.id, into=store.id)
+    assert not dry.applied
+    assert sorted((s.action.value, s.path or s.path_before) for s in dry.steps) == [
+        ("conflict_copy", dry.steps[1].path),
+        ("create", "/added.md"),
+        ("delete", "/fork_del.md"),
+        ("update", "/moved.md"),
+    ]
+    assert _paths(engine, store.id)["/fork_del.md"] == "fork_del base\n"  # a dry run
+
+    done = history.merge(fork.id, into=store.id, reason="try it")
+
+    assert done.applied
+    assert done.snapshot is not None
+    assert done.snapshot.name.startswith("auto-merge-")
+    state = _paths(engine, store.id)
+    [copy] = [p for p in state if ".conflict-" in p]
+    assert copy.startswith("/both_edit.conflict-")
+    assert copy.endswith(f"-{fork.id}.md")
+    assert state == {
+        "/added.md": "added on the fork\n",
+        "/both_edit.md": "both_edit by origin\n",  # the origin keeps its content
+        copy: "both_edit by fork\n",  # the fork's beside it, never dropped
+        "/moved.md": "fork_edit by fork\n",  # changed on the fork only: taken
+        "/origin_edit.md": "origin_edit by origin\n",
+        "/same.md": "same base\n",
+    }
+    assert engine.memories.get_by_path(store.id, "/moved.md").id == made["fork_edit"]
+    [event] = [e for e in engine.feed.audit_events(store.id) if e["action"] == "store_merge"]
+    assert (event["actor_type"], event["actor_id"]) == (actor.type.value, actor.id)
+    assert event["reason"] == "try it"
+    assert event["metadata"]["fork"] == fork.id
+    # Merging again changes nothing; restoring the automatic snapshot undoes the merge.
+    again = history.merge(fork.id, into=store.id)
+    assert again.snapshot is None
+    assert [s.action for s in again.steps] == []
+    engine.for_caller(actor=actor).restores.restore(store.id, done.snapshot.name)
+    assert "/added.md" not in _paths(engine, store.id)
+    assert _paths(engine, store.id)["/fork_del.md"] == "fork_del base\n"
+
+
+def test_a_merge_refuses_what_is_no_fork_of_the_target(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    history = engine.for_caller(actor=actor).history
+    other = engine.stores.create("other")
+    fork = history.fork(store.id, name="fork")
+    with pytest.raises(InvalidInput, match="is not a fork"):
+        history.merge(store.id, into=other.id)
+    with pytest.raises(InvalidInput, match=f"is a fork of '{store.id}', not of '{other.id}'"):
+        history.merge(fork.id, into=other.id)
+
+
+def test_a_merge_is_all_or_nothing(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    fork, _ = _scene(engine, store, actor)
+    before = _paths(engine, store.id)
+    small = Engine(engine.url, memory_limit=5)  # the origin holds 5: the create is refused
+    try:
+        with pytest.raises(StoreFull):
+            small.for_caller(actor=actor).history.merge(fork.id, into=store.id)
+    finally:
+        small.close()
+    assert _paths(engine, store.id) == before
+    assert engine.snapshots.list(store.id).items == []

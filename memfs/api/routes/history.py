@@ -6,7 +6,9 @@ Scopes: reading snapshots or a diff needs ``memory:read`` (a diff with another s
 on both); creating a snapshot ``memory:write``; deleting one ``memory:delete``;
 restoring the store what its writes need, ``memory:write`` and ``memory:delete`` (a
 dry run ``memory:read``); forking it ``memory:read`` on it and what creating a store
-needs (``memory:write`` on every store: a key limited to some stores can't create one).
+needs (``memory:write`` on every store: a key limited to some stores can't create one);
+merging a fork ``memory:read`` on it and ``memory:write`` and ``memory:delete`` on its
+origin (a dry run ``memory:read`` on both).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from memfs.core.model import Scope
 from memfs.core.points import NOW
 from memfs.store import Engine
 from memfs.wire import (
+    merge_plan_to_wire,
     restore_plan_to_wire,
     snapshot_deleted_to_wire,
     snapshot_to_wire,
@@ -30,6 +33,7 @@ from memfs.wire import (
     store_to_wire,
 )
 from memfs.wire.history import (
+    MergePlanOut,
     RestorePlanOut,
     SnapshotCreate,
     SnapshotDeleted,
@@ -37,6 +41,7 @@ from memfs.wire.history import (
     SnapshotPage,
     StoreDiffOut,
     StoreFork,
+    StoreMerge,
     StoreRestore,
 )
 from memfs.wire.stores import MemoryStoreOut
@@ -187,5 +192,30 @@ async def fork_store(request: Request, memory_store_id: str, body: StoreFork) ->
             description=body.description,
         )
         return store_to_wire(fork)
+
+    return json_response(await run(request, op))
+
+
+@router.post("/v1/memory_stores/{memory_store_id}/merge", responses=doc(MergePlanOut))
+async def merge_fork(request: Request, memory_store_id: str, body: StoreMerge) -> JSONResponse:
+    """Merges this fork back into its origin (SPEC §10): three-way against the fork's
+    base; a memory changed on both sides keeps the origin's content and gets the fork's
+    beside it as a conflict copy. All or nothing, after an automatic snapshot of the
+    origin; one audit event. ``dry_run`` answers the plan. 400 ``invalid_input`` (no
+    fork, or not of ``into``), ``store_archived``."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        caller = principal.caller(engine)
+        principal.require(Scope.READ, memory_store_id)
+        origin = caller.stores.get(memory_store_id).forked_from or memory_store_id
+        if body.dry_run:
+            principal.require(Scope.READ, origin)
+            return merge_plan_to_wire(
+                caller.history.plan_merge(memory_store_id, into=body.into)
+            )
+        principal.require(Scope.WRITE, origin)
+        principal.require(Scope.DELETE, origin)
+        plan = caller.history.merge(memory_store_id, into=body.into, reason=body.reason)
+        return merge_plan_to_wire(plan)
 
     return json_response(await run(request, op))
