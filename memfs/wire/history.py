@@ -25,6 +25,7 @@ from typing import Literal
 from pydantic import Field
 
 from memfs.wire.common import RequestBody, Timestamp, WireObject
+from memfs.wire.memories import Precondition
 from memfs.wire.stores import StoreDescription
 from memfs.wire.versions import Actor
 
@@ -40,6 +41,7 @@ __all__ = [
     "MergePlanOut",
     "StoreFork",
     "StoreMerge",
+    "MemoryRevert",
 ]
 
 
@@ -196,3 +198,18 @@ class MergePlanOut(WireObject):
     applied: bool
     snapshot: SnapshotOut | None
     steps: list[MergeStepOut]
+
+
+class MemoryRevert(RequestBody):
+    """``POST /v1/memory_stores/{id}/memories/{memory_id}/revert`` (SPEC §10): one
+    memory back to its content and path of a point."""
+
+    to: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="The point: now, an RFC 3339 time, a snapshot name, or a memver_ id.",
+    )
+    precondition: Precondition | None = None
+    reason: str | None = Field(
+        default=None, max_length=1024, description="Recorded in the audit trail."
+    )

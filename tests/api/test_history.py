@@ -267,3 +267,30 @@ def test_merge_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) 
         assert memories.retrieve(a.id, memory_store_id=store.id).content == "two\n"
         bad = http.post(f"/v1/memory_stores/{store.id}/merge", json={})
         assert bad.status_code == 400
+
+
+def test_revert_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -> None:
+    memories = admin.beta.memory_stores.memories
+    a = memories.create(store.id, path="/a.md", content="one\n")
+    _snapshot(server, store.id, "base")
+    two = memories.update(a.id, memory_store_id=store.id, content="two\n", path="/b.md")
+    url = f"/v1/memory_stores/{store.id}/memories/{a.id}/revert"
+    with server.http() as http:
+        stale = {"type": "content_sha256", "content_sha256": a.content_sha256}
+        refused = http.post(url, json={"to": "base", "precondition": stale})
+        assert refused.status_code == 409
+        fresh = {"type": "content_sha256", "content_sha256": two.content_sha256}
+        response = http.post(url, json={"to": "base", "precondition": fresh, "reason": "undo"})
+        assert response.status_code == 200, response.text
+        reverted = response.json()
+        assert (reverted["type"], reverted["path"], reverted["content"]) == (
+            "memory",
+            "/a.md",
+            "one\n",
+        )
+        bad = http.post(url, json={"to": "nope"})
+        assert bad.json()["error"]["details"]["error_code"] == "invalid_point"
+    reader = server.key(Scope.READ)
+    with server.http(reader) as http:
+        assert http.post(url, json={"to": "base"}).status_code == 403
+    assert memories.retrieve(a.id, memory_store_id=store.id).content == "one\n"

@@ -240,3 +240,33 @@ def test_store_merge_dry_run_then_merge(cli: Cli, store: dict[str, Any]) -> None
     assert cli.run("memory", "cat", STORE, copy).stdout == "bee by the fork\n"
     refused = cli.run("store", "merge", STORE, "--into", "Try", expect=1)
     assert "is not a fork: there is nothing to merge" in refused.stderr
+
+
+def test_memory_revert_and_version_diff(cli: Cli, store: dict[str, Any]) -> None:
+    made = _scene(cli)
+    listed = cli.run("memory", "ls", STORE, "--json").json()["data"]
+    [a_now] = [m for m in listed if m["path"] == "/notes/a.md"]
+    diff = cli.run("version", "diff", STORE, made["a"]["memory_version_id"], expect=1)
+    assert diff.stdout == (
+        f"--- a/notes/a.md ({made['a']['memory_version_id']})\n"
+        f"+++ b/notes/a.md ({a_now['memory_version_id']})\n"
+        "@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
+    )
+    head = a_now["memory_version_id"]
+    same = cli.run("version", "diff", STORE, head, head)
+    assert same.stdout == ""
+    cli.run("version", "diff", STORE, "memver_0", expect=2)
+
+    reverted = cli.run("memory", "revert", STORE, "/notes/a.md", "--to", "before")
+    assert reverted.stdout.startswith(f"reverted /notes/a.md ({made['a']['id']}) to before: ")
+    assert cli.run("memory", "cat", STORE, "/notes/a.md").stdout == "one\ntwo\n"
+    # A memory deleted since, named by its path then, comes back under its id.
+    back = cli.run("memory", "revert", STORE, "/old.md", "--to", "before", "--json").json()
+    assert (back["id"], back["path"]) == (made["old"]["id"], "/old.md")
+    moved = cli.run(
+        "memory", "revert", STORE, made["b"]["id"], "--to", made["b"]["memory_version_id"]
+    )
+    assert moved.stdout.startswith(f"reverted /notes/b.md ({made['b']['id']})")
+    refused = cli.run("memory", "revert", STORE, "/new.md", "--to", "before", expect=1)
+    assert f"memory {made['new']['id']!r} of memory store" in refused.stderr
+    assert refused.stderr.endswith("was not live at before\n")

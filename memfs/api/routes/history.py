@@ -8,7 +8,8 @@ restoring the store what its writes need, ``memory:write`` and ``memory:delete``
 dry run ``memory:read``); forking it ``memory:read`` on it and what creating a store
 needs (``memory:write`` on every store: a key limited to some stores can't create one);
 merging a fork ``memory:read`` on it and ``memory:write`` and ``memory:delete`` on its
-origin (a dry run ``memory:read`` on both).
+origin (a dry run ``memory:read`` on both); reverting one memory ``memory:write`` (bringing a
+deleted one back needs no more, as a memory restore).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from memfs.core.model import Scope
 from memfs.core.points import NOW
 from memfs.store import Engine
 from memfs.wire import (
+    memory_to_wire,
     merge_plan_to_wire,
     restore_plan_to_wire,
     snapshot_deleted_to_wire,
@@ -33,6 +35,7 @@ from memfs.wire import (
     store_to_wire,
 )
 from memfs.wire.history import (
+    MemoryRevert,
     MergePlanOut,
     RestorePlanOut,
     SnapshotCreate,
@@ -44,6 +47,7 @@ from memfs.wire.history import (
     StoreMerge,
     StoreRestore,
 )
+from memfs.wire.memories import MemoryOut
 from memfs.wire.stores import MemoryStoreOut
 
 __all__ = ["router"]
@@ -217,5 +221,29 @@ async def merge_fork(request: Request, memory_store_id: str, body: StoreMerge) -
         principal.require(Scope.DELETE, origin)
         plan = caller.history.merge(memory_store_id, into=body.into, reason=body.reason)
         return merge_plan_to_wire(plan)
+
+    return json_response(await run(request, op))
+
+
+@router.post(
+    "/v1/memory_stores/{memory_store_id}/memories/{memory_id}/revert",
+    responses=doc(MemoryOut),
+)
+async def revert_memory(
+    request: Request, memory_store_id: str, memory_id: str, body: MemoryRevert
+) -> JSONResponse:
+    """Gives one memory back its content and path of ``to`` (SPEC §10 revert): one new
+    version; a soft-deleted memory comes back under its id. Answers the ``memory`` with
+    its content. 400 ``invalid_point``; 404 not live then; 409 ``redacted_content``
+    (its content then is redacted), ``precondition_failed`` (the head's digest is not
+    ``precondition.content_sha256``), a path conflict."""
+
+    def op(engine: Engine, principal: Principal) -> dict[str, Any]:
+        principal.require(Scope.WRITE, memory_store_id)
+        expected = None if body.precondition is None else body.precondition.content_sha256
+        memory = principal.caller(engine).restores.revert(
+            memory_store_id, memory_id, body.to, expected_sha256=expected, reason=body.reason
+        )
+        return memory_to_wire(memory, full=True)
 
     return json_response(await run(request, op))
