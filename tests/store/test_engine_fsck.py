@@ -573,3 +573,19 @@ def test_fsck_finds_a_pruned_fork_base(
     [finding] = list(engine.iter_fsck_findings())
     assert "has no version left at or before the fork's base" in finding
     engine.stores.delete(fork.id, force=True)
+
+
+@covers("check_console_sign_ins")
+def test_console_sign_ins(engine: Engine) -> None:
+    execute_sql(
+        engine.url,
+        "INSERT INTO console_sign_ins (id_hash, api_key_id, session_id, created_at, expires_at)"
+        f" VALUES ('{'a' * 64}', NULL, NULL, '2026-12-06T00:00:00.000000Z',"
+        " '2026-12-05T00:00:00.000000Z')",
+    )
+    assert findings(engine) == [
+        "console sign-in aaaaaaaaaaaa…: names neither an API key and a session",
+        "console sign-in aaaaaaaaaaaa…: expires at 2026-12-05T00:00:00.000000Z, not after "
+        "its creation 2026-12-06T00:00:00.000000Z",
+    ]
+    execute_sql(engine.url, "DELETE FROM console_sign_ins")
