@@ -14,8 +14,9 @@ which diff and merge match the two stores (a rename on either side keeps the mat
 memory's version references the origin version's blob and no byte is written. The
 rows are written set-based (one executemany per table, one INSERT … SELECT for the
 search documents and the embedding queue; ``COPY`` on PostgreSQL): 10,000 memories
-fork in about 1 s on SQLite, 5 s on PostgreSQL (README, "Forking a store"). Only memories that are records
-(SPEC §6) are indexed one by one, since their typed header must be parsed.
+fork in about 1 s on SQLite, 5 s on PostgreSQL (README, "Forking a store"). Only
+memories that are records (SPEC §6) are indexed one by one, since their typed header
+must be parsed.
 
 **Rules.** Every forked memory gets one ``created`` version attributed to the caller
 (the fork is a write of theirs, not a replay of the origin's authors; the origin's
