@@ -41,7 +41,8 @@ from pathlib import Path
 from typing import Any
 
 from memfs.core.config import memfs_home
-from memfs.core.model import format_timestamp, utcnow
+from memfs.core.model import utcnow
+from memfs.core.naming import compact_timestamp
 
 __all__ = [
     "PRIVATE_DIRECTORY_MODE",
@@ -81,11 +82,6 @@ def is_disk_full(exc: BaseException) -> bool:
     space left on device) or ``EDQUOT`` (disk quota exceeded). Either goes away once
     space is freed, unlike every other OSError of a write."""
     return isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT)
-
-
-def compact_timestamp(when: datetime) -> str:
-    """UTC time for file names: ``20260102T030405.123456Z`` (no ``:``, sorts by time)."""
-    return format_timestamp(when).replace("-", "").replace(":", "")
 
 
 def private_directory(directory: Path) -> Path:

@@ -278,6 +278,7 @@ STORE_INSIDES = (
     "memfs.store.embeddings",
     "memfs.store.retention",
     "memfs.store.folds",
+    "memfs.store.forks",
     "memfs.store.history",
     "memfs.store.snapshots",
     "memfs.store.restores",

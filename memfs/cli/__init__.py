@@ -55,8 +55,8 @@ EXIT_STATUS: dict[type[MemfsError], int] = {MemfsError: 1, InvalidPoint: 2}
 # name → (module under memfs.cli, one-line help shown by `memfs --help`), in help order.
 COMMANDS: dict[str, tuple[str, str]] = {
     "store": ("stores", "Create, inspect, change, archive and delete memory stores."),
-    "memory": ("memories", "List, read, write, move, delete and restore memories."),
-    "version": ("versions", "Inspect, redact and prune the version history of a store."),
+    "memory": ("memories", "List, read, write, move, delete, restore and revert memories."),
+    "version": ("versions", "Inspect, diff, redact and prune the version history of a store."),
     "audit": ("audit", "Show who deleted, redacted, restored or pruned what, and why."),
     "import": ("import_export", "Import a folder or a .jsonl file into a store."),
     "export": ("import_export", "Write a store's memories out to a folder or a .jsonl file."),

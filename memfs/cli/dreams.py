@@ -24,6 +24,7 @@ from memfs.cli._common import (
     DatabaseOption,
     JsonOption,
     StoreArgument,
+    command_actor,
     command_engine,
     fail,
     format_time,
@@ -198,6 +199,47 @@ def dream_cancel(
     with command_engine(database) as engine:
         dream = engine.dreams.cancel(dream_id)
     typer.echo(f"{dream.id}: {dream.status.value}")
+
+
+@dream_app.command("apply")
+def dream_apply(
+    dream_id: Annotated[str, typer.Argument(metavar="DREAM")],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the merge plan; change nothing.")
+    ] = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Apply a completed dream's output to its input store (SPEC §11): the output (a
+    fork of the input, ``create_new``) is merged into the input, three-way against the
+    fork's base, after an automatic snapshot (`memfs store merge`). Review it first with
+    `memfs diff INPUT OUTPUT`. A dream made with --update-existing changed its input
+    already: there is nothing to apply."""
+    with command_engine(database) as engine:
+        dream = engine.dreams.get(dream_id)
+        if dream.status is not DreamStatus.COMPLETED:
+            fail(f"dream {dream.id} is {dream.status.value}, not completed: nothing to apply")
+        if dream.output_behavior is OutputBehavior.UPDATE_EXISTING:
+            typer.echo(f"dream {dream.id} wrote into its input store already (update_existing); "
+                       "its automatic snapshot undoes it")
+            return
+        output = dream.output_store_id
+        if output is None:
+            fail(f"dream {dream.id} has no output store")
+        history = engine.for_caller(actor=command_actor()).history
+        plan = (
+            history.plan_merge(output, into=dream.input_store_id)
+            if dry_run
+            else history.merge(output, into=dream.input_store_id, reason=f"apply dream {dream.id}")
+        )
+    verb = "would apply" if dry_run else "applied"
+    counts: dict[str, int] = {}
+    for step in plan.steps:
+        counts[step.action.value] = counts.get(step.action.value, 0) + 1
+    summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "no change"
+    typer.echo(f"{verb} dream {dream.id} to {dream.input_store_id}: {summary}")
+    if plan.snapshot is not None:
+        typer.echo(f"snapshot {plan.snapshot.name} taken first; undo with: memfs store restore "
+                   f"{dream.input_store_id} --to {plan.snapshot.name}")
 
 
 @dream_app.command("archive")

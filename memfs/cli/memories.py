@@ -367,3 +367,58 @@ def memory_restore(
         print_json(memory_to_wire(memory, full=False))
     else:
         typer.echo(f"restored {memory.path} ({memory.id}, version {memory.memory_version_id})")
+
+
+@memory_app.command("revert")
+def memory_revert(
+    store: StoreArgument,
+    reference: Annotated[
+        str,
+        typer.Argument(
+            metavar="PATH|ID",
+            help="The memory: its mem_ id, its path now, or (deleted since) its path then.",
+        ),
+    ],
+    to: Annotated[
+        str,
+        typer.Option(
+            "--to",
+            metavar="POINT|VERSION",
+            help="A point (now, an RFC 3339 time, a snapshot name) or a memver_ id.",
+        ),
+    ],
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Recorded in the audit trail.")
+    ] = None,
+    expected_sha256: Annotated[
+        str | None,
+        typer.Option("--expected-sha256", help="Only revert if the content now has this digest."),
+    ] = None,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Give one memory back its content and path of a point or version (SPEC §10): one
+    new version; a soft-deleted memory comes back under its id."""
+    point = parse_point(to)
+    with command_engine(database) as engine:
+        found = engine.stores.find(store)
+        if reference.startswith("mem_"):
+            memory_id = reference
+        else:
+            validate_path(reference)
+            try:
+                memory_id = engine.memories.get_by_path(found.id, reference, with_content=False).id
+            except NotFound:
+                memory_id = engine.history.get_by_path(
+                    found.id, reference, point, with_content=False
+                ).id
+        memory = engine.for_caller(actor=command_actor()).restores.revert(
+            found.id, memory_id, point, expected_sha256=expected_sha256, reason=reason
+        )
+    if as_json:
+        print_json(memory_to_wire(memory, full=False))
+    else:
+        typer.echo(
+            f"reverted {memory.path} ({memory.id}) to {point.text}: "
+            f"version {memory.memory_version_id}"
+        )

@@ -1,4 +1,4 @@
-"""``memfs store create|list|show|update|archive|delete|restore``: the memory stores.
+"""``memfs store create|list|show|update|archive|delete|restore|fork|merge``: the stores.
 
 Stores are named by name, slug or id (:meth:`memfs.store.stores.Stores.find`). ``--json``
 prints the API's objects (:mod:`memfs.wire`); otherwise a table or ``key  value`` lines.
@@ -30,7 +30,7 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
-from memfs.core.history import RestoreAction, RestoreStep
+from memfs.core.history import MergeAction, RestoreAction, RestoreStep
 from memfs.core.model import (
     MemoryStore,
 )
@@ -64,6 +64,17 @@ def _store_fields(store: MemoryStore) -> list[tuple[str, str]]:
         ("updated", format_time(store.updated_at)),
         ("retention", _retention_text(store.version_retention_s)),
         ("archived", format_time(store.archived_at) or "no"),
+        *_fork_fields(store),
+    ]
+
+
+def _fork_fields(store: MemoryStore) -> list[tuple[str, str]]:
+    """The origin and base of a fork (SPEC §10); none for a store that is no fork."""
+    if store.forked_from is None:
+        return []
+    return [
+        ("forked from", store.forked_from),
+        ("fork base", store.fork_base or "(the origin was empty)"),
     ]
 
 
@@ -318,6 +329,102 @@ def store_restore(
         typer.echo(
             f"snapshot {plan.snapshot.name} taken first; undo with: memfs store restore "
             f"{_quote(found.name)} --to {plan.snapshot.name}"
+        )
+
+
+@store_app.command("fork")
+def store_fork(
+    source: Annotated[
+        str,
+        typer.Argument(
+            metavar="STORE[@POINT]",
+            help="The store to fork, at a point (default now): a time, a snapshot, a memver_ id.",
+        ),
+    ],
+    name: Annotated[str, typer.Option("--name", help="The new store's name.")],
+    description: Annotated[
+        str | None, typer.Option("--description", "-d", help="The new store's description.")
+    ] = None,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Make a new store holding this one's memories at a point (SPEC §10 fork): content
+    shared, not copied; origin and base remembered, so diff and merge match by them."""
+    from memfs.core.points import NOW, split_store_point
+
+    store, point = split_store_point(source)
+    with command_engine(database) as engine:
+        found = engine.stores.find(store)
+        fork = engine.for_caller(actor=command_actor()).history.fork(
+            found.id, at=point or NOW, name=name, description=description
+        )
+    if as_json:
+        print_json(store_to_wire(fork))
+        return
+    base = fork.fork_base or "before its first version"
+    typer.echo(
+        f"forked {found.name}@{(point or NOW).text} into {fork.name} ({fork.id}): "
+        f"{fork.entry_count:,} memories, base {base}"
+    )
+
+
+_MERGE_WORDS = {
+    "update": "update",
+    "create": "add",
+    "delete": "delete",
+    "conflict_copy": "conflict",
+    "keep": "keep",
+}
+
+
+@store_app.command("merge")
+def store_merge(
+    fork: Annotated[str, typer.Argument(metavar="FORK", help="The fork to merge back.")],
+    into: Annotated[
+        str, typer.Option("--into", metavar="ORIGIN", help="The store it was forked from.")
+    ],
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the plan; change nothing.")
+    ] = False,
+    reason: Annotated[
+        str | None, typer.Option("--reason", help="Recorded in the audit trail.")
+    ] = None,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Merge a fork back into its origin (SPEC §10): three-way against the fork's base;
+    a memory changed on both sides keeps the origin's content and gets the fork's beside
+    it as a conflict copy. All or nothing, after an automatic snapshot of the origin."""
+    from memfs.wire import merge_plan_to_wire
+
+    with command_engine(database) as engine:
+        found = engine.stores.find(fork)
+        origin = engine.stores.find(into)
+        history = engine.for_caller(actor=command_actor()).history
+        plan = (
+            history.plan_merge(found.id, into=origin.id)
+            if dry_run
+            else history.merge(found.id, into=origin.id, reason=reason)
+        )
+    if as_json:
+        print_json(merge_plan_to_wire(plan))
+        return
+    verb = "would merge" if dry_run else "merged"
+    typer.echo(f"{verb} {found.name} into {origin.name} (base {plan.base}):")
+    for step in plan.steps:
+        where = step.path or step.path_before
+        if step.action.value == "update" and step.path_before != step.path:
+            where = f"{step.path_before} -> {step.path}"
+        line = f"  {_MERGE_WORDS[step.action.value]:<9} {where}"
+        typer.echo(line + (f"  ({step.note})" if step.note else ""))
+    counts = ", ".join(
+        f"{plan.count(action)} {_MERGE_WORDS[action.value]}" for action in MergeAction
+    )
+    typer.echo(counts + (" (dry run: nothing changed)" if dry_run else ""))
+    if plan.snapshot is not None:
+        typer.echo(
+            f"snapshot {plan.snapshot.name} of {origin.name} taken first; undo with: memfs "
+            f"store restore {_quote(origin.name)} --to {plan.snapshot.name}"
         )
 
 

@@ -292,3 +292,44 @@ def version_prune(
         rows,
         empty="no store has a retention period (memfs store update STORE --retention 30d)",
     )
+
+
+@version_app.command("diff")
+def version_diff(
+    store: StoreArgument,
+    old_version: Annotated[str, typer.Argument(metavar="V1", help="A memver_ id.")],
+    new_version: Annotated[
+        str | None,
+        typer.Argument(metavar="V2", help="A memver_ id (default: the memory's head now)."),
+    ] = None,
+    database: DatabaseOption = None,
+) -> None:
+    """Show the unified diff of two versions' contents (SPEC §10), as diff(1): exit 0
+    equal, 1 different, 2 on an error. A redacted side shows no content."""
+    from memfs.cli import exit_status
+    from memfs.core.errors import MemfsError
+    from memfs.core.history import unified_diff
+
+    try:
+        with command_engine(database) as engine:
+            found = engine.stores.find(store)
+            old = engine.versions.get(found.id, old_version, with_content=True)
+            if new_version is None:
+                head = engine.memories.get(found.id, old.memory_id, with_content=False)
+                new_version = head.memory_version_id
+            new = engine.versions.get(found.id, new_version, with_content=True)
+    except MemfsError as exc:  # diff(1): trouble is 2, whatever it was
+        typer.echo(f"memfs: error: {exc.message}", err=True)
+        raise typer.Exit(max(2, exit_status(exc))) from None
+    for version in (old, new):
+        if version.redacted_at is not None:
+            typer.echo(f"memfs: error: version {version.id} is redacted: no content", err=True)
+            raise typer.Exit(2)
+    text, _, _ = unified_diff(
+        old.content,
+        new.content,
+        f"a{_version_path(old)} ({old.id})",
+        f"b{_version_path(new)} ({new.id})",
+    )
+    typer.echo(text, nl=False)
+    raise typer.Exit(1 if text else 0)

@@ -29,6 +29,9 @@ from memfs.core.model import Actor
 __all__ = [
     "DiffEntry",
     "DiffStatus",
+    "MergeAction",
+    "MergePlan",
+    "MergeStep",
     "ResolvedPoint",
     "RestoreAction",
     "RestorePlan",
@@ -129,7 +132,9 @@ class DiffEntry(_Frozen):
     Attributes:
         status: added (B only), removed (A only), modified (same path, other content),
             renamed (other path; ``content_changed`` says whether the content moved too).
-        memory_id: the memory, on both sides.
+        memory_id: the memory (B's, or A's when it is absent from B).
+        old_memory_id: A's memory when it is another one (a diff across a fork matches
+            a forked memory with its origin memory, SPEC §10); None otherwise.
         old_path, new_path: its path on A / on B; None on the side it is absent from
             or where its version is redacted.
         old_version_id, new_version_id: its version on each side (None where absent).
@@ -143,6 +148,7 @@ class DiffEntry(_Frozen):
 
     status: DiffStatus
     memory_id: str
+    old_memory_id: str | None = None
     old_path: str | None
     new_path: str | None
     old_version_id: str | None
@@ -307,5 +313,64 @@ class RestorePlan(_Frozen):
     applied: bool
 
     def count(self, action: RestoreAction) -> int:
+        """How many steps do ``action``."""
+        return sum(1 for step in self.steps if step.action is action)
+
+
+class MergeAction(enum.StrEnum):
+    """What merging a fork back does to one memory (SPEC §10, three-way against the
+    fork's base)."""
+
+    UPDATE = "update"  # changed on the fork only (path and/or content): the origin takes it
+    CREATE = "create"  # added on the fork: added to the origin
+    DELETE = "delete"  # deleted on the fork, unchanged in the origin: soft-deleted there
+    CONFLICT_COPY = "conflict_copy"  # content changed on both sides: the fork's beside
+    KEEP = "keep"  # a change the origin's own change wins over (named in ``note``)
+
+
+class MergeStep(_Frozen):
+    """One memory a merge touches (or keeps, saying why).
+
+    Attributes:
+        action: see :class:`MergeAction`.
+        fork_memory_id: the fork's memory (None: the origin's memory was deleted on the
+            fork).
+        origin_memory_id: the origin's memory (None for a memory the merge creates
+            until it is applied; then the created one).
+        path_before: its path in the origin now (None when it has none there).
+        path: its path in the origin after the merge (the conflict copy's, for one).
+        content_changes: the origin's content at ``path`` becomes the fork's.
+        note: why a change is kept out or put beside ("" when it applies plainly).
+    """
+
+    action: MergeAction
+    fork_memory_id: str | None
+    origin_memory_id: str | None
+    path_before: str | None
+    path: str | None
+    content_changes: bool
+    note: str = ""
+
+
+class MergePlan(_Frozen):
+    """What merging a fork into its origin does (``--dry-run``) or did.
+
+    Attributes:
+        fork_store_id, origin_store_id: the two stores.
+        base: the fork's base point (the origin's ``memver_`` id, or ``empty``).
+        steps: one per memory that changes (or whose change is kept out), by path.
+        snapshot: the origin's automatic snapshot taken first (``auto-merge-…``; None
+            on a dry run or when nothing changes).
+        applied: False for a dry run.
+    """
+
+    fork_store_id: str
+    origin_store_id: str
+    base: str
+    steps: list[MergeStep]
+    snapshot: Snapshot | None
+    applied: bool
+
+    def count(self, action: MergeAction) -> int:
         """How many steps do ``action``."""
         return sum(1 for step in self.steps if step.action is action)

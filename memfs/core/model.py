@@ -178,6 +178,8 @@ class MemoryStore(_Frozen):
     template_id: str | None = None
     identity_template_count: int = 0
     version_retention_s: int | None = None  # SPEC §2 retention; None keeps versions forever
+    forked_from: str | None = None  # SPEC §10 fork: the origin store's id; None: no fork
+    fork_base: str | None = None  # the origin's memver_ at the fork's base point (a point)
 
     @property
     def archived(self) -> bool:

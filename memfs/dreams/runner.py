@@ -13,7 +13,7 @@ runner and are claimed by exactly one.
 Errors that fail a dream (``error.type``): a memfs error's ``code`` (e.g.
 ``store_archived``), ``model_endpoint_not_configured`` (a language model without
 ``ANTHROPIC_API_KEY``), ``model_dreamer_unavailable`` (one with it: this build has no
-language-model dreamer yet), ``create_new_unavailable`` (no fork in this build),
+language-model dreamer yet),
 ``dream_interrupted``, ``internal_error``.
 """
 
@@ -151,11 +151,17 @@ def _output_store(engine: Engine, caller: Any, dream: Dream, step: Callable[[str
             dream.input_store_id, name, description=f"before dream {dream.id}"
         )
         return dream.input_store_id
-    raise DreamFailed(
-        "create_new_unavailable",
-        "this memfs can't fork a store yet, so output_behavior create_new is unavailable: "
-        "use update_existing (it takes a snapshot first)",
+    # create_new: the output is a fork of the input (SPEC §10, §11); the input is never
+    # modified. Its name says whose output it is.
+    store = engine.stores.get(dream.input_store_id)
+    name = f"{store.name[:200]} (dream {dream.id})"
+    if not step(f"fork {dream.input_store_id} as {name!r}"):
+        raise Canceled
+    output = caller.history.fork(
+        dream.input_store_id, name=name, description=f"output of dream {dream.id}"
     )
+    engine.dreams.record(dream.id, output_store_id=output.id)
+    return str(output.id)
 
 
 class DreamRunner:

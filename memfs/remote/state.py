@@ -120,6 +120,8 @@ def _store(remote: MemoryStoreOut) -> MemoryStore:
         archived_at=remote.archived_at,
         entry_count=remote.entry_count,
         total_size_bytes=remote.total_size,
+        forked_from=remote.forked_from,
+        fork_base=remote.fork_base,
     )
 
 

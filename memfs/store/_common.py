@@ -49,6 +49,7 @@ __all__ = [
     "store_row",
     "ts",
     "version_model",
+    "insert_many",
 ]
 
 
@@ -61,6 +62,27 @@ def execute_many(conn: Connection, sql: str, rows: Sequence[tuple[Any, ...]]) ->
     if conn.dialect.paramstyle != "qmark":
         sql = sql.replace("?", "%s")
     conn.exec_driver_sql(sql, list(rows))
+
+
+def insert_many(
+    conn: Connection, table: str, columns: Sequence[str], rows: Sequence[tuple[Any, ...]]
+) -> None:
+    """Inserts ``rows`` (values in the order of ``columns``) into ``table``, in the
+    caller's transaction: one DBAPI executemany on SQLite (as :func:`execute_many`),
+    one ``COPY … FROM STDIN`` on PostgreSQL (psycopg's pipelined executemany was 1.5 s
+    for the 10,000 versions of a fork, multi-row VALUES 3 s of query parsing; COPY
+    0.1 s). For the bulk writes: a fork, a directory rename's versions and changes."""
+    if not rows:
+        return
+    names = ", ".join(columns)
+    if conn.dialect.name == "sqlite":
+        marks = ", ".join("?" for _ in columns)
+        conn.exec_driver_sql(f"INSERT INTO {table} ({names}) VALUES ({marks})", list(rows))
+        return
+    raw: Any = conn.connection.dbapi_connection  # a psycopg.Connection
+    with raw.cursor() as cursor, cursor.copy(f"COPY {table} ({names}) FROM STDIN") as copy:
+        for row in rows:
+            copy.write_row(row)
 
 
 def ts(value: datetime) -> str:
@@ -183,6 +205,8 @@ def store_model(row: Row[Any]) -> MemoryStore:
         template_id=row.template_id,
         identity_template_count=row.identity_template_count,
         version_retention_s=row.version_retention_s,
+        forked_from=row.forked_from,
+        fork_base=row.fork_base_version_id,
     )
 
 

@@ -20,7 +20,7 @@ from memfs.store.credentials import ApiKeys, Sessions
 from memfs.store.dreams import Dreams
 from memfs.store.feed import Feed
 from memfs.store.folds import Folds
-from memfs.store.history import History
+from memfs.store.forks import ForkingHistory
 from memfs.store.identities import Identities
 from memfs.store.memories import Memories
 from memfs.store.records import Records
@@ -116,9 +116,10 @@ class Caller:
         return ConsoleSignIns(self._parts, self.actor, self.viewer)
 
     @cached_property
-    def history(self) -> History:
-        """A store as it was: points, as-of reads, diffs (:mod:`memfs.store.history`)."""
-        return History(self._parts, self.actor, self.viewer)
+    def history(self) -> ForkingHistory:
+        """A store as it was: points, as-of reads, diffs (:mod:`memfs.store.history`), and
+        forks (:mod:`memfs.store.forks`)."""
+        return ForkingHistory(self._parts, self.actor, self.viewer)
 
     @cached_property
     def snapshots(self) -> Snapshots:

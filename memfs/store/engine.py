@@ -29,6 +29,7 @@ The engine itself is the unrestricted caller without actor (``engine.memories.ge
 ``blobs``          content-addressed blobs and their collection
 ``retention``      a store's version retention period; pruning past it
 ``history``        points of a store's history, as-of reads, diffs (SPEC §10)
+``forks``          forking a store at a point; what a fork's base needs (SPEC §10)
 ``snapshots``      named points of a store's history (SPEC §10)
 ``restores``       restoring a whole store to a point (SPEC §10)
 ``transcripts``    sessions' events (SPEC §11)

@@ -20,7 +20,7 @@ from sqlalchemy import Connection, bindparam, insert, select, update
 from memfs.core.errors import NotFound
 from memfs.core.model import Actor, Change, ChangeKind
 from memfs.store import _hot, visibility
-from memfs.store._common import actor_columns, execute_many, now, store_row, ts
+from memfs.store._common import actor_columns, insert_many, now, store_row, ts
 from memfs.store._facade import Facade
 from memfs.store.notify import feed_changed, record_emitted
 from memfs.store.schema import audit_log, changes, stores
@@ -138,10 +138,20 @@ def emit_many(
     ).scalar_one()
     first = int(last) - len(entries) + 1
     created = now()
-    execute_many(
+    insert_many(
         conn,
-        "INSERT INTO changes (memory_id, path, old_path, content_sha256, memory_version_id,"
-        " store_id, seq, kind, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "changes",
+        (
+            "memory_id",
+            "path",
+            "old_path",
+            "content_sha256",
+            "memory_version_id",
+            "store_id",
+            "seq",
+            "kind",
+            "created_at",
+        ),
         [
             (*entry, store_id, first + offset, kind.value, created)
             for offset, entry in enumerate(entries)

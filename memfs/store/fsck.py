@@ -372,6 +372,86 @@ def check_snapshots(conn: Connection) -> Iterator[str]:
             )
 
 
+def check_forks(conn: Connection) -> Iterator[str]:
+    """A fork (SPEC §10) has a base iff it has an origin; its ``fork_base_version_id`` is
+    set iff its base seq is not 0 and names the origin's version of that seq (while that
+    version exists); only a fork's memories name an origin memory, and one that still
+    exists is in the fork's origin; and while the origin lives, what the fork's base needs
+    of its history is kept: every origin memory created before the base still has a
+    version at or before it (retention keeps them, :mod:`memfs.store.snapshots`)."""
+    origin = stores.alias("origin")
+    version = versions.alias("base_version")
+    rows = conn.execute(
+        select(
+            stores.c.id,
+            stores.c.forked_from,
+            stores.c.fork_base_seq,
+            stores.c.fork_base_version_id,
+            origin.c.id.label("origin_id"),
+            version.c.seq.label("version_seq"),
+            version.c.store_id.label("version_store_id"),
+            version.c.created_at.label("base_at"),
+        )
+        .select_from(
+            stores.outerjoin(origin, origin.c.id == stores.c.forked_from).outerjoin(
+                version, version.c.id == stores.c.fork_base_version_id
+            )
+        )
+        .where((stores.c.forked_from.is_not(None)) | (stores.c.fork_base_seq.is_not(None)))
+        .order_by(stores.c.id)
+    ).all()
+    for row in rows:
+        if (row.forked_from is None) != (row.fork_base_seq is None):
+            yield f"store {row.id}: forked_from and fork_base_seq must be set together"
+            continue
+        if (row.fork_base_version_id is None) != (row.fork_base_seq == 0):
+            yield (
+                f"store {row.id}: fork_base_version_id must be set iff fork_base_seq "
+                f"({row.fork_base_seq}) is not 0"
+            )
+        if row.origin_id is None or row.version_seq is None:
+            continue  # the origin is gone (a fork outlives it), or the base is seq 0
+        if row.version_seq != row.fork_base_seq or row.version_store_id != row.forked_from:
+            yield (
+                f"store {row.id}: fork_base_version_id {row.fork_base_version_id} is not "
+                f"the version of seq {row.fork_base_seq} in its origin {row.forked_from}"
+            )
+            continue
+        has_version = (
+            select(versions.c.seq)
+            .where(versions.c.memory_id == memories.c.id, versions.c.seq <= row.fork_base_seq)
+            .exists()
+        )
+        for (memory_id,) in conn.execute(
+            select(memories.c.id).where(
+                memories.c.store_id == row.forked_from,
+                # At or before: the base version may be a memory's first (its creation).
+                memories.c.created_at <= row.base_at,
+                ~has_version,
+            )
+        ):
+            yield (
+                f"fork {row.id}: origin memory {memory_id} has no version left at or before "
+                "the fork's base (retention pruned what it needs)"
+            )
+    forked = memories.alias("forked")
+    origin_memory = memories.alias("origin_memory")
+    for memory_id, fork_of, origin_store in conn.execute(
+        select(forked.c.id, stores.c.forked_from, origin_memory.c.store_id)
+        .select_from(
+            forked.join(stores, stores.c.id == forked.c.store_id).outerjoin(
+                origin_memory, origin_memory.c.id == forked.c.origin_memory_id
+            )
+        )
+        .where(forked.c.origin_memory_id.is_not(None))
+        .order_by(forked.c.id)
+    ):
+        if fork_of is None:
+            yield f"memory {memory_id}: names an origin memory but its store is no fork"
+        elif origin_store is not None and origin_store != fork_of:
+            yield f"memory {memory_id}: its origin memory is not in its store's origin {fork_of}"
+
+
 def check_sessions(conn: Connection) -> Iterator[str]:
     """A session has an expiry iff it has a token, expiring after its creation and at
     most 30 days later; its creating API key exists, and if that key is revoked, so is
@@ -471,6 +551,7 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_metadata_json,
     check_retention_and_audit,
     check_snapshots,
+    check_forks,
     check_sessions,
     check_console_sign_ins,
     check_principals,

@@ -48,7 +48,14 @@ from memfs.core.history import (
     classify,
     unified_diff,
 )
-from memfs.core.model import Memory, MemoryPrefix, Operation, Page, format_timestamp, utcnow
+from memfs.core.model import (
+    Memory,
+    MemoryPrefix,
+    Operation,
+    Page,
+    format_timestamp,
+    utcnow,
+)
 from memfs.core.points import NOW, Point, PointKind, parse_point
 from memfs.core.visibility import Viewer
 from memfs.store import visibility
@@ -60,6 +67,8 @@ from memfs.store.schema import memories, snapshots, versions
 __all__ = [
     "History",
     "get_as_of",
+    "keyed_state",
+    "origin_keys",
     "list_as_of",
     "resolve_point",
     "state_at",
@@ -387,13 +396,47 @@ def _text(conn: Connection, entry: StateEntry | None) -> str | None:
     return None if data is None else data.decode("utf-8")
 
 
+def origin_keys(conn: Connection, store_id: str, other_store_id: str) -> dict[str, str] | None:
+    """How to match ``store_id``'s memories with ``other_store_id``'s (SPEC §10 diff
+    across a fork): memory id → the key it is matched by (its ``origin_memory_id``),
+    when ``store_id`` is a fork of ``other_store_id`` or both are forks of one origin;
+    None when its memories match by their own ids (the same store, the origin side, or
+    unrelated stores). A memory made in the fork keeps its own id as its key."""
+    if store_id == other_store_id:
+        return None
+    row = store_row(conn, store_id)
+    other = store_row(conn, other_store_id)
+    if row.forked_from is None or row.forked_from not in (other_store_id, other.forked_from):
+        return None
+    return {
+        memory_id: origin or memory_id
+        for memory_id, origin in conn.execute(
+            select(memories.c.id, memories.c.origin_memory_id).where(
+                memories.c.store_id == store_id
+            )
+        ).tuples()
+    }
+
+
+def keyed_state(
+    conn: Connection, at: ResolvedPoint, other_store_id: str, viewer: Viewer | None
+) -> dict[str, StateEntry]:
+    """:func:`state_at`, keyed as :func:`origin_keys` matches it with the other side."""
+    state = state_at(conn, at, viewer)
+    keys = origin_keys(conn, at.store_id, other_store_id)
+    if keys is None:
+        return state
+    return {keys.get(memory_id, memory_id): entry for memory_id, entry in state.items()}
+
+
 def diff_states(
     conn: Connection, old: ResolvedPoint, new: ResolvedPoint, viewer: Viewer | None
 ) -> StoreDiff:
     """See :meth:`History.diff`."""
     entries: list[DiffEntry] = []
     for status, before, after in classify(
-        state_at(conn, old, viewer), state_at(conn, new, viewer)
+        keyed_state(conn, old, new.store_id, viewer),
+        keyed_state(conn, new, old.store_id, viewer),
     ):
         redacted = (before is not None and before.redacted) or (
             after is not None and after.redacted
@@ -417,11 +460,13 @@ def diff_states(
                 f"a{old_path or new_path}",
                 f"b{new_path or old_path}",
             )
-        memory_id = (before or after).memory_id  # type: ignore[union-attr]
+        memory_id = (after or before).memory_id  # type: ignore[union-attr]
+        old_memory_id = None if before is None else before.memory_id
         entries.append(
             DiffEntry(
                 status=status,
                 memory_id=memory_id,
+                old_memory_id=None if old_memory_id == memory_id else old_memory_id,
                 old_path=None if before is None else before.path,
                 new_path=None if after is None else after.path,
                 old_version_id=None if before is None else before.version_id,
@@ -446,7 +491,10 @@ def diff_states(
 
 
 class History(Facade):
-    """Reading a store as it was (SPEC §10), as one caller sees it (SPEC §6)."""
+    """Reading a store as it was (SPEC §10), as one caller sees it (SPEC §6). The
+    facade handed out (``engine.for_caller(…).history``) is its subclass
+    :class:`memfs.store.forks.ForkingHistory`, which adds forking (a write built on
+    these reads)."""
 
     def resolve(self, store_id: str, point: Point | str = NOW) -> ResolvedPoint:
         """The seq a point names in a store (:func:`resolve_point`).
@@ -565,8 +613,11 @@ class History(Facade):
 
         Args:
             old_store_id, old_at: side A (``memfs diff A B``).
-            new_store_id, new_at: side B; the same store, or another (memories match
-                by id only, so two unrelated stores differ in everything).
+            new_store_id, new_at: side B; the same store, or another: a fork and its
+                origin, or two forks of one origin, match by origin
+                (``memories.origin_memory_id``: a forked memory and the memory it was
+                forked from are one entry, ``old_memory_id`` naming A's); unrelated
+                stores match by id only, so they differ in everything.
 
         Raises:
             NotFound (a store), InvalidPoint (either side's point).

@@ -1,5 +1,6 @@
-"""Restoring a whole store to a point of its history (SPEC §10, point-in-time recovery);
-:class:`Restores` is its facade (``engine.restores``, ``engine.for_caller(…).restores``).
+"""Restoring a whole store to a point of its history (SPEC §10, point-in-time recovery),
+and reverting one memory to a point (:func:`revert_memory`); :class:`Restores` is their
+facade (``engine.restores``, ``engine.for_caller(…).restores``).
 
 A restore writes new versions that make the heads equal to the state at the point, and
 never removes or rewrites one, so a restore can itself be restored away:
@@ -26,34 +27,31 @@ What is hidden from the caller's viewer (SPEC §6) is neither seen nor touched.
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
-
 from sqlalchemy import Connection, select
 
-from memfs.core.errors import Conflict, PathConflict
+from memfs.core.errors import Conflict, NotFound, PathConflict, RedactedContent
 from memfs.core.history import (
     ResolvedPoint,
     RestoreAction,
     RestorePlan,
     RestoreStep,
-    Snapshot,
     StateEntry,
 )
-from memfs.core.model import Actor, DeleteMode
-from memfs.core.points import NOW, Point
+from memfs.core.model import Actor, DeleteMode, Memory, Operation
+from memfs.core.points import Point
 from memfs.core.visibility import Viewer
-from memfs.store import feed
+from memfs.store import feed, visibility
 from memfs.store._common import lock_store, require_writable
 from memfs.store._facade import Facade
 from memfs.store.blobs import blob_data
 from memfs.store.history import resolve_point, state_at, store_seq
 from memfs.store.memories import update_memory
-from memfs.store.memory_rows import check_path_free
-from memfs.store.schema import memories, snapshots, versions
-from memfs.store.snapshots import take_snapshot
+from memfs.store.memory_rows import check_path_free, check_precondition
+from memfs.store.schema import memories, versions
+from memfs.store.snapshots import auto_snapshot
 from memfs.store.tombstones import delete_memory, restore_memory
 
-__all__ = ["PARKING_PREFIX", "Restores", "plan_restore", "restore_store"]
+__all__ = ["PARKING_PREFIX", "Restores", "plan_restore", "restore_store", "revert_memory"]
 
 # Where a memory waits while another takes its path (a swap): never a user path memfs
 # writes otherwise.
@@ -140,24 +138,6 @@ def _version_seq(conn: Connection, version_id: str) -> int:
     return int(conn.execute(select(versions.c.seq).where(versions.c.id == version_id)).scalar_one())
 
 
-def _auto_snapshot(conn: Connection, store_id: str, point: str, actor: Actor | None) -> Snapshot:
-    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
-    name = f"auto-restore-{stamp}"
-    taken = set(
-        conn.execute(
-            select(snapshots.c.name).where(
-                snapshots.c.store_id == store_id, snapshots.c.name.like(f"{name}%")
-            )
-        ).scalars()
-    )
-    suffix = 2
-    while name in taken:
-        name, suffix = f"auto-restore-{stamp}-{suffix}", suffix + 1
-    return take_snapshot(
-        conn, store_id, name, description=f"before restoring to {point}", at=NOW, actor=actor
-    )
-
-
 def restore_store(
     conn: Connection,
     store_id: str,
@@ -177,7 +157,7 @@ def restore_store(
         return RestorePlan(
             memory_store_id=store_id, point=at.text, steps=steps, snapshot=None, applied=True
         )
-    snapshot = _auto_snapshot(conn, store_id, at.text, actor)
+    snapshot = auto_snapshot(conn, store_id, "restore", f"before restoring to {at.text}", actor)
     for step in acting:
         if step.action is RestoreAction.DELETE:
             delete_memory(
@@ -267,8 +247,135 @@ def restore_store(
     return plan
 
 
+def revert_memory(
+    conn: Connection,
+    store_id: str,
+    memory_id: str,
+    to: Point | str,
+    *,
+    actor: Actor | None,
+    expected_sha256: str | None,
+    reason: str | None,
+    memory_limit: int,
+    viewer: Viewer | None,
+) -> Memory:
+    """See :meth:`Restores.revert`; in the caller's write transaction."""
+    require_writable(lock_store(conn, store_id))
+    at = resolve_point(conn, store_id, to)
+    then = conn.execute(
+        select(
+            versions.c.id,
+            versions.c.seq,
+            versions.c.path,
+            versions.c.blob_key,
+            versions.c.operation,
+        )
+        .where(
+            versions.c.memory_id == memory_id,
+            versions.c.store_id == store_id,
+            versions.c.seq <= at.seq,
+        )
+        .order_by(versions.c.seq.desc())
+        .limit(1)
+    ).first()
+    row = conn.execute(
+        select(memories).where(memories.c.id == memory_id, memories.c.store_id == store_id)
+    ).first()
+    if row is None or then is None or then.operation == Operation.DELETED.value:
+        raise NotFound(
+            f"memory {memory_id!r} of memory store {store_id!r} was not live at {at.text}"
+        )
+    if then.path is None:
+        raise RedactedContent(
+            f"memory {memory_id!r} at {at.text} is the redacted version {then.id!r}: "
+            "its content and path are erased and can't come back"
+        )
+    check_precondition(row, expected_sha256)
+    if row.deleted_at is not None:
+        memory = restore_memory(
+            conn,
+            store_id,
+            memory_id,
+            actor=actor,
+            reason=reason,
+            memory_limit=memory_limit,
+            path=then.path,
+            source_seq=int(then.seq),
+        )
+    else:
+        data = blob_data(conn, then.blob_key)
+        assert data is not None
+        memory = update_memory(
+            conn,
+            store_id,
+            memory_id,
+            actor=actor,
+            content=data.decode("utf-8"),
+            path=then.path,
+            expected_sha256=expected_sha256,
+            metadata=None,
+            replace=False,
+        )
+    visibility.check_written(conn, viewer, memory_id, then.path)
+    feed.audit(
+        conn,
+        store_id,
+        "memory_revert",
+        memory_id=memory_id,
+        actor=actor,
+        reason=reason,
+        metadata={"point": at.text, "memory_version_id": then.id},
+    )
+    return memory
+
+
 class Restores(Facade):
-    """Point-in-time recovery of whole stores (SPEC §10), for one caller."""
+    """Point-in-time recovery of whole stores (SPEC §10), and of one memory, for one
+    caller."""
+
+    def revert(
+        self,
+        store_id: str,
+        memory_id: str,
+        to: Point | str,
+        *,
+        expected_sha256: str | None = None,
+        reason: str | None = None,
+    ) -> Memory:
+        """Gives one memory back its content and path of a point (SPEC §10 revert): one
+        new version (none when it has them already), a soft-deleted memory brought back
+        under its id. ``to`` is any point; a ``memver_`` id of this memory is that
+        version (the moment right after it). Audited (``memory_revert``).
+
+        Args:
+            expected_sha256: a precondition on today's head, as any update (SPEC §2).
+            reason: recorded with the audit event (and the restore of a deleted memory).
+
+        Returns:
+            The memory as it is now, with content.
+
+        Raises:
+            NotFound: no such store or memory, or the memory was not live at the point
+                (or is hidden from the viewer).
+            InvalidPoint: a bad point.
+            RedactedContent: its version at the point is redacted (can't come back).
+            NotRestorable: it was redacted since (a redacted tombstone).
+            PreconditionFailed, PathConflict (its path then is taken), StoreArchived,
+            StoreFull.
+        """
+        with self._write() as conn:
+            self._require_visible(conn, memory_id)
+            return revert_memory(
+                conn,
+                store_id,
+                memory_id,
+                to,
+                actor=self.actor,
+                expected_sha256=expected_sha256,
+                reason=reason,
+                memory_limit=self._parts.memory_limit,
+                viewer=self.viewer,
+            )
 
     def plan(self, store_id: str, to: Point | str) -> RestorePlan:
         """What :meth:`restore` would do (``--dry-run``), changing nothing.

@@ -9,8 +9,8 @@ many seconds before the prune's clock, except those memfs still needs:
   ``deleted`` version, which the memory row names as its head);
 - the content version a soft-deleted memory would be restored from (its newest version
   that is not ``deleted``): a restore needs it;
-- every version a snapshot needs (SPEC §10): each memory's newest version at or before
-  the snapshot's point (:func:`memfs.store.snapshots.needed_version_seqs`).
+- every version a snapshot or the base of a live fork needs (SPEC §10): each memory's
+  newest version at or before that point (:func:`memfs.store.snapshots.needed_version_seqs`).
 
 Pruned content leaves every place memfs keeps data, as a redaction's does: the blobs
 nothing references any more are deleted in the same transaction (and announced as
@@ -193,9 +193,9 @@ class Retention(Facade):
     ) -> list[PruneResult]:
         """Drops the versions older than their store's retention period: never the head
         version of a memory, nor the content version a soft-deleted memory would be
-        restored from, nor a version a snapshot needs (SPEC §10). Pruned content leaves
-        the database as a redaction's does (blobs, change-feed paths, FTS segments, then
-        a WAL checkpoint). Stores without a period keep everything.
+        restored from, nor a version a snapshot or a live fork's base needs (SPEC §10).
+        Pruned content leaves the database as a redaction's does (blobs, change-feed
+        paths, FTS segments, then a WAL checkpoint). Stores without a period keep everything.
 
         Args:
             store_id: prune this store only (None: every store with a period).

@@ -126,7 +126,34 @@ stores = Table(
             "(never a live memory's head, nor what a restore needs); NULL = keep forever"
         ),
     ),
+    Column(
+        "forked_from",
+        String(40),
+        nullable=True,
+        comment=(
+            "SPEC §10 fork: the memstore_… this store was forked from (no FK: the fork "
+            "outlives its origin); NULL = not a fork. Set iff fork_base_seq is"
+        ),
+    ),
+    Column(
+        "fork_base_seq",
+        BigInteger,
+        nullable=True,
+        comment=(
+            "the point of the origin the fork was made at: the origin's state then is, per "
+            "memory, its newest version with versions.seq <= this (0 = empty). While the "
+            "origin lives, retention keeps every version this needs (memfs.store.forks)"
+        ),
+    ),
+    Column(
+        "fork_base_version_id",
+        String(40),
+        nullable=True,
+        comment="versions.id of the origin's version whose seq is fork_base_seq; NULL iff "
+        "fork_base_seq is NULL or 0",
+    ),
 )
+Index("ix_stores_forked_from", stores.c.forked_from)
 
 blobs = Table(
     "blobs",
@@ -187,6 +214,15 @@ memories = Table(
     Column("metadata_json", Text, nullable=False, comment="JSON object str→str (extension)"),
     Column("created_at", String(32), nullable=False),
     Column("updated_at", String(32), nullable=False),
+    Column(
+        "origin_memory_id",
+        String(40),
+        nullable=True,
+        comment=(
+            "SPEC §10 fork: in a fork, the mem_… of the origin store this memory was "
+            "forked from (diff and merge match the two by it); NULL = made in this store"
+        ),
+    ),
     Column(
         "deleted_at",
         String(32),

@@ -42,7 +42,18 @@ import contextlib
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from sqlalchemy import Connection, bindparam, delete, insert, select, text, update
+from sqlalchemy import (
+    Connection,
+    Text,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+    update,
+)
 from sqlalchemy.exc import DBAPIError
 
 from memfs.core import config, rules
@@ -266,6 +277,49 @@ def index_memory(
         )
     if sqlite:
         _fts_insert(conn, doc_id, path, body)
+
+
+def index_new_store(conn: Connection, store_id: str) -> int:
+    """Indexes every live memory of a store whose memories were all written in this
+    transaction (a fork, SPEC §10), so none has a document, queue row or vector yet.
+    Set-based: one INSERT … SELECT per table whatever the store holds (the trigram
+    subset of SQLite is chosen per document, :func:`_trigram_indexed`). Returns how
+    many documents were written."""
+    sqlite = conn.dialect.name == "sqlite"
+    body = (
+        func.cast(blobs.c.data, Text)
+        if sqlite
+        else func.convert_from(blobs.c.data, literal("UTF8"))
+    )
+    conn.execute(
+        insert(search_docs).from_select(
+            ["memory_id", "store_id", "path", "body"],
+            select(memories.c.id, memories.c.store_id, memories.c.path, body)
+            .join(blobs, blobs.c.key == memories.c.blob_key)
+            .where(memories.c.store_id == store_id, memories.c.deleted_at.is_(None))
+            .order_by(memories.c.path),
+        )
+    )
+    semantic.queue_new(conn, store_id)
+    docs = conn.execute(
+        select(search_docs.c.doc_id, search_docs.c.path, search_docs.c.body).where(
+            search_docs.c.store_id == store_id
+        )
+    ).all()
+    if sqlite:
+        conn.execute(
+            text(
+                f"INSERT INTO {_WORDS_TABLE}(rowid, path, body) "
+                "SELECT doc_id, path, body FROM search_docs WHERE store_id = :store_id"
+            ),
+            {"store_id": store_id},
+        )
+        execute_many(
+            conn,
+            f"INSERT INTO {_TRIGRAM_TABLE}(rowid, path, body) VALUES (?, ?, ?)",
+            [(d.doc_id, d.path, d.body) for d in docs if _trigram_indexed(d.path, d.body)],
+        )
+    return len(docs)
 
 
 def move_documents(conn: Connection, moves: Sequence[tuple[str, str]]) -> None:

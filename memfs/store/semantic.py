@@ -27,7 +27,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, bindparam, delete, func, insert, select, text
+from sqlalchemy import Connection, Float, bindparam, delete, func, insert, literal, select, text
 
 from memfs.store import _hot
 from memfs.store._common import descendant_upper_bound
@@ -71,6 +71,19 @@ def enqueue(conn: Connection, memory_id: str, content_sha256: str, *, new: bool 
     _hot.run(conn, _UPSERT_QUEUE, values)
     if not new:
         _hot.run(conn, _DROP_OTHER_VECTOR, values)
+
+
+def queue_new(conn: Connection, store_id: str) -> int:
+    """Queues every live memory of a store whose memories were all written in this
+    transaction (a fork: no queue row or vector exists yet), in one statement.
+    Returns how many were queued."""
+    live = select(
+        memories.c.id, memories.c.content_sha256, literal(time.time(), Float)
+    ).where(memories.c.store_id == store_id, memories.c.deleted_at.is_(None))
+    result = conn.execute(
+        insert(search_queue).from_select(["memory_id", "content_sha256", "queued_at"], live)
+    )
+    return int(result.rowcount or 0)
 
 
 def forget(conn: Connection, memory_ids: Sequence[str]) -> None:

@@ -4,8 +4,9 @@ is their facade (``engine.snapshots``, ``engine.for_caller(…).snapshots``).
 Owns the ``snapshots`` table. A snapshot is a name for one seq of the store's history
 (:mod:`memfs.store.history`), like a ZFS snapshot: creating one inserts one row whatever
 the store holds (copying nothing), and it is never rewritten, only deleted. What it
-needs of the history stays: retention keeps, for every snapshot, each memory's newest
-version at or before its seq (:func:`needed_version_seqs`, read by
+needs of the history stays: retention keeps, for every snapshot (and every fork's base,
+:mod:`memfs.store.forks`), each memory's newest version at or before its seq
+(:func:`needed_version_seqs`, read by
 :mod:`memfs.store.retention`; ``memfs fsck`` checks it, :mod:`memfs.store.fsck`).
 Creating and deleting one are audited (``snapshot_create``, ``snapshot_delete``).
 
@@ -15,7 +16,7 @@ erasure wins over history, SPEC §2); a redaction makes it read as redacted.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any
 
 from sqlalchemy import Connection, Row, delete, func, insert, select
@@ -38,9 +39,15 @@ from memfs.store._common import (
 )
 from memfs.store._facade import Facade
 from memfs.store.history import resolve_point
-from memfs.store.schema import memories, snapshots, versions
+from memfs.store.schema import memories, snapshots, stores, versions
 
-__all__ = ["Snapshots", "needed_version_seqs", "snapshot_model", "take_snapshot"]
+__all__ = [
+    "Snapshots",
+    "auto_snapshot",
+    "needed_version_seqs",
+    "snapshot_model",
+    "take_snapshot",
+]
 
 
 def snapshot_model(row: Row[Any]) -> Snapshot:
@@ -58,20 +65,28 @@ def snapshot_model(row: Row[Any]) -> Snapshot:
 
 
 def needed_version_seqs(conn: Connection, store_id: str) -> set[int]:
-    """The seqs of the versions the store's snapshots need: for each snapshot, each
-    memory's newest version at or before its seq (one index probe per memory and
-    snapshot). Retention (SPEC §2) never prunes these."""
-    newest = (
-        select(func.max(versions.c.seq))
-        .where(versions.c.memory_id == memories.c.id, versions.c.seq <= snapshots.c.seq)
-        .scalar_subquery()
-    )
-    rows = conn.execute(
-        select(newest)
-        .select_from(memories.join(snapshots, snapshots.c.store_id == memories.c.store_id))
-        .where(memories.c.store_id == store_id)
-    ).scalars()
-    return {int(seq) for seq in rows if seq is not None}
+    """The seqs of the versions the store's points need: for each of its snapshots and
+    each base of a store forked from it (SPEC §10), each memory's newest version at or
+    before that seq (one index probe per memory and point). Retention (SPEC §2) never
+    prunes these."""
+    found: set[int] = set()
+    forks = stores.alias("fork")
+    for table, store_column, seq_column in (
+        (snapshots, snapshots.c.store_id, snapshots.c.seq),
+        (forks, forks.c.forked_from, forks.c.fork_base_seq),
+    ):
+        newest = (
+            select(func.max(versions.c.seq))
+            .where(versions.c.memory_id == memories.c.id, versions.c.seq <= seq_column)
+            .scalar_subquery()
+        )
+        rows = conn.execute(
+            select(newest)
+            .select_from(memories.join(table, store_column == memories.c.store_id))
+            .where(memories.c.store_id == store_id)
+        ).scalars()
+        found.update(int(seq) for seq in rows if seq is not None)
+    return found
 
 
 def _row_by_name(conn: Connection, store_id: str, name: str) -> Row[Any]:
@@ -139,6 +154,27 @@ def take_snapshot(
         metadata={"snapshot_id": snapshot_id, "name": name},
     )
     return snapshot_model(_row_by_id(conn, store_id, snapshot_id))
+
+
+def auto_snapshot(
+    conn: Connection, store_id: str, operation: str, description: str, actor: Actor | None
+) -> Snapshot:
+    """The snapshot memfs takes itself before a bulk change (SPEC §10), in its
+    transaction: ``auto-<operation>-<UTC time>`` (``-2``, ``-3``… when taken twice in
+    one microsecond), of ``now``, so the change is one restore away from being undone."""
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    name = f"auto-{operation}-{stamp}"
+    taken = set(
+        conn.execute(
+            select(snapshots.c.name).where(
+                snapshots.c.store_id == store_id, snapshots.c.name.like(f"{name}%")
+            )
+        ).scalars()
+    )
+    suffix = 2
+    while name in taken:
+        name, suffix = f"auto-{operation}-{stamp}-{suffix}", suffix + 1
+    return take_snapshot(conn, store_id, name, description=description, at=NOW, actor=actor)
 
 
 def _taken(store_id: str, name: str) -> Conflict:

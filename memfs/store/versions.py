@@ -23,7 +23,7 @@ from memfs.store._common import (
     Cursor,
     actor_columns,
     check_limit,
-    execute_many,
+    insert_many,
     lock_store,
     now,
     store_row,
@@ -106,11 +106,22 @@ def insert_versions(
     """
     actor_type, actor_id = actor_columns(actor)
     version_ids = [new_id("version") for _ in rows]
-    execute_many(
+    insert_many(
         conn,
-        "INSERT INTO versions (store_id, memory_id, operation, path, blob_key, content_sha256,"
-        " size_bytes, id, created_at, actor_type, actor_id)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "versions",
+        (
+            "store_id",
+            "memory_id",
+            "operation",
+            "path",
+            "blob_key",
+            "content_sha256",
+            "size_bytes",
+            "id",
+            "created_at",
+            "actor_type",
+            "actor_id",
+        ),
         [
             (*row, version_id, now, actor_type, actor_id)
             for row, version_id in zip(rows, version_ids, strict=True)

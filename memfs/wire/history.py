@@ -25,6 +25,7 @@ from typing import Literal
 from pydantic import Field
 
 from memfs.wire.common import RequestBody, Timestamp, WireObject
+from memfs.wire.memories import Precondition
 from memfs.wire.stores import StoreDescription
 from memfs.wire.versions import Actor
 
@@ -37,6 +38,10 @@ __all__ = [
     "SnapshotOut",
     "SnapshotPage",
     "StoreDiffOut",
+    "MergePlanOut",
+    "StoreFork",
+    "StoreMerge",
+    "MemoryRevert",
 ]
 
 
@@ -87,6 +92,10 @@ class DiffEntryOut(WireObject):
 
     status: Literal["added", "removed", "modified", "renamed"]
     memory_id: str
+    old_memory_id: str | None = Field(
+        default=None,
+        description="side A's memory when it is another (matched by origin across a fork)",
+    )
     old_path: str | None
     new_path: str | None
     old_memory_version_id: str | None
@@ -108,6 +117,20 @@ class StoreDiffOut(WireObject):
     to: dict[str, str]
     entries: list[DiffEntryOut]
     stat: dict[str, int]
+
+
+class StoreFork(RequestBody):
+    """``POST /v1/memory_stores/{id}/fork`` (SPEC §10 fork): a new store holding this
+    one's memories at ``at``."""
+
+    name: str = Field(description="The new store's name (SPEC §1 store rules).")
+    description: StoreDescription | None = None
+    at: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=1024,
+        description="The point (default now): an RFC 3339 time, a snapshot name, a memver_ id.",
+    )
 
 
 class StoreRestore(RequestBody):
@@ -141,3 +164,52 @@ class RestorePlanOut(WireObject):
     applied: bool
     snapshot: SnapshotOut | None
     steps: list[RestoreStepOut]
+
+
+class StoreMerge(RequestBody):
+    """``POST /v1/memory_stores/{fork_id}/merge`` (SPEC §10 merge of a fork)."""
+
+    into: str | None = Field(
+        default=None, description="The fork's origin (checked when given): memstore_ id."
+    )
+    dry_run: bool = Field(default=False, description="Answer the plan; change nothing.")
+    reason: str | None = Field(
+        default=None, max_length=1024, description="Recorded in the audit trail."
+    )
+
+
+class MergeStepOut(WireObject):
+    action: Literal["update", "create", "delete", "conflict_copy", "keep"]
+    fork_memory_id: str | None
+    memory_id: str | None
+    path_before: str | None
+    path: str | None
+    content_changes: bool
+    note: str
+
+
+class MergePlanOut(WireObject):
+    """``memory_store_merge``: what a merge did (``applied``) or would do."""
+
+    type: Literal["memory_store_merge"] = "memory_store_merge"
+    fork_memory_store_id: str
+    memory_store_id: str
+    base: str
+    applied: bool
+    snapshot: SnapshotOut | None
+    steps: list[MergeStepOut]
+
+
+class MemoryRevert(RequestBody):
+    """``POST /v1/memory_stores/{id}/memories/{memory_id}/revert`` (SPEC §10): one
+    memory back to its content and path of a point."""
+
+    to: str = Field(
+        min_length=1,
+        max_length=1024,
+        description="The point: now, an RFC 3339 time, a snapshot name, or a memver_ id.",
+    )
+    precondition: Precondition | None = None
+    reason: str | None = Field(
+        default=None, max_length=1024, description="Recorded in the audit trail."
+    )

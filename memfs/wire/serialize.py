@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from memfs.core.history import RestorePlan, Snapshot, StoreDiff
+from memfs.core.history import MergePlan, RestorePlan, Snapshot, StoreDiff
 from memfs.core.model import (
     ApiKey,
     Change,
@@ -38,6 +38,7 @@ __all__ = [
     "session_to_wire",
     "snapshot_deleted_to_wire",
     "snapshot_to_wire",
+    "merge_plan_to_wire",
     "restore_plan_to_wire",
     "store_diff_to_wire",
     "store_deleted_to_wire",
@@ -52,7 +53,8 @@ def _ts(value: Any) -> str | None:
 
 def store_to_wire(store: MemoryStore) -> dict[str, Any]:
     """api-contract §4.1 ``memory_store``, plus ``entry_count``, ``total_size`` and
-    ``version_retention_seconds`` (SPEC §2 retention; null keeps versions forever)."""
+    ``version_retention_seconds`` (SPEC §2 retention; null keeps versions forever), the
+    SPEC §8 extensions, and ``forked_from``/``fork_base`` (SPEC §10 fork)."""
     return {
         "id": store.id,
         "type": "memory_store",
@@ -70,6 +72,9 @@ def store_to_wire(store: MemoryStore) -> dict[str, Any]:
         "system_managed": store.system_managed,
         "identity_id": store.identity_id,
         "binding_info": {"identity_template_count": store.identity_template_count},
+        # SPEC §10 fork: extensions (null for a store that is no fork).
+        "forked_from": store.forked_from,
+        "fork_base": store.fork_base,
     }
 
 
@@ -261,6 +266,7 @@ def store_diff_to_wire(diff: StoreDiff) -> dict[str, Any]:
             {
                 "status": entry.status.value,
                 "memory_id": entry.memory_id,
+                "old_memory_id": entry.old_memory_id,
                 "old_path": entry.old_path,
                 "new_path": entry.new_path,
                 "old_memory_version_id": entry.old_version_id,
@@ -300,6 +306,32 @@ def restore_plan_to_wire(plan: RestorePlan) -> dict[str, Any]:
                 "path_now": step.path_now,
                 "path_then": step.path_then,
                 "content_changes": step.content_changes,
+            }
+            for step in plan.steps
+        ],
+    }
+
+
+def merge_plan_to_wire(plan: MergePlan) -> dict[str, Any]:
+    """``memory_store_merge`` (SPEC §10, memfs extension): what merging a fork into its
+    origin did (``applied``) or would do (a dry run), step by step, and the origin's
+    automatic snapshot taken first (null on a dry run or when nothing changed)."""
+    return {
+        "type": "memory_store_merge",
+        "fork_memory_store_id": plan.fork_store_id,
+        "memory_store_id": plan.origin_store_id,
+        "base": plan.base,
+        "applied": plan.applied,
+        "snapshot": None if plan.snapshot is None else snapshot_to_wire(plan.snapshot),
+        "steps": [
+            {
+                "action": step.action.value,
+                "fork_memory_id": step.fork_memory_id,
+                "memory_id": step.origin_memory_id,
+                "path_before": step.path_before,
+                "path": step.path,
+                "content_changes": step.content_changes,
+                "note": step.note,
             }
             for step in plan.steps
         ],

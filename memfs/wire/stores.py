@@ -90,7 +90,8 @@ class BindingInfo(WireObject):
 
 class MemoryStoreOut(WireObject):
     """api-contract §4.1, plus the counters ``entry_count`` and ``total_size`` and the
-    SPEC §8 extensions ``status``, ``system_managed``, ``identity_id``, ``binding_info``."""
+    SPEC §8 extensions ``status``, ``system_managed``, ``identity_id``, ``binding_info``,
+    and the SPEC §10 extensions ``forked_from`` and ``fork_base``."""
 
     # Sent by memfs.wire.serialize.store_to_wire; read by the remote client.
 
@@ -106,6 +107,8 @@ class MemoryStoreOut(WireObject):
         "system_managed",
         "identity_id",
         "binding_info",
+        "forked_from",
+        "fork_base",
     )
 
     id: str
@@ -125,6 +128,17 @@ class MemoryStoreOut(WireObject):
     system_managed: bool = False
     identity_id: str | None = None
     binding_info: BindingInfo = BindingInfo(identity_template_count=0)
+    forked_from: str | None = Field(
+        default=None,
+        description="memfs extension (SPEC §10 fork): the memstore_ id this store was "
+        "forked from; null for a store that is no fork.",
+    )
+    fork_base: str | None = Field(
+        default=None,
+        description="memfs extension (SPEC §10 fork): the point of the origin it was forked "
+        "at, as a memver_ id of the origin (a point); null when no fork, or forked from an "
+        "empty origin.",
+    )
 
     @property
     def archived(self) -> bool:

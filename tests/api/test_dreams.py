@@ -177,8 +177,9 @@ def test_one_active_dream_per_store_and_cancel(server: Server, admin: anthropic.
     assert server.engine.dreams.record(running.id) is False
     again = admin.beta.dreams.create(inputs=inputs, model="memfs-consolidate")
     ended = wait_ended(admin, again.id)
-    # create_new (the default) needs a fork of the store, which this tree can't make yet.
-    assert ended.status == "failed"
-    assert ended.error is not None
-    assert ended.error.type == "create_new_unavailable"
+    # create_new (the default) writes into a fork of the store (SPEC §10, §11).
+    assert ended.status == "completed"
+    assert ended.error is None
+    [output] = ended.outputs
+    assert output.memory_store_id != store.id
     assert admin.beta.memory_stores.retrieve(store.id).archived_at is None

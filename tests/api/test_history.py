@@ -201,3 +201,96 @@ def test_restore_endpoint(server: Server, admin: anthropic.Anthropic, store: Any
         assert http.post(url, json={"to": "base"}).status_code == 403
     with server.http(writer) as http:
         assert http.post(url, json={"to": "base"}).status_code == 403  # deletes need delete
+
+
+def test_fork_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -> None:
+    memories = admin.beta.memory_stores.memories
+    a = memories.create(store.id, path="/a.md", content="one\n")
+    _snapshot(server, store.id, "base")
+    memories.update(a.id, memory_store_id=store.id, content="two\n")
+    url = f"/v1/memory_stores/{store.id}/fork"
+    with server.http() as http:
+        response = http.post(url, json={"name": "try", "at": "base"})
+        assert response.status_code == 200, response.text
+        fork = response.json()
+        assert fork["type"] == "memory_store"
+        assert fork["forked_from"] == store.id
+        assert fork["fork_base"] == a.memory_version_id
+        assert fork["entry_count"] == 1
+        diff = http.get(
+            f"/v1/memory_stores/{fork['id']}/diff",
+            params={"from": "now", "other_store": store.id},
+        ).json()
+        [entry] = diff["entries"]
+        assert (entry["status"], entry["old_memory_id"], entry["memory_id"]) == (
+            "modified",
+            [m.id for m in memories.list(fork["id"])][0],
+            a.id,
+        )
+        bad = http.post(url, json={"name": "x", "at": "nope"})
+        assert bad.status_code == 400
+        assert bad.json()["error"]["details"]["error_code"] == "invalid_point"
+    # The unmodified SDK reads the fork as an ordinary store (extensions ignored).
+    read = admin.beta.memory_stores.retrieve(fork["id"])
+    assert read.name == "try"
+    [memory] = list(memories.list(fork["id"], view="full"))
+    assert memory.content == "one\n"
+    reader = server.key(Scope.READ)
+    limited = server.key(Scope.READ, Scope.WRITE, stores=(store.id,))
+    with server.http(reader) as http:
+        assert http.post(url, json={"name": "r"}).status_code == 403
+    with server.http(limited) as http:
+        assert http.post(url, json={"name": "l"}).status_code == 403
+
+
+def test_merge_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -> None:
+    memories = admin.beta.memory_stores.memories
+    a = memories.create(store.id, path="/a.md", content="one\n")
+    with server.http() as http:
+        fork = http.post(f"/v1/memory_stores/{store.id}/fork", json={"name": "try"}).json()
+        [forked] = list(memories.list(fork["id"]))
+        memories.update(forked.id, memory_store_id=fork["id"], content="two\n")
+        url = f"/v1/memory_stores/{fork['id']}/merge"
+        dry = http.post(url, json={"into": store.id, "dry_run": True}).json()
+        assert dry["type"] == "memory_store_merge"
+        assert dry["applied"] is False
+        assert [(s["action"], s["memory_id"], s["path"]) for s in dry["steps"]] == [
+            ("update", a.id, "/a.md")
+        ]
+        reader = server.key(Scope.READ)
+        with server.http(reader) as read_only:
+            assert read_only.post(url, json={"dry_run": True}).status_code == 200
+            assert read_only.post(url, json={}).status_code == 403
+        done = http.post(url, json={"into": store.id, "reason": "ship it"}).json()
+        assert done["applied"] is True
+        assert done["snapshot"]["name"].startswith("auto-merge-")
+        assert memories.retrieve(a.id, memory_store_id=store.id).content == "two\n"
+        bad = http.post(f"/v1/memory_stores/{store.id}/merge", json={})
+        assert bad.status_code == 400
+
+
+def test_revert_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -> None:
+    memories = admin.beta.memory_stores.memories
+    a = memories.create(store.id, path="/a.md", content="one\n")
+    _snapshot(server, store.id, "base")
+    two = memories.update(a.id, memory_store_id=store.id, content="two\n", path="/b.md")
+    url = f"/v1/memory_stores/{store.id}/memories/{a.id}/revert"
+    with server.http() as http:
+        stale = {"type": "content_sha256", "content_sha256": a.content_sha256}
+        refused = http.post(url, json={"to": "base", "precondition": stale})
+        assert refused.status_code == 409
+        fresh = {"type": "content_sha256", "content_sha256": two.content_sha256}
+        response = http.post(url, json={"to": "base", "precondition": fresh, "reason": "undo"})
+        assert response.status_code == 200, response.text
+        reverted = response.json()
+        assert (reverted["type"], reverted["path"], reverted["content"]) == (
+            "memory",
+            "/a.md",
+            "one\n",
+        )
+        bad = http.post(url, json={"to": "nope"})
+        assert bad.json()["error"]["details"]["error_code"] == "invalid_point"
+    reader = server.key(Scope.READ)
+    with server.http(reader) as http:
+        assert http.post(url, json={"to": "base"}).status_code == 403
+    assert memories.retrieve(a.id, memory_store_id=store.id).content == "one\n"

@@ -176,3 +176,97 @@ def test_store_restore_dry_run_then_restore_then_undo(cli: Cli, store: dict[str,
     assert cli.paths(STORE) == after_agent
     bad = cli.run("store", "restore", STORE, "--to", "nope", expect=2)
     assert "has no snapshot of that name" in bad.stderr
+
+
+def test_store_fork_then_diff_with_its_origin(cli: Cli, store: dict[str, Any]) -> None:
+    _scene(cli)
+    forked = cli.run("store", "fork", f"{STORE}@before", "--name", "Try")
+    assert forked.stdout.startswith(f"forked {STORE}@before into Try (memstore_")
+    assert ": 3 memories, base memver_" in forked.stdout
+    shown = cli.run("store", "show", "Try", "--json").json()
+    assert shown["forked_from"] == store["id"]
+    assert shown["fork_base"].startswith("memver_")
+    assert cli.run("memory", "cat", "Try", "/notes/a.md").stdout == "one\ntwo\n"
+    # The fork matches its origin by origin id: the origin's later edits show as such.
+    diff = cli.run("diff", "Try", STORE, "--name-only", expect=1)
+    assert diff.lines == ["/new.md", "/notes/a.md", "/notes/c.md", "/old.md"]
+    stat = cli.run("diff", "Try", STORE, "--json", expect=1).json()
+    assert {(e["status"], e["new_path"] or e["old_path"]) for e in stat["entries"]} == {
+        ("added", "/new.md"),
+        ("modified", "/notes/a.md"),
+        ("renamed", "/notes/c.md"),
+        ("removed", "/old.md"),
+    }
+    assert cli.run("diff", "Try", f"{STORE}@before").stdout == ""
+    refused = cli.run("store", "fork", f"{STORE}@nope", "--name", "X", expect=2)
+    assert refused.stderr.startswith(
+        f"memfs: error: point 'nope': memory store {store['id']!r} has no snapshot of that name"
+    )
+    assert [s["name"] for s in cli.run("store", "list", "--json").json()["data"]] == [
+        "Try",
+        STORE,
+    ]
+
+
+def test_store_merge_dry_run_then_merge(cli: Cli, store: dict[str, Any]) -> None:
+    cli.put(STORE, "/notes/a.md", "one\n")
+    cli.put(STORE, "/notes/b.md", "bee\n")
+    cli.run("store", "fork", STORE, "--name", "Try")
+    cli.put("Try", "/notes/a.md", "one by the fork\n")
+    cli.put("Try", "/notes/b.md", "bee by the fork\n")
+    cli.put(STORE, "/notes/b.md", "bee by the origin\n")
+    cli.put("Try", "/new.md", "new\n")
+
+    dry = cli.run("store", "merge", "Try", "--into", STORE, "--dry-run")
+    assert dry.lines[0].startswith(f"would merge Try into {STORE} (base memver_")
+    assert dry.lines[1:4] == [
+        "  add       /new.md",
+        "  update    /notes/a.md",
+        dry.lines[3],
+    ]
+    assert dry.lines[3].startswith("  conflict  /notes/b.conflict-")
+    assert dry.lines[-1] == (
+        "1 update, 1 add, 0 delete, 1 conflict, 0 keep (dry run: nothing changed)"
+    )
+    assert cli.run("memory", "cat", STORE, "/notes/a.md").stdout == "one\n"
+
+    done = cli.run("store", "merge", "Try", "--into", STORE, "--json").json()
+    assert done["type"] == "memory_store_merge"
+    assert done["applied"] is True
+    assert done["snapshot"]["name"].startswith("auto-merge-")
+    assert cli.run("memory", "cat", STORE, "/notes/a.md").stdout == "one by the fork\n"
+    assert cli.run("memory", "cat", STORE, "/notes/b.md").stdout == "bee by the origin\n"
+    [copy] = [s["path"] for s in done["steps"] if s["action"] == "conflict_copy"]
+    assert cli.run("memory", "cat", STORE, copy).stdout == "bee by the fork\n"
+    refused = cli.run("store", "merge", STORE, "--into", "Try", expect=1)
+    assert "is not a fork: there is nothing to merge" in refused.stderr
+
+
+def test_memory_revert_and_version_diff(cli: Cli, store: dict[str, Any]) -> None:
+    made = _scene(cli)
+    listed = cli.run("memory", "ls", STORE, "--json").json()["data"]
+    [a_now] = [m for m in listed if m["path"] == "/notes/a.md"]
+    diff = cli.run("version", "diff", STORE, made["a"]["memory_version_id"], expect=1)
+    assert diff.stdout == (
+        f"--- a/notes/a.md ({made['a']['memory_version_id']})\n"
+        f"+++ b/notes/a.md ({a_now['memory_version_id']})\n"
+        "@@ -1,2 +1,2 @@\n one\n-two\n+2\n"
+    )
+    head = a_now["memory_version_id"]
+    same = cli.run("version", "diff", STORE, head, head)
+    assert same.stdout == ""
+    cli.run("version", "diff", STORE, "memver_0", expect=2)
+
+    reverted = cli.run("memory", "revert", STORE, "/notes/a.md", "--to", "before")
+    assert reverted.stdout.startswith(f"reverted /notes/a.md ({made['a']['id']}) to before: ")
+    assert cli.run("memory", "cat", STORE, "/notes/a.md").stdout == "one\ntwo\n"
+    # A memory deleted since, named by its path then, comes back under its id.
+    back = cli.run("memory", "revert", STORE, "/old.md", "--to", "before", "--json").json()
+    assert (back["id"], back["path"]) == (made["old"]["id"], "/old.md")
+    moved = cli.run(
+        "memory", "revert", STORE, made["b"]["id"], "--to", made["b"]["memory_version_id"]
+    )
+    assert moved.stdout.startswith(f"reverted /notes/b.md ({made['b']['id']})")
+    refused = cli.run("memory", "revert", STORE, "/new.md", "--to", "before", expect=1)
+    assert f"memory {made['new']['id']!r} of memory store" in refused.stderr
+    assert refused.stderr.endswith("was not live at before\n")

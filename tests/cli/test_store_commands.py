@@ -22,6 +22,8 @@ STORE_FIELDS = [
     "system_managed",
     "identity_id",
     "binding_info",
+    "forked_from",
+    "fork_base",
 ]
 
 

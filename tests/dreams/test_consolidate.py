@@ -212,3 +212,35 @@ def test_deleting_a_session_erases_its_transcript(engine: Engine) -> None:
     assert engine.transcripts.count([made.id]) == {made.id: 1}
     engine.sessions.delete(made.id)
     assert engine.transcripts.count([made.id]) == {}
+
+
+def test_create_new_dreams_into_a_fork_and_applying_merges_it_back(engine: Engine) -> None:
+    """SPEC §11: ``create_new`` writes into a fork of the input (§10) and leaves the
+    input alone; applying the dream merges the fork back (after a snapshot)."""
+    store_id = planted(engine)
+    before = {m.path: m.content for m in engine.memories.all(store_id)}
+    engine.dreams.create(
+        store_id, session_ids=None, model_id="memfs-consolidate",
+        output_behavior=OutputBehavior.CREATE_NEW,
+    )
+    claimed = engine.dreams.claim("test-runner")
+    assert claimed is not None
+    dream = run_dream(engine, claimed, decay_below=0.05)
+    assert dream.status is DreamStatus.COMPLETED, dream.error_message
+    output = dream.output_store_id
+    assert output is not None
+    assert output != store_id
+    assert engine.stores.get(output).forked_from == store_id
+    assert {m.path: m.content for m in engine.memories.all(store_id)} == before
+    # A fork's memories were all created at the fork: the duplicates' tie breaks by path.
+    kept = ["/facts/city.md", "/inbox/coffee-again.md", "/profile.md"]
+    assert sorted(m.path for m in engine.memories.all(output)) == kept
+    diff = engine.history.diff(store_id, "now", output, "now")
+    changes = [(e.status.value, e.old_path) for e in diff.entries]
+    assert sorted(c for c in changes if c[0] != "modified") == [
+        ("removed", "/episodes/weather.md"), ("removed", "/facts/old-city.md"),
+        ("removed", "/inbox/coffee-copy.md"), ("removed", "/notes/coffee.md"),
+    ]
+    plan = engine.history.merge(output, into=store_id, reason=f"apply dream {dream.id}")
+    assert plan.snapshot is not None
+    assert sorted(m.path for m in engine.memories.all(store_id)) == kept

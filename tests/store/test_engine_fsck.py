@@ -549,3 +549,43 @@ def test_fsck_finds_a_record_index_that_disagrees_with_the_heads(
             "record_tags row of mem_gone: no such record in the index",
         ]
     )
+
+
+@covers("check_forks")
+def test_fsck_finds_a_pruned_fork_base(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    writer = engine.for_caller(actor=actor)
+    memory = writer.memories.create(store.id, "/a", "base\n")
+    writer.memories.create(store.id, "/b", "the base version\n")
+    fork = writer.history.fork(store.id, name="f")
+    writer.memories.update(store.id, memory.id, content="head\n")
+    execute_sql(
+        engine.url,
+        f"UPDATE memories SET origin_memory_id = 'mem_elsewhere' WHERE store_id = '{fork.id}'",
+    )
+    assert list(engine.iter_fsck_findings()) == []  # an origin memory gone is no finding
+    head = engine.memories.get(store.id, memory.id).memory_version_id
+    execute_sql(
+        engine.url,
+        f"DELETE FROM versions WHERE memory_id = '{memory.id}' AND id <> '{head}'",
+    )
+    [finding] = list(engine.iter_fsck_findings())
+    assert "has no version left at or before the fork's base" in finding
+    engine.stores.delete(fork.id, force=True)
+
+
+@covers("check_console_sign_ins")
+def test_console_sign_ins(engine: Engine) -> None:
+    execute_sql(
+        engine.url,
+        "INSERT INTO console_sign_ins (id_hash, api_key_id, session_id, created_at, expires_at)"
+        f" VALUES ('{'a' * 64}', NULL, NULL, '2026-12-06T00:00:00.000000Z',"
+        " '2026-12-05T00:00:00.000000Z')",
+    )
+    assert findings(engine) == [
+        "console sign-in aaaaaaaaaaaa…: names neither an API key and a session",
+        "console sign-in aaaaaaaaaaaa…: expires at 2026-12-05T00:00:00.000000Z, not after "
+        "its creation 2026-12-06T00:00:00.000000Z",
+    ]
+    execute_sql(engine.url, "DELETE FROM console_sign_ins")

@@ -6,7 +6,13 @@ from __future__ import annotations
 import pytest
 from store_helpers import snapshot
 
-from memfs.core.errors import InvalidPoint, StoreArchived
+from memfs.core.errors import (
+    InvalidPoint,
+    NotFound,
+    PreconditionFailed,
+    RedactedContent,
+    StoreArchived,
+)
 from memfs.core.history import RestoreAction
 from memfs.core.model import Actor, DeleteMode, MemoryStore
 from memfs.store import Engine
@@ -133,3 +139,48 @@ def test_refusals(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     engine.stores.archive(store.id)
     with pytest.raises(StoreArchived):
         restores.restore(store.id, "2000-01-01")
+
+
+# ----------------------------------------------------------------- one memory
+
+
+def test_revert_one_memory_to_a_point_or_a_version(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    writer = engine.for_caller(actor=actor)
+    memory = writer.memories.create(store.id, "/a.md", "one\n")
+    writer.snapshots.create(store.id, "s")
+    second = writer.memories.update(store.id, memory.id, content="two\n", path="/b.md")
+    writer.memories.update(store.id, memory.id, content="three\n")
+    other = writer.memories.create(store.id, "/other.md", "other\n")
+
+    back = writer.restores.revert(store.id, memory.id, "s")
+    assert (back.path, back.content) == ("/a.md", "one\n")
+    [newest, *_] = engine.versions.list(store.id, memory_id=memory.id).items
+    assert newest.created_by == actor
+    again = writer.restores.revert(store.id, memory.id, second.memory_version_id)
+    assert (again.path, again.content) == ("/b.md", "two\n")
+    with pytest.raises(PreconditionFailed):
+        writer.restores.revert(store.id, memory.id, "s", expected_sha256="0" * 64)
+    with pytest.raises(NotFound, match="was not live at s"):
+        writer.restores.revert(store.id, other.id, "s")
+    events = [e for e in engine.feed.audit_events(store.id) if e["action"] == "memory_revert"]
+    assert [e["metadata"]["point"] for e in events] == [second.memory_version_id, "s"]
+
+
+def test_revert_brings_a_deleted_memory_back_and_never_redacted_content(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    writer = engine.for_caller(actor=actor)
+    memory = writer.memories.create(store.id, "/a.md", "secret\n")
+    writer.snapshots.create(store.id, "s")
+    writer.memories.update(store.id, memory.id, content="public\n")
+    writer.memories.delete(store.id, memory.id)
+
+    back = writer.restores.revert(store.id, memory.id, "s")
+    assert (back.id, back.path, back.content) == (memory.id, "/a.md", "secret\n")
+    writer.memories.update(store.id, memory.id, content="later\n")
+    writer.versions.redact(store.id, memory.memory_version_id)
+    with pytest.raises(RedactedContent, match="can't come back"):
+        writer.restores.revert(store.id, memory.id, "s")
+    assert engine.memories.get(store.id, memory.id).content == "later\n"

@@ -326,3 +326,17 @@ def test_a_rename_never_replaces_a_record_the_viewer_can_not_see(
     assert moved.path == "/a/shared.md"
     with pytest.raises(NotFound):
         engine.memories.get(store.id, shared.id)
+
+
+@pytest.mark.parametrize("viewer", VIEWERS, ids=lambda v: str(v.user_id))
+def test_a_fork_copies_only_what_its_caller_sees(
+    engine: Engine, store: MemoryStore, viewer: Viewer
+) -> None:
+    """SPEC §10: a restricted caller's fork holds what it may read, no more (a fork
+    never widens what anyone sees); the records it copies are indexed as records."""
+    fork = engine.for_caller(actor=ACTOR, viewer=viewer).history.fork(store.id, name="f")
+    copied = {m.path for m in engine.memories.all(fork.id)}
+    assert copied == SEES[viewer.user_id]
+    assert fork.entry_count == len(copied)
+    records = {r.memory_id for r in engine.records.list([fork.id])}
+    assert records == {m.id for m in engine.memories.all(fork.id) if m.path != "/b/plain.md"}

@@ -2,7 +2,7 @@
 schema.py, with their indexes. New tables only: nothing else changes.
 
 Revision ID: 0015_dreams
-Revises: 0012_console_sign_ins
+Revises: 0014_forks
 Create Date: 2026-12-10
 
 Chained after 0012, the newest in the tree it was made in; 0013 and 0014 are made on
@@ -16,7 +16,7 @@ from alembic import op
 from memfs.store.schema import dreams, session_events
 
 revision = "0015_dreams"
-down_revision = "0012_console_sign_ins"
+down_revision = "0014_forks"
 branch_labels = None
 depends_on = None
 
