@@ -57,7 +57,7 @@ __all__ = [
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0010_trigram_subset"
+SCHEMA_HEAD = "0013_search_pending"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"

@@ -4,7 +4,7 @@ One engine runs on embedded SQLite (WAL) and on PostgreSQL, through SQLAlchemy C
 owns what lives as long as the database is open: the connections
 (:class:`memfs.store._connections.Database`: opening, the in-process write lock, typed
 contention, the WAL checkpoint), the change watch, the pending erasure, the batched
-record reads, the vector cache and the embedder thread.
+record reads, the vector cache, the indexer thread and the embedder thread.
 
 Everything else is a per-aggregate facade (:mod:`memfs.store.caller`):
 ``engine.for_caller(actor=…, viewer=…)`` binds who writes and what it may see (SPEC §6)
@@ -26,7 +26,8 @@ The engine itself is the unrestricted caller without actor (``engine.memories.ge
 ``feed``           the change feed and the audit log
 ``blobs``          content-addressed blobs and their collection
 ``retention``      a store's version retention period; pruning past it
-``search``         the full-text index of live memories and its ranked query
+``search``         the full-text index of live memories, its queue and ranked query
+``indexer``        the thread that drains the full-text queue off the write path
 ``identities``     mounts on (identity, template) pairs, default stores (SPEC §8)
 ``records``        the record index (SPEC §6): typed headers, tags, relations, access
 ``fsck``           one check per invariant of ``schema.py``
@@ -51,7 +52,7 @@ from memfs.core import config
 from memfs.core.errors import DatabaseReadOnly, StoreBusy
 from memfs.core.model import Actor, Change, utcnow
 from memfs.core.visibility import Viewer
-from memfs.store import embeddings, feed, semantic, stores
+from memfs.store import embeddings, feed, search, semantic, stores
 from memfs.store import fsck as _fsck
 from memfs.store import records as record_index
 from memfs.store._connections import ERASE_WAIT_S, Database
@@ -61,6 +62,7 @@ from memfs.store.caller import Caller
 from memfs.store.credentials import ResourceSpec
 from memfs.store.embedder import Embedder
 from memfs.store.embeddings import IndexLag
+from memfs.store.indexer import Indexer
 from memfs.store.notify import ChangeCallback
 from memfs.store.retention import PruneResult
 from memfs.store.schema import ERASED_FROM
@@ -133,6 +135,8 @@ class Engine(Caller):
         self.clock = clock
         self._access_log = record_index.AccessLog(self._write_access_times, clock=clock)
         self._embedder: Embedder | None = None
+        self._indexer: Indexer | None = None
+        self._indexer_unsubscribe: Callable[[], None] | None = None
         self._parts = Parts(
             db=self._db,
             memory_limit=self.memory_limit,
@@ -152,9 +156,16 @@ class Engine(Caller):
         return Caller(self._parts, actor=actor, viewer=viewer)
 
     def close(self) -> None:
-        """Stops the embedder, then releases every pooled connection (checkpointing the
-        SQLite WAL, waiting at most :data:`ERASE_WAIT_S` for readers), after writing the
-        pending record reads, and ends every :meth:`watch_changes`."""
+        """Stops the indexer and the embedder, then releases every pooled connection
+        (checkpointing the SQLite WAL, waiting at most :data:`ERASE_WAIT_S` for
+        readers), after writing the pending record reads, and ends every
+        :meth:`watch_changes`."""
+        if self._indexer_unsubscribe is not None:
+            self._indexer_unsubscribe()
+            self._indexer_unsubscribe = None
+        if self._indexer is not None:
+            self._indexer.stop()
+            self._indexer = None
         if self._embedder is not None:
             self._embedder.stop()
             self._embedder = None
@@ -212,6 +223,20 @@ class Engine(Caller):
         follows the feed knows its own entries without reading them back."""
         return self._db.receipt()
 
+    def start_indexer(self) -> bool:
+        """Starts the full-text indexer thread when the database is writable (a mount's
+        daemon, ``memfs serve``): woken by the change watch after commits of any
+        process, it indexes the queued memories once the writes pause
+        (:mod:`memfs.store.indexer`); :meth:`close` stops it. Searches do not depend on
+        it (they catch up first); it keeps the index close behind the heads. Blocking
+        (opens the change watch). Returns whether it runs."""
+        if self.read_only or self._indexer is not None:
+            return self._indexer is not None
+        self._indexer = Indexer(self._db.read, self._db.write)
+        self._indexer_unsubscribe = self.watch_changes(self._indexer.wake)
+        self._indexer.start()
+        return True
+
     def start_embedder(self) -> bool:
         """Starts the embedder thread when a model is configured and the database is
         writable (a mount's daemon, ``memfs serve``); :meth:`close` stops it. Returns
@@ -223,7 +248,10 @@ class Engine(Caller):
         model = embeddings.configured_model()
         if model is None or self.read_only or self._embedder is not None:
             return self._embedder is not None
-        self._embedder = Embedder(self._db.read, self._db.write, model)
+        read, write = self._db.read, self._db.write
+        self._embedder = Embedder(
+            read, write, model, catch_up=lambda: search.catch_up(read, write, wait=False)
+        )
         self._embedder.start()
         return True
 

@@ -102,8 +102,9 @@ def own_recent(conn: Connection, memory_id: str, actor: Actor, window_s: float) 
 
 def _index_head(conn: Connection, store_id: str, memory_id: str, path: str, data: bytes,
                 written_at: str) -> None:
-    """Brings the search and record indexes to a live memory's head ``data`` at ``path``."""
-    search.index_memory(conn, memory_id, store_id, path, data)
+    """Brings the record index to a live memory's head ``data`` at ``path`` and queues it
+    for the search index."""
+    search.queue(conn, memory_id)
     try:
         header = parse_record(data.decode("utf-8"))
     except InvalidRecord:  # written before a rule it breaks existed: fsck names it
@@ -162,7 +163,7 @@ def fill_claim(
     if clean is not None:
         values["metadata_json"] = json.dumps(clean, sort_keys=True)
     set_memory_columns(conn, memory_id, values)
-    search.index_memory(conn, memory_id, store_id, row.path, checked.data, content_sha256=digest)
+    search.queue(conn, memory_id)
     record_index.index_memory(conn, memory_id, store_id, header, written_at)
     feed.emit(
         conn,

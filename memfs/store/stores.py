@@ -197,9 +197,9 @@ def delete_store(
     ) | set(
         conn.execute(select(versions.c.blob_key).where(versions.c.store_id == store_id)).scalars()
     )
+    search.unindex_store(conn, store_id)  # while its memory rows still name its queue rows
     conn.execute(delete(versions).where(versions.c.store_id == store_id))
     conn.execute(delete(memories).where(memories.c.store_id == store_id))
-    search.unindex_store(conn, store_id)
     record_index.unindex_store(conn, store_id)
     search.scrub(conn)
     gc_blobs(conn, store_id, keys)
