@@ -14,8 +14,9 @@ The queue is durable and a search indexes what it finds queued before it reads
 (:meth:`memfs.store.search.Search.query`), so this thread only keeps the index close
 behind the heads (the measured lag is in README "Performance"); nothing depends on it
 for correctness. Several indexers on one database are safe (PostgreSQL: ``SKIP
-LOCKED``; SQLite: one writer at a time). A failure (the database busy) is logged and
-retried at the next wake or after :data:`RETRY_S`.
+LOCKED``; SQLite: one writer at a time). A failure is retried after :data:`RETRY_S`:
+the database busy or its disk full (conditions its writers report) is noted at INFO,
+anything else logged as an error.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from contextlib import AbstractContextManager
 
 from sqlalchemy import Connection
 
+from memfs.core.errors import StorageFull, StoreBusy
 from memfs.store.search import catch_up
 
 __all__ = ["BATCH", "MAX_DELAY_S", "QUIET_S", "Indexer"]
@@ -90,11 +92,16 @@ class Indexer:
                 return
             try:
                 self.indexed += catch_up(self._read, self._write, batch=BATCH, wait=False)
+                continue
+            except (StoreBusy, StorageFull) as exc:
+                # Conditions of the database that its writers report (a full disk is the
+                # mount's ENOSPC and status): the queue keeps the rows, searches catch up.
+                log.info("indexing queued memories waits: %s", exc)
             except Exception:  # logged and retried: the queue still holds the rows
                 log.exception("indexing queued memories failed; retrying")
-                if self._stop.wait(RETRY_S):
-                    return
-                self._woken.set()
+            if self._stop.wait(RETRY_S):
+                return
+            self._woken.set()
 
     def stop(self) -> None:
         """Stops the thread and waits for it."""
