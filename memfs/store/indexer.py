@@ -59,6 +59,7 @@ class Indexer:
     def __init__(self, read: Transaction, write: Transaction) -> None:
         self._read, self._write = read, write
         self.indexed = 0
+        self._last_wake = 0.0
         self._woken = threading.Event()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memfs-indexer", daemon=True)
@@ -70,7 +71,10 @@ class Indexer:
 
     def wake(self, _store_ids: object = None) -> None:
         """Tells the thread the queue may have grown (thread-safe, never blocks); the
-        signature of a :meth:`memfs.store.Engine.watch_changes` callback."""
+        signature of a :meth:`memfs.store.Engine.watch_changes` callback. While the
+        thread waits for the writes to pause, a wake only notes the time: the thread
+        is not woken once per commit."""
+        self._last_wake = time.monotonic()
         self._woken.set()
 
     def _settle(self) -> bool:
@@ -78,11 +82,12 @@ class Indexer:
         False when stopped meanwhile."""
         give_up = time.monotonic() + MAX_DELAY_S
         while True:
-            self._woken.clear()
-            remaining = min(QUIET_S, give_up - time.monotonic())
-            if remaining <= 0 or not self._woken.wait(remaining):
+            now = time.monotonic()
+            quiet_at = self._last_wake + QUIET_S
+            if now >= quiet_at or now >= give_up:
+                self._woken.clear()  # a wake after this is seen by the next round
                 return not self._stop.is_set()
-            if self._stop.is_set():
+            if self._stop.wait(min(quiet_at, give_up) - now):
                 return False
 
     def _run(self) -> None:
