@@ -43,8 +43,10 @@ processes and API servers sharing one database.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import DBAPIError
 
@@ -52,22 +54,21 @@ from memfs.core import config
 from memfs.core.errors import DatabaseReadOnly, StoreBusy
 from memfs.core.model import Actor, Change, utcnow
 from memfs.core.visibility import Viewer
-from memfs.store import embeddings, feed, search, semantic, stores
-from memfs.store import fsck as _fsck
-from memfs.store import records as record_index
+from memfs.store import feed, semantic
 from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store._facade import Parts
 from memfs.store.caller import Caller
-from memfs.store.credentials import ResourceSpec
-from memfs.store.embedder import Embedder
-from memfs.store.embeddings import IndexLag
-from memfs.store.indexer import Indexer
-from memfs.store.notify import ChangeCallback
-from memfs.store.retention import PruneResult
 from memfs.store.schema import ERASED_FROM
 
-__all__ = ["ERASE_WAIT_S", "Engine", "PruneResult", "ResourceSpec"]
+if TYPE_CHECKING:
+    from memfs.store import records as record_index
+    from memfs.store.embedder import Embedder
+    from memfs.store.embeddings import IndexLag
+    from memfs.store.indexer import Indexer
+    from memfs.store.notify import ChangeCallback
+
+__all__ = ["ERASE_WAIT_S", "Engine"]
 
 
 class Engine(Caller):
@@ -133,7 +134,9 @@ class Engine(Caller):
         self.dialect = self._db.dialect
         self.read_only = self._db.read_only
         self.clock = clock
-        self._access_log = record_index.AccessLog(self._write_access_times, clock=clock)
+        # Made at the first record read (the record index's module is imported then).
+        self._access_log: record_index.AccessLog | None = None
+        self._access_log_lock = threading.Lock()
         self._embedder: Embedder | None = None
         self._indexer: Indexer | None = None
         self._indexer_unsubscribe: Callable[[], None] | None = None
@@ -144,7 +147,7 @@ class Engine(Caller):
             read_only=self.read_only,
             vectors=semantic.VectorCache(),
             note_access=self._note_access,
-            flush_access=self._access_log.flush,
+            flush_access=self._flush_access,
         )
         super().__init__(self._parts, actor=None, viewer=None)
 
@@ -169,7 +172,8 @@ class Engine(Caller):
         if self._embedder is not None:
             self._embedder.stop()
             self._embedder = None
-        self._access_log.close()
+        if self._access_log is not None:
+            self._access_log.close()
         self._db.close()
 
     def __enter__(self) -> Engine:
@@ -232,6 +236,8 @@ class Engine(Caller):
         (opens the change watch). Returns whether it runs."""
         if self.read_only or self._indexer is not None:
             return self._indexer is not None
+        from memfs.store.indexer import Indexer
+
         self._indexer = Indexer(self._db.read, self._db.write)
         self._indexer_unsubscribe = self.watch_changes(self._indexer.wake)
         self._indexer.start()
@@ -245,6 +251,9 @@ class Engine(Caller):
         Raises:
             SearchUnavailable: ``$MEMFS_SEARCH_MODEL_DIR`` names no usable model.
         """
+        from memfs.store import embeddings, search
+        from memfs.store.embedder import Embedder
+
         model = embeddings.configured_model()
         if model is None or self.read_only or self._embedder is not None:
             return self._embedder is not None
@@ -262,14 +271,32 @@ class Engine(Caller):
 
     def _note_access(self, memory_ids: Sequence[str]) -> None:
         if not self.read_only:  # a read-only engine records no reads
-            self._access_log.note(memory_ids)
+            self._records_access_log().note(memory_ids)
+
+    def _records_access_log(self) -> record_index.AccessLog:
+        with self._access_log_lock:
+            if self._access_log is None:
+                from memfs.store import records as record_index
+
+                self._access_log = record_index.AccessLog(
+                    self._write_access_times, clock=self.clock
+                )
+            return self._access_log
+
+    def _flush_access(self) -> None:
+        if self._access_log is not None:
+            self._access_log.flush()
 
     def _write_access_times(self, accessed: dict[str, str]) -> None:
+        from memfs.store import records as record_index
+
         with self._db.write() as conn:
             record_index.touch(conn, accessed)
 
     def statistics(self) -> dict[str, int]:
         """Row counts: ``stores``, ``memories`` (live), ``versions``, ``blobs``."""
+        from memfs.store import stores
+
         with self._db.read() as conn:
             return stores.statistics(conn)
 
@@ -315,6 +342,8 @@ class Engine(Caller):
         Raises:
             InvalidInput: an unknown ``sqlite_check``.
         """
+        from memfs.store import fsck as _fsck
+
         findings: list[str] = []
         try:
             with self._db.read() as conn:
