@@ -574,10 +574,10 @@ search_queue = Table(
     ),
     Column("queued_at", Float, nullable=False, comment="Unix seconds (the lag shown)"),
     comment=(
-        "Semantic search's durable queue (SPEC §7), written by memfs/store/search.py in "
-        "the transaction of each write that changes a head; drained off the write path "
-        "by the embedder (Engine.start_embedder). Rows are removed with their memory's "
-        "document (deletion, redaction)."
+        "Semantic search's durable queue (SPEC §7), written by memfs/store/search.py "
+        "where it writes a memory's new document (the full-text indexer's transaction); "
+        "drained by the embedder (Engine.start_embedder). Rows are removed with their "
+        "memory's document (deletion, redaction)."
     ),
 )
 Index("ix_search_queue_queued_at", search_queue.c.queued_at)
