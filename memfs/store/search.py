@@ -874,25 +874,34 @@ class Search(Facade):
             model = embeddings.configured_model()
             if model is None:
                 raise _semantic_unavailable()
-        self.catch_up()
-        with self._read() as conn:
-            hidden = None if self.viewer is None else visibility.hidden_ids(self.viewer)
-            if model is None:
-                return search(
-                    conn,
-                    parsed,
-                    scope,
-                    path_prefix=path_prefix,
-                    limit=limit,
-                    hidden=hidden,
-                    record_filter=record_filter,
-                )
-            vector = model.embed([" ".join(t.text for t in parsed.positive)])[0]
-            ranked = semantic_search if mode == query_language.SEARCH_SEMANTIC else hybrid_search
-            probe = semantic.Probe(self._parts.vectors, model.fingerprint, vector)
-            return ranked(
+        # The index first catches up with what the snapshot it reads finds queued (SPEC
+        # §7); with nothing queued that costs one primary-key probe in the same read.
+        caught_up = self._parts.read_only  # a read-only engine can't write the index
+        while True:
+            with self._read() as conn:
+                if caught_up or not has_pending(conn):
+                    return self._ranked(
+                        conn, parsed, scope, model, mode, path_prefix, limit, record_filter
+                    )
+            catch_up(self._db.read, self._db.write)
+            caught_up = True
+
+    def _ranked(
+        self,
+        conn: Connection,
+        parsed: Query,
+        scope: list[str] | None,
+        model: embeddings.EmbeddingModel | None,
+        mode: str,
+        path_prefix: str,
+        limit: int,
+        record_filter: RecordFilter | None,
+    ) -> list[SearchHit]:
+        """The hits of :meth:`query` from the index as ``conn`` sees it."""
+        hidden = None if self.viewer is None else visibility.hidden_ids(self.viewer)
+        if model is None:
+            return search(
                 conn,
-                probe,
                 parsed,
                 scope,
                 path_prefix=path_prefix,
@@ -900,6 +909,19 @@ class Search(Facade):
                 hidden=hidden,
                 record_filter=record_filter,
             )
+        vector = model.embed([" ".join(t.text for t in parsed.positive)])[0]
+        ranked = semantic_search if mode == query_language.SEARCH_SEMANTIC else hybrid_search
+        probe = semantic.Probe(self._parts.vectors, model.fingerprint, vector)
+        return ranked(
+            conn,
+            probe,
+            parsed,
+            scope,
+            path_prefix=path_prefix,
+            limit=limit,
+            hidden=hidden,
+            record_filter=record_filter,
+        )
 
     def catch_up(self) -> int:
         """Indexes what the full-text queue holds now, in this thread, so a search that
