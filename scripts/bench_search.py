@@ -98,7 +98,7 @@ def _install_switch() -> None:
 
         setattr(module, name, switched)
 
-    for name in ("index_memory", "unindex_memory", "move_documents"):
+    for name in ("queue", "queue_many", "unindex_memory"):
         switch(search, name, ("all", "text"))
     switch(semantic, "enqueue", ("all",))
 

@@ -265,6 +265,7 @@ STORE_INSIDES = (
     "memfs.store.search",
     "memfs.store.semantic",
     "memfs.store.embedder",
+    "memfs.store.indexer",
     "memfs.store.records",
     "memfs.store.visibility",
     "memfs.store.renames",

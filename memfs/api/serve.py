@@ -261,6 +261,7 @@ def serve(
                     text_format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                 )],
             )
+            engine.start_indexer()  # the full-text index, off the write path
             try:
                 engine.start_embedder()  # semantic search's vectors, with a model configured
             except MemfsError as exc:  # a broken model must not stop the server

@@ -369,6 +369,7 @@ def _backend(request: _MountRequest) -> Any:
     principal = make_principal(request.user_id, request.roles)
     engine = open_engine(request.database)
     engine.observe_writes(metrics.write_transaction)
+    engine.start_indexer()  # the full-text index, off the write path
     try:
         engine.start_embedder()  # semantic search's vectors, when a model is configured
     except MemfsError as exc:  # a broken model must not stop the mount

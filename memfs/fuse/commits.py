@@ -559,11 +559,11 @@ class Committer:
             self._departed.popitem(last=False)
 
     async def erase_temporary(self, attachment: Attachment, memory: Memory) -> None:
-        """``rm`` of a file this mount created (SPEC §4 one save, one version): a
-        temporary file — the second half of a no-clobber rename (``link(temp, new)``
-        then ``unlink(temp)``), or what a tool removes when its save failed — leaves
-        nothing when every version of it is this mount's own and recent
-        (:data:`FOLD_WINDOW_S`); otherwise it is soft-deleted as ``rm`` would."""
+        """``rm`` of a temporary file this mount created whose content now lives at
+        another name: the second half of a no-clobber rename (``link(temp, new)`` then
+        ``unlink(temp)``, SPEC §4). It leaves nothing when every version of it is this
+        mount's own and recent (:data:`FOLD_WINDOW_S`) and no snapshot or fork needs
+        them; otherwise it is soft-deleted as ``rm`` would."""
         try:
             erased = await self._backend.erase_temporary(attachment.store_id, memory.id)
         except NotFound:

@@ -61,6 +61,8 @@ class Placement:
             store until the name is reused, the scratch file is unlinked (the memory is
             deleted) or renamed back to a real name.
         created_here: files: this mount created the memory the file shows.
+        linked_away: files: ``link(2)`` copied the content to another name; an
+            ``unlink`` of a file created here then completes a no-clobber rename.
         stale_path: a change made elsewhere deleted or moved the node since the kernel
             was last handed it by name (lookup, readdir).
     """
@@ -69,6 +71,7 @@ class Placement:
     held: bool = False
     parked: bool = False
     created_here: bool = False
+    linked_away: bool = False
     stale_path: bool = False
 
     # ------------------------------------------------------------- directories
@@ -90,6 +93,11 @@ class Placement:
         """This mount created the memory the file shows (an ``O_EXCL`` claim, a new
         file's first commit, an atomic save that created its target)."""
         self.created_here = True
+
+    def linked(self) -> None:
+        """``link(2)`` gave its content another name (SPEC §4): removing this name next
+        is the second half of a no-clobber rename (``link`` then ``unlink``)."""
+        self.linked_away = True
 
     def saved_over(self) -> None:
         """The file was renamed over a target (an atomic save): from now on it shows

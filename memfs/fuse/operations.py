@@ -611,9 +611,13 @@ class Operations(pyfuse3.Operations):
                 raise IsADirectory(f"{self._table.display_path(node)} is a directory")
             if node.memory is not None:
                 attachment = self._table.check_writable(node)
-                if node.placement.created_here and not node.working.dirty:
-                    # A temporary file (SPEC §4 one save, one version): the second half
-                    # of a no-clobber rename (link, unlink), or a failed save's cleanup.
+                if (
+                    node.placement.linked_away
+                    and node.placement.created_here
+                    and not node.working.dirty
+                ):
+                    # link(temp, new) + unlink(temp): a no-clobber rename (SPEC §4); the
+                    # content lives on at the new name.
                     await self.committer.erase_temporary(attachment, node.memory)
                 else:
                     await self.committer.delete_memory(attachment, node.memory)

@@ -372,6 +372,7 @@ class Renamer:
             table.remove(copy)
             raise
         self._committer.linked(copy, memory, data, created=created)
+        node.placement.linked()
         log.info("linked %s as a copy (version %s)", new_path, memory.memory_version_id)
         return copy
 

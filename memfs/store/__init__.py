@@ -8,10 +8,32 @@ imports the modules behind them (tests/test_layers.py checks it).
 """
 
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from memfs.store.caller import Caller
-from memfs.store.credentials import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, ResourceSpec
-from memfs.store.engine import Engine, PruneResult
+from memfs.store.engine import Engine
+
+if TYPE_CHECKING:
+    from memfs.store.credentials import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, ResourceSpec
+    from memfs.store.retention import PruneResult
+
+# The rest of the face, imported at first use (a command loads only what it runs:
+# README "Performance").
+_LATER = {
+    "API_KEY_SECRET_PREFIX": "memfs.store.credentials",
+    "SESSION_TOKEN_PREFIX": "memfs.store.credentials",
+    "ResourceSpec": "memfs.store.credentials",
+    "PruneResult": "memfs.store.retention",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LATER.get(name)
+    if module is None:
+        raise AttributeError(f"module 'memfs.store' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 __all__ = [
     "API_KEY_SECRET_PREFIX",

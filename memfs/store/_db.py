@@ -38,7 +38,6 @@ from memfs.core.errors import (
     StoreBusy,
 )
 from memfs.home import create_private_file
-from memfs.store import search
 from memfs.store._hot import refuse_nul
 from memfs.store.schema import metadata
 
@@ -57,7 +56,7 @@ __all__ = [
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0015_dreams"
+SCHEMA_HEAD = "0016_versions_autoincrement"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
@@ -373,6 +372,8 @@ def prepare_schema(sa_engine: SAEngine, *, read_only: bool = False) -> None:
     # Alembic is imported only here, not at module load: it costs every CLI call ~65 ms.
     from alembic.migration import MigrationContext
     from alembic.script import ScriptDirectory
+
+    from memfs.store import search  # as alembic: only when the schema is created
 
     with sa_engine.connect() as conn:
         conn.execution_options(**{WRITE: True})

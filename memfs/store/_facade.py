@@ -17,14 +17,17 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from sqlalchemy import Connection
 
 from memfs.core.errors import PathConflict
 from memfs.core.model import Actor
 from memfs.core.visibility import Viewer
-from memfs.store import semantic, visibility
+from memfs.store import visibility
+
+if TYPE_CHECKING:
+    from memfs.store import semantic
 
 __all__ = ["Facade", "Parts", "Transactions"]
 

@@ -6,7 +6,10 @@ with its SHA-256 recorded. A blob is written in the same transaction as the firs
 that references it (:func:`put_blob`) and deleted in the same transaction as the last
 reference goes (:func:`gc_blobs`: redaction, hard delete, store deletion, retention
 pruning in :mod:`memfs.store.retention`), so a crash at any point leaves neither an
-orphan nor a dangling reference.
+orphan nor a dangling reference. One exception: the empty blob (:data:`EMPTY_BLOB_KEY`)
+may stay unreferenced when an ``O_EXCL`` claim's empty version is replaced by its
+content (memfs/store/folds.py), so the next claim does not write it again (it holds no
+content to erase).
 """
 
 from __future__ import annotations
@@ -30,7 +33,10 @@ from memfs.store import _hot, feed
 from memfs.store._facade import Facade
 from memfs.store.schema import blobs, memories, versions
 
-__all__ = ["blob_data", "gc_blobs", "put_blob", "read_blob", "read_blobs"]
+__all__ = ["EMPTY_BLOB_KEY", "blob_data", "gc_blobs", "put_blob", "read_blob", "read_blobs"]
+
+# The key of the empty content: the one blob that may be unreferenced (see above).
+EMPTY_BLOB_KEY = blob_key_of(b"")
 
 _BLOB_DATA = select(blobs.c.data).where(blobs.c.key == bindparam("key"))
 _BLOBS_DATA = select(blobs.c.key, blobs.c.data).where(

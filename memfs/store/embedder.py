@@ -66,15 +66,24 @@ def drain(
 
 
 class Embedder:
-    """The worker thread; :meth:`stop` ends it (at most one batch later).
+    """The worker thread; :meth:`stop` ends it (at most one batch later). ``catch_up``
+    brings the full-text documents it embeds to their heads before each poll
+    (:func:`memfs.store.search.catch_up`: a memory is embedded from its document).
 
     Attributes:
         lag: the queue as this thread last saw it after a poll (read without I/O by a
             mount's status, on the trio loop); None before the first poll.
     """
 
-    def __init__(self, read: Transaction, write: Transaction, model: EmbeddingModel) -> None:
+    def __init__(
+        self,
+        read: Transaction,
+        write: Transaction,
+        model: EmbeddingModel,
+        catch_up: Callable[[], object] = lambda: None,
+    ) -> None:
         self._read, self._write, self._model = read, write, model
+        self._catch_up = catch_up
         self.lag: IndexLag | None = None
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="memfs-embedder", daemon=True)
@@ -88,6 +97,7 @@ class Embedder:
         while first or not self._stop.wait(POLL_INTERVAL_S):
             first = False
             try:
+                self._catch_up()  # the full-text documents it embeds
                 for _ in drain(self._read, self._write, self._model):
                     if self._stop.is_set():
                         return

@@ -4,7 +4,7 @@ One engine runs on embedded SQLite (WAL) and on PostgreSQL, through SQLAlchemy C
 owns what lives as long as the database is open: the connections
 (:class:`memfs.store._connections.Database`: opening, the in-process write lock, typed
 contention, the WAL checkpoint), the change watch, the pending erasure, the batched
-record reads, the vector cache and the embedder thread.
+record reads, the vector cache, the indexer thread and the embedder thread.
 
 Everything else is a per-aggregate facade (:mod:`memfs.store.caller`):
 ``engine.for_caller(actor=…, viewer=…)`` binds who writes and what it may see (SPEC §6)
@@ -34,7 +34,8 @@ The engine itself is the unrestricted caller without actor (``engine.memories.ge
 ``restores``       restoring a whole store to a point (SPEC §10)
 ``transcripts``    sessions' events (SPEC §11)
 ``dreams``         dreams and their status transitions (SPEC §11)
-``search``         the full-text index of live memories and its ranked query
+``search``         the full-text index of live memories, its queue and ranked query
+``indexer``        the thread that drains the full-text queue off the write path
 ``identities``     mounts on (identity, template) pairs, default stores (SPEC §8)
 ``records``        the record index (SPEC §6): typed headers, tags, relations, access
 ``fsck``           one check per invariant of ``schema.py``
@@ -53,9 +54,11 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import DBAPIError
 
@@ -72,21 +75,21 @@ from memfs.core.errors import (
 from memfs.core.model import Actor, Change, utcnow
 from memfs.core.visibility import Viewer
 from memfs.home import fsync_directory
-from memfs.store import backup, embeddings, feed, semantic, stores
-from memfs.store import fsck as _fsck
-from memfs.store import records as record_index
+from memfs.store import backup, feed, semantic
 from memfs.store._connections import ERASE_WAIT_S, Database
 from memfs.store._db import SQLITE_BUSY_TIMEOUT_MS
 from memfs.store._facade import Parts
 from memfs.store.caller import Caller
-from memfs.store.credentials import ResourceSpec
-from memfs.store.embedder import Embedder
-from memfs.store.embeddings import IndexLag
-from memfs.store.notify import ChangeCallback
-from memfs.store.retention import PruneResult
 from memfs.store.schema import ERASED_FROM
 
-__all__ = ["ERASE_WAIT_S", "Engine", "PruneResult", "ResourceSpec"]
+if TYPE_CHECKING:
+    from memfs.store import records as record_index
+    from memfs.store.embedder import Embedder
+    from memfs.store.embeddings import IndexLag
+    from memfs.store.indexer import Indexer
+    from memfs.store.notify import ChangeCallback
+
+__all__ = ["ERASE_WAIT_S", "Engine"]
 
 _SQLITE_FULL = 13  # sqlite3.h: SQLITE_FULL, "insertion failed because database is full"
 
@@ -154,8 +157,12 @@ class Engine(Caller):
         self.dialect = self._db.dialect
         self.read_only = self._db.read_only
         self.clock = clock
-        self._access_log = record_index.AccessLog(self._write_access_times, clock=clock)
+        # Made at the first record read (the record index's module is imported then).
+        self._access_log: record_index.AccessLog | None = None
+        self._access_log_lock = threading.Lock()
         self._embedder: Embedder | None = None
+        self._indexer: Indexer | None = None
+        self._indexer_unsubscribe: Callable[[], None] | None = None
         self._parts = Parts(
             db=self._db,
             memory_limit=self.memory_limit,
@@ -163,7 +170,7 @@ class Engine(Caller):
             read_only=self.read_only,
             vectors=semantic.VectorCache(),
             note_access=self._note_access,
-            flush_access=self._access_log.flush,
+            flush_access=self._flush_access,
         )
         super().__init__(self._parts, actor=None, viewer=None)
 
@@ -175,13 +182,21 @@ class Engine(Caller):
         return Caller(self._parts, actor=actor, viewer=viewer)
 
     def close(self) -> None:
-        """Stops the embedder, then releases every pooled connection (checkpointing the
-        SQLite WAL, waiting at most :data:`ERASE_WAIT_S` for readers), after writing the
-        pending record reads, and ends every :meth:`watch_changes`."""
+        """Stops the indexer and the embedder, then releases every pooled connection
+        (checkpointing the SQLite WAL, waiting at most :data:`ERASE_WAIT_S` for
+        readers), after writing the pending record reads, and ends every
+        :meth:`watch_changes`."""
+        if self._indexer_unsubscribe is not None:
+            self._indexer_unsubscribe()
+            self._indexer_unsubscribe = None
+        if self._indexer is not None:
+            self._indexer.stop()
+            self._indexer = None
         if self._embedder is not None:
             self._embedder.stop()
             self._embedder = None
-        self._access_log.close()
+        if self._access_log is not None:
+            self._access_log.close()
         self._db.close()
 
     def __enter__(self) -> Engine:
@@ -243,6 +258,22 @@ class Engine(Caller):
         follows the feed knows its own entries without reading them back."""
         return self._db.receipt()
 
+    def start_indexer(self) -> bool:
+        """Starts the full-text indexer thread when the database is writable (a mount's
+        daemon, ``memfs serve``): woken by the change watch after commits of any
+        process, it indexes the queued memories once the writes pause
+        (:mod:`memfs.store.indexer`); :meth:`close` stops it. Searches do not depend on
+        it (they catch up first); it keeps the index close behind the heads. Blocking
+        (opens the change watch). Returns whether it runs."""
+        if self.read_only or self._indexer is not None:
+            return self._indexer is not None
+        from memfs.store.indexer import Indexer
+
+        self._indexer = Indexer(self._db.read, self._db.write)
+        self._indexer_unsubscribe = self.watch_changes(self._indexer.wake)
+        self._indexer.start()
+        return True
+
     def start_embedder(self) -> bool:
         """Starts the embedder thread when a model is configured and the database is
         writable (a mount's daemon, ``memfs serve``); :meth:`close` stops it. Returns
@@ -251,10 +282,16 @@ class Engine(Caller):
         Raises:
             SearchUnavailable: ``$MEMFS_SEARCH_MODEL_DIR`` names no usable model.
         """
+        from memfs.store import embeddings, search
+        from memfs.store.embedder import Embedder
+
         model = embeddings.configured_model()
         if model is None or self.read_only or self._embedder is not None:
             return self._embedder is not None
-        self._embedder = Embedder(self._db.read, self._db.write, model)
+        read, write = self._db.read, self._db.write
+        self._embedder = Embedder(
+            read, write, model, catch_up=lambda: search.catch_up(read, write, wait=False)
+        )
         self._embedder.start()
         return True
 
@@ -265,14 +302,32 @@ class Engine(Caller):
 
     def _note_access(self, memory_ids: Sequence[str]) -> None:
         if not self.read_only:  # a read-only engine records no reads
-            self._access_log.note(memory_ids)
+            self._records_access_log().note(memory_ids)
+
+    def _records_access_log(self) -> record_index.AccessLog:
+        with self._access_log_lock:
+            if self._access_log is None:
+                from memfs.store import records as record_index
+
+                self._access_log = record_index.AccessLog(
+                    self._write_access_times, clock=self.clock
+                )
+            return self._access_log
+
+    def _flush_access(self) -> None:
+        if self._access_log is not None:
+            self._access_log.flush()
 
     def _write_access_times(self, accessed: dict[str, str]) -> None:
+        from memfs.store import records as record_index
+
         with self._db.write() as conn:
             record_index.touch(conn, accessed)
 
     def statistics(self) -> dict[str, int]:
         """Row counts: ``stores``, ``memories`` (live), ``versions``, ``blobs``."""
+        from memfs.store import stores
+
         with self._db.read() as conn:
             return stores.statistics(conn)
 
@@ -282,6 +337,8 @@ class Engine(Caller):
         (by store id), the database's size on disk in bytes (SQLite: the file and its
         WAL; PostgreSQL: ``pg_database_size``), and how many live memories wait for
         their semantic-search vector."""
+        from memfs.store import stores
+
         with self._db.read() as conn:
             seqs = stores.feed_seqs(conn)
             if self.dialect == "postgresql":
@@ -405,6 +462,8 @@ class Engine(Caller):
         Raises:
             InvalidInput: an unknown ``sqlite_check``.
         """
+        from memfs.store import fsck as _fsck
+
         findings: list[str] = []
         try:
             with self._db.read() as conn:

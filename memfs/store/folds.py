@@ -68,7 +68,7 @@ from memfs.store.memory_rows import (
     set_memory_columns,
     tombstone,
 )
-from memfs.store.schema import memories, versions
+from memfs.store.schema import memories, snapshots, stores, versions
 from memfs.store.versions import insert_version
 
 __all__ = ["Folds"]
@@ -91,19 +91,40 @@ def _recent(created_at: str, window_s: float) -> bool:
     return created_at >= format_timestamp(utcnow() - timedelta(seconds=window_s))
 
 
+def _pinned(conn: Connection, store_id: str, seq: int) -> bool:
+    """Whether a point of the store's history was taken at or after version ``seq``: a
+    snapshot, or a fork's base (SPEC §10). Versions it may need are history now and are
+    never folded away."""
+    snapshot = conn.execute(
+        select(snapshots.c.id).where(snapshots.c.store_id == store_id, snapshots.c.seq >= seq)
+        .limit(1)
+    ).first()
+    if snapshot is not None:
+        return True
+    fork = conn.execute(
+        select(stores.c.id).where(stores.c.forked_from == store_id, stores.c.fork_base_seq >= seq)
+        .limit(1)
+    ).first()
+    return fork is not None
+
+
 def own_recent(conn: Connection, memory_id: str, actor: Actor, window_s: float) -> list[Any] | None:
     """The versions of ``memory_id`` when the caller may fold them away: all written by
-    ``actor``, none redacted, the first within ``window_s`` seconds; None otherwise."""
+    ``actor``, none redacted, the first within ``window_s`` seconds, none needed by a
+    snapshot or a fork's base taken since (:func:`_pinned`); None otherwise."""
     rows = _history(conn, memory_id)
     if not rows or not all(_own(row, actor) for row in rows):
         return None
-    return rows if _recent(rows[0].created_at, window_s) else None
+    if not _recent(rows[0].created_at, window_s):
+        return None
+    return None if _pinned(conn, rows[0].store_id, rows[0].seq) else rows
 
 
 def _index_head(conn: Connection, store_id: str, memory_id: str, path: str, data: bytes,
                 written_at: str) -> None:
-    """Brings the search and record indexes to a live memory's head ``data`` at ``path``."""
-    search.index_memory(conn, memory_id, store_id, path, data)
+    """Brings the record index to a live memory's head ``data`` at ``path`` and queues it
+    for the search index."""
+    search.queue(conn, memory_id)
     try:
         header = parse_record(data.decode("utf-8"))
     except InvalidRecord:  # written before a rule it breaks existed: fsck names it
@@ -134,6 +155,7 @@ def fill_claim(
         or history[0].operation != Operation.CREATED.value
         or history[0].size_bytes != 0
         or not _own(history[0], actor)
+        or _pinned(conn, store_id, history[0].seq)
     ):
         return None
     written_at = now()
@@ -162,7 +184,7 @@ def fill_claim(
     if clean is not None:
         values["metadata_json"] = json.dumps(clean, sort_keys=True)
     set_memory_columns(conn, memory_id, values)
-    search.index_memory(conn, memory_id, store_id, row.path, checked.data, content_sha256=digest)
+    search.queue(conn, memory_id)
     record_index.index_memory(conn, memory_id, store_id, header, written_at)
     feed.emit(
         conn,
@@ -174,10 +196,9 @@ def fill_claim(
         version_id=version_id,
         size_bytes=len(checked.data),
     )
-    # The claim's empty blob is collected quietly when nothing else holds it: it was
-    # never secret, so no mount is told to drop it (a ``blob_purged`` would make every
-    # mount drop pending content based on the empty text).
-    gc_blobs(conn, None, [history[0].blob_key])
+    # The claim's empty blob stays for the next claim (memfs/store/blobs.py: the one
+    # blob that may be unreferenced; it holds nothing to erase), so a claim and its
+    # fill do not insert and delete it each time.
     return memory_model(SimpleNamespace(**{**row._mapping, **values}), checked.data)
 
 
@@ -205,6 +226,7 @@ def revive(
         or head.operation != Operation.DELETED.value
         or not _own(head, actor)
         or not _recent(head.created_at, window_s)
+        or _pinned(conn, store_id, head.seq)
     ):
         return None
     source = conn.execute(

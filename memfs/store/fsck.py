@@ -21,6 +21,7 @@ from memfs.core.config import MAX_SESSION_TTL_S
 from memfs.core.errors import InvalidInput
 from memfs.core.ids import blob_key_of, sha256_of
 from memfs.core.points import validate_snapshot_name
+from memfs.store.blobs import EMPTY_BLOB_KEY
 from memfs.store.identities import check_mount_counts
 from memfs.store.memory_rows import REDACTED_PATH
 from memfs.store.records import check_index as check_record_index
@@ -62,13 +63,17 @@ def check_blob_integrity(conn: Connection) -> Iterator[str]:
 
 
 def check_no_orphan_blobs(conn: Connection) -> Iterator[str]:
-    """Every blob is referenced by a memory or a version."""
+    """Every blob is referenced by a memory or a version, except the empty blob, which
+    the fold of an ``O_EXCL`` claim keeps for the next one (memfs/store/blobs.py)."""
     referenced = (
         select(memories.c.blob_key)
         .where(memories.c.blob_key.is_not(None))
         .union(select(versions.c.blob_key).where(versions.c.blob_key.is_not(None)))
     )
-    for (key,) in conn.execute(select(blobs.c.key).where(blobs.c.key.not_in(referenced))):
+    unreferenced = select(blobs.c.key).where(
+        blobs.c.key.not_in(referenced), blobs.c.key != EMPTY_BLOB_KEY
+    )
+    for (key,) in conn.execute(unreferenced):
         yield f"blob {key}: orphan (no memory or version references it)"
 
 

@@ -115,7 +115,7 @@ def create_memory(
         updated_at=created,
     )
     _hot.run(conn, memory_rows.INSERT_MEMORY, columns)
-    search.index_memory(conn, memory_id, store_id, path, data, content_sha256=digest, new=True)
+    search.queue(conn, memory_id)
     record_index.index_memory(conn, memory_id, store_id, header, created, new=True)
     record_index.memories_arrived(conn, store_id, [(memory_id, path)])
     feed.emit(
@@ -248,12 +248,11 @@ def _reindex(
     header: RecordHeader | None,
     written_at: str,
 ) -> None:
-    """Brings the search and record indexes to a memory's new head: ``body`` (and its
-    parsed ``header``) when the content changed, else only the new ``path``."""
-    if body is None:
-        search.move_documents(conn, [(memory_id, path)])
-    else:
-        search.index_memory(conn, memory_id, store_id, path, body)
+    """Brings the record index to a memory's new head and queues it for the search
+    index: ``body`` (and its parsed ``header``) when the content changed, else only the
+    new ``path``."""
+    search.queue(conn, memory_id)
+    if body is not None:
         record_index.index_memory(conn, memory_id, store_id, header, written_at)
     record_index.memories_arrived(conn, store_id, [(memory_id, path)])
 

@@ -238,7 +238,10 @@ def tombstone(
             **content,
         },
     )
-    search.unindex_memory(conn, row.id)
+    if redacting:  # erased from the index before this returns (SPEC §7)
+        search.unindex_memory(conn, row.id)
+    else:
+        search.queue(conn, row.id)
     record_index.unindex_memory(conn, row.id)
     feed.audit(
         conn,

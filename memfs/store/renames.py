@@ -103,7 +103,7 @@ def rename_prefix(
             for row, head in zip(rows, version_ids, strict=True)
         ],
     )
-    search.move_documents(conn, [(row.id, targets[row.id]) for row in rows])
+    search.queue_many(conn, [row.id for row in rows])
     record_index.memories_arrived(conn, store_id, [(row.id, targets[row.id]) for row in rows])
     feed.emit_many(
         conn,

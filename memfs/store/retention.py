@@ -144,7 +144,9 @@ def _prune_store(
             scrub_path(conn, version.memory_id, version.path)
         purged = gc_blobs(conn, store.id, [v.blob_key for v in doomed])
         # Pruned content may have been a head once: its tokens can linger in FTS
-        # segments (SPEC §7: the indexes are data too), as after a redaction.
+        # segments (SPEC §7: the indexes are data too), as after a redaction, or still
+        # be a queued memory's document.
+        search.settle(conn, [version.memory_id for version in doomed])
         search.scrub(conn)
         feed.audit(
             conn,

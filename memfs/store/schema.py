@@ -44,6 +44,7 @@ __all__ = [
     "record_tags",
     "records",
     "search_docs",
+    "search_pending",
     "search_queue",
     "search_vectors",
     "session_events",
@@ -295,6 +296,9 @@ versions = Table(
     Column("redacted_by_type", String(32), nullable=True),
     Column("redacted_by_id", String(64), nullable=True),
     comment="Immutable snapshots; only redaction (and retention pruning) changes them.",
+    # SPEC §10: a seq is never reused (a point "seq <= N" must not take in later
+    # writes after the newest version was erased): AUTOINCREMENT on SQLite.
+    sqlite_autoincrement=True,
 )
 Index("ix_versions_store_seq", versions.c.store_id, versions.c.seq)
 # "The newest version of each memory at or before seq N" (SPEC §10 as-of reads): the
@@ -784,21 +788,50 @@ search_docs = Table(
         Text,
         nullable=False,
         comment=(
-            "= the head content as text; written in the same transaction as the head "
-            "(search is never behind it) and removed with it (soft delete, redaction, "
-            "hard delete, store deletion)"
+            "= the head content as text, once the indexer has taken the memory's "
+            "search_pending row (a query takes them first, so a search never lags a "
+            "head committed before it began); erased with the head in the transaction "
+            "of a redaction, hard delete or store deletion"
         ),
     ),
     comment=(
         "The full-text search documents (SPEC §7), maintained by memfs/store/search.py: "
-        "exactly the live memories, with their current path and content (fsck checks "
-        "it). Indexed beside it, per dialect: SQLite FTS5 tables search_fts_words "
+        "exactly the live memories, with their current path and content, except the "
+        "memories search_pending holds (fsck checks it). Indexed beside it, per "
+        "dialect: SQLite FTS5 tables search_fts_words "
         "(unicode61) and search_fts_trigram (trigram, for text without spaces), both "
         "external-content over this table; PostgreSQL a GIN tsvector index and a "
         "pg_trgm GIN index on body."
     ),
 )
 Index("ix_search_docs_store_path", search_docs.c.store_id, search_docs.c.path)
+
+search_pending = Table(
+    "search_pending",
+    metadata,
+    Column(
+        "memory_id",
+        String(40),
+        primary_key=True,
+        comment="a memory whose search document may not be its head yet (new content, "
+        "a new path, a soft delete or restore); the memory row exists (fsck)",
+    ),
+    Column(
+        "queued_at",
+        Float,
+        nullable=False,
+        comment="Unix seconds of the oldest write not indexed yet (the index lag shown)",
+    ),
+    comment=(
+        "The full-text index's durable queue (SPEC §7): one row, written in the "
+        "transaction of each write that changes a live memory's head, path or "
+        "liveness; memfs/store/indexer.py indexes the memory's head then and removes "
+        "the row in a transaction of its own, and every search does so first for the "
+        "rows it finds. A redaction, hard delete or store deletion removes the row and "
+        "the document in its own transaction instead."
+    ),
+    sqlite_with_rowid=False,  # one b-tree: the row is the key
+)
 
 search_queue = Table(
     "search_queue",
@@ -813,10 +846,10 @@ search_queue = Table(
     ),
     Column("queued_at", Float, nullable=False, comment="Unix seconds (the lag shown)"),
     comment=(
-        "Semantic search's durable queue (SPEC §7), written by memfs/store/search.py in "
-        "the transaction of each write that changes a head; drained off the write path "
-        "by the embedder (Engine.start_embedder). Rows are removed with their memory's "
-        "document (deletion, redaction)."
+        "Semantic search's durable queue (SPEC §7), written by memfs/store/search.py "
+        "where it writes a memory's new document (the full-text indexer's transaction); "
+        "drained by the embedder (Engine.start_embedder). Rows are removed with their "
+        "memory's document (deletion, redaction)."
     ),
 )
 Index("ix_search_queue_queued_at", search_queue.c.queued_at)
@@ -958,7 +991,7 @@ Index("ix_record_grants_principal", record_grants.c.kind, record_grants.c.princi
 # (SPEC §2: erased). On PostgreSQL their old row versions stay in the table's and its
 # indexes' files until VACUUM FULL rewrites them (Engine.vacuum_erased; README,
 # "Redaction on PostgreSQL"). Not here: stores, sessions, keys and the audit log, which
-# an erasure leaves alone; search_queue, which holds only ids.
+# an erasure leaves alone; search_queue and search_pending, which hold only ids.
 ERASED_FROM = (
     blobs,
     memories,

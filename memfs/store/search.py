@@ -4,11 +4,25 @@ and the semantic and hybrid rankings built on memfs/store/semantic.py's vectors;
 
 The SQL of full-text search (semantic.py has the vectors' and the queue's). ``search_docs``
 (schema.py) holds one document per live memory — its store, current path and head
-content — written by :func:`index_memory` and :func:`unindex_memory` inside the
-transaction of the write that changes the head (memfs/store/memories.py, stores.py), so a
-search never lags the head; the same calls queue the memory for embedding and drop its
-vector (:func:`memfs.store.semantic.enqueue` / ``forget``). :func:`semantic_search` ranks
-by cosine similarity, :func:`hybrid_search` fuses both rankings by reciprocal rank.
+content. A write that changes a head, a path or whether a memory is live only queues
+the memory (:func:`queue`: one ``search_pending`` row in the write's transaction); the
+indexer (memfs/store/indexer.py, its own transactions, off the write path) and every
+search before it reads (:meth:`Search.query`) bring the queued documents to the heads
+they see (:func:`index_pending`), so a search never misses what was committed before
+it began (SPEC §7). An erasure — redaction, hard delete, store deletion — removes the
+document and the queue row in its own transaction (:func:`unindex_memory`,
+:func:`unindex_store`), before it returns; a version redaction or a prune first brings
+the memory's document to its head (:func:`settle`), so no erased content waits in a
+document. Indexing queues the memory for embedding and drops its vector
+(:func:`memfs.store.semantic.enqueue` / ``forget``). :func:`semantic_search` ranks by
+cosine similarity, :func:`hybrid_search` fuses both rankings by reciprocal rank.
+
+Concurrency: on SQLite one writer at a time indexes. On PostgreSQL the indexer takes
+queue rows ``FOR UPDATE SKIP LOCKED`` (two indexers never index one memory at once) and
+a write queues with ``ON CONFLICT DO UPDATE``, which waits for an indexer holding the
+row: a write committed after the indexer read its head leaves a row behind it. An
+erasure deletes the queue row before the document, so it waits for an indexer before
+it touches what the indexer writes (no lock cycle).
 
 Per dialect, beside ``search_docs``:
 
@@ -30,15 +44,18 @@ Per dialect, beside ``search_docs``:
   serving the substring terms (``ILIKE``). The ``pg_trgm`` extension (PostgreSQL
   contrib) is required; its absence is a DatabaseUnavailable naming it.
 
-Limitations: PostgreSQL keeps a deleted row's index entries until VACUUM reclaims
-them (as for every table of the store); ``simple`` and ``unicode61`` split words a
-little differently (PostgreSQL keeps ``a.b`` as one word). Scores compare within one
-search only.
+Limitations: a read-only engine (a database this process may not write) cannot index
+what is queued: its searches see the documents as last indexed. PostgreSQL keeps a
+deleted row's index entries until VACUUM reclaims them (as for every table of the
+store); ``simple`` and ``unicode61`` split words a little differently (PostgreSQL
+keeps ``a.b`` as one word). Scores compare within one search only.
 """
 
 from __future__ import annotations
 
 import contextlib
+import logging
+import time
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
@@ -60,6 +77,7 @@ from memfs.core import config, rules
 from memfs.core import query as query_language
 from memfs.core.errors import DatabaseUnavailable, SearchUnavailable
 from memfs.core.ids import sha256_of
+from memfs.core.model import DeleteMode
 from memfs.core.query import Query, SearchHit
 from memfs.core.records import RecordFilter
 from memfs.store import _hot, embeddings, semantic, visibility
@@ -68,7 +86,7 @@ from memfs.store._facade import Facade
 from memfs.store.embedder import drain
 from memfs.store.embeddings import IndexLag
 from memfs.store.records import records_matching
-from memfs.store.schema import blobs, memories, search_docs
+from memfs.store.schema import blobs, memories, search_docs, search_pending
 from memfs.store.search_sql import Compiled, compile_postgresql, compile_sqlite, pg_document
 
 __all__ = [
@@ -78,17 +96,23 @@ __all__ = [
     "check_index",
     "create_index_objects",
     "index_memory",
-    "move_documents",
     "rebuild",
     "rebuild_trigram",
     "scrub",
     "hybrid_search",
+    "index_pending",
+    "queue",
+    "queue_many",
     "rebuild_stores",
+    "settle",
+    "take_queued",
     "search",
     "semantic_search",
     "unindex_memory",
     "unindex_store",
 ]
+
+log = logging.getLogger(__name__)
 
 # The FTS5 tables of SQLite; they and their shadow tables are named SQLITE_FTS_PREFIX….
 SQLITE_FTS_PREFIX = "search_fts_"
@@ -279,6 +303,7 @@ def index_memory(
         _fts_insert(conn, doc_id, path, body)
 
 
+
 def index_new_store(conn: Connection, store_id: str) -> int:
     """Indexes every live memory of a store whose memories were all written in this
     transaction (a fork, SPEC §10), so none has a document, queue row or vector yet.
@@ -322,47 +347,218 @@ def index_new_store(conn: Connection, store_id: str) -> int:
     return len(docs)
 
 
-def move_documents(conn: Connection, moves: Sequence[tuple[str, str]]) -> None:
-    """Gives documents new paths (a directory rename): ``moves`` is ``(memory id, new
-    path)`` pairs of live memories. Set-based: the same statements for 3 or 10,000
-    moves, as the rename that calls it (SPEC §4: a directory rename is one move)."""
-    if not moves:
-        return
-    new_paths = dict(moves)
-    old = conn.execute(
+# ------------------------------------------------------------ the queue
+
+# The queue row of a write (prebuilt: every write runs it). SQLite runs one writer at a
+# time, so a row already there stays as it is (no page written). PostgreSQL's DO UPDATE
+# locks the row, so it waits for an indexer holding it (FOR UPDATE) to commit and then
+# inserts a new row: a head committed after the indexer read it is never left unqueued.
+_QUEUE = {
+    "sqlite": text(
+        "INSERT INTO search_pending (memory_id, queued_at) VALUES (:memory_id, :now) "
+        "ON CONFLICT (memory_id) DO NOTHING"
+    ),
+    "postgresql": text(
+        "INSERT INTO search_pending (memory_id, queued_at) VALUES (:memory_id, :now) "
+        "ON CONFLICT (memory_id) DO UPDATE SET queued_at = search_pending.queued_at"
+    ),
+}
+_QUEUE_MANY = {
+    "sqlite": "INSERT INTO search_pending (memory_id, queued_at) VALUES (?, ?) "
+    "ON CONFLICT (memory_id) DO NOTHING",
+    "postgresql": "INSERT INTO search_pending (memory_id, queued_at) VALUES (?, ?) "
+    "ON CONFLICT (memory_id) DO UPDATE SET queued_at = search_pending.queued_at",
+}
+_ANY_PENDING = select(search_pending.c.memory_id).limit(1)
+# conn.info key: this transaction queued a memory (see take_queued).
+_QUEUED = "memfs.search.queued"
+
+
+def queue(conn: Connection, memory_id: str) -> None:
+    """Queues a memory for the indexer, in the caller's write transaction: its head, path
+    or liveness changed (one small row; SPEC §7's index follows in
+    :func:`index_pending`)."""
+    _hot.run(conn, _QUEUE[conn.dialect.name], {"memory_id": memory_id, "now": time.time()})
+    conn.info[_QUEUED] = True
+
+
+def queue_many(conn: Connection, memory_ids: Sequence[str]) -> None:
+    """:func:`queue` for many memories (a directory rename), in one executemany."""
+    now = time.time()
+    execute_many(conn, _QUEUE_MANY[conn.dialect.name], [(m, now) for m in memory_ids])
+    if memory_ids:
+        conn.info[_QUEUED] = True
+
+
+def take_queued(conn: Connection) -> bool:
+    """Whether ``conn``'s transaction queued a memory; the record is cleared (call it
+    when the transaction ends)."""
+    return bool(conn.info.pop(_QUEUED, None))
+
+
+def has_pending(conn: Connection) -> bool:
+    """Whether any memory waits for the indexer (one primary-key probe)."""
+    return _hot.first(conn, _ANY_PENDING, {}) is not None
+
+
+def pending_lag(conn: Connection) -> tuple[int, float]:
+    """``(queued memories, seconds the oldest has waited)`` of the full-text queue."""
+    count, oldest = conn.execute(
+        select(func.count(), func.min(search_pending.c.queued_at))
+    ).one()
+    age = max(0.0, time.time() - float(oldest)) if oldest is not None else 0.0
+    return int(count), age
+
+
+def _index_heads(conn: Connection, memory_ids: Sequence[str]) -> None:
+    """Brings the documents of ``memory_ids`` to the heads this transaction sees: a live
+    memory's is written (or rewritten), any other's removed."""
+    heads = conn.execute(
         select(
-            search_docs.c.doc_id, search_docs.c.memory_id, search_docs.c.path, search_docs.c.body
-        ).where(search_docs.c.memory_id.in_(bindparam("ids", expanding=True))),
-        {"ids": list(new_paths)},
+            memories.c.id,
+            memories.c.store_id,
+            memories.c.path,
+            memories.c.content_sha256,
+            blobs.c.data,
+        )
+        .join(blobs, blobs.c.key == memories.c.blob_key)
+        .where(
+            memories.c.id.in_(bindparam("ids", expanding=True)),
+            memories.c.deleted_at.is_(None),
+        ),
+        {"ids": list(memory_ids)},
     ).all()
-    sqlite = conn.dialect.name == "sqlite"
-    if sqlite:
-        for table in SQLITE_FTS_TABLES:
-            execute_many(
+    live = {head.id: head for head in heads}
+    for memory_id in memory_ids:
+        head = live.get(memory_id)
+        if head is None:
+            _remove_document(conn, memory_id)
+        else:
+            index_memory(
                 conn,
-                f"INSERT INTO {table}({table}, rowid, path, body) VALUES ('delete', ?, ?, ?)",
-                [(r.doc_id, r.path, r.body) for r in old if table in _fts_tables(r.path, r.body)],
+                memory_id,
+                head.store_id,
+                head.path,
+                head.data,
+                content_sha256=head.content_sha256,
             )
-    execute_many(
-        conn,
-        "UPDATE search_docs SET path = ? WHERE doc_id = ?",
-        [(new_paths[r.memory_id], r.doc_id) for r in old],
+
+
+def index_pending(conn: Connection, limit: int | None, *, skip_locked: bool = True) -> int:
+    """Indexes up to ``limit`` queued memories (None: all) at the heads this write
+    transaction sees and removes their queue rows. Returns how many rows it took.
+
+    Args:
+        skip_locked: PostgreSQL: leave the rows another transaction holds (an indexer,
+            a write queueing again) rather than wait for them; False waits (a search
+            that must see them).
+    """
+    statement = select(search_pending.c.memory_id).order_by(search_pending.c.memory_id)
+    if limit is not None:
+        statement = statement.limit(limit).with_for_update(skip_locked=skip_locked)
+    taken = list(conn.execute(statement).scalars())
+    if not taken:
+        return 0
+    _index_heads(conn, taken)
+    conn.execute(
+        delete(search_pending).where(
+            search_pending.c.memory_id.in_(bindparam("ids", expanding=True))
+        ),
+        {"ids": taken},
     )
-    if sqlite:
-        for table in SQLITE_FTS_TABLES:
-            execute_many(
-                conn,
-                f"INSERT INTO {table}(rowid, path, body) VALUES (?, ?, ?)",
-                [
-                    (r.doc_id, new_paths[r.memory_id], r.body)
-                    for r in old
-                    if table in _fts_tables(new_paths[r.memory_id], r.body)
-                ],
+    return len(taken)
+
+
+def settle(conn: Connection, memory_ids: Sequence[str]) -> None:
+    """Indexes the queued ones of ``memory_ids`` now, in the caller's write transaction:
+    before a version redaction or prune erases content, the documents must already be
+    the heads (a queued document may still hold what is being erased)."""
+    if not memory_ids:
+        return
+    queued = list(
+        conn.execute(
+            select(search_pending.c.memory_id)
+            .where(search_pending.c.memory_id.in_(bindparam("ids", expanding=True)))
+            .order_by(search_pending.c.memory_id)
+            .with_for_update(),
+            {"ids": sorted(set(memory_ids))},
+        ).scalars()
+    )
+    if not queued:
+        return
+    _index_heads(conn, queued)
+    conn.execute(
+        delete(search_pending).where(
+            search_pending.c.memory_id.in_(bindparam("ids", expanding=True))
+        ),
+        {"ids": queued},
+    )
+
+
+# How many queued memories one transaction of a search's catching up indexes.
+CATCH_UP_BATCH = 256
+# A search waits at most this long for the index to reach the heads it sees; past it,
+# it answers from the index as it is (and logs it): bounded, under any write load.
+CATCH_UP_BUDGET_S = 10.0
+
+
+def catch_up(
+    read: Callable[[], contextlib.AbstractContextManager[Connection]],
+    write: Callable[[], contextlib.AbstractContextManager[Connection]],
+    *,
+    batch: int = CATCH_UP_BATCH,
+    budget_s: float = CATCH_UP_BUDGET_S,
+    wait: bool = True,
+) -> int:
+    """Brings the index up to every head committed before the call (SPEC §7: a search
+    never misses what was committed before it began): indexes what the queue holds, in
+    write transactions of ``batch`` memories, in the calling thread. Returns how many
+    queue rows it took (0, after one read, when the queue is empty).
+
+    Args:
+        wait: PostgreSQL: when the rows left are held by other transactions (an
+            indexer, a writer), wait for them one at a time (a search); False leaves
+            them to their holders (the indexer thread).
+
+    Raises:
+        StoreBusy: the database stayed locked past the busy timeout.
+    """
+    with read() as conn:
+        if not has_pending(conn):
+            return 0
+        postgresql = conn.dialect.name == "postgresql"
+    deadline = time.monotonic() + budget_s
+    done = 0
+    while True:
+        with write() as conn:
+            taken = index_pending(conn, batch)
+        done += taken
+        if taken < batch:
+            # SQLite: the transaction saw every commit before it, and took all it saw.
+            if not postgresql:
+                return done
+            with read() as conn:
+                if not has_pending(conn):
+                    return done
+            if not wait:
+                return done
+            if taken == 0:
+                # Every row left is another transaction's: wait for one (holding no
+                # other lock while waiting, so no cycle), then take the rest again.
+                with write() as conn:
+                    done += index_pending(conn, 1, skip_locked=False)
+        if time.monotonic() > deadline:
+            log.warning(
+                "the search index is still catching up after %.1f s (%d memories indexed); "
+                "answering from the index as it is",
+                budget_s,
+                done,
             )
+            return done
 
 
-def unindex_memory(conn: Connection, memory_id: str) -> None:
-    """Removes a memory's document (it stopped being live); no-op when it has none."""
+def _remove_document(conn: Connection, memory_id: str) -> None:
+    """Removes a memory's document and its vector rows; no-op when it has none."""
     old = conn.execute(
         select(search_docs.c.doc_id, search_docs.c.path, search_docs.c.body).where(
             search_docs.c.memory_id == memory_id
@@ -376,13 +572,30 @@ def unindex_memory(conn: Connection, memory_id: str) -> None:
     conn.execute(delete(search_docs).where(search_docs.c.doc_id == old.doc_id))
 
 
+def unindex_memory(conn: Connection, memory_id: str) -> None:
+    """Removes a memory's document, vector and queue rows now, in the caller's write
+    transaction (an erasure: redaction, hard delete, SPEC §7); no-op for what it lacks.
+    The queue row goes first: on PostgreSQL that waits for an indexer holding it, before
+    this transaction holds anything the indexer writes."""
+    conn.execute(delete(search_pending).where(search_pending.c.memory_id == memory_id))
+    _remove_document(conn, memory_id)
+
+
 def unindex_store(conn: Connection, store_id: str) -> None:
-    """Removes every document of a store (its deletion)."""
+    """Removes every document and queue row of a store (its deletion); call it while
+    the store's memory rows still exist."""
+    conn.execute(
+        delete(search_pending).where(
+            search_pending.c.memory_id.in_(
+                select(memories.c.id).where(memories.c.store_id == store_id)
+            )
+        )
+    )
     ids = conn.execute(
         select(search_docs.c.memory_id).where(search_docs.c.store_id == store_id)
     ).scalars()
     for memory_id in list(ids):
-        unindex_memory(conn, memory_id)
+        _remove_document(conn, memory_id)
 
 
 def scrub(conn: Connection) -> None:
@@ -587,17 +800,38 @@ def hybrid_search(
 # -------------------------------------------------------------------- fsck
 
 
+def _check_queue(rows: dict[str, Any], queued: set[str]) -> Iterator[str]:
+    """fsck: every queue row names a memory that exists and was not erased (a
+    redaction, hard delete or store deletion removes its row in its transaction)."""
+    for memory_id in sorted(queued):
+        row = rows.get(memory_id)
+        if row is None:
+            yield f"search pending: memory {memory_id} does not exist"
+        elif row.delete_mode not in (None, DeleteMode.SOFT_DELETE.value):
+            yield f"search pending: memory {memory_id} was erased ({row.delete_mode})"
+
+
 def check_index(conn: Connection) -> Iterator[str]:
     """fsck: the documents are exactly the live memories with their current path and
-    head content, and (SQLite) the FTS5 tables agree with the documents."""
-    live = {
+    head content, except the queued memories (work the indexer has yet to do); every
+    queue row names a memory that exists and was not erased (an erasure removes its
+    row); and (SQLite) the FTS5 tables agree with the documents."""
+    rows = {
         r.id: r
         for r in conn.execute(
             select(
-                memories.c.id, memories.c.store_id, memories.c.path, memories.c.content_sha256
-            ).where(memories.c.deleted_at.is_(None))
+                memories.c.id,
+                memories.c.store_id,
+                memories.c.path,
+                memories.c.content_sha256,
+                memories.c.deleted_at,
+                memories.c.delete_mode,
+            )
         )
     }
+    live = {memory_id: r for memory_id, r in rows.items() if r.deleted_at is None}
+    queued = set(conn.execute(select(search_pending.c.memory_id)).scalars())
+    yield from _check_queue(rows, queued)
     seen: set[str] = set()
     doc_ids: set[int] = set()
     trigram_ids: set[int] = set()
@@ -606,6 +840,8 @@ def check_index(conn: Connection) -> Iterator[str]:
         doc_ids.add(doc.doc_id)
         if _trigram_indexed(doc.path, doc.body):
             trigram_ids.add(doc.doc_id)
+        if doc.memory_id in queued and doc.memory_id in rows:
+            continue  # the indexer brings it to the head
         head = live.get(doc.memory_id)
         if head is None:
             yield f"search document {doc.doc_id}: memory {doc.memory_id} is not live"
@@ -613,9 +849,9 @@ def check_index(conn: Connection) -> Iterator[str]:
             yield f"memory {doc.memory_id}: its search document has another store or path"
         elif sha256_of(doc.body.encode("utf-8")) != head.content_sha256:
             yield f"memory {doc.memory_id}: its search document is not its head content"
-    for memory_id in live.keys() - seen:
+    for memory_id in sorted(live.keys() - seen - queued):
         yield f"memory {memory_id}: live but not in the search index"
-    yield from semantic.check(conn)
+    yield from semantic.check(conn, queued)
     if conn.dialect.name != "sqlite":
         return
     # Read-only (fsck may run on a read-only open, beside writers): FTS5's own
@@ -658,11 +894,12 @@ class Search(Facade):
         """Ranked hits among the live memories of ``store_ids`` (SPEC §7), best first;
         the query language is :mod:`memfs.core.query`'s.
 
-        Full text is written in the transaction of every write, so it sees every
-        committed head. Semantic search ranks by the cosine similarity of the
-        configured model's vectors (``$MEMFS_SEARCH_MODEL_DIR``), which the embedder
-        computes off the write path: a memory is found by meaning once embedded
-        (:meth:`index_lag`). Hybrid fuses both by reciprocal rank.
+        Every query first brings the full-text index up to the heads committed before
+        it (:meth:`catch_up`), so it sees every one of them. Semantic search ranks by
+        the cosine similarity of the configured model's vectors
+        (``$MEMFS_SEARCH_MODEL_DIR``), which the embedder computes off the write
+        path: a memory is found by meaning once embedded (:meth:`index_lag`). Hybrid
+        fuses both by reciprocal rank.
 
         Args:
             query: the query text (parsed with :func:`memfs.core.query.parse`) or a parsed one.
@@ -692,24 +929,34 @@ class Search(Facade):
             model = embeddings.configured_model()
             if model is None:
                 raise _semantic_unavailable()
-        with self._read() as conn:
-            hidden = None if self.viewer is None else visibility.hidden_ids(self.viewer)
-            if model is None:
-                return search(
-                    conn,
-                    parsed,
-                    scope,
-                    path_prefix=path_prefix,
-                    limit=limit,
-                    hidden=hidden,
-                    record_filter=record_filter,
-                )
-            vector = model.embed([" ".join(t.text for t in parsed.positive)])[0]
-            ranked = semantic_search if mode == query_language.SEARCH_SEMANTIC else hybrid_search
-            probe = semantic.Probe(self._parts.vectors, model.fingerprint, vector)
-            return ranked(
+        # The index first catches up with what the snapshot it reads finds queued (SPEC
+        # §7); with nothing queued that costs one primary-key probe in the same read.
+        caught_up = self._parts.read_only  # a read-only engine can't write the index
+        while True:
+            with self._read() as conn:
+                if caught_up or not has_pending(conn):
+                    return self._ranked(
+                        conn, parsed, scope, model, mode, path_prefix, limit, record_filter
+                    )
+            catch_up(self._db.read, self._db.write)
+            caught_up = True
+
+    def _ranked(
+        self,
+        conn: Connection,
+        parsed: Query,
+        scope: list[str] | None,
+        model: embeddings.EmbeddingModel | None,
+        mode: str,
+        path_prefix: str,
+        limit: int,
+        record_filter: RecordFilter | None,
+    ) -> list[SearchHit]:
+        """The hits of :meth:`query` from the index as ``conn`` sees it."""
+        hidden = None if self.viewer is None else visibility.hidden_ids(self.viewer)
+        if model is None:
+            return search(
                 conn,
-                probe,
                 parsed,
                 scope,
                 path_prefix=path_prefix,
@@ -717,6 +964,39 @@ class Search(Facade):
                 hidden=hidden,
                 record_filter=record_filter,
             )
+        vector = model.embed([" ".join(t.text for t in parsed.positive)])[0]
+        ranked = semantic_search if mode == query_language.SEARCH_SEMANTIC else hybrid_search
+        probe = semantic.Probe(self._parts.vectors, model.fingerprint, vector)
+        return ranked(
+            conn,
+            probe,
+            parsed,
+            scope,
+            path_prefix=path_prefix,
+            limit=limit,
+            hidden=hidden,
+            record_filter=record_filter,
+        )
+
+    def catch_up(self) -> int:
+        """Indexes what the full-text queue holds now, in this thread, so a search that
+        follows finds every head committed before this call (SPEC §7); one read when
+        nothing is queued, nothing at all on a read-only engine (it can't write the
+        index). Returns how many queued memories it indexed.
+
+        Raises:
+            StoreBusy: the database stayed locked past the busy timeout.
+        """
+        if self._parts.read_only:
+            return 0
+        return catch_up(self._db.read, self._db.write)
+
+    def text_lag(self) -> tuple[int, float]:
+        """``(queued memories, seconds the oldest has waited)``: how far the full-text
+        index is behind the heads (a search catches up first; this is what it would
+        have to index)."""
+        with self._read() as conn:
+            return pending_lag(conn)
 
     def embed_pending(self, progress: Callable[[int], None] | None = None) -> int:
         """Embeds every queued memory now, in this thread (``memfs search reindex``,
@@ -729,6 +1009,7 @@ class Search(Facade):
         model = embeddings.configured_model()
         if model is None:
             raise _semantic_unavailable()
+        self.catch_up()  # the documents the vectors are computed from
         stored = 0
         for done, taken in drain(self._db.read, self._db.write, model):
             stored += done
@@ -758,6 +1039,7 @@ class Search(Facade):
         """
         with self._write() as conn:
             if store_ids is None:
+                conn.execute(delete(search_pending))  # every document is its head again
                 count = rebuild(conn)
             else:
                 for store_id in store_ids:

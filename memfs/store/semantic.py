@@ -1,10 +1,10 @@
 """Semantic search (SPEC §7): the embedding queue, the vectors and their nearest-neighbour
 query. The SQL of it; memfs/embeddings.py computes the vectors.
 
-Write path: :func:`enqueue` runs in the transaction of every write that changes a head
-(through :func:`memfs.store.search.index_memory`), adding one ``search_queue`` row and
-dropping the memory's vector of the old content — nothing is embedded there, so a close
-costs one small insert. :func:`forget` removes both rows with the memory's document
+Queueing: :func:`enqueue` runs where the full-text document is written
+(:func:`memfs.store.search.index_memory`, in the full-text indexer's transaction, off
+the write path), adding one ``search_queue`` row and dropping the memory's vector of the
+old content. :func:`forget` removes both rows with the memory's document
 (soft or hard delete, redaction, store deletion), so no vector of erased content stays.
 
 Off the write path the embedder (:class:`memfs.store.embedder.Embedder`, a worker
@@ -27,12 +27,29 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Connection, Float, bindparam, delete, func, insert, literal, select, text
+from sqlalchemy import (
+    Connection,
+    Float,
+    bindparam,
+    delete,
+    func,
+    insert,
+    literal,
+    select,
+    text,
+    union,
+)
 
 from memfs.store import _hot
 from memfs.store._common import descendant_upper_bound
 from memfs.store.embeddings import IndexLag
-from memfs.store.schema import memories, search_docs, search_queue, search_vectors
+from memfs.store.schema import (
+    memories,
+    search_docs,
+    search_pending,
+    search_queue,
+    search_vectors,
+)
 
 if TYPE_CHECKING:
     import numpy as np
@@ -206,8 +223,16 @@ def drop_orphans(conn: Connection) -> None:
 
 
 def lag(conn: Connection, model: str | None) -> IndexLag:
-    """How many memories wait for a vector and since when (see :class:`IndexLag`)."""
-    count, oldest = conn.execute(select(func.count(), func.min(search_queue.c.queued_at))).one()
+    """How many memories wait for a vector and since when (see :class:`IndexLag`): those
+    queued for embedding, and those the full-text indexer has yet to queue (its
+    ``search_pending`` rows)."""
+    waiting = union(
+        select(search_queue.c.memory_id, search_queue.c.queued_at),
+        select(search_pending.c.memory_id, search_pending.c.queued_at),
+    ).subquery()
+    count, oldest = conn.execute(
+        select(func.count(func.distinct(waiting.c.memory_id)), func.min(waiting.c.queued_at))
+    ).one()
     age = max(0.0, time.time() - float(oldest)) if oldest is not None else 0.0
     return IndexLag(pending=int(count), oldest_seconds=round(age, 3), model=model)
 
@@ -325,9 +350,11 @@ def documents(conn: Connection, memory_ids: Sequence[str], hidden: Any = None) -
     return {r.memory_id: r for r in rows}
 
 
-def check(conn: Connection) -> Iterator[str]:
+def check(conn: Connection, text_queued: set[str] | frozenset[str] = frozenset()) -> Iterator[str]:
     """fsck: every queue row and vector belongs to a live memory, and a vector is of its
-    memory's head content (a write drops the vector of the content it replaces)."""
+    memory's head content (a write drops the vector of the content it replaces) — once
+    the full-text indexer has taken the memory (``text_queued``: the ids of
+    ``search_pending``, whose rows and vectors it has yet to bring to the head)."""
     live = {
         r.id: r.content_sha256
         for r in conn.execute(
@@ -335,11 +362,15 @@ def check(conn: Connection) -> Iterator[str]:
         )
     }
     for memory_id in conn.execute(select(search_queue.c.memory_id)).scalars():
+        if memory_id in text_queued:
+            continue
         if memory_id not in live:
             yield f"search queue: memory {memory_id} is not live"
     for memory_id, digest in conn.execute(
         select(search_vectors.c.memory_id, search_vectors.c.content_sha256)
     ).all():
+        if memory_id in text_queued:
+            continue
         if memory_id not in live:
             yield f"search vector: memory {memory_id} is not live"
         elif live[memory_id] != digest:

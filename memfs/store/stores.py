@@ -21,8 +21,7 @@ from memfs.core.errors import InvalidInput, NotFound, StoreArchived
 from memfs.core.ids import new_id
 from memfs.core.model import Actor, ChangeKind, MemoryStore, Page
 from memfs.core.visibility import Viewer
-from memfs.store import feed, retention, search, visibility
-from memfs.store import records as record_index
+from memfs.store import feed, visibility
 from memfs.store._common import Cursor, check_limit, lock_store, now, store_model, store_row, ts
 from memfs.store._facade import Facade
 from memfs.store.bindings import check_unbound
@@ -189,6 +188,11 @@ def delete_store(
     conn: Connection, store_id: str, *, actor: Actor | None, force: bool = False
 ) -> None:
     """See :meth:`Stores.delete_store`."""
+    # Imported here, not at module load: listing stores needs neither (README
+    # "Performance": `memfs store list` loads only what it runs).
+    from memfs.store import records as record_index
+    from memfs.store import search
+
     lock_store(conn, store_id)
     check_unbound(conn, store_id, deleting=True, force=force)
     conn.execute(delete(identity_mounts).where(identity_mounts.c.store_id == store_id))
@@ -198,9 +202,9 @@ def delete_store(
         conn.execute(select(versions.c.blob_key).where(versions.c.store_id == store_id)).scalars()
     )
     conn.execute(delete(snapshots).where(snapshots.c.store_id == store_id))
+    search.unindex_store(conn, store_id)  # while its memory rows still name its queue rows
     conn.execute(delete(versions).where(versions.c.store_id == store_id))
     conn.execute(delete(memories).where(memories.c.store_id == store_id))
-    search.unindex_store(conn, store_id)
     record_index.unindex_store(conn, store_id)
     search.scrub(conn)
     gc_blobs(conn, store_id, keys)
@@ -270,6 +274,8 @@ class Stores(Facade):
             store = create_store(conn, name, description, metadata)
             if version_retention_s is None:
                 return store
+            from memfs.store import retention  # only with a retention period
+
             retention.init_version_retention(conn, store.id, version_retention_s)
             return get_store(conn, store.id)
 
@@ -313,6 +319,8 @@ class Stores(Facade):
         """
         if version_retention_s is not ...:
             rules.validate_retention_s(version_retention_s)
+        from memfs.store import retention  # imported when used (delete_store says why)
+
         with self._write() as conn:
             store = update_store(
                 conn, store_id, name=name, description=description, metadata_patch=metadata_patch

@@ -243,7 +243,7 @@ def restore_memory(
     )
     restored_data = blob_data(conn, source.blob_key)
     if restored_data is not None:
-        search.index_memory(conn, memory_id, store_id, row.path, restored_data)
+        search.queue(conn, memory_id)
         header = _restored_header(restored_data)
         record_index.index_memory(conn, memory_id, store_id, header, restored_at)
     record_index.memories_arrived(conn, store_id, [(memory_id, row.path)])

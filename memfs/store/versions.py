@@ -236,7 +236,9 @@ def redact_version(
     feed.emit(conn, store_id, ChangeKind.VERSION_REDACTED, memory_id=row.memory_id)
     gc_blobs(conn, store_id, [row.blob_key])
     # The version's content may have been a head once: its tokens can linger in FTS
-    # segments written before it was replaced (SPEC §7: the indexes are data too).
+    # segments written before it was replaced (SPEC §7: the indexes are data too), or
+    # still be the memory's document, waiting for the indexer to take the newer head.
+    search.settle(conn, [row.memory_id])
     search.scrub(conn)
     return version_model(conn.execute(select(versions).where(versions.c.seq == row.seq)).one())
 

@@ -1,5 +1,6 @@
 """Runs ``memfs ARGS`` in this interpreter (its output swallowed), then prints one JSON
-line: its exit status, its output and the top-level packages it imported.
+line: its exit status, its output, the top-level packages it imported and memfs's own
+modules it imported.
 
 Run it by its file path (not ``-m``), so nothing but the command is imported.
 
@@ -27,7 +28,8 @@ def main() -> None:
         else:
             status = 0
     print(json.dumps({"status": status, "out": out.getvalue(),
-                      "modules": sorted({name.split(".")[0] for name in sys.modules})}))
+                      "modules": sorted({name.split(".")[0] for name in sys.modules}),
+                      "memfs_modules": sorted(n for n in sys.modules if n.startswith("memfs."))}))
 
 
 if __name__ == "__main__":

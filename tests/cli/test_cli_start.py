@@ -21,8 +21,8 @@ from _support.scripts import SCRIPTS_DIR
 _SERVING = {"fastapi", "starlette", "hypercorn", "pyfuse3", "trio", "httpx", "alembic", "mcp"}
 
 
-def _imported(home: Path, *args: str) -> tuple[str, set[str]]:
-    """(stdout, top-level packages imported) of ``memfs ARGS`` in a fresh interpreter."""
+def _probe(home: Path, *args: str) -> dict[str, object]:
+    """The probe's record of ``memfs ARGS`` run in a fresh interpreter."""
     done = subprocess.run(
         [sys.executable, str(SCRIPTS_DIR / "cli_imports.py"), *args],
         env=memfs_env(home),
@@ -31,9 +31,40 @@ def _imported(home: Path, *args: str) -> tuple[str, set[str]]:
         timeout=RUN_TIMEOUT_S,
         check=True,
     )
-    probe = json.loads(done.stdout.splitlines()[-1])
+    probe: dict[str, object] = json.loads(done.stdout.splitlines()[-1])
     assert probe["status"] in (0, None), done.stderr
-    return probe["out"], set(probe["modules"])
+    return probe
+
+
+def _imported(home: Path, *args: str) -> tuple[str, set[str]]:
+    """(stdout, top-level packages imported) of ``memfs ARGS`` in a fresh interpreter."""
+    probe = _probe(home, *args)
+    return str(probe["out"]), set(probe["modules"])  # type: ignore[call-overload]
+
+
+# The store's modules that listing stores does not run (README "Performance": a command
+# imports only the aggregates it uses).
+_NOT_FOR_STORE_LIST = {
+    "memfs.store.search",
+    "memfs.store.folds",
+    "memfs.store.memories",
+    "memfs.store.records",
+    "memfs.store.identities",
+    "memfs.store.credentials",
+    "memfs.store.retention",
+    "memfs.store.fsck",
+    "memfs.store.embedder",
+    "memfs.store.indexer",
+}
+
+
+def test_store_list_imports_only_the_aggregates_it_runs(
+    cli: Cli, store: dict[str, object]
+) -> None:
+    probe = _probe(cli.home, "store", "list")
+    assert "Project Notes" in str(probe["out"])
+    loaded = set(probe["memfs_modules"]) & _NOT_FOR_STORE_LIST  # type: ignore[call-overload]
+    assert loaded == set(), f"memfs store list imported {sorted(loaded)}"
 
 
 def test_help_lists_every_command_and_imports_no_heavy_library(memfs_home: Path) -> None:

@@ -321,7 +321,9 @@ def test_atomicwrites_no_clobber_save_over_a_file_is_eexist_and_changes_nothing(
     open_notes: Callable[[dict[str, str]], Notes],
 ) -> None:
     """``atomic_write(f.md)`` (``overwrite=False``) when f.md exists: ``link`` says
-    ``EEXIST``, atomicwrites removes its temporary file; f.md is as it was."""
+    ``EEXIST``, atomicwrites removes its temporary file; f.md is as it was. The
+    temporary's content never reached a name, so its removal is an ordinary ``rm``: a
+    soft delete, restorable (nothing written is silently lost)."""
     notes = open_notes({f"/{FILE}": ORIGINAL})
     memory_id = notes.ids()[f"/{FILE}"]
     out = run_script("one_save", "atomicwrites_link", notes.directory / FILE, EDITED)
@@ -329,7 +331,9 @@ def test_atomicwrites_no_clobber_save_over_a_file_is_eexist_and_changes_nothing(
     assert (notes.directory / FILE).read_text() == ORIGINAL
     assert notes.history(f"/{FILE}") == [(Operation.CREATED, ORIGINAL)]
     assert notes.ids() == {f"/{FILE}": memory_id}
-    assert notes.paths_ever_stored() == {f"/{FILE}"}
+    [temporary] = notes.paths_ever_stored() - {f"/{FILE}"}
+    deleted = notes.engine.memories.deleted(notes.store_id)
+    assert [m.path for m in deleted] == [temporary]
     assert notes.listing() == [FILE]
 
 
@@ -515,3 +519,34 @@ def test_a_daemon_killed_between_a_temporary_s_close_and_its_rename_loses_nothin
     assert notes.contents() == {f"/{FILE}": ORIGINAL, f"/{temporary}": EDITED}
     assert notes.paths_ever_stored() == {f"/{FILE}", f"/{temporary}"}
     assert notes.listing() == sorted([FILE, temporary])
+
+
+def test_a_file_removed_and_made_again_keeps_its_id_and_history(
+    open_notes: Callable[[dict[str, str]], Notes],
+) -> None:
+    """SPEC §4 same name, same memory, for a file this mount wrote moments earlier
+    (``tar -x`` twice in a row into a fresh directory): the first content stays in its
+    history, the second is one ``modified`` version of the same memory."""
+    notes = open_notes({})
+    path = notes.directory / "g.md"
+    path.write_text("v1\n")
+    memory_id = notes.ids()["/g.md"]
+    os.unlink(path)
+    path.write_text("v2\n")
+    assert notes.ids() == {"/g.md": memory_id}
+    assert notes.history("/g.md") == [(Operation.CREATED, "v1\n"), (Operation.MODIFIED, "v2\n")]
+
+
+def test_a_snapshot_keeps_what_a_fold_would_erase(
+    open_notes: Callable[[dict[str, str]], Notes],
+) -> None:
+    """SPEC §10: versions a snapshot needs are history; a later fold of the same file
+    (a rename over a target moments after its create) leaves them in place."""
+    notes = open_notes({f"/{FILE}": ORIGINAL})
+    draft = notes.directory / "draft.md"
+    draft.write_text("draft\n")
+    notes.engine.snapshots.create(notes.store_id, "with-draft")
+    os.rename(draft, notes.directory / FILE)
+    at_snapshot = notes.engine.history.get_by_path(notes.store_id, "/draft.md", at="with-draft")
+    assert at_snapshot.content == "draft\n"
+    assert (notes.directory / FILE).read_text() == "draft\n"

@@ -5,6 +5,7 @@ only the caller's own, recent writes and otherwise changes nothing."""
 from __future__ import annotations
 
 import pytest
+from sqlalchemy import create_engine, text
 
 from memfs.core.errors import PreconditionFailed
 from memfs.core.model import Actor, ActorType
@@ -37,6 +38,39 @@ def test_a_claim_filled_is_one_created_version(engine: Engine, store_id: str) ->
     assert _ops(engine, store_id, claim.id) == [("created", "/new.md", "hello\n")]
     assert engine.memories.get(store_id, claim.id).content == "hello\n"
     assert engine.search.query("hello", [store_id])[0].memory_id == claim.id
+
+
+def test_a_claim_and_its_fill_write_only_rows(engine: Engine, store_id: str) -> None:
+    """What an ``O_EXCL`` claim costs (SPEC §4): the memory, its empty version and its
+    change, and one queue row for the search index — no search document in either
+    transaction; the fill indexes nothing either, and keeps the empty blob for the next
+    claim instead of deleting it (fsck accepts it)."""
+    mount = engine.for_caller(actor=MOUNT)
+    claim = mount.memories.create(store_id, "/claimed.md", "")
+    assert _count(engine, "search_docs") == 0
+    assert _count(engine, "search_pending") == 1
+    mount.folds.fill_claim(store_id, claim.id, "filled words\n")
+    assert _count(engine, "search_docs") == 0
+    assert _count(engine, "search_pending") == 1  # the claim's row, for the content
+    assert _count(engine, "blobs") == 2  # the content and the kept empty blob
+    assert list(engine.iter_fsck_findings()) == []
+    second = mount.memories.create(store_id, "/second.md", "")
+    assert _count(engine, "blobs") == 2  # the empty blob was not written again
+    assert mount.folds.fill_claim(store_id, second.id, "more words\n") is not None
+    assert [h.path for h in engine.search.query("words", [store_id])] == [
+        "/claimed.md",
+        "/second.md",
+    ]
+
+
+def _count(engine: Engine, table: str) -> int:
+    """Rows of ``table``, read outside the engine."""
+    raw = create_engine(engine.url)
+    try:
+        with raw.connect() as conn:
+            return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+    finally:
+        raw.dispose()
 
 
 def test_only_the_callers_empty_claim_is_filled(engine: Engine, store_id: str) -> None:

@@ -473,6 +473,31 @@ def test_fsck_reports_a_database_it_cannot_open(tmp_path: Path) -> None:
 
 
 @covers("check_search_index")
+def test_fsck_accepts_queued_work_and_finds_queue_rows_of_erased_memories(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """A queued memory (its document not yet its head) is the indexer's work, not a
+    finding; a queue row of a memory that is gone or redacted is (an erasure removes
+    its row in its transaction)."""
+    raw = functools.partial(execute_sql, engine.url)
+    queued = engine.for_caller(actor=actor).memories.create(store.id, "/queued", "words")
+    engine.for_caller(actor=actor).memories.delete(store.id, queued.id)  # soft: still queued
+    redacted = engine.for_caller(actor=actor).memories.create(store.id, "/redacted", "x")
+    engine.for_caller(actor=actor).memories.delete(store.id, redacted.id, mode=DeleteMode.REDACT)
+    assert list(engine.iter_fsck_findings()) == []
+    raw(
+        "INSERT INTO search_pending (memory_id, queued_at) VALUES "
+        f"('mem_gone', 1.0), ('{redacted.id}', 1.0)"
+    )
+    assert list(engine.iter_fsck_findings()) == [
+        f"search pending: memory {redacted.id} was erased (redact)",
+        "search pending: memory mem_gone does not exist",
+    ]
+    raw("DELETE FROM search_pending")  # the teardown's fsck: the document of /queued …
+    engine.search.reindex(None)  # … is rebuilt from the heads
+
+
+@covers("check_search_index")
 def test_fsck_finds_an_index_that_disagrees_with_the_heads(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
@@ -481,6 +506,7 @@ def test_fsck_finds_an_index_that_disagrees_with_the_heads(
     # Japanese text: in both FTS5 tables (English text is in the words table only).
     missing = engine.for_caller(actor=actor).memories.create(store.id, "/missing", "words 長期記憶")
     moved = engine.for_caller(actor=actor).memories.create(store.id, "/moved", "words")
+    engine.search.catch_up()  # the documents written (a queued one is the indexer's work)
     raw(f"UPDATE search_docs SET body = 'x' WHERE memory_id = '{stale.id}'")
     raw(f"DELETE FROM search_docs WHERE memory_id = '{missing.id}'")
     raw(f"UPDATE search_docs SET path = '/x' WHERE memory_id = '{moved.id}'")

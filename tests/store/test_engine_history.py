@@ -353,3 +353,18 @@ def test_pages_at_now_continue_across_writes(
     assert [m.path for m in [*first.items, *rest.items]] == ["/a", "/b", "/c", "/d", "/e"]
     with pytest.raises(InvalidInput):  # a cursor of another point
         engine.history.list(store.id, "2000-01-01", limit=10, cursor=first.next_cursor)
+
+
+def test_a_snapshot_never_takes_in_a_later_write_after_the_newest_version_is_erased(
+    engine: Engine,
+) -> None:
+    """SPEC §10: a version's seq is never reused (SQLite: AUTOINCREMENT), so a snapshot
+    taken before a hard delete of the newest version does not show the next write."""
+    store = engine.stores.create("seq reuse")
+    engine.memories.create(store.id, "/keep.md", "keep\n")
+    secret = engine.memories.create(store.id, "/secret.md", "secret\n")
+    engine.snapshots.create(store.id, "snap1")
+    engine.memories.delete(store.id, secret.id, mode=DeleteMode.HARD_DELETE)
+    engine.memories.create(store.id, "/after.md", "written after snap1\n")
+    paths = [m.path for m in engine.history.list(store.id, "snap1").items]
+    assert paths == ["/keep.md"]

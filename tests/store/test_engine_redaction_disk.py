@@ -221,7 +221,7 @@ def test_postgresql_memfs_vacuum_takes_redacted_content_and_path_out_of_the_file
         assert vacuumed.returncode == 0, vacuumed.stderr
         assert vacuumed.stdout == (
             "vacuum: rewrote blobs, memories, versions, changes, search_docs, search_vectors, "
-            "records, record_tags, record_relations, record_grants (VACUUM FULL)\n"
+            "records, record_tags, record_relations, record_grants, session_events (VACUUM FULL)\n"
         )
         with admin.connect() as conn:
             conn.execute(text("CHECKPOINT"))  # the old files are unlinked at a checkpoint

@@ -1,13 +1,17 @@
 """Full-text search in the engine (SPEC §7), on SQLite and PostgreSQL: ranking
 on a corpus with known answers (English and Japanese), the query language, filters, the
-index following every write in its transaction, redaction reaching the index."""
+index following every write (queued in the write's transaction, indexed by the indexer
+or by the next search, in any process), redaction reaching the index at once."""
 
 from __future__ import annotations
 
 import secrets
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
+from _support.polling import wait_until
 from sqlalchemy import create_engine, text
 
 from memfs.core.config import SEARCH_MODEL_ENV, database_url
@@ -165,7 +169,7 @@ def test_semantic_search_names_the_setting(
 def test_a_write_is_found_by_the_next_search(
     engine: Engine, second_engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
-    """Stale-after-write: the index is written in the write's transaction, so a search
+    """Read-your-writes: a search first indexes what the writes queued, so a search
     right after the write returns finds it — from another engine (server) too."""
     for i in range(20):
         word = f"fresh{i}word"
@@ -175,6 +179,114 @@ def test_a_write_is_found_by_the_next_search(
         assert paths(second_engine.search.query(word, [store.id])) == [f"/m{i}"]
         engine.for_caller(actor=actor).memories.update(store.id, memory.id, content="rewritten")
         assert second_engine.search.query(word, [store.id]) == []
+
+
+def test_a_write_is_found_by_a_search_in_another_process(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """SPEC §7 for every caller: a process that never wrote (a CLI search, another
+    server) finds what was committed before its search began, though no indexer ran."""
+    engine.for_caller(actor=actor).memories.create(store.id, "/other", "zebracrossing here")
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys; from memfs.store import Engine; "
+            "e = Engine(sys.argv[1]); "
+            "print(*[h.path for h in e.search.query('zebracrossing', [sys.argv[2]])]); "
+            "e.close()",
+            engine.url,
+            store.id,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert found.stdout.split() == ["/other"]
+
+
+def _index_rows(engine: Engine, memory_id: str) -> tuple[int, int]:
+    """``(search documents, queue rows)`` of a memory, read outside the engine."""
+    raw = create_engine(engine.url)
+    try:
+        with raw.connect() as conn:
+            docs = conn.execute(
+                text("SELECT count(*) FROM search_docs WHERE memory_id = :m"), {"m": memory_id}
+            ).scalar_one()
+            queued = conn.execute(
+                text("SELECT count(*) FROM search_pending WHERE memory_id = :m"),
+                {"m": memory_id},
+            ).scalar_one()
+            return docs, queued
+    finally:
+        raw.dispose()
+
+
+def test_a_write_queues_one_row_and_a_search_indexes_it(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """The write's transaction holds no document, only the queue row; the search that
+    follows writes the document and removes the row; fsck accepts both states."""
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/q", "queued words")
+    assert _index_rows(engine, memory.id) == (0, 1)
+    assert list(engine.iter_fsck_findings()) == []
+    assert paths(engine.search.query("queued", [store.id])) == ["/q"]
+    assert _index_rows(engine, memory.id) == (1, 0)
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, content="newer")
+    assert _index_rows(engine, memory.id) == (1, 1)  # the old document waits
+    assert list(engine.iter_fsck_findings()) == []
+    assert engine.search.text_lag()[0] == 1
+    assert engine.search.catch_up() == 1
+    assert engine.search.text_lag() == (0, 0.0)
+
+
+@pytest.mark.parametrize("mode", [DeleteMode.REDACT, DeleteMode.HARD_DELETE])
+def test_an_erasure_removes_a_queued_document_before_it_returns(
+    engine: Engine, store: MemoryStore, actor: Actor, mode: DeleteMode
+) -> None:
+    """SPEC §7: a redaction or hard delete erases the index's copy in its transaction,
+    also when the document waited for the indexer (no row left to index it later)."""
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/e", "first secret")
+    engine.search.catch_up()
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, content="second")
+    assert _index_rows(engine, memory.id) == (1, 1)
+    engine.for_caller(actor=actor).memories.delete(store.id, memory.id, mode=mode)
+    assert _index_rows(engine, memory.id) == (0, 0)
+    assert engine.search.query("secret", [store.id]) == []
+
+
+def test_a_version_redaction_first_brings_a_queued_document_to_its_head(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """A version redaction must not leave its content in a document the indexer has
+    yet to replace: the memory is indexed in the redaction's transaction."""
+    memory = engine.for_caller(actor=actor).memories.create(store.id, "/v", "oldsecret text")
+    engine.search.catch_up()
+    engine.for_caller(actor=actor).memories.update(store.id, memory.id, content="new text")
+    engine.for_caller(actor=actor).versions.redact(store.id, memory.memory_version_id)
+    assert _index_rows(engine, memory.id) == (1, 0)
+    raw = create_engine(engine.url)
+    try:
+        with raw.connect() as conn:
+            body = conn.execute(
+                text("SELECT body FROM search_docs WHERE memory_id = :m"), {"m": memory.id}
+            ).scalar_one()
+    finally:
+        raw.dispose()
+    assert body == "new text"
+
+
+def test_the_indexer_thread_drains_the_queue(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """Engine.start_indexer: woken by the commits, it indexes them once the writes
+    pause; a search then has nothing left to index."""
+    assert engine.start_indexer()
+    for i in range(30):
+        engine.for_caller(actor=actor).memories.create(store.id, f"/i{i}", f"note {i}")
+    wait_until(lambda: engine.search.text_lag()[0] == 0, "the indexer drained the queue")
+    assert engine.search.catch_up() == 0
+    assert len(engine.search.query("note", [store.id], limit=100)) == 30
 
 
 def test_the_index_follows_every_kind_of_write(
@@ -229,7 +341,9 @@ def _downgrade(database: str, revision: str, probe: str) -> object:
 
 
 def _trigram_paths(engine: Engine) -> set[str]:
-    """The paths of the documents SQLite's trigram table holds."""
+    """The paths of the documents SQLite's trigram table holds, once the indexer has
+    taken what the writes queued."""
+    engine.search.catch_up()
     raw = create_engine(engine.url)
     try:
         with raw.connect() as conn:

@@ -9,7 +9,7 @@ chained before it when both are in one tree (the history is one line,
 tests/store/test_engine_migrations.py).
 
 Revision ID: 0014_forks
-Revises: 0012_console_sign_ins
+Revises: 0013_search_pending
 Create Date: 2026-12-07
 """
 
@@ -19,7 +19,7 @@ from alembic import op
 from memfs.store.schema import memories, stores
 
 revision = "0014_forks"
-down_revision = "0012_console_sign_ins"
+down_revision = "0013_search_pending"
 branch_labels = None
 depends_on = None
 
