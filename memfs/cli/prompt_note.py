@@ -45,8 +45,10 @@ _HEAD = (
     "not saved to memory; rename them to a real name to keep them.\n"
 )
 _TAIL = (
-    "- A file written by someone else while you were editing it is not overwritten: your "
-    "version is saved beside it as NAME.conflict-TIMESTAMP-SESSION.EXT.\n"
+    "- A file written by someone else while you were editing it is not overwritten: when "
+    "your edits and theirs touch different lines they are merged into one version (two "
+    "agents appending to one log keep every line); where they overlap, your version is "
+    "saved beside it as NAME.conflict-TIMESTAMP-SESSION.EXT.\n"
 )
 # SPEC §4 per-store layout: a directory per store; the root itself is read-only.
 _PER_STORE_RULES = (
