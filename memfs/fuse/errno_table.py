@@ -68,6 +68,9 @@ ERRNO_BY_ERROR: dict[type[BaseException], int] = {
     # The database stayed locked past the busy timeout; nothing was committed, so the
     # caller may try again. errno(3): EAGAIN "Resource temporarily unavailable".
     domain.StoreBusy: errno.EAGAIN,
+    # SPEC §12: the console's sign-in rate limit; no mount operation signs in, but a
+    # refusal that passes with time is EAGAIN "Resource temporarily unavailable".
+    domain.TooManyAttempts: errno.EAGAIN,
     # No space under the database or a durable file: write(2)'s ENOSPC "The device
     # containing the file ... has no room for the data"; nothing was committed.
     domain.StorageFull: errno.ENOSPC,

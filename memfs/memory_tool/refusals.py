@@ -122,6 +122,12 @@ REFUSAL_BY_ERROR: dict[type[BaseException], tuple[RefusalKind, str]] = {
         RefusalKind.UNAVAILABLE,
         "memfs is busy; {path} was not changed. Try again: {message}",
     ),
+    # SPEC §12: the console's sign-in rate limit (the memory tool never signs in): it
+    # passes with time, like a busy store.
+    domain.TooManyAttempts: (
+        RefusalKind.UNAVAILABLE,
+        "memfs refused {path} for now (too many attempts). Try again later: {message}",
+    ),
     # No space under the database: nothing was written; it works again once space is
     # freed, reads meanwhile too.
     domain.StorageFull: (

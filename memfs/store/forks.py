@@ -47,7 +47,7 @@ from typing import Any
 
 from sqlalchemy import Connection, LargeBinary, func, literal, select, update
 
-from memfs.core.errors import InvalidInput, PathConflict, StoreFull
+from memfs.core.errors import Conflict, InvalidInput, PathConflict, StoreFull
 from memfs.core.history import MergeAction, MergePlan, MergeStep, ResolvedPoint, StateEntry
 from memfs.core.ids import new_id
 from memfs.core.model import Actor, ChangeKind, DeleteMode, MemoryStore, Operation, utcnow
@@ -244,11 +244,12 @@ def _base_point(conn: Connection, fork_id: str, into: str | None) -> ResolvedPoi
 
     Raises:
         NotFound: no such fork; its origin is gone.
-        InvalidInput: the store is no fork, or not a fork of ``into``.
+        Conflict: the store is no fork.
+        InvalidInput: it is not a fork of ``into``.
     """
     row = store_row(conn, fork_id)
-    if row.forked_from is None:
-        raise InvalidInput(f"memory store {fork_id!r} is not a fork: there is nothing to merge")
+    if row.forked_from is None:  # the store's state, not the request, is at odds: 409
+        raise Conflict(f"memory store {fork_id!r} is not a fork: there is nothing to merge")
     if into is not None and into != row.forked_from:
         raise InvalidInput(
             f"memory store {fork_id!r} is a fork of {row.forked_from!r}, not of {into!r}"

@@ -26,7 +26,7 @@ from pydantic import Field
 
 from memfs.wire.common import RequestBody, Timestamp, WireObject
 from memfs.wire.memories import Precondition
-from memfs.wire.stores import StoreDescription
+from memfs.wire.stores import StoreDescription, StoreName
 from memfs.wire.versions import Actor
 
 __all__ = [
@@ -123,7 +123,7 @@ class StoreFork(RequestBody):
     """``POST /v1/memory_stores/{id}/fork`` (SPEC §10 fork): a new store holding this
     one's memories at ``at``."""
 
-    name: str = Field(description="The new store's name (SPEC §1 store rules).")
+    name: StoreName = Field(description="The new store's name (SPEC §1 store rules).")
     description: StoreDescription | None = None
     at: str | None = Field(
         default=None,

@@ -265,8 +265,10 @@ def test_merge_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) 
         assert done["applied"] is True
         assert done["snapshot"]["name"].startswith("auto-merge-")
         assert memories.retrieve(a.id, memory_store_id=store.id).content == "two\n"
+        # Merging a store that is no fork: its state is at odds with the request (409).
         bad = http.post(f"/v1/memory_stores/{store.id}/merge", json={})
-        assert bad.status_code == 400
+        assert bad.status_code == 409
+        assert "is not a fork" in bad.json()["error"]["message"]
 
 
 def test_revert_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -> None:

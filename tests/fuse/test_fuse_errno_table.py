@@ -79,6 +79,9 @@ def test_every_error_class_has_a_considered_entry() -> None:
     ]
     inheriting = {fs.RefusedWrite, domain.InvalidStoreField, domain.InvalidCursor,
                   domain.HeadVersionRedaction, domain.NotRestorable, domain.PreconditionFailed,
-                  domain.PathConflict, domain.StoreBound}
+                  domain.PathConflict, domain.StoreBound,
+                  # SPEC §10: a bad point is bad input (EINVAL), a redacted past a
+                  # conflict of state (EEXIST); no mount operation takes a point yet.
+                  domain.InvalidPoint, domain.RedactedContent}
     missing = [c.__name__ for c in classes if c not in ERRNO_BY_ERROR and c not in inheriting]
     assert missing == []

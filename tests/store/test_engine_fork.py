@@ -10,7 +10,7 @@ from datetime import timedelta
 import pytest
 from sqlalchemy import func, select
 
-from memfs.core.errors import InvalidInput, InvalidPoint, NotFound, StoreFull
+from memfs.core.errors import Conflict, InvalidInput, InvalidPoint, NotFound, StoreFull
 from memfs.core.history import DiffStatus
 from memfs.core.model import Actor, MemoryStore, Operation, utcnow
 from memfs.store import Engine
@@ -257,7 +257,7 @@ def test_a_merge_refuses_what_is_no_fork_of_the_target(
     history = engine.for_caller(actor=actor).history
     other = engine.stores.create("other")
     fork = history.fork(store.id, name="fork")
-    with pytest.raises(InvalidInput, match="is not a fork"):
+    with pytest.raises(Conflict, match="is not a fork"):
         history.merge(store.id, into=other.id)
     with pytest.raises(InvalidInput, match=f"is a fork of '{store.id}', not of '{other.id}'"):
         history.merge(fork.id, into=other.id)
