@@ -18,9 +18,14 @@ without one are all lines; nothing is normalised):
    (``theirs``) is empty or ends with one → ``base + theirs' tail + ours' tail``: the
    head's lines first (they were committed first), then this writer's. Two agents each
    appending a line to a log keep both lines.
-3. **General**: :class:`merge3.Merge3` (the line-based merge of bzr/breezy): changes to
-   different lines of the base merge cleanly. A region that both sides changed is an
-   overlap (a conflict), with one exception that extends rule 2 soundly: when both
+3. **General**: a diff3 on the standard library's :class:`difflib.SequenceMatcher` (the
+   line-based merge of diff3 and bzr/breezy): the base's lines that both sides kept
+   (the intersection of the base-vs-ours and base-vs-theirs matches) split the three
+   texts into stable and changed regions. A changed region that only one side changed
+   takes that side; one that both changed the same way takes it once; changes to
+   different lines of the base merge cleanly. A region that both sides changed
+   differently is an overlap (a conflict) — regions that touch count as one, a
+   conflict copy rather than a guess — with one exception that extends rule 2 soundly: when both
    sides only *inserted* lines after the base's last line (the region replaces no base
    line and begins at its end), the head's inserted lines come first, then this
    writer's, under the same line-ending condition — an appender whose file was also
@@ -39,7 +44,9 @@ replay a save already applied must recognise that itself (the remote replay does
 
 from __future__ import annotations
 
-import merge3
+from collections.abc import Iterator, Sequence
+from difflib import SequenceMatcher
+from typing import NamedTuple
 
 __all__ = ["MERGE_ATTEMPTS", "merge_bytes", "merge_texts"]
 
@@ -55,6 +62,81 @@ def _ends_line(text: str) -> bool:
     """Whether ``text`` is empty or ends with a line ending (``str.splitlines`` rules
     cover ``\\r\\n`` and ``\\r`` too)."""
     return not text or text.endswith(("\n", "\r"))
+
+
+class _Stable(NamedTuple):
+    """Lines kept by both sides: ``base[base_start:base_end]`` equals
+    ``ours[ours_start:…]`` and ``theirs[theirs_start:…]`` (indices in lines, same
+    length on all three)."""
+
+    base_start: int
+    base_end: int
+    ours_start: int
+    theirs_start: int
+
+
+def _matches(base: Sequence[str], other: Sequence[str]) -> list[tuple[int, int, int]]:
+    """The runs of lines ``base`` and ``other`` share, in order: ``(base index, other
+    index, length)``, without difflib's closing empty run. ``autojunk`` is off, so a
+    line that is frequent in a long memory (a blank line) still anchors the diff."""
+    matcher = SequenceMatcher(None, base, other, autojunk=False)
+    return [(b, o, n) for b, o, n in matcher.get_matching_blocks() if n]
+
+
+def _stable_runs(
+    base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
+) -> list[_Stable]:
+    """The base lines both sides kept, as runs in base order (the diff3 sync points),
+    ending with an empty run at the end of all three texts."""
+    ours_runs, theirs_runs = _matches(base, ours), _matches(base, theirs)
+    stable: list[_Stable] = []
+    i = j = 0
+    while i < len(ours_runs) and j < len(theirs_runs):
+        o_base, o_at, o_len = ours_runs[i]
+        t_base, t_at, t_len = theirs_runs[j]
+        start = max(o_base, t_base)
+        end = min(o_base + o_len, t_base + t_len)
+        if start < end:  # both kept base[start:end]
+            stable.append(_Stable(start, end, o_at + start - o_base, t_at + start - t_base))
+        # The run that ends first in the base can share no more lines with the other.
+        if o_base + o_len < t_base + t_len:
+            i += 1
+        else:
+            j += 1
+    stable.append(_Stable(len(base), len(base), len(ours), len(theirs)))
+    return stable
+
+
+class _Changed(NamedTuple):
+    """A region between two stable runs: ``base[base_start:base_end]`` became
+    ``ours[ours_start:ours_end]`` on one side and ``theirs[theirs_start:theirs_end]``
+    on the other (either may equal the base's lines)."""
+
+    base_start: int
+    base_end: int
+    ours_start: int
+    ours_end: int
+    theirs_start: int
+    theirs_end: int
+
+
+def _regions(
+    base: Sequence[str], ours: Sequence[str], theirs: Sequence[str]
+) -> Iterator[_Changed | _Stable]:
+    """The three texts cut at the stable runs, in order: each changed region (where at
+    least one side differs from the base) then the stable run after it."""
+    base_at = ours_at = theirs_at = 0
+    for run in _stable_runs(base, ours, theirs):
+        if run.ours_start > ours_at or run.theirs_start > theirs_at:
+            yield _Changed(
+                base_at, run.base_start, ours_at, run.ours_start, theirs_at, run.theirs_start
+            )
+        # A base region that both sides deleted yields nothing: neither side has lines.
+        if run.base_end > run.base_start:
+            yield run
+        length = run.base_end - run.base_start
+        base_at = run.base_end
+        ours_at, theirs_at = run.ours_start + length, run.theirs_start + length
 
 
 def merge_texts(base: str, ours: str, theirs: str) -> str | None:
@@ -81,25 +163,24 @@ def merge_texts(base: str, ours: str, theirs: str) -> str | None:
     ours_lines = ours.splitlines(keepends=True)
     theirs_lines = theirs.splitlines(keepends=True)
     merged: list[str] = []
-    regions = merge3.Merge3(base_lines, ours_lines, theirs_lines).merge_regions()
-    for region in regions:
-        match region:
-            case ("unchanged", start, end):
-                merged.extend(base_lines[start:end])
-            case ("a" | "same", start, end):
-                merged.extend(ours_lines[start:end])
-            case ("b", start, end):
-                merged.extend(theirs_lines[start:end])
-            case ("conflict", base_start, base_end, ours_start, ours_end, theirs_start,
-                  theirs_end):
-                inserted_at_end = base_start == base_end == len(base_lines)
-                theirs_part = "".join(theirs_lines[theirs_start:theirs_end])
-                if not (inserted_at_end and _ends_line(theirs_part)):
-                    return None
-                merged.append(theirs_part)
-                merged.extend(ours_lines[ours_start:ours_end])
-            case _:  # a region this rule does not know: keep both rather than guess
+    for region in _regions(base_lines, ours_lines, theirs_lines):
+        if isinstance(region, _Stable):
+            merged.extend(base_lines[region.base_start:region.base_end])
+            continue
+        was = base_lines[region.base_start:region.base_end]
+        ours_part = ours_lines[region.ours_start:region.ours_end]
+        theirs_part = theirs_lines[region.theirs_start:region.theirs_end]
+        if ours_part == theirs_part or theirs_part == was:  # the same change, or ours only
+            merged.extend(ours_part)
+        elif ours_part == was:  # theirs only
+            merged.extend(theirs_part)
+        else:  # both changed it differently: an overlap, but for inserts at the end
+            inserted_at_end = region.base_start == region.base_end == len(base_lines)
+            theirs_text = "".join(theirs_part)
+            if not (inserted_at_end and _ends_line(theirs_text)):
                 return None
+            merged.append(theirs_text)
+            merged.extend(ours_part)
     return "".join(merged)
 
 
