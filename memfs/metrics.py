@@ -27,7 +27,8 @@ family                                             counted by
 ``memfs_mount_cache_size_bytes``
 ``memfs_change_feed_seq{store_id}``,               :data:`SERVER_STATE`, read from the
 ``memfs_database_size_bytes``,                     database when scraped
-``memfs_search_embedding_queue_depth``
+``memfs_search_embedding_queue_depth``,
+``memfs_dreams{status}``
 =================================================  =====================================
 
 On a hot path a family costs one dict lookup of the labelled child
@@ -223,12 +224,14 @@ class ServerSnapshot:
         feed_seq: the newest change-feed seq of each store, by store id.
         database_size_bytes: the database's size on disk (SQLite: file and WAL).
         embedding_queue_depth: live memories waiting for their vector (0 without a
-            model).
+            configured model: nothing is embedded then, so nothing waits).
+        dreams_by_status: how many dreams are in each status (SPEC §11), every status.
     """
 
     feed_seq: Mapping[str, int]
     database_size_bytes: int
     embedding_queue_depth: int
+    dreams_by_status: Mapping[str, int]
 
 
 class ServerState(Collector):
@@ -259,8 +262,16 @@ class ServerState(Collector):
         )
         yield GaugeMetricFamily(
             "memfs_search_embedding_queue_depth", "Live memories waiting for their "
-            "semantic-search vector.", value=snapshot.embedding_queue_depth,
+            "semantic-search vector (0 without an embedding model).",
+            value=snapshot.embedding_queue_depth,
         )
+        dreams = GaugeMetricFamily(
+            "memfs_dreams", "Dreams in each status (pending, running, completed, failed, "
+            "canceled).", labels=["status"],
+        )
+        for status, count in sorted(snapshot.dreams_by_status.items()):
+            dreams.add_metric([status], count)
+        yield dreams
 
 
 MOUNT_STATE = MountState()

@@ -81,6 +81,18 @@ def error_response(exc: MemfsError, request_id: str | None) -> JSONResponse:
     return JSONResponse(body, status_code=status, headers=headers)
 
 
+def _route_label(scope: Scope, root_path: str) -> str:
+    """The route template that answered a request, with the prefix of the mounted
+    application it is in (``/console/stores/{store_id}``, not the console's own
+    ``/stores/{store_id}``); a mounted application's own 404 is its prefix alone, any
+    other request no route took :data:`UNMATCHED_ROUTE`. ``root_path`` is the scope's
+    before routing (a mount appends its prefix to the scope's)."""
+    prefix = scope.get("root_path", "").removeprefix(root_path)
+    route = scope.get("route")
+    path = "" if route is None or isinstance(route, Mount) else str(getattr(route, "path", ""))
+    return prefix + path or UNMATCHED_ROUTE
+
+
 class RequestContextMiddleware:
     """Pure ASGI middleware: assigns the request id, adds the ``request-id`` header to
     every response, counts every request in :mod:`memfs.metrics` (by method, route
@@ -108,6 +120,7 @@ class RequestContextMiddleware:
             await send(message)
 
         started = time.perf_counter()
+        root_path = scope.get("root_path", "")
         answered = [HTTPStatus.INTERNAL_SERVER_ERROR.value]  # unless a response starts
 
         async def send_counted(message: Message) -> None:
@@ -119,7 +132,7 @@ class RequestContextMiddleware:
             await self._answer(scope, receive, send_counted, request_id)
         finally:
             duration_s = time.perf_counter() - started
-            route = getattr(scope.get("route"), "path", UNMATCHED_ROUTE)
+            route = _route_label(scope, root_path)
             metrics.http_request(scope["method"], route, answered[0], duration_s)
             _log_access(scope, route, answered[0], duration_s, request_id)
 

@@ -52,6 +52,17 @@ ZERO_USAGE = {
 _ACTIVE = (DreamStatus.PENDING.value, DreamStatus.RUNNING.value)
 
 
+def count_by_status(conn: Connection) -> dict[str, int]:
+    """How many dreams are in each status (SPEC §11), every status named, 0 for none:
+    the ``memfs_dreams{status}`` gauge of ``memfs serve``."""
+    counts = dict.fromkeys((status.value for status in DreamStatus), 0)
+    for status, count in conn.execute(
+        select(dreams.c.status, func.count()).group_by(dreams.c.status)
+    ):
+        counts[str(status)] = int(count)
+    return counts
+
+
 def _dream(row: Row[Any]) -> Dream:
     created = parse_ts(row.created_at)
     assert created is not None

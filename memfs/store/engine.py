@@ -331,16 +331,18 @@ class Engine(Caller):
         with self._db.read() as conn:
             return stores.statistics(conn)
 
-    def gauges(self) -> tuple[dict[str, int], int, int]:
+    def gauges(self) -> tuple[dict[str, int], int, int, dict[str, int]]:
         """What ``memfs serve`` exposes about the database as Prometheus gauges, read in
         one call (a scrape's worker thread): the newest change-feed seq of every store
         (by store id), the database's size on disk in bytes (SQLite: the file and its
-        WAL; PostgreSQL: ``pg_database_size``), and how many live memories wait for
-        their semantic-search vector."""
-        from memfs.store import stores
+        WAL; PostgreSQL: ``pg_database_size``), how many live memories wait for their
+        semantic-search vector (0 when no embedding model is configured: nothing is
+        embedded, so nothing waits), and how many dreams are in each status (SPEC §11)."""
+        from memfs.store import dreams, stores
 
         with self._db.read() as conn:
             seqs = stores.feed_seqs(conn)
+            by_status = dreams.count_by_status(conn)
             if self.dialect == "postgresql":
                 size_bytes = int(
                     conn.exec_driver_sql("SELECT pg_database_size(current_database())")
@@ -352,7 +354,8 @@ class Engine(Caller):
             for file in () if path is None else (path, path.with_name(path.name + "-wal")):
                 with contextlib.suppress(FileNotFoundError):  # no WAL (yet)
                     size_bytes += file.stat().st_size
-        return seqs, size_bytes, self.search.index_lag().pending
+        lag = self.search.index_lag()
+        return seqs, size_bytes, 0 if lag.model is None else lag.pending, by_status
 
     def vacuum_erased(self) -> list[str]:
         """Takes the bytes of past erasures (redactions, hard deletes, store deletions,

@@ -27,6 +27,7 @@ SERVER_FAMILIES = {
     "memfs_change_feed_seq": "gauge",
     "memfs_database_size_bytes": "gauge",
     "memfs_search_embedding_queue_depth": "gauge",
+    "memfs_dreams": "gauge",
 }
 MOUNT_FAMILIES = {
     "memfs_fuse_requests": "counter",
@@ -73,7 +74,11 @@ def test_the_server_exposes_its_families(
 ) -> None:
     store = make_store("Notes", {"/a.md": "a\n"})
     _, secret = store_engine.api_keys.create("metrics", [Scope.ADMIN])
-    server = ServeProcess(memfs_home / "memfs.db", tmp_path)
+    # A canceled dream (final: the server's dream job leaves it as it is).
+    dream = store_engine.dreams.create(store.id, session_ids=None, model_id="memfs-consolidate")
+    store_engine.dreams.cancel(dream.id)
+    env = {k: v for k, v in memfs_env(memfs_home).items() if k != "MEMFS_SEARCH_MODEL_DIR"}
+    server = ServeProcess(memfs_home / "memfs.db", tmp_path, env=env)
     try:
         headers = {"Authorization": f"Bearer {secret}"}
         with httpx.Client(base_url=server.url, headers=headers) as client:
@@ -81,6 +86,8 @@ def test_the_server_exposes_its_families(
             assert listed.status_code == 200
             assert client.get("/v1/memory_stores/memstore_nope").status_code == 404
             assert client.get("/no/such/route").status_code == 404
+            assert client.get("/console/sign-in").status_code == 200
+            assert client.get("/console/no/such/page").status_code == 404
             scraped = httpx.get(f"{server.url}/metrics")  # no credential needed
     finally:
         assert server.stop() == 0
@@ -93,6 +100,14 @@ def test_the_server_exposes_its_families(
     assert sample(text, "memfs_http_requests_total", route="unmatched", status="404") == 1
     assert sample(text, "memfs_http_request_duration_seconds_count", route=route) == 1
     assert store.id not in "".join(re.findall(r'route="[^"]*"', text))  # templates only
+    # The console's routes carry their /console prefix; its own 404s the prefix alone.
+    assert sample(text, "memfs_http_requests_total", route="/console/sign-in",
+                  status="200") == 1
+    assert sample(text, "memfs_http_requests_total", route="/console", status="404") == 1
+    assert sample(text, "memfs_dreams", status="canceled") == 1
+    assert sample(text, "memfs_dreams", status="pending") == 0
+    # No embedding model configured: nothing waits for a vector (the queue does not grow).
+    assert sample(text, "memfs_search_embedding_queue_depth") == 0
     assert sample(text, "memfs_change_feed_seq", store_id=store.id) == 1
     assert (sample(text, "memfs_database_size_bytes") or 0) > 0
     assert secret not in text

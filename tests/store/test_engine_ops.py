@@ -12,16 +12,28 @@ from memfs.core.errors import InvalidInput
 from memfs.store import Engine
 
 
-def test_gauges_name_every_store_s_feed_seq_and_the_size(engine: Engine) -> None:
+def test_gauges_name_every_store_s_feed_seq_the_size_and_dreams(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("MEMFS_SEARCH_MODEL_DIR", raising=False)
     first = engine.stores.create("First")
     second = engine.stores.create("Second")
     engine.memories.create(first.id, "/a.md", "a\n")
     engine.memories.create(first.id, "/b.md", "b\n")
-    seqs, size_bytes, queued = engine.gauges()
+    engine.dreams.create(first.id, session_ids=None, model_id="memfs-consolidate")
+    canceled = engine.dreams.create(second.id, session_ids=None, model_id="memfs-consolidate")
+    engine.dreams.cancel(canceled.id)
+    seqs, size_bytes, queued, dreams = engine.gauges()
     assert seqs == {first.id: engine.feed.last_seq(first.id), second.id: 0}
     assert seqs[first.id] >= 2
     assert size_bytes > 0
-    assert queued >= 0
+    # Without an embedding model nothing is embedded, so nothing is said to wait
+    # (the queue keeps the two memories for when a model is configured).
+    assert engine.search.index_lag().pending == 2
+    assert queued == 0
+    assert dreams == {
+        "pending": 1, "running": 0, "completed": 0, "failed": 0, "canceled": 1
+    }
 
 
 def test_the_write_observer_is_told_of_each_write(engine: Engine) -> None:
