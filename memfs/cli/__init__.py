@@ -119,6 +119,22 @@ class _LazyGroup(typer.core.TyperGroup):
             return None
         return _module_group(entry[0]).get_command(ctx, cmd_name)
 
+    def shell_complete(self, ctx: Any, incomplete: str) -> list[Any]:
+        """Shell completion (``memfs --show-completion``) of a command name from
+        :data:`COMMANDS`, importing no command's module: a TAB costs what ``memfs
+        --version`` does. Options (``-…``) are completed as click does."""
+        if incomplete.startswith("-"):  # no command name matches: nothing is imported
+            return list(super().shell_complete(ctx, incomplete))
+        try:  # typer ≥ 0.24 carries its own click
+            from typer._click.shell_completion import CompletionItem
+        except ImportError:  # an older typer, on click itself
+            from click.shell_completion import CompletionItem  # type: ignore[assignment]
+        return [
+            CompletionItem(name, help=help_text)
+            for name, (_, help_text) in COMMANDS.items()
+            if name.startswith(incomplete)
+        ]
+
     def format_commands(self, ctx: Any, formatter: Any) -> None:
         with formatter.section("Commands"):
             formatter.write_dl([(name, help_text) for name, (_, help_text) in COMMANDS.items()])
@@ -146,7 +162,8 @@ app = typer.Typer(
     help="Durable, versioned memory for AI agents, mounted as ordinary files.",
     cls=_LazyGroup,
     no_args_is_help=True,
-    add_completion=False,
+    # --install-completion / --show-completion (bash, zsh, fish, PowerShell): typer's.
+    add_completion=True,
     pretty_exceptions_enable=False,
     rich_markup_mode=None,  # the top-level help without rich: it would cost 0.1 s
 )
