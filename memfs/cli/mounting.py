@@ -191,6 +191,7 @@ def mount(
         _refuse_non_empty(mountpoint)
     if ready_fd is None:  # not the daemon `memfs mount` starts: that one checked already
         secure_home()
+        _warn_if_stock_pyfuse3()
     request = _MountRequest(
         mountpoint=str(mountpoint),
         stores=stores,
@@ -349,6 +350,15 @@ def _refuse_non_empty(mountpoint: str) -> None:
             f"{target} is not empty (its files would be hidden while mounted); "
             "give --nonempty to mount over them anyway"
         )
+
+
+def _warn_if_stock_pyfuse3() -> None:
+    """One line on stderr when pyfuse3 lacks memfs's patch (README "Installing")."""
+    from memfs.fuse.capabilities import stock_pyfuse3_warning
+
+    warning = stock_pyfuse3_warning()
+    if warning is not None:
+        typer.echo(f"memfs: warning: {warning}", err=True)
 
 
 def _backend(request: _MountRequest) -> Any:

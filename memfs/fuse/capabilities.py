@@ -25,7 +25,14 @@ from dataclasses import dataclass
 
 import pyfuse3
 
-__all__ = ["KERNEL_CACHE", "KernelCache", "detect", "directory_reply", "file_reply"]
+__all__ = [
+    "KERNEL_CACHE",
+    "KernelCache",
+    "detect",
+    "directory_reply",
+    "file_reply",
+    "stock_pyfuse3_warning",
+]
 
 #: Set to 0 to run as with stock pyfuse3 even when the patched one is installed.
 DISABLE_ENV = "MEMFS_FUSE_KERNEL_CACHE"
@@ -45,14 +52,18 @@ class KernelCache:
     cached_listings: bool
 
 
+def _turned_off(env: dict[str, str] | os._Environ[str]) -> bool:
+    """Whether ``MEMFS_FUSE_KERNEL_CACHE`` turns the kernel caching flags off."""
+    return env.get(DISABLE_ENV, "1").strip() in ("0", "off", "no", "false")
+
+
 def detect(environ: dict[str, str] | None = None) -> KernelCache:
     """The flags the installed pyfuse3 supports, unless ``MEMFS_FUSE_KERNEL_CACHE=0``.
 
     Stock pyfuse3 has neither ``NOFLUSH_SUPPORTED`` nor ``CACHE_READDIR_SUPPORTED``; the
     patched one sets each to whether the libfuse it was built against has the field.
     """
-    env = os.environ if environ is None else environ
-    if env.get(DISABLE_ENV, "1").strip() in ("0", "off", "no", "false"):
+    if _turned_off(os.environ if environ is None else environ):
         return KernelCache(noflush=False, cached_listings=False)
     return KernelCache(
         noflush=bool(getattr(pyfuse3, "NOFLUSH_SUPPORTED", False)),
@@ -62,6 +73,21 @@ def detect(environ: dict[str, str] | None = None) -> KernelCache:
 
 #: What this process's mounts use; read once at import.
 KERNEL_CACHE = detect()
+
+
+def stock_pyfuse3_warning(environ: dict[str, str] | None = None) -> str | None:
+    """The warning ``memfs mount`` prints (once, not its daemon) when the installed
+    pyfuse3 is the stock build, as a wheel from PyPI installs it; None with the patched
+    build, or when ``MEMFS_FUSE_KERNEL_CACHE=0`` turned the caches off on purpose."""
+    if hasattr(pyfuse3, "NOFLUSH_SUPPORTED") or _turned_off(
+        os.environ if environ is None else environ
+    ):
+        return None
+    return (
+        "pyfuse3 is the stock build, without memfs's patch (third_party/pyfuse3/): the "
+        "kernel caches no listings and every close sends a FLUSH (correct, slower); "
+        "scripts/setup builds the patched one; MEMFS_FUSE_KERNEL_CACHE=0 silences this"
+    )
 
 
 def file_reply(
