@@ -63,3 +63,18 @@ def test_edits_of_lines_apart_are_both_applied(edits: tuple[int, list[tuple[str,
         for o, t, (who, _) in zip(ours, theirs, plan, strict=True)
     ]
     assert merge_texts("".join(base), "".join(ours), "".join(theirs)) == "".join(expected)
+
+
+def test_a_long_memory_with_many_blank_lines_merges_edits_apart() -> None:
+    # 4,000 lines, a third of them blank (difflib's autojunk case): edits far apart on
+    # each side, an insert and a delete among them, merge into both.
+    base = [("" if i % 3 == 0 else f"line {i}") + "\n" for i in range(4000)]
+    ours, theirs, expected = list(base), list(base), list(base)
+    ours[100] = expected[100] = "ours\n"
+    theirs[3000] = expected[3000] = "theirs\n"
+    ours.insert(2000, "new\n")
+    del theirs[500]
+    expected.insert(2000, "new\n")
+    del expected[500]
+    merged = merge_texts("".join(base), "".join(ours), "".join(theirs))
+    assert merged == "".join(expected)

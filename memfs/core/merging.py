@@ -25,11 +25,11 @@ without one are all lines; nothing is normalised):
    takes that side; one that both changed the same way takes it once; changes to
    different lines of the base merge cleanly. A region that both sides changed
    differently is an overlap (a conflict) — regions that touch count as one, a
-   conflict copy rather than a guess — with one exception that extends rule 2 soundly: when both
-   sides only *inserted* lines after the base's last line (the region replaces no base
-   line and begins at its end), the head's inserted lines come first, then this
-   writer's, under the same line-ending condition — an appender whose file was also
-   edited elsewhere (``sed -i`` of other lines) still merges.
+   conflict copy rather than a guess — with one exception that extends rule 2
+   soundly: when both sides only *inserted* lines after the base's last line (the
+   region replaces no base line and begins at its end), the head's inserted lines come
+   first, then this writer's, under the same line-ending condition — an appender whose
+   file was also edited elsewhere (``sed -i`` of other lines) still merges.
 
 Why the conditions make rule 2 sound: a base ending mid-line means each side extended
 that last line (``"abc"`` → ``"abcX\\n"`` and ``"abcY\\n"``): one line changed two ways,
@@ -77,9 +77,11 @@ class _Stable(NamedTuple):
 
 def _matches(base: Sequence[str], other: Sequence[str]) -> list[tuple[int, int, int]]:
     """The runs of lines ``base`` and ``other`` share, in order: ``(base index, other
-    index, length)``, without difflib's closing empty run. ``autojunk`` is off, so a
-    line that is frequent in a long memory (a blank line) still anchors the diff."""
-    matcher = SequenceMatcher(None, base, other, autojunk=False)
+    index, length)``, without difflib's closing empty run. difflib's ``autojunk`` stays
+    on (as in bzr/breezy's merge): in a text of 200 lines or more, a line making up more
+    than 1% of it (a blank line) anchors no match by itself. Off, a 4,000-line memory
+    with 30% blank lines took 1.1 s per diff instead of 0.08 s."""
+    matcher = SequenceMatcher(None, base, other)
     return [(b, o, n) for b, o, n in matcher.get_matching_blocks() if n]
 
 
