@@ -346,12 +346,14 @@ class InodeTable:
 
     def content_target(self, node: Node) -> Attachment:
         """The store new content of file ``node`` goes to: its own, or the flat default
-        (copy-up, SPEC §4 flat layout). Raises ReadOnly."""
+        (copy-up, SPEC §4 flat layout; never from an as-of attachment). Raises
+        ReadOnly."""
         attachment = node.attachment
         assert attachment is not None
         if attachment.writable:
             return attachment
-        if self.layout is Layout.FLAT and not attachment.deleted:
+        if self.layout is Layout.FLAT and not attachment.deleted and not attachment.immutable:
+            # (the past is never copied up: SPEC §10 as-of views refuse every write)
             default = self.default_attachment()
             if default is not None and default.writable:
                 return default

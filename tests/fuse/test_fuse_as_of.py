@@ -146,6 +146,22 @@ def test_points_name_the_directory(
     assert (now / directory / "a.md").read_text() == "three\n"  # fixed at mount time
 
 
+def test_a_flat_mount_never_copies_the_past_up(
+    mounter: Mounter, make_store, store_engine: Engine
+) -> None:
+    make_store("Live", {"/live.md": "live\n"})
+    notes = make_store("Notes", {"/old.md": "old\n"})
+    store_engine.for_caller(actor=ACTOR).snapshots.create(notes.id, "then")
+    store_engine.memories.create(notes.id, "/newer.md", "newer\n")
+    mount = mounter.mount("Live", "Notes@then", layout="flat")
+    assert sorted(os.listdir(mount.path)) == ["live.md", "old.md"]
+    assert errno_of(f"open({str(mount / 'old.md')!r}, 'a').write('x')") == "EROFS"
+    (mount / "fresh.md").write_text("into the default\n")
+    assert store_engine.memories.get_by_path(notes.id, "/old.md").content == "old\n"
+    assert {m.path for m in store_engine.memories.all(notes.id)} == {"/old.md", "/newer.md"}
+    assert mount.status["stores"][1]["directory"] == "."
+
+
 def test_a_bad_point_fails_the_mount_before_anything_is_attached(
     fuse_available: None, make_store, store_engine: Engine, tmp_path: Path
 ) -> None:
