@@ -230,3 +230,30 @@ def test_a_live_mount_sees_a_store_restore_within_a_second(
     )
     assert time.monotonic() - restored < 1.0
     assert (notes / "b.md").read_text() == "bee\n"
+
+
+def _record(user: str, scope: str = "private") -> str:
+    return f"---\ntype: preference\nscope: {scope}\nuser_id: {user}\n---\n{user} likes tea\n"
+
+
+def test_an_as_of_mount_for_a_user_shows_only_what_she_may_see(
+    mounter: Mounter, make_store, store_engine: Engine
+) -> None:
+    store = make_store("Shared", {
+        "/alice.md": _record("alice"),
+        "/bob.md": _record("bob"),
+        "/team.md": _record("bob", "share"),
+        "/plain.md": "no header\n",
+    })
+    store_engine.for_caller(actor=ACTOR).snapshots.create(store.id, "then")
+    mount = mounter.mount("Shared@then", extra_args=("--user-id", "alice"))
+    view = mount / "shared@then"
+    assert sorted(os.listdir(view)) == ["alice.md", "plain.md", "team.md"]
+    assert errno_of(f"open({str(view / 'bob.md')!r})") == "ENOENT"
+    assert (view / "alice.md").read_text() == _record("alice")
+    mounter.unmount(mount)
+    # Hidden from her today, hidden in the past too (SPEC §10: today's visibility).
+    mine = store_engine.memories.get_by_path(store.id, "/alice.md")
+    store_engine.memories.update(store.id, mine.id, content=_record("bob"))
+    again = mounter.mount("Shared@then", extra_args=("--user-id", "alice"))
+    assert sorted(os.listdir(again / "shared@then")) == ["plain.md", "team.md"]
