@@ -14,7 +14,7 @@ from pathlib import Path
 
 from _support.mount import MEMFS, Mounter, errno_of, run, wait_until
 
-from memfs.core.model import Actor
+from memfs.core.model import Actor, DeleteMode
 from memfs.fuse import mounts
 from memfs.store import Engine
 
@@ -209,6 +209,10 @@ def test_redacted_content_never_shows_in_an_as_of_mount(
     store_engine.versions.redact(store.id, str(other.memory_version_id))
     wait_until(lambda: "c.md" not in os.listdir(view), "the redacted file to leave the view")
     assert run("grep", "-r", "another secret", second.path, check=False).stdout == ""
+    # Hard-deleted while mounted: it leaves the view too (its content is erased).
+    b = store_engine.memories.get_by_path(store.id, "/b.md")
+    store_engine.memories.delete(store.id, b.id, mode=DeleteMode.HARD_DELETE)
+    wait_until(lambda: "b.md" not in os.listdir(view), "the hard-deleted file to leave")
 
 
 def test_a_live_mount_sees_a_store_restore_within_a_second(
