@@ -12,17 +12,26 @@ with a snapshot half-way through the rewrites. Then, ``--runs`` times each, in t
     depth=1   the first page of each with depth 1 (rolled-up directories)
     snapshot  engine.snapshots.create (ms; the same at any size: one row)
 
-and prints the medians and the ratios as-of / now (goal ≤ 1.5×). Usage:
+and prints the medians and the ratios as-of / now (goal ≤ 1.5×). Then the mounts,
+``--mount-runs`` times each (default 3), in turn: ``memfs mount`` of the store now
+(``--store NAME``) and as of the snapshot (``--store NAME@half-way``, SPEC §10), each
+timed to ready, then ``ls -lR``, ``find`` and ``cat`` of every file, cold (the mount
+just made) then warm (once more), then ``memfs umount``; it prints the medians side by
+side with the ratio as-of / now (goal ≤ 1.5×). Usage:
 
-    scripts/bench-asof [--memories N] [--versions V] [--runs R] [--json FILE]
+    scripts/bench-asof [--memories N] [--versions V] [--runs R] [--mount-runs M]
+                       [--no-mount] [--json FILE]
 
 Runs in a fresh temp dir that it removes. No timing is asserted anywhere in tests.
 """
 
 import argparse
 import json
+import os
 import random
+import shlex
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -92,11 +101,88 @@ def build(engine: Engine, memories: int, versions: int) -> str:
     return store.id
 
 
+# The walks of the mount benchmark, in this order on a fresh mount (cold: the kernel's
+# caches are empty, the daemon has loaded the tree), then once more (warm).
+WALKS = {
+    "ls -lR": "ls -lR {d} > /dev/null",
+    "find": "find {d} > /dev/null",
+    "cat all": "find {d} -type f -print0 | xargs -0 cat > /dev/null",
+}
+
+
+def _timed(command: str) -> float:
+    """Seconds ``command`` (a shell line) takes; it must succeed."""
+    start = time.perf_counter()
+    subprocess.run(["bash", "-c", command], check=True)
+    return time.perf_counter() - start
+
+
+def _mount_once(tmp: Path, database: str, spec: str, index: int) -> dict[str, float]:
+    """One ``memfs mount`` of ``spec`` (returns when ready), the walks cold then warm,
+    ``memfs umount``: seconds of each."""
+    target = tmp / f"mnt-{index}"
+    target.mkdir()
+    env = dict(os.environ, MEMFS_HOME=str(tmp / "home"))
+    memfs = [sys.executable, "-P", "-m", "memfs.cli.mounting"]
+    times: dict[str, float] = {}
+    start = time.perf_counter()
+    subprocess.run([*memfs, "mount", str(target), "--store", spec, "--database", database],
+                   check=True, env=env, stdout=subprocess.DEVNULL)
+    times["mount"] = time.perf_counter() - start
+    try:
+        (directory,) = os.listdir(target)
+        quoted = shlex.quote(str(target / directory))
+        for phase in ("cold", "warm"):
+            for name, command in WALKS.items():
+                times[f"{name} {phase}"] = _timed(command.format(d=quoted))
+    finally:
+        subprocess.run([*memfs, "umount", str(target)], check=True, env=env,
+                       stdout=subprocess.DEVNULL)
+    return times
+
+
+def bench_mounts(tmp: Path, database: str, store: str, runs: int) -> dict[str, Any]:
+    """The mount benchmark: a mount of the store now and an as-of mount at the snapshot,
+    in turn, ``runs`` times each; the median seconds of each step, by kind."""
+    specs = {"now": store, "as-of": f"{store}@half-way"}
+    samples: dict[str, list[dict[str, float]]] = {kind: [] for kind in specs}
+    index = 0
+    for run in range(runs):
+        # Turn about (now first, then as-of first), so that a drift of the machine's
+        # load favours neither.
+        order = list(specs.items()) if run % 2 == 0 else list(reversed(specs.items()))
+        for kind, spec in order:
+            print(f"  mount {kind}, run {run + 1} of {runs}", file=sys.stderr)
+            samples[kind].append(_mount_once(tmp, database, spec, index))
+            index += 1
+    return {
+        kind: {step: round(statistics.median(s[step] for s in runs_of), 3)
+               for step in runs_of[0]}
+        for kind, runs_of in samples.items()
+    }
+
+
+def print_mounts(mounted: dict[str, dict[str, float]]) -> None:
+    now, past = mounted["now"], mounted["as-of"]
+    print()
+    print(f"{'mount (median s)':<24}{'now':>10}{'as-of':>10}{'ratio':>9}")
+    for step in now:
+        ratio = past[step] / now[step] if now[step] else float("nan")
+        print(f"{step:<24}{now[step]:>10.3f}{past[step]:>10.3f}{ratio:>8.2f}x")
+    walk = [step for step in now if step != "mount"]
+    total_now = sum(now[s] for s in walk)
+    total_past = sum(past[s] for s in walk)
+    print(f"{'all walks':<24}{total_now:>10.3f}{total_past:>10.3f}"
+          f"{total_past / total_now:>8.2f}x (goal <= 1.5x)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--memories", type=int, default=10_000)
     parser.add_argument("--versions", type=int, default=50_000)
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--mount-runs", type=int, default=3)
+    parser.add_argument("--no-mount", action="store_true", help="skip the mount benchmark")
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="memfs-bench-asof-") as tmp:
@@ -136,8 +222,13 @@ def main() -> None:
                 args.runs,
             )
             versions = engine.statistics()["versions"]
+            store_name = engine.stores.get(store_id).name
         finally:
             engine.close()
+        mounted = (
+            None if args.no_mount
+            else bench_mounts(Path(tmp), f"sqlite:///{tmp}/bench.db", store_name, args.mount_runs)
+        )
     figures = {
         "memories_now": now_count,
         "memories_at_snapshot": snap_count,
@@ -163,6 +254,9 @@ def main() -> None:
         f"ratio as-of/now: {figures['ratio_snapshot_vs_now']}x at the snapshot, "
         f"{figures['ratio_at_now_vs_now']}x at now (goal <= 1.5x)"
     )
+    if mounted is not None:
+        figures["mount"] = mounted
+        print_mounts(mounted)
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
 

@@ -21,6 +21,7 @@ package; it imports neither of them, nor the API.
 
 from memfs.backend.naming import conflict_name
 from memfs.backend.protocol import (
+    AsOfPoint,
     AttachmentSpec,
     Backend,
     BackendEvent,
@@ -31,6 +32,7 @@ from memfs.backend.steps import fold_by_steps
 from memfs.core.errors import BackendUnavailable
 
 __all__ = [
+    "AsOfPoint",
     "AttachmentSpec",
     "Backend",
     "BackendEvent",

@@ -17,10 +17,11 @@ from typing import TYPE_CHECKING, TypeVar
 import trio
 
 from memfs import metrics
-from memfs.backend.protocol import BackendStatistics, MemoryChange
+from memfs.backend.protocol import AsOfPoint, BackendStatistics, MemoryChange
 from memfs.backend.steps import fold_by_steps
 from memfs.core.content import Content
 from memfs.core.errors import MemfsError
+from memfs.core.history import ResolvedPoint
 from memfs.core.model import (
     Access,
     Actor,
@@ -31,7 +32,9 @@ from memfs.core.model import (
     MemoryStore,
     Session,
     UserPrincipal,
+    utcnow,
 )
+from memfs.core.points import parse_point, point_label
 from memfs.core.records import Record
 from memfs.core.visibility import Viewer
 
@@ -212,6 +215,22 @@ class EmbeddedBackend:
 
     async def list_memories(self, store_id: str) -> list[Memory]:
         return await self._run(self._caller.memories.all, store_id)
+
+    async def resolve_point(self, store_id: str, point: str) -> AsOfPoint:
+        """See the Protocol: the point's seq (``fixed``), as the mount's principal
+        resolves it."""
+        parsed = parse_point(point)
+        resolved_at = utcnow()
+        resolved = await self._run(self._caller.history.resolve, store_id, parsed)
+        label = point_label(
+            parsed, snapshot_name=resolved.snapshot_name, resolved_at=resolved_at
+        )
+        return AsOfPoint(store_id, parsed.text, label, fixed=str(resolved.seq))
+
+    async def list_memories_at(self, at: AsOfPoint) -> list[Memory]:
+        """See the Protocol: one query (:meth:`memfs.store.history.History.all`)."""
+        resolved = ResolvedPoint(store_id=at.store_id, text=at.text, seq=int(at.fixed))
+        return await self._run(self._caller.history.all, at.store_id, resolved)
 
     async def memory_room(self, store_id: str) -> int | None:
         """See the Protocol: the engine's limit minus the store's live ``entry_count``."""

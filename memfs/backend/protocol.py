@@ -6,7 +6,8 @@ point down at this package and never at each other (one port, two adapters): FUS
 :class:`memfs.remote.backend.RemoteBackend` implement it.
 
 This module owns the Protocol and its values: :class:`MemoryChange` (one change of a
-memory), :class:`AttachmentSpec`, :class:`BackendEvent`, :class:`BackendStatistics`.
+memory), :class:`AttachmentSpec`, :class:`AsOfPoint` (a store's past an as-of
+attachment shows, SPEC §10), :class:`BackendEvent`, :class:`BackendStatistics`.
 Backends raise only the domain errors of :mod:`memfs.core.errors`
 (:class:`memfs.core.errors.BackendUnavailable` for "the store can't be asked now").
 
@@ -29,6 +30,7 @@ from memfs.core.model import Change, Layout, Memory, MemoryStore, Session
 from memfs.core.records import Record
 
 __all__ = [
+    "AsOfPoint",
     "AttachmentSpec",
     "Backend",
     "BackendEvent",
@@ -142,6 +144,28 @@ class AttachmentSpec:
     read_only: bool
 
 
+@dataclass(frozen=True)
+class AsOfPoint:
+    """A point of one store's history, resolved once (SPEC §10 as-of views): what an
+    as-of attachment (``memfs mount --store NAME@POINT``) shows for its whole life.
+
+    Attributes:
+        store_id: the ``memstore_…`` id.
+        text: the point as given (``now``, a time, a snapshot name or id, a version id).
+        label: the point as one path segment
+            (:func:`memfs.core.points.point_label`): the attachment's directory is
+            ``<store directory>@<label>``.
+        fixed: what the backend that resolved it reads at, opaque to everyone else
+            (embedded: the seq; remote: a point text that names the same state even
+            when ``text`` is ``now``).
+    """
+
+    store_id: str
+    text: str
+    label: str
+    fixed: str
+
+
 class Backend(Protocol):
     """The store as seen by a mount. Every method may raise :class:`memfs.core.errors.MemfsError`
     subclasses (NotFound, StoreArchived, PathConflict, PreconditionFailed, …), nothing else
@@ -180,6 +204,21 @@ class Backend(Protocol):
 
     async def list_memories(self, store_id: str) -> list[Memory]:
         """Every live memory of a store, without content, in path order. Raises NotFound."""
+        ...
+
+    async def resolve_point(self, store_id: str, point: str) -> AsOfPoint:
+        """Resolves ``point`` (SPEC §10) in a store once, for an as-of attachment: the
+        state it names is fixed from here on (``now`` is the state now, never a later
+        one). Raises NotFound (store), InvalidPoint (unparsable, in the future, no such
+        snapshot or version: named), BackendUnavailable."""
+        ...
+
+    async def list_memories_at(self, at: AsOfPoint) -> list[Memory]:
+        """Every memory of ``at``'s store as it was then, without content, in path
+        order: each with its version then (``memory_version_id``, digest, size, and a
+        ``blob_key`` :meth:`read_content` reads); deleted and redacted ones absent (a
+        redacted version shows no path and no content), what the caller may not see
+        (SPEC §6) absent. Raises NotFound, InvalidPoint, BackendUnavailable."""
         ...
 
     async def memory_room(self, store_id: str) -> int | None:

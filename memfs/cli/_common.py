@@ -121,10 +121,11 @@ def check_log_format(log_format: str) -> None:
         raise typer.Exit(2)
 
 
-def fail(message: str) -> NoReturn:
-    """Prints one error line (the format of ``memfs.cli.main``) and exits with status 1."""
+def fail(message: str, status: int = 1) -> NoReturn:
+    """Prints one error line (the format of ``memfs.cli.main``) and exits with
+    ``status`` (1; 2 for what was typed, as :data:`memfs.cli.EXIT_STATUS` has it)."""
     typer.echo(f"memfs: error: {message}", err=True)
-    raise typer.Exit(1)
+    raise typer.Exit(status)
 
 
 @contextlib.contextmanager

@@ -51,6 +51,8 @@ __all__ = ["register"]
 MOUNT_READY_TIMEOUT_S = 60.0
 # How long a remote mount starting while its server is unreachable keeps trying.
 DEFAULT_SERVER_WAIT_S = 30.0
+# The daemon's readiness line for a failure that exits 2 (else ``error: …``).
+_USAGE_ERROR = "usage error: "
 _LOG_FORMAT = "%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"
 
 
@@ -69,8 +71,10 @@ def mount(
         list[str] | None,
         typer.Option(
             "--store", "-s",
-            help="NAME_OR_ID[:ro]; repeat for several stores. With --api: default every "
-            "store of the session.",
+            help="NAME_OR_ID[:ro], or NAME_OR_ID@POINT: the store as it was at POINT "
+            "(now, an RFC 3339 time, a snapshot name or id, a memver_ id), read-only, "
+            "in the directory NAME@LABEL; repeat for several stores. With --api: "
+            "default every store of the session.",
         ),
     ] = None,
     api: Annotated[
@@ -164,8 +168,8 @@ def mount(
     """Mount memory stores as a directory tree (FUSE): from the database, or from a
     memfs server with a session token (--api URL --token T)."""
     from memfs.cli.mount_options import MountOptions
-    from memfs.core.errors import InvalidInput
-    from memfs.core.rules import parse_store_spec
+    from memfs.core.errors import InvalidInput, InvalidPoint
+    from memfs.core.points import parse_mount_store
 
     try:
         options = _options(option or [], allow_other, uid, gid, umask)
@@ -181,9 +185,9 @@ def mount(
     layout_value = _layout_option(layout, remote=api is not None)
     for spec in stores:
         try:
-            parse_store_spec(spec)
+            parse_mount_store(spec)
         except InvalidInput as exc:
-            fail(exc.message)
+            fail(exc.message, 2 if isinstance(exc, InvalidPoint) else 1)
     check_log_format(log_format)
     _check_principal(api, user_id, role or [])
     _check_source(api, token, database, stores)
@@ -400,7 +404,7 @@ def _mount_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
 
 def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
     from memfs import logs
-    from memfs.core.errors import MemfsError
+    from memfs.core.errors import InvalidPoint, MemfsError
     from memfs.fuse.daemon import DaemonLogHandler, MountConfig, StoreRequest, run
     from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX
 
@@ -443,11 +447,13 @@ def _serve_in_foreground(request: _MountRequest, ready_fd: int | None) -> None:
     try:
         run(_backend(request), config, on_ready=ready)
     except (MemfsError, RuntimeError, OSError) as exc:
-        report(f"error: {exc}")
+        # A point that names no moment (SPEC §10) is what was typed: exit 2.
+        status = 2 if isinstance(exc, InvalidPoint) else 1
+        report(f"{_USAGE_ERROR if status == 2 else 'error: '}{exc}")
         logging.getLogger("memfs.mount").error(
             "mount of %s failed: %s", request.mountpoint, exc
         )
-        fail(str(exc))
+        fail(str(exc), status)
 
 
 def _daemon_command(request: _MountRequest, target: str, ready_fd: int) -> list[str]:
@@ -526,6 +532,8 @@ def _mount_in_background(request: _MountRequest) -> None:
             message = (
                 f"the mount daemon exited with status {process.returncode}; see {log_file}"
             )
+    if message.startswith(_USAGE_ERROR):
+        fail(message.strip().removeprefix(_USAGE_ERROR), 2)
     fail(message.strip().removeprefix("error: "))
 
 

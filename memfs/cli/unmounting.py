@@ -289,6 +289,16 @@ def _other_namespace(record: dict[str, Any] | None) -> str | None:
     return str(theirs)
 
 
+def _flags(store: dict[str, Any]) -> str:
+    """``read_write``, ``read_only, archived``, ``read_only, as of before-agent`` …"""
+    flags = str(store["access"]) + "".join(
+        f", {flag}" for flag in ("archived", "deleted") if store.get(flag)
+    )
+    if store.get("at") is not None:  # an as-of view (SPEC §10)
+        flags += f", as of {store['at']}"
+    return flags
+
+
 def _print_status(target: str, state: str, record: dict[str, Any] | None) -> None:
     typer.echo(f"mount point:  {target}")
     typer.echo(f"state:        {state}")
@@ -332,10 +342,9 @@ def _print_status(target: str, state: str, record: dict[str, Any] | None) -> Non
         )
     typer.echo("stores:")
     for store in record["stores"]:
-        flags = store["access"] + "".join(
-            f", {flag}" for flag in ("archived", "deleted") if store.get(flag)
+        typer.echo(
+            f"  {store['directory']:<24} {store['name']} ({store['id']}, {_flags(store)})"
         )
-        typer.echo(f"  {store['directory']:<24} {store['name']} ({store['id']}, {flags})")
     typer.echo(f"rejected writes: {record['rejected_count']}")
     for event in record["rejected_writes"]:
         reason = f"{event['message']}; " if event.get("message") else ""

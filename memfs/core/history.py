@@ -84,11 +84,13 @@ class ResolvedPoint:
         text: the point as written (``now``, a time, a snapshot name, a version id).
         seq: every version of the store with ``seq`` ≤ this is in the state the point
             names, none after it; 0 = before the store's first version (empty).
+        snapshot_name: the snapshot's name when the point names one (by name or id).
     """
 
     store_id: str
     text: str
     seq: int
+    snapshot_name: str | None = None
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,9 @@ an RFC 3339 time       ``2026-12-06T01:02:03Z``, ``2026-12-06T03:02:03+02:00``, 
                        before it counts)
 a version id           ``memver_…``: the moment right after that version
 a snapshot name        anything else that is a valid snapshot name
-                       (:func:`validate_snapshot_name`)
+                       (:func:`validate_snapshot_name`); a snapshot's
+                       ``snap_…`` id reads as a name too, and a store with no
+                       snapshot of that name looks it up by id
 =====================  ==========================================================
 
 :func:`parse_point` tells them apart by their form alone (a snapshot can't be named
@@ -20,7 +22,8 @@ the store's sequence number (whether the snapshot or version exists, whether the
 is in the future) is the engine's (:mod:`memfs.store.history`).
 
 :func:`split_store_point` reads the ``STORE@POINT`` form the CLI takes (``memfs diff``,
-later ``memfs mount --store NAME@POINT``).
+``memfs mount --store NAME@POINT``); :func:`point_label` names a point in one path
+segment (the directory of an as-of attachment).
 """
 
 from __future__ import annotations
@@ -38,8 +41,11 @@ __all__ = [
     "NOW",
     "Point",
     "PointKind",
+    "parse_mount_store",
     "parse_point",
     "parse_time",
+    "is_snapshot_id",
+    "point_label",
     "split_store_point",
     "validate_snapshot_name",
 ]
@@ -203,3 +209,74 @@ def split_store_point(spec: str) -> tuple[str, Point | None]:
     if not point:
         raise InvalidPoint(f"{spec!r}: give a point after '@' (e.g. now, a time, a snapshot)")
     return store, parse_point(point)
+
+
+_SNAPSHOT_ID_PREFIX = PREFIXES["snapshot"]
+
+
+def is_snapshot_id(name: str) -> bool:
+    """Whether a snapshot point's name is written as a ``snap_…`` id (a point may name a
+    snapshot by id as well as by name; the name is tried first)."""
+    return name.startswith(_SNAPSHOT_ID_PREFIX)
+
+
+def _compact_time(moment: datetime) -> str:
+    """``2026-12-06T01:02:03.5Z`` → ``20261206T010203.500000Z`` (UTC; the fraction only
+    when there is one)."""
+    moment = moment.astimezone(UTC)
+    text = moment.strftime("%Y%m%dT%H%M%S")
+    if moment.microsecond:
+        text += f".{moment.microsecond:06d}"
+    return text + "Z"
+
+
+def point_label(point: Point, *, snapshot_name: str | None, resolved_at: datetime) -> str:
+    """The point as one path segment (SPEC §10: an as-of attachment's directory is
+    ``<store directory>@<label>``): stable (the same point gives the same label) and
+    never mistaken for another point.
+
+    ======================  ==================================================
+    a snapshot (by name     its name: ``before-cleanup``
+    or ``snap_…`` id)
+    a version id            the id: ``memver_…``
+    an RFC 3339 time        UTC, compact: ``20261206T010203Z`` (``.ffffffZ``
+                            when it has a fraction)
+    ``now``                 the moment it was resolved, the same way (the
+                            view is fixed there: it shows what ``now`` was)
+    ======================  ==================================================
+
+    Args:
+        point: the parsed point.
+        snapshot_name: the snapshot's name when ``point`` names a snapshot (by id).
+        resolved_at: when ``now`` was resolved (UTC).
+    """
+    if point.kind is PointKind.SNAPSHOT:
+        return snapshot_name or str(point.name)
+    if point.kind is PointKind.VERSION:
+        return str(point.name)
+    if point.kind is PointKind.TIME:
+        assert point.time is not None
+        return _compact_time(point.time)
+    return _compact_time(resolved_at)
+
+
+def parse_mount_store(argument: str) -> tuple[rules.StoreSpec, Point | None]:
+    """``memfs mount --store NAME_OR_ID[@POINT][:ro|:rw]`` → the store reference and
+    access (:func:`memfs.core.rules.parse_store_spec`) and the point of an as-of
+    attachment (SPEC §10), None for the store as it is. A store with a point is
+    read-only (``:ro`` may be given, ``:rw`` is refused); a store whose name holds
+    ``@`` is mounted as it is by its ``memstore_`` id.
+
+    Raises:
+        InvalidPoint: an empty store or point, or a bad point (named).
+        InvalidInput: nothing before the suffix; ``:rw`` with a point.
+    """
+    spec = rules.parse_store_spec(argument)
+    store, point = split_store_point(spec.name_or_id)
+    if point is None:
+        return spec, None
+    if argument.endswith(":rw"):
+        raise InvalidInput(
+            f"--store {argument!r}: a store as of a point is read-only (drop ':rw')"
+        )
+    return rules.StoreSpec(store, True), point

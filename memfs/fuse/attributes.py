@@ -23,6 +23,7 @@ __all__ = [
     "ATTR_TIMEOUT_S",
     "BLOCK_SIZE_BYTES",
     "ENTRY_TIMEOUT_S",
+    "IMMUTABLE_TIMEOUT_S",
     "STAT_BLOCK_BYTES",
     "Attributes",
 ]
@@ -39,6 +40,9 @@ __all__ = [
 # entry; a directory's listing is dropped by invalidation too.
 ENTRY_TIMEOUT_S = 3600.0 if KERNEL_CACHE.cached_listings else 10.0
 ATTR_TIMEOUT_S = ENTRY_TIMEOUT_S
+# An as-of attachment (SPEC §10) never changes: its entries and attributes may stay in
+# the kernel's caches for a day (only an erasure, SPEC §2, removes one: invalidated).
+IMMUTABLE_TIMEOUT_S = 86400.0
 BLOCK_SIZE_BYTES = 4096
 STAT_BLOCK_BYTES = 512  # st_blocks counts 512-byte units (stat(2))
 
@@ -63,8 +67,11 @@ class Attributes:
         entry = pyfuse3.EntryAttributes()
         entry.st_ino = node.inode
         entry.generation = 0
-        entry.entry_timeout = ENTRY_TIMEOUT_S
-        entry.attr_timeout = ATTR_TIMEOUT_S
+        if node.attachment is not None and node.attachment.immutable:
+            entry.entry_timeout = entry.attr_timeout = IMMUTABLE_TIMEOUT_S
+        else:
+            entry.entry_timeout = ENTRY_TIMEOUT_S
+            entry.attr_timeout = ATTR_TIMEOUT_S
         writable = self._table.is_writable(node)
         if node.is_dir:
             entry.st_mode = stat.S_IFDIR | self._access.directory_mode(writable)

@@ -57,10 +57,11 @@ import pyfuse3
 import trio
 
 from memfs import metrics
-from memfs.backend import AttachmentSpec, Backend, BackendEvent, BackendStatistics
+from memfs.backend import AsOfPoint, AttachmentSpec, Backend, BackendEvent, BackendStatistics
 from memfs.core.errors import InvalidInput, InvalidPath
-from memfs.core.model import Access, format_timestamp, utcnow
-from memfs.core.rules import parse_store_spec, unique_slugs, validate_segment
+from memfs.core.model import Access, MemoryStore, format_timestamp, utcnow
+from memfs.core.points import parse_mount_store
+from memfs.core.rules import unique_slugs, validate_segment
 from memfs.fuse import watchdog
 from memfs.fuse.errno_table import errno_for
 from memfs.fuse.inodes import Attachment, InodeTable, Layout
@@ -138,17 +139,21 @@ class DaemonLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
 
 @dataclass(frozen=True)
 class StoreRequest:
-    """One ``--store NAME_OR_ID[:ro]`` argument."""
+    """One ``--store NAME_OR_ID[@POINT][:ro]`` argument; ``point``: the text of the
+    point of an as-of attachment (SPEC §10), None for the store as it is."""
 
     name_or_id: str
     read_only: bool
+    point: str | None = None
 
     @classmethod
     def parse(cls, argument: str) -> StoreRequest:
-        """``"notes:ro"`` → read-only ``notes``; ``:rw`` or nothing → read-write
-        (:func:`memfs.core.rules.parse_store_spec`). Raises InvalidInput."""
-        spec = parse_store_spec(argument)
-        return cls(spec.name_or_id, spec.read_only)
+        """``"notes:ro"`` → read-only ``notes``; ``:rw`` or nothing → read-write;
+        ``"notes@before-cleanup"`` → ``notes`` as of that snapshot, read-only
+        (:func:`memfs.core.points.parse_mount_store`). Raises InvalidInput,
+        InvalidPoint."""
+        spec, point = parse_mount_store(argument)
+        return cls(spec.name_or_id, spec.read_only, None if point is None else point.text)
 
 
 @dataclass(frozen=True)
@@ -228,18 +233,28 @@ async def _attach(backend: Backend, config: MountConfig) -> list[Attachment]:
     stores = [await backend.resolve_store(request.name_or_id) for request in requests]
     ids = [store.id for store in stores]
     if len(set(ids)) != len(ids):
-        raise InvalidInput("the same store is given twice")
+        raise InvalidInput(
+            "the same store is given twice (a store and its past go in two mounts)"
+        )
+    points = await _resolve_points(backend, stores, requests)
     slugs = unique_slugs([(store.id, store.name) for store in stores])
     if len(set(directories.get(i, slugs[i]) for i in ids)) != len(ids):
         directories = {}  # mount paths that collide here: fall back to the slugs
+    directories = {i: directories.get(i, slugs[i]) for i in ids}
+    directories.update({i: _as_of_directory(directories[i], at) for i, at in points.items()})
     attachments = [
         Attachment(
             store_id=store.id,
             name=store.name,
             directory=directories.get(store.id, slugs[store.id]),
             priority=index,
-            read_only=request.read_only or resource_read_only.get(store.id, False),
+            read_only=(
+                request.read_only
+                or resource_read_only.get(store.id, False)
+                or store.id in points
+            ),
             archived=store.archived,
+            as_of=points.get(store.id),
         )
         for index, (store, request) in enumerate(zip(stores, requests, strict=True))
     ]
@@ -256,6 +271,29 @@ async def _attach(backend: Backend, config: MountConfig) -> list[Attachment]:
     return attachments
 
 
+async def _resolve_points(
+    backend: Backend, stores: Sequence[MemoryStore], requests: Sequence[StoreRequest]
+) -> dict[str, AsOfPoint]:
+    """The point of each as-of request, by store id, each resolved once, here, before
+    anything is attached (SPEC §10). Raises InvalidPoint, NotFound."""
+    return {
+        store.id: await backend.resolve_point(store.id, request.point)
+        for store, request in zip(stores, requests, strict=True)
+        if request.point is not None
+    }
+
+
+def _as_of_directory(directory: str, at: AsOfPoint) -> str:
+    """An as-of attachment's directory: ``<store directory>@<label>`` (SPEC §10;
+    labels: :func:`memfs.core.points.point_label`). Raises InvalidInput (too long for
+    one path segment)."""
+    name = f"{directory}@{at.label}"
+    try:
+        return validate_segment(name)
+    except InvalidPath as exc:
+        raise InvalidInput(f"the directory {name!r} of the store at {at.text}: {exc}") from exc
+
+
 def _stores_status(attachments: Sequence[Attachment], layout: Layout) -> list[dict[str, Any]]:
     return [
         {
@@ -266,6 +304,7 @@ def _stores_status(attachments: Sequence[Attachment], layout: Layout) -> list[di
             "archived": a.archived,
             "deleted": a.deleted,
             "seq": a.seq,
+            "at": None if a.as_of is None else a.as_of.text,
         }
         for a in attachments
     ]

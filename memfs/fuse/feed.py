@@ -129,6 +129,8 @@ class ChangeFollower:
         changes = await self._backend.changes_since(
             attachment.store_id, attachment.seq, timeout_s=wait_s
         )
+        if attachment.as_of is not None:
+            return await self._apply_erasures(attachment, changes)
         purges = [c for c in changes if c.kind is ChangeKind.BLOB_PURGED and c.blob_key]
         # A deleted store's blobs are purged too, but that is no redaction: unsaved
         # changes of its open files are kept and refused at close (EROFS), not dropped.
@@ -152,6 +154,34 @@ class ChangeFollower:
         self._send_notices()
         if erased:
             await self._scrub(erased)
+        return applied
+
+    async def _apply_erasures(self, attachment: Attachment, changes: list[Change]) -> int:
+        """The feed of an as-of attachment (SPEC §10: its state is fixed at the point;
+        SPEC §2: erased content never shows, in any view of the past): only purged
+        content and the store's deletion change it. A file whose content was purged
+        (its version redacted, or hard-deleted) leaves the tree and the cache, so it is
+        no longer listed, as an as-of listing no longer lists it; every other entry is
+        passed over without a read."""
+        purged = {c.blob_key for c in changes if c.kind is ChangeKind.BLOB_PURGED and c.blob_key}
+        applied = 0
+        async with self._lock:
+            for blob_key in purged:
+                self._reader.purge(blob_key)
+            if purged:
+                for node in self._table.store_nodes(attachment):
+                    if node.memory is not None and node.memory.blob_key in purged:
+                        parent = node.parent
+                        self._table.remove(node)
+                        self._table.prune(parent)
+            for change in changes:
+                if change.seq <= attachment.seq:
+                    continue
+                if change.kind is ChangeKind.STORE_DELETED:
+                    await self._apply_change(attachment, change, set())
+                attachment.seq = change.seq
+                applied += 1
+        self._send_notices()
         return applied
 
     def _erased_paths(self, attachment: Attachment, changes: list[Change]) -> dict[str, str]:
@@ -266,8 +296,8 @@ class ChangeFollower:
         """
         applied = 0
         for attachment in attachments:
-            if attachment.deleted:
-                continue
+            if attachment.deleted or attachment.as_of is not None:
+                continue  # an as-of view never changes (erasures come with the feed)
             try:
                 try:
                     newest = await self._backend.change_counter(

@@ -31,11 +31,15 @@ import itertools
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memfs.core.model import Layout, Memory
 from memfs.fuse.content import WorkingCopy
 from memfs.fuse.errors import NoSuchEntry, NotADirectory, ReadOnly
 from memfs.fuse.namespace import Placement
+
+if TYPE_CHECKING:
+    from memfs.backend.protocol import AsOfPoint
 
 __all__ = [
     "ROOT_INODE",
@@ -69,6 +73,10 @@ class Attachment:
         archived: the store is archived (SPEC §2: its mounts turn read-only).
         deleted: the store was deleted while mounted; it shows as empty and read-only.
         seq: the last change-feed seq applied to the tree.
+        as_of: the point an as-of attachment shows (SPEC §10, ``--store NAME@POINT``),
+            resolved once at mount time; None: the store as it is. An as-of attachment
+            is read-only and its content never changes (only an erasure, SPEC §2,
+            takes a file away).
     """
 
     store_id: str
@@ -79,10 +87,16 @@ class Attachment:
     archived: bool = False
     deleted: bool = False
     seq: int = 0
+    as_of: AsOfPoint | None = None
 
     @property
     def writable(self) -> bool:
-        return not (self.read_only or self.archived or self.deleted)
+        return not (self.read_only or self.archived or self.deleted or self.as_of is not None)
+
+    @property
+    def immutable(self) -> bool:
+        """An as-of attachment: the kernel may cache its entries and pages for long."""
+        return self.as_of is not None
 
 
 @dataclass(eq=False, slots=True)
@@ -332,12 +346,14 @@ class InodeTable:
 
     def content_target(self, node: Node) -> Attachment:
         """The store new content of file ``node`` goes to: its own, or the flat default
-        (copy-up, SPEC §4 flat layout). Raises ReadOnly."""
+        (copy-up, SPEC §4 flat layout; never from an as-of attachment). Raises
+        ReadOnly."""
         attachment = node.attachment
         assert attachment is not None
         if attachment.writable:
             return attachment
-        if self.layout is Layout.FLAT and not attachment.deleted:
+        if self.layout is Layout.FLAT and not attachment.deleted and not attachment.immutable:
+            # (the past is never copied up: SPEC §10 as-of views refuse every write)
             default = self.default_attachment()
             if default is not None and default.writable:
                 return default
@@ -356,6 +372,8 @@ class InodeTable:
 
     @staticmethod
     def _why_read_only(attachment: Attachment) -> str:
+        if attachment.as_of is not None:
+            return f"the read-only view of the store at {attachment.as_of.text}"
         if attachment.deleted:
             return "deleted"
         if attachment.archived:

@@ -149,7 +149,11 @@ class Operations(pyfuse3.Operations):
         """
         for attachment in sorted(self._table.attachments, key=lambda a: a.priority):
             attachment.seq = await self._backend.last_change_seq(attachment.store_id)
-            for memory in await self._backend.list_memories(attachment.store_id):
+            if attachment.as_of is not None:  # SPEC §10: the store as it was, read once
+                memories = await self._backend.list_memories_at(attachment.as_of)
+            else:
+                memories = await self._backend.list_memories(attachment.store_id)
+            for memory in memories:
                 self._table.add_memory(attachment, memory)
         self._table.take_notices()  # the kernel knows nothing yet
 
@@ -471,7 +475,12 @@ class Operations(pyfuse3.Operations):
         fh = self._handles.open_file(
             node, writable=writable, append=bool(flags & os.O_APPEND), pid=ctx.pid
         )
-        if not writable and node.memory is not None and node.attachment is not None:
+        if (
+            not writable
+            and node.memory is not None
+            and node.attachment is not None
+            and not node.attachment.immutable  # reading the past is no access today
+        ):
             # SPEC §6: an open for reading is a read of a record (last_accessed).
             self._backend.note_access(node.attachment.store_id, [node.memory.id])
         # keep_cache only when the kernel's pages hold exactly what this open serves.
@@ -486,6 +495,10 @@ class Operations(pyfuse3.Operations):
         # reads around the page cache, or it could see the new content cut or padded.
         known = node.kernel_attributes
         direct = known is not None and known[0] != node.size_bytes
+        if node.attachment is not None and node.attachment.immutable:
+            # SPEC §10: an as-of file's content never changes; pages the kernel holds
+            # of it stay good (an erasure removes the file and invalidates it).
+            keep_cache, direct = True, False
         # A read-only open has nothing to commit at close: its FLUSH is skipped
         # (noflush: memfs.fuse.capabilities).
         return file_reply(

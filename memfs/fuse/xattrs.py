@@ -77,7 +77,12 @@ class Xattrs:
         memory = node.memory if node.stored else None
         if text in _XATTR_MEMFS_FIELDS and memory is not None:
             return str(getattr(memory, _XATTR_MEMFS_FIELDS[text])).encode()
-        if text in _XATTR_RECORD_FIELDS and memory is not None and node.attachment is not None:
+        if (
+            text in _XATTR_RECORD_FIELDS
+            and memory is not None
+            and node.attachment is not None
+            and not node.attachment.immutable  # today's record is not the past's
+        ):
             record = await self._backend.get_record(node.attachment.store_id, memory.id)
             if record is not None:
                 return _XATTR_RECORD_FIELDS[text](record).encode()

@@ -326,32 +326,48 @@ class MemfsClient:
     # ------------------------------------------------------------ memories
 
     async def list_memories(
-        self, store_id: str, *, path_prefix: str | None = None, depth: int | None = None
+        self,
+        store_id: str,
+        *,
+        path_prefix: str | None = None,
+        depth: int | None = None,
+        at: str | None = None,
     ) -> list[MemoryOut]:
         """Every live memory of a store (or below ``path_prefix``), following
         ``next_page`` to the end (api-contract §3, §5.10), ``view=basic``: contents are
         None, digests and sizes are set. ``memory_prefix`` items (``depth`` > 0) are
-        left out.
+        left out. ``at``: the store as it was at that point (SPEC §10, the ``at=``
+        extension).
 
         Raises:
-            NotFound, InvalidPath (a prefix without a trailing ``/``), PermissionDenied,
-            AuthenticationFailed, ServerUnavailable.
+            NotFound, InvalidPath (a prefix without a trailing ``/``), InvalidPoint,
+            PermissionDenied, AuthenticationFailed, ServerUnavailable.
         """
         result: list[MemoryOut] = []
-        async for page in self.memory_pages(store_id, path_prefix=path_prefix, depth=depth):
+        async for page in self.memory_pages(
+            store_id, path_prefix=path_prefix, depth=depth, at=at
+        ):
             result.extend(page)
         return result
 
     async def memory_pages(
-        self, store_id: str, *, path_prefix: str | None = None, depth: int | None = None
+        self,
+        store_id: str,
+        *,
+        path_prefix: str | None = None,
+        depth: int | None = None,
+        at: str | None = None,
+        limit: int = LIST_PAGE_LIMIT,
     ) -> AsyncGenerator[list[MemoryOut], None]:
-        """:meth:`list_memories` one page (up to :data:`LIST_PAGE_LIMIT` requested
-        items) at a time, so that a caller may stop early; same errors."""
-        params: dict[str, str | int] = {"view": "basic", "limit": LIST_PAGE_LIMIT}
+        """:meth:`list_memories` one page (up to ``limit`` requested items) at a time,
+        so that a caller may stop early; same errors."""
+        params: dict[str, str | int] = {"view": "basic", "limit": limit}
         if path_prefix is not None:
             params["path_prefix"] = path_prefix
         if depth is not None:
             params["depth"] = depth
+        if at is not None:
+            params["at"] = at
         page: str | None = None
         while True:
             query = dict(params) if page is None else {**params, "page": page}
@@ -402,6 +418,28 @@ class MemfsClient:
             params={"view": "full"},
         )
         return MemoryVersionOut.model_validate(data)
+
+    async def newest_version_id(self, store_id: str) -> str | None:
+        """The id of the store's newest version (``GET …/memory_versions?limit=1``,
+        newest first), None when it has none: the point ``now`` made fixed.
+
+        Raises:
+            NotFound, PermissionDenied, AuthenticationFailed, ServerUnavailable.
+        """
+        data = await self._request(
+            "GET", f"{_store_url(store_id)}/memory_versions", params={"limit": 1}
+        )
+        items = data.get("data") or []
+        return str(items[0]["id"]) if items else None
+
+    async def snapshot_name(self, store_id: str, snapshot_id: str) -> str:
+        """The name of a snapshot by ``snap_…`` id (``GET …/snapshots/{id}``).
+
+        Raises:
+            NotFound, PermissionDenied, AuthenticationFailed, ServerUnavailable.
+        """
+        data = await self._request("GET", f"{_store_url(store_id)}/snapshots/{snapshot_id}")
+        return str(data["name"])
 
     async def list_versions(self, store_id: str, memory_id: str) -> list[MemoryVersionOut]:
         """Every version of one memory, newest first (``GET …/memory_versions?memory_id=``,

@@ -6,21 +6,26 @@ mount has accepted), else from the states the change-feed follower fetched ahead
 (:mod:`memfs.remote.feed`), else from the server; ``read_content`` from the disk
 cache, else from a queued write, else from the server's version (verified, then
 cached); ``read_contents`` is the read-ahead, :data:`READ_AHEAD_CONCURRENCY` requests
-at a time.
+at a time. ``resolve_point`` and ``list_memories_at`` read a store as it was (SPEC §10,
+the API's ``at=``): its versions are immutable, so ``read_content`` serves them as it
+serves heads.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections.abc import Sequence
 
 import trio
 
+from memfs.backend.protocol import AsOfPoint
 from memfs.core.errors import (
     MemfsError,
     NotFound,
 )
-from memfs.core.model import Memory
+from memfs.core.model import Memory, utcnow
+from memfs.core.points import PointKind, is_snapshot_id, parse_point, point_label
 from memfs.core.records import Record
 from memfs.remote.client import ServerUnavailable
 from memfs.remote.outbox import (
@@ -41,6 +46,8 @@ log = logging.getLogger("memfs.remote.backend")
 
 # Read-ahead requests in flight at once (Backend.read_contents).
 READ_AHEAD_CONCURRENCY = 8
+# The point of a store that had no version when ``now`` was resolved: before any store.
+_BEFORE_EVERY_STORE = "1970-01-01T00:00:00Z"
 
 
 class RemoteReads(RemoteState):
@@ -50,6 +57,48 @@ class RemoteReads(RemoteState):
     async def list_memories(self, store_id: str) -> list[Memory]:
         remote = await self._ask(self._client.list_memories(store_id))
         return [self._remember(_memory(m)) for m in remote]
+
+    async def resolve_point(self, store_id: str, point: str) -> AsOfPoint:
+        """See the Protocol. ``now`` is made fixed as the store's newest version (or, in
+        a store without one, a time before every store); a time and a snapshot name
+        stay as given (they name one state already). The point is tried at once (one
+        listing of one item), so a bad one fails here.
+
+        Raises:
+            InvalidPoint (named by the server: no such snapshot or version, a time in
+            the future), NotFound, ServerUnavailable.
+        """
+        parsed = parse_point(point)
+        resolved_at = utcnow()
+        fixed = parsed.text
+        snapshot_name = None
+        if parsed.kind is PointKind.NOW:
+            newest = await self._ask(self._client.newest_version_id(store_id))
+            fixed = newest if newest is not None else _BEFORE_EVERY_STORE
+        elif parsed.kind is PointKind.SNAPSHOT and is_snapshot_id(str(parsed.name)):
+            try:
+                snapshot_name = await self._ask(
+                    self._client.snapshot_name(store_id, str(parsed.name))
+                )
+            except NotFound:
+                snapshot_name = None  # a snapshot named like an id: the server says
+        await self._ask(self._try_point(store_id, fixed))
+        label = point_label(parsed, snapshot_name=snapshot_name, resolved_at=resolved_at)
+        return AsOfPoint(store_id, parsed.text, label, fixed=fixed)
+
+    async def _try_point(self, store_id: str, point: str) -> None:
+        """One listing of one item at ``point``: raises what the server says of it."""
+        async with contextlib.aclosing(
+            self._client.memory_pages(store_id, at=point, limit=1)
+        ) as pages:
+            async for _ in pages:
+                return
+
+    async def list_memories_at(self, at: AsOfPoint) -> list[Memory]:
+        """See the Protocol: the server's listing at ``at.fixed`` (not remembered as the
+        mount's known state: these are past versions of live memories)."""
+        remote = await self._ask(self._client.list_memories(at.store_id, at=at.fixed))
+        return [_memory(m) for m in remote]
 
     def _queued_state(self, memory_id: str) -> Memory | None:
         """The state this mount gave ``memory_id`` if writes to it are still queued (None

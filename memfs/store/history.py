@@ -56,7 +56,7 @@ from memfs.core.model import (
     format_timestamp,
     utcnow,
 )
-from memfs.core.points import NOW, Point, PointKind, parse_point
+from memfs.core.points import NOW, Point, PointKind, is_snapshot_id, parse_point
 from memfs.core.visibility import Viewer
 from memfs.store import visibility
 from memfs.store._common import Cursor, check_limit, descendant_upper_bound, store_row, ts
@@ -66,6 +66,7 @@ from memfs.store.schema import memories, snapshots, versions
 
 __all__ = [
     "History",
+    "all_as_of",
     "get_as_of",
     "keyed_state",
     "origin_keys",
@@ -77,6 +78,7 @@ __all__ = [
 
 _DELETED = Operation.DELETED.value
 _Entries = list[StateEntry]
+_Memories = list[Memory]
 _ROLL_UP_BATCH = 8  # (the facade's own ``list`` hides the builtin in its body)
 _newer = versions.alias("newer")
 
@@ -134,7 +136,7 @@ def resolve_point(conn: Connection, store_id: str, point: Point | str) -> Resolv
     Raises:
         NotFound: no such store.
         InvalidPoint: unparsable text; a time in the future; a version id or a
-            snapshot name the store does not have (each named).
+            snapshot name (or ``snap_…`` id) the store does not have (each named).
     """
     if isinstance(point, str):
         point = parse_point(point)
@@ -167,16 +169,25 @@ def resolve_point(conn: Connection, store_id: str, point: Point | str) -> Resolv
             )
         seq = int(found)
     else:
-        found = conn.execute(
-            select(snapshots.c.seq).where(
+        snapshot = conn.execute(
+            select(snapshots.c.seq, snapshots.c.name).where(
                 snapshots.c.store_id == store_id, snapshots.c.name == point.name
             )
-        ).scalar()
-        if found is None:
+        ).first()
+        if snapshot is None and is_snapshot_id(str(point.name)):
+            snapshot = conn.execute(
+                select(snapshots.c.seq, snapshots.c.name).where(
+                    snapshots.c.store_id == store_id, snapshots.c.id == point.name
+                )
+            ).first()
+        if snapshot is None:
             raise InvalidPoint(
                 f"point {point.text!r}: memory store {store_id!r} has no snapshot of that name"
             )
-        seq = int(found)
+        return ResolvedPoint(
+            store_id=store_id, text=point.text, seq=int(snapshot.seq),
+            snapshot_name=snapshot.name,
+        )
     return ResolvedPoint(store_id=store_id, text=point.text, seq=seq)
 
 
@@ -314,6 +325,16 @@ def list_as_of(
         )
         next_cursor = Cursor.encode(fingerprint, after)
     return Page[Memory | MemoryPrefix](items=result, next_cursor=next_cursor)
+
+
+def all_as_of(conn: Connection, at: ResolvedPoint, viewer: Viewer | None) -> list[Memory]:
+    """See :meth:`History.all`: one query in path order, no pages."""
+    rows = conn.execute(_as_of_query(at.store_id, at.seq, viewer).order_by(versions.c.path))
+    return [
+        _memory(at.store_id, row, None)
+        for row in rows
+        if row.path is not None and _visible(conn, viewer, row)
+    ]
 
 
 def get_as_of(
@@ -544,6 +565,21 @@ class History(Facade):
                 with_content=with_content,
                 viewer=self.viewer,
             )
+
+    def all(self, store_id: str, at: Point | str | ResolvedPoint) -> _Memories:
+        """Every memory of the store as it was at ``at``, without content, in path
+        order, read in one query (an as-of mount's tree, as
+        :meth:`memfs.store.memories.Memories.all` gives a mount's tree now). The same
+        memories as every page of :meth:`list`: a memory deleted then is absent, and so
+        is one whose version then is redacted (no path, never content); ``metadata``
+        is ``{}``.
+
+        Raises:
+            NotFound (store), InvalidPoint.
+        """
+        with self._read() as conn:
+            resolved = self._resolved(conn, store_id, at)
+            return all_as_of(conn, resolved, self.viewer)
 
     def get(
         self,

@@ -15,8 +15,14 @@ from _support.scripts import script_process
 from live_server import BASE_URL, LiveServer
 
 from memfs.backend import AttachmentSpec, Backend, MemoryChange
-from memfs.core.errors import NotFound, PermissionDenied, PreconditionFailed, StoreArchived
-from memfs.core.model import ChangeKind, DeleteMode, Memory, MemoryStore, Operation
+from memfs.core.errors import (
+    InvalidPoint,
+    NotFound,
+    PermissionDenied,
+    PreconditionFailed,
+    StoreArchived,
+)
+from memfs.core.model import Actor, ChangeKind, DeleteMode, Memory, MemoryStore, Operation
 from memfs.remote import MemfsClient, ServerUnavailable
 from memfs.remote.backend import (
     PENDING_VERSION_PREFIX,
@@ -118,6 +124,34 @@ async def test_memories_are_keyed_by_their_sha256(
     (memory,) = await backend.list_memories(rw_store.id)
     assert memory.blob_key == memory.content_sha256 == sha("alpha")
     assert memory.content is None
+
+
+async def test_a_point_is_resolved_once_and_read_with_at(
+    backend: RemoteBackend, store_engine: Engine, rw_store: MemoryStore
+) -> None:
+    a = store_engine.memories.create(rw_store.id, "/a.md", "alpha")
+    gone = store_engine.memories.create(rw_store.id, "/gone.md", "bye")
+    snapshot = store_engine.for_caller(actor=Actor.api_key("apikey_t")).snapshots.create(
+        rw_store.id, "before"
+    )
+    store_engine.memories.update(rw_store.id, a.id, content="alpha two", path="/b.md")
+    store_engine.memories.delete(rw_store.id, gone.id)
+    at = await backend.resolve_point(rw_store.id, "before")
+    assert (at.text, at.label, at.fixed) == ("before", "before", "before")
+    then = await backend.list_memories_at(at)
+    assert [(m.path, m.memory_version_id) for m in then] == [
+        ("/a.md", a.memory_version_id), ("/gone.md", gone.memory_version_id),
+    ]
+    assert [await backend.read_content(m) for m in then] == [b"alpha", b"bye"]
+    assert (await backend.resolve_point(rw_store.id, snapshot.id)).label == "before"
+    # `now` is fixed as the newest version: a later write is not in it.
+    now = await backend.resolve_point(rw_store.id, "now")
+    assert now.fixed.startswith("memver_")
+    store_engine.memories.create(rw_store.id, "/later.md", "later")
+    assert [m.path for m in await backend.list_memories_at(now)] == ["/b.md"]
+    for bad in ("no-such", "2999-01-01T00:00:00Z", "memver_nope"):
+        with pytest.raises(InvalidPoint):
+            await backend.resolve_point(rw_store.id, bad)
 
 
 async def test_a_cached_file_is_read_without_a_round_trip(

@@ -3,7 +3,7 @@ as-of reads, snapshots (O(1), kept by retention, checked by fsck), diffs."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from sqlalchemy import event
@@ -12,7 +12,14 @@ from store_helpers import collect
 from memfs.core.errors import Conflict, InvalidInput, InvalidPoint, NotFound, RedactedContent
 from memfs.core.history import DiffStatus
 from memfs.core.model import Actor, DeleteMode, Memory, MemoryPrefix, MemoryStore, utcnow
-from memfs.core.points import PointKind, parse_point, split_store_point
+from memfs.core.points import (
+    PointKind,
+    parse_mount_store,
+    parse_point,
+    point_label,
+    split_store_point,
+)
+from memfs.core.rules import StoreSpec
 from memfs.store import Engine
 
 # ----------------------------------------------------------------- the parser (pure)
@@ -77,6 +84,40 @@ def test_store_and_point_split_at_the_last_at_sign() -> None:
         split_store_point("@now")
 
 
+def test_a_mount_store_takes_a_point_and_is_then_read_only() -> None:
+    assert parse_mount_store("notes") == (StoreSpec("notes", False), None)
+    assert parse_mount_store("notes:ro") == (StoreSpec("notes", True), None)
+    spec, point = parse_mount_store("notes@before-cleanup")
+    assert spec == StoreSpec("notes", True)
+    assert point is not None
+    assert (point.kind, point.name) == (PointKind.SNAPSHOT, "before-cleanup")
+    spec, point = parse_mount_store("a@b@now:ro")
+    assert spec == StoreSpec("a@b", True)
+    assert point is not None
+    assert point.kind is PointKind.NOW
+    with pytest.raises(InvalidInput, match="read-only"):
+        parse_mount_store("notes@now:rw")
+    with pytest.raises(InvalidPoint):
+        parse_mount_store("notes@2026-02-30")
+
+
+def test_a_point_labels_a_directory() -> None:
+    moment = datetime(2026, 12, 6, 4, 45, 1, tzinfo=UTC)
+    assert point_label(parse_point("now"), snapshot_name=None, resolved_at=moment) == (
+        "20261206T044501Z"
+    )
+    assert point_label(
+        parse_point("2026-12-06T06:02:03.5+02:00"), snapshot_name=None, resolved_at=moment
+    ) == "20261206T040203.500000Z"
+    assert point_label(parse_point("memver_abc"), snapshot_name=None, resolved_at=moment) == (
+        "memver_abc"
+    )
+    assert point_label(parse_point("snap_x1"), snapshot_name="before", resolved_at=moment) == (
+        "before"
+    )
+    assert point_label(parse_point("before"), snapshot_name=None, resolved_at=moment) == "before"
+
+
 # ----------------------------------------------------------------- resolving points
 
 
@@ -103,6 +144,44 @@ def test_points_resolve_to_the_seq_of_the_store(
     assert engine.history.resolve(store.id, "2000-01-01T00:00:00Z").seq == 0
     just_now = utcnow().isoformat()
     assert engine.history.resolve(store.id, just_now).seq == now.seq
+
+
+def test_a_snapshot_point_may_be_its_id(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    _write(engine, actor, store, "/a", "1")
+    snap = engine.for_caller(actor=actor).snapshots.create(store.id, "first")
+    _write(engine, actor, store, "/a", "2")
+    by_id = engine.history.resolve(store.id, snap.id)
+    by_name = engine.history.resolve(store.id, "first")
+    assert (by_id.seq, by_id.snapshot_name) == (by_name.seq, "first")
+    assert engine.history.get_by_path(store.id, "/a", snap.id).content == "1"
+    with pytest.raises(InvalidPoint, match="has no snapshot of that name"):
+        engine.history.resolve(store.id, "snap_missing")
+
+
+def test_all_at_a_point_is_every_page_of_the_listing(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    writer = engine.for_caller(actor=actor)
+    kept = _write(engine, actor, store, "/b/kept.md", "kept\n")
+    gone = _write(engine, actor, store, "/a/gone.md", "gone\n")
+    secret = _write(engine, actor, store, "/c/secret.md", "secret\n")
+    writer.snapshots.create(store.id, "then")
+    writer.memories.delete(store.id, gone.id)
+    _write(engine, actor, store, "/c/secret.md", "public\n")
+    writer.versions.redact(store.id, secret.memory_version_id)
+    _write(engine, actor, store, "/d/new.md", "new\n")
+    then = engine.history.all(store.id, "then")
+    assert [m.path for m in then] == ["/a/gone.md", "/b/kept.md"]  # redacted: no path
+    assert [m.path for m in then] == [
+        m.path for m in collect(engine.history.list, store_id=store.id, at="then", limit=1)
+    ]
+    assert then[1].memory_version_id == kept.memory_version_id
+    assert all(m.content is None for m in then)
+    assert [m.path for m in engine.history.all(store.id, "now")] == [
+        m.path for m in engine.memories.all(store.id)
+    ]
 
 
 def test_bad_points_are_refused_by_name(engine: Engine, store: MemoryStore, actor: Actor) -> None:
