@@ -65,15 +65,17 @@ def snapshot_model(row: Row[Any]) -> Snapshot:
 
 
 def needed_version_seqs(conn: Connection, store_id: str) -> set[int]:
-    """The seqs of the versions the store's points need: for each of its snapshots and
-    each base of a store forked from it (SPEC §10), each memory's newest version at or
-    before that seq (one index probe per memory and point). Retention (SPEC §2) never
-    prunes these."""
+    """The seqs of the versions the store's points need: for each of its snapshots,
+    each base of a store forked from it, and (a fork) the state of its last merge, the
+    next merge's base (SPEC §10), each memory's newest version at or before that seq
+    (one index probe per memory and point). Retention (SPEC §2) never prunes these."""
     found: set[int] = set()
     forks = stores.alias("fork")
+    merged = stores.alias("merged")
     for table, store_column, seq_column in (
         (snapshots, snapshots.c.store_id, snapshots.c.seq),
         (forks, forks.c.forked_from, forks.c.fork_base_seq),
+        (merged, merged.c.id, merged.c.fork_merged_seq),
     ):
         newest = (
             select(func.max(versions.c.seq))
