@@ -65,7 +65,14 @@ from memfs.store import feed, search
 from memfs.store import records as record_index
 from memfs.store._common import insert_many, lock_store, now, require_writable, store_row
 from memfs.store.blobs import blob_data
-from memfs.store.history import History, keyed_state, resolve_point, state_at, store_seq
+from memfs.store.history import (
+    History,
+    keyed_state,
+    origin_keys,
+    resolve_point,
+    state_at,
+    store_seq,
+)
 from memfs.store.memories import create_memory, update_memory
 from memfs.store.memory_rows import check_path_free
 from memfs.store.schema import blobs, memories, stores, versions
@@ -101,6 +108,14 @@ def fork_store(
         raise StoreFull(
             f"memory store {origin_id!r} held {len(entries)} memories at {base.text}; "
             f"a store holds at most {memory_limit}"
+        )
+    if conn.execute(select(stores.c.id).where(stores.c.name == name).limit(1)).first():
+        # Stores are found by name (the CLI, a mount's --store): a fork taking a name in
+        # use would leave both reachable only by id. (Creating a store allows it, as the
+        # API contract says; a fork is memfs's own.)
+        raise Conflict(
+            f"a memory store is already named {name!r}: give the fork another name",
+            code="store_name_taken",
         )
     fork = create_store(conn, name, "" if description is None else description, None)
     base_version = (
@@ -418,9 +433,19 @@ def plan_merge(
     # A conflict copy whose content the origin holds already (a merge made it before)
     # loses nothing by being left out: merging twice is merging once.
     held = {entry.content_sha256 for entry in ours.values() if not entry.redacted}
+    # Gone from the fork means deleted on it only if the fork ever had it: a first merge
+    # (its base is the origin's) leaves alone what was never forked (hidden from the
+    # forking caller, SPEC §6, or redacted at the point).
+    forked = (
+        None
+        if base_at.store_id == fork_id
+        else set((origin_keys(conn, fork_id, origin_id) or {}).values())
+    )
     steps: list[MergeStep] = []
     for key in set(base) | set(theirs):
         fork_entry, now_entry = theirs.get(key), ours.get(key)
+        if fork_entry is None and forked is not None and key not in forked:
+            continue
         for action, fields in _merge_one(base.get(key), fork_entry, now_entry, fork_id):
             copied = action is MergeAction.CONFLICT_COPY and fork_entry is not None
             if copied and fork_entry.content_sha256 in held:  # type: ignore[union-attr]
@@ -699,6 +724,7 @@ class ForkingHistory(History):
             NotFound: no such store.
             InvalidPoint: a bad point (named).
             InvalidStoreField: a bad name or description.
+            Conflict: ``store_name_taken``, a store already has that name.
             StoreFull: the state holds more memories than a store may.
         """
         with self._write() as conn:

@@ -48,6 +48,7 @@ from memfs.core.history import (
     classify,
     unified_diff,
 )
+from memfs.core.ids import PREFIXES
 from memfs.core.model import (
     Memory,
     MemoryPrefix,
@@ -133,8 +134,8 @@ def resolve_point(conn: Connection, store_id: str, point: Point | str) -> Resolv
 
     Raises:
         NotFound: no such store.
-        InvalidPoint: unparsable text; a time in the future; a version id or a
-            snapshot name the store does not have (each named).
+        InvalidPoint: unparsable text; a time in the future; a version id, a
+            snapshot name or a ``snap_`` id the store does not have (each named).
     """
     if isinstance(point, str):
         point = parse_point(point)
@@ -167,14 +168,17 @@ def resolve_point(conn: Connection, store_id: str, point: Point | str) -> Resolv
             )
         seq = int(found)
     else:
+        by_id = str(point.name).startswith(PREFIXES["snapshot"])
         found = conn.execute(
             select(snapshots.c.seq).where(
-                snapshots.c.store_id == store_id, snapshots.c.name == point.name
+                snapshots.c.store_id == store_id,
+                (snapshots.c.id if by_id else snapshots.c.name) == point.name,
             )
         ).scalar()
         if found is None:
             raise InvalidPoint(
-                f"point {point.text!r}: memory store {store_id!r} has no snapshot of that name"
+                f"point {point.text!r}: memory store {store_id!r} has no snapshot "
+                f"{'of that id' if by_id else 'of that name'}"
             )
         seq = int(found)
     return ResolvedPoint(store_id=store_id, text=point.text, seq=seq)

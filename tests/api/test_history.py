@@ -123,6 +123,15 @@ def test_snapshot_endpoints_field_by_field(server: Server, admin: anthropic.Anth
         assert bad.json()["error"]["message"] == (
             "invalid snapshot name 'now': it names the present"
         )
+        assert bad.json()["error"]["details"]["error_code"] == "invalid_snapshot_name"
+        automatic = http.post(base, json={"name": "auto-merge-1"})
+        assert automatic.status_code == 400
+        assert automatic.json()["error"]["details"]["error_code"] == "invalid_snapshot_name"
+        by_id = http.post(base, json={"name": "again", "at": created["id"]})
+        assert by_id.json()["memory_version_id"] == created["memory_version_id"]
+        offset = http.post(base, json={"name": "f", "at": "2026-12-06T01:02:03+25:00"})
+        assert offset.status_code == 400
+        assert "UTC offset +25:00 is out of range" in offset.json()["error"]["message"]
         future = http.post(base, json={"name": "f", "at": "2999-01-01T00:00:00Z"})
         assert future.status_code == 400
         assert future.json()["error"]["details"]["error_code"] == "invalid_point"
@@ -206,7 +215,7 @@ def test_restore_endpoint(server: Server, admin: anthropic.Anthropic, store: Any
 def test_fork_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -> None:
     memories = admin.beta.memory_stores.memories
     a = memories.create(store.id, path="/a.md", content="one\n")
-    _snapshot(server, store.id, "base")
+    snapshot = _snapshot(server, store.id, "base")
     memories.update(a.id, memory_store_id=store.id, content="two\n")
     url = f"/v1/memory_stores/{store.id}/fork"
     with server.http() as http:
@@ -230,6 +239,12 @@ def test_fork_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -
         bad = http.post(url, json={"name": "x", "at": "nope"})
         assert bad.status_code == 400
         assert bad.json()["error"]["details"]["error_code"] == "invalid_point"
+        taken = http.post(url, json={"name": "try"})
+        assert taken.status_code == 409
+        assert taken.json()["error"]["details"]["error_code"] == "store_name_taken"
+    # The SDK reads the past at a snapshot's id as at its name.
+    [then] = list(memories.list(store.id, view="full", extra_query={"at": snapshot["id"]}))
+    assert then.content == "one\n"
     # The unmodified SDK reads the fork as an ordinary store (extensions ignored).
     read = admin.beta.memory_stores.retrieve(fork["id"])
     assert read.name == "try"
@@ -247,7 +262,7 @@ def test_merge_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) 
     memories = admin.beta.memory_stores.memories
     a = memories.create(store.id, path="/a.md", content="one\n")
     with server.http() as http:
-        fork = http.post(f"/v1/memory_stores/{store.id}/fork", json={"name": "try"}).json()
+        fork = http.post(f"/v1/memory_stores/{store.id}/fork", json={"name": "merged"}).json()
         [forked] = list(memories.list(fork["id"]))
         memories.update(forked.id, memory_store_id=fork["id"], content="two\n")
         url = f"/v1/memory_stores/{fork['id']}/merge"

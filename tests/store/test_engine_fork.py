@@ -92,6 +92,19 @@ def test_a_fork_refuses_bad_points_and_unknown_stores(
     assert [s.name for s in engine.stores.list().items] == [store.name]
 
 
+def test_a_fork_refuses_a_name_in_use(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    history = engine.for_caller(actor=actor).history
+    history.fork(store.id, name="try")
+    for taken in ("try", store.name):
+        with pytest.raises(Conflict) as refused:
+            history.fork(store.id, name=taken)
+        assert refused.value.code == "store_name_taken"
+        assert refused.value.message == (
+            f"a memory store is already named {taken!r}: give the fork another name"
+        )
+    assert sorted(s.name for s in engine.stores.list().items) == ["test store", "try"]
+
+
 def test_a_redacted_version_is_not_forked(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
