@@ -40,6 +40,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from memfs.core.config import database_url  # noqa: E402
 from memfs.core.model import Actor, DeleteMode  # noqa: E402
 from memfs.store import Engine  # noqa: E402
 from memfs.store.memories import create_memory, update_memory  # noqa: E402
@@ -288,14 +289,14 @@ def main() -> None:
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="memfs-bench-history-") as tmp:
-        url = args.database or f"sqlite:///{tmp}/bench.db"
+        url = database_url(args.database) if args.database else f"sqlite:///{tmp}/bench.db"
         engine = Engine(url)
         try:
             print(f"building {args.memories} memories, ~{args.versions} versions", file=sys.stderr)
             figures = measure(engine, args)
         finally:
             engine.close()
-    print(table(figures, url.split(":")[0]))
+    print(table(figures, url.split(":")[0].split("+")[0]))
     if args.json is not None:
         args.json.write_text(json.dumps(figures, indent=2) + "\n")
 
