@@ -95,8 +95,8 @@ AtOption = Annotated[
     typer.Option(
         "--at",
         metavar="POINT",
-        help="Read the store as it was: now, an RFC 3339 time, a snapshot name or a "
-        "memver_ id (SPEC §10).",
+        help="Read the store as it was: now, an RFC 3339 time, a snapshot name or "
+        "snap_ id, or a memver_ id (SPEC §10).",
         show_default=False,
     ),
 ]

@@ -1,8 +1,8 @@
 """``memfs snapshot create|ls|rm`` and ``memfs diff``: history you can use (SPEC §10).
 
 A point (``--at``, the ``@POINT`` of a diff side) is ``now``, an RFC 3339 time, a
-snapshot name or a ``memver_`` id (:mod:`memfs.core.points`); one that names no moment
-exits 2, naming it.
+snapshot name or ``snap_`` id, or a ``memver_`` id (:mod:`memfs.core.points`); one that
+names no moment exits 2, naming it, as does a snapshot name a user may not give.
 
 ``memfs diff A [B]`` follows diff(1) and ``git diff``: exit 0 when the sides are equal,
 1 when they differ, 2 on any error; a unified diff per changed memory under a
@@ -29,9 +29,9 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
-from memfs.core.errors import MemfsError, NotFound
+from memfs.core.errors import InvalidInput, MemfsError, NotFound
 from memfs.core.history import DiffEntry, DiffStatus, StoreDiff
-from memfs.core.points import NOW, Point, parse_point, split_store_point
+from memfs.core.points import NOW, Point, parse_point, split_store_point, validate_snapshot_name
 
 __all__ = ["register"]
 
@@ -67,6 +67,10 @@ def snapshot_create(
     """Name the store's present (or another point) so it can be read back later."""
     from memfs.wire import snapshot_to_wire
 
+    try:  # a usage error (exit 2): now, auto-…, a time's form… are not a user's names
+        validate_snapshot_name(name, automatic=False)
+    except InvalidInput as exc:
+        raise typer.BadParameter(exc.message, param_hint="NAME") from exc
     point = parse_point(at)
     with command_engine(database) as engine:
         found = engine.stores.find(store)

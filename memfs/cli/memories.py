@@ -384,7 +384,7 @@ def memory_revert(
         typer.Option(
             "--to",
             metavar="POINT|VERSION",
-            help="A point (now, an RFC 3339 time, a snapshot name) or a memver_ id.",
+            help="A point (now, an RFC 3339 time, a snapshot name or snap_ id) or a memver_ id.",
         ),
     ],
     reason: Annotated[

@@ -286,7 +286,7 @@ def store_restore(
         typer.Option(
             "--to",
             metavar="POINT",
-            help="now, an RFC 3339 time, a snapshot name or a memver_ id (SPEC §10).",
+            help="now, an RFC 3339 time, a snapshot name or snap_ id, or a memver_ id (SPEC §10).",
         ),
     ],
     dry_run: Annotated[

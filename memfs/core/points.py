@@ -9,17 +9,18 @@ an RFC 3339 time       ``2026-12-06T01:02:03Z``, ``2026-12-06T03:02:03+02:00``, 
                        as it was at that instant (every version written at or
                        before it counts)
 a version id           ``memver_…``: the moment right after that version
-a snapshot name        anything else that is a valid snapshot name
-                       (:func:`validate_snapshot_name`); a snapshot's
-                       ``snap_…`` id reads as a name too, and a store with no
-                       snapshot of that name looks it up by id
+a snapshot             its ``snap_…`` id, or anything else that is a valid snapshot
+                       name (:func:`validate_snapshot_name`)
 =====================  ==========================================================
 
 :func:`parse_point` tells them apart by their form alone (a snapshot can't be named
-``now``, like a time, or like a version id, so every text has one reading) and raises
-:class:`~memfs.core.errors.InvalidPoint` naming what is wrong. Resolving a point to
-the store's sequence number (whether the snapshot or version exists, whether the time
-is in the future) is the engine's (:mod:`memfs.store.history`).
+``now``, like a time, a version id or a snapshot id, so every text has one reading)
+and raises :class:`~memfs.core.errors.InvalidPoint` naming what is wrong. Resolving a
+point to the store's sequence number (whether the snapshot or version exists, whether
+the time is in the future; a time before the store's first version is the empty
+store) is the engine's (:mod:`memfs.store.history`). Snapshot names starting with
+``auto-`` are memfs's own (the automatic snapshots before a bulk change): a point may
+name one, a user may not create one (:func:`validate_snapshot_name`).
 
 :func:`split_store_point` reads the ``STORE@POINT`` form the CLI takes (``memfs diff``,
 ``memfs mount --store NAME@POINT``); :func:`point_label` names a point in one path
@@ -38,6 +39,7 @@ from memfs.core.errors import InvalidInput, InvalidPath, InvalidPoint
 from memfs.core.ids import PREFIXES
 
 __all__ = [
+    "AUTO_PREFIX",
     "NOW",
     "Point",
     "PointKind",
@@ -51,6 +53,9 @@ __all__ = [
 ]
 
 _VERSION_PREFIX = PREFIXES["version"]
+_SNAPSHOT_PREFIX = PREFIXES["snapshot"]
+# The prefix of the snapshots memfs takes itself (memfs.store.snapshots.auto_snapshot).
+AUTO_PREFIX = "auto-"
 # What looks like a time: a date first. Such a text is a time or an error, never a
 # snapshot name (validate_snapshot_name refuses names of this form).
 _TIME_LIKE = re.compile(r"^[0-9]{4}-[0-9]{2}-[0-9]{2}")
@@ -61,10 +66,12 @@ _RFC3339 = re.compile(
     r"(?:[Tt ][0-9]{2}:[0-9]{2}:[0-9]{2}(?:\.[0-9]{1,9})?(?:[Zz]|[+-][0-9]{2}:[0-9]{2}))?$"
 )
 _VERSION_ID = re.compile(r"^memver_[0-9a-z]{1,64}$")
+_SNAPSHOT_ID = re.compile(r"^snap_[0-9a-z]{1,64}$")
+_OFFSET = re.compile(r"([+-])([0-9]{2}):([0-9]{2})$")
 
 
 class PointKind(enum.StrEnum):
-    """The four ways to write a point (SPEC §10)."""
+    """The four ways to write a point (SPEC §10); a snapshot by name or ``snap_`` id."""
 
     NOW = "now"
     TIME = "time"
@@ -80,8 +87,8 @@ class Point:
         kind: which form it was written in.
         text: the text as given (what error messages quote).
         time: the instant, UTC, for ``TIME``; None otherwise.
-        name: the version id (``VERSION``) or the snapshot name (``SNAPSHOT``); None
-            otherwise.
+        name: the version id (``VERSION``), or the snapshot name or ``snap_`` id
+            (``SNAPSHOT``); None otherwise.
     """
 
     kind: PointKind
@@ -112,6 +119,12 @@ def parse_time(text: str) -> datetime:
             f"point {text!r} is not an RFC 3339 time (e.g. 2026-12-06T01:02:03Z; "
             "a time needs its offset, Z for UTC)"
         )
+    offset = _OFFSET.search(text)
+    if offset is not None and (int(offset.group(2)) > 23 or int(offset.group(3)) > 59):
+        raise InvalidPoint(
+            f"point {text!r}: UTC offset {offset.group(0)} is out of range "
+            "(-23:59 to +23:59; Z for UTC)"
+        )
     normalized = text.replace("t", "T").replace("z", "Z").replace(" ", "T")
     fraction = re.search(r"\.([0-9]+)", normalized)
     if fraction is not None and len(fraction.group(1)) > 6:  # fromisoformat takes ≤ 6
@@ -125,42 +138,58 @@ def parse_time(text: str) -> datetime:
     return parsed.astimezone(UTC)
 
 
-def validate_snapshot_name(name: object) -> str:
+def validate_snapshot_name(name: object, *, automatic: bool = True) -> str:
     """Checks a snapshot name (SPEC §10: the path-segment rules of SPEC §1, unique per
     store), so that it also reads back as a snapshot when written as a point: not
-    ``now``, not starting like a date or a version id, no ``@`` (``STORE@POINT``).
+    ``now``, not starting like a date, a version id or a snapshot id, no ``@``
+    (``STORE@POINT``).
+
+    Args:
+        name: the name.
+        automatic: whether ``auto-…`` is allowed: a name memfs gave its own snapshot
+            (True: reading one, a point naming one); False for a name a user gives.
 
     Returns:
         ``name`` unchanged.
 
     Raises:
         InvalidInput: the rule it breaks, named (not a string, a path-segment rule, a
-            reserved form).
+            reserved form); ``error_code`` ``invalid_snapshot_name``.
     """
     if not isinstance(name, str):
-        raise InvalidInput("snapshot name must be a string")
+        raise InvalidInput("snapshot name must be a string", code="invalid_snapshot_name")
     try:
         rules.validate_segment(name)
     except InvalidPath as exc:
-        raise InvalidInput(
-            f"invalid snapshot name {name!r}: {exc.message.removeprefix('invalid path: ')}"
-        ) from exc
+        raise _bad_name(f"{name!r}: {exc.message.removeprefix('invalid path: ')}") from exc
     if name == "now":
-        raise InvalidInput("invalid snapshot name 'now': it names the present")
+        raise _bad_name("'now': it names the present")
     if _TIME_LIKE.match(name):
-        raise InvalidInput(f"invalid snapshot name {name!r}: it would read as a time")
+        raise _bad_name(f"{name!r}: it would read as a time")
     if name.startswith(_VERSION_PREFIX):
-        raise InvalidInput(f"invalid snapshot name {name!r}: it would read as a version id")
+        raise _bad_name(f"{name!r}: it would read as a version id")
+    if name.startswith(_SNAPSHOT_PREFIX):
+        raise _bad_name(f"{name!r}: it would read as a snapshot id")
     if "@" in name:
-        raise InvalidInput(f"invalid snapshot name {name!r}: '@' separates a store and a point")
+        raise _bad_name(f"{name!r}: '@' separates a store and a point")
+    if not automatic and name.startswith(AUTO_PREFIX):
+        raise _bad_name(
+            f"{name!r}: names starting with {AUTO_PREFIX!r} are reserved for the snapshots "
+            "memfs takes itself"
+        )
     return name
+
+
+def _bad_name(what: str) -> InvalidInput:
+    return InvalidInput(f"invalid snapshot name {what}", code="invalid_snapshot_name")
 
 
 def parse_point(text: object) -> Point:
     """Reads one point (SPEC §10) from its text; the one parser of points.
 
     Args:
-        text: ``now``, an RFC 3339 time, a ``memver_…`` id or a snapshot name.
+        text: ``now``, an RFC 3339 time, a ``memver_…`` id, a snapshot name or a
+            ``snap_…`` id.
 
     Returns:
         The :class:`Point`; not yet resolved against a store.
@@ -181,6 +210,10 @@ def parse_point(text: object) -> Point:
         if not _VERSION_ID.match(text):
             raise InvalidPoint(f"point {text!r} is not a valid version id")
         return Point(PointKind.VERSION, text, name=text)
+    if text.startswith(_SNAPSHOT_PREFIX):
+        if not _SNAPSHOT_ID.match(text):
+            raise InvalidPoint(f"point {text!r} is not a valid snapshot id")
+        return Point(PointKind.SNAPSHOT, text, name=text)
     try:
         validate_snapshot_name(text)
     except InvalidInput as exc:
@@ -211,13 +244,11 @@ def split_store_point(spec: str) -> tuple[str, Point | None]:
     return store, parse_point(point)
 
 
-_SNAPSHOT_ID_PREFIX = PREFIXES["snapshot"]
-
 
 def is_snapshot_id(name: str) -> bool:
-    """Whether a snapshot point's name is written as a ``snap_…`` id (a point may name a
-    snapshot by id as well as by name; the name is tried first)."""
-    return name.startswith(_SNAPSHOT_ID_PREFIX)
+    """Whether a snapshot point is written as a ``snap_…`` id rather than a name (a
+    snapshot name can't look like one: :func:`validate_snapshot_name`)."""
+    return name.startswith(_SNAPSHOT_PREFIX)
 
 
 def _compact_time(moment: datetime) -> str:

@@ -148,7 +148,7 @@ def _output_store(engine: Engine, caller: Any, dream: Dream, step: Callable[[str
         if not step(f"snapshot {name} of {dream.input_store_id} before changing it"):
             raise Canceled
         caller.snapshots.create(
-            dream.input_store_id, name, description=f"before dream {dream.id}"
+            dream.input_store_id, name, description=f"before dream {dream.id}", automatic=True
         )
         return dream.input_store_id
     # create_new: the output is a fork of the input (SPEC §10, §11); the input is never

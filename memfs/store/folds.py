@@ -93,8 +93,8 @@ def _recent(created_at: str, window_s: float) -> bool:
 
 def _pinned(conn: Connection, store_id: str, seq: int) -> bool:
     """Whether a point of the store's history was taken at or after version ``seq``: a
-    snapshot, or a fork's base (SPEC §10). Versions it may need are history now and are
-    never folded away."""
+    snapshot, a fork's base, or (the store a fork) its last merge (SPEC §10). Versions it
+    may need are history now and are never folded away."""
     snapshot = conn.execute(
         select(snapshots.c.id).where(snapshots.c.store_id == store_id, snapshots.c.seq >= seq)
         .limit(1)
@@ -102,7 +102,10 @@ def _pinned(conn: Connection, store_id: str, seq: int) -> bool:
     if snapshot is not None:
         return True
     fork = conn.execute(
-        select(stores.c.id).where(stores.c.forked_from == store_id, stores.c.fork_base_seq >= seq)
+        select(stores.c.id).where(
+            ((stores.c.forked_from == store_id) & (stores.c.fork_base_seq >= seq))
+            | ((stores.c.id == store_id) & (stores.c.fork_merged_seq >= seq))
+        )
         .limit(1)
     ).first()
     return fork is not None

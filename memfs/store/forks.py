@@ -28,17 +28,23 @@ what it may see, so a fork never widens what anyone reads). The fork is audited 
 one ``store_fork`` event in the fork's log and in the origin's.
 
 **Retention.** While the origin lives, its retention keeps every version the fork's
-base needs (:func:`memfs.store.snapshots.needed_version_seqs`, read by
-:mod:`memfs.store.retention`; ``memfs
-fsck`` checks it), so a merge can always read the base.
+base needs, and the fork's own retention every version its last merge needs
+(:func:`memfs.store.snapshots.needed_version_seqs`, read by
+:mod:`memfs.store.retention`; ``memfs fsck`` checks both), so a merge can always read
+its base.
 
 **Merge** (:meth:`ForkingHistory.merge`): three-way against the base, per memory matched
 by origin, in one transaction with the origin's and the fork's rows locked (in that
-order), after an ``auto-merge-…`` snapshot of the origin. Limitations: the base does
-not move after a merge (a memory the merge created is matched with the fork's from
-then on, and a conflict copy whose content the origin already holds is not written
-again, so merging twice is merging once); a memory merged before and changed since on
-either side has no base to tell which, and gets a conflict copy.
+order), after an ``auto-merge-…`` snapshot of the origin. The base moves with each
+merge: the first compares both sides with the fork's base in the origin; a merge
+records the fork's own seq then (``stores.fork_merged_seq``), and the next compares
+with the fork's state at it, keyed by origin (what the origin took in is what the two
+agreed on; a memory the merge created is matched with the fork's from then on). So a
+change merged once is never seen again as two-sided, while a memory changed on both
+sides since still gets its conflict copy. A conflict copy whose content the origin
+already holds is not written again. A restricted caller's merge moves the base only
+when nothing of the fork or of the base was hidden from it (what it could not see
+was not merged).
 """
 
 from __future__ import annotations
@@ -59,7 +65,14 @@ from memfs.store import feed, search
 from memfs.store import records as record_index
 from memfs.store._common import insert_many, lock_store, now, require_writable, store_row
 from memfs.store.blobs import blob_data
-from memfs.store.history import History, keyed_state, resolve_point, state_at, store_seq
+from memfs.store.history import (
+    History,
+    keyed_state,
+    origin_keys,
+    resolve_point,
+    state_at,
+    store_seq,
+)
 from memfs.store.memories import create_memory, update_memory
 from memfs.store.memory_rows import check_path_free
 from memfs.store.schema import blobs, memories, stores, versions
@@ -95,6 +108,14 @@ def fork_store(
         raise StoreFull(
             f"memory store {origin_id!r} held {len(entries)} memories at {base.text}; "
             f"a store holds at most {memory_limit}"
+        )
+    if conn.execute(select(stores.c.id).where(stores.c.name == name).limit(1)).first():
+        # Stores are found by name (the CLI, a mount's --store): a fork taking a name in
+        # use would leave both reachable only by id. (Creating a store allows it, as the
+        # API contract says; a fork is memfs's own.)
+        raise Conflict(
+            f"a memory store is already named {name!r}: give the fork another name",
+            code="store_name_taken",
         )
     fork = create_store(conn, name, "" if description is None else description, None)
     base_version = (
@@ -262,6 +283,43 @@ def _base_point(conn: Connection, fork_id: str, into: str | None) -> ResolvedPoi
     )
 
 
+def _merge_base(
+    conn: Connection, fork_id: str, into: str | None, viewer: Viewer | None
+) -> tuple[ResolvedPoint, dict[str, StateEntry]]:
+    """The base a merge compares both sides with, and its state keyed by the origin's
+    memory ids: the fork's base in its origin until the fork is first merged; after
+    that, the fork's own state when it was last merged (``fork_merged_seq``): what the
+    origin took in then is what the two agree on.
+
+    Raises:
+        as :func:`_base_point`.
+    """
+    origin_at = _base_point(conn, fork_id, into)
+    merged = store_row(conn, fork_id).fork_merged_seq
+    if merged is None:
+        return origin_at, state_at(conn, origin_at, viewer)
+    version_id = conn.execute(select(versions.c.id).where(versions.c.seq == merged)).scalar()
+    at = ResolvedPoint(store_id=fork_id, text=version_id or "empty", seq=int(merged))
+    return at, keyed_state(conn, at, origin_at.store_id, viewer)
+
+
+def _record_merged(
+    conn: Connection, fork_id: str, base_at: ResolvedPoint, viewer: Viewer | None
+) -> None:
+    """Moves the fork's merge base to its state now (it is locked: nothing lands in
+    between). A restricted caller's merge moves it only when it saw all of the fork and
+    of the base: what was hidden from it was not merged, and a later merge by someone
+    who sees it must still find it changed."""
+    fork_now = _now(conn, fork_id)
+    if viewer is not None:
+        for at in (fork_now, base_at):
+            if len(state_at(conn, at, None)) != len(state_at(conn, at, viewer)):
+                return
+    conn.execute(
+        update(stores).where(stores.c.id == fork_id).values(fork_merged_seq=fork_now.seq)
+    )
+
+
 def _now(conn: Connection, store_id: str) -> ResolvedPoint:
     return ResolvedPoint(store_id, "now", store_seq(conn, store_id))
 
@@ -368,17 +426,26 @@ def plan_merge(
     """The three-way merge of the fork into its origin (:meth:`ForkingHistory.merge`):
     the base, the steps by path, and the fork's state by matching key (whose content
     the steps write)."""
-    base_at = _base_point(conn, fork_id, into)
-    origin_id = base_at.store_id
-    base = state_at(conn, base_at, viewer)
+    base_at, base = _merge_base(conn, fork_id, into, viewer)
+    origin_id = _base_point(conn, fork_id, into).store_id
     ours = state_at(conn, _now(conn, origin_id), viewer)
     theirs = keyed_state(conn, _now(conn, fork_id), origin_id, viewer)
     # A conflict copy whose content the origin holds already (a merge made it before)
     # loses nothing by being left out: merging twice is merging once.
     held = {entry.content_sha256 for entry in ours.values() if not entry.redacted}
+    # Gone from the fork means deleted on it only if the fork ever had it: a first merge
+    # (its base is the origin's) leaves alone what was never forked (hidden from the
+    # forking caller, SPEC §6, or redacted at the point).
+    forked = (
+        None
+        if base_at.store_id == fork_id
+        else set((origin_keys(conn, fork_id, origin_id) or {}).values())
+    )
     steps: list[MergeStep] = []
     for key in set(base) | set(theirs):
         fork_entry, now_entry = theirs.get(key), ours.get(key)
+        if fork_entry is None and forked is not None and key not in forked:
+            continue
         for action, fields in _merge_one(base.get(key), fork_entry, now_entry, fork_id):
             copied = action is MergeAction.CONFLICT_COPY and fork_entry is not None
             if copied and fork_entry.content_sha256 in held:  # type: ignore[union-attr]
@@ -424,6 +491,7 @@ def merge_fork(
         snapshot=None,
         applied=True,
     )
+    _record_merged(conn, fork_id, base_at, viewer)
     if all(step.action is MergeAction.KEEP for step in steps):
         return plan
     snapshot = auto_snapshot(conn, origin_id, "merge", f"before merging {fork_id}", actor)
@@ -656,6 +724,7 @@ class ForkingHistory(History):
             NotFound: no such store.
             InvalidPoint: a bad point (named).
             InvalidStoreField: a bad name or description.
+            Conflict: ``store_name_taken``, a store already has that name.
             StoreFull: the state holds more memories than a store may.
         """
         with self._write() as conn:

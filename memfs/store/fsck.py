@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta
+from typing import Any
 
-from sqlalchemy import Connection, and_, func, select
+from sqlalchemy import Connection, Row, and_, func, select
 from sqlalchemy.exc import DBAPIError
 
 from memfs.core import rules
@@ -328,7 +329,8 @@ def check_snapshots(conn: Connection) -> Iterator[str]:
     version exists); and what it needs of the history is kept (SPEC §10): every memory
     of its store created before its point still has a version at or before it (a
     prune that dropped the version a snapshot needs drops the older ones too, so the
-    memory has none left there)."""
+    memory has none left there), also when the point's own version is gone ("dangling":
+    its time is bounded by the newest version left before it, :func:`_lost_at`)."""
     version = versions.alias("point_version")
     rows = conn.execute(
         select(
@@ -351,30 +353,58 @@ def check_snapshots(conn: Connection) -> Iterator[str]:
             yield f"snapshot {row.id}: {exc}"
         if (row.memory_version_id is None) != (row.seq == 0):
             yield f"snapshot {row.id}: memory_version_id must be set iff seq ({row.seq}) is not 0"
-        if row.version_seq is None:
-            continue  # no point version (seq 0, or erased by a hard delete)
-        if row.version_seq != row.seq or row.version_store_id != row.store_id:
+        if row.seq == 0:
+            continue  # the empty store needs nothing
+        if row.version_seq is not None and (
+            row.version_seq != row.seq or row.version_store_id != row.store_id
+        ):
             yield (
                 f"snapshot {row.id}: memory_version_id {row.memory_version_id} is not "
                 f"the version of seq {row.seq} in its store"
             )
             continue
-        has_version = (
-            select(versions.c.seq)
-            .where(versions.c.memory_id == memories.c.id, versions.c.seq <= row.seq)
-            .exists()
-        )
-        for (memory_id,) in conn.execute(
-            select(memories.c.id).where(
-                memories.c.store_id == row.store_id,
-                memories.c.created_at < row.point_at,
+        gone = "" if row.version_seq is not None else f"its point {row.memory_version_id} is gone "
+        for memory_id in _lost_at(conn, row.store_id, row.seq, row.point_at):
+            yield (
+                f"snapshot {row.id} ({row.name}): {gone and 'dangling: ' + gone + 'and '}"
+                f"memory {memory_id} has no version left at or before its point (retention "
+                "pruned what it needs)"
+            )
+
+
+def _lost_at(conn: Connection, store_id: str, seq: int, point_at: str | None) -> list[str]:
+    """The memories of the store that existed at point ``seq`` (created at or before its
+    time ``point_at``) yet have no version at or before it: what a point needs, pruned (a
+    prune that drops the version a point needs drops the older ones too). When the
+    point's own version is gone (``point_at`` None: a hard delete erased it, or a bad
+    prune), the newest version left at or before the point gives a lower bound of its
+    time (what it can't bound is not reported: a hard delete leaves no memory row)."""
+    if point_at is None:
+        point_at = conn.execute(
+            select(func.max(versions.c.created_at)).where(
+                versions.c.store_id == store_id, versions.c.seq <= seq
+            )
+        ).scalar()
+        if point_at is None:
+            return []
+    has_version = (
+        select(versions.c.seq)
+        .where(versions.c.memory_id == memories.c.id, versions.c.seq <= seq)
+        .exists()
+    )
+    return list(
+        conn.execute(
+            select(memories.c.id)
+            .where(
+                memories.c.store_id == store_id,
+                # At or before: the point may be a memory's creation (a fork creates
+                # all of its memories at one instant).
+                memories.c.created_at <= point_at,
                 ~has_version,
             )
-        ):
-            yield (
-                f"snapshot {row.id} ({row.name}): memory {memory_id} has no version left "
-                "at or before its point (retention pruned what it needs)"
-            )
+            .order_by(memories.c.id)
+        ).scalars()
+    )
 
 
 def check_forks(conn: Connection) -> Iterator[str]:
@@ -383,7 +413,10 @@ def check_forks(conn: Connection) -> Iterator[str]:
     version exists); only a fork's memories name an origin memory, and one that still
     exists is in the fork's origin; and while the origin lives, what the fork's base needs
     of its history is kept: every origin memory created before the base still has a
-    version at or before it (retention keeps them, :mod:`memfs.store.snapshots`)."""
+    version at or before it (retention keeps them, :mod:`memfs.store.snapshots`), also
+    when the base version itself is gone ("dangling"); and, once merged, every memory of
+    the fork created before its last merge still has a version at or before it (the
+    next merge's base). ``fork_merged_seq`` is a fork's only."""
     origin = stores.alias("origin")
     version = versions.alias("base_version")
     rows = conn.execute(
@@ -392,6 +425,7 @@ def check_forks(conn: Connection) -> Iterator[str]:
             stores.c.forked_from,
             stores.c.fork_base_seq,
             stores.c.fork_base_version_id,
+            stores.c.fork_merged_seq,
             origin.c.id.label("origin_id"),
             version.c.seq.label("version_seq"),
             version.c.store_id.label("version_store_id"),
@@ -402,43 +436,26 @@ def check_forks(conn: Connection) -> Iterator[str]:
                 version, version.c.id == stores.c.fork_base_version_id
             )
         )
-        .where((stores.c.forked_from.is_not(None)) | (stores.c.fork_base_seq.is_not(None)))
+        .where(
+            stores.c.forked_from.is_not(None)
+            | stores.c.fork_base_seq.is_not(None)
+            | stores.c.fork_merged_seq.is_not(None)
+        )
         .order_by(stores.c.id)
     ).all()
     for row in rows:
         if (row.forked_from is None) != (row.fork_base_seq is None):
             yield f"store {row.id}: forked_from and fork_base_seq must be set together"
             continue
+        if row.forked_from is None and row.fork_merged_seq is not None:
+            yield f"store {row.id}: fork_merged_seq is set but the store is no fork"
+            continue
         if (row.fork_base_version_id is None) != (row.fork_base_seq == 0):
             yield (
                 f"store {row.id}: fork_base_version_id must be set iff fork_base_seq "
                 f"({row.fork_base_seq}) is not 0"
             )
-        if row.origin_id is None or row.version_seq is None:
-            continue  # the origin is gone (a fork outlives it), or the base is seq 0
-        if row.version_seq != row.fork_base_seq or row.version_store_id != row.forked_from:
-            yield (
-                f"store {row.id}: fork_base_version_id {row.fork_base_version_id} is not "
-                f"the version of seq {row.fork_base_seq} in its origin {row.forked_from}"
-            )
-            continue
-        has_version = (
-            select(versions.c.seq)
-            .where(versions.c.memory_id == memories.c.id, versions.c.seq <= row.fork_base_seq)
-            .exists()
-        )
-        for (memory_id,) in conn.execute(
-            select(memories.c.id).where(
-                memories.c.store_id == row.forked_from,
-                # At or before: the base version may be a memory's first (its creation).
-                memories.c.created_at <= row.base_at,
-                ~has_version,
-            )
-        ):
-            yield (
-                f"fork {row.id}: origin memory {memory_id} has no version left at or before "
-                "the fork's base (retention pruned what it needs)"
-            )
+        yield from _fork_history_kept(conn, row)
     forked = memories.alias("forked")
     origin_memory = memories.alias("origin_memory")
     for memory_id, fork_of, origin_store in conn.execute(
@@ -455,6 +472,37 @@ def check_forks(conn: Connection) -> Iterator[str]:
             yield f"memory {memory_id}: names an origin memory but its store is no fork"
         elif origin_store is not None and origin_store != fork_of:
             yield f"memory {memory_id}: its origin memory is not in its store's origin {fork_of}"
+
+
+def _fork_history_kept(conn: Connection, row: Row[Any]) -> Iterator[str]:
+    """What one fork's points need is kept (:func:`check_forks`): its base in the origin
+    (while the origin lives) and, once merged, its own state at its last merge."""
+    if row.fork_merged_seq is not None:
+        point_at = conn.execute(
+            select(versions.c.created_at).where(versions.c.seq == row.fork_merged_seq)
+        ).scalar()
+        for memory_id in _lost_at(conn, row.id, int(row.fork_merged_seq), point_at):
+            yield (
+                f"fork {row.id}: memory {memory_id} has no version left at or before "
+                "its last merge, the next merge's base (retention pruned what it needs)"
+            )
+    if row.origin_id is None or row.fork_base_seq == 0:
+        return  # the origin is gone (a fork outlives it), or the base is seq 0
+    if row.version_seq is not None and (
+        row.version_seq != row.fork_base_seq or row.version_store_id != row.forked_from
+    ):
+        yield (
+            f"store {row.id}: fork_base_version_id {row.fork_base_version_id} is not "
+            f"the version of seq {row.fork_base_seq} in its origin {row.forked_from}"
+        )
+        return
+    gone = "" if row.version_seq is not None else f"its base {row.fork_base_version_id} is gone "
+    for memory_id in _lost_at(conn, row.forked_from, int(row.fork_base_seq), row.base_at):
+        yield (
+            f"fork {row.id}: {gone and 'dangling: ' + gone + 'and '}origin memory "
+            f"{memory_id} has no version left at or before the fork's base (retention "
+            "pruned what it needs)"
+        )
 
 
 def check_sessions(conn: Connection) -> Iterator[str]:

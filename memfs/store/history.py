@@ -38,7 +38,14 @@ from typing import Any
 from sqlalchemy import Connection, Row, func, literal, select
 
 from memfs.core import rules
-from memfs.core.errors import InvalidCursor, InvalidInput, InvalidPoint, NotFound, RedactedContent
+from memfs.core.errors import (
+    CorruptedStore,
+    InvalidCursor,
+    InvalidInput,
+    InvalidPoint,
+    NotFound,
+    RedactedContent,
+)
 from memfs.core.history import (
     DiffEntry,
     DiffStatus,
@@ -61,7 +68,7 @@ from memfs.core.visibility import Viewer
 from memfs.store import visibility
 from memfs.store._common import Cursor, check_limit, descendant_upper_bound, store_row, ts
 from memfs.store._facade import Facade
-from memfs.store.blobs import blob_data
+from memfs.store.blobs import blob_data, read_blobs
 from memfs.store.schema import memories, snapshots, versions
 
 __all__ = [
@@ -80,6 +87,7 @@ _DELETED = Operation.DELETED.value
 _Entries = list[StateEntry]
 _Memories = list[Memory]
 _ROLL_UP_BATCH = 8  # (the facade's own ``list`` hides the builtin in its body)
+_BLOB_BATCH = 500  # blob keys per query of a diff's contents
 _newer = versions.alias("newer")
 
 
@@ -135,8 +143,8 @@ def resolve_point(conn: Connection, store_id: str, point: Point | str) -> Resolv
 
     Raises:
         NotFound: no such store.
-        InvalidPoint: unparsable text; a time in the future; a version id or a
-            snapshot name (or ``snap_…`` id) the store does not have (each named).
+        InvalidPoint: unparsable text; a time in the future; a version id, a
+            snapshot name or a ``snap_`` id the store does not have (each named).
     """
     if isinstance(point, str):
         point = parse_point(point)
@@ -169,20 +177,17 @@ def resolve_point(conn: Connection, store_id: str, point: Point | str) -> Resolv
             )
         seq = int(found)
     else:
+        by_id = is_snapshot_id(str(point.name))
         snapshot = conn.execute(
             select(snapshots.c.seq, snapshots.c.name).where(
-                snapshots.c.store_id == store_id, snapshots.c.name == point.name
+                snapshots.c.store_id == store_id,
+                (snapshots.c.id if by_id else snapshots.c.name) == point.name,
             )
         ).first()
-        if snapshot is None and is_snapshot_id(str(point.name)):
-            snapshot = conn.execute(
-                select(snapshots.c.seq, snapshots.c.name).where(
-                    snapshots.c.store_id == store_id, snapshots.c.id == point.name
-                )
-            ).first()
         if snapshot is None:
             raise InvalidPoint(
-                f"point {point.text!r}: memory store {store_id!r} has no snapshot of that name"
+                f"point {point.text!r}: memory store {store_id!r} has no snapshot "
+                f"{'of that id' if by_id else 'of that name'}"
             )
         return ResolvedPoint(
             store_id=store_id, text=point.text, seq=int(snapshot.seq),
@@ -380,9 +385,18 @@ def get_as_of(
     return _memory(store_id, row, blob_data(conn, row.blob_key) if with_content else None)
 
 
-def state_at(conn: Connection, at: ResolvedPoint, viewer: Viewer | None) -> dict[str, StateEntry]:
+def state_at(
+    conn: Connection,
+    at: ResolvedPoint,
+    viewer: Viewer | None,
+    changed_in: tuple[int, int] | None = None,
+) -> dict[str, StateEntry]:
     """Every memory of the store at the point, by id, without content (redacted ones
-    with path None): one index probe per memory row of the store."""
+    with path None): one index probe per memory row of the store.
+
+    ``changed_in`` ``(low, high)``: only the memories with a version of seq in
+    ``(low, high]`` (what can differ between two points of one store: one probe per
+    version in the range, not per memory)."""
     newest = (
         select(func.max(versions.c.seq))
         .where(versions.c.memory_id == memories.c.id, versions.c.seq <= at.seq)
@@ -391,6 +405,17 @@ def state_at(conn: Connection, at: ResolvedPoint, viewer: Viewer | None) -> dict
     seqs = select(newest).where(
         memories.c.store_id == at.store_id, visibility.visible_clause(viewer, memories.c.id)
     )
+    if changed_in is not None:
+        low, high = changed_in
+        seqs = seqs.where(
+            memories.c.id.in_(
+                select(versions.c.memory_id).where(
+                    versions.c.store_id == at.store_id,
+                    versions.c.seq > low,
+                    versions.c.seq <= high,
+                )
+            )
+        )
     rows = conn.execute(
         select(*_AS_OF_COLUMNS)
         .select_from(_AS_OF_FROM)
@@ -410,11 +435,22 @@ def state_at(conn: Connection, at: ResolvedPoint, viewer: Viewer | None) -> dict
     }
 
 
-def _text(conn: Connection, entry: StateEntry | None) -> str | None:
-    if entry is None:
-        return None
-    data = blob_data(conn, entry.blob_key)
-    return None if data is None else data.decode("utf-8")
+def _texts(conn: Connection, keys: list[str]) -> dict[str, str]:
+    """The content of many blobs by key, in queries of ``_BLOB_BATCH`` keys.
+
+    Raises:
+        CorruptedStore: a referenced blob is missing.
+    """
+    found: dict[str, str] = {}
+    for start in range(0, len(keys), _BLOB_BATCH):
+        chunk = keys[start : start + _BLOB_BATCH]
+        found.update(
+            (key, data.decode("utf-8")) for key, data in read_blobs(conn, chunk).items()
+        )
+    missing = set(keys) - set(found)
+    if missing:
+        raise CorruptedStore(f"blob {min(missing)} is referenced but missing")
+    return found
 
 
 def origin_keys(conn: Connection, store_id: str, other_store_id: str) -> dict[str, str] | None:
@@ -440,10 +476,14 @@ def origin_keys(conn: Connection, store_id: str, other_store_id: str) -> dict[st
 
 
 def keyed_state(
-    conn: Connection, at: ResolvedPoint, other_store_id: str, viewer: Viewer | None
+    conn: Connection,
+    at: ResolvedPoint,
+    other_store_id: str,
+    viewer: Viewer | None,
+    changed_in: tuple[int, int] | None = None,
 ) -> dict[str, StateEntry]:
     """:func:`state_at`, keyed as :func:`origin_keys` matches it with the other side."""
-    state = state_at(conn, at, viewer)
+    state = state_at(conn, at, viewer, changed_in)
     keys = origin_keys(conn, at.store_id, other_store_id)
     if keys is None:
         return state
@@ -453,12 +493,33 @@ def keyed_state(
 def diff_states(
     conn: Connection, old: ResolvedPoint, new: ResolvedPoint, viewer: Viewer | None
 ) -> StoreDiff:
-    """See :meth:`History.diff`."""
+    """See :meth:`History.diff`. Two points of one store differ only in the memories
+    with a version between them, so only those are read (a diff of 1,000 changes costs
+    about 1,000 probes, whatever the store holds); all contents in a few queries."""
     entries: list[DiffEntry] = []
-    for status, before, after in classify(
-        keyed_state(conn, old, new.store_id, viewer),
-        keyed_state(conn, new, old.store_id, viewer),
-    ):
+    changed_in = (
+        (min(old.seq, new.seq), max(old.seq, new.seq)) if old.store_id == new.store_id else None
+    )
+    found = classify(
+        keyed_state(conn, old, new.store_id, viewer, changed_in),
+        keyed_state(conn, new, old.store_id, viewer, changed_in),
+    )
+    texts = _texts(
+        conn,
+        sorted(
+            {
+                str(entry.blob_key)
+                for _, before, after in found
+                for entry in (before, after)
+                if entry is not None and entry.blob_key is not None
+            }
+        ),
+    )
+
+    def text_of(entry: StateEntry | None) -> str | None:
+        return None if entry is None or entry.blob_key is None else texts[entry.blob_key]
+
+    for status, before, after in found:
         redacted = (before is not None and before.redacted) or (
             after is not None and after.redacted
         )
@@ -476,8 +537,8 @@ def diff_states(
             old_path = before.path if before is not None else None
             new_path = after.path if after is not None else None
             text, insertions, deletions = unified_diff(
-                _text(conn, before),
-                _text(conn, after),
+                text_of(before),
+                text_of(after),
                 f"a{old_path or new_path}",
                 f"b{new_path or old_path}",
             )

@@ -62,11 +62,13 @@ def plan_restore(
     conn: Connection, at: ResolvedPoint, viewer: Viewer | None
 ) -> tuple[list[RestoreStep], dict[str, StateEntry]]:
     """What restoring ``at.store_id`` to ``at`` does: the steps by path, and the state
-    then by memory id (what the steps restore)."""
-    then = state_at(conn, at, viewer)
-    current = state_at(
-        conn, ResolvedPoint(at.store_id, "now", store_seq(conn, at.store_id)), viewer
-    )
+    then by memory id (what the steps restore). Only the memories with a version after
+    the point can differ from it, so only those are read (a restore of 1,000 changes
+    reads about 1,000 memories, whatever the store holds)."""
+    newest = store_seq(conn, at.store_id)
+    changed_in = (at.seq, newest)
+    then = state_at(conn, at, viewer, changed_in)
+    current = state_at(conn, ResolvedPoint(at.store_id, "now", newest), viewer, changed_in)
     modes = {
         memory_id: mode
         for memory_id, mode in conn.execute(

@@ -153,6 +153,17 @@ stores = Table(
         comment="versions.id of the origin's version whose seq is fork_base_seq; NULL iff "
         "fork_base_seq is NULL or 0",
     ),
+    Column(
+        "fork_merged_seq",
+        BigInteger,
+        nullable=True,
+        comment=(
+            "the fork's own seq when it was last merged into its origin: its state then is "
+            "what the two agreed on, the base of the next merge (SPEC §10 merge). NULL = "
+            "never merged (the next merge's base is fork_base_seq in the origin). Retention "
+            "keeps every version of the fork this needs"
+        ),
+    ),
 )
 Index("ix_stores_forked_from", stores.c.forked_from)
 

@@ -65,15 +65,17 @@ def snapshot_model(row: Row[Any]) -> Snapshot:
 
 
 def needed_version_seqs(conn: Connection, store_id: str) -> set[int]:
-    """The seqs of the versions the store's points need: for each of its snapshots and
-    each base of a store forked from it (SPEC §10), each memory's newest version at or
-    before that seq (one index probe per memory and point). Retention (SPEC §2) never
-    prunes these."""
+    """The seqs of the versions the store's points need: for each of its snapshots,
+    each base of a store forked from it, and (a fork) the state of its last merge, the
+    next merge's base (SPEC §10), each memory's newest version at or before that seq
+    (one index probe per memory and point). Retention (SPEC §2) never prunes these."""
     found: set[int] = set()
     forks = stores.alias("fork")
+    merged = stores.alias("merged")
     for table, store_column, seq_column in (
         (snapshots, snapshots.c.store_id, snapshots.c.seq),
         (forks, forks.c.forked_from, forks.c.fork_base_seq),
+        (merged, merged.c.id, merged.c.fork_merged_seq),
     ):
         newest = (
             select(func.max(versions.c.seq))
@@ -115,10 +117,12 @@ def take_snapshot(
     description: str,
     at: Point | str,
     actor: Actor | None,
+    automatic: bool = False,
 ) -> Snapshot:
     """Inserts a snapshot in the caller's write transaction (see :meth:`Snapshots.create`;
-    a store restore takes its automatic one this way, so both commit or neither)."""
-    validate_snapshot_name(name)
+    a store restore takes its automatic one this way, so both commit or neither).
+    ``automatic``: memfs's own (its ``auto-…`` name allowed)."""
+    validate_snapshot_name(name, automatic=automatic)
     rules.validate_store_description(description)
     lock_store(conn, store_id)
     resolved = resolve_point(conn, store_id, at)
@@ -174,7 +178,9 @@ def auto_snapshot(
     suffix = 2
     while name in taken:
         name, suffix = f"auto-{operation}-{stamp}-{suffix}", suffix + 1
-    return take_snapshot(conn, store_id, name, description=description, at=NOW, actor=actor)
+    return take_snapshot(
+        conn, store_id, name, description=description, at=NOW, actor=actor, automatic=True
+    )
 
 
 def _taken(store_id: str, name: str) -> Conflict:
@@ -195,6 +201,7 @@ class Snapshots(Facade):
         *,
         description: str = "",
         at: Point | str = NOW,
+        automatic: bool = False,
     ) -> Snapshot:
         """Names a point of the store's history: one row, whatever the store holds.
 
@@ -202,19 +209,29 @@ class Snapshots(Facade):
         before it and before every write that waits for it.
 
         Args:
-            name: unique in the store (:func:`memfs.core.points.validate_snapshot_name`).
+            name: unique in the store (:func:`memfs.core.points.validate_snapshot_name`;
+                ``now`` and ``auto-…`` are reserved).
             description: ≤1,024 characters.
             at: the point it names (default ``now``; any point, SPEC §10).
+            automatic: memfs's own snapshot before a bulk change (the dream runner's
+                ``auto-dream-…``): its ``auto-`` name is allowed. Never a user's.
 
         Raises:
             NotFound: no such store.
-            InvalidInput: a bad name (the rule named) or description.
+            InvalidInput: a bad name (``invalid_snapshot_name``, the rule named) or
+                description.
             InvalidPoint: a bad ``at``.
             Conflict: ``snapshot_name_taken``, the store has a snapshot of that name.
         """
         with self._write() as conn:
             return take_snapshot(
-                conn, store_id, name, description=description, at=at, actor=self.actor
+                conn,
+                store_id,
+                name,
+                description=description,
+                at=at,
+                actor=self.actor,
+                automatic=automatic,
             )
 
     def get(self, store_id: str, snapshot_id: str) -> Snapshot:

@@ -58,7 +58,7 @@ class SnapshotCreate(RequestBody):
     at: str | None = Field(
         default=None,
         description="The point it names: now (the default), an RFC 3339 time, a "
-        "snapshot name or a memver_ id.",
+        "snapshot name or snap_ id, or a memver_ id.",
     )
 
 
@@ -129,7 +129,8 @@ class StoreFork(RequestBody):
         default=None,
         min_length=1,
         max_length=1024,
-        description="The point (default now): an RFC 3339 time, a snapshot name, a memver_ id.",
+        description="The point (default now): an RFC 3339 time, a snapshot name or "
+        "snap_ id, a memver_ id.",
     )
 
 
@@ -139,7 +140,8 @@ class StoreRestore(RequestBody):
     to: str = Field(
         min_length=1,
         max_length=1024,
-        description="The point: now, an RFC 3339 time, a snapshot name or a memver_ id.",
+        description="The point: now, an RFC 3339 time, a snapshot name or snap_ id, "
+        "or a memver_ id.",
     )
     dry_run: bool = Field(default=False, description="Answer the plan; change nothing.")
     reason: str | None = Field(
@@ -207,7 +209,8 @@ class MemoryRevert(RequestBody):
     to: str = Field(
         min_length=1,
         max_length=1024,
-        description="The point: now, an RFC 3339 time, a snapshot name, or a memver_ id.",
+        description="The point: now, an RFC 3339 time, a snapshot name or snap_ id, "
+        "or a memver_ id.",
     )
     precondition: Precondition | None = None
     reason: str | None = Field(

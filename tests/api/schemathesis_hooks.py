@@ -21,7 +21,8 @@ rule named, and said in the descriptions of the request models of :mod:`memfs.wi
   the clock, so only ``now`` is a positive case; a listing ``at`` a point lists no
   deleted memories and takes no record filter; a snapshot name follows the snapshot
   name rules (:func:`memfs.core.points.validate_snapshot_name`: path-segment rules,
-  not ``now``, not like a time or a version id, no ``@``).
+  not ``now``, not like a time, a version id or a snapshot id, no ``@``, not
+  ``auto-…``).
 
 Path parameters are replaced by real ids (``$MEMFS_FUZZ_IDS``) in about half of the
 cases, so that bodies and queries reach the engine instead of stopping at 404; long
@@ -125,7 +126,7 @@ def _points_are_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
 
 def _snapshot_is_stateable(body: dict[str, Any], query: dict[str, Any]) -> bool:
     try:
-        validate_snapshot_name(body.get("name"))
+        validate_snapshot_name(body.get("name"), automatic=False)  # a user's name
     except InvalidInput:
         return False
     return True

@@ -3,12 +3,14 @@ unmodified SDK (``extra_query``), and the snapshot and diff endpoints with httpx
 
 from __future__ import annotations
 
+import subprocess
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import anthropic
 import pytest
 
-from memfs.core.model import Scope
+from memfs.core.model import Actor, DeleteMode, Scope
 
 if TYPE_CHECKING:
     from tests.api.conftest import Server
@@ -123,6 +125,15 @@ def test_snapshot_endpoints_field_by_field(server: Server, admin: anthropic.Anth
         assert bad.json()["error"]["message"] == (
             "invalid snapshot name 'now': it names the present"
         )
+        assert bad.json()["error"]["details"]["error_code"] == "invalid_snapshot_name"
+        automatic = http.post(base, json={"name": "auto-merge-1"})
+        assert automatic.status_code == 400
+        assert automatic.json()["error"]["details"]["error_code"] == "invalid_snapshot_name"
+        by_id = http.post(base, json={"name": "again", "at": created["id"]})
+        assert by_id.json()["memory_version_id"] == created["memory_version_id"]
+        offset = http.post(base, json={"name": "f", "at": "2026-12-06T01:02:03+25:00"})
+        assert offset.status_code == 400
+        assert "UTC offset +25:00 is out of range" in offset.json()["error"]["message"]
         future = http.post(base, json={"name": "f", "at": "2999-01-01T00:00:00Z"})
         assert future.status_code == 400
         assert future.json()["error"]["details"]["error_code"] == "invalid_point"
@@ -206,7 +217,7 @@ def test_restore_endpoint(server: Server, admin: anthropic.Anthropic, store: Any
 def test_fork_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -> None:
     memories = admin.beta.memory_stores.memories
     a = memories.create(store.id, path="/a.md", content="one\n")
-    _snapshot(server, store.id, "base")
+    snapshot = _snapshot(server, store.id, "base")
     memories.update(a.id, memory_store_id=store.id, content="two\n")
     url = f"/v1/memory_stores/{store.id}/fork"
     with server.http() as http:
@@ -230,6 +241,12 @@ def test_fork_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) -
         bad = http.post(url, json={"name": "x", "at": "nope"})
         assert bad.status_code == 400
         assert bad.json()["error"]["details"]["error_code"] == "invalid_point"
+        taken = http.post(url, json={"name": "try"})
+        assert taken.status_code == 409
+        assert taken.json()["error"]["details"]["error_code"] == "store_name_taken"
+    # The SDK reads the past at a snapshot's id as at its name.
+    [then] = list(memories.list(store.id, view="full", extra_query={"at": snapshot["id"]}))
+    assert then.content == "one\n"
     # The unmodified SDK reads the fork as an ordinary store (extensions ignored).
     read = admin.beta.memory_stores.retrieve(fork["id"])
     assert read.name == "try"
@@ -247,7 +264,7 @@ def test_merge_endpoint(server: Server, admin: anthropic.Anthropic, store: Any) 
     memories = admin.beta.memory_stores.memories
     a = memories.create(store.id, path="/a.md", content="one\n")
     with server.http() as http:
-        fork = http.post(f"/v1/memory_stores/{store.id}/fork", json={"name": "try"}).json()
+        fork = http.post(f"/v1/memory_stores/{store.id}/fork", json={"name": "merged"}).json()
         [forked] = list(memories.list(fork["id"]))
         memories.update(forked.id, memory_store_id=fork["id"], content="two\n")
         url = f"/v1/memory_stores/{fork['id']}/merge"
@@ -296,3 +313,88 @@ def test_revert_endpoint(server: Server, admin: anthropic.Anthropic, store: Any)
     with server.http(reader) as http:
         assert http.post(url, json={"to": "base"}).status_code == 403
     assert memories.retrieve(a.id, memory_store_id=store.id).content == "one\n"
+
+
+def test_redaction_wins_in_every_view(
+    server: Server,
+    admin: anthropic.Anthropic,
+    memfs_cli: Callable[..., subprocess.CompletedProcess[str]],
+) -> None:
+    """SPEC §10: one version redacted, another memory hard-deleted; then every view of
+    the past, from the CLI and over HTTP, and every operation built on it (version
+    diff, revert, restore and its dry run, fork, snapshot list): none of their output
+    holds either secret."""
+    redacted, erased = "SECRET-REDACTED-7f3a", "SECRET-ERASED-91bc"
+    memories = admin.beta.memory_stores.memories
+    store = admin.beta.memory_stores.create(name="redaction wins")
+    secret = memories.create(store.id, path="/secret.md", content=f"password {redacted}\n")
+    gone = memories.create(store.id, path="/gone.md", content=f"token {erased}\n")
+    plain = memories.create(store.id, path="/plain.md", content="plain words\n")
+    _snapshot(server, store.id, "leaky")
+    memories.update(secret.id, memory_store_id=store.id, content="rotated\n")
+    memories.update(plain.id, memory_store_id=store.id, content="plain, changed\n")
+    caller = server.engine.for_caller(actor=Actor.api_key("apikey_tests"))
+    caller.versions.redact(store.id, secret.memory_version_id)
+    caller.memories.delete(store.id, gone.id, mode=DeleteMode.HARD_DELETE)
+
+    db = ("--database", server.database)
+    runs = [
+        ("memory", "ls", store.id, "--at", "leaky", "--json"),
+        ("memory", "cat", store.id, "/secret.md", "--at", "leaky"),
+        ("memory", "cat", store.id, secret.id, "--at", "leaky"),
+        ("memory", "cat", store.id, gone.id, "--at", "leaky"),
+        ("memory", "cat", store.id, "/plain.md", "--at", "leaky"),
+        ("diff", f"{store.id}@leaky", store.id),
+        ("diff", f"{store.id}@leaky", store.id, "--json"),
+        ("diff", f"{store.id}@leaky", store.id, "--stat"),
+        ("diff", f"{store.id}@leaky", store.id, "--name-only"),
+        ("version", "diff", store.id, secret.memory_version_id),
+        ("version", "diff", store.id, gone.memory_version_id),
+        ("memory", "revert", store.id, secret.id, "--to", "leaky"),
+        ("memory", "revert", store.id, secret.id, "--to", secret.memory_version_id),
+        ("memory", "revert", store.id, gone.id, "--to", "leaky"),
+        ("store", "restore", store.id, "--to", "leaky", "--dry-run", "--json"),
+        ("store", "restore", store.id, "--to", "leaky"),
+        ("store", "fork", f"{store.id}@leaky", "--name", "redaction wins fork", "--json"),
+        ("snapshot", "ls", store.id, "--json"),
+        ("memory", "ls", store.id, "--at", "leaky", "--json"),  # after the restore
+    ]
+    outputs: list[str] = []
+    for args in runs:
+        done = memfs_cli(*args, *db)
+        assert "Traceback" not in done.stderr, (args, done.stderr)
+        outputs.append(f"$ memfs {' '.join(args)}\n{done.stdout}{done.stderr}")
+    [fork] = [s for s in admin.beta.memory_stores.list() if s.name == "redaction wins fork"]
+    outputs += [m.model_dump_json() for m in memories.list(fork.id, view="full")]
+    outputs += [m.model_dump_json() for m in memories.list(store.id, view="full")]
+    outputs += [
+        m.model_dump_json()
+        for m in memories.list(store.id, view="full", extra_query={"at": "leaky"})
+    ]
+    for memory_id in (secret.id, gone.id):
+        try:
+            outputs.append(
+                memories.retrieve(
+                    memory_id, memory_store_id=store.id, extra_query={"at": "leaky"}
+                ).model_dump_json()
+            )
+        except anthropic.APIStatusError as refused:
+            outputs.append(refused.response.text)
+    with server.http() as http:
+        for params in ({"from": "leaky"}, {"from": "leaky", "to": "now"}):
+            outputs.append(http.get(f"/v1/memory_stores/{store.id}/diff", params=params).text)
+        outputs.append(http.get(f"/v1/memory_stores/{store.id}/snapshots").text)
+        outputs.append(
+            http.post(
+                f"/v1/memory_stores/{store.id}/restore", json={"to": "leaky", "dry_run": True}
+            ).text
+        )
+    everything = "\n".join(outputs)
+    assert redacted not in everything
+    assert erased not in everything
+    # The views did run and show what they may: the plain memory, the redaction said.
+    assert "plain words" in everything
+    assert "redacted content: not shown" in everything
+    assert "/plain.md" in everything
+    assert "1 changed, 0 deleted, 0 brought back, 1 kept" in everything  # the restore ran
+    assert memories.retrieve(plain.id, memory_store_id=store.id).content == "plain words\n"

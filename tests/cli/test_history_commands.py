@@ -41,9 +41,13 @@ def test_snapshot_create_ls_rm(cli: Cli, store: dict[str, Any]) -> None:
     assert cli.error("snapshot", "create", STORE, "first") == (
         f"memory store {store['id']!r} already has a snapshot named 'first'"
     )
-    assert cli.error("snapshot", "create", STORE, "now") == (
-        "invalid snapshot name 'now': it names the present"
-    )
+    for reserved, why in [
+        ("now", "invalid snapshot name 'now': it names the present"),
+        ("auto-restore-x", "names starting with 'auto-' are reserved for the snapshots memfs"),
+        ("snap_x", "invalid snapshot name 'snap_x': it would read as a snapshot id"),
+    ]:
+        refused = cli.run("snapshot", "create", STORE, reserved, expect=2)  # a usage error
+        assert why in " ".join(refused.stderr.split()), refused.stderr
     removed = cli.run("snapshot", "rm", STORE, "first")
     assert removed.stdout == f"deleted snapshot first ({created['id']}) of {STORE}\n"
     cli.run("snapshot", "rm", STORE, created["id"], expect=1)
@@ -82,6 +86,11 @@ def test_a_bad_point_exits_2_naming_it(cli: Cli, store: dict[str, Any]) -> None:
         ("2999-01-01T00:00:00Z", "point '2999-01-01T00:00:00Z' is in the future"),
         ("nope", f"point 'nope': memory store {store['id']!r} has no snapshot of that name"),
         ("memver_0", f"point 'memver_0': memory store {store['id']!r} has no such version"),
+        ("snap_0", f"point 'snap_0': memory store {store['id']!r} has no snapshot of that id"),
+        (
+            "2026-12-06T01:02:03+25:00",
+            "point '2026-12-06T01:02:03+25:00': UTC offset +25:00 is out of range",
+        ),
     ]:
         for args in (("memory", "ls", STORE), ("memory", "cat", STORE, "/a.md")):
             result = cli.run(*args, "--at", point, expect=2)
@@ -198,6 +207,10 @@ def test_store_fork_then_diff_with_its_origin(cli: Cli, store: dict[str, Any]) -
         ("removed", "/old.md"),
     }
     assert cli.run("diff", "Try", f"{STORE}@before").stdout == ""
+    by_id = cli.run("snapshot", "ls", STORE, "--json").json()["data"][0]["id"]
+    assert cli.run("diff", "Try", f"{STORE}@{by_id}").stdout == ""  # a snapshot by id
+    taken = cli.error("store", "fork", f"{STORE}@{by_id}", "--name", "Try")
+    assert taken == "a memory store is already named 'Try': give the fork another name"
     refused = cli.run("store", "fork", f"{STORE}@nope", "--name", "X", expect=2)
     assert refused.stderr.startswith(
         f"memfs: error: point 'nope': memory store {store['id']!r} has no snapshot of that name"

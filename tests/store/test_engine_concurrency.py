@@ -361,3 +361,110 @@ def test_a_writer_waiting_on_another_thread_past_the_busy_timeout_gets_store_bus
         assert impatient.memories.all(store.id) == []
     finally:
         impatient.close()
+
+
+# ----------------------------------------------------------------- history (SPEC §10)
+
+RACE_MEMORIES = 60
+
+
+def _contents(engine: Engine, store_id: str) -> dict[str, str | None]:
+    return {
+        m.path: engine.memories.get(store_id, m.id).content for m in engine.memories.all(store_id)
+    }
+
+
+def _changed_store(engine: Engine, actor: Actor, name: str) -> tuple[MemoryStore, list[str]]:
+    """A store of RACE_MEMORIES memories, a snapshot ``base``, then every one changed."""
+    store = engine.stores.create(name)
+    writer = engine.for_caller(actor=actor).memories
+    ids = [writer.create(store.id, f"/m{i:03d}", f"base {i}\n").id for i in range(RACE_MEMORIES)]
+    engine.for_caller(actor=actor).snapshots.create(store.id, "base")
+    for i, memory_id in enumerate(ids):
+        writer.update(store.id, memory_id, content=f"changed {i}\n")
+    return store, ids
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_a_write_racing_a_restore_is_in_it_or_after_it(
+    engine: Engine, second_engine: Engine, actor: Actor, round_: int
+) -> None:
+    """A write from another server racing a restore: it lands before the restore (then
+    the restore's snapshot holds it and the restore took it back to the point, one
+    restore away) or after it (then it is the head); never lost, never half-applied."""
+    store, ids = _changed_store(engine, actor, f"restore race {round_}")
+    target = ids[round_ * 7]
+
+    def write() -> Any:
+        return second_engine.for_caller(actor=actor).memories.update(
+            store.id, target, content="the racing write\n"
+        )
+
+    plan, written = run_threads(
+        [lambda: engine.for_caller(actor=actor).restores.restore(store.id, "base"), write]
+    )
+    assert not isinstance(plan, Exception), plan
+    assert not isinstance(written, Exception), written
+    assert plan.snapshot is not None
+    seq = engine.history.resolve(store.id, written.memory_version_id).seq
+    head = engine.memories.get(store.id, target).content
+    if seq <= plan.snapshot.seq:  # before: in the restore's snapshot, restored past
+        then = engine.history.get(store.id, target, plan.snapshot.name)
+        assert then.content == "the racing write\n"
+        assert head == f"base {round_ * 7}\n"
+    else:  # after every version of the restore
+        newest_restore = max(
+            engine.history.resolve(store.id, v.id).seq
+            for v in engine.versions.list(store.id, limit=RACE_MEMORIES + 5).items
+            if v.id != written.memory_version_id
+        )
+        assert seq > newest_restore
+        assert head == "the racing write\n"
+    # Everything else is the state at the point, all of it (all or nothing).
+    others = {p: c for p, c in _contents(engine, store.id).items() if p != f"/m{round_ * 7:03d}"}
+    assert others == {
+        f"/m{i:03d}": f"base {i}\n" for i in range(RACE_MEMORIES) if ids[i] != target
+    }
+
+
+@pytest.mark.parametrize("round_", range(3))
+def test_a_write_racing_a_merge_is_never_overwritten(
+    engine: Engine, second_engine: Engine, actor: Actor, round_: int
+) -> None:
+    """A write to the origin racing a merge that changes the same memory: before the
+    merge, the memory changed on both sides (the origin keeps the write, the fork's is
+    a conflict copy); after it, the write is the head over the merged content. Either
+    way the write is the head and the fork's content is in the origin's history."""
+    origin, _ = _changed_store(engine, actor, f"merge race {round_}")
+    fork = engine.for_caller(actor=actor).history.fork(origin.id, name=f"merge race fork {round_}")
+    writer = engine.for_caller(actor=actor).memories
+    for memory in engine.memories.all(fork.id):
+        writer.update(fork.id, memory.id, content=f"fork's {memory.path}\n")
+    target = engine.memories.get_by_path(origin.id, f"/m{round_ * 7:03d}").id
+
+    def write() -> Any:
+        return second_engine.for_caller(actor=actor).memories.update(
+            origin.id, target, content="the racing write\n"
+        )
+
+    plan, written = run_threads(
+        [lambda: engine.for_caller(actor=actor).history.merge(fork.id, into=origin.id), write]
+    )
+    assert not isinstance(plan, Exception), plan
+    assert not isinstance(written, Exception), written
+    assert plan.snapshot is not None
+    path = f"/m{round_ * 7:03d}"
+    assert engine.memories.get(origin.id, target).content == "the racing write\n"
+    state = _contents(engine, origin.id)
+    seq = engine.history.resolve(origin.id, written.memory_version_id).seq
+    if seq <= plan.snapshot.seq:  # before: a two-sided change, the fork's beside it
+        [copy] = [p for p in state if p.startswith(path + ".conflict-")]
+        assert state[copy] == f"fork's {path}\n"
+    else:  # after: it overwrote the merged content, which is its previous version
+        assert not any(".conflict-" in p for p in state)
+        versions = engine.versions.list(origin.id, memory_id=target, limit=2).items
+        assert engine.versions.get(origin.id, versions[1].id).content == f"fork's {path}\n"
+    others = {p: c for p, c in state.items() if p != path and ".conflict-" not in p}
+    assert others == {
+        f"/m{i:03d}": f"fork's /m{i:03d}\n" for i in range(RACE_MEMORIES) if i != round_ * 7
+    }

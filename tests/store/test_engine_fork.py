@@ -92,6 +92,19 @@ def test_a_fork_refuses_bad_points_and_unknown_stores(
     assert [s.name for s in engine.stores.list().items] == [store.name]
 
 
+def test_a_fork_refuses_a_name_in_use(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    history = engine.for_caller(actor=actor).history
+    history.fork(store.id, name="try")
+    for taken in ("try", store.name):
+        with pytest.raises(Conflict) as refused:
+            history.fork(store.id, name=taken)
+        assert refused.value.code == "store_name_taken"
+        assert refused.value.message == (
+            f"a memory store is already named {taken!r}: give the fork another name"
+        )
+    assert sorted(s.name for s in engine.stores.list().items) == ["test store", "try"]
+
+
 def test_a_redacted_version_is_not_forked(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
@@ -274,3 +287,79 @@ def test_a_merge_is_all_or_nothing(engine: Engine, store: MemoryStore, actor: Ac
         small.close()
     assert _paths(engine, store.id) == before
     assert engine.snapshots.list(store.id).items == []
+
+
+def test_the_merge_base_moves_with_each_merge(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """A second merge compares with what the first agreed on: changes apart merge again
+    without conflict copies; a memory changed on both sides since still gets one."""
+    writer = engine.for_caller(actor=actor).memories
+    history = engine.for_caller(actor=actor).history
+    for name in ("a", "b", "c"):
+        writer.create(store.id, f"/{name}.md", f"{name} 0\n")
+    fork = history.fork(store.id, name="fork")
+
+    def forked(name: str) -> str:
+        return engine.memories.get_by_path(fork.id, f"/{name}.md").id
+
+    def origin(name: str) -> str:
+        return engine.memories.get_by_path(store.id, f"/{name}.md").id
+
+    writer.update(fork.id, forked("a"), content="a 1 by fork\n")
+    writer.create(fork.id, "/new.md", "new 1 by fork\n")
+    writer.update(store.id, origin("b"), content="b 1 by origin\n")
+    first = history.merge(fork.id, into=store.id)
+    assert sorted(s.action.value for s in first.steps) == ["create", "update"]
+
+    # Apart again: the fork edits what it changed and what it added; the origin edits
+    # what it changed, and what came from the fork.
+    writer.update(fork.id, forked("a"), content="a 2 by fork\n")
+    writer.update(fork.id, forked("new"), content="new 2 by fork\n")
+    writer.update(store.id, origin("b"), content="b 2 by origin\n")
+    writer.update(store.id, origin("c"), content="c 2 by origin\n")
+    second = history.merge(fork.id, into=store.id)
+
+    assert [(s.action.value, s.path) for s in second.steps] == [
+        ("update", "/a.md"),
+        ("update", "/new.md"),
+    ]
+    assert second.base != first.base  # the fork's state at the first merge
+    assert _paths(engine, store.id) == {
+        "/a.md": "a 2 by fork\n",
+        "/b.md": "b 2 by origin\n",
+        "/c.md": "c 2 by origin\n",
+        "/new.md": "new 2 by fork\n",
+    }
+    assert history.merge(fork.id, into=store.id).steps == []  # nothing new: nothing
+
+    # A real two-sided change since the last merge still conflicts.
+    writer.update(fork.id, forked("a"), content="a 3 by fork\n")
+    writer.update(store.id, origin("a"), content="a 3 by origin\n")
+    third = history.merge(fork.id, into=store.id)
+    assert [s.action.value for s in third.steps] == ["conflict_copy"]
+    state = _paths(engine, store.id)
+    assert state["/a.md"] == "a 3 by origin\n"
+    [copy] = [p for p in state if ".conflict-" in p]
+    assert state[copy] == "a 3 by fork\n"
+
+
+def test_retention_keeps_what_the_last_merge_needs(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    writer = engine.for_caller(actor=actor).memories
+    history = engine.for_caller(actor=actor).history
+    writer.create(store.id, "/a.md", "a 0\n")
+    fork = history.fork(store.id, name="fork")
+    engine.stores.update(fork.id, version_retention_s=3600)
+    forked = engine.memories.get_by_path(fork.id, "/a.md").id
+    writer.update(fork.id, forked, content="a 1\n")
+    history.merge(fork.id, into=store.id)
+    writer.update(fork.id, forked, content="a 2\n")
+    later = utcnow() + timedelta(hours=2)
+
+    [result] = engine.retention.prune(store_id=fork.id, now=later)
+    assert result.versions == 1  # the fork's creation; "a 1" is the last merge's
+    writer.update(store.id, engine.memories.get_by_path(store.id, "/a.md").id, content="o\n")
+    [step] = history.merge(fork.id, into=store.id).steps  # "a 1" is still the base
+    assert step.action.value == "conflict_copy"

@@ -369,6 +369,38 @@ def test_snapshots(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     ]
 
 
+def _not_blobs(found: list[str]) -> list[str]:
+    """The findings but the orphan blobs a raw DELETE of versions leaves."""
+    return [f for f in found if not f.startswith("blob ")]
+
+
+@covers("check_snapshots")
+def test_a_dangling_snapshot(engine: Engine, store: MemoryStore, actor: Actor) -> None:
+    """The version a snapshot names is gone with what it needed: named; a hard delete
+    that erased a snapshot's point is no damage (an erasure wins over history)."""
+    writer = engine.for_caller(actor=actor).memories
+    erased = writer.create(store.id, "/erased", "gone for good")
+    gone = engine.for_caller(actor=actor).snapshots.create(store.id, "erased")
+    memory = writer.create(store.id, "/c", "one")
+    writer.create(store.id, "/x", "other")
+    point = writer.update(store.id, memory.id, content="two")
+    dangling = engine.for_caller(actor=actor).snapshots.create(store.id, "dangling")
+    head = writer.update(store.id, memory.id, content="three")
+    writer.delete(store.id, erased.id, mode=DeleteMode.HARD_DELETE)
+    assert gone.memory_version_id == erased.memory_version_id  # erased with its memory
+    assert findings(engine) == []
+    execute_sql(  # a bad prune: every version the snapshot needs of /c
+        engine.url,
+        f"DELETE FROM versions WHERE memory_id = '{memory.id}' "
+        f"AND id <> '{head.memory_version_id}'",
+    )
+    assert _not_blobs(findings(engine)) == [
+        f"snapshot {dangling.id} (dangling): dangling: its point {point.memory_version_id} "
+        f"is gone and memory {memory.id} has no version left at or before its point "
+        "(retention pruned what it needs)"
+    ]
+
+
 def test_engine_refuses_to_overwrite_a_damaged_blob(
     engine: Engine, store: MemoryStore, actor: Actor
 ) -> None:
@@ -598,6 +630,36 @@ def test_fsck_finds_a_pruned_fork_base(
     )
     [finding] = list(engine.iter_fsck_findings())
     assert "has no version left at or before the fork's base" in finding
+    engine.stores.delete(fork.id, force=True)
+
+
+@covers("check_forks")
+def test_fsck_finds_a_pruned_merge_base(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """Once merged, the fork's state at its last merge is the next merge's base: what
+    it needs of the fork's history is checked; the flag is a fork's only."""
+    writer = engine.for_caller(actor=actor)
+    writer.memories.create(store.id, "/a", "base\n")
+    writer.memories.create(store.id, "/b", "other\n")
+    fork = writer.history.fork(store.id, name="f")
+    forked = engine.memories.get_by_path(fork.id, "/a")
+    writer.memories.update(fork.id, forked.id, content="fork\n")
+    writer.history.merge(fork.id, into=store.id)
+    head = writer.memories.update(fork.id, forked.id, content="later\n")
+    assert findings(engine) == []
+    raw = functools.partial(execute_sql, engine.url)
+    raw(  # a bad prune: every version of /a the last merge needs, its point among them
+        f"DELETE FROM versions WHERE memory_id = '{forked.id}' "
+        f"AND id <> '{head.memory_version_id}'"
+    )
+    raw(f"UPDATE stores SET fork_merged_seq = 1 WHERE id = '{store.id}'")
+    assert _not_blobs(findings(engine)) == [
+        f"store {store.id}: fork_merged_seq is set but the store is no fork",
+        f"fork {fork.id}: memory {forked.id} has no version left at or before its last "
+        "merge, the next merge's base (retention pruned what it needs)",
+    ]
+    raw(f"UPDATE stores SET fork_merged_seq = NULL WHERE id = '{store.id}'")
     engine.stores.delete(fork.id, force=True)
 
 

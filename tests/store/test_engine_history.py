@@ -34,6 +34,8 @@ from memfs.store import Engine
         ("2026-12-06", PointKind.TIME),
         ("memver_01jd8x", PointKind.VERSION),
         ("before-the-agent", PointKind.SNAPSHOT),
+        ("snap_01jd8x", PointKind.SNAPSHOT),
+        ("auto-restore-20261206T020950112941Z", PointKind.SNAPSHOT),
         ("nöw", PointKind.SNAPSHOT),
     ],
 )
@@ -58,6 +60,17 @@ def test_a_time_is_read_as_utc() -> None:
             "a time needs its offset, Z for UTC)",
         ),
         ("memver_!", "point 'memver_!' is not a valid version id"),
+        ("snap_!", "point 'snap_!' is not a valid snapshot id"),
+        (
+            "2026-12-06T01:02:03+25:00",
+            "point '2026-12-06T01:02:03+25:00': UTC offset +25:00 is out of range "
+            "(-23:59 to +23:59; Z for UTC)",
+        ),
+        (
+            "2026-12-06T01:02:03-02:60",
+            "point '2026-12-06T01:02:03-02:60': UTC offset -02:60 is out of range "
+            "(-23:59 to +23:59; Z for UTC)",
+        ),
         (
             "a/b",
             "point 'a/b' is not 'now', an RFC 3339 time, a memver_ id or a snapshot name "
@@ -200,8 +213,38 @@ def test_bad_points_are_refused_by_name(engine: Engine, store: MemoryStore, acto
     assert caught.value.message == (
         f"point 'missing': memory store {store.id!r} has no snapshot of that name"
     )
+    with pytest.raises(InvalidPoint) as caught:
+        engine.history.resolve(store.id, "snap_01nope")
+    assert caught.value.message == (
+        f"point 'snap_01nope': memory store {store.id!r} has no snapshot of that id"
+    )
+    theirs = engine.for_caller(actor=actor).snapshots.create(other.id, "theirs")
+    with pytest.raises(InvalidPoint, match="has no snapshot of that id"):
+        engine.history.resolve(store.id, theirs.id)  # another store's snapshot
     with pytest.raises(NotFound):
         engine.history.resolve("memstore_nope", "now")
+
+
+def test_a_snapshot_is_a_point_by_name_or_by_id(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    _write(engine, actor, store, "/a", "1")
+    snapshot = engine.for_caller(actor=actor).snapshots.create(store.id, "one")
+    _write(engine, actor, store, "/a", "2")
+    by_name = engine.history.resolve(store.id, "one")
+    assert engine.history.resolve(store.id, snapshot.id).seq == by_name.seq == snapshot.seq
+    [memory] = engine.history.list(store.id, at=snapshot.id).items
+    assert engine.history.get(store.id, memory.id, snapshot.id).content == "1"
+
+
+def test_a_time_before_the_store_is_the_empty_store(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    before = (store.created_at - timedelta(days=365)).isoformat()
+    _write(engine, actor, store, "/a", "1")
+    assert engine.history.resolve(store.id, before).seq == 0
+    assert engine.history.list(store.id, at=before).items == []
+    assert engine.history.state(store.id, before) == []
 
 
 # ----------------------------------------------------------------- as-of reads
@@ -301,12 +344,15 @@ def test_snapshot_names_are_unique_and_checked(
         ("now", "it names the present"),
         ("2026-01-01", "it would read as a time"),
         ("memver_x", "it would read as a version id"),
+        ("snap_x", "it would read as a snapshot id"),
+        ("auto-restore-1", "are reserved for the snapshots memfs takes itself"),
         ("a@b", "'@' separates a store and a point"),
         ("a/b", "segment 'a/b' contains '/'"),
     ]:
         with pytest.raises(InvalidInput) as refused:
             snapshots.create(store.id, bad)
         assert refused.value.message.endswith(why), refused.value.message
+        assert refused.value.code == "invalid_snapshot_name"
     with pytest.raises(InvalidPoint):
         snapshots.create(store.id, "future", at=(utcnow() + timedelta(days=1)).isoformat())
     second = snapshots.create(store.id, "two", description="d")

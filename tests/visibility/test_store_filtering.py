@@ -340,3 +340,17 @@ def test_a_fork_copies_only_what_its_caller_sees(
     assert fork.entry_count == len(copied)
     records = {r.memory_id for r in engine.records.list([fork.id])}
     assert records == {m.id for m in engine.memories.all(fork.id) if m.path != "/b/plain.md"}
+
+
+def test_merging_a_restricted_fork_never_deletes_what_it_left_out(
+    engine: Engine, store: MemoryStore
+) -> None:
+    """An unrestricted merge of alice's fork: what alice could not see was never forked,
+    so it is not "deleted on the fork"; what she deleted on it is."""
+    fork = engine.for_caller(actor=ACTOR, viewer=ALICE).history.fork(store.id, name="f")
+    mine = engine.memories.get_by_path(fork.id, "/b/plain.md")
+    engine.for_caller(actor=ACTOR, viewer=ALICE).memories.delete(fork.id, mine.id)
+    plan = engine.for_caller(actor=ACTOR).history.merge(fork.id, into=store.id)
+    assert [(s.action.value, s.path_before) for s in plan.steps] == [("delete", "/b/plain.md")]
+    left = {m.path for m in engine.memories.all(store.id)}
+    assert left == (SEES["bob"] | {"/a/alice.md"}) - {"/b/plain.md"}

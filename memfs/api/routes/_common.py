@@ -332,7 +332,7 @@ AtQuery = Annotated[
         min_length=1,
         max_length=1024,
         description="memfs extension (SPEC §10): read the store as it was at this point: "
-        "now, an RFC 3339 time, a snapshot name or a memver_ id. A bad point is 400 "
+        "now, an RFC 3339 time, a snapshot name or snap_ id, or a memver_ id. A bad point is 400 "
         "invalid_point; a time in the future is refused; a time before the store "
         "existed is an empty store.",
     ),

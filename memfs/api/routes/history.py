@@ -62,7 +62,8 @@ async def create_snapshot(
     request: Request, memory_store_id: str, body: SnapshotCreate
 ) -> JSONResponse:
     """Names a point of the store's history (default ``now``); one row, whatever the
-    store holds. 400 ``invalid_input`` (name), ``invalid_point`` (``at``); 409
+    store holds. 400 ``invalid_snapshot_name`` (``now``, ``auto-…`` and the forms of
+    other points are reserved), ``invalid_point`` (``at``); 409
     ``conflict_error`` (``snapshot_name_taken``)."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
@@ -184,7 +185,8 @@ async def fork_store(request: Request, memory_store_id: str, body: StoreFork) ->
     content shared, not copied; the answer is the new ``memory_store`` with the
     extensions ``forked_from`` and ``fork_base``. What the caller may not see (SPEC §6)
     and what is redacted at the point is not forked. 400 ``invalid_point``, a bad name;
-    404 an unknown store."""
+    404 an unknown store; 409 ``conflict_error`` (``store_name_taken``) when a store
+    already has the name."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         principal.require(Scope.READ, memory_store_id)
