@@ -3,8 +3,11 @@
 
 ``memfs dream create STORE --wait`` runs the dream in this process (the embedded
 database), with a progress display; without ``--wait`` it stays ``pending`` until a
-``memfs serve`` on the same database runs it. ``memfs dream apply`` needs ``memfs store
-merge`` (SPEC §10), which this build does not have yet.
+``memfs serve`` on the same database runs it. A model other than ``memfs-consolidate``
+runs through the Messages API: ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``, or
+``--dream-api-key-file``/``--dream-base-url`` (:func:`language_dreamer`, which ``memfs
+serve`` uses too). ``memfs dream diff`` is ``memfs diff INPUT OUTPUT``; ``memfs dream
+apply`` merges the output into the input (SPEC §10 merge).
 
 ``memfs transcript import FILE`` takes seed 002's conversations,
 ``{user_id: [{session_id: [{role, content}]}]}``: one session per conversation (attached
@@ -52,6 +55,47 @@ def register(app: typer.Typer) -> None:
     app.add_typer(transcript_app, name="transcript")
 
 
+DreamBaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dream-base-url",
+        help="The Messages API that language-model dreams call (default: "
+        "$ANTHROPIC_BASE_URL, else Anthropic's).",
+    ),
+]
+DreamKeyFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--dream-api-key-file",
+        help="A file holding the API key of language-model dreams (default: "
+        "$ANTHROPIC_API_KEY).",
+    ),
+]
+
+
+def language_dreamer(base_url: str | None, key_file: Path | None) -> Any:
+    """The language-model dreamer (:class:`memfs.memory_tool.dreamer.MessagesDreamer`)
+    on the endpoint of ``--dream-base-url``/``--dream-api-key-file``, else of
+    ``ANTHROPIC_BASE_URL``/``ANTHROPIC_API_KEY`` (:func:`memfs.core.config.dream_endpoint`);
+    without a key its dreams fail at once, naming the setting. Fails the command on a
+    key file it can't read, or an empty one."""
+    from memfs.core.config import dream_endpoint
+    from memfs.memory_tool.dreamer import MessagesDreamer
+
+    key = None
+    if key_file is not None:
+        try:
+            key = key_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            fail(f"can't read --dream-api-key-file {key_file}: {exc.strerror or exc}")
+        if not key:
+            fail(f"--dream-api-key-file {key_file} is empty")
+    try:
+        return MessagesDreamer(dream_endpoint(key, base_url))
+    except ValueError as exc:  # MEMFS_DREAM_MAX_TURNS, MEMFS_DREAM_TIME_LIMIT
+        fail(str(exc))
+
+
 def _wire(dream: Dream) -> dict[str, Any]:
     from memfs.wire.dreams import dream_to_wire
 
@@ -94,12 +138,19 @@ def dream_create(
         typer.Option("--update-existing", help="Write into STORE itself (a snapshot first)."),
     ] = False,
     wait: Annotated[bool, typer.Option("--wait", help="Run it here and wait for its end.")] = False,
+    dream_base_url: DreamBaseUrlOption = None,
+    dream_api_key_file: DreamKeyFileOption = None,
     as_json: JsonOption = False,
     database: DatabaseOption = None,
 ) -> None:
     """Create a dream of STORE; with --wait, run it in this process to its end."""
     from memfs.dreams import run_dream
 
+    dreamer = (
+        language_dreamer(dream_base_url, dream_api_key_file)
+        if wait and model != CONSOLIDATE_MODEL
+        else None
+    )
     with command_engine(database) as engine:
         found = engine.stores.find(store)
         dream = engine.dreams.create(
@@ -114,10 +165,10 @@ def dream_create(
         if wait:
             claimed = engine.dreams.claim("cli")
             if claimed is not None and claimed.id != dream.id:  # an older pending one
-                dream = run_dream(engine, claimed)
+                run_dream(engine, claimed, language_model=dreamer)
                 claimed = engine.dreams.claim("cli")
             if claimed is not None:
-                dream = _run_with_progress(engine, claimed)
+                dream = _run_with_progress(engine, claimed, dreamer)
             else:
                 dream = engine.dreams.get(dream.id)
     if as_json:
@@ -130,13 +181,16 @@ def dream_create(
         raise typer.Exit(1)
 
 
-def _run_with_progress(engine: Any, dream: Dream) -> Dream:
+def _run_with_progress(engine: Any, dream: Dream, dreamer: Any) -> Dream:
     from rich.console import Console
 
     from memfs.dreams import run_dream
 
     if not is_terminal():
-        return run_dream(engine, dream, progress=lambda line: typer.echo(line, err=True))
+        return run_dream(
+            engine, dream, progress=lambda line: typer.echo(line, err=True),
+            language_model=dreamer,
+        )
     console = Console(stderr=True)
     with console.status(f"dream {dream.id}: starting") as status:
 
@@ -144,7 +198,7 @@ def _run_with_progress(engine: Any, dream: Dream) -> Dream:
             console.log(line)
             status.update(f"dream {dream.id}: {line}")
 
-        return run_dream(engine, dream, progress=progress)
+        return run_dream(engine, dream, progress=progress, language_model=dreamer)
 
 
 @dream_app.command("ls")

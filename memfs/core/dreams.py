@@ -32,8 +32,18 @@ __all__ = [
     "OutputBehavior",
     "Removal",
     "SessionEvent",
+    "USAGE_KEYS",
     "plan_consolidation",
 ]
+
+
+# A dream's ``usage``: token counts, as the SDK's ``BetaDreamUsage`` has them.
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
 
 
 class DreamStatus(enum.StrEnum):

@@ -380,6 +380,16 @@ class Dreams(Facade):
         with self._write() as conn:
             return _transition(conn, dream_id, (DreamStatus.RUNNING,), values)
 
+    def set_usage(self, dream_id: str, usage: Mapping[str, int]) -> None:
+        """Records the dream's token ``usage`` whatever its status: a model turn in
+        flight when the dream was canceled was used all the same (the SDK's
+        ``BetaDreamUsage``: counts can keep changing after a cancel)."""
+        with self._write() as conn:
+            conn.execute(
+                update(dreams).where(dreams.c.id == dream_id)
+                .values(usage_json=json.dumps(dict(usage)))
+            )
+
     def still_running(self, dream_id: str) -> bool:
         """Whether the dream is still ``running`` (not canceled meanwhile)."""
         with self._read() as conn:
