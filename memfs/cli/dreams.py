@@ -265,9 +265,12 @@ def dream_apply(
 ) -> None:
     """Apply a completed dream's output to its input store (SPEC §11): the output (a
     fork of the input, ``create_new``) is merged into the input, three-way against the
-    fork's base, after an automatic snapshot (`memfs store merge`). Review it first with
-    `memfs diff INPUT OUTPUT`. A dream made with --update-existing changed its input
+    fork's base, after an automatic snapshot (`memfs store merge`), with the notes of
+    what kept memories absorbed (memfs_absorbed). Review it first with
+    `memfs dream diff DREAM`. A dream made with --update-existing changed its input
     already: there is nothing to apply."""
+    from memfs.dreams.apply import apply_dream
+
     with command_engine(database) as engine:
         dream = engine.dreams.get(dream_id)
         if dream.status is not DreamStatus.COMPLETED:
@@ -276,24 +279,59 @@ def dream_apply(
             typer.echo(f"dream {dream.id} wrote into its input store already (update_existing); "
                        "its automatic snapshot undoes it")
             return
-        output = dream.output_store_id
-        if output is None:
-            fail(f"dream {dream.id} has no output store")
-        history = engine.for_caller(actor=command_actor()).history
-        plan = (
-            history.plan_merge(output, into=dream.input_store_id)
-            if dry_run
-            else history.merge(output, into=dream.input_store_id, reason=f"apply dream {dream.id}")
-        )
+        plan, carried = apply_dream(engine, dream, actor=command_actor(), dry_run=dry_run)
     verb = "would apply" if dry_run else "applied"
     counts: dict[str, int] = {}
     for step in plan.steps:
         counts[step.action.value] = counts.get(step.action.value, 0) + 1
     summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "no change"
     typer.echo(f"{verb} dream {dream.id} to {dream.input_store_id}: {summary}")
+    if carried:
+        typer.echo(f"{carried} note{'s' if carried != 1 else ''} of what a kept memory absorbed "
+                   "(memfs_absorbed) carried to the input")
     if plan.snapshot is not None:
         typer.echo(f"snapshot {plan.snapshot.name} taken first; undo with: memfs store restore "
                    f"{dream.input_store_id} --to {plan.snapshot.name}")
+
+
+def _dream_points(engine: Any, dream: Dream) -> tuple[str, str]:
+    """``(A, B)`` for ``memfs diff`` of what ``dream`` changed: ``INPUT OUTPUT`` for
+    ``create_new``; ``INPUT@<its automatic snapshot> INPUT`` for ``update_existing``."""
+    if dream.output_store_id is None:
+        fail(f"dream {dream.id} is {dream.status.value} and has no output store yet")
+    if dream.output_behavior is OutputBehavior.CREATE_NEW:
+        return dream.input_store_id, dream.output_store_id
+    wanted = f"before dream {dream.id}"
+    cursor = None
+    while True:
+        page = engine.snapshots.list(dream.input_store_id, limit=100, cursor=cursor)
+        for snapshot in page.items:
+            if snapshot.description == wanted:
+                return f"{dream.input_store_id}@{snapshot.name}", dream.input_store_id
+        cursor = page.next_cursor
+        if cursor is None:
+            fail(f"dream {dream.id} wrote into its input, and its automatic snapshot "
+                 "is gone: nothing to compare it with")
+
+
+@dream_app.command("diff")
+def dream_diff(
+    dream_id: Annotated[str, typer.Argument(metavar="DREAM")],
+    stat: Annotated[bool, typer.Option("--stat", help="Lines changed per memory.")] = False,
+    name_only: Annotated[
+        bool, typer.Option("--name-only", help="Only the paths of the memories that differ.")
+    ] = False,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Show what a dream changed: `memfs diff INPUT OUTPUT` (create_new), or its input
+    since the automatic snapshot it took (--update-existing). Exit 0 equal, 1 different,
+    2 error."""
+    from memfs.cli.history import diff_command
+
+    with command_engine(database) as engine:
+        old, new = _dream_points(engine, engine.dreams.get(dream_id))
+    diff_command(old, new, stat=stat, name_only=name_only, as_json=as_json, database=database)
 
 
 @dream_app.command("archive")

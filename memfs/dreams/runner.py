@@ -233,7 +233,10 @@ def _run(
     output = _output_store(engine, caller, dream, step)
     result: dict[str, Any]
     if dream.model_id == config.CONSOLIDATE_MODEL:
-        result = consolidate(caller, output, decay_below=threshold, step=step)
+        result = consolidate(
+            caller, output, decay_below=threshold, step=step,
+            input_store_id=dream.input_store_id, embed=engine.embed,
+        )
         done = f"completed: {result['removed']}"
     else:
         assert language_model is not None
