@@ -76,6 +76,10 @@ __all__ = [
     "DREAM_MAX_OUTPUT_TOKENS",
     "MAX_DREAM_TRANSCRIPT_CHARS",
     "MAX_DREAM_LAYOUT_ENTRIES",
+    "EVENT_STREAM_IDLE_S",
+    "EVENT_STREAM_PING_S",
+    "EVENT_STREAM_POLL_S",
+    "MAX_EVENT_STREAM_IDLE_S",
     "dream_decay_below",
     "dream_endpoint",
     "dream_max_turns",
@@ -265,6 +269,16 @@ def dream_endpoint(
     url = (base_url or "").strip() or os.environ.get("ANTHROPIC_BASE_URL", "").strip()
     return key, url or None
 
+
+# A session's event stream (GET /v1/sessions/{id}/events/stream) ends after this many
+# seconds without a new event (its ``timeout_s``; at most MAX_…), or when the session's
+# dream has ended ...
+EVENT_STREAM_IDLE_S = 300.0
+MAX_EVENT_STREAM_IDLE_S = 3600.0
+# ... sends a ``ping`` event after this many quiet seconds (proxies keep it open) ...
+EVENT_STREAM_PING_S = 15.0
+# ... and looks for new events this often (seconds).
+EVENT_STREAM_POLL_S = 0.2
 
 # The language-model dreamer (memfs.memory_tool.dreamer): at most this many model turns
 # (one Messages API call each) ...

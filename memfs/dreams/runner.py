@@ -180,16 +180,11 @@ def _tell(engine: Engine, session_id: str, line: str) -> None:
 def _failed(
     engine: Engine, dream: Dream, error_type: str, message: str, say: Callable[[str], None]
 ) -> None:
-    """Fails the dream; its session's transcript (if it got one) says why."""
+    """Fails the dream; its session's transcript (if it got one) says why, in the same
+    transaction."""
     line = f"failed: {error_type}: {message}"
     say(line)
-    if engine.dreams.fail(dream.id, error_type, message):
-        session_id = engine.dreams.get(dream.id).session_id
-        if session_id is not None:
-            try:
-                _tell(engine, session_id, line)
-            except MemfsError as exc:  # the database away: the dream's error says it all
-                log.warning("dream %s: %s", dream.id, exc)
+    engine.dreams.fail(dream.id, error_type, message, say=line)
 
 
 def _run(
@@ -252,8 +247,7 @@ def _run(
     result["transcript_events_read"] = transcript_events
     result["output_store_id"] = output
     say("done")
-    if engine.dreams.complete(dream.id, result):
-        _tell(engine, session.id, done)
+    engine.dreams.complete(dream.id, result, say=done)
 
 
 def _output_store(engine: Engine, caller: Any, dream: Dream, step: Callable[[str], bool]) -> str:

@@ -63,6 +63,32 @@ def test_events_send_and_list_through_the_sdk(server: Server, admin: anthropic.A
         list(admin.beta.sessions.events.list(session["id"]))
 
 
+def test_events_stream_follows_new_events(server: Server, admin: anthropic.Anthropic,
+                                          store: Any) -> None:
+    """``client.beta.sessions.events.stream``: the stored events, then each new one as
+    it is sent; a session that is no dream's stream ends after ``timeout_s`` quiet."""
+    session = server.session((store.id, "read_write"))
+    said = {"type": "text", "text": "first"}
+    admin.beta.sessions.events.send(session["id"], events=[{"type": "user.message",
+                                                            "content": [said]}])
+    with admin.beta.sessions.events.stream(session["id"],
+                                           extra_query={"timeout_s": 20}) as stream:
+        events = iter(stream)
+        first = next(events)
+        assert first.type == "user.message"
+        assert first.content[0].text == "first"  # type: ignore[union-attr]
+        later = {"type": "text", "text": "second"}
+        admin.beta.sessions.events.send(session["id"], events=[{"type": "user.message",
+                                                                "content": [later]}])
+        second = next(events)
+        assert second.content[0].text == "second"  # type: ignore[union-attr]
+    # timeout_s=0: what is stored, then the end.
+    with admin.beta.sessions.events.stream(session["id"], extra_query={"timeout_s": 0}) as s:
+        assert [e.content[0].text for e in s] == ["first", "second"]  # type: ignore[union-attr]
+    with pytest.raises(anthropic.NotFoundError):
+        admin.beta.sessions.events.stream("sesn_nope")
+
+
 def test_a_dream_through_the_sdk_update_existing(server: Server, admin: anthropic.Anthropic,
                                                  store: Any) -> None:
     for path in ("/a.md", "/b.md", "/c.md"):
@@ -275,6 +301,11 @@ def test_a_language_model_dream_through_the_sdk(tmp_path: Path) -> None:
             assert uses[0].name == "memory"  # type: ignore[union-attr]
             results = [e for e in events if e.type == "agent.tool_result"]
             assert [r.tool_use_id for r in results] == [u.id for u in uses]  # type: ignore[union-attr]
+            # The same events streamed (SSE); the stream ends by itself: the dream ended.
+            with client.beta.sessions.events.stream(ended.session_id) as stream:
+                streamed = list(stream)
+            assert [e.id for e in streamed] == [e.id for e in events]
+            assert streamed[-1].content[0].text == "completed: 5 tool calls in 4 turns"  # type: ignore[union-attr]
         finally:
             client.close()
             status = server.stop()
