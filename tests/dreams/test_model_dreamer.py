@@ -224,6 +224,24 @@ def test_the_turn_limit_fails_the_dream(engine: Engine) -> None:
     assert len(model.requests) == 2
 
 
+def test_the_time_limit_fails_the_dream(engine: Engine) -> None:
+    store_id, _ = seeded(engine)
+    ticks = iter(range(0, 10_000, 100))  # each look at the clock is 100 s later
+    script = [turn(tool("create", path="/memories/late.md", file_text="never\n"))]
+    engine.dreams.create(store_id, session_ids=None, model_id=MODEL)
+    claimed = engine.dreams.claim("test-runner")
+    assert claimed is not None
+    with ScriptedModel(script) as model:
+        dreamer = MessagesDreamer((KEY, model.url), time_limit_s=150, max_retries=0,
+                                  clock=lambda: float(next(ticks)))
+        ended = run_dream(engine, claimed, language_model=dreamer)
+    assert ended.status is DreamStatus.FAILED
+    assert ended.error_type == "dream_time_limit"
+    assert ended.output_store_id is not None
+    assert "/late.md" not in contents(engine, ended.output_store_id)
+    assert len(model.requests) == 1
+
+
 def test_without_an_endpoint_it_fails_before_making_anything(engine: Engine) -> None:
     store_id, _ = seeded(engine)
     stores_before = len(engine.stores.list(limit=100).items)
