@@ -41,6 +41,7 @@ from memfs.api.routes import allowed_methods, authenticate_request, router
 from memfs.core.errors import InvalidInput, InvalidMetadata, MemfsError
 from memfs.core.ids import new_id
 from memfs.dreams import DreamRunner
+from memfs.dreams.runner import LanguageDreamer
 from memfs.store import Engine
 from memfs.wire.common import MAX_JSON_DEPTH, nests_too_deep
 
@@ -340,7 +341,7 @@ EndpointFactory = Callable[[Engine, bool], Any]
 @asynccontextmanager
 async def _dream_job(app: FastAPI) -> AsyncIterator[None]:
     """The dream job runs while the app is served (SPEC §11)."""
-    runner = DreamRunner(app.state.engine)
+    runner = DreamRunner(app.state.engine, language_model=app.state.language_dreamer)
     await anyio.to_thread.run_sync(runner.start)
     app.state.dream_runner = runner
     try:
@@ -357,6 +358,7 @@ def create_app(
     endpoints: Mapping[str, EndpointFactory] | None = None,
     mounts: Mapping[str, EndpointFactory] | None = None,
     run_dreams: bool = True,
+    language_dreamer: LanguageDreamer | None = None,
 ) -> FastAPI:
     """The memfs REST API over ``engine`` (which the caller opens and closes).
 
@@ -372,6 +374,9 @@ def create_app(
         run_dreams: run the dream job (:class:`memfs.dreams.DreamRunner`) while the app
             is served (its lifespan): it fails the dreams a stopped server left running,
             then runs the pending ones.
+        language_dreamer: runs the dreams of models other than ``memfs-consolidate``
+            (``memfs serve`` gives :class:`memfs.memory_tool.dreamer.MessagesDreamer`);
+            None: they fail with ``model_endpoint_not_configured``.
 
     Returns:
         A FastAPI application (behind :class:`RequestContextMiddleware`).
@@ -389,6 +394,7 @@ def create_app(
     )
     app.state.engine = engine
     app.state.insecure_dev = insecure_dev
+    app.state.language_dreamer = language_dreamer
     app.state.change_notifier = ChangeNotifier(
         engine.feed.last_seq, watch=engine.watch_changes
     )

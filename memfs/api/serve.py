@@ -38,6 +38,7 @@ from memfs.api.app import EndpointFactory, create_app
 from memfs.core.config import DEFAULT_API_HOST, DEFAULT_API_PORT, DEFAULT_PRUNE_INTERVAL_S
 from memfs.core.errors import InvalidInput, MemfsError
 from memfs.core.model import format_timestamp
+from memfs.dreams.runner import LanguageDreamer
 from memfs.store import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, Engine, open_engine
 
 __all__ = ["GRACEFUL_TIMEOUT_S", "READY_PREFIX", "serve"]
@@ -210,6 +211,7 @@ def serve(
     endpoints: Mapping[str, EndpointFactory] | None = None,
     mounts: Mapping[str, EndpointFactory] | None = None,
     log_format: str = "text",
+    language_dreamer: LanguageDreamer | None = None,
 ) -> None:
     """Serves the API until SIGINT or SIGTERM (blocking; runs its own trio loop).
 
@@ -229,6 +231,8 @@ def serve(
         certfile, keyfile: PEM files of the server's certificate (chain) and its key.
         log_format: ``text`` or ``json`` (one object per line, :mod:`memfs.logs`); the
             access log (logger ``memfs.access``) is in it either way.
+        language_dreamer: runs language-model dreams, as
+            :func:`memfs.api.app.create_app`.
         prune_interval_s: prune versions past their store's retention period (SPEC §2)
             at start-up and then this often, in seconds; None or 0 never does.
 
@@ -276,7 +280,8 @@ def serve(
                     host,
                 )
             app = create_app(
-                engine, insecure_dev=insecure_dev, endpoints=endpoints, mounts=mounts
+                engine, insecure_dev=insecure_dev, endpoints=endpoints, mounts=mounts,
+                language_dreamer=language_dreamer,
             )
             trio.run(_serve, app, config, sockets, prune_interval_s)
         finally:

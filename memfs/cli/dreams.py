@@ -3,8 +3,11 @@
 
 ``memfs dream create STORE --wait`` runs the dream in this process (the embedded
 database), with a progress display; without ``--wait`` it stays ``pending`` until a
-``memfs serve`` on the same database runs it. ``memfs dream apply`` needs ``memfs store
-merge`` (SPEC §10), which this build does not have yet.
+``memfs serve`` on the same database runs it. A model other than ``memfs-consolidate``
+runs through the Messages API: ``ANTHROPIC_API_KEY``/``ANTHROPIC_BASE_URL``, or
+``--dream-api-key-file``/``--dream-base-url`` (:func:`language_dreamer`, which ``memfs
+serve`` uses too). ``memfs dream diff`` is ``memfs diff INPUT OUTPUT``; ``memfs dream
+apply`` merges the output into the input (SPEC §10 merge).
 
 ``memfs transcript import FILE`` takes seed 002's conversations,
 ``{user_id: [{session_id: [{role, content}]}]}``: one session per conversation (attached
@@ -52,6 +55,47 @@ def register(app: typer.Typer) -> None:
     app.add_typer(transcript_app, name="transcript")
 
 
+DreamBaseUrlOption = Annotated[
+    str | None,
+    typer.Option(
+        "--dream-base-url",
+        help="The Messages API that language-model dreams call (default: "
+        "$ANTHROPIC_BASE_URL, else Anthropic's).",
+    ),
+]
+DreamKeyFileOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--dream-api-key-file",
+        help="A file holding the API key of language-model dreams (default: "
+        "$ANTHROPIC_API_KEY).",
+    ),
+]
+
+
+def language_dreamer(base_url: str | None, key_file: Path | None) -> Any:
+    """The language-model dreamer (:class:`memfs.memory_tool.dreamer.MessagesDreamer`)
+    on the endpoint of ``--dream-base-url``/``--dream-api-key-file``, else of
+    ``ANTHROPIC_BASE_URL``/``ANTHROPIC_API_KEY`` (:func:`memfs.core.config.dream_endpoint`);
+    without a key its dreams fail at once, naming the setting. Fails the command on a
+    key file it can't read, or an empty one."""
+    from memfs.core.config import dream_endpoint
+    from memfs.memory_tool.dreamer import MessagesDreamer
+
+    key = None
+    if key_file is not None:
+        try:
+            key = key_file.read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            fail(f"can't read --dream-api-key-file {key_file}: {exc.strerror or exc}")
+        if not key:
+            fail(f"--dream-api-key-file {key_file} is empty")
+    try:
+        return MessagesDreamer(dream_endpoint(key, base_url))
+    except ValueError as exc:  # MEMFS_DREAM_MAX_TURNS, MEMFS_DREAM_TIME_LIMIT
+        fail(str(exc))
+
+
 def _wire(dream: Dream) -> dict[str, Any]:
     from memfs.wire.dreams import dream_to_wire
 
@@ -94,12 +138,19 @@ def dream_create(
         typer.Option("--update-existing", help="Write into STORE itself (a snapshot first)."),
     ] = False,
     wait: Annotated[bool, typer.Option("--wait", help="Run it here and wait for its end.")] = False,
+    dream_base_url: DreamBaseUrlOption = None,
+    dream_api_key_file: DreamKeyFileOption = None,
     as_json: JsonOption = False,
     database: DatabaseOption = None,
 ) -> None:
     """Create a dream of STORE; with --wait, run it in this process to its end."""
     from memfs.dreams import run_dream
 
+    dreamer = (
+        language_dreamer(dream_base_url, dream_api_key_file)
+        if wait and model != CONSOLIDATE_MODEL
+        else None
+    )
     with command_engine(database) as engine:
         found = engine.stores.find(store)
         dream = engine.dreams.create(
@@ -114,10 +165,10 @@ def dream_create(
         if wait:
             claimed = engine.dreams.claim("cli")
             if claimed is not None and claimed.id != dream.id:  # an older pending one
-                dream = run_dream(engine, claimed)
+                run_dream(engine, claimed, language_model=dreamer)
                 claimed = engine.dreams.claim("cli")
             if claimed is not None:
-                dream = _run_with_progress(engine, claimed)
+                dream = _run_with_progress(engine, claimed, dreamer)
             else:
                 dream = engine.dreams.get(dream.id)
     if as_json:
@@ -130,13 +181,16 @@ def dream_create(
         raise typer.Exit(1)
 
 
-def _run_with_progress(engine: Any, dream: Dream) -> Dream:
+def _run_with_progress(engine: Any, dream: Dream, dreamer: Any) -> Dream:
     from rich.console import Console
 
     from memfs.dreams import run_dream
 
     if not is_terminal():
-        return run_dream(engine, dream, progress=lambda line: typer.echo(line, err=True))
+        return run_dream(
+            engine, dream, progress=lambda line: typer.echo(line, err=True),
+            language_model=dreamer,
+        )
     console = Console(stderr=True)
     with console.status(f"dream {dream.id}: starting") as status:
 
@@ -144,7 +198,7 @@ def _run_with_progress(engine: Any, dream: Dream) -> Dream:
             console.log(line)
             status.update(f"dream {dream.id}: {line}")
 
-        return run_dream(engine, dream, progress=progress)
+        return run_dream(engine, dream, progress=progress, language_model=dreamer)
 
 
 @dream_app.command("ls")
@@ -211,9 +265,12 @@ def dream_apply(
 ) -> None:
     """Apply a completed dream's output to its input store (SPEC §11): the output (a
     fork of the input, ``create_new``) is merged into the input, three-way against the
-    fork's base, after an automatic snapshot (`memfs store merge`). Review it first with
-    `memfs diff INPUT OUTPUT`. A dream made with --update-existing changed its input
+    fork's base, after an automatic snapshot (`memfs store merge`), with the notes of
+    what kept memories absorbed (memfs_absorbed). Review it first with
+    `memfs dream diff DREAM`. A dream made with --update-existing changed its input
     already: there is nothing to apply."""
+    from memfs.dreams.apply import apply_dream
+
     with command_engine(database) as engine:
         dream = engine.dreams.get(dream_id)
         if dream.status is not DreamStatus.COMPLETED:
@@ -222,24 +279,59 @@ def dream_apply(
             typer.echo(f"dream {dream.id} wrote into its input store already (update_existing); "
                        "its automatic snapshot undoes it")
             return
-        output = dream.output_store_id
-        if output is None:
-            fail(f"dream {dream.id} has no output store")
-        history = engine.for_caller(actor=command_actor()).history
-        plan = (
-            history.plan_merge(output, into=dream.input_store_id)
-            if dry_run
-            else history.merge(output, into=dream.input_store_id, reason=f"apply dream {dream.id}")
-        )
+        plan, carried = apply_dream(engine, dream, actor=command_actor(), dry_run=dry_run)
     verb = "would apply" if dry_run else "applied"
     counts: dict[str, int] = {}
     for step in plan.steps:
         counts[step.action.value] = counts.get(step.action.value, 0) + 1
     summary = ", ".join(f"{n} {action}" for action, n in sorted(counts.items())) or "no change"
     typer.echo(f"{verb} dream {dream.id} to {dream.input_store_id}: {summary}")
+    if carried:
+        typer.echo(f"{carried} note{'s' if carried != 1 else ''} of what a kept memory absorbed "
+                   "(memfs_absorbed) carried to the input")
     if plan.snapshot is not None:
         typer.echo(f"snapshot {plan.snapshot.name} taken first; undo with: memfs store restore "
                    f"{dream.input_store_id} --to {plan.snapshot.name}")
+
+
+def _dream_points(engine: Any, dream: Dream) -> tuple[str, str]:
+    """``(A, B)`` for ``memfs diff`` of what ``dream`` changed: ``INPUT OUTPUT`` for
+    ``create_new``; ``INPUT@<its automatic snapshot> INPUT`` for ``update_existing``."""
+    if dream.output_store_id is None:
+        fail(f"dream {dream.id} is {dream.status.value} and has no output store yet")
+    if dream.output_behavior is OutputBehavior.CREATE_NEW:
+        return dream.input_store_id, dream.output_store_id
+    wanted = f"before dream {dream.id}"
+    cursor = None
+    while True:
+        page = engine.snapshots.list(dream.input_store_id, limit=100, cursor=cursor)
+        for snapshot in page.items:
+            if snapshot.description == wanted:
+                return f"{dream.input_store_id}@{snapshot.name}", dream.input_store_id
+        cursor = page.next_cursor
+        if cursor is None:
+            fail(f"dream {dream.id} wrote into its input, and its automatic snapshot "
+                 "is gone: nothing to compare it with")
+
+
+@dream_app.command("diff")
+def dream_diff(
+    dream_id: Annotated[str, typer.Argument(metavar="DREAM")],
+    stat: Annotated[bool, typer.Option("--stat", help="Lines changed per memory.")] = False,
+    name_only: Annotated[
+        bool, typer.Option("--name-only", help="Only the paths of the memories that differ.")
+    ] = False,
+    as_json: JsonOption = False,
+    database: DatabaseOption = None,
+) -> None:
+    """Show what a dream changed: `memfs diff INPUT OUTPUT` (create_new), or its input
+    since the automatic snapshot it took (--update-existing). Exit 0 equal, 1 different,
+    2 error."""
+    from memfs.cli.history import diff_command
+
+    with command_engine(database) as engine:
+        old, new = _dream_points(engine, engine.dreams.get(dream_id))
+    diff_command(old, new, stat=stat, name_only=name_only, as_json=as_json, database=database)
 
 
 @dream_app.command("archive")

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from memfs.cli._common import DatabaseOption, LogFormatOption, check_log_format, secure_home
+from memfs.cli.dreams import DreamBaseUrlOption, DreamKeyFileOption, language_dreamer
 from memfs.core.config import DEFAULT_API_HOST, DEFAULT_API_PORT
 from memfs.core.rules import parse_duration_s
 
@@ -60,11 +61,15 @@ def serve_command(
         ),
     ] = False,
     log_format: LogFormatOption = "text",
+    dream_base_url: DreamBaseUrlOption = None,
+    dream_api_key_file: DreamKeyFileOption = None,
 ) -> None:
     """Serve the REST API (anthropic SDK compatible) with Hypercorn on trio.
 
     Prints 'memfs: serving on http://HOST:PORT' once listening; SIGINT/SIGTERM stop it.
     A port in use or a database that can't be opened is one error line, exit status 1.
+    Dreams of a language model (SPEC §11) call the Messages API of --dream-base-url with
+    the key in --dream-api-key-file (default: $ANTHROPIC_BASE_URL, $ANTHROPIC_API_KEY).
     """
     from memfs.api.serve import serve
     from memfs.console import create_console
@@ -73,6 +78,7 @@ def serve_command(
     check_log_format(log_format)
     interval_s = None if prune_interval.strip() == "never" else parse_duration_s(prune_interval)
     secure_home()
+    dreamer = language_dreamer(dream_base_url, dream_api_key_file)
     serve(
         database, host=host, port=port, insecure_dev=insecure_dev,
         certfile=certfile, keyfile=keyfile, prune_interval_s=interval_s,
@@ -81,4 +87,5 @@ def serve_command(
         endpoints={"/mcp": lambda engine, insecure: McpHttpEndpoint(engine, insecure_dev=insecure)},
         # The web console (SPEC §12) on the same engine and credentials.
         mounts={} if no_console else {"/console": create_console},
+        language_dreamer=dreamer,
     )

@@ -5,19 +5,24 @@ open are chosen here and documented once.
 
 Every environment variable memfs reads is read here, and only here:
 
-==========================  =========================================================
-``MEMFS_HOME``              the data directory (:func:`memfs_home`)
-``MEMFS_DATABASE``          the store database (:func:`database_url`)
-``MEMFS_MEMORY_LIMIT``      live memories per store (:func:`memory_limit`)
-``MEMFS_SQLITE_SYNC``       ``full`` or ``normal`` (:func:`sqlite_synchronous_full`)
-``MEMFS_TOKEN``             a remote mount's session token (:func:`session_token`)
-``MEMFS_SEARCH_MODEL_DIR``  a local embedding model for semantic search
-                            (:func:`search_model_dir`)
-``ANTHROPIC_API_KEY``       the key of the language-model dreamer (:func:`dream_endpoint`)
-``ANTHROPIC_BASE_URL``      its Messages API endpoint (:func:`dream_endpoint`)
-``MEMFS_DREAM_DECAY_BELOW`` the consolidating dreamer's decay threshold
-                            (:func:`dream_decay_below`)
-==========================  =========================================================
+================================  =========================================================
+``MEMFS_HOME``                    the data directory (:func:`memfs_home`)
+``MEMFS_DATABASE``                the store database (:func:`database_url`)
+``MEMFS_MEMORY_LIMIT``            live memories per store (:func:`memory_limit`)
+``MEMFS_SQLITE_SYNC``             ``full`` or ``normal`` (:func:`sqlite_synchronous_full`)
+``MEMFS_TOKEN``                   a remote mount's session token (:func:`session_token`)
+``MEMFS_SEARCH_MODEL_DIR``        a local embedding model for semantic search
+                                  (:func:`search_model_dir`)
+``ANTHROPIC_API_KEY``             the key of the language-model dreamer (:func:`dream_endpoint`)
+``ANTHROPIC_BASE_URL``            its Messages API endpoint (:func:`dream_endpoint`)
+``MEMFS_DREAM_DECAY_BELOW``       the consolidating dreamer's decay threshold
+                                  (:func:`dream_decay_below`)
+``MEMFS_DREAM_NEAR_DUPLICATE``    its near-duplicate similarity
+                                  (:func:`dream_near_duplicate`)
+``MEMFS_DREAM_MAX_TURNS``         the language-model dreamer's turn limit
+                                  (:func:`dream_max_turns`)
+``MEMFS_DREAM_TIME_LIMIT``        its wall-time limit in seconds (:func:`dream_time_limit_s`)
+================================  =========================================================
 """
 
 from __future__ import annotations
@@ -65,8 +70,21 @@ __all__ = [
     "MAX_DREAM_SESSIONS",
     "MAX_DREAM_MODEL_ID_CHARS",
     "database_url",
+    "DEFAULT_DREAM_MAX_TURNS",
+    "DEFAULT_DREAM_NEAR_DUPLICATE",
+    "DEFAULT_DREAM_TIME_LIMIT_S",
+    "DREAM_MAX_OUTPUT_TOKENS",
+    "MAX_DREAM_TRANSCRIPT_CHARS",
+    "MAX_DREAM_LAYOUT_ENTRIES",
+    "EVENT_STREAM_IDLE_S",
+    "EVENT_STREAM_PING_S",
+    "EVENT_STREAM_POLL_S",
+    "MAX_EVENT_STREAM_IDLE_S",
     "dream_decay_below",
     "dream_endpoint",
+    "dream_max_turns",
+    "dream_near_duplicate",
+    "dream_time_limit_s",
     "memfs_home",
     "memory_limit",
     "search_model_dir",
@@ -238,11 +256,88 @@ def dream_decay_below() -> float:
     return value
 
 
-def dream_endpoint() -> tuple[str, str | None] | None:
+def dream_endpoint(
+    api_key: str | None = None, base_url: str | None = None
+) -> tuple[str, str | None] | None:
     """The Messages API the language-model dreamer calls: ``(api key, base URL or None
-    for the SDK's default)`` from the anthropic SDK's own ``ANTHROPIC_API_KEY`` and
-    ``ANTHROPIC_BASE_URL``; None when no key is configured."""
-    key = os.environ.get("ANTHROPIC_API_KEY", "").strip()
+    for the SDK's default)``. ``api_key`` and ``base_url`` (``memfs serve
+    --dream-api-key-file``, ``--dream-base-url``) win over the anthropic SDK's own
+    ``ANTHROPIC_API_KEY`` and ``ANTHROPIC_BASE_URL``; None when no key is configured."""
+    key = (api_key or "").strip() or os.environ.get("ANTHROPIC_API_KEY", "").strip()
     if not key:
         return None
-    return key, os.environ.get("ANTHROPIC_BASE_URL", "").strip() or None
+    url = (base_url or "").strip() or os.environ.get("ANTHROPIC_BASE_URL", "").strip()
+    return key, url or None
+
+
+# A session's event stream (GET /v1/sessions/{id}/events/stream) ends after this many
+# seconds without a new event (its ``timeout_s``; at most MAX_…), or when the session's
+# dream has ended ...
+EVENT_STREAM_IDLE_S = 300.0
+MAX_EVENT_STREAM_IDLE_S = 3600.0
+# ... sends a ``ping`` event after this many quiet seconds (proxies keep it open) ...
+EVENT_STREAM_PING_S = 15.0
+# ... and looks for new events this often (seconds).
+EVENT_STREAM_POLL_S = 0.2
+
+# The language-model dreamer (memfs.memory_tool.dreamer): at most this many model turns
+# (one Messages API call each) ...
+DEFAULT_DREAM_MAX_TURNS = 40
+# ... and this much wall time (seconds) per dream; past either, the dream fails
+# (``dream_turn_limit``, ``dream_time_limit``) with its output as far as it got.
+DEFAULT_DREAM_TIME_LIMIT_S = 900.0
+# ``max_tokens`` of each of its model turns (tokens).
+DREAM_MAX_OUTPUT_TOKENS = 8192
+# Transcript text put in its context, all sessions together (characters); the rest is
+# cut, and the context says so.
+MAX_DREAM_TRANSCRIPT_CHARS = 200_000
+# The store's layout in its context lists at most this many files (the model can view
+# the rest).
+MAX_DREAM_LAYOUT_ENTRIES = 2000
+# The consolidating dreamer merges two memories whose embeddings' cosine similarity is
+# at least this (SPEC §7's local model; only when one is configured).
+DEFAULT_DREAM_NEAR_DUPLICATE = 0.95
+
+
+def _positive_env(name: str, default: float) -> float:
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return default
+    value = float(raw)
+    if value <= 0:
+        raise ValueError(f"{name} must be a positive number")
+    return value
+
+
+def dream_max_turns() -> int:
+    """``$MEMFS_DREAM_MAX_TURNS``, else :data:`DEFAULT_DREAM_MAX_TURNS`.
+
+    Raises:
+        ValueError: not a positive whole number.
+    """
+    value = _positive_env("MEMFS_DREAM_MAX_TURNS", DEFAULT_DREAM_MAX_TURNS)
+    if value != int(value):
+        raise ValueError("MEMFS_DREAM_MAX_TURNS must be a positive whole number")
+    return int(value)
+
+
+def dream_time_limit_s() -> float:
+    """``$MEMFS_DREAM_TIME_LIMIT`` (seconds), else :data:`DEFAULT_DREAM_TIME_LIMIT_S`.
+
+    Raises:
+        ValueError: not a positive number.
+    """
+    return _positive_env("MEMFS_DREAM_TIME_LIMIT", DEFAULT_DREAM_TIME_LIMIT_S)
+
+
+def dream_near_duplicate() -> float:
+    """``$MEMFS_DREAM_NEAR_DUPLICATE`` (a cosine similarity, above 0 and at most 1),
+    else :data:`DEFAULT_DREAM_NEAR_DUPLICATE`.
+
+    Raises:
+        ValueError: not a number in (0, 1].
+    """
+    value = _positive_env("MEMFS_DREAM_NEAR_DUPLICATE", DEFAULT_DREAM_NEAR_DUPLICATE)
+    if value > 1:
+        raise ValueError("MEMFS_DREAM_NEAR_DUPLICATE must be a number above 0, at most 1")
+    return value

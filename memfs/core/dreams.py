@@ -32,8 +32,18 @@ __all__ = [
     "OutputBehavior",
     "Removal",
     "SessionEvent",
+    "USAGE_KEYS",
     "plan_consolidation",
 ]
+
+
+# A dream's ``usage``: token counts, as the SDK's ``BetaDreamUsage`` has them.
+USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
 
 
 class DreamStatus(enum.StrEnum):
@@ -137,7 +147,8 @@ class ConsolidationItem:
     """One live memory as the consolidating dreamer sees it.
 
     Attributes:
-        created_at: when the memory was created (the oldest of duplicates is kept).
+        created_at: when the memory was created in the input store (a fork's copy: its
+            original's time). Of duplicates, the one created first is kept.
         decay_score: its record's decay score (SPEC §6); None for a plain memory.
         supersedes: the memory ids its record's ``supersedes`` relations resolve to.
         metadata: its metadata (the kept duplicate's gets :data:`ABSORBED_METADATA_KEY`).
@@ -154,12 +165,28 @@ class ConsolidationItem:
 
 @dataclass(frozen=True)
 class Removal:
-    """A memory the dream removes (soft delete), and why."""
+    """A memory the dream removes (soft delete), and why.
+
+    Attributes:
+        reason: ``superseded``, ``decayed``, ``duplicate`` or ``near_duplicate``.
+        by_path: the superseding record, or the kept duplicate.
+        similarity: a near duplicate's cosine similarity to the kept one.
+    """
 
     memory_id: str
     path: str
-    reason: str  # "superseded", "decayed" or "duplicate"
-    by_path: str | None = None  # the superseding record, or the kept duplicate
+    reason: str
+    by_path: str | None = None
+    similarity: float | None = None
+
+
+# The removal reasons, in the order they are decided, and their ``removed`` count keys.
+_COUNTS = {
+    "superseded": "superseded",
+    "decayed": "decayed",
+    "duplicate": "duplicates",
+    "near_duplicate": "near_duplicates",
+}
 
 
 @dataclass(frozen=True)
@@ -172,24 +199,30 @@ class ConsolidationPlan:
     read: int
 
     def summary(self) -> dict[str, Any]:
-        """The dream's ``result`` (memfs extension): counts, and every change by path."""
-        counts = {"superseded": 0, "decayed": 0, "duplicate": 0}
+        """The dream's ``result`` (memfs extension): counts; ``merged_into``, each
+        removed duplicate's path → the path of the memory kept in its place; and every
+        change by path."""
+        counts = dict.fromkeys(_COUNTS.values(), 0)
         for removal in self.removals:
-            counts[removal.reason] += 1
+            counts[_COUNTS[removal.reason]] += 1
+        changes = []
+        for r in self.removals:
+            change: dict[str, Any] = {"path": r.path, "removed": r.reason}
+            if r.by_path:
+                change["by"] = r.by_path
+            if r.similarity is not None:
+                change["similarity"] = round(r.similarity, 4)
+            changes.append(change)
         return {
             "dreamer": "memfs-consolidate",
             "memories_read": self.read,
-            "removed": {
-                "duplicates": counts["duplicate"],
-                "decayed": counts["decayed"],
-                "superseded": counts["superseded"],
+            "removed": counts,
+            "merged_into": {
+                r.path: r.by_path
+                for r in sorted(self.removals, key=lambda r: r.path)
+                if r.reason in ("duplicate", "near_duplicate") and r.by_path
             },
-            "merged_into": {path: meta[ABSORBED_METADATA_KEY]
-                            for path, meta in sorted(self.absorbed.values())},
-            "changes": [
-                {"path": r.path, "removed": r.reason, **({"by": r.by_path} if r.by_path else {})}
-                for r in self.removals
-            ],
+            "changes": changes,
         }
 
 
@@ -224,18 +257,88 @@ def _superseded(ordered: Sequence[ConsolidationItem]) -> dict[str, Removal]:
     return removed
 
 
+def _keep_order(item: ConsolidationItem) -> tuple[datetime, str]:
+    """Of duplicates, the first in this order is kept: created first, then by path."""
+    return item.created_at, item.path
+
+
+class _Notes:
+    """What each kept memory absorbed (step 3 and 4 of :func:`plan_consolidation`)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.paths: dict[str, list[str]] = {}  # kept memory id → absorbed paths
+        self.kept: dict[str, ConsolidationItem] = {}
+
+    def absorb(self, kept: ConsolidationItem, other: ConsolidationItem) -> None:
+        if kept.memory_id not in self.paths:
+            before = kept.metadata.get(ABSORBED_METADATA_KEY, "").split(", ")
+            self.paths[kept.memory_id] = [p for p in before if p]
+            self.kept[kept.memory_id] = kept
+        paths = self.paths[kept.memory_id]
+        # What ``other`` absorbed before goes with it.
+        carried = self.paths.pop(other.memory_id, None)
+        self.kept.pop(other.memory_id, None)
+        if carried is None:
+            carried = [p for p in other.metadata.get(ABSORBED_METADATA_KEY, "").split(", ") if p]
+        for path in [other.path, *carried]:
+            if path not in paths:
+                paths.append(path)
+
+    def metadata(self) -> dict[str, tuple[str, Mapping[str, str]]]:
+        result: dict[str, tuple[str, Mapping[str, str]]] = {}
+        for memory_id, paths in self.paths.items():
+            kept = self.kept[memory_id]
+            metadata = dict(kept.metadata)
+            metadata[ABSORBED_METADATA_KEY] = _absorbed_note(paths, self.limit)
+            result[memory_id] = (kept.path, metadata)
+        return result
+
+
+def _near_duplicates(
+    left: Sequence[ConsolidationItem],
+    similar: Mapping[tuple[str, str], float],
+    removed: dict[str, Removal],
+    notes: _Notes,
+) -> None:
+    """Step 4 of :func:`plan_consolidation` on the memories ``left``, in keep order."""
+    for index, kept in enumerate(left):
+        if kept.memory_id in removed:
+            continue
+        near = [
+            other for other in left[index + 1 :]
+            if other.memory_id not in removed and (kept.memory_id, other.memory_id) in similar
+        ]
+        for other in sorted(near, key=lambda i: i.path):
+            removed[other.memory_id] = Removal(
+                other.memory_id, other.path, "near_duplicate", kept.path,
+                similar[(kept.memory_id, other.memory_id)],
+            )
+            notes.absorb(kept, other)
+
+
 def plan_consolidation(
-    items: Sequence[ConsolidationItem], *, decay_below: float, metadata_value_chars: int = 512
+    items: Sequence[ConsolidationItem],
+    *,
+    decay_below: float,
+    metadata_value_chars: int = 512,
+    similar: Mapping[tuple[str, str], float] | None = None,
 ) -> ConsolidationPlan:
     """What the ``memfs-consolidate`` dreamer does to a store, deterministically:
 
     1. ``supersedes`` relations applied: every live memory a record supersedes is
        removed (records by path; a record already removed supersedes nothing).
     2. Records whose ``decay_score`` is below ``decay_below`` are removed.
-    3. Exact duplicates (same content digest) merged: the oldest (by ``created_at``,
-       then path) is kept, the others removed, and the kept one's metadata
+    3. Exact duplicates (same content digest) merged: the one created first (then by
+       path) is kept, the others removed, and the kept one's metadata
        :data:`ABSORBED_METADATA_KEY` lists the paths it absorbed (with any it
        absorbed before).
+    4. Near duplicates, when ``similar`` is given (``(memory id, memory id)`` →
+       cosine similarity, both orders, only pairs at or above the threshold): taking
+       the memories left in keep order, each one not yet absorbed keeps every later
+       one similar to it, as in step 3 (a greedy grouping: two memories both similar
+       to a kept one but not to each other still go together; a chain A~B~C with A
+       and C dissimilar keeps C apart).
     """
     ordered = sorted(items, key=lambda i: i.path)
     removed = _superseded(ordered)
@@ -248,19 +351,20 @@ def plan_consolidation(
     for item in ordered:
         if item.memory_id not in removed:
             groups.setdefault(item.content_sha256, []).append(item)
-    absorbed: dict[str, tuple[str, Mapping[str, str]]] = {}
+    notes = _Notes(metadata_value_chars)
     for group in groups.values():
         if len(group) < 2:
             continue
-        group.sort(key=lambda i: (i.created_at, i.path))
+        group.sort(key=_keep_order)
         kept, others = group[0], sorted(group[1:], key=lambda i: i.path)
         for other in others:
             removed[other.memory_id] = Removal(other.memory_id, other.path, "duplicate", kept.path)
-        before = [p for p in kept.metadata.get(ABSORBED_METADATA_KEY, "").split(", ") if p]
-        paths = before + [o.path for o in others if o.path not in before]
-        metadata = dict(kept.metadata)
-        metadata[ABSORBED_METADATA_KEY] = _absorbed_note(paths, metadata_value_chars)
-        absorbed[kept.memory_id] = (kept.path, metadata)
+            notes.absorb(kept, other)
+    if similar:
+        left = sorted((i for i in ordered if i.memory_id not in removed), key=_keep_order)
+        _near_duplicates(left, similar, removed, notes)
+    order = list(_COUNTS)
+    removals = sorted(removed.values(), key=lambda r: order.index(r.reason))
     return ConsolidationPlan(
-        removals=tuple(removed.values()), absorbed=absorbed, read=len(items)
+        removals=tuple(removals), absorbed=notes.metadata(), read=len(items)
     )

@@ -10,11 +10,19 @@ server stopped). Its changes so far stay in the output store (and, for
 ``update_existing``, its automatic snapshot undoes them). Pending dreams wait for a
 runner and are claimed by exactly one.
 
+Which dreamer runs a dream is its ``model``: ``memfs-consolidate`` is
+:mod:`memfs.dreams.consolidate`; any other id is the language-model dreamer, a
+:class:`LanguageDreamer` the composition root hands in (``memfs serve`` and ``memfs
+dream create --wait`` give :class:`memfs.memory_tool.dreamer.MessagesDreamer`: it needs
+the anthropic SDK and the memory tool, floors above this one). It gets a
+:class:`DreamJob`: the output store, the transcripts, and the dream's session to say
+what it does, record usage and learn of a cancel.
+
 Errors that fail a dream (``error.type``): a memfs error's ``code`` (e.g.
-``store_archived``), ``model_endpoint_not_configured`` (a language model without
-``ANTHROPIC_API_KEY``), ``model_dreamer_unavailable`` (one with it: this build has no
-language-model dreamer yet),
-``dream_interrupted``, ``internal_error``.
+``store_archived``), ``model_endpoint_not_configured`` (a language model and no
+endpoint: no ``ANTHROPIC_API_KEY``, no ``--dream-api-key-file``), the language-model
+dreamer's own (the SDK error's class name, e.g. ``RateLimitError``; ``dream_turn_limit``,
+``dream_time_limit``), ``dream_interrupted``, ``internal_error``.
 """
 
 from __future__ import annotations
@@ -22,18 +30,27 @@ from __future__ import annotations
 import logging
 import threading
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from memfs.core import config
-from memfs.core.dreams import Dream, DreamStatus, OutputBehavior
+from memfs.core.dreams import USAGE_KEYS, Dream, DreamStatus, OutputBehavior, SessionEvent
 from memfs.core.errors import MemfsError
 from memfs.core.model import Access, Actor
 from memfs.dreams.consolidate import Canceled, consolidate
 from memfs.store import Engine, ResourceSpec
 
-__all__ = ["DreamFailed", "DreamRunner", "run_dream"]
+__all__ = [
+    "Canceled",
+    "DreamFailed",
+    "DreamJob",
+    "DreamRunner",
+    "LanguageDreamer",
+    "not_configured",
+    "run_dream",
+]
 
 log = logging.getLogger(__name__)
 
@@ -51,20 +68,68 @@ class DreamFailed(Exception):
         self.message = message
 
 
-def _language_model(dream: Dream) -> None:
-    """The language-model dreamer's entry: fails at once, naming why."""
-    if config.dream_endpoint() is None:
-        raise DreamFailed(
-            "model_endpoint_not_configured",
-            f"model {dream.model_id!r} runs through the Messages API, and no endpoint is "
-            "configured: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another "
-            f"endpoint), or use model {config.CONSOLIDATE_MODEL!r}, which needs none",
-        )
-    raise DreamFailed(
-        "model_dreamer_unavailable",
-        f"this memfs has no language-model dreamer yet; use model "
-        f"{config.CONSOLIDATE_MODEL!r}",
+def not_configured(dream: Dream) -> DreamFailed:
+    """The failure of a language-model dream with no Messages API endpoint configured."""
+    return DreamFailed(
+        "model_endpoint_not_configured",
+        f"model {dream.model_id!r} runs through the Messages API, and no endpoint is "
+        "configured: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint), "
+        "or start memfs serve with --dream-api-key-file (and --dream-base-url); or use "
+        f"model {config.CONSOLIDATE_MODEL!r}, which needs none",
     )
+
+
+@dataclass
+class DreamJob:
+    """What a dreamer gets to run one dream (the runner made the session and the output).
+
+    Attributes:
+        engine: the open engine.
+        dream: the dream, as claimed.
+        session_id: the dream's session: every version it writes names it.
+        output_store_id: the store it writes (a fork of the input, or the input).
+        transcripts: ``(session id, events)`` of each session it reads, in order.
+        step: says a line (the progress display and the session's ``agent.message``
+            events) and beats the heartbeat; False means the dream was canceled: stop.
+        usage: tokens used so far, summed by :meth:`add_usage`.
+    """
+
+    engine: Engine
+    dream: Dream
+    session_id: str
+    output_store_id: str
+    transcripts: Sequence[tuple[str, Sequence[SessionEvent]]]
+    step: Callable[[str], bool]
+    usage: dict[str, int] = field(default_factory=dict)
+
+    def events(self, events: Sequence[Mapping[str, Any]]) -> list[SessionEvent]:
+        """Appends ``events`` (e.g. ``agent.tool_use``) to the dream session's
+        transcript; returns them as stored (with their ids)."""
+        return self.engine.transcripts.append(self.session_id, events)
+
+    def add_usage(self, counts: Mapping[str, int | None]) -> bool:
+        """Adds a model turn's token counts to the dream's ``usage`` (unknown keys and
+        None counts are ignored) and records it; returns whether the dream still runs."""
+        for key in self.usage:
+            self.usage[key] += int(counts.get(key) or 0)
+        self.engine.dreams.set_usage(self.dream.id, self.usage)
+        return self.engine.dreams.record(self.dream.id)
+
+
+class LanguageDreamer(Protocol):
+    """The language-model dreamer, as the runner calls it (module docstring)."""
+
+    def check(self, dream: Dream) -> None:
+        """Raises :class:`DreamFailed` when ``dream`` can't run at all (no endpoint):
+        called before anything is made for it."""
+
+    def run(self, job: DreamJob) -> dict[str, Any]:
+        """Runs the dream on ``job.output_store_id``; returns its ``result``.
+
+        Raises:
+            Canceled: ``job.step`` said stop. DreamFailed: a named failure.
+        """
+        ...
 
 
 def run_dream(
@@ -73,10 +138,18 @@ def run_dream(
     *,
     progress: Callable[[str], None] | None = None,
     decay_below: float | None = None,
+    language_model: LanguageDreamer | None = None,
 ) -> Dream:
     """Runs a dream the caller claimed (``running``) to its end: ``completed``,
     ``failed`` (named), or stopped at the next step after a cancel. Never raises for
-    the dream's own failures: they are its ``error``. Returns the dream as it ended."""
+    the dream's own failures: they are its ``error``. Returns the dream as it ended.
+
+    Args:
+        progress: called with each line the dream says.
+        decay_below: the consolidating dreamer's threshold (default: the setting).
+        language_model: runs every model other than ``memfs-consolidate``; None: such a
+            dream fails with ``model_endpoint_not_configured``.
+    """
     threshold = config.dream_decay_below() if decay_below is None else decay_below
 
     def say(line: str) -> None:
@@ -84,59 +157,97 @@ def run_dream(
             progress(line)
 
     try:
-        if dream.model_id != config.CONSOLIDATE_MODEL:
-            _language_model(dream)
-        access = (
-            Access.READ_WRITE
-            if dream.output_behavior is OutputBehavior.UPDATE_EXISTING
-            else Access.READ_ONLY
-        )
-        session, _ = engine.sessions.create(
-            [ResourceSpec(dream.input_store_id, access)],
-            with_token=False,
-            title=f"dream {dream.id}",
-        )
-        engine.dreams.record(dream.id, session_id=session.id)
-        caller = engine.for_caller(actor=Actor.session(session.id))
-
-        def step(line: str) -> bool:
-            say(line)
-            engine.transcripts.append(
-                session.id, [{"type": "agent.message", "content": [{"type": "text", "text": line}]}]
-            )
-            return engine.dreams.record(dream.id)
-
-        transcript_events = 0
-        for session_id in dream.session_ids or ():
-            events = engine.transcripts.all(session_id)
-            transcript_events += len(events)
-            if not step(f"read the transcript of {session_id}: {len(events)} events"):
-                raise Canceled
-        output = _output_store(engine, caller, dream, step)
-        result: dict[str, Any] = consolidate(
-            caller, output, decay_below=threshold, step=step
-        )
-        result["transcript_events_read"] = transcript_events
-        result["output_store_id"] = output
-        say("done")
-        if engine.dreams.complete(dream.id, result):
-            step_line = f"completed: {result['removed']}"
-            engine.transcripts.append(
-                session.id,
-                [{"type": "agent.message", "content": [{"type": "text", "text": step_line}]}],
-            )
+        _run(engine, dream, say, threshold, language_model)
     except Canceled:
         say("canceled")
     except DreamFailed as failure:
-        say(f"failed: {failure.error_type}: {failure.message}")
-        engine.dreams.fail(dream.id, failure.error_type, failure.message)
+        _failed(engine, dream, failure.error_type, failure.message, say)
     except MemfsError as exc:
-        say(f"failed: {exc.code}: {exc.message}")
-        engine.dreams.fail(dream.id, exc.code, exc.message)
+        _failed(engine, dream, exc.code, exc.message, say)
     except Exception as exc:  # a bug: the dream says so, the log has the traceback
         log.exception("dream %s failed", dream.id)
-        engine.dreams.fail(dream.id, "internal_error", f"{type(exc).__name__}: {exc}")
+        _failed(engine, dream, "internal_error", f"{type(exc).__name__}: {exc}", say)
     return engine.dreams.get(dream.id)
+
+
+def _tell(engine: Engine, session_id: str, line: str) -> None:
+    """Appends ``line`` to the dream session's transcript (an ``agent.message``)."""
+    engine.transcripts.append(
+        session_id, [{"type": "agent.message", "content": [{"type": "text", "text": line}]}]
+    )
+
+
+def _failed(
+    engine: Engine, dream: Dream, error_type: str, message: str, say: Callable[[str], None]
+) -> None:
+    """Fails the dream; its session's transcript (if it got one) says why, in the same
+    transaction."""
+    line = f"failed: {error_type}: {message}"
+    say(line)
+    engine.dreams.fail(dream.id, error_type, message, say=line)
+
+
+def _run(
+    engine: Engine,
+    dream: Dream,
+    say: Callable[[str], None],
+    threshold: float,
+    language_model: LanguageDreamer | None,
+) -> None:
+    """:func:`run_dream`'s work; raises what it turns into the dream's end."""
+    if dream.model_id != config.CONSOLIDATE_MODEL:
+        if language_model is None:
+            raise not_configured(dream)
+        language_model.check(dream)
+    access = (
+        Access.READ_WRITE
+        if dream.output_behavior is OutputBehavior.UPDATE_EXISTING
+        else Access.READ_ONLY
+    )
+    session, _ = engine.sessions.create(
+        [ResourceSpec(dream.input_store_id, access)],
+        with_token=False,
+        title=f"dream {dream.id}",
+    )
+    engine.dreams.record(dream.id, session_id=session.id)
+    caller = engine.for_caller(actor=Actor.session(session.id))
+
+    def step(line: str) -> bool:
+        say(line)
+        _tell(engine, session.id, line)
+        return engine.dreams.record(dream.id)
+
+    transcript_events = 0
+    transcripts: list[tuple[str, Sequence[SessionEvent]]] = []
+    for session_id in dream.session_ids or ():
+        events = engine.transcripts.all(session_id)
+        transcript_events += len(events)
+        transcripts.append((session_id, events))
+        if not step(f"read the transcript of {session_id}: {len(events)} events"):
+            raise Canceled
+    output = _output_store(engine, caller, dream, step)
+    result: dict[str, Any]
+    if dream.model_id == config.CONSOLIDATE_MODEL:
+        result = consolidate(
+            caller, output, decay_below=threshold, step=step,
+            input_store_id=dream.input_store_id, embed=engine.embed,
+        )
+        done = f"completed: {result['removed']}"
+    else:
+        assert language_model is not None
+        job = DreamJob(
+            engine, dream, session.id, output, transcripts, step,
+            usage={key: int(dream.usage.get(key, 0)) for key in USAGE_KEYS},
+        )
+        result = language_model.run(job)
+        done = (
+            f"completed: {result.get('tool_calls', 0)} tool calls in "
+            f"{result.get('turns', 0)} turns"
+        )
+    result["transcript_events_read"] = transcript_events
+    result["output_store_id"] = output
+    say("done")
+    engine.dreams.complete(dream.id, result, say=done)
 
 
 def _output_store(engine: Engine, caller: Any, dream: Dream, step: Callable[[str], bool]) -> str:
@@ -171,6 +282,8 @@ class DreamRunner:
         engine: the open engine (the caller closes it after :meth:`stop`).
         stale_s: a running dream whose heartbeat is older than this lost its job.
         poll_s: how often to look for pending dreams made by other processes.
+        language_model: runs the dreams of models other than ``memfs-consolidate``
+            (:func:`run_dream`).
     """
 
     def __init__(
@@ -179,8 +292,10 @@ class DreamRunner:
         *,
         stale_s: float = config.DREAM_STALE_S,
         poll_s: float = POLL_S,
+        language_model: LanguageDreamer | None = None,
     ) -> None:
         self.engine = engine
+        self.language_model = language_model
         self.stale_s = stale_s
         self.poll_s = poll_s
         self.runner_id = f"runner-{uuid.uuid4().hex[:12]}"
@@ -223,7 +338,7 @@ class DreamRunner:
                 log.warning("dream runner: %s", exc)
                 dream = None
             if dream is not None and dream.status is DreamStatus.RUNNING:
-                run_dream(self.engine, dream)
+                run_dream(self.engine, dream, language_model=self.language_model)
                 continue
             self._wake.wait(self.poll_s)
             self._wake.clear()

@@ -11,6 +11,8 @@ module                      concern
 ``access``                  the port to memfs: an embedded engine, or a server
                             with a session token
 ``refusals``                domain errors → the tool's error texts, one table
+``dreamer``                 the language-model dreamer (SPEC §11): the Messages
+                            API with the tool on a dream's output store
 ==========================  ====================================================
 
 Usage::

@@ -40,6 +40,7 @@ from memfs.core.model import Page, utcnow
 from memfs.store._common import Cursor, check_limit, lock_store, now, parse_ts, ts
 from memfs.store._facade import Facade
 from memfs.store.schema import dreams, session_events, sessions
+from memfs.store.transcripts import append_events
 
 __all__ = ["Dreams", "ZERO_USAGE"]
 
@@ -164,6 +165,18 @@ def _transition(
         .values(**values)
     )
     return bool(result.rowcount)
+
+
+def _say(conn: Connection, dream_id: str, line: str) -> None:
+    """Appends ``line`` as an ``agent.message`` to the dream's session, if it has one."""
+    session_id = conn.execute(
+        select(dreams.c.session_id).where(dreams.c.id == dream_id)
+    ).scalar()
+    if session_id is not None:
+        append_events(
+            conn, session_id,
+            [{"type": "agent.message", "content": [{"type": "text", "text": line}]}],
+        )
 
 
 class Dreams(Facade):
@@ -391,26 +404,50 @@ class Dreams(Facade):
         with self._write() as conn:
             return _transition(conn, dream_id, (DreamStatus.RUNNING,), values)
 
+    def set_usage(self, dream_id: str, usage: Mapping[str, int]) -> None:
+        """Records the dream's token ``usage`` whatever its status: a model turn in
+        flight when the dream was canceled was used all the same (the SDK's
+        ``BetaDreamUsage``: counts can keep changing after a cancel)."""
+        with self._write() as conn:
+            conn.execute(
+                update(dreams).where(dreams.c.id == dream_id)
+                .values(usage_json=json.dumps(dict(usage)))
+            )
+
     def still_running(self, dream_id: str) -> bool:
         """Whether the dream is still ``running`` (not canceled meanwhile)."""
         with self._read() as conn:
             status = conn.execute(select(dreams.c.status).where(dreams.c.id == dream_id)).scalar()
         return status == DreamStatus.RUNNING.value
 
-    def complete(self, dream_id: str, result: Mapping[str, Any]) -> bool:
-        """``running → completed`` with its result; False when it was canceled first."""
+    def of_session(self, session_id: str) -> Dream | None:
+        """The dream whose own session ``session_id`` is, or None."""
+        with self._read() as conn:
+            row = conn.execute(select(dreams).where(dreams.c.session_id == session_id)).first()
+        return None if row is None else _dream(row)
+
+    def complete(
+        self, dream_id: str, result: Mapping[str, Any], *, say: str | None = None
+    ) -> bool:
+        """``running → completed`` with its result; False when it was canceled first.
+        ``say``: an ``agent.message`` appended to the dream's session in the same
+        transaction (an event stream that sees the dream ended has seen it too)."""
         with self._write() as conn:
-            return _transition(
+            done = _transition(
                 conn, dream_id, (DreamStatus.RUNNING,),
                 {"status": DreamStatus.COMPLETED.value, "ended_at": now(),
                  "result_json": json.dumps(dict(result), sort_keys=True)},
             )
+            if done and say is not None:
+                _say(conn, dream_id, say)
+            return done
 
     def fail(
         self, dream_id: str, error_type: str, message: str,
-        result: Mapping[str, Any] | None = None,
+        result: Mapping[str, Any] | None = None, *, say: str | None = None,
     ) -> bool:
-        """``pending|running → failed`` naming why; False when it had ended already."""
+        """``pending|running → failed`` naming why; False when it had ended already.
+        ``say``: as :meth:`complete` (when the dream has a session)."""
         values: dict[str, Any] = {
             "status": DreamStatus.FAILED.value,
             "ended_at": now(),
@@ -420,9 +457,12 @@ class Dreams(Facade):
         if result is not None:
             values["result_json"] = json.dumps(dict(result), sort_keys=True)
         with self._write() as conn:
-            return _transition(
+            done = _transition(
                 conn, dream_id, (DreamStatus.PENDING, DreamStatus.RUNNING), values
             )
+            if done and say is not None:
+                _say(conn, dream_id, say)
+            return done
 
     def fail_stale(self, older_than_s: float, *, at: datetime | None = None) -> builtins.list[str]:
         """Marks ``failed`` (``dream_interrupted``) every running dream whose heartbeat is

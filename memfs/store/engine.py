@@ -83,6 +83,8 @@ from memfs.store.caller import Caller
 from memfs.store.schema import ERASED_FROM
 
 if TYPE_CHECKING:
+    import numpy as np
+
     from memfs.store import records as record_index
     from memfs.store.embedder import Embedder
     from memfs.store.embeddings import IndexLag
@@ -294,6 +296,19 @@ class Engine(Caller):
         )
         self._embedder.start()
         return True
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray | None:
+        """``texts`` as unit vectors of the local embedding model (SPEC §7), a float32
+        array ``(len(texts), dimensions)`` whose dot products are cosine similarities;
+        None when no model is configured.
+
+        Raises:
+            SearchUnavailable: ``$MEMFS_SEARCH_MODEL_DIR`` names no usable model.
+        """
+        from memfs.store import embeddings
+
+        model = embeddings.configured_model()
+        return None if model is None else model.embed(list(texts))
 
     def embedder_lag(self) -> IndexLag | None:
         """The lag this engine's embedder last saw (no I/O: safe on an event loop);

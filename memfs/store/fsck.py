@@ -11,16 +11,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from sqlalchemy import Connection, Row, and_, func, select
 from sqlalchemy.exc import DBAPIError
 
 from memfs.core import rules
-from memfs.core.config import MAX_SESSION_TTL_S
+from memfs.core.config import DREAM_STALE_S, MAX_SESSION_TTL_S
 from memfs.core.errors import InvalidInput
 from memfs.core.ids import blob_key_of, sha256_of
+from memfs.core.model import ChangeKind
 from memfs.core.points import validate_snapshot_name
 from memfs.store.blobs import EMPTY_BLOB_KEY
 from memfs.store.identities import check_mount_counts
@@ -32,6 +33,7 @@ from memfs.store.schema import (
     blobs,
     changes,
     console_sign_ins,
+    dreams,
     memories,
     sessions,
     snapshots,
@@ -555,6 +557,49 @@ def check_console_sign_ins(conn: Connection) -> Iterator[str]:
             yield f"{name}: expires at {r.expires_at}, not after its creation {r.created_at}"
 
 
+def check_dreams(conn: Connection, *, at: datetime | None = None) -> Iterator[str]:
+    """A completed dream has an output store that exists, or whose deletion the change
+    feed records (discarding a dream's output is a user's right); an ended dream has an
+    end time and a failed one its error; a running dream's job is alive: its heartbeat
+    is at most :data:`memfs.core.config.DREAM_STALE_S` old at ``at`` (default now),
+    else no runner has it (its server stopped: the next ``memfs serve`` marks it
+    failed, SPEC §11)."""
+    moment = datetime.now(tz=UTC) if at is None else at
+    stale = timedelta(seconds=DREAM_STALE_S)
+    live = set(conn.execute(select(stores.c.id)).scalars())
+    rows = conn.execute(
+        select(dreams.c.id, dreams.c.status, dreams.c.output_store_id, dreams.c.ended_at,
+               dreams.c.error_type, dreams.c.heartbeat_at, dreams.c.created_at)
+    ).all()
+    outputs = {r.output_store_id for r in rows if r.status == "completed" and r.output_store_id}
+    deleted = set(
+        conn.execute(
+            select(changes.c.store_id).where(
+                changes.c.store_id.in_(sorted(outputs - live)),
+                changes.c.kind == ChangeKind.STORE_DELETED.value,
+            )
+        ).scalars()
+    ) if outputs - live else set()
+    for r in rows:
+        if r.status == "completed":
+            if r.output_store_id is None:
+                yield f"dream {r.id}: completed without an output store"
+            elif r.output_store_id not in live and r.output_store_id not in deleted:
+                yield f"dream {r.id}: its output store {r.output_store_id} does not exist"
+        if r.status in ("completed", "failed", "canceled") and r.ended_at is None:
+            yield f"dream {r.id}: {r.status} without an end time"
+        if r.status == "failed" and not r.error_type:
+            yield f"dream {r.id}: failed without an error type"
+        if r.status == "running":
+            beat = datetime.fromisoformat(r.heartbeat_at or r.created_at)
+            if moment - beat > stale:
+                yield (
+                    f"dream {r.id}: running, but its job's last heartbeat was "
+                    f"{int((moment - beat).total_seconds())} s ago: no runner has it (its "
+                    "server stopped; the next memfs serve marks it failed)"
+                )
+
+
 def check_principals(conn: Connection) -> Iterator[str]:
     """A key's or session's principal is whole (SPEC §6, schema.py): roles iff a user
     id, and the roles a JSON list of strings."""
@@ -606,6 +651,7 @@ CHECKS: tuple[Callable[[Connection], Iterator[str]], ...] = (
     check_snapshots,
     check_forks,
     check_sessions,
+    check_dreams,
     check_console_sign_ins,
     check_principals,
     check_search_index,

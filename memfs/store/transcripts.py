@@ -174,6 +174,19 @@ class Transcripts(Facade):
             ).all()
         return [_event(r) for r in rows]
 
+    def after(self, session_id: str, seq: int, *, limit: int = 100) -> builtins.list[SessionEvent]:
+        """The session's events numbered above ``seq``, in order, at most ``limit`` (an
+        event stream's next read). Raises NotFound."""
+        with self._read() as conn:
+            get_session(conn, session_id)
+            rows = conn.execute(
+                select(session_events)
+                .where(session_events.c.session_id == session_id, session_events.c.seq > seq)
+                .order_by(session_events.c.seq)
+                .limit(limit)
+            ).all()
+        return [_event(r) for r in rows]
+
     def count(self, session_ids: Sequence[str]) -> dict[str, int]:
         """How many events each of ``session_ids`` holds (absent: none)."""
         with self._read() as conn:

@@ -1,28 +1,40 @@
 """Dreams and transcripts through the unmodified SDK (``client.beta.dreams``,
-``client.beta.sessions.events``) against ``memfs serve`` (SPEC §11, api-contract §7.4)."""
+``client.beta.sessions.events``) against ``memfs serve`` (SPEC §11, api-contract §7.4).
+
+The language-model dream here runs against a scripted Messages API endpoint that STANDS
+IN FOR A MODEL (``tests/_support/scripted_model.py``): ``memfs serve
+--dream-base-url`` points at it; everything on memfs's side is real."""
 
 from __future__ import annotations
 
-import time
+import json
 import uuid
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import anthropic
+import httpx
 import pytest
+from _support.cli import memfs_env, run_memfs
+from _support.polling import wait_until
+from _support.scripted_model import ScriptedModel, text, tool, turn
+from _support.serve import ServeProcess
 
 if TYPE_CHECKING:
     from tests.api.conftest import Server
 
+# A dream ends within this many seconds on a busy CI box (a few steps, each a write).
+DREAM_TIMEOUT_S = 30.0
 
-def wait_ended(client: anthropic.Anthropic, dream_id: str, timeout_s: float = 30.0) -> Any:
-    """Polls the dream until it ends (a condition, with a deadline)."""
-    deadline = time.monotonic() + timeout_s
-    while True:
+
+def wait_ended(client: anthropic.Anthropic, dream_id: str) -> Any:
+    """The dream, once it ended (polled with a deadline)."""
+
+    def ended() -> Any:
         dream = client.beta.dreams.retrieve(dream_id)
-        if dream.status in ("completed", "failed", "canceled"):
-            return dream
-        assert time.monotonic() < deadline, f"dream {dream_id} still {dream.status}"
-        time.sleep(0.05)
+        return dream if dream.status in ("completed", "failed", "canceled") else None
+
+    return wait_until(ended, f"dream {dream_id} to end", timeout_s=DREAM_TIMEOUT_S)
 
 
 def test_events_send_and_list_through_the_sdk(server: Server, admin: anthropic.Anthropic,
@@ -49,6 +61,32 @@ def test_events_send_and_list_through_the_sdk(server: Server, admin: anthropic.A
     admin.beta.sessions.delete(session["id"])
     with pytest.raises(anthropic.NotFoundError):
         list(admin.beta.sessions.events.list(session["id"]))
+
+
+def test_events_stream_follows_new_events(server: Server, admin: anthropic.Anthropic,
+                                          store: Any) -> None:
+    """``client.beta.sessions.events.stream``: the stored events, then each new one as
+    it is sent; a session that is no dream's stream ends after ``timeout_s`` quiet."""
+    session = server.session((store.id, "read_write"))
+    said = {"type": "text", "text": "first"}
+    admin.beta.sessions.events.send(session["id"], events=[{"type": "user.message",
+                                                            "content": [said]}])
+    with admin.beta.sessions.events.stream(session["id"],
+                                           extra_query={"timeout_s": 20}) as stream:
+        events = iter(stream)
+        first = next(events)
+        assert first.type == "user.message"
+        assert first.content[0].text == "first"  # type: ignore[union-attr]
+        later = {"type": "text", "text": "second"}
+        admin.beta.sessions.events.send(session["id"], events=[{"type": "user.message",
+                                                                "content": [later]}])
+        second = next(events)
+        assert second.content[0].text == "second"  # type: ignore[union-attr]
+    # timeout_s=0: what is stored, then the end.
+    with admin.beta.sessions.events.stream(session["id"], extra_query={"timeout_s": 0}) as s:
+        assert [e.content[0].text for e in s] == ["first", "second"]  # type: ignore[union-attr]
+    with pytest.raises(anthropic.NotFoundError):
+        admin.beta.sessions.events.stream("sesn_nope")
 
 
 def test_a_dream_through_the_sdk_update_existing(server: Server, admin: anthropic.Anthropic,
@@ -183,3 +221,102 @@ def test_one_active_dream_per_store_and_cancel(server: Server, admin: anthropic.
     [output] = ended.outputs
     assert output.memory_store_id != store.id
     assert admin.beta.memory_stores.retrieve(store.id).archived_at is None
+
+
+def test_a_language_model_dream_through_the_sdk(tmp_path: Path) -> None:
+    """``client.beta.dreams.create(model="claude-…")`` against ``memfs serve
+    --dream-base-url URL --dream-api-key-file FILE``: the scripted model views, edits,
+    creates, renames and deletes; the output store, usage and the dream session's
+    events (``client.beta.sessions.events.list``) are read back through the SDK."""
+    database = tmp_path / "store.db"
+    env = {k: v for k, v in memfs_env(tmp_path).items() if not k.startswith("ANTHROPIC_")}
+    made = run_memfs("key", "create", "--scope", "admin", "--database", str(database),
+                     "--json", env=env, timeout_s=60)
+    assert made.returncode == 0, made.stderr
+    secret = json.loads(made.stdout)["secret"]
+    key_file = tmp_path / "dream-key"
+    key_file.write_text("sk-ant-scripted-key\n")
+    key_file.chmod(0o600)
+    script = [
+        turn(tool("view", path="/memories"), input_tokens=500, output_tokens=20),
+        turn(tool("str_replace", path="/memories/city.md", old_str="Lyon", new_str="Paris"),
+             tool("delete", path="/memories/city-copy.md"), input_tokens=600, output_tokens=30),
+        turn(tool("create", path="/memories/alice.md", file_text="Alice lives in Paris.\n"),
+             tool("rename", old_path="/memories/todo.md", new_path="/memories/tasks.md"),
+             input_tokens=700, output_tokens=40),
+        turn(text("Alice moved to Paris; one copy removed."), input_tokens=800,
+             output_tokens=10),
+    ]
+    with ScriptedModel(script) as model:
+        server = ServeProcess(database, tmp_path, "--dream-base-url", model.url,
+                              "--dream-api-key-file", str(key_file), env=env)
+        client = anthropic.Anthropic(api_key=secret, base_url=server.url, timeout=30.0)
+        try:
+            store = client.beta.memory_stores.create(name="alice")
+            for path, content in (("/city.md", "Alice lives in Lyon.\n"),
+                                  ("/city-copy.md", "Alice lives in Lyon.\n"),
+                                  ("/todo.md", "buy milk\n")):
+                client.beta.memory_stores.memories.create(store.id, path=path, content=content)
+            made_session = httpx.post(
+                f"{server.url}/v1/sessions", headers={"authorization": f"Bearer {secret}"},
+                json={"resources": [{"type": "memory_store", "memory_store_id": store.id,
+                                     "access": "read_only"}]},
+            )
+            assert made_session.status_code == 200, made_session.text
+            session_id = made_session.json()["id"]
+            said = {"type": "text", "text": "I live in Paris now."}
+            client.beta.sessions.events.send(
+                session_id, events=[{"type": "user.message", "content": [said]}]
+            )
+            dream = client.beta.dreams.create(
+                inputs=[{"type": "memory_store", "memory_store_id": store.id},
+                        {"type": "sessions", "session_ids": [session_id]}],
+                model="claude-opus-4-7",
+                instructions="Keep one file per fact.",
+            )
+            ended = wait_ended(client, dream.id)
+            assert ended.status == "completed", ended.error
+            [output] = ended.outputs
+            assert output.memory_store_id != store.id
+            listed = {m.path: m for m in client.beta.memory_stores.memories.list(
+                output.memory_store_id) if m.type == "memory"}
+            assert sorted(listed) == ["/alice.md", "/city.md", "/tasks.md"]
+            city = client.beta.memory_stores.memories.retrieve(
+                listed["/city.md"].id, memory_store_id=output.memory_store_id)
+            assert city.content == "Alice lives in Paris.\n"
+            # The input is untouched (create_new).
+            assert sorted(m.path for m in client.beta.memory_stores.memories.list(store.id)
+                          if m.type == "memory") == ["/city-copy.md", "/city.md", "/todo.md"]
+            assert ended.usage.input_tokens == 2600
+            assert ended.usage.output_tokens == 100
+            # The dream's session: what it read and wrote, as events the SDK parses.
+            assert ended.session_id is not None
+            events = list(client.beta.sessions.events.list(ended.session_id, limit=100))
+            kinds = [e.type for e in events]
+            assert kinds.count("agent.tool_use") == 5
+            assert kinds.count("agent.tool_result") == 5
+            uses = [e for e in events if e.type == "agent.tool_use"]
+            assert [u.input["command"] for u in uses] == [  # type: ignore[union-attr]
+                "view", "str_replace", "delete", "create", "rename"]
+            assert uses[0].name == "memory"  # type: ignore[union-attr]
+            results = [e for e in events if e.type == "agent.tool_result"]
+            assert [r.tool_use_id for r in results] == [u.id for u in uses]  # type: ignore[union-attr]
+            # The same events streamed (SSE); the stream ends by itself: the dream ended.
+            with client.beta.sessions.events.stream(ended.session_id) as stream:
+                streamed = list(stream)
+            assert [e.id for e in streamed] == [e.id for e in events]
+            assert streamed[-1].content[0].text == "completed: 5 tool calls in 4 turns"  # type: ignore[union-attr]
+        finally:
+            client.close()
+            status = server.stop()
+    assert status == 0
+    assert "Traceback" not in server.log_text()
+    # The endpoint got the key of the file, the instructions and the transcript.
+    first = model.requests[0]
+    assert "sk-ant-scripted-key" in (first.headers.get("x-api-key"),
+                                     first.headers.get("authorization", "")[7:])
+    assert first.body["system"].endswith("Keep one file per fact.")
+    assert "I live in Paris now." in first.body["messages"][0]["content"]
+    assert len(model.requests) == 4
+    fsck = run_memfs("fsck", "--database", str(database), env=env, timeout_s=60)
+    assert fsck.returncode == 0, fsck.stdout + fsck.stderr

@@ -12,6 +12,7 @@ from memfs.core.dreams import DreamStatus, OutputBehavior
 from memfs.core.errors import Conflict, InvalidInput, NotFound, StoreArchived
 from memfs.core.model import ActorType, utcnow
 from memfs.dreams import DreamRunner, run_dream
+from memfs.dreams.apply import apply_dream
 from memfs.store import Engine, ResourceSpec
 
 
@@ -74,12 +75,14 @@ def test_consolidation_gives_the_exact_expected_store(engine: Engine) -> None:
         "decay_below": 0.05,
         "dreamer": "memfs-consolidate",
         "memories_read": 7,
+        # Each removed duplicate → the memory kept in its place.
         "merged_into": {
-            "/notes/coffee.md": "/inbox/coffee-again.md, /inbox/coffee-copy.md"
+            "/inbox/coffee-again.md": "/notes/coffee.md",
+            "/inbox/coffee-copy.md": "/notes/coffee.md",
         },
         "near_duplicates": "skipped: no embedding model is configured (MEMFS_SEARCH_MODEL_DIR)",
         "output_store_id": store_id,
-        "removed": {"decayed": 1, "duplicates": 2, "superseded": 1},
+        "removed": {"decayed": 1, "duplicates": 2, "near_duplicates": 0, "superseded": 1},
         "transcript_events_read": 0,
     }
     # An automatic snapshot first; every version the dream wrote names its session.
@@ -232,15 +235,21 @@ def test_create_new_dreams_into_a_fork_and_applying_merges_it_back(engine: Engin
     assert output != store_id
     assert engine.stores.get(output).forked_from == store_id
     assert {m.path: m.content for m in engine.memories.all(store_id)} == before
-    # A fork's memories were all created at the fork: the duplicates' tie breaks by path.
-    kept = ["/facts/city.md", "/inbox/coffee-again.md", "/profile.md"]
+    # The kept duplicate is the one created first in the input, as with
+    # update_existing (the fork's copies count from their originals).
+    kept = ["/facts/city.md", "/notes/coffee.md", "/profile.md"]
     assert sorted(m.path for m in engine.memories.all(output)) == kept
     diff = engine.history.diff(store_id, "now", output, "now")
     changes = [(e.status.value, e.old_path) for e in diff.entries]
     assert sorted(c for c in changes if c[0] != "modified") == [
         ("removed", "/episodes/weather.md"), ("removed", "/facts/old-city.md"),
-        ("removed", "/inbox/coffee-copy.md"), ("removed", "/notes/coffee.md"),
+        ("removed", "/inbox/coffee-again.md"), ("removed", "/inbox/coffee-copy.md"),
     ]
-    plan = engine.history.merge(output, into=store_id, reason=f"apply dream {dream.id}")
+    plan, carried = apply_dream(engine, dream, actor=None)
     assert plan.snapshot is not None
+    assert carried == 1
     assert sorted(m.path for m in engine.memories.all(store_id)) == kept
+    # The note of what the kept memory absorbed comes along (a metadata-only change).
+    coffee = next(m for m in engine.memories.all(store_id) if m.path == "/notes/coffee.md")
+    assert engine.memories.get(store_id, coffee.id).metadata == {
+        "memfs_absorbed": "/inbox/coffee-again.md, /inbox/coffee-copy.md"}

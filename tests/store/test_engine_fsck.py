@@ -413,6 +413,43 @@ def test_engine_refuses_to_overwrite_a_damaged_blob(
     assert [m.path for m in engine.memories.all(store.id)] == ["/a"]
 
 
+@covers("check_dreams")
+def test_dreams(engine: Engine, store: MemoryStore) -> None:
+    from memfs.core.dreams import OutputBehavior
+    from memfs.dreams import run_dream
+
+    def completed(name: str, behavior: OutputBehavior) -> str:
+        made = engine.stores.create(name)
+        engine.memories.create(made.id, "/a", "same")
+        engine.dreams.create(made.id, session_ids=None, model_id="memfs-consolidate",
+                             output_behavior=behavior)
+        claimed = engine.dreams.claim("fsck-test")
+        assert claimed is not None
+        ended = run_dream(engine, claimed)
+        assert ended.output_store_id is not None
+        return ended.id
+
+    ghost_output = completed("ghost output", OutputBehavior.UPDATE_EXISTING)
+    discarded = completed("discarded", OutputBehavior.CREATE_NEW)
+    # Deleting a dream's output store (discarding it) is no finding.
+    engine.stores.delete(engine.dreams.get(discarded).output_store_id or "")
+    assert findings(engine) == []
+    stale = engine.dreams.create(store.id, session_ids=None, model_id="memfs-consolidate")
+    assert engine.dreams.claim("a-server-that-stopped") is not None
+    errorless = completed("errorless", OutputBehavior.UPDATE_EXISTING)
+    raw = functools.partial(execute_sql, engine.url)
+    raw(f"UPDATE dreams SET output_store_id = 'memstore_ghost' WHERE id = '{ghost_output}'")
+    raw(f"UPDATE dreams SET heartbeat_at = '{WHEN}' WHERE id = '{stale.id}'")
+    raw(f"UPDATE dreams SET status = 'failed', ended_at = NULL WHERE id = '{errorless}'")
+    found = findings(engine)
+    assert len(found) == 4, found
+    assert f"dream {ghost_output}: its output store memstore_ghost does not exist" in found
+    assert f"dream {errorless}: failed without an end time" in found
+    assert f"dream {errorless}: failed without an error type" in found
+    [late] = [f for f in found if f.startswith(f"dream {stale.id}: running")]
+    assert "no runner has it" in late
+
+
 @covers("check_sessions")
 def test_sessions(engine: Engine, store: MemoryStore) -> None:
     key_, _ = engine.api_keys.create("k", [Scope.READ])

@@ -9,7 +9,7 @@ Who may do what:
   a store; a key limited to listed stores can't: 403 ``store_not_allowed``). Cancel and
   archive need the same; list and retrieve ``memory:read`` on the input store (another
   dream is the 404 of an unknown id).
-* a session's events: listed by whoever may read the session (its own token, a key
+* a session's events: listed and streamed by whoever may read the session (its own token, a key
   that may read its every store), and a key with a principal only for a session that
   speaks for the same user (SPEC §11: visibility by ``user_id``); sent by the session's
   own token or a key that could have created the session.
@@ -19,11 +19,17 @@ The job that runs a dream is :mod:`memfs.dreams` (started with the app).
 
 from __future__ import annotations
 
+import functools
+import json
+import time
+from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Annotated, Any
 
+import anyio
+import anyio.to_thread
 from fastapi import APIRouter, Query, Request
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, StreamingResponse
 from pydantic import BeforeValidator
 
 from memfs.api.auth import Principal
@@ -38,9 +44,15 @@ from memfs.api.routes._common import (
     run,
 )
 from memfs.api.routes.sessions import _require_handing, _visible_session
-from memfs.core.config import DEFAULT_PAGE_LIMIT
+from memfs.core.config import (
+    DEFAULT_PAGE_LIMIT,
+    EVENT_STREAM_IDLE_S,
+    EVENT_STREAM_PING_S,
+    EVENT_STREAM_POLL_S,
+    MAX_EVENT_STREAM_IDLE_S,
+)
 from memfs.core.dreams import Dream, DreamStatus, OutputBehavior
-from memfs.core.errors import InvalidInput, NotFound
+from memfs.core.errors import InvalidInput, MemfsError, NotFound
 from memfs.core.model import Scope, Session
 from memfs.store import Engine
 from memfs.wire.dreams import (
@@ -271,3 +283,101 @@ async def list_events(
         }
 
     return json_response(await run(request, op))
+
+
+_STREAM_BATCH = 100
+
+
+def _sse(event_type: str, data: dict[str, Any]) -> bytes:
+    return f"event: {event_type}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n".encode()
+
+
+async def _follow(
+    engine: Engine, session_id: str, dream_id: str | None, timeout_s: float
+) -> AsyncIterator[bytes]:
+    """The event stream's body (:func:`stream_events`)."""
+
+    def dream_ended() -> bool:
+        return dream_id is not None and engine.dreams.get(dream_id).status.final
+
+    seq = 0
+    quiet_since = pinged = time.monotonic()
+    while True:  # StreamingResponse cancels it when the client goes away
+        ended = await anyio.to_thread.run_sync(dream_ended)
+        # Read after looking at the status: a dream ends with its last event in the
+        # same transaction, so this read holds it.
+        batch = await anyio.to_thread.run_sync(
+            functools.partial(engine.transcripts.after, session_id, seq, limit=_STREAM_BATCH)
+        )
+        for event in batch:
+            seq = event.seq
+            yield _sse(event.type, event_to_wire(event))
+        now_s = time.monotonic()
+        if batch:
+            quiet_since = pinged = now_s
+            if len(batch) == _STREAM_BATCH:
+                continue
+        if ended or now_s - quiet_since >= timeout_s:
+            return
+        if now_s - pinged >= EVENT_STREAM_PING_S:
+            pinged = now_s
+            yield _sse("ping", {"type": "ping"})
+        await anyio.sleep(EVENT_STREAM_POLL_S)
+
+
+@router.get(
+    "/v1/sessions/{session_id}/events/stream",
+    response_class=StreamingResponse,
+    responses={200: {
+        "description": "Server-sent events: each event of the session as ``event: TYPE`` "
+        "and ``data: {the event as events.list gives it}``, and ``ping`` events.",
+        # Each server-sent event: its type, and the event object as JSON text.
+        "content": {"text/event-stream": {"schema": {
+            "type": "object",
+            "properties": {"event": {"type": "string"}, "data": {"type": "string"}},
+            "required": ["event", "data"],
+        }}},
+    }},
+)
+async def stream_events(
+    request: Request,
+    session_id: str,
+    timeout_s: Annotated[
+        float,
+        Query(
+            ge=0,
+            le=MAX_EVENT_STREAM_IDLE_S,
+            allow_inf_nan=False,
+            description="End the stream after this many seconds without a new event "
+            "(0 to 3600; default 300).",
+        ),
+    ] = EVENT_STREAM_IDLE_S,
+) -> StreamingResponse:
+    """``client.beta.sessions.events.stream``: the session's events as server-sent
+    events, from its first (as ``events.list`` gives them, each under its own ``event:``
+    type, which the SDK parses), then each new one as it is stored. It ends when the
+    session is a dream's (SPEC §11) and that dream has ended (its last event, e.g.
+    ``completed: …``, sent first; a canceled dream's stream ends at the cancel), or
+    after ``timeout_s`` seconds without a new event, or when the client goes away;
+    a ``ping`` event (which the SDK skips) every 15 quiet seconds. Who may: as
+    ``events.list``."""
+
+    def first(engine: Engine, principal: Principal) -> str | None:
+        _readable_transcript(engine, principal, session_id)
+        dream = engine.dreams.of_session(session_id)
+        return None if dream is None else dream.id
+
+    dream_id = await run(request, first)
+    engine: Engine = request.app.state.engine
+
+    async def events() -> AsyncIterator[bytes]:
+        try:
+            async for chunk in _follow(engine, session_id, dream_id, timeout_s):
+                yield chunk
+        except MemfsError as exc:  # e.g. the database away: the SDK raises an error event
+            yield _sse("error", {"type": "error", "error": {"type": exc.code,
+                                                            "message": exc.message}})
+
+    return StreamingResponse(
+        events(), media_type="text/event-stream", headers={"cache-control": "no-cache"}
+    )
