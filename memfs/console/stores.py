@@ -24,9 +24,11 @@ __all__ = [
     "archive_store",
     "audit_page",
     "create_store",
+    "crumbs_of",
     "delete_store",
     "delete_store_form",
     "deleted_page",
+    "parent_of",
     "restore_memory",
     "store_page",
     "stores_page",
@@ -105,14 +107,14 @@ def delete_store(current: Page) -> Response:
     return current.redirect(f"{CONSOLE_PATH}/")
 
 
-def _parent(prefix: str) -> str | None:
+def parent_of(prefix: str) -> str | None:
     """The directory above ``prefix`` (``/a/b/`` → ``/a/``), None at the root."""
     if prefix == "/":
         return None
     return prefix[: prefix.rstrip("/").rfind("/") + 1]
 
 
-def _crumbs(prefix: str) -> list[tuple[str, str]]:
+def crumbs_of(prefix: str) -> list[tuple[str, str]]:
     """(segment, its prefix) for each directory of ``prefix``, the root first."""
     crumbs = [("/", "/")]
     so_far = "/"
@@ -174,8 +176,8 @@ def store_page(current: Page) -> Response:
         title=store.name,
         store=store,
         prefix=prefix,
-        parent=_parent(prefix),
-        crumbs=_crumbs(prefix),
+        parent=parent_of(prefix),
+        crumbs=crumbs_of(prefix),
         dirs=dirs,
         memories=memories,
         query=query,

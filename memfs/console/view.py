@@ -69,10 +69,10 @@ log = logging.getLogger(__name__)
 Endpoint = Callable[[Request], Awaitable[Response]]
 
 # The sections of a store's navigation: (label, path below /console/stores/{id}).
-# History (SPEC §10: snapshots, as of, store diff and restore) and dreams (SPEC §11)
-# join this list when they are built.
 STORE_SECTIONS: tuple[tuple[str, str], ...] = (
     ("Memories", ""),
+    ("History", "/history"),
+    ("Dreams", "/dreams"),
     ("Deleted", "/deleted"),
     ("Audit trail", "/audit"),
 )
