@@ -1,7 +1,10 @@
 """Bulk import of a folder (or a JSON Lines file) into a store, and export back out.
 
-Used by ``memfs import`` and ``memfs export``. There is no SQL here: every write is one
-call into :class:`memfs.store.Engine`, which enforces the SPEC §1 rules again; the checks
+Used by ``memfs import`` and ``memfs export`` and by the console's import and export
+(:mod:`memfs.console.transfer`). There is no SQL here: every read and write is one
+call into a :class:`~memfs.store.caller.Caller`'s facades (the engine itself for the
+CLI; the signed-in credential's caller for the console, so its visibility and actor
+apply), which enforce the SPEC §1 rules again; the checks
 made here first only exist to name the problem of each refused file precisely and to
 avoid reading files that cannot be stored.
 
@@ -40,7 +43,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from memfs.cli.records_seed import file_to_seed, is_seed_record, seed_id_of, seed_to_file
 from memfs.core.config import MAX_CONTENT_BYTES
 from memfs.core.errors import (
     ContentTooLarge,
@@ -50,7 +52,7 @@ from memfs.core.errors import (
     PathConflict,
     PreconditionFailed,
 )
-from memfs.core.model import Actor, Memory
+from memfs.core.model import Memory
 from memfs.core.records import parse_record
 from memfs.core.rules import (
     is_scratch_name,
@@ -60,8 +62,9 @@ from memfs.core.rules import (
     validate_path,
     validate_path_prefix,
 )
-from memfs.store import Engine
+from memfs.store import Caller
 from memfs.wire import memory_to_wire
+from memfs.wire.records_seed import file_to_seed, is_seed_record, seed_id_of, seed_to_file
 
 __all__ = [
     "ExportOutcome",
@@ -292,8 +295,8 @@ def plan_jsonl_import(
     ``metadata``; other fields (``id``, timestamps …) are ignored, so the memory wire
     objects of api-contract §4.3 round-trip. Blank lines are skipped. A record's path
     ``/a/b`` is imported at ``<prefix>a/b``. A line in seed 002's record shape
-    (:func:`memfs.cli.records_seed.is_seed_record`) becomes a record file with its header
-    (:func:`memfs.cli.records_seed.seed_to_file`), whose rules the engine checks at the write.
+    (:func:`memfs.wire.records_seed.is_seed_record`) becomes a record file with its header
+    (:func:`memfs.wire.records_seed.seed_to_file`), whose rules the engine checks at the write.
 
     Raises:
         InvalidPath: ``prefix`` is not ``/`` or a valid directory prefix.
@@ -355,11 +358,9 @@ def _seed_candidate(source: str, record: dict[str, Any], prefix: str) -> ImportC
 
 
 def import_candidates(
-    engine: Engine,
+    caller: Caller,
     store_id: str,
     candidates: Iterable[ImportCandidate],
-    *,
-    actor: Actor,
 ) -> Iterator[ImportOutcome]:
     """Writes the candidates into a store, one transaction each, yielding each outcome.
 
@@ -367,10 +368,10 @@ def import_candidates(
     ``content_sha256`` precondition. Per-file problems become ``refused`` outcomes.
 
     Args:
-        engine: the store engine.
+        caller: who writes (its actor is ``created_by`` of every version written) and
+            what it sees (``engine.for_caller(actor=…)``).
         store_id: the target store's id.
         candidates: from :func:`plan_directory_import` or :func:`plan_jsonl_import`.
-        actor: recorded as ``created_by`` of every version written.
 
     Yields:
         One :class:`ImportOutcome` per candidate, in order.
@@ -380,7 +381,7 @@ def import_candidates(
         StoreArchived: the store is archived (checked before the first write).
         StoreFull: the store reached its memory limit; outcomes so far stand.
     """
-    existing = {memory.path: memory for memory in engine.memories.all(store_id)}
+    existing = {memory.path: memory for memory in caller.memories.all(store_id)}
     for candidate in candidates:
         if candidate.refusal is not None or candidate.path is None:
             code, reason = candidate.refusal or ("invalid_path", "no memory path")
@@ -404,7 +405,7 @@ def import_candidates(
                 str(exc.strerror or exc),
             )
             continue
-        yield _write(engine, store_id, candidate, text, existing.get(candidate.path), actor)
+        yield _write(caller, store_id, candidate, text, existing.get(candidate.path))
 
 
 def _read_candidate(candidate: ImportCandidate) -> str:
@@ -418,19 +419,18 @@ def _read_candidate(candidate: ImportCandidate) -> str:
 
 
 def _write(
-    engine: Engine,
+    caller: Caller,
     store_id: str,
     candidate: ImportCandidate,
     text: str,
     current: Memory | None,
-    actor: Actor,
 ) -> ImportOutcome:
     assert candidate.path is not None
     data = text.encode("utf-8")
     size_bytes = len(data)
     try:
         if current is None:
-            memory = engine.for_caller(actor=actor).memories.create(
+            memory = caller.memories.create(
                 store_id,
                 candidate.path,
                 text,
@@ -449,7 +449,7 @@ def _write(
                 size_bytes=size_bytes,
             )
         else:
-            memory = engine.for_caller(actor=actor).memories.update(
+            memory = caller.memories.update(
                 store_id,
                 current.id,
                 content=text,
@@ -464,7 +464,7 @@ def _write(
     except NotFound as exc:
         # The memory was deleted by someone else after the listing; the store itself is
         # checked by the next call, which raises if it is the store that is gone.
-        engine.stores.get(store_id)
+        caller.stores.get(store_id)
         return ImportOutcome(
             candidate.source, candidate.path, ImportStatus.REFUSED, exc.code, exc.message
         )
@@ -490,13 +490,13 @@ class ExportOutcome:
     size_bytes: int
 
 
-def _selected(engine: Engine, store_id: str, prefix: str) -> list[Memory]:
+def _selected(caller: Caller, store_id: str, prefix: str) -> list[Memory]:
     validate_path_prefix(prefix)
-    return [m for m in engine.memories.all(store_id) if m.path.startswith(prefix)]
+    return [m for m in caller.memories.all(store_id) if m.path.startswith(prefix)]
 
 
 def export_tree(
-    engine: Engine,
+    caller: Caller,
     store_id: str,
     directory: Path,
     *,
@@ -519,13 +519,13 @@ def export_tree(
             name, then a rename), so the files yielded before the error are complete and
             nothing else was written; the caller reports them (``memfs export`` lists them).
     """
-    memories = _selected(engine, store_id, prefix)
+    memories = _selected(caller, store_id, prefix)
     if on_total is not None:
         on_total(len(memories))
     directory.mkdir(parents=True, exist_ok=True)
     for memory in memories:
         try:
-            full = engine.memories.get(store_id, memory.id, with_content=True)
+            full = caller.memories.get(store_id, memory.id, with_content=True)
         except NotFound:
             continue
         assert full.content is not None
@@ -567,7 +567,7 @@ def _write_atomically(target: Path, data: bytes) -> None:
 
 
 def export_jsonl(
-    engine: Engine,
+    caller: Caller,
     store_id: str,
     stream: IO[str],
     *,
@@ -582,12 +582,12 @@ def export_jsonl(
     Raises:
         NotFound: unknown store. InvalidPath: bad prefix.
     """
-    memories = _selected(engine, store_id, prefix)
+    memories = _selected(caller, store_id, prefix)
     if on_total is not None:
         on_total(len(memories))
     for memory in memories:
         try:
-            full = engine.memories.get(store_id, memory.id, with_content=True)
+            full = caller.memories.get(store_id, memory.id, with_content=True)
         except NotFound:
             continue
         stream.write(json.dumps(memory_to_wire(full, full=True), ensure_ascii=False) + "\n")
@@ -595,7 +595,7 @@ def export_jsonl(
 
 
 def export_records_jsonl(
-    engine: Engine,
+    caller: Caller,
     store_id: str,
     stream: IO[str],
     *,
@@ -603,20 +603,20 @@ def export_records_jsonl(
     on_total: Callable[[int], None] | None = None,
 ) -> Iterator[ExportOutcome]:
     """Writes every live record under ``prefix`` as one seed 002 record object per line
-    (:func:`memfs.cli.records_seed.file_to_seed`); memories that are no record are left
+    (:func:`memfs.wire.records_seed.file_to_seed`); memories that are no record are left
     out. ``memfs import FILE.jsonl`` reads them back.
 
     Raises:
         NotFound: unknown store. InvalidPath: bad prefix.
     """
     validate_path_prefix(prefix)
-    records = [r for r in engine.records.list([store_id]) if r.path.startswith(prefix)]
+    records = [r for r in caller.records.list([store_id]) if r.path.startswith(prefix)]
     if on_total is not None:
         on_total(len(records))
     contents: dict[str, str] = {}
     for record in records:
         with contextlib.suppress(NotFound):
-            memory = engine.memories.get(store_id, record.memory_id, with_content=True)
+            memory = caller.memories.get(store_id, record.memory_id, with_content=True)
             contents[record.memory_id] = memory.content or ""
     seed_ids = {
         r.memory_id: seed_id_of(r, contents[r.memory_id])
