@@ -35,6 +35,7 @@ import contextlib
 import dataclasses
 import enum
 import hashlib
+import io
 import json
 import os
 import secrets
@@ -67,14 +68,19 @@ from memfs.wire import memory_to_wire
 from memfs.wire.records_seed import file_to_seed, is_seed_record, seed_id_of, seed_to_file
 
 __all__ = [
+    "MAX_ARCHIVE_ENTRIES",
+    "ArchiveKind",
     "ExportOutcome",
     "ImportCandidate",
     "ImportOutcome",
     "ImportStatus",
+    "archive_kind",
+    "export_archive",
     "export_jsonl",
     "export_records_jsonl",
     "export_tree",
     "import_candidates",
+    "plan_archive_import",
     "plan_directory_import",
     "plan_jsonl_import",
 ]
@@ -631,3 +637,187 @@ def export_records_jsonl(
         line = file_to_seed(record, header, content[header.body_offset :], seed_ids)
         stream.write(json.dumps(line, ensure_ascii=False) + "\n")
         yield ExportOutcome(record.path, None, len(content.encode("utf-8")))
+
+
+# ------------------------------------------------------------------ archives (the console)
+
+
+class ArchiveKind(enum.StrEnum):
+    """An archive of files: what the console exports and accepts as an upload."""
+
+    ZIP = "zip"
+    TAR_GZ = "tar.gz"
+
+
+# How many entries an uploaded archive may hold (a store holds at most 10,000 memories by
+# default; the rest is directories and refused entries).
+MAX_ARCHIVE_ENTRIES = 50_000
+
+
+def export_archive(
+    caller: Caller,
+    store_id: str,
+    stream: IO[bytes],
+    kind: ArchiveKind,
+    *,
+    prefix: str = "/",
+) -> Iterator[ExportOutcome]:
+    """Writes every live memory under ``prefix`` into a zip or gzip'd tar archive, at
+    its path below ``prefix`` (``/notes/a.md`` → ``notes/a.md``), with the exact bytes of
+    its head and its ``updated_at`` as the entry's time: the folder ``memfs export``
+    writes, packed. :func:`plan_archive_import` reads it back.
+
+    Raises:
+        NotFound: unknown store. InvalidPath: bad prefix.
+    """
+    import tarfile
+    import zipfile
+
+    memories = _selected(caller, store_id, prefix)
+    with contextlib.ExitStack() as stack:
+        if kind is ArchiveKind.ZIP:
+            archive_zip = stack.enter_context(
+                zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED)
+            )
+        else:
+            archive_tar = stack.enter_context(tarfile.open(fileobj=stream, mode="w:gz"))
+        for memory in memories:
+            try:
+                full = caller.memories.get(store_id, memory.id, with_content=True)
+            except NotFound:
+                continue
+            data = (full.content or "").encode("utf-8")
+            name = full.path[len(prefix) :]
+            if kind is ArchiveKind.ZIP:
+                when = full.updated_at.timetuple()[:6]
+                info = zipfile.ZipInfo(name, date_time=max(when, (1980, 1, 1, 0, 0, 0)))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                archive_zip.writestr(info, data)
+            else:
+                entry = tarfile.TarInfo(name)
+                entry.size = len(data)
+                entry.mtime = int(full.updated_at.timestamp())
+                entry.mode = 0o644
+                archive_tar.addfile(entry, io.BytesIO(data))
+            yield ExportOutcome(full.path, None, len(data))
+
+
+def archive_kind(data: bytes) -> ArchiveKind | None:
+    """Which archive ``data`` is, by its first bytes (zip or gzip), or None."""
+    if data.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return ArchiveKind.ZIP
+    if data.startswith(b"\x1f\x8b"):
+        return ArchiveKind.TAR_GZ
+    return None
+
+
+def plan_archive_import(
+    data: bytes, *, source_name: str, prefix: str = "/", include_hidden: bool = False
+) -> list[ImportCandidate]:
+    """The candidates of an uploaded zip or gzip'd tar archive of files, as
+    :func:`plan_directory_import` maps a folder: ``a/b.txt`` becomes ``<prefix>a/b.txt``,
+    refused (with its reason) when hidden, a scratch name, not a regular file (a link,
+    a device), an invalid path, over 102,400 bytes or not UTF-8 text. Read in memory,
+    never extracted: a member's name can't reach outside the store, and at most
+    102,401 bytes of any member are decompressed (a member that claims less and holds
+    more is refused too).
+
+    Raises:
+        InvalidPath: ``prefix`` is not a valid directory prefix.
+        InvalidInput: ``unknown_archive`` (not a zip or gzip'd tar archive, or a broken
+            one), ``too_many_entries`` (over :data:`MAX_ARCHIVE_ENTRIES`).
+    """
+    import tarfile
+    import zipfile
+
+    validate_path_prefix(prefix)
+    kind = archive_kind(data)
+    if kind is None:
+        raise InvalidInput(f"{source_name} is not a zip or .tar.gz archive", code="unknown_archive")
+    candidates: list[ImportCandidate] = []
+    try:
+        with contextlib.ExitStack() as stack:
+            if kind is ArchiveKind.ZIP:
+                archive = stack.enter_context(zipfile.ZipFile(io.BytesIO(data)))
+                infos = [i for i in archive.infolist() if not i.is_dir()]
+                _check_entries(len(infos))
+                for info in infos:
+                    regular = (info.external_attr >> 16) & 0o170000 in (0, stat.S_IFREG)
+                    reader = _zip_reader(archive, info) if regular else None
+                    candidates.append(
+                        _member_candidate(info.filename, reader, prefix, include_hidden)
+                    )
+            else:
+                tar = stack.enter_context(tarfile.open(fileobj=io.BytesIO(data), mode="r:gz"))
+                entries = [e for e in tar.getmembers() if not e.isdir()]
+                _check_entries(len(entries))
+                for entry in entries:
+                    reader = _tar_reader(tar, entry) if entry.isfile() else None
+                    candidates.append(
+                        _member_candidate(entry.name, reader, prefix, include_hidden)
+                    )
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+        raise InvalidInput(
+            f"{source_name} is a broken archive: {exc}", code="unknown_archive"
+        ) from None
+    candidates.sort(key=lambda c: c.source.encode())
+    return candidates
+
+
+def _check_entries(count: int) -> None:
+    if count > MAX_ARCHIVE_ENTRIES:
+        raise InvalidInput(
+            f"the archive holds {count:,} entries; at most {MAX_ARCHIVE_ENTRIES:,} are read",
+            code="too_many_entries",
+        )
+
+
+def _zip_reader(archive: Any, info: Any) -> Callable[[], bytes]:
+    def read() -> bytes:
+        with archive.open(info) as member:
+            return bytes(member.read(MAX_CONTENT_BYTES + 1))
+
+    return read
+
+
+def _tar_reader(tar: Any, entry: Any) -> Callable[[], bytes]:
+    def read() -> bytes:
+        member = tar.extractfile(entry)
+        return b"" if member is None else bytes(member.read(MAX_CONTENT_BYTES + 1))
+
+    return read
+
+
+def _member_candidate(
+    name: str,
+    reader: Callable[[], bytes] | None,
+    prefix: str,
+    include_hidden: bool,
+) -> ImportCandidate:
+    """One archive member as a candidate: its content read now (bounded), or refused
+    (``reader`` None: not a regular file)."""
+    parts = tuple(p for p in name.split("/") if p not in ("", "."))
+    source = "/".join(parts) or name
+    if not parts or ".." in parts:
+        return ImportCandidate(source, None, refusal=("invalid_path", "not a relative path"))
+    would_be = _would_be_path(prefix, parts, directory=False)
+    if any(p.startswith(".") for p in parts) and not include_hidden:
+        return ImportCandidate(source, would_be, refusal=("hidden", "hidden file, not imported"))
+    if is_scratch_name(parts[-1]):
+        return ImportCandidate(source, would_be, refusal=(
+            "scratch_name", "editor or tool scratch file name; memfs never stores these (SPEC §4)"
+        ))
+    if reader is None:
+        return ImportCandidate(source, would_be, refusal=(
+            "not_regular_file", "not a regular file (a link or a device)"
+        ))
+    path = _join(prefix, parts)
+    try:
+        validate_path(path)
+        text = validate_content_bytes(reader())
+    except MemfsError as exc:
+        return ImportCandidate(source, would_be, refusal=(exc.code, exc.message))
+    except (OSError, EOFError, ValueError) as exc:
+        return ImportCandidate(source, path, refusal=("unreadable", str(exc)))
+    return ImportCandidate(source, path, content=text)

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from memfs.console import account, dreams, history, memories, stores
+from memfs.console import account, dreams, history, memories, stores, transfer
 from memfs.console.guard import SECURITY_HEADERS, SignInThrottle
 from memfs.console.view import Console, page
 from memfs.store import Engine
@@ -84,6 +84,9 @@ def _routes() -> list[Route]:
         Route(s + "/fork", page(history.fork_store), methods=post),
         Route(s + "/merge", page(history.merge_plan_page), methods=get),
         Route(s + "/merge", page(history.merge_fork), methods=post),
+        Route(s + "/transfer", page(transfer.transfer_page), methods=get),
+        Route(s + "/export", page(transfer.export_store), methods=get),
+        Route(s + "/import", page(transfer.import_into_store), methods=post),
         Route(s + "/dreams", page(dreams.store_dreams_page), methods=get),
         Route(s + "/dreams", page(dreams.start_dream), methods=post),
         Route("/dreams/{dream_id}", page(dreams.dream_page), methods=get),
