@@ -33,12 +33,16 @@ SEED = Actor.api_key("apikey_seed")
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[ServeProcess, Engine]]:
-    """``memfs serve`` on a fresh SQLite database, and an engine of the same file."""
+    """``memfs serve`` on a fresh SQLite database, and an engine of the same file;
+    ``fsck`` finds nothing once the server stopped."""
     database = tmp_path / "store.db"
     engine = Engine(database_url(str(database)))
     server = ServeProcess(database, log_dir=tmp_path)
     try:
         yield server, engine
+        server.stop()
+        findings = list(engine.iter_fsck_findings())
+        assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)
     finally:
         server.stop()
         engine.close()
