@@ -73,6 +73,7 @@ __all__ = [
     "resolve_point",
     "state_at",
     "store_seq",
+    "written_between",
 ]
 
 _DELETED = Operation.DELETED.value
@@ -359,9 +360,22 @@ def get_as_of(
     return _memory(store_id, row, blob_data(conn, row.blob_key) if with_content else None)
 
 
-def state_at(conn: Connection, at: ResolvedPoint, viewer: Viewer | None) -> dict[str, StateEntry]:
+def written_between(store_id: str, low_seq: int, high_seq: int) -> Any:
+    """The ids of the memories of a store with a version after ``low_seq`` and at or
+    before ``high_seq`` (a subquery, ``ix_versions_store_seq``): the only memories whose
+    state can differ between those two points, since a memory's state at a point is its
+    newest version then."""
+    return select(versions.c.memory_id).where(
+        versions.c.store_id == store_id, versions.c.seq > low_seq, versions.c.seq <= high_seq
+    )
+
+
+def state_at(
+    conn: Connection, at: ResolvedPoint, viewer: Viewer | None, *, among: Any = None
+) -> dict[str, StateEntry]:
     """Every memory of the store at the point, by id, without content (redacted ones
-    with path None): one index probe per memory row of the store."""
+    with path None): one index probe per memory row of the store; with ``among`` (a
+    subquery of memory ids, :func:`written_between`) only those memories."""
     newest = (
         select(func.max(versions.c.seq))
         .where(versions.c.memory_id == memories.c.id, versions.c.seq <= at.seq)
@@ -370,6 +384,8 @@ def state_at(conn: Connection, at: ResolvedPoint, viewer: Viewer | None) -> dict
     seqs = select(newest).where(
         memories.c.store_id == at.store_id, visibility.visible_clause(viewer, memories.c.id)
     )
+    if among is not None:
+        seqs = seqs.where(memories.c.id.in_(among))
     rows = conn.execute(
         select(*_AS_OF_COLUMNS)
         .select_from(_AS_OF_FROM)
@@ -432,12 +448,19 @@ def keyed_state(
 def diff_states(
     conn: Connection, old: ResolvedPoint, new: ResolvedPoint, viewer: Viewer | None
 ) -> StoreDiff:
-    """See :meth:`History.diff`."""
+    """See :meth:`History.diff`. Two points of one store compare only the memories
+    written between them (:func:`written_between`): the rest is the same on both sides,
+    so a diff costs what changed, not what the store holds."""
     entries: list[DiffEntry] = []
-    for status, before, after in classify(
-        keyed_state(conn, old, new.store_id, viewer),
-        keyed_state(conn, new, old.store_id, viewer),
-    ):
+    if old.store_id == new.store_id:
+        among = written_between(old.store_id, min(old.seq, new.seq), max(old.seq, new.seq))
+        sides = (state_at(conn, old, viewer, among=among), state_at(conn, new, viewer, among=among))
+    else:
+        sides = (
+            keyed_state(conn, old, new.store_id, viewer),
+            keyed_state(conn, new, old.store_id, viewer),
+        )
+    for status, before, after in classify(*sides):
         redacted = (before is not None and before.redacted) or (
             after is not None and after.redacted
         )

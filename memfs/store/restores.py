@@ -44,7 +44,7 @@ from memfs.store import feed, visibility
 from memfs.store._common import lock_store, require_writable
 from memfs.store._facade import Facade
 from memfs.store.blobs import blob_data
-from memfs.store.history import resolve_point, state_at, store_seq
+from memfs.store.history import resolve_point, state_at, store_seq, written_between
 from memfs.store.memories import update_memory
 from memfs.store.memory_rows import check_path_free, check_precondition
 from memfs.store.schema import memories, versions
@@ -62,11 +62,12 @@ def plan_restore(
     conn: Connection, at: ResolvedPoint, viewer: Viewer | None
 ) -> tuple[list[RestoreStep], dict[str, StateEntry]]:
     """What restoring ``at.store_id`` to ``at`` does: the steps by path, and the state
-    then by memory id (what the steps restore)."""
-    then = state_at(conn, at, viewer)
-    current = state_at(
-        conn, ResolvedPoint(at.store_id, "now", store_seq(conn, at.store_id)), viewer
-    )
+    then by memory id (what the steps restore), of the memories written since the point
+    (the others are as they were: :func:`~memfs.store.history.written_between`)."""
+    now_seq = store_seq(conn, at.store_id)
+    among = written_between(at.store_id, min(at.seq, now_seq), max(at.seq, now_seq))
+    then = state_at(conn, at, viewer, among=among)
+    current = state_at(conn, ResolvedPoint(at.store_id, "now", now_seq), viewer, among=among)
     modes = {
         memory_id: mode
         for memory_id, mode in conn.execute(
