@@ -6,8 +6,9 @@
     home, wire, metrics, logs     durable private files; the api-contract shapes; the
                                   Prometheus families; the log formats
     store                         the only SQL
-    backend, dreams               the Backend port (and its embedded adapter); the dreamers
-                                  and the job that runs them (SPEC §11)
+    backend, dreams, transfer     the Backend port (and its embedded adapter); the dreamers
+                                  and the job that runs them (SPEC §11); import and export
+                                  of folders and JSON Lines (the CLI's and the console's)
     fuse, remote, api             the only pyfuse3; the remote client; the only HTTP server
     memory_tool, console          the SDK memory tool and its file service; the web console
                                   (part of the HTTP layer, over api's auth)
@@ -41,6 +42,7 @@ FLOORS = {
     "memfs.store": 2,
     "memfs.backend": 3,
     "memfs.dreams": 3,
+    "memfs.transfer": 3,
     "memfs.fuse": 4,
     "memfs.remote": 4,
     "memfs.api": 4,

@@ -1,6 +1,6 @@
 """``memfs import`` and ``memfs export``: folders and JSONL files in and out of a store.
 
-The planning and the file work are :mod:`memfs.cli.transfer`; this module reports progress
+The planning and the file work are :mod:`memfs.transfer`; this module reports progress
 (a bar on a terminal), refusals and totals.
 """
 
@@ -121,7 +121,7 @@ def import_command(
     Memories whose content is unchanged get no new version.
     Exit status 0 unless something fatal happened (or --strict and a file was refused).
     """
-    from memfs.cli import transfer
+    from memfs import transfer
 
     target_prefix = listing_prefix(prefix)
     candidates = _plan_import(source, target_prefix, include_hidden, input_format)
@@ -138,7 +138,7 @@ def import_command(
             say = _terminal_printer(progress.console) if progress else _stderr
             try:
                 for outcome in transfer.import_candidates(
-                    engine, found.id, candidates, actor=command_actor()
+                    engine.for_caller(actor=command_actor()), found.id, candidates
                 ):
                     tally.add(outcome)
                     if not as_json:
@@ -170,7 +170,7 @@ def _plan_import(
 ) -> list[Any]:
     """The import candidates of a folder or a JSON Lines file; fails in one line when
     the source can't be read."""
-    from memfs.cli import transfer
+    from memfs import transfer
 
     jsonl = input_format is ImportFormat.JSONL or (
         input_format is ImportFormat.AUTO and source.is_file() and source.suffix == ".jsonl"
@@ -209,12 +209,12 @@ class _ImportTally:
     interrupted: bool = False
 
     def __post_init__(self) -> None:
-        from memfs.cli.transfer import ImportStatus
+        from memfs.transfer import ImportStatus
 
         self.counts = {status: 0 for status in ImportStatus}
 
     def add(self, outcome: Any) -> None:
-        from memfs.cli.transfer import ImportStatus
+        from memfs.transfer import ImportStatus
 
         self.outcomes.append(outcome)
         self.counts[outcome.status] += 1
@@ -223,12 +223,12 @@ class _ImportTally:
 
     @property
     def refused(self) -> int:
-        from memfs.cli.transfer import ImportStatus
+        from memfs.transfer import ImportStatus
 
         return self.counts[ImportStatus.REFUSED]
 
     def summary(self) -> str:
-        from memfs.cli.transfer import ImportStatus
+        from memfs.transfer import ImportStatus
 
         imported = len(self.outcomes) - self.refused
         return (
@@ -264,7 +264,7 @@ def _terminal_printer(console: Any) -> Callable[[str], None]:
 
 
 def _report_outcome(outcome: Any, verbose: bool, say: Callable[[str], None]) -> None:
-    from memfs.cli.transfer import ImportStatus
+    from memfs.transfer import ImportStatus
 
     if outcome.status is ImportStatus.REFUSED:
         target = f" -> {outcome.path}" if outcome.path else ""
@@ -297,7 +297,7 @@ def export_command(
     database: DatabaseOption = None,
 ) -> None:
     """Write a store's memories out: PREFIX/a/b.txt becomes DEST/a/b.txt."""
-    from memfs.cli import transfer
+    from memfs import transfer
 
     source_prefix = listing_prefix(prefix)
     to_stdout = destination == "-"

@@ -8,6 +8,9 @@ API, for people who read, fix and review what agents remembered.
 ``account``    sign-in, sign-out, sessions and keys
 ``stores``     stores list, a store's tree and search, deleted memories, audit trail
 ``memories``   a memory, its editor (with conflicts), versions, diffs, redact, revert
+``history``    snapshots, the store as of a point, store diff, restore, fork and merge
+``dreams``     dreams: start, follow, review the output's diff, apply or discard
+``transfer``   export (JSONL, a zip of files) and import of an uploaded file
 =============  ===================================================================
 
 The console is part of the HTTP layer: it uses :mod:`memfs.api.auth` (the same

@@ -18,7 +18,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from memfs.console import account, memories, stores
+from memfs.console import account, dreams, history, memories, stores, transfer
 from memfs.console.guard import SECURITY_HEADERS, SignInThrottle
 from memfs.console.view import Console, page
 from memfs.store import Engine
@@ -70,6 +70,30 @@ def _routes() -> list[Route]:
         Route(s + "/delete", page(stores.delete_store), methods=post),
         Route(s + "/deleted", page(stores.deleted_page), methods=get),
         Route(s + "/audit", page(stores.audit_page), methods=get),
+        Route(s + "/history", page(history.history_page), methods=get),
+        Route(s + "/snapshots", page(history.create_snapshot), methods=post),
+        Route(s + "/snapshots/{snapshot_id}/delete", page(history.delete_snapshot_form),
+              methods=get),
+        Route(s + "/snapshots/{snapshot_id}/delete", page(history.delete_snapshot),
+              methods=post),
+        Route(s + "/as-of", page(history.as_of_page), methods=get),
+        Route(s + "/as-of/memories/{memory_id}", page(history.as_of_memory_page), methods=get),
+        Route(s + "/diff", page(history.store_diff_page), methods=get),
+        Route(s + "/restore", page(history.restore_plan_page), methods=get),
+        Route(s + "/restore", page(history.restore_store), methods=post),
+        Route(s + "/fork", page(history.fork_store), methods=post),
+        Route(s + "/merge", page(history.merge_plan_page), methods=get),
+        Route(s + "/merge", page(history.merge_fork), methods=post),
+        Route(s + "/transfer", page(transfer.transfer_page), methods=get),
+        Route(s + "/export", page(transfer.export_store), methods=get),
+        Route(s + "/import", page(transfer.import_into_store), methods=post),
+        Route(s + "/dreams", page(dreams.store_dreams_page), methods=get),
+        Route(s + "/dreams", page(dreams.start_dream), methods=post),
+        Route("/dreams/{dream_id}", page(dreams.dream_page), methods=get),
+        Route("/dreams/{dream_id}/cancel", page(dreams.cancel_dream), methods=post),
+        Route("/dreams/{dream_id}/discard", page(dreams.discard_dream), methods=post),
+        Route("/dreams/{dream_id}/apply", page(dreams.apply_plan_page), methods=get),
+        Route("/dreams/{dream_id}/apply", page(dreams.apply_dream), methods=post),
         Route(m, page(memories.memory_page), methods=get),
         Route(m, page(memories.save_memory), methods=post),
         Route(m + "/rename", page(memories.rename_memory), methods=post),

@@ -26,6 +26,8 @@ from memfs.core.model import DeleteMode, Memory, MemoryVersion, Scope
 from memfs.core.records import record_to_wire
 
 __all__ = [
+    "DiffLine",
+    "SideBySideRow",
     "VERSIONS_PAGE_SIZE",
     "delete_memory",
     "diff_page",
@@ -35,6 +37,7 @@ __all__ = [
     "rename_memory",
     "revert_to_version",
     "save_memory",
+    "side_by_side",
     "version_page",
     "versions_page",
 ]
@@ -259,7 +262,7 @@ def _inline_diff(old: str, new: str) -> list[DiffLine]:
     return rendered
 
 
-def _side_by_side(old: str, new: str) -> list[SideBySideRow]:
+def side_by_side(old: str, new: str) -> list[SideBySideRow]:
     """``old`` and ``new`` aligned line by line (difflib's opcodes)."""
     a, b = _lines(old), _lines(new)
     rows: list[SideBySideRow] = []
@@ -307,5 +310,5 @@ def diff_page(current: Page) -> Response:
         layout=layout,
         same=sha256_of(_version_text(old)) == sha256_of(_version_text(new)),
         inline=_inline_diff(_version_text(old), _version_text(new)) if layout == "inline" else [],
-        rows=_side_by_side(_version_text(old), _version_text(new)) if layout == "side" else [],
+        rows=side_by_side(_version_text(old), _version_text(new)) if layout == "side" else [],
     )

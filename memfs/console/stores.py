@@ -14,20 +14,26 @@ from starlette.responses import Response
 
 from memfs.console.guard import CONSOLE_PATH
 from memfs.console.view import Page
+from memfs.core import config
 from memfs.core.errors import InvalidInput, InvalidStoreField
 from memfs.core.model import Memory, MemoryPrefix, MemoryStatus, Scope
 from memfs.core.query import HIGHLIGHT_END, HIGHLIGHT_START
+from memfs.core.records import RecordFilter, RecordScope, RecordType
 
 __all__ = [
     "AUDIT_PAGE_SIZE",
     "PAGE_SIZE",
+    "SEARCH_MODES",
     "archive_store",
     "audit_page",
     "create_store",
+    "crumbs_of",
     "delete_store",
     "delete_store_form",
     "deleted_page",
+    "parent_of",
     "restore_memory",
+    "snippet_parts",
     "store_page",
     "stores_page",
 ]
@@ -105,14 +111,14 @@ def delete_store(current: Page) -> Response:
     return current.redirect(f"{CONSOLE_PATH}/")
 
 
-def _parent(prefix: str) -> str | None:
+def parent_of(prefix: str) -> str | None:
     """The directory above ``prefix`` (``/a/b/`` → ``/a/``), None at the root."""
     if prefix == "/":
         return None
     return prefix[: prefix.rstrip("/").rfind("/") + 1]
 
 
-def _crumbs(prefix: str) -> list[tuple[str, str]]:
+def crumbs_of(prefix: str) -> list[tuple[str, str]]:
     """(segment, its prefix) for each directory of ``prefix``, the root first."""
     crumbs = [("/", "/")]
     so_far = "/"
@@ -122,7 +128,7 @@ def _crumbs(prefix: str) -> list[tuple[str, str]]:
     return crumbs
 
 
-def _snippet_parts(snippet: str) -> list[tuple[str, bool]]:
+def snippet_parts(snippet: str) -> list[tuple[str, bool]]:
     """A search snippet as (text, highlighted) runs, so the template escapes every run
     and marks the matches with ``<mark>`` of its own (never markup from content)."""
     parts: list[tuple[str, bool]] = []
@@ -138,10 +144,44 @@ def _snippet_parts(snippet: str) -> list[tuple[str, bool]]:
         rest = rest[end + len(HIGHLIGHT_END) :]
 
 
+# The search modes the tree offers (SPEC §7): full text always; by meaning and both
+# only with an embedding model configured (``$MEMFS_SEARCH_MODEL_DIR``).
+SEARCH_MODES = (("text", "full text"), ("semantic", "by meaning"), ("hybrid", "both"))
+_RECORD_FILTERS = ("record_type", "tag", "min_importance", "user_id", "scope")
+
+
+def _record_filter(current: Page) -> tuple[dict[str, str], RecordFilter]:
+    """The record filters of the query string (SPEC §6: type, tag, minimum importance,
+    user, scope), as typed and as the engine's filter.
+
+    Raises:
+        InvalidInput: an unknown type or scope, an importance that is no number in 0–1,
+            a bad tag.
+    """
+    typed = {name: (current.query.get(name) or "").strip() for name in _RECORD_FILTERS}
+    importance = None
+    if typed["min_importance"]:
+        try:
+            importance = float(typed["min_importance"])
+        except ValueError:
+            raise InvalidInput("min_importance must be a number from 0 to 1") from None
+    record_filter = RecordFilter.of(
+        record_type=typed["record_type"] or None,
+        tag=typed["tag"] or None,
+        min_importance=importance,
+        user_id=typed["user_id"] or None,
+        scope=typed["scope"] or None,
+    )
+    return typed, record_filter
+
+
 def store_page(current: Page) -> Response:
     """GET /console/stores/{id}: one directory of the store (``?prefix=/a/``) as a page
-    of sub-directories and memories in path order (``?page=`` the next), or with
-    ``?q=`` the ranked full-text hits under that directory (SPEC §7)."""
+    of sub-directories and memories in path order (``?page=`` the next); with ``?q=``
+    the ranked hits under that directory (SPEC §7), full text or (``?mode=semantic``,
+    ``hybrid``, with an embedding model configured) by meaning; with record filters
+    (``?record_type=``, ``tag``, ``min_importance``, ``user_id``, ``scope``: SPEC §6)
+    only the records they keep, at any depth below the directory."""
     store_id = current.params["store_id"]
     current.principal.require(Scope.READ, store_id)
     store = current.caller.stores.get(store_id)
@@ -149,19 +189,26 @@ def store_page(current: Page) -> Response:
     if not prefix.startswith("/") or not prefix.endswith("/"):
         raise InvalidInput("prefix must start and end with /")
     query = (current.query.get("q") or "").strip()
+    semantic_available = config.search_model_dir() is not None
+    mode = current.query.get("mode") or "text"
+    if mode not in {m for m, _ in SEARCH_MODES}:
+        raise InvalidInput("mode must be text, semantic or hybrid")
+    filters, record_filter = _record_filter(current)
     dirs: list[str] = []
     memories: list[Memory] = []
     hits: list[tuple[str, str, list[tuple[str, bool]]]] = []
     next_page = None
     if query:
         found = current.caller.search.query(
-            query, [store_id], path_prefix=prefix, limit=PAGE_SIZE, mode="text"
+            query, [store_id], path_prefix=prefix, limit=PAGE_SIZE, mode=mode,
+            record_filter=None if record_filter.empty else record_filter,
         )
-        hits = [(h.memory_id, h.path, _snippet_parts(h.snippet)) for h in found]
+        hits = [(h.memory_id, h.path, snippet_parts(h.snippet)) for h in found]
     else:
         result = current.caller.memories.list(
-            store_id, path_prefix=prefix, depth=1, limit=PAGE_SIZE,
-            cursor=current.query.get("page") or None,
+            store_id, path_prefix=prefix, depth=1 if record_filter.empty else 0,
+            limit=PAGE_SIZE, cursor=current.query.get("page") or None,
+            record_filter=record_filter,
         )
         for item in result.items:
             if isinstance(item, MemoryPrefix):
@@ -174,11 +221,18 @@ def store_page(current: Page) -> Response:
         title=store.name,
         store=store,
         prefix=prefix,
-        parent=_parent(prefix),
-        crumbs=_crumbs(prefix),
+        parent=parent_of(prefix),
+        crumbs=crumbs_of(prefix),
         dirs=dirs,
         memories=memories,
         query=query,
+        mode=mode,
+        modes=SEARCH_MODES,
+        semantic_available=semantic_available,
+        filters=filters,
+        filtering=not record_filter.empty,
+        record_types=[t.value for t in RecordType],
+        record_scopes=[t.value for t in RecordScope],
         hits=hits,
         next_page=next_page,
         may_archive=store.archived_at is None and current.may(Scope.WRITE, store_id, agents=False),

@@ -25,6 +25,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import anyio.to_thread
 from jinja2 import Environment
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 
@@ -41,6 +42,7 @@ from memfs.console.guard import (
 )
 from memfs.core.errors import (
     AuthenticationFailed,
+    ContentTooLarge,
     InvalidInput,
     MemfsError,
     NotFound,
@@ -51,6 +53,8 @@ from memfs.store import Caller, Engine
 from memfs.wire.errors import wire_error
 
 __all__ = [
+    "MAX_FORM_BYTES",
+    "MAX_UPLOAD_BYTES",
     "STORE_SECTIONS",
     "Console",
     "Endpoint",
@@ -68,12 +72,19 @@ log = logging.getLogger(__name__)
 
 Endpoint = Callable[[Request], Awaitable[Response]]
 
+# The largest form a page takes (a memory is at most 102,400 bytes; a textarea's text
+# grows up to threefold in URL encoding), and the largest upload (a multipart form with
+# a file: an import), in bytes; a larger body is refused with 413 before it is parsed.
+MAX_FORM_BYTES = 1024 * 1024
+MAX_UPLOAD_BYTES = 64 * 1024 * 1024
+
 # The sections of a store's navigation: (label, path below /console/stores/{id}).
-# History (SPEC §10: snapshots, as of, store diff and restore) and dreams (SPEC §11)
-# join this list when they are built.
 STORE_SECTIONS: tuple[tuple[str, str], ...] = (
     ("Memories", ""),
+    ("History", "/history"),
+    ("Dreams", "/dreams"),
     ("Deleted", "/deleted"),
+    ("Import and export", "/transfer"),
     ("Audit trail", "/audit"),
 )
 
@@ -101,6 +112,7 @@ class Page:
         params: the path parameters.
         query: the query string (first value of each name).
         form: the form fields of a POST (first value of each name), CSRF checked.
+        files: the files of a multipart POST: field name → (file name, bytes).
         principal: the signed-in credential.
         sign_in: the sign-in record (its expiry).
         csrf: the CSRF token every form of the page must carry.
@@ -115,6 +127,7 @@ class Page:
     principal: Principal
     sign_in: ConsoleSignIn
     csrf: str
+    files: Mapping[str, tuple[str, bytes]] = field(default_factory=dict)
     _caller: Caller | None = field(default=None, repr=False)
 
     @property
@@ -196,6 +209,51 @@ def form_fields(body: bytes) -> dict[str, str]:
     return {name: values[0] for name, values in parse_qs(text, keep_blank_values=True).items()}
 
 
+async def _capped_body(request: Request, limit: int) -> bytes:
+    """The request's body, refused past ``limit`` bytes (by its declared length first,
+    then as it arrives).
+
+    Raises:
+        ContentTooLarge: ``upload_too_large`` (413).
+    """
+    refusal = ContentTooLarge(
+        f"the form is larger than {limit:,} bytes, the most this page takes",
+        code="upload_too_large",
+    )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise refusal
+    chunks: list[bytes] = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise refusal
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+async def _posted(request: Request) -> tuple[dict[str, str], dict[str, tuple[str, bytes]]]:
+    """A POST's fields (first value each) and files: URL-encoded up to
+    :data:`MAX_FORM_BYTES`, multipart (an upload) up to :data:`MAX_UPLOAD_BYTES`."""
+    content_type = request.headers.get("content-type", "")
+    if not content_type.startswith("multipart/form-data"):
+        return form_fields(await _capped_body(request, MAX_FORM_BYTES)), {}
+    request._body = await _capped_body(request, MAX_UPLOAD_BYTES)  # read once, capped
+    fields: dict[str, str] = {}
+    files: dict[str, tuple[str, bytes]] = {}
+    try:
+        async with request.form(max_files=4, max_fields=50) as parsed:
+            for name, value in parsed.multi_items():
+                if isinstance(value, str):
+                    fields.setdefault(name, value)
+                elif name not in files:
+                    files[name] = (value.filename or "upload", await value.read())
+    except HTTPException as exc:  # malformed multipart, too many parts
+        raise InvalidInput(f"the form can't be read: {exc.detail}") from None
+    return fields, files
+
+
 def foreign_origin(request: Request) -> bool:
     """True when a POST says it comes from a page of another site (``Origin`` names
     another host than the request's)."""
@@ -248,11 +306,12 @@ def page(handler: Callable[[Page], Response]) -> Endpoint:
         )
         csrf = csrf_token(sign_in_id)
         form: dict[str, str] = {}
+        files: dict[str, tuple[str, bytes]] = {}
         common = {"csrf": csrf, "who": who(principal), "signed_in": True,
                   "store_sections": STORE_SECTIONS}
         if request.method == "POST":
             try:
-                form = form_fields(await request.body())
+                form, files = await _posted(request)
             except MemfsError as exc:
                 return error_page(console, exc, **common)
             if foreign_origin(request) or not same_token(form.get(CSRF_FIELD), csrf):
@@ -269,6 +328,7 @@ def page(handler: Callable[[Page], Response]) -> Endpoint:
             params=dict(request.path_params),
             query={k: v for k, v in request.query_params.items()},
             form=form,
+            files=files,
             principal=principal,
             sign_in=sign_in,
             csrf=csrf,

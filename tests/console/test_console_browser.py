@@ -33,12 +33,16 @@ SEED = Actor.api_key("apikey_seed")
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[tuple[ServeProcess, Engine]]:
-    """``memfs serve`` on a fresh SQLite database, and an engine of the same file."""
+    """``memfs serve`` on a fresh SQLite database, and an engine of the same file;
+    ``fsck`` finds nothing once the server stopped."""
     database = tmp_path / "store.db"
     engine = Engine(database_url(str(database)))
     server = ServeProcess(database, log_dir=tmp_path)
     try:
         yield server, engine
+        server.stop()
+        findings = list(engine.iter_fsck_findings())
+        assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)
     finally:
         server.stop()
         engine.close()
@@ -180,3 +184,127 @@ def test_revoking_a_key_ends_its_sign_in(served, browser_page) -> None:  # type:
         expect(other.get_by_role("alert")).to_contain_text("revoked")
     finally:
         other.close()
+
+
+def test_snapshot_then_restore_a_store_and_see_it_as_it_was(served, browser_page) -> None:  # type: ignore[no-untyped-def]
+    server, engine = served
+    page = browser_page
+    _, secret = engine.api_keys.create("person", [Scope.READ, Scope.WRITE, Scope.DELETE])
+    store = engine.stores.create("notes")
+    writer = engine.for_caller(actor=SEED)
+    memory = writer.memories.create(store.id, "/plan.md", "ship on Friday\n")
+    _sign_in(page, server.url, secret)
+    page.get_by_role("link", name="notes").click()
+    page.get_by_role("navigation", name="Store notes").get_by_role("link", name="History").click()
+    page.get_by_label("Snapshot name", exact=True).fill("before-session")
+    page.get_by_label("Snapshot description").fill("before the bad session")
+    page.get_by_role("button", name="Take the snapshot").click()
+    expect(page.get_by_role("cell", name="before the bad session")).to_be_visible()
+    # A bad session: one memory changed, one added.
+    writer.memories.update(store.id, memory.id, content="ship never\n")
+    writer.memories.create(store.id, "/junk.md", "junk\n")
+    page.get_by_label("Point: a snapshot name").fill("before-session")
+    page.get_by_role("button", name="Show the store then").click()
+    expect(page.get_by_role("status")).to_contain_text("Read only")
+    expect(page.get_by_role("link", name="plan.md")).to_be_visible()
+    expect(page.get_by_role("link", name="junk.md")).to_have_count(0)
+    page.get_by_role("link", name="plan.md").click()
+    expect(page.locator("pre.content")).to_have_text("ship on Friday\n")
+    expect(page.get_by_role("textbox")).to_have_count(0)  # nothing to edit then
+    page.get_by_role("navigation", name="Store notes").get_by_role("link", name="History").click()
+    page.get_by_label("From").fill("before-session")
+    page.get_by_role("button", name="Show the diff").click()
+    expect(page.get_by_text("1 added, 1 modified")).to_be_visible()
+    expect(page.locator("pre.diff .removed")).to_contain_text(["ship on Friday"])
+    page.get_by_role("link", name="side by side").click()
+    changed = page.locator("table.side tr.changed", has_text="ship on Friday").locator("td")
+    expect(changed).to_have_text(["ship on Friday", "ship never"])
+    page.get_by_role("navigation", name="Store notes").get_by_role("link", name="History").click()
+    page.get_by_label("To the point").fill("before-session")
+    page.get_by_role("button", name="Show the restore plan").click()
+    expect(page.get_by_role("cell", name="/junk.md")).to_be_visible()
+    assert engine.memories.get(store.id, memory.id).content == "ship never\n"  # a plan only
+    page.get_by_role("button", name="Restore the store to before-session").click()
+    expect(page.get_by_role("status")).to_contain_text("Done: 2 memories changed")
+    page.get_by_role("link", name="See the store").click()
+    expect(page.get_by_role("link", name="plan.md")).to_be_visible()
+    expect(page.get_by_role("link", name="junk.md")).to_have_count(0)
+    assert engine.memories.get(store.id, memory.id).content == "ship on Friday\n"
+
+
+def test_fork_change_and_merge_with_its_plan(served, browser_page) -> None:  # type: ignore[no-untyped-def]
+    server, engine = served
+    page = browser_page
+    _, secret = engine.api_keys.create("person", [Scope.READ, Scope.WRITE, Scope.DELETE])
+    store = engine.stores.create("notes")
+    memory = engine.for_caller(actor=SEED).memories.create(store.id, "/plan.md", "draft\n")
+    _sign_in(page, server.url, secret)
+    page.goto(f"{server.url}/console/stores/{store.id}/history")
+    page.get_by_label("The fork's name").fill("notes-trial")
+    page.get_by_role("button", name="Fork").click()
+    expect(page.get_by_role("heading", name="History of notes-trial")).to_be_visible()
+    expect(page.get_by_text("A fork of")).to_be_visible()
+    page.get_by_role("navigation", name="Store notes-trial").get_by_role(
+        "link", name="Memories").click()
+    page.get_by_role("link", name="plan.md").click()
+    page.get_by_label("Content").fill("final\n")
+    page.get_by_role("button", name="Save").click()
+    expect(page.get_by_label("Content")).to_have_value("final\n")
+    page.get_by_role("navigation", name="Store notes-trial").get_by_role(
+        "link", name="History").click()
+    page.get_by_role("link", name="Merge into notes…").click()
+    expect(page.get_by_role("cell", name="update")).to_be_visible()
+    assert engine.memories.get(store.id, memory.id).content == "draft\n"
+    page.get_by_role("button", name="Merge into notes").click()
+    expect(page.get_by_role("status")).to_contain_text("Done: 1 memory merged")
+    assert engine.memories.get(store.id, memory.id).content == "final\n"
+
+
+def test_a_dream_is_started_followed_reviewed_and_applied(served, browser_page) -> None:  # type: ignore[no-untyped-def]
+    server, engine = served
+    page = browser_page
+    _, secret = engine.api_keys.create("person", [Scope.READ, Scope.WRITE, Scope.DELETE])
+    store = engine.stores.create("notes")
+    for path in ("/coffee.md", "/inbox/coffee-copy.md"):
+        engine.for_caller(actor=SEED).memories.create(store.id, path, "Alice drinks it black.\n")
+    _sign_in(page, server.url, secret)
+    page.goto(f"{server.url}/console/stores/{store.id}/dreams")
+    expect(page.get_by_label("Model")).to_have_value("memfs-consolidate")
+    page.get_by_role("button", name="Start the dream").click()
+    # The page reloads itself while the dream runs (no script): wait for its end.
+    expect(page.locator(".dream-status")).to_have_text("completed")
+    expect(page.get_by_text("1 memory differs")).to_be_visible()
+    expect(page.locator("pre.diff .removed")).to_contain_text(["Alice drinks it black."])
+    page.get_by_role("link", name="Apply it to notes…").click()
+    expect(page.get_by_role("cell", name="delete")).to_be_visible()
+    assert len(engine.memories.all(store.id)) == 2
+    page.get_by_role("button", name="Merge into notes").click()
+    expect(page.get_by_role("status")).to_contain_text("Done: 1 memory merged")
+    assert len(engine.memories.all(store.id)) == 1
+
+
+def test_export_then_import(served, browser_page, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    server, engine = served
+    page = browser_page
+    _, secret = engine.api_keys.create("person", [Scope.READ, Scope.WRITE])
+    source = engine.stores.create("source")
+    target = engine.stores.create("target")
+    for path, text in {"/a.md": "alpha\n", "/d/b.md": "beta\n"}.items():
+        engine.for_caller(actor=SEED).memories.create(source.id, path, text)
+    _sign_in(page, server.url, secret)
+    for kind, label in (("zip", "a zip of the files"), ("jsonl", "JSON Lines")):
+        page.goto(f"{server.url}/console/stores/{source.id}/transfer")
+        page.get_by_role("radio", name=label).check()
+        with page.expect_download() as download:
+            page.get_by_role("button", name="Download").click()
+        saved = tmp_path / f"source.{kind}"
+        download.value.save_as(saved)
+        page.goto(f"{server.url}/console/stores/{target.id}/transfer")
+        page.get_by_label("Into the directory").fill(f"/{kind}/")
+        page.get_by_label("A JSON Lines file").set_input_files(str(saved))
+        page.get_by_role("button", name="Import").click()
+        expect(page.get_by_role("status")).to_contain_text("2 created")
+    copied = {m.path: engine.memories.get(target.id, m.id).content
+              for m in engine.memories.all(target.id)}
+    assert copied == {"/jsonl/a.md": "alpha\n", "/jsonl/d/b.md": "beta\n",
+                      "/zip/a.md": "alpha\n", "/zip/d/b.md": "beta\n"}

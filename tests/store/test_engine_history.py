@@ -493,3 +493,51 @@ def test_a_snapshot_never_takes_in_a_later_write_after_the_newest_version_is_era
     engine.memories.create(store.id, "/after.md", "written after snap1\n")
     paths = [m.path for m in engine.history.list(store.id, "snap1").items]
     assert paths == ["/keep.md"]
+
+
+def test_a_diff_of_one_store_reads_only_what_was_written_between_and_misses_nothing(
+    engine: Engine,
+) -> None:
+    """The diff of two points of one store (and a restore plan) reads only the memories
+    written between them; on a history of every kind of write it is the diff of the two
+    whole states."""
+    from memfs.core.history import classify
+    from memfs.store.history import state_at
+
+    store = engine.stores.create("mixed")
+    m = engine.memories
+    kept = m.create(store.id, "/kept.md", "untouched\n")
+    edited = m.create(store.id, "/edited.md", "one\n")
+    moved = m.create(store.id, "/moved.md", "moves\n")
+    gone = m.create(store.id, "/gone.md", "deleted after\n")
+    early = m.create(store.id, "/early.md", "deleted before\n")
+    back = m.create(store.id, "/back.md", "comes back\n")
+    m.delete(store.id, early.id, mode=DeleteMode.SOFT_DELETE)
+    m.delete(store.id, back.id, mode=DeleteMode.SOFT_DELETE)
+    secret = m.create(store.id, "/secret.md", "v1\n")
+    m.update(store.id, secret.id, content="v2\n")
+    engine.snapshots.create(store.id, "mid")
+    m.update(store.id, edited.id, content="two\n")
+    m.update(store.id, moved.id, path="/moved-to.md")
+    m.delete(store.id, gone.id, mode=DeleteMode.SOFT_DELETE)
+    m.restore(store.id, back.id)
+    m.create(store.id, "/new.md", "new\n")
+    same = m.create(store.id, "/same.md", "x\n")
+    m.update(store.id, same.id, content="y\n")
+    m.update(store.id, same.id, content="x\n")
+    old_secret = engine.versions.list(store.id, memory_id=secret.id).items[-1]
+    engine.versions.redact(store.id, old_secret.id)
+    diff = engine.history.diff(store.id, "mid", store.id, "now")
+    with engine._db.read() as conn:  # the whole states, as before the shortcut
+        old = engine.history.resolve(store.id, "mid")
+        new = engine.history.resolve(store.id, "now")
+        expected = classify(state_at(conn, old, None), state_at(conn, new, None))
+    assert sorted((e.status, e.memory_id) for e in diff.entries) == sorted(
+        (status, (after or before).memory_id) for status, before, after in expected  # type: ignore[union-attr]
+    )
+    assert kept.id not in {e.memory_id for e in diff.entries}
+    plan = engine.restores.plan(store.id, "mid")
+    assert {s.memory_id for s in plan.steps} == {
+        edited.id, moved.id, gone.id, back.id, same.id,
+        *(e.memory_id for e in diff.entries if e.status is DiffStatus.ADDED),
+    }

@@ -1,7 +1,10 @@
 """Bulk import of a folder (or a JSON Lines file) into a store, and export back out.
 
-Used by ``memfs import`` and ``memfs export``. There is no SQL here: every write is one
-call into :class:`memfs.store.Engine`, which enforces the SPEC §1 rules again; the checks
+Used by ``memfs import`` and ``memfs export`` and by the console's import and export
+(:mod:`memfs.console.transfer`). There is no SQL here: every read and write is one
+call into a :class:`~memfs.store.caller.Caller`'s facades (the engine itself for the
+CLI; the signed-in credential's caller for the console, so its visibility and actor
+apply), which enforce the SPEC §1 rules again; the checks
 made here first only exist to name the problem of each refused file precisely and to
 avoid reading files that cannot be stored.
 
@@ -32,6 +35,7 @@ import contextlib
 import dataclasses
 import enum
 import hashlib
+import io
 import json
 import os
 import secrets
@@ -40,7 +44,6 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from memfs.cli.records_seed import file_to_seed, is_seed_record, seed_id_of, seed_to_file
 from memfs.core.config import MAX_CONTENT_BYTES
 from memfs.core.errors import (
     ContentTooLarge,
@@ -50,7 +53,7 @@ from memfs.core.errors import (
     PathConflict,
     PreconditionFailed,
 )
-from memfs.core.model import Actor, Memory
+from memfs.core.model import Memory
 from memfs.core.records import parse_record
 from memfs.core.rules import (
     is_scratch_name,
@@ -60,18 +63,24 @@ from memfs.core.rules import (
     validate_path,
     validate_path_prefix,
 )
-from memfs.store import Engine
+from memfs.store import Caller
 from memfs.wire import memory_to_wire
+from memfs.wire.records_seed import file_to_seed, is_seed_record, seed_id_of, seed_to_file
 
 __all__ = [
+    "MAX_ARCHIVE_ENTRIES",
+    "ArchiveKind",
     "ExportOutcome",
     "ImportCandidate",
     "ImportOutcome",
     "ImportStatus",
+    "archive_kind",
+    "export_archive",
     "export_jsonl",
     "export_records_jsonl",
     "export_tree",
     "import_candidates",
+    "plan_archive_import",
     "plan_directory_import",
     "plan_jsonl_import",
 ]
@@ -292,8 +301,8 @@ def plan_jsonl_import(
     ``metadata``; other fields (``id``, timestamps …) are ignored, so the memory wire
     objects of api-contract §4.3 round-trip. Blank lines are skipped. A record's path
     ``/a/b`` is imported at ``<prefix>a/b``. A line in seed 002's record shape
-    (:func:`memfs.cli.records_seed.is_seed_record`) becomes a record file with its header
-    (:func:`memfs.cli.records_seed.seed_to_file`), whose rules the engine checks at the write.
+    (:func:`memfs.wire.records_seed.is_seed_record`) becomes a record file with its header
+    (:func:`memfs.wire.records_seed.seed_to_file`), whose rules the engine checks at the write.
 
     Raises:
         InvalidPath: ``prefix`` is not ``/`` or a valid directory prefix.
@@ -355,11 +364,9 @@ def _seed_candidate(source: str, record: dict[str, Any], prefix: str) -> ImportC
 
 
 def import_candidates(
-    engine: Engine,
+    caller: Caller,
     store_id: str,
     candidates: Iterable[ImportCandidate],
-    *,
-    actor: Actor,
 ) -> Iterator[ImportOutcome]:
     """Writes the candidates into a store, one transaction each, yielding each outcome.
 
@@ -367,10 +374,10 @@ def import_candidates(
     ``content_sha256`` precondition. Per-file problems become ``refused`` outcomes.
 
     Args:
-        engine: the store engine.
+        caller: who writes (its actor is ``created_by`` of every version written) and
+            what it sees (``engine.for_caller(actor=…)``).
         store_id: the target store's id.
         candidates: from :func:`plan_directory_import` or :func:`plan_jsonl_import`.
-        actor: recorded as ``created_by`` of every version written.
 
     Yields:
         One :class:`ImportOutcome` per candidate, in order.
@@ -380,7 +387,7 @@ def import_candidates(
         StoreArchived: the store is archived (checked before the first write).
         StoreFull: the store reached its memory limit; outcomes so far stand.
     """
-    existing = {memory.path: memory for memory in engine.memories.all(store_id)}
+    existing = {memory.path: memory for memory in caller.memories.all(store_id)}
     for candidate in candidates:
         if candidate.refusal is not None or candidate.path is None:
             code, reason = candidate.refusal or ("invalid_path", "no memory path")
@@ -404,7 +411,7 @@ def import_candidates(
                 str(exc.strerror or exc),
             )
             continue
-        yield _write(engine, store_id, candidate, text, existing.get(candidate.path), actor)
+        yield _write(caller, store_id, candidate, text, existing.get(candidate.path))
 
 
 def _read_candidate(candidate: ImportCandidate) -> str:
@@ -418,19 +425,18 @@ def _read_candidate(candidate: ImportCandidate) -> str:
 
 
 def _write(
-    engine: Engine,
+    caller: Caller,
     store_id: str,
     candidate: ImportCandidate,
     text: str,
     current: Memory | None,
-    actor: Actor,
 ) -> ImportOutcome:
     assert candidate.path is not None
     data = text.encode("utf-8")
     size_bytes = len(data)
     try:
         if current is None:
-            memory = engine.for_caller(actor=actor).memories.create(
+            memory = caller.memories.create(
                 store_id,
                 candidate.path,
                 text,
@@ -449,7 +455,7 @@ def _write(
                 size_bytes=size_bytes,
             )
         else:
-            memory = engine.for_caller(actor=actor).memories.update(
+            memory = caller.memories.update(
                 store_id,
                 current.id,
                 content=text,
@@ -464,7 +470,7 @@ def _write(
     except NotFound as exc:
         # The memory was deleted by someone else after the listing; the store itself is
         # checked by the next call, which raises if it is the store that is gone.
-        engine.stores.get(store_id)
+        caller.stores.get(store_id)
         return ImportOutcome(
             candidate.source, candidate.path, ImportStatus.REFUSED, exc.code, exc.message
         )
@@ -490,13 +496,13 @@ class ExportOutcome:
     size_bytes: int
 
 
-def _selected(engine: Engine, store_id: str, prefix: str) -> list[Memory]:
+def _selected(caller: Caller, store_id: str, prefix: str) -> list[Memory]:
     validate_path_prefix(prefix)
-    return [m for m in engine.memories.all(store_id) if m.path.startswith(prefix)]
+    return [m for m in caller.memories.all(store_id) if m.path.startswith(prefix)]
 
 
 def export_tree(
-    engine: Engine,
+    caller: Caller,
     store_id: str,
     directory: Path,
     *,
@@ -519,13 +525,13 @@ def export_tree(
             name, then a rename), so the files yielded before the error are complete and
             nothing else was written; the caller reports them (``memfs export`` lists them).
     """
-    memories = _selected(engine, store_id, prefix)
+    memories = _selected(caller, store_id, prefix)
     if on_total is not None:
         on_total(len(memories))
     directory.mkdir(parents=True, exist_ok=True)
     for memory in memories:
         try:
-            full = engine.memories.get(store_id, memory.id, with_content=True)
+            full = caller.memories.get(store_id, memory.id, with_content=True)
         except NotFound:
             continue
         assert full.content is not None
@@ -567,7 +573,7 @@ def _write_atomically(target: Path, data: bytes) -> None:
 
 
 def export_jsonl(
-    engine: Engine,
+    caller: Caller,
     store_id: str,
     stream: IO[str],
     *,
@@ -582,12 +588,12 @@ def export_jsonl(
     Raises:
         NotFound: unknown store. InvalidPath: bad prefix.
     """
-    memories = _selected(engine, store_id, prefix)
+    memories = _selected(caller, store_id, prefix)
     if on_total is not None:
         on_total(len(memories))
     for memory in memories:
         try:
-            full = engine.memories.get(store_id, memory.id, with_content=True)
+            full = caller.memories.get(store_id, memory.id, with_content=True)
         except NotFound:
             continue
         stream.write(json.dumps(memory_to_wire(full, full=True), ensure_ascii=False) + "\n")
@@ -595,7 +601,7 @@ def export_jsonl(
 
 
 def export_records_jsonl(
-    engine: Engine,
+    caller: Caller,
     store_id: str,
     stream: IO[str],
     *,
@@ -603,20 +609,20 @@ def export_records_jsonl(
     on_total: Callable[[int], None] | None = None,
 ) -> Iterator[ExportOutcome]:
     """Writes every live record under ``prefix`` as one seed 002 record object per line
-    (:func:`memfs.cli.records_seed.file_to_seed`); memories that are no record are left
+    (:func:`memfs.wire.records_seed.file_to_seed`); memories that are no record are left
     out. ``memfs import FILE.jsonl`` reads them back.
 
     Raises:
         NotFound: unknown store. InvalidPath: bad prefix.
     """
     validate_path_prefix(prefix)
-    records = [r for r in engine.records.list([store_id]) if r.path.startswith(prefix)]
+    records = [r for r in caller.records.list([store_id]) if r.path.startswith(prefix)]
     if on_total is not None:
         on_total(len(records))
     contents: dict[str, str] = {}
     for record in records:
         with contextlib.suppress(NotFound):
-            memory = engine.memories.get(store_id, record.memory_id, with_content=True)
+            memory = caller.memories.get(store_id, record.memory_id, with_content=True)
             contents[record.memory_id] = memory.content or ""
     seed_ids = {
         r.memory_id: seed_id_of(r, contents[r.memory_id])
@@ -631,3 +637,187 @@ def export_records_jsonl(
         line = file_to_seed(record, header, content[header.body_offset :], seed_ids)
         stream.write(json.dumps(line, ensure_ascii=False) + "\n")
         yield ExportOutcome(record.path, None, len(content.encode("utf-8")))
+
+
+# ------------------------------------------------------------------ archives (the console)
+
+
+class ArchiveKind(enum.StrEnum):
+    """An archive of files: what the console exports and accepts as an upload."""
+
+    ZIP = "zip"
+    TAR_GZ = "tar.gz"
+
+
+# How many entries an uploaded archive may hold (a store holds at most 10,000 memories by
+# default; the rest is directories and refused entries).
+MAX_ARCHIVE_ENTRIES = 50_000
+
+
+def export_archive(
+    caller: Caller,
+    store_id: str,
+    stream: IO[bytes],
+    kind: ArchiveKind,
+    *,
+    prefix: str = "/",
+) -> Iterator[ExportOutcome]:
+    """Writes every live memory under ``prefix`` into a zip or gzip'd tar archive, at
+    its path below ``prefix`` (``/notes/a.md`` → ``notes/a.md``), with the exact bytes of
+    its head and its ``updated_at`` as the entry's time: the folder ``memfs export``
+    writes, packed. :func:`plan_archive_import` reads it back.
+
+    Raises:
+        NotFound: unknown store. InvalidPath: bad prefix.
+    """
+    import tarfile
+    import zipfile
+
+    memories = _selected(caller, store_id, prefix)
+    with contextlib.ExitStack() as stack:
+        if kind is ArchiveKind.ZIP:
+            archive_zip = stack.enter_context(
+                zipfile.ZipFile(stream, "w", compression=zipfile.ZIP_DEFLATED)
+            )
+        else:
+            archive_tar = stack.enter_context(tarfile.open(fileobj=stream, mode="w:gz"))
+        for memory in memories:
+            try:
+                full = caller.memories.get(store_id, memory.id, with_content=True)
+            except NotFound:
+                continue
+            data = (full.content or "").encode("utf-8")
+            name = full.path[len(prefix) :]
+            if kind is ArchiveKind.ZIP:
+                when = full.updated_at.timetuple()[:6]
+                info = zipfile.ZipInfo(name, date_time=max(when, (1980, 1, 1, 0, 0, 0)))
+                info.compress_type = zipfile.ZIP_DEFLATED
+                info.external_attr = 0o644 << 16
+                archive_zip.writestr(info, data)
+            else:
+                entry = tarfile.TarInfo(name)
+                entry.size = len(data)
+                entry.mtime = int(full.updated_at.timestamp())
+                entry.mode = 0o644
+                archive_tar.addfile(entry, io.BytesIO(data))
+            yield ExportOutcome(full.path, None, len(data))
+
+
+def archive_kind(data: bytes) -> ArchiveKind | None:
+    """Which archive ``data`` is, by its first bytes (zip or gzip), or None."""
+    if data.startswith((b"PK\x03\x04", b"PK\x05\x06")):
+        return ArchiveKind.ZIP
+    if data.startswith(b"\x1f\x8b"):
+        return ArchiveKind.TAR_GZ
+    return None
+
+
+def plan_archive_import(
+    data: bytes, *, source_name: str, prefix: str = "/", include_hidden: bool = False
+) -> list[ImportCandidate]:
+    """The candidates of an uploaded zip or gzip'd tar archive of files, as
+    :func:`plan_directory_import` maps a folder: ``a/b.txt`` becomes ``<prefix>a/b.txt``,
+    refused (with its reason) when hidden, a scratch name, not a regular file (a link,
+    a device), an invalid path, over 102,400 bytes or not UTF-8 text. Read in memory,
+    never extracted: a member's name can't reach outside the store, and at most
+    102,401 bytes of any member are decompressed (a member that claims less and holds
+    more is refused too).
+
+    Raises:
+        InvalidPath: ``prefix`` is not a valid directory prefix.
+        InvalidInput: ``unknown_archive`` (not a zip or gzip'd tar archive, or a broken
+            one), ``too_many_entries`` (over :data:`MAX_ARCHIVE_ENTRIES`).
+    """
+    import tarfile
+    import zipfile
+
+    validate_path_prefix(prefix)
+    kind = archive_kind(data)
+    if kind is None:
+        raise InvalidInput(f"{source_name} is not a zip or .tar.gz archive", code="unknown_archive")
+    candidates: list[ImportCandidate] = []
+    try:
+        with contextlib.ExitStack() as stack:
+            if kind is ArchiveKind.ZIP:
+                archive = stack.enter_context(zipfile.ZipFile(io.BytesIO(data)))
+                infos = [i for i in archive.infolist() if not i.is_dir()]
+                _check_entries(len(infos))
+                for info in infos:
+                    regular = (info.external_attr >> 16) & 0o170000 in (0, stat.S_IFREG)
+                    reader = _zip_reader(archive, info) if regular else None
+                    candidates.append(
+                        _member_candidate(info.filename, reader, prefix, include_hidden)
+                    )
+            else:
+                tar = stack.enter_context(tarfile.open(fileobj=io.BytesIO(data), mode="r:gz"))
+                entries = [e for e in tar.getmembers() if not e.isdir()]
+                _check_entries(len(entries))
+                for entry in entries:
+                    reader = _tar_reader(tar, entry) if entry.isfile() else None
+                    candidates.append(
+                        _member_candidate(entry.name, reader, prefix, include_hidden)
+                    )
+    except (zipfile.BadZipFile, tarfile.TarError, EOFError) as exc:
+        raise InvalidInput(
+            f"{source_name} is a broken archive: {exc}", code="unknown_archive"
+        ) from None
+    candidates.sort(key=lambda c: c.source.encode())
+    return candidates
+
+
+def _check_entries(count: int) -> None:
+    if count > MAX_ARCHIVE_ENTRIES:
+        raise InvalidInput(
+            f"the archive holds {count:,} entries; at most {MAX_ARCHIVE_ENTRIES:,} are read",
+            code="too_many_entries",
+        )
+
+
+def _zip_reader(archive: Any, info: Any) -> Callable[[], bytes]:
+    def read() -> bytes:
+        with archive.open(info) as member:
+            return bytes(member.read(MAX_CONTENT_BYTES + 1))
+
+    return read
+
+
+def _tar_reader(tar: Any, entry: Any) -> Callable[[], bytes]:
+    def read() -> bytes:
+        member = tar.extractfile(entry)
+        return b"" if member is None else bytes(member.read(MAX_CONTENT_BYTES + 1))
+
+    return read
+
+
+def _member_candidate(
+    name: str,
+    reader: Callable[[], bytes] | None,
+    prefix: str,
+    include_hidden: bool,
+) -> ImportCandidate:
+    """One archive member as a candidate: its content read now (bounded), or refused
+    (``reader`` None: not a regular file)."""
+    parts = tuple(p for p in name.split("/") if p not in ("", "."))
+    source = "/".join(parts) or name
+    if not parts or ".." in parts:
+        return ImportCandidate(source, None, refusal=("invalid_path", "not a relative path"))
+    would_be = _would_be_path(prefix, parts, directory=False)
+    if any(p.startswith(".") for p in parts) and not include_hidden:
+        return ImportCandidate(source, would_be, refusal=("hidden", "hidden file, not imported"))
+    if is_scratch_name(parts[-1]):
+        return ImportCandidate(source, would_be, refusal=(
+            "scratch_name", "editor or tool scratch file name; memfs never stores these (SPEC §4)"
+        ))
+    if reader is None:
+        return ImportCandidate(source, would_be, refusal=(
+            "not_regular_file", "not a regular file (a link or a device)"
+        ))
+    path = _join(prefix, parts)
+    try:
+        validate_path(path)
+        text = validate_content_bytes(reader())
+    except MemfsError as exc:
+        return ImportCandidate(source, would_be, refusal=(exc.code, exc.message))
+    except (OSError, EOFError, ValueError) as exc:
+        return ImportCandidate(source, path, refusal=("unreadable", str(exc)))
+    return ImportCandidate(source, path, content=text)
