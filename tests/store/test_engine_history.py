@@ -169,7 +169,7 @@ def test_a_snapshot_point_may_be_its_id(
     by_name = engine.history.resolve(store.id, "first")
     assert (by_id.seq, by_id.snapshot_name) == (by_name.seq, "first")
     assert engine.history.get_by_path(store.id, "/a", snap.id).content == "1"
-    with pytest.raises(InvalidPoint, match="has no snapshot of that name"):
+    with pytest.raises(InvalidPoint, match="has no snapshot of that id"):
         engine.history.resolve(store.id, "snap_missing")
 
 
