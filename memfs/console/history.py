@@ -22,7 +22,6 @@ from memfs.console.view import Page
 from memfs.core.errors import InvalidInput
 from memfs.core.history import DiffEntry
 from memfs.core.model import Memory, MemoryPrefix, MemoryStore, Scope
-from memfs.core.points import NOW
 
 __all__ = [
     "DIFF_PAGE_SIZE",
@@ -328,7 +327,7 @@ def fork_store(current: Page) -> Response:
     current.principal.require_unlimited(Scope.WRITE)
     fork = current.caller.history.fork(
         store_id,
-        at=_point(current.form.get("at")) if current.form.get("at") else NOW,
+        at=_point(current.form.get("at")),
         name=current.form.get("name", "").strip(),
         description=current.form.get("description") or None,
     )
