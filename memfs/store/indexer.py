@@ -29,7 +29,7 @@ from contextlib import AbstractContextManager
 
 from sqlalchemy import Connection
 
-from memfs.core.errors import StorageFull, StoreBusy
+from memfs.core.errors import DatabaseUnreachable, StorageFull, StoreBusy
 from memfs.store.search import catch_up
 
 __all__ = ["BATCH", "MAX_DELAY_S", "QUIET_S", "Indexer"]
@@ -98,9 +98,11 @@ class Indexer:
             try:
                 self.indexed += catch_up(self._read, self._write, batch=BATCH, wait=False)
                 continue
-            except (StoreBusy, StorageFull) as exc:
+            except (StoreBusy, StorageFull, DatabaseUnreachable) as exc:
                 # Conditions of the database that its writers report (a full disk is the
-                # mount's ENOSPC and status): the queue keeps the rows, searches catch up.
+                # mount's ENOSPC and status; a PostgreSQL restart is every caller's 503):
+                # the queue keeps the rows, searches catch up. No traceback: nothing here
+                # is a bug.
                 log.info("indexing queued memories waits: %s", exc)
             except Exception:  # logged and retried: the queue still holds the rows
                 log.exception("indexing queued memories failed; retrying")
