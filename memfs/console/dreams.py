@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from starlette.responses import Response
 
+from memfs.api.routes.dreams import check_dream_sessions
 from memfs.console.guard import CONSOLE_PATH
 from memfs.console.history import DIFF_PAGE_SIZE, DiffItem, diff_items, page_number
 from memfs.console.view import Page
@@ -123,7 +124,9 @@ def start_dream(current: Page) -> Response:
                                code="session_not_allowed")
     _require_dreaming(current, store_id, behavior)
     sessions = [s for s in (current.form.get("session_ids") or "").replace(",", " ").split() if s]
-    dream = current.engine.dreams.create(
+    check_dream_sessions(current.engine, current.principal, sessions)
+    # Bound to the credential's viewer: the dream keeps it and runs every step with it.
+    dream = current.caller.dreams.create(
         store_id,
         session_ids=sessions or None,
         model_id=(current.form.get("model") or config.CONSOLIDATE_MODEL).strip(),

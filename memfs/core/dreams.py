@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memfs.core.visibility import Viewer
+
 __all__ = [
     "ABSORBED_METADATA_KEY",
     "ConsolidationItem",
@@ -81,6 +83,10 @@ class Dream:
             ``cache_creation_input_tokens``, ``cache_read_input_tokens``).
         result: what it did (memfs extension): counts and the changes, by path.
         heartbeat_at: when its job last said it was alive (None unless it ran).
+        viewer: whose view of records it has (SPEC §6, §11): its creator's, fixed at
+            creation; every step runs with it, so a dream reads, copies and writes only
+            what its creator may see. None: an unrestricted creator (an admin key, the
+            local CLI).
     """
 
     id: str
@@ -102,6 +108,7 @@ class Dream:
     ended_at: datetime | None
     archived_at: datetime | None
     heartbeat_at: datetime | None
+    viewer: Viewer | None = None
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,10 @@ Who may do what:
   on the input for ``update_existing``, on stores at large for ``create_new`` (it makes
   a store; a key limited to listed stores can't: 403 ``store_not_allowed``). Cancel and
   archive need the same; list and retrieve ``memory:read`` on the input store (another
-  dream is the 404 of an unknown id).
+  dream is the 404 of an unknown id). A dream has its creator's view of records (SPEC
+  §6, §11: a key with a principal, or a non-admin key without one, is restricted): it
+  reads, copies and writes only what that key may see, and may name only sessions whose
+  transcripts that key may read (another's: 404 ``session_not_found``).
 * a session's events: listed and streamed by whoever may read the session (its own token, a key
   that may read its every store), and a key with a principal only for a session that
   speaks for the same user (SPEC §11: visibility by ``user_id``); sent by the session's
@@ -22,7 +25,7 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -70,7 +73,7 @@ from memfs.wire.dreams import (
     event_to_wire,
 )
 
-__all__ = ["router"]
+__all__ = ["check_dream_sessions", "router"]
 
 router = APIRouter()
 
@@ -102,13 +105,30 @@ def _visible_dream(engine: Engine, principal: Principal, dream_id: str) -> Dream
     return dream
 
 
+def check_dream_sessions(
+    engine: Engine, principal: Principal, session_ids: Sequence[str] | None
+) -> None:
+    """Refuses a session whose transcript ``principal`` may not read (as ``GET
+    /v1/sessions/{id}/events`` decides): 404 ``session_not_found``, as for one that does
+    not exist. Also used by the console's dream form."""
+    for session_id in session_ids or ():
+        try:
+            _readable_transcript(engine, principal, session_id)
+        except NotFound:
+            raise NotFound(
+                f"session {session_id!r} not found", code="session_not_found"
+            ) from None
+
+
 @router.post("/v1/dreams", responses=doc(DreamOut))
 async def create_dream(request: Request, body: DreamCreate) -> JSONResponse:
     """``client.beta.dreams.create``: a ``pending`` dream of one memory store (not
     archived), reading up to 100 sessions' transcripts; the server's job runs it.
     Named refusals: 400 ``store_archived``, ``too_many_sessions``,
     ``duplicate_session``, ``session_without_transcript``, ``instructions_too_long``,
-    ``invalid_inputs``; 404 ``session_not_found``; 409 ``dream_already_active``."""
+    ``invalid_inputs``; 404 ``session_not_found`` (also a session whose transcript
+    the key may not read); 409 ``dream_already_active``. The dream sees as the key does
+    (module docstring)."""
     stores = [i for i in body.inputs if isinstance(i, MemoryStoreInput)]
     session_inputs = [i for i in body.inputs if isinstance(i, SessionsInput)]
     if len(stores) != 1 or len(session_inputs) > 1:
@@ -127,11 +147,15 @@ async def create_dream(request: Request, body: DreamCreate) -> JSONResponse:
         behavior = OutputBehavior.UPDATE_EXISTING
     model = body.model if isinstance(body.model, ModelConfig) else ModelConfig(id=body.model)
 
+    session_ids = None if not session_inputs else session_inputs[0].session_ids
+
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         _require_dreaming(principal, store_id, behavior)
-        dream = engine.dreams.create(
+        check_dream_sessions(engine, principal, session_ids)
+        # Bound to the key's viewer: the dream keeps it, and every step runs with it.
+        dream = principal.caller(engine).dreams.create(
             store_id,
-            session_ids=None if not session_inputs else session_inputs[0].session_ids,
+            session_ids=session_ids,
             model_id=model.id,
             model_speed=model.speed or "standard",
             instructions=body.instructions,
