@@ -156,7 +156,8 @@ def dream_page(current: Page) -> Response:
             output = None
     if output is not None and dream.status is DreamStatus.COMPLETED:
         base = output.fork_base or "now"
-        diff = current.caller.history.diff(store.id, base, output.id, "now")
+        # Without what the output never had (hidden from the dream's creator, SPEC §6).
+        diff = current.caller.history.diff(store.id, base, output.id, "now", forked_only=True)
         total = len(diff.entries)
         start = (number - 1) * DIFF_PAGE_SIZE
         items = diff_items(current, diff.entries[start : start + DIFF_PAGE_SIZE],

@@ -264,5 +264,12 @@ def test_a_pending_model_dream_keeps_alices_view_across_a_server_restart(
     for body in mine:
         assert BOB_SECRET not in body
         assert "coffee-copy" not in body
+    # memfs dream diff shows what the dream did, not what alice was never given.
+    diff = run_memfs("dream", "diff", dream.id, "--name-only", "--database", str(database),
+                     env=env, timeout_s=60)
+    assert (diff.returncode, diff.stdout) == (1, "/alice/tea-copy.md\n"), diff.stderr
+    shown = run_memfs("dream", "show", dream.id, "--database", str(database), env=env,
+                      timeout_s=60)
+    assert "sees      what user 'alice' sees" in shown.stdout
     fsck = run_memfs("fsck", "--database", str(database), env=env, timeout_s=60)
     assert fsck.returncode == 0, fsck.stdout + fsck.stderr

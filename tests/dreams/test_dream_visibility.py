@@ -20,6 +20,7 @@ from memfs.core.errors import NotFound
 from memfs.core.model import Actor, UserPrincipal
 from memfs.core.visibility import Viewer
 from memfs.dreams import run_dream
+from memfs.dreams.apply import apply_dream
 from memfs.memory_tool.dreamer import MessagesDreamer
 from memfs.store import Engine, ResourceSpec
 
@@ -112,6 +113,25 @@ def test_create_new_by_alice_forks_and_consolidates_only_what_alice_sees(
     }
     # Bob's duplicates were neither copied nor touched; the input is as it was.
     assert contents(engine, store_id) == FILES
+    # The dream's diff (memfs dream diff, the console's review) is what it did; a plain
+    # diff of the two stores also shows what the output was never given.
+    output = ended.output_store_id
+    dreamt = engine.history.diff(store_id, "now", output, "now", forked_only=True)
+    assert [(e.path, e.status.value) for e in dreamt.entries] == [
+        ("/alice/tea-copy.md", "removed")]
+    plain = engine.history.diff(store_id, "now", output, "now")
+    assert sorted(e.path for e in plain.entries) == ["/alice/tea-copy.md", *sorted(BOBS)]
+    # Applying it (an unrestricted merge, as memfs dream apply) removes alice's duplicate
+    # and leaves bob's records alone.
+    plan, _ = apply_dream(engine, ended, actor=ACTOR, dry_run=True)
+    assert [(s.action.value, s.path_before) for s in plan.steps] == [
+        ("delete", "/alice/tea-copy.md")]
+    # Applied by alice (her viewer): the same, for real.
+    applied, _ = apply_dream(engine, ended, actor=ACTOR, viewer=ALICE)
+    assert [(s.action.value, s.path_before) for s in applied.steps] == [
+        ("delete", "/alice/tea-copy.md")]
+    assert contents(engine, store_id) == {
+        p: c for p, c in FILES.items() if p != "/alice/tea-copy.md"}
     assert BOB_SECRET not in json.dumps(ended.result)
     # The dream's session speaks for alice.
     assert ended.session_id is not None
