@@ -52,6 +52,7 @@ from memfs.core.config import (
     EVENT_STREAM_IDLE_S,
     EVENT_STREAM_PING_S,
     EVENT_STREAM_POLL_S,
+    MAX_DREAM_SESSIONS,
     MAX_EVENT_STREAM_IDLE_S,
 )
 from memfs.core.dreams import Dream, DreamStatus, OutputBehavior
@@ -110,8 +111,11 @@ def check_dream_sessions(
 ) -> None:
     """Refuses a session whose transcript ``principal`` may not read (as ``GET
     /v1/sessions/{id}/events`` decides): 404 ``session_not_found``, as for one that does
-    not exist. Also used by the console's dream form."""
-    for session_id in session_ids or ():
+    not exist. Also used by the console's dream form. A list of the wrong length is
+    left to the store's named refusal (``too_many_sessions``)."""
+    if session_ids is None or not 1 <= len(session_ids) <= MAX_DREAM_SESSIONS:
+        return
+    for session_id in session_ids:
         try:
             _readable_transcript(engine, principal, session_id)
         except NotFound:
