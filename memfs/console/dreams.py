@@ -18,6 +18,8 @@ Content-Security-Policy does not govern) while the dream is pending or running.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from starlette.responses import Response
 
 from memfs.api.routes.dreams import check_dream_sessions
@@ -167,7 +169,8 @@ def dream_page(current: Page) -> Response:
         "dream.html",
         title=f"Dream {dream.id}",
         store=store,
-        dream=dream,
+        # Its result names paths: only for a credential seeing what it saw (SPEC §6).
+        dream=replace(dream, result=dream.result_for(current.principal.viewer)),
         output=output,
         base=base,
         items=items,

@@ -110,6 +110,15 @@ class Dream:
     heartbeat_at: datetime | None
     viewer: Viewer | None = None
 
+    def result_for(self, viewer: Viewer | None) -> Mapping[str, Any] | None:
+        """The ``result`` as shown to a caller seeing as ``viewer`` (SPEC §6): it names
+        the paths the dream read and changed, so only a caller that sees at least what
+        the dream saw gets it (an unrestricted one, or the very same viewer); another
+        gets None (the status, error, usage and output stay)."""
+        if viewer is None or viewer == self.viewer:
+            return self.result
+        return None
+
 
 @dataclass(frozen=True)
 class SessionEvent:

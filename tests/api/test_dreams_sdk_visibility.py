@@ -131,6 +131,19 @@ def test_alices_dream_of_a_shared_store_holds_none_of_bobs_records(
         "/alice/tea.md": ALICE_TEA, "/shared/hours.md": SHARED}
     # The input is as it was, bob's duplicates included.
     assert contents(admin, store_id) == FILES
+    # Its result names alice's paths: shown to alice and the admin, not to bob.
+    assert (ended.model_extra or {})["result"]["merged_into"] == {
+        "/alice/tea-copy.md": "/alice/tea.md"}
+    assert (admin.beta.dreams.retrieve(dream.id).model_extra or {})["result"] is not None
+    _, bob_secret = server.engine.api_keys.create(
+        "bob", [Scope.READ, Scope.WRITE], principal=UserPrincipal(user_id="bob"))
+    bob = server.client(bob_secret)
+    seen_by_bob = bob.beta.dreams.retrieve(dream.id)
+    assert seen_by_bob.status == "completed"
+    assert (seen_by_bob.model_extra or {})["result"] is None
+    [listed] = [d for d in bob.beta.dreams.list(limit=100) if d.id == dream.id]
+    assert (listed.model_extra or {})["result"] is None
+    assert "tea-copy" not in json.dumps(seen_by_bob.model_dump(mode="json"))
     # What the dream says it did names nothing of bob's.
     events = list(admin.beta.sessions.events.list(ended.session_id, limit=100))
     assert events

@@ -11,7 +11,9 @@ Who may do what:
   dream is the 404 of an unknown id). A dream has its creator's view of records (SPEC
   §6, §11: a key with a principal, or a non-admin key without one, is restricted): it
   reads, copies and writes only what that key may see, and may name only sessions whose
-  transcripts that key may read (another's: 404 ``session_not_found``).
+  transcripts that key may read (another's: 404 ``session_not_found``). Its
+  ``result`` (the paths it read and changed) is shown only to a caller that sees what
+  it saw: an unrestricted key, or one with the creator's very view; others get null.
 * a session's events: listed and streamed by whoever may read the session (its own token, a key
   that may read its every store), and a key with a principal only for a session that
   speaks for the same user (SPEC §11: visibility by ``user_id``); sent by the session's
@@ -26,6 +28,7 @@ import functools
 import json
 import time
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -97,6 +100,13 @@ def _require_dreaming(principal: Principal, store_id: str, behavior: OutputBehav
         principal.require(Scope.WRITE, store_id, agents=False)
 
 
+def _out(principal: Principal, dream: Dream) -> dict[str, Any]:
+    """The dream on the wire for ``principal``: its ``result`` names the paths it read
+    and changed, shown only to a caller that sees what the dream saw
+    (:meth:`memfs.core.dreams.Dream.result_for`, SPEC §6)."""
+    return dream_to_wire(replace(dream, result=dream.result_for(principal.viewer)))
+
+
 def _visible_dream(engine: Engine, principal: Principal, dream_id: str) -> Dream:
     if principal.session is None:
         principal.require(Scope.READ)
@@ -166,7 +176,7 @@ async def create_dream(request: Request, body: DreamCreate) -> JSONResponse:
             output_behavior=behavior,
             created_by=None if principal.api_key is None else principal.api_key.id,
         )
-        return dream_to_wire(dream)
+        return _out(principal, dream)
 
     result = await run(request, op)
     _wake(request)
@@ -199,7 +209,7 @@ async def list_dreams(
         )
         return {
             "data": [
-                dream_to_wire(d) for d in result.items if principal.can_see(d.input_store_id)
+                _out(principal, d) for d in result.items if principal.can_see(d.input_store_id)
             ],
             "next_page": result.next_cursor,
         }
@@ -212,7 +222,7 @@ async def retrieve_dream(request: Request, dream_id: str) -> JSONResponse:
     """``client.beta.dreams.retrieve``."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
-        return dream_to_wire(_visible_dream(engine, principal, dream_id))
+        return _out(principal, _visible_dream(engine, principal, dream_id))
 
     return json_response(await run(request, op))
 
@@ -226,7 +236,7 @@ async def cancel_dream(request: Request, dream_id: str) -> JSONResponse:
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         dream = _visible_dream(engine, principal, dream_id)
         _require_dreaming(principal, dream.input_store_id, dream.output_behavior)
-        return dream_to_wire(engine.dreams.cancel(dream_id))
+        return _out(principal, engine.dreams.cancel(dream_id))
 
     return json_response(await run(request, op))
 
@@ -239,7 +249,7 @@ async def archive_dream(request: Request, dream_id: str) -> JSONResponse:
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         dream = _visible_dream(engine, principal, dream_id)
         _require_dreaming(principal, dream.input_store_id, dream.output_behavior)
-        return dream_to_wire(engine.dreams.archive(dream_id))
+        return _out(principal, engine.dreams.archive(dream_id))
 
     return json_response(await run(request, op))
 
