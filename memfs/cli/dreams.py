@@ -111,6 +111,9 @@ def _show(dream: Dream) -> None:
             ("output", dream.output_store_id or "-"),
             ("behavior", dream.output_behavior.value),
             ("model", dream.model_id),
+            # Whose records it saw (SPEC §6, §11): its creator's view.
+            ("sees", "every record" if dream.viewer is None
+             else f"what {dream.viewer.describe()} sees"),
             ("session", dream.session_id or "-"),
             ("created", format_time(dream.created_at)),
             ("ended", format_time(dream.ended_at)),
@@ -324,14 +327,19 @@ def dream_diff(
     as_json: JsonOption = False,
     database: DatabaseOption = None,
 ) -> None:
-    """Show what a dream changed: `memfs diff INPUT OUTPUT` (create_new), or its input
-    since the automatic snapshot it took (--update-existing). Exit 0 equal, 1 different,
+    """Show what a dream changed: `memfs diff INPUT OUTPUT` (create_new) without the
+    input's memories its output never had (records hidden from the dream's creator,
+    memories made since), or its input since the automatic snapshot it took
+    (--update-existing). Exit 0 equal, 1 different,
     2 error."""
-    from memfs.cli.history import diff_command
+    from memfs.cli.history import run_diff
 
     with command_engine(database) as engine:
         old, new = _dream_points(engine, engine.dreams.get(dream_id))
-    diff_command(old, new, stat=stat, name_only=name_only, as_json=as_json, database=database)
+    # The output holds only what the dream's creator could see (SPEC §6): what it was
+    # never given is no change of the dream's.
+    run_diff(old, new, stat=stat, name_only=name_only, as_json=as_json, database=database,
+             forked_only=True)
 
 
 @dream_app.command("archive")

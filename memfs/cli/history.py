@@ -197,6 +197,21 @@ def diff_command(
     database: DatabaseOption = None,
 ) -> None:
     """Show what changed between two points of a store: exit 0 equal, 1 different, 2 error."""
+    run_diff(old, new, stat=stat, name_only=name_only, as_json=as_json, database=database)
+
+
+def run_diff(
+    old: str,
+    new: str | None,
+    *,
+    stat: bool,
+    name_only: bool,
+    as_json: bool,
+    database: str | None,
+    forked_only: bool = False,
+) -> None:
+    """:func:`diff_command`'s work; ``forked_only``: B is a fork of A and what it never
+    had is left out (:meth:`memfs.store.history.History.diff`, ``memfs dream diff``)."""
     from memfs.wire import store_diff_to_wire
 
     new_point: Point | None
@@ -209,7 +224,9 @@ def diff_command(
         with command_engine(database) as engine:
             old_id = engine.stores.find(old_store).id
             new_id = old_id if new_store == old_store else engine.stores.find(new_store).id
-            diff = engine.history.diff(old_id, old_point or NOW, new_id, new_point or NOW)
+            diff = engine.history.diff(
+                old_id, old_point or NOW, new_id, new_point or NOW, forked_only=forked_only
+            )
     except MemfsError as exc:  # diff(1): trouble is 2, whatever it was
         typer.echo(f"memfs: error: {exc.message}", err=True)
         raise typer.Exit(max(2, exit_status(exc))) from None

@@ -18,8 +18,11 @@ Content-Security-Policy does not govern) while the dream is pending or running.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from starlette.responses import Response
 
+from memfs.api.routes.dreams import check_dream_sessions
 from memfs.console.guard import CONSOLE_PATH
 from memfs.console.history import DIFF_PAGE_SIZE, DiffItem, diff_items, page_number
 from memfs.console.view import Page
@@ -123,7 +126,9 @@ def start_dream(current: Page) -> Response:
                                code="session_not_allowed")
     _require_dreaming(current, store_id, behavior)
     sessions = [s for s in (current.form.get("session_ids") or "").replace(",", " ").split() if s]
-    dream = current.engine.dreams.create(
+    check_dream_sessions(current.engine, current.principal, sessions)
+    # Bound to the credential's viewer: the dream keeps it and runs every step with it.
+    dream = current.caller.dreams.create(
         store_id,
         session_ids=sessions or None,
         model_id=(current.form.get("model") or config.CONSOLIDATE_MODEL).strip(),
@@ -153,7 +158,8 @@ def dream_page(current: Page) -> Response:
             output = None
     if output is not None and dream.status is DreamStatus.COMPLETED:
         base = output.fork_base or "now"
-        diff = current.caller.history.diff(store.id, base, output.id, "now")
+        # Without what the output never had (hidden from the dream's creator, SPEC §6).
+        diff = current.caller.history.diff(store.id, base, output.id, "now", forked_only=True)
         total = len(diff.entries)
         start = (number - 1) * DIFF_PAGE_SIZE
         items = diff_items(current, diff.entries[start : start + DIFF_PAGE_SIZE],
@@ -163,7 +169,8 @@ def dream_page(current: Page) -> Response:
         "dream.html",
         title=f"Dream {dream.id}",
         store=store,
-        dream=dream,
+        # Its result names paths: only for a credential seeing what it saw (SPEC §6).
+        dream=replace(dream, result=dream.result_for(current.principal.viewer)),
         output=output,
         base=base,
         items=items,

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
+from memfs.core.visibility import Viewer
+
 __all__ = [
     "ABSORBED_METADATA_KEY",
     "ConsolidationItem",
@@ -81,6 +83,10 @@ class Dream:
             ``cache_creation_input_tokens``, ``cache_read_input_tokens``).
         result: what it did (memfs extension): counts and the changes, by path.
         heartbeat_at: when its job last said it was alive (None unless it ran).
+        viewer: whose view of records it has (SPEC §6, §11): its creator's, fixed at
+            creation; every step runs with it, so a dream reads, copies and writes only
+            what its creator may see. None: an unrestricted creator (an admin key, the
+            local CLI).
     """
 
     id: str
@@ -102,6 +108,16 @@ class Dream:
     ended_at: datetime | None
     archived_at: datetime | None
     heartbeat_at: datetime | None
+    viewer: Viewer | None = None
+
+    def result_for(self, viewer: Viewer | None) -> Mapping[str, Any] | None:
+        """The ``result`` as shown to a caller seeing as ``viewer`` (SPEC §6): it names
+        the paths the dream read and changed, so only a caller that sees at least what
+        the dream saw gets it (an unrestricted one, or the very same viewer); another
+        gets None (the status, error, usage and output stay)."""
+        if viewer is None or viewer == self.viewer:
+            return self.result
+        return None
 
 
 @dataclass(frozen=True)

@@ -32,6 +32,10 @@ Writing (:func:`check_writable`): a restricted viewer may not write a record it 
 not see afterwards (it would vanish for its writer, and nothing a user wrote may be
 silently lost): refused with PermissionDenied ``record_not_visible``, nothing changed.
 
+Transcripts (:func:`sees_transcript`, SPEC §11: visibility by ``user_id``): a
+session's transcript is seen by an unrestricted caller, and by a restricted one when
+the session speaks for no user or for the viewer's own user.
+
 Handing (:func:`handed_principal`): a caller hands a new session only what it holds
 (SPEC §3): an admin any principal; a key with a principal that principal or the same
 user with fewer roles (its own when it names none); a key without a principal none.
@@ -58,6 +62,7 @@ __all__ = [
     "handed_principal",
     "is_visible",
     "make_principal",
+    "sees_transcript",
 ]
 
 RECORD_NOT_VISIBLE = "record_not_visible"
@@ -160,6 +165,13 @@ def check_writable(viewer: Viewer | None, record: RecordVisibility | None, path:
         code=RECORD_NOT_VISIBLE,
     )
 
+
+def sees_transcript(viewer: Viewer | None, speaks_for: str | None) -> bool:
+    """Whether ``viewer`` may read the transcript of a session whose principal's user id
+    is ``speaks_for`` (None: the session has no principal); module docstring."""
+    if viewer is None or speaks_for is None:
+        return True
+    return viewer.user_id == speaks_for
 
 
 def handed_principal(

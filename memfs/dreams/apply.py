@@ -16,15 +16,25 @@ from memfs.core.dreams import ABSORBED_METADATA_KEY, Dream, DreamStatus, OutputB
 from memfs.core.errors import Conflict, InvalidMetadata
 from memfs.core.history import MergePlan
 from memfs.core.model import Actor
+from memfs.core.visibility import Viewer
 from memfs.store import Engine
 
 __all__ = ["apply_dream"]
 
 
 def apply_dream(
-    engine: Engine, dream: Dream, *, actor: Actor | None, dry_run: bool = False
+    engine: Engine,
+    dream: Dream,
+    *,
+    actor: Actor | None,
+    viewer: Viewer | None = None,
+    dry_run: bool = False,
 ) -> tuple[MergePlan, int]:
-    """Merges a completed ``create_new`` dream's output into its input as ``actor``.
+    """Merges a completed ``create_new`` dream's output into its input as ``actor``,
+    seeing as ``viewer`` (the applier's, SPEC §6; None: unrestricted, the local CLI):
+    the merge plans and writes only the records the applier may see
+    (:meth:`memfs.store.history.History.merge`), and the notes carried are those of
+    memories it sees.
 
     Returns:
         The merge plan (with ``dry_run``: what it would do; nothing changes) and how
@@ -46,18 +56,20 @@ def apply_dream(
             "its automatic snapshot undoes it",
             code="dream_updated_input",
         )
-    history = engine.for_caller(actor=actor).history
+    history = engine.for_caller(actor=actor, viewer=viewer).history
     if dry_run:
         return history.plan_merge(dream.output_store_id, into=dream.input_store_id), 0
     plan = history.merge(
         dream.output_store_id, into=dream.input_store_id, reason=f"apply dream {dream.id}"
     )
-    return plan, _carry_notes(engine, dream, actor)
+    return plan, _carry_notes(engine, dream, actor, viewer)
 
 
-def _carry_notes(engine: Engine, dream: Dream, actor: Actor | None) -> int:
+def _carry_notes(
+    engine: Engine, dream: Dream, actor: Actor | None, viewer: Viewer | None
+) -> int:
     assert dream.output_store_id is not None
-    caller = engine.for_caller(actor=actor)
+    caller = engine.for_caller(actor=actor, viewer=viewer)
     here = {m.path: m for m in caller.memories.all(dream.input_store_id)}
     carried = 0
     for memory in caller.memories.all(dream.output_store_id):

@@ -18,6 +18,18 @@ the anthropic SDK and the memory tool, floors above this one). It gets a
 :class:`DreamJob`: the output store, the transcripts, and the dream's session to say
 what it does, record usage and learn of a cancel.
 
+Whose view a dream has (SPEC §6, §11): its creator's, :attr:`Dream.viewer`, kept with
+the dream so a runner that picks it up (after a restart too) has it. Every step runs
+with it: the dream's session speaks for the creator's user; the fork of ``create_new``
+copies only the records the creator sees (:meth:`memfs.store.history.History.fork` with
+a viewer); the consolidating dreamer lists, reads and writes through a caller bound to
+it; the language-model dreamer's memory tool (and so the layout it is shown) is bound to
+it (:attr:`DreamJob.viewer`); ``update_existing`` writes are checked like any write of
+that viewer (nothing it could not see, :func:`memfs.core.visibility.check_writable`);
+and a transcript the creator may not read is not given (the create refused it
+already; it is checked again here). A bulk operation is thus no way around record
+visibility.
+
 Errors that fail a dream (``error.type``): a memfs error's ``code`` (e.g.
 ``store_archived``), ``model_endpoint_not_configured`` (a language model and no
 endpoint: no ``ANTHROPIC_API_KEY``, no ``--dream-api-key-file``), the language-model
@@ -37,8 +49,9 @@ from typing import Any, Protocol
 
 from memfs.core import config
 from memfs.core.dreams import USAGE_KEYS, Dream, DreamStatus, OutputBehavior, SessionEvent
-from memfs.core.errors import MemfsError
-from memfs.core.model import Access, Actor
+from memfs.core.errors import MemfsError, NotFound
+from memfs.core.model import Access, Actor, UserPrincipal
+from memfs.core.visibility import Viewer, sees_transcript
 from memfs.dreams.consolidate import Canceled, consolidate
 from memfs.store import Engine, ResourceSpec
 
@@ -92,6 +105,8 @@ class DreamJob:
         step: says a line (the progress display and the session's ``agent.message``
             events) and beats the heartbeat; False means the dream was canceled: stop.
         usage: tokens used so far, summed by :meth:`add_usage`.
+        viewer: the dream's creator's view (module docstring): the dreamer reads and
+            writes the output store with it. None: unrestricted.
     """
 
     engine: Engine
@@ -101,6 +116,7 @@ class DreamJob:
     transcripts: Sequence[tuple[str, Sequence[SessionEvent]]]
     step: Callable[[str], bool]
     usage: dict[str, int] = field(default_factory=dict)
+    viewer: Viewer | None = None
 
     def events(self, events: Sequence[Mapping[str, Any]]) -> list[SessionEvent]:
         """Appends ``events`` (e.g. ``agent.tool_use``) to the dream session's
@@ -208,9 +224,10 @@ def _run(
         [ResourceSpec(dream.input_store_id, access)],
         with_token=False,
         title=f"dream {dream.id}",
+        principal=_speaks_for(dream.viewer),
     )
     engine.dreams.record(dream.id, session_id=session.id)
-    caller = engine.for_caller(actor=Actor.session(session.id))
+    caller = engine.for_caller(actor=Actor.session(session.id), viewer=dream.viewer)
 
     def step(line: str) -> bool:
         say(line)
@@ -220,6 +237,7 @@ def _run(
     transcript_events = 0
     transcripts: list[tuple[str, Sequence[SessionEvent]]] = []
     for session_id in dream.session_ids or ():
+        _check_transcript(engine, dream.viewer, session_id)
         events = engine.transcripts.all(session_id)
         transcript_events += len(events)
         transcripts.append((session_id, events))
@@ -238,6 +256,7 @@ def _run(
         job = DreamJob(
             engine, dream, session.id, output, transcripts, step,
             usage={key: int(dream.usage.get(key, 0)) for key in USAGE_KEYS},
+            viewer=dream.viewer,
         )
         result = language_model.run(job)
         done = (
@@ -248,6 +267,26 @@ def _run(
     result["output_store_id"] = output
     say("done")
     engine.dreams.complete(dream.id, result, say=done)
+
+
+def _speaks_for(viewer: Viewer | None) -> UserPrincipal | None:
+    """The principal of the dream's session: its creator's user and roles (None for an
+    unrestricted creator, or a restricted one without a principal)."""
+    if viewer is None or viewer.user_id is None:
+        return None
+    return UserPrincipal(user_id=viewer.user_id, roles=tuple(sorted(viewer.roles)))
+
+
+def _check_transcript(engine: Engine, viewer: Viewer | None, session_id: str) -> None:
+    """Raises NotFound ``session_not_found`` for a session whose transcript ``viewer``
+    may not read (as :meth:`memfs.store.dreams.Dreams.create` did)."""
+    try:
+        session = engine.sessions.get(session_id)
+    except NotFound:  # deleted since: its transcript went with it, nothing to hide
+        return
+    speaks_for = None if session.principal is None else session.principal.user_id
+    if not sees_transcript(viewer, speaks_for):
+        raise NotFound(f"session {session_id!r} not found", code="session_not_found")
 
 
 def _output_store(engine: Engine, caller: Any, dream: Dream, step: Callable[[str], bool]) -> str:

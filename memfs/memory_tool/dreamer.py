@@ -13,7 +13,10 @@ file under ``/memories`` with its size, at most
 :data:`memfs.core.config.MAX_DREAM_LAYOUT_ENTRIES`) and the transcripts of the dream's
 sessions (at most :data:`memfs.core.config.MAX_DREAM_TRANSCRIPT_CHARS` characters, the
 rest cut and said so); and the ``memory_20250818`` tool, bound to the output store and
-writing as the dream's session, so every version it makes names that session.
+writing as the dream's session, so every version it makes names that session. The tool
+sees as the dream's creator (:attr:`memfs.dreams.runner.DreamJob.viewer`, SPEC §6): the
+layout lists, and the tool views and edits, only the records the creator may see, and
+refuses a write that would leave one it could not see.
 
 The loop, one model turn at a time: the turn's token usage is added to the dream's
 ``usage``; its text is an ``agent.message`` event of the dream's session; each
@@ -127,7 +130,8 @@ def _api_failure(exc: Exception) -> DreamFailed:
 
 
 def _open_tool(job: DreamJob) -> MemfsMemoryTool:
-    """The memory tool on the output store alone, writing as the dream's session."""
+    """The memory tool on the output store alone, writing as the dream's session and
+    seeing as its creator."""
     from memfs.memory_tool.tool import MemfsMemoryTool
 
     store = job.engine.stores.get(job.output_store_id)
@@ -139,7 +143,9 @@ def _open_tool(job: DreamJob) -> MemfsMemoryTool:
         description=store.description or "",
         instructions=None,
     )
-    access = EngineAccess(job.engine, [view], Actor.session(job.session_id))
+    access = EngineAccess(
+        job.engine, [view], Actor.session(job.session_id), viewer=job.viewer
+    )
 
     async def make() -> MemoryFiles:
         return await MemoryFiles.open(access)

@@ -15,6 +15,14 @@ The refusals of :meth:`Dreams.create` are named (``error_code`` on the wire):
 (400), ``too_many_sessions`` (400), ``duplicate_session`` (400),
 ``instructions_too_long`` (400), ``invalid_model`` (400), ``dream_already_active``
 (409).
+
+Whose view a dream has (SPEC §6, §11): its creator's. :meth:`Dreams.create` records the
+viewer of the caller it is bound to (``engine.for_caller(viewer=…).dreams``; the HTTP
+API binds the request's key) in ``viewer_json``, and :attr:`Dream.viewer` gives it back
+to the job, which runs every step with it, after a restart too. A restricted creator
+naming a session whose transcript it may not read (one speaking for another user,
+:func:`memfs.core.visibility.sees_transcript`) gets ``session_not_found``, as for a
+session that does not exist.
 """
 
 from __future__ import annotations
@@ -37,6 +45,7 @@ from memfs.core.dreams import Dream, DreamStatus, OutputBehavior
 from memfs.core.errors import Conflict, InvalidInput, NotFound, StoreArchived
 from memfs.core.ids import new_id
 from memfs.core.model import Page, utcnow
+from memfs.core.visibility import Viewer, sees_transcript
 from memfs.store._common import Cursor, check_limit, lock_store, now, parse_ts, ts
 from memfs.store._facade import Facade
 from memfs.store.schema import dreams, session_events, sessions
@@ -89,7 +98,21 @@ def _dream(row: Row[Any]) -> Dream:
         ended_at=parse_ts(row.ended_at),
         archived_at=parse_ts(row.archived_at),
         heartbeat_at=parse_ts(row.heartbeat_at),
+        viewer=_viewer(row.viewer_json),
     )
+
+
+def _viewer_json(viewer: Viewer | None) -> str | None:
+    if viewer is None:
+        return None
+    return json.dumps({"user_id": viewer.user_id, "roles": sorted(viewer.roles)})
+
+
+def _viewer(text: str | None) -> Viewer | None:
+    if text is None:
+        return None
+    data = json.loads(text)
+    return Viewer(user_id=data["user_id"], roles=frozenset(data["roles"]))
 
 
 def _row(conn: Connection, dream_id: str) -> Row[Any]:
@@ -124,12 +147,22 @@ def _check_request(
     return tuple(sorted(session_ids))
 
 
-def _check_sessions(conn: Connection, session_ids: Sequence[str]) -> None:
-    known = set(
-        conn.execute(select(sessions.c.id).where(sessions.c.id.in_(list(session_ids)))).scalars()
-    )
+def _check_sessions(
+    conn: Connection, session_ids: Sequence[str], viewer: Viewer | None
+) -> None:
+    """Refuses a session that does not exist, or whose transcript ``viewer`` may not
+    read (the same ``session_not_found``: a restricted caller can't tell the two
+    apart), or that has no transcript."""
+    speaks_for = {
+        row.id: row.principal_user_id
+        for row in conn.execute(
+            select(sessions.c.id, sessions.c.principal_user_id).where(
+                sessions.c.id.in_(list(session_ids))
+            )
+        )
+    }
     for session_id in session_ids:
-        if session_id not in known:
+        if session_id not in speaks_for or not sees_transcript(viewer, speaks_for[session_id]):
             raise NotFound(f"session {session_id!r} not found", code="session_not_found")
     with_events = set(
         conn.execute(
@@ -193,10 +226,12 @@ class Dreams(Facade):
         output_behavior: OutputBehavior = OutputBehavior.CREATE_NEW,
         created_by: str | None = None,
     ) -> Dream:
-        """A new ``pending`` dream of ``input_store_id`` (a job runs it).
+        """A new ``pending`` dream of ``input_store_id`` (a job runs it) with this
+        caller's viewer (module docstring: every step of it sees what the caller sees).
 
         Raises:
-            NotFound: no such store; ``session_not_found``.
+            NotFound: no such store; ``session_not_found`` (also a session whose
+                transcript the caller's viewer may not read).
             StoreArchived: ``store_archived``, the input is archived.
             InvalidInput: ``too_many_sessions``, ``duplicate_session``,
                 ``session_without_transcript``, ``instructions_too_long``,
@@ -215,7 +250,7 @@ class Dreams(Facade):
                         code="store_archived",
                     )
                 if ordered is not None:
-                    _check_sessions(conn, ordered)
+                    _check_sessions(conn, ordered, self.viewer)
                 active = conn.execute(
                     select(dreams.c.id).where(
                         dreams.c.input_store_id == input_store_id, dreams.c.status.in_(_ACTIVE)
@@ -241,6 +276,7 @@ class Dreams(Facade):
                         usage_json=json.dumps(ZERO_USAGE),
                         created_at=now(),
                         created_by=created_by,
+                        viewer_json=_viewer_json(self.viewer),
                     )
                 )
                 return _dream(_row(conn, dream_id))

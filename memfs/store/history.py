@@ -491,7 +491,12 @@ def keyed_state(
 
 
 def diff_states(
-    conn: Connection, old: ResolvedPoint, new: ResolvedPoint, viewer: Viewer | None
+    conn: Connection,
+    old: ResolvedPoint,
+    new: ResolvedPoint,
+    viewer: Viewer | None,
+    *,
+    forked_only: bool = False,
 ) -> StoreDiff:
     """See :meth:`History.diff`. Two points of one store differ only in the memories
     with a version between them, so only those are read (a diff of 1,000 changes costs
@@ -504,6 +509,14 @@ def diff_states(
         keyed_state(conn, old, new.store_id, viewer, changed_in),
         keyed_state(conn, new, old.store_id, viewer, changed_in),
     )
+    if forked_only and store_row(conn, new.store_id).forked_from == old.store_id:
+        # Absent from the fork because it never had it: not something the fork did.
+        forked = set((origin_keys(conn, new.store_id, old.store_id) or {}).values())
+        found = [
+            (status, before, after)
+            for status, before, after in found
+            if after is not None or before is None or before.memory_id in forked
+        ]
     texts = _texts(
         conn,
         sorted(
@@ -702,6 +715,8 @@ class History(Facade):
         old_at: Point | str | ResolvedPoint,
         new_store_id: str,
         new_at: Point | str | ResolvedPoint,
+        *,
+        forked_only: bool = False,
     ) -> StoreDiff:
         """What changed from one state to another (SPEC §10 diff): memories added,
         removed, modified and renamed, matched by memory id, each changed text as a
@@ -715,6 +730,10 @@ class History(Facade):
                 (``memories.origin_memory_id``: a forked memory and the memory it was
                 forked from are one entry, ``old_memory_id`` naming A's); unrelated
                 stores match by id only, so they differ in everything.
+            forked_only: when B is a fork of A, leave out A's memories the fork never
+                had (hidden from its forking caller, SPEC §6; redacted at its point; made
+                in A after it): what the fork did, not what it was not given (a dream's
+                diff; its merge leaves them alone too).
 
         Raises:
             NotFound (a store), InvalidPoint (either side's point).
@@ -722,7 +741,7 @@ class History(Facade):
         with self._read() as conn:
             old = self._resolved(conn, old_store_id, old_at)
             new = self._resolved(conn, new_store_id, new_at)
-            return diff_states(conn, old, new, self.viewer)
+            return diff_states(conn, old, new, self.viewer, forked_only=forked_only)
 
     @staticmethod
     def _resolved(

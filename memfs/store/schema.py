@@ -682,6 +682,13 @@ dreams = Table(
         nullable=True,
         comment="the apikey_… that created it; NULL = local (CLI)",
     ),
+    Column(
+        "viewer_json",
+        Text,
+        nullable=True,
+        comment="whose view of records it has (SPEC §6, §11), its creator's: JSON "
+        "{user_id (null: no principal), roles (sorted)}; NULL = unrestricted (admin, local)",
+    ),
     comment=(
         "SPEC §11 dreams, owned by memfs/store/dreams.py. Invariants: at most one pending "
         "or running dream per input store (the unique index below); ended_at is set iff "

@@ -8,7 +8,12 @@ Who may do what:
   on the input for ``update_existing``, on stores at large for ``create_new`` (it makes
   a store; a key limited to listed stores can't: 403 ``store_not_allowed``). Cancel and
   archive need the same; list and retrieve ``memory:read`` on the input store (another
-  dream is the 404 of an unknown id).
+  dream is the 404 of an unknown id). A dream has its creator's view of records (SPEC
+  §6, §11: a key with a principal, or a non-admin key without one, is restricted): it
+  reads, copies and writes only what that key may see, and may name only sessions whose
+  transcripts that key may read (another's: 404 ``session_not_found``). Its
+  ``result`` (the paths it read and changed) is shown only to a caller that sees what
+  it saw: an unrestricted key, or one with the creator's very view; others get null.
 * a session's events: listed and streamed by whoever may read the session (its own token, a key
   that may read its every store), and a key with a principal only for a session that
   speaks for the same user (SPEC §11: visibility by ``user_id``); sent by the session's
@@ -22,7 +27,8 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -49,6 +55,7 @@ from memfs.core.config import (
     EVENT_STREAM_IDLE_S,
     EVENT_STREAM_PING_S,
     EVENT_STREAM_POLL_S,
+    MAX_DREAM_SESSIONS,
     MAX_EVENT_STREAM_IDLE_S,
 )
 from memfs.core.dreams import Dream, DreamStatus, OutputBehavior
@@ -70,7 +77,7 @@ from memfs.wire.dreams import (
     event_to_wire,
 )
 
-__all__ = ["router"]
+__all__ = ["check_dream_sessions", "router"]
 
 router = APIRouter()
 
@@ -93,6 +100,13 @@ def _require_dreaming(principal: Principal, store_id: str, behavior: OutputBehav
         principal.require(Scope.WRITE, store_id, agents=False)
 
 
+def _out(principal: Principal, dream: Dream) -> dict[str, Any]:
+    """The dream on the wire for ``principal``: its ``result`` names the paths it read
+    and changed, shown only to a caller that sees what the dream saw
+    (:meth:`memfs.core.dreams.Dream.result_for`, SPEC §6)."""
+    return dream_to_wire(replace(dream, result=dream.result_for(principal.viewer)))
+
+
 def _visible_dream(engine: Engine, principal: Principal, dream_id: str) -> Dream:
     if principal.session is None:
         principal.require(Scope.READ)
@@ -102,13 +116,33 @@ def _visible_dream(engine: Engine, principal: Principal, dream_id: str) -> Dream
     return dream
 
 
+def check_dream_sessions(
+    engine: Engine, principal: Principal, session_ids: Sequence[str] | None
+) -> None:
+    """Refuses a session whose transcript ``principal`` may not read (as ``GET
+    /v1/sessions/{id}/events`` decides): 404 ``session_not_found``, as for one that does
+    not exist. Also used by the console's dream form. A list of the wrong length is
+    left to the store's named refusal (``too_many_sessions``)."""
+    if session_ids is None or not 1 <= len(session_ids) <= MAX_DREAM_SESSIONS:
+        return
+    for session_id in session_ids:
+        try:
+            _readable_transcript(engine, principal, session_id)
+        except NotFound:
+            raise NotFound(
+                f"session {session_id!r} not found", code="session_not_found"
+            ) from None
+
+
 @router.post("/v1/dreams", responses=doc(DreamOut))
 async def create_dream(request: Request, body: DreamCreate) -> JSONResponse:
     """``client.beta.dreams.create``: a ``pending`` dream of one memory store (not
     archived), reading up to 100 sessions' transcripts; the server's job runs it.
     Named refusals: 400 ``store_archived``, ``too_many_sessions``,
     ``duplicate_session``, ``session_without_transcript``, ``instructions_too_long``,
-    ``invalid_inputs``; 404 ``session_not_found``; 409 ``dream_already_active``."""
+    ``invalid_inputs``; 404 ``session_not_found`` (also a session whose transcript
+    the key may not read); 409 ``dream_already_active``. The dream sees as the key does
+    (module docstring)."""
     stores = [i for i in body.inputs if isinstance(i, MemoryStoreInput)]
     session_inputs = [i for i in body.inputs if isinstance(i, SessionsInput)]
     if len(stores) != 1 or len(session_inputs) > 1:
@@ -127,18 +161,22 @@ async def create_dream(request: Request, body: DreamCreate) -> JSONResponse:
         behavior = OutputBehavior.UPDATE_EXISTING
     model = body.model if isinstance(body.model, ModelConfig) else ModelConfig(id=body.model)
 
+    session_ids = None if not session_inputs else session_inputs[0].session_ids
+
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         _require_dreaming(principal, store_id, behavior)
-        dream = engine.dreams.create(
+        check_dream_sessions(engine, principal, session_ids)
+        # Bound to the key's viewer: the dream keeps it, and every step runs with it.
+        dream = principal.caller(engine).dreams.create(
             store_id,
-            session_ids=None if not session_inputs else session_inputs[0].session_ids,
+            session_ids=session_ids,
             model_id=model.id,
             model_speed=model.speed or "standard",
             instructions=body.instructions,
             output_behavior=behavior,
             created_by=None if principal.api_key is None else principal.api_key.id,
         )
-        return dream_to_wire(dream)
+        return _out(principal, dream)
 
     result = await run(request, op)
     _wake(request)
@@ -171,7 +209,7 @@ async def list_dreams(
         )
         return {
             "data": [
-                dream_to_wire(d) for d in result.items if principal.can_see(d.input_store_id)
+                _out(principal, d) for d in result.items if principal.can_see(d.input_store_id)
             ],
             "next_page": result.next_cursor,
         }
@@ -184,7 +222,7 @@ async def retrieve_dream(request: Request, dream_id: str) -> JSONResponse:
     """``client.beta.dreams.retrieve``."""
 
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
-        return dream_to_wire(_visible_dream(engine, principal, dream_id))
+        return _out(principal, _visible_dream(engine, principal, dream_id))
 
     return json_response(await run(request, op))
 
@@ -198,7 +236,7 @@ async def cancel_dream(request: Request, dream_id: str) -> JSONResponse:
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         dream = _visible_dream(engine, principal, dream_id)
         _require_dreaming(principal, dream.input_store_id, dream.output_behavior)
-        return dream_to_wire(engine.dreams.cancel(dream_id))
+        return _out(principal, engine.dreams.cancel(dream_id))
 
     return json_response(await run(request, op))
 
@@ -211,7 +249,7 @@ async def archive_dream(request: Request, dream_id: str) -> JSONResponse:
     def op(engine: Engine, principal: Principal) -> dict[str, Any]:
         dream = _visible_dream(engine, principal, dream_id)
         _require_dreaming(principal, dream.input_store_id, dream.output_behavior)
-        return dream_to_wire(engine.dreams.archive(dream_id))
+        return _out(principal, engine.dreams.archive(dream_id))
 
     return json_response(await run(request, op))
 

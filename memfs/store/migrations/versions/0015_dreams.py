@@ -21,10 +21,13 @@ branch_labels = None
 depends_on = None
 
 _ACTIVE = "status IN ('pending', 'running')"
+# Columns schema.py's ``dreams`` got in later migrations (each adds its own).
+_LATER = ("viewer_json",)  # 0018_dream_viewer
 
 
-def _columns(table: sa.Table) -> list[sa.Column]:  # type: ignore[type-arg]
-    """schema.py's columns with their comments (PostgreSQL keeps them) and foreign keys."""
+def _columns(table: sa.Table, later: tuple[str, ...] = ()) -> list[sa.Column]:  # type: ignore[type-arg]
+    """schema.py's columns with their comments (PostgreSQL keeps them) and foreign keys,
+    but those named in ``later``."""
     return [
         sa.Column(
             c.name,
@@ -38,6 +41,7 @@ def _columns(table: sa.Table) -> list[sa.Column]:  # type: ignore[type-arg]
             comment=c.comment,
         )
         for c in table.columns
+        if c.name not in later
     ]
 
 
@@ -48,7 +52,7 @@ def upgrade() -> None:
         sa.UniqueConstraint("session_id", "seq", name="uq_session_events_seq"),
         comment=session_events.comment,
     )
-    op.create_table(dreams.name, *_columns(dreams), comment=dreams.comment)
+    op.create_table(dreams.name, *_columns(dreams, _LATER), comment=dreams.comment)
     op.create_index(
         "ix_dreams_active_input",
         dreams.name,
