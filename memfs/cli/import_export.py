@@ -309,15 +309,17 @@ def export_command(
     prefix: Annotated[
         str, typer.Option("--prefix", help="Export only this memory directory.")
     ] = "/",
-    output_format: Annotated[
-        ExportFormat,
+    chosen_format: Annotated[
+        ExportFormat | None,
         typer.Option(
             "--format",
             help="files: one file per memory; jsonl: one API memory object per line "
             "(keeps metadata; `memfs import FILE.jsonl` reads it back); records-jsonl: "
-            "one seed 002 record object per record (other memories are left out).",
+            "one seed 002 record object per record (other memories are left out). "
+            "Default: jsonl for a DEST ending in .jsonl, else files.",
+            show_default=False,
         ),
-    ] = ExportFormat.FILES,
+    ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Write into a non-empty folder or over a file.")
     ] = False,
@@ -327,6 +329,9 @@ def export_command(
     from memfs import transfer
 
     source_prefix = listing_prefix(prefix)
+    output_format = chosen_format or (
+        ExportFormat.JSONL if destination.endswith(".jsonl") else ExportFormat.FILES
+    )
     to_stdout = destination == "-"
     target = Path(destination)
     _check_export_target(target, output_format, to_stdout=to_stdout, force=force)

@@ -356,6 +356,14 @@ def test_export_jsonl_round_trip_keeps_metadata(
         f"{file} exists (pass --force to overwrite it)"
     )
     assert cli.error("export", STORE, "-") == "exporting to stdout (-) needs --format jsonl"
+    # A destination named .jsonl is a JSON Lines file without --format, not a folder.
+    named = tmp_path / "named.jsonl"
+    cli.run("export", STORE, str(named))
+    assert named.is_file()
+    assert [json.loads(line)["path"] for line in named.read_text().splitlines()] == [
+        "/a.md",
+        "/b/c.md",
+    ]
 
 
 def run_on_terminal(cli: Cli, *args: str, expect: int = 0) -> str:
