@@ -79,9 +79,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "prompt": ("fsck_prompt", "Print the system-prompt note describing a mount."),
     "mcp": ("mcp", "Serve memory stores to an MCP client over stdio (memory tool commands)."),
     "watch": ("watch", "Print the changes of memory stores as JSON lines, as they happen."),
-    "snapshot": ("history", "Name points of a store's history: create, list, delete."),
+    "snapshot": ("history", "Name points of a store's history: create, ls, rm."),
     "diff": ("history", "Show what changed between two points of a store (STORE[@POINT])."),
-    "dream": ("dreams", "Consolidate a store (SPEC §11): create, list, show, cancel dreams."),
+    "dream": (
+        "dreams", "Consolidate a store (SPEC §11): create, ls, show, diff, apply, cancel, archive."
+    ),
     "transcript": ("dreams", "Import and show sessions' transcripts (their events)."),
     "outbox": ("outbox", "List remote mounts' queued writes; replay one under a new token."),
 }

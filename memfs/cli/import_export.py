@@ -52,6 +52,7 @@ class ImportFormat(enum.StrEnum):
     AUTO = "auto"
     FILES = "files"
     JSONL = "jsonl"
+    ARCHIVE = "archive"
 
 
 @contextlib.contextmanager
@@ -82,7 +83,8 @@ def import_command(
     source: Annotated[
         Path,
         typer.Argument(
-            help="A folder of text files, or a .jsonl file as written by `memfs export`.",
+            help="A folder of text files, a .jsonl file as written by `memfs export`, or a "
+            ".zip or .tar.gz of text files (as the console exports).",
             show_default=False,
         ),
     ],
@@ -107,14 +109,16 @@ def import_command(
         typer.Option(
             "--format",
             help="files: a folder; jsonl: a JSON Lines file of memory objects or of seed 002 "
-            "records (each becomes USER_ID/MEMORY_ID.md with its record header); auto: "
-            "jsonl for a .jsonl file.",
+            "records (each becomes USER_ID/MEMORY_ID.md with its record header); archive: "
+            "a zip or gzip'd tar of files, read in memory, never extracted; auto: jsonl "
+            "for a .jsonl file, archive for a file starting like a zip or gzip.",
         ),
     ] = ImportFormat.AUTO,
     as_json: JsonOption = False,
     database: DatabaseOption = None,
 ) -> None:
-    """Import a folder: DIR/a/b.txt becomes PREFIX/a/b.txt (a .jsonl file: PREFIX/PATH).
+    """Import a folder: DIR/a/b.txt becomes PREFIX/a/b.txt (a .jsonl file: PREFIX/PATH;
+    a .zip or .tar.gz: its member a/b.txt becomes PREFIX/a/b.txt).
 
     Files that can't be memories (binary, over 102,400 bytes, invalid names, path conflicts,
     hidden or scratch files) are refused and reported with the reason; the rest is imported.
@@ -176,12 +180,35 @@ def _plan_import(
         input_format is ImportFormat.AUTO and source.is_file() and source.suffix == ".jsonl"
     )
     try:
+        if input_format is ImportFormat.ARCHIVE or (
+            input_format is ImportFormat.AUTO and not jsonl and _looks_like_archive(source)
+        ):
+            try:
+                return transfer.plan_archive_import(
+                    source.read_bytes(),
+                    source_name=source.name,
+                    prefix=prefix,
+                    include_hidden=include_hidden,
+                )
+            except MemfsError as exc:
+                fail(f"cannot import {source}: {exc.message}")
         if jsonl:
             with open(source, encoding="utf-8") as stream:
                 return transfer.plan_jsonl_import(stream, source_name=source.name, prefix=prefix)
         return transfer.plan_directory_import(source, prefix=prefix, include_hidden=include_hidden)
     except (OSError, UnicodeDecodeError) as exc:
         fail(f"cannot import {source}: {os_reason(exc)}")
+
+
+def _looks_like_archive(source: Path) -> bool:
+    """Whether ``source`` is a file starting like a zip or a gzip stream (the console's
+    exports; :func:`memfs.transfer.archive_kind`)."""
+    from memfs import transfer
+
+    if not source.is_file():
+        return False
+    with open(source, "rb") as stream:
+        return transfer.archive_kind(stream.read(4)) is not None
 
 
 def _import_target(engine: Engine, store: str, create: bool) -> MemoryStore:
@@ -282,15 +309,17 @@ def export_command(
     prefix: Annotated[
         str, typer.Option("--prefix", help="Export only this memory directory.")
     ] = "/",
-    output_format: Annotated[
-        ExportFormat,
+    chosen_format: Annotated[
+        ExportFormat | None,
         typer.Option(
             "--format",
             help="files: one file per memory; jsonl: one API memory object per line "
             "(keeps metadata; `memfs import FILE.jsonl` reads it back); records-jsonl: "
-            "one seed 002 record object per record (other memories are left out).",
+            "one seed 002 record object per record (other memories are left out). "
+            "Default: jsonl for a DEST ending in .jsonl, else files.",
+            show_default=False,
         ),
-    ] = ExportFormat.FILES,
+    ] = None,
     force: Annotated[
         bool, typer.Option("--force", help="Write into a non-empty folder or over a file.")
     ] = False,
@@ -300,6 +329,9 @@ def export_command(
     from memfs import transfer
 
     source_prefix = listing_prefix(prefix)
+    output_format = chosen_format or (
+        ExportFormat.JSONL if destination.endswith(".jsonl") else ExportFormat.FILES
+    )
     to_stdout = destination == "-"
     target = Path(destination)
     _check_export_target(target, output_format, to_stdout=to_stdout, force=force)

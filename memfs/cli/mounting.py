@@ -41,6 +41,7 @@ from memfs.cli._common import (
     LogFormatOption,
     check_log_format,
     fail,
+    os_reason,
     secure_home,
 )
 from memfs.core.config import TOKEN_ENV, memory_limit, session_token
@@ -494,18 +495,26 @@ def _mount_in_background(request: _MountRequest) -> None:
 
     target = os.path.realpath(request.mountpoint)
     log_file = log_path(target)
-    private_directory(log_file.parent)
-    read_end, write_end = os.pipe()
-    command = _daemon_command(request, target, write_end)
     env = dict(os.environ)
     if request.api is not None:
         assert request.token is not None
         env[TOKEN_ENV] = request.token  # never in argv: /proc/<pid>/cmdline is public
-    # The daemon inherits the lock of its log for its lifetime: a redaction made while
-    # no daemon runs scrubs this log itself (memfs.home.scrub_stopped_mounts).
-    lock = hold_mount_lock(log_file)
     try:
-        with open(open_private(log_file, os.O_WRONLY | os.O_APPEND), "ab") as log:
+        # The daemon inherits the lock of its log for its lifetime: a redaction made
+        # while no daemon runs scrubs this log itself (memfs.home.scrub_stopped_mounts).
+        private_directory(log_file.parent)
+        lock = hold_mount_lock(log_file)
+        log_fd = open_private(log_file, os.O_WRONLY | os.O_APPEND)
+    except OSError as exc:
+        # A read-only or full $MEMFS_HOME: said in one line, nothing mounted.
+        fail(
+            f"cannot write the mount's log {log_file}: {os_reason(exc)} (a background "
+            "mount logs under $MEMFS_HOME; --foreground logs to standard error instead)"
+        )
+    read_end, write_end = os.pipe()
+    command = _daemon_command(request, target, write_end)
+    try:
+        with open(log_fd, "ab") as log:
             process = subprocess.Popen(
                 command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=env,
                 pass_fds=(write_end,) if lock is None else (write_end, lock),

@@ -141,7 +141,7 @@ def parse_time(text: str) -> datetime:
 def validate_snapshot_name(name: object, *, automatic: bool = True) -> str:
     """Checks a snapshot name (SPEC §10: the path-segment rules of SPEC §1, unique per
     store), so that it also reads back as a snapshot when written as a point: not
-    ``now``, not starting like a date, a version id or a snapshot id, no ``@``
+    ``now`` in any case, not starting like a date, a version id or a snapshot id, no ``@``
     (``STORE@POINT``).
 
     Args:
@@ -162,8 +162,8 @@ def validate_snapshot_name(name: object, *, automatic: bool = True) -> str:
         rules.validate_segment(name)
     except InvalidPath as exc:
         raise _bad_name(f"{name!r}: {exc.message.removeprefix('invalid path: ')}") from exc
-    if name == "now":
-        raise _bad_name("'now': it names the present")
+    if name.casefold() == "now":
+        raise _bad_name(f"{name!r}: it names the present")
     if _TIME_LIKE.match(name):
         raise _bad_name(f"{name!r}: it would read as a time")
     if name.startswith(_VERSION_PREFIX):
@@ -172,7 +172,7 @@ def validate_snapshot_name(name: object, *, automatic: bool = True) -> str:
         raise _bad_name(f"{name!r}: it would read as a snapshot id")
     if "@" in name:
         raise _bad_name(f"{name!r}: '@' separates a store and a point")
-    if not automatic and name.startswith(AUTO_PREFIX):
+    if not automatic and name.casefold().startswith(AUTO_PREFIX):
         raise _bad_name(
             f"{name!r}: names starting with {AUTO_PREFIX!r} are reserved for the snapshots "
             "memfs takes itself"
@@ -202,7 +202,7 @@ def parse_point(text: object) -> Point:
         raise InvalidPoint(
             "a point must be 'now', an RFC 3339 time, a memver_ id or a snapshot name"
         )
-    if text == "now":
+    if text.casefold() == "now":  # no snapshot is named NOW or Now: each reads as now
         return NOW
     if _TIME_LIKE.match(text):
         return Point(PointKind.TIME, text, time=parse_time(text))

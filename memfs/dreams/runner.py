@@ -87,7 +87,8 @@ def not_configured(dream: Dream) -> DreamFailed:
         "model_endpoint_not_configured",
         f"model {dream.model_id!r} runs through the Messages API, and no endpoint is "
         "configured: set ANTHROPIC_API_KEY (and ANTHROPIC_BASE_URL for another endpoint), "
-        "or start memfs serve with --dream-api-key-file (and --dream-base-url); or use "
+        "or pass --dream-api-key-file (and --dream-base-url) to memfs serve or memfs dream "
+        "create; or use "
         f"model {config.CONSOLIDATE_MODEL!r}, which needs none",
     )
 

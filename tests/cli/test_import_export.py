@@ -180,6 +180,65 @@ def test_import_fatal_errors(cli: Cli, store: dict[str, Any], tmp_path: Path) ->
     assert "archived" in message
 
 
+def test_import_reads_the_consoles_zip_and_tar_gz_exports(
+    cli: Cli, store: dict[str, Any], tmp_path: Path
+) -> None:
+    """A .zip or .tar.gz of files (what the console's export downloads) imports as the
+    folder it holds would, by its first bytes whatever its name; refusals keep their
+    reasons, and a file that is no archive at all is one named error."""
+    import io
+    import tarfile
+    import zipfile
+
+    members = {
+        "notes/a.md": b"alpha\n",
+        "top.txt": b"top\n",
+        "latin1.txt": b"caf\xe9\n",
+        ".hidden": b"x",
+    }
+    zipped = tmp_path / "export.zip"
+    with zipfile.ZipFile(zipped, "w") as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    result = cli.run("import", str(zipped), "--store", STORE, "--prefix", "/z/", "--json").json()
+    assert {f["source"]: f["status"] for f in result["files"]} == {
+        ".hidden": "refused",
+        "latin1.txt": "refused",
+        "notes/a.md": "created",
+        "top.txt": "created",
+    }
+    assert {f["source"]: f["code"] for f in result["files"] if f["status"] == "refused"} == {
+        ".hidden": "hidden",
+        "latin1.txt": "invalid_content",
+    }
+
+    tarred = tmp_path / "export.bin"  # named by its bytes, not its suffix
+    with tarfile.open(tarred, "w:gz") as archive:
+        for name, data in members.items():
+            entry = tarfile.TarInfo(name)
+            entry.size = len(data)
+            archive.addfile(entry, io.BytesIO(data))
+    again = cli.run("import", str(tarred), "--store", STORE, "--prefix", "/t/")
+    assert "2 created, 0 updated, 0 unchanged, 2 refused" in again.stdout
+    assert contents(cli) == {
+        "/t/notes/a.md": "alpha\n",
+        "/t/top.txt": "top\n",
+        "/z/notes/a.md": "alpha\n",
+        "/z/top.txt": "top\n",
+    }
+
+    broken = tmp_path / "broken.zip"
+    broken.write_bytes(b"PK\x03\x04 not really a zip")
+    assert cli.error("import", str(broken), "--store", STORE) == (
+        f"cannot import {broken}: broken.zip is a broken archive: File is not a zip file"
+    )
+    text = tmp_path / "plain.txt"
+    text.write_text("hello")
+    assert cli.error("import", str(text), "--store", STORE, "--format", "archive") == (
+        f"cannot import {text}: plain.txt is not a zip or .tar.gz archive"
+    )
+
+
 def test_import_stops_when_the_store_is_full(
     cli: Cli, store: dict[str, Any], tmp_path: Path
 ) -> None:
@@ -297,6 +356,14 @@ def test_export_jsonl_round_trip_keeps_metadata(
         f"{file} exists (pass --force to overwrite it)"
     )
     assert cli.error("export", STORE, "-") == "exporting to stdout (-) needs --format jsonl"
+    # A destination named .jsonl is a JSON Lines file without --format, not a folder.
+    named = tmp_path / "named.jsonl"
+    cli.run("export", STORE, str(named))
+    assert named.is_file()
+    assert [json.loads(line)["path"] for line in named.read_text().splitlines()] == [
+        "/a.md",
+        "/b/c.md",
+    ]
 
 
 def run_on_terminal(cli: Cli, *args: str, expect: int = 0) -> str:

@@ -29,6 +29,8 @@ from memfs.store import Engine
     ("text", "kind"),
     [
         ("now", PointKind.NOW),
+        ("NOW", PointKind.NOW),
+        ("Now", PointKind.NOW),
         ("2026-12-06T01:02:03Z", PointKind.TIME),
         ("2026-12-06T03:02:03.123456789+02:00", PointKind.TIME),
         ("2026-12-06", PointKind.TIME),
@@ -342,10 +344,13 @@ def test_snapshot_names_are_unique_and_checked(
     assert caught.value.code == "snapshot_name_taken"
     for bad, why in [
         ("now", "it names the present"),
+        ("NOW", "it names the present"),
+        ("Now", "it names the present"),
         ("2026-01-01", "it would read as a time"),
         ("memver_x", "it would read as a version id"),
         ("snap_x", "it would read as a snapshot id"),
         ("auto-restore-1", "are reserved for the snapshots memfs takes itself"),
+        ("AUTO-x", "are reserved for the snapshots memfs takes itself"),
         ("a@b", "'@' separates a store and a point"),
         ("a/b", "segment 'a/b' contains '/'"),
     ]:
