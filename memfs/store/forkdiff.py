@@ -39,10 +39,13 @@ from memfs.core.visibility import Viewer
 from memfs.store._common import store_row
 from memfs.store.schema import memories, versions
 
-__all__ = ["changed", "fork_of", "fork_side_changed"]
+__all__ = ["MOST", "changed", "fork_of", "fork_side_changed"]
 
+# Above this many memories that may differ, both sides are read whole: the ids travel
+# as bound parameters (SQLite takes 32,766 to a statement), and reading whole costs
+# about the same by then.
+MOST = 5_000
 _NO_END = 2**62  # above every seq (a BIGINT)
-
 _copy = memories.alias("copy")
 _then = versions.alias("then")
 
@@ -71,34 +74,57 @@ def _redacted(store_id: str) -> Any:
     )
 
 
-def fork_side_changed(fork_id: str, low: int, high: int, *, base: int | None) -> Any:
-    """A SELECT of the ids of the fork's memories with a version in ``(low, high]`` and,
-    given the origin's ``base`` seq, of those that are no copy of the origin's state
-    then: copying nothing, or an origin memory with no version at or before ``base``
-    (hard-deleted since, or made after it by a merge that then matched it with this
-    one)."""
-    parts = [_versions_in(fork_id, low, high)]
-    if base is not None:
-        then = exists(
-            select(literal(1)).where(
-                _then.c.memory_id == memories.c.origin_memory_id, _then.c.seq <= base
-            )
-        )
-        parts.append(
-            select(memories.c.id).where(
-                memories.c.store_id == fork_id,
-                memories.c.origin_memory_id.is_(None) | ~then,
-            )
-        )
-    return union(*parts)
+def _ids(conn: Connection, query: Any) -> set[str] | None:
+    """The ids a SELECT yields; None when there are more than :data:`MOST`."""
+    found = set(conn.execute(query.limit(MOST + 1)).scalars())
+    return None if len(found) > MOST else found
+
+
+def _copies_of(conn: Connection, fork_id: str, origin_ids: set[str]) -> set[str] | None:
+    """The fork's memories matched with any of ``origin_ids``."""
+    return _ids(
+        conn,
+        select(memories.c.id).where(
+            memories.c.store_id == fork_id, memories.c.origin_memory_id.in_(sorted(origin_ids))
+        ),
+    )
+
+
+def fork_side_changed(
+    conn: Connection, origin_id: str, fork_id: str, low: int, high: int, base: int | None
+) -> set[str] | None:
+    """The ids of the fork's memories with a version in ``(low, high]`` and, given the
+    origin's ``base`` seq, of those that may be no copy of the origin's state then: whose
+    origin memory is gone (hard-deleted with its versions), or has a version after
+    ``base`` (it may have been made then, by a merge that matched it with this one).
+    None: more than :data:`MOST`."""
+    found = _ids(conn, _versions_in(fork_id, low, high))
+    if found is None or base is None:
+        return found
+    # A memory made after the base has a version after it: the few changed since.
+    since = _ids(conn, _versions_in(origin_id, base, _NO_END))
+    orphans = _ids(conn, _orphans(fork_id))
+    if since is None or orphans is None:
+        return None
+    rematched = _copies_of(conn, fork_id, since)
+    if rematched is None:
+        return None
+    return found | orphans | rematched
+
+
+def _orphans(fork_id: str) -> Any:
+    """The fork's memories matched with an origin memory that is gone."""
+    gone = ~exists(select(literal(1)).where(_copy.c.id == memories.c.origin_memory_id))
+    return select(memories.c.id).where(
+        memories.c.store_id == fork_id, memories.c.origin_memory_id.is_not(None), gone
+    )
 
 
 def changed(
     conn: Connection, a: ResolvedPoint, b: ResolvedPoint, viewer: Viewer | None
-) -> dict[str, Any] | None:
-    """Per store id of the two points, a SELECT of the ids of its memories that may
-    differ from the other side (see the module docstring); None when the two must be
-    read whole."""
+) -> dict[str, list[str]] | None:
+    """Per store id of the two points, the ids of its memories that may differ from the
+    other side (see the module docstring); None when the two must be read whole."""
     if viewer is not None:
         return None
     pair = fork_of(conn, a.store_id, b.store_id)
@@ -114,27 +140,26 @@ def changed(
             _copy.c.store_id == fork.id, _copy.c.origin_memory_id == memories.c.id
         )
     )
-    on_origin = union(
-        _versions_in(origin.id, min(base, origin_at.seq), _NO_END),
-        _redacted(origin.id),
-        select(memories.c.id).where(memories.c.store_id == origin.id, ~copied),
-    ).subquery()
-    on_fork = union(
-        fork_side_changed(fork.id, made, fork_at.seq, base=base).subquery().select(),
-        _redacted(fork.id),
-    ).subquery()
-    origin_ids = union(
-        select(on_origin.c[0]),
-        select(_copy.c.origin_memory_id).where(
-            _copy.c.store_id == fork.id,
-            _copy.c.id.in_(select(on_fork.c[0])),
-            _copy.c.origin_memory_id.is_not(None),
+    on_origin = _ids(
+        conn,
+        union(
+            _versions_in(origin.id, min(base, origin_at.seq), _NO_END),
+            _redacted(origin.id),
+            select(memories.c.id).where(memories.c.store_id == origin.id, ~copied),
         ),
     )
-    fork_ids = union(
-        select(on_fork.c[0]),
-        select(_copy.c.id).where(
-            _copy.c.store_id == fork.id, _copy.c.origin_memory_id.in_(select(on_origin.c[0]))
+    on_fork = _ids(
+        conn, union(_versions_in(fork.id, made, fork_at.seq), _redacted(fork.id), _orphans(fork.id))
+    )
+    if on_origin is None or on_fork is None:
+        return None
+    copies = _copies_of(conn, fork.id, on_origin)
+    originals = _ids(
+        conn,
+        select(memories.c.origin_memory_id).where(
+            memories.c.id.in_(sorted(on_fork)), memories.c.origin_memory_id.is_not(None)
         ),
     )
-    return {origin.id: origin_ids, fork.id: fork_ids}
+    if copies is None or originals is None:
+        return None
+    return {origin.id: sorted(on_origin | originals), fork.id: sorted(on_fork | copies)}

@@ -441,7 +441,11 @@ def plan_merge(
     # base's: it makes no step, whatever the origin did. So only the fork's changed
     # memories are read, on every side, when that can be told (memfs.store.forkdiff).
     among = _changed_on_fork(conn, fork_id, fork_now, viewer)
-    keys = None if among is None else select(_key).where(memories.c.id.in_(among))
+    keys = (
+        None
+        if among is None
+        else sorted(conn.execute(select(_key).where(memories.c.id.in_(among))).scalars())
+    )
     base_at, base = _merge_base(conn, fork_id, into, viewer, among, keys)
     ours = state_at(conn, _now(conn, origin_id), viewer, among=keys)
     theirs = keyed_state(conn, fork_now, origin_id, viewer, among=among)
@@ -483,23 +487,29 @@ _key = func.coalesce(memories.c.origin_memory_id, memories.c.id)
 
 def _changed_on_fork(
     conn: Connection, fork_id: str, fork_now: ResolvedPoint, viewer: Viewer | None
-) -> Any:
-    """A SELECT of the ids of the fork's memories that may differ from the merge base:
-    those with a version after it (the fork's ``fork_merged_seq``, or its
-    ``fork_created_seq`` before a first merge, when its base is its copy of the
-    origin's, plus those that are no copy of the origin's base); None when every memory must
-    be read (a restricted caller, or a fork that does not hold all of its base:
-    :mod:`memfs.store.forkdiff`)."""
+) -> list[str] | None:
+    """The ids of the fork's memories that may differ from the merge base: those with a
+    version after it (the fork's ``fork_merged_seq``, or its ``fork_created_seq``
+    before a first merge, when its base is its copy of the origin's, plus those that may
+    be no copy of it); None when every memory must be read (a restricted caller, a fork
+    that does not hold all of its base, too many changes: :mod:`memfs.store.forkdiff`)."""
     row = store_row(conn, fork_id)
     if viewer is not None or row.fork_created_seq is None:
         return None
     if row.fork_merged_seq is not None:
-        return forkdiff.fork_side_changed(
-            fork_id, int(row.fork_merged_seq), fork_now.seq, base=None
+        found = forkdiff.fork_side_changed(
+            conn, row.forked_from, fork_id, int(row.fork_merged_seq), fork_now.seq, None
         )
-    return forkdiff.fork_side_changed(
-        fork_id, int(row.fork_created_seq), fork_now.seq, base=int(row.fork_base_seq)
-    )
+    else:
+        found = forkdiff.fork_side_changed(
+            conn,
+            row.forked_from,
+            fork_id,
+            int(row.fork_created_seq),
+            fork_now.seq,
+            int(row.fork_base_seq),
+        )
+    return None if found is None else sorted(found)
 
 
 def _held(
@@ -511,15 +521,16 @@ def _held(
     partial: bool,
 ) -> set[str | None]:
     """The digests of the origin's unredacted memories now; when ``ours`` is only part
-    of them, those of the fork's contents (the digests a conflict copy may have)."""
+    of them, those of the fork's contents (the digests a conflict copy may have), found
+    by blob key (content-addressed: the same content, the same key; ``ix_memories_blob``)."""
     if partial:
-        wanted = sorted({e.content_sha256 for e in theirs.values() if e.content_sha256})
+        wanted = sorted({e.blob_key for e in theirs.values() if e.blob_key})
         ours = state_at(
             conn,
             _now(conn, origin_id),
             viewer,
             among=select(memories.c.id).where(
-                memories.c.store_id == origin_id, memories.c.content_sha256.in_(wanted)
+                memories.c.store_id == origin_id, memories.c.blob_key.in_(wanted)
             ),
         )
     return {entry.content_sha256 for entry in ours.values() if not entry.redacted}

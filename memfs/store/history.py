@@ -397,9 +397,9 @@ def state_at(
 
     ``changed_in`` ``(low, high)``: only the memories with a version of seq in
     ``(low, high]`` (what can differ between two points of one store: one probe per
-    version in the range, not per memory). ``among``: only the memories whose id the
-    SELECT of one column yields (what can differ from a fork's origin,
-    :mod:`memfs.store.forkdiff`)."""
+    version in the range, not per memory). ``among``: only the memories of these ids (a
+    list, or a SELECT of one column): what can differ from a fork's origin
+    (:mod:`memfs.store.forkdiff`)."""
     newest = (
         select(func.max(versions.c.seq))
         .where(versions.c.memory_id == memories.c.id, versions.c.seq <= at.seq)
@@ -466,7 +466,7 @@ def origin_keys(
     when ``store_id`` is a fork of ``other_store_id`` or both are forks of one origin;
     None when its memories match by their own ids (the same store, the origin side, or
     unrelated stores). A memory made in the fork keeps its own id as its key.
-    ``among``: only the memories whose id that SELECT yields."""
+    ``among``: only the memories of these ids (a list, or a SELECT of one column)."""
     if store_id == other_store_id:
         return None
     row = store_row(conn, store_id)

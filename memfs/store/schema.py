@@ -274,8 +274,10 @@ Index(
 )
 Index("ix_memories_blob", memories.c.blob_key)
 # A fork's memories by the origin memory they copy (SPEC §10 diff and merge across a
-# fork: the origin's changed memories find their fork counterparts by it).
-Index("ix_memories_store_origin", memories.c.store_id, memories.c.origin_memory_id)
+# fork: the origin's changed memories find their fork counterparts by it). The origin
+# first: led by store_id, SQLite would take it for every "memories of a store whose id
+# is one of these" and read the whole store.
+Index("ix_memories_origin", memories.c.origin_memory_id, memories.c.store_id)
 
 versions = Table(
     "versions",

@@ -1,6 +1,6 @@
 """A diff or merge of a fork with its origin reads only what changed since the fork
 (SPEC §10): ``stores.fork_created_seq``, the fork's own seq when its making committed
-(set only for a fork that copied all of its base), and ``ix_memories_store_origin``,
+(set only for a fork that copied all of its base), and ``ix_memories_origin``,
 by which the origin's changed memories find their fork counterparts. A new nullable
 column: existing forks are read whole, as before.
 
@@ -28,9 +28,9 @@ def upgrade() -> None:
         stores.name,
         sa.Column(column.name, column.type, nullable=True, comment=column.comment),
     )
-    op.create_index("ix_memories_store_origin", "memories", ["store_id", "origin_memory_id"])
+    op.create_index("ix_memories_origin", "memories", ["origin_memory_id", "store_id"])
 
 
 def downgrade() -> None:
-    op.drop_index("ix_memories_store_origin", table_name="memories")
+    op.drop_index("ix_memories_origin", table_name="memories")
     op.drop_column(stores.name, "fork_created_seq")
