@@ -5,11 +5,13 @@ fork), so that comparing the two reads what changed, not both stores whole.
 unredacted memory of its origin's state at the base ``B`` (``fork_base_seq``), each as
 one ``created`` version of the fork with the origin memory's path and digest, and
 records its own seq when that committed (``stores.fork_created_seq``, ``C``). Take an
-origin memory ``m`` with no version between ``B`` and the origin's point (either way
-round, nor after it), and the fork memory ``f`` copying it (``origin_memory_id``) with no version
-after ``C`` up to the fork's point: ``m`` then is ``m`` at ``B``, ``f`` then is its
-copy, so the two are the same path and digest, no difference (:func:`classify`). So
-only these are read:
+origin memory ``m`` with no version after ``B`` or after the origin's point (whichever
+is earlier), and the fork memory ``f`` matched with it (``origin_memory_id``) with no
+version after ``C`` up to the fork's point: ``m`` existed at ``B``, so ``f`` is the
+copy the fork made of it (a merge matches a fork memory only with a memory it makes,
+after ``B``); ``m`` then is ``m`` at ``B``, ``f`` then is that copy: the same path and
+digest, no difference (:func:`memfs.core.history.classify`). So only these are read
+(:func:`changed`; per side at most :data:`MOST`, or both are read whole):
 
 * on the origin, the memories with a version after ``B`` or after its point, whichever
   is earlier (a memory made after ``B``, by a merge say, may be matched with a fork
@@ -17,10 +19,13 @@ only these are read:
   place, no new seq); those no fork memory copies (made after the fork, or redacted at
   ``B``, or whose copy was hard-deleted: erased with its versions);
 * on the fork, the memories with a version after ``C`` up to its point (made, changed,
-  renamed, deleted there); those with a redacted version; those that are no copy of
-  the origin at ``B``: copying nothing, or an origin memory with no version at or
-  before ``B`` (hard-deleted with its versions, or made by a merge after it);
+  renamed, deleted there); those with a redacted version; those matched with an origin
+  memory that is gone (hard-deleted with its versions);
 * and on each side the counterparts of the other side's.
+
+A merge plan needs less (:func:`fork_side_changed`): a memory the fork has not changed
+since the merge base makes no step, so only the fork's changed memories are read, on
+all three sides.
 
 Anything else is read whole, as before: a restricted reader (visibility is judged by
 today's record index, SPEC §6, which no version records), a fork made by a restricted
