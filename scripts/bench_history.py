@@ -13,6 +13,10 @@ rename, one in a hundred a delete), with a snapshot ``half-way`` through them. T
     as-of listing      history.list at ``half-way`` vs memories.list now, every page
                        of 100 (median of --runs; goal <= 1.5x)
     fork               history.fork of the big store at now (goal < 5 s)
+    merge plan         history.plan_merge of that fork after 10 edits on each side
+                       (median of --runs; goal < 100 ms, SPEC §12's page budget)
+    fork vs origin     history.diff of the origin and that fork, both at now (the
+                       same); both also read whole (the fork shortcut off: "whole")
     diff               history.diff of two snapshots 1,000 changes apart (goal < 1 s)
     restore            restores.restore of those 1,000 changes (goal < 5 s)
     as-of mount        not here: see scripts/bench-asof
@@ -42,7 +46,7 @@ sys.path.insert(0, str(REPO))
 
 from memfs.core.config import database_url  # noqa: E402
 from memfs.core.model import Actor, DeleteMode  # noqa: E402
-from memfs.store import Engine  # noqa: E402
+from memfs.store import Engine, forkdiff, forks  # noqa: E402
 from memfs.store.memories import create_memory, update_memory  # noqa: E402
 from memfs.store.tombstones import delete_memory  # noqa: E402
 
@@ -192,6 +196,40 @@ def thousand_changes(engine: Engine, store_id: str, live: set[str]) -> None:
     builder.flush()
 
 
+def fork_compared(
+    engine: Engine, store_id: str, fork_id: str, live: set[str], runs: int
+) -> tuple[float, float, float, float, int]:
+    """10 edits on each side of the fork, then the merge plan and the diff of the fork
+    with its origin (now and now), median of ``runs`` each: as the engine reads them
+    (only what changed since the fork, :mod:`memfs.store.forkdiff`) and read whole (the
+    shortcut turned off, as a fork made before it is read), with the same results."""
+    rng = random.Random(10)
+    origin_side = Builder(engine, store_id)
+    for index, memory_id in enumerate(rng.sample(sorted(live), 10)):
+        origin_side.update(memory_id, content=f"origin edit {index}\n", path=None)
+    origin_side.flush()
+    fork_side = Builder(engine, fork_id)
+    for index, memory in enumerate(rng.sample(engine.memories.all(fork_id), 10)):
+        fork_side.update(memory.id, content=f"fork edit {index}\n", path=None)
+    fork_side.flush()
+    history = engine.for_caller(actor=ACTOR).history
+    plan_ms, plan = _median_ms(lambda: history.plan_merge(fork_id), runs)
+    diff_ms, diff = _median_ms(lambda: history.diff(store_id, "now", fork_id, "now"), runs)
+    changed, on_fork = forkdiff.changed, forks._changed_on_fork
+    forkdiff.changed = lambda *args: None  # type: ignore[assignment]
+    forks._changed_on_fork = lambda *args: None  # type: ignore[assignment]
+    try:
+        plan_whole_ms, whole_plan = _median_ms(lambda: history.plan_merge(fork_id), runs)
+        diff_whole_ms, whole_diff = _median_ms(
+            lambda: history.diff(store_id, "now", fork_id, "now"), runs
+        )
+    finally:
+        forkdiff.changed, forks._changed_on_fork = changed, on_fork
+    assert whole_diff.entries == diff.entries, "the fork diff differs from the one read whole"
+    assert len(whole_plan.steps) == len(plan.steps), "the merge plan differs"
+    return plan_ms, plan_whole_ms, diff_ms, diff_whole_ms, len(plan.steps)
+
+
 def measure(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
     store_id, _, live = build(engine, args.memories, args.versions)
     versions = engine.statistics()["versions"]  # before the operations add theirs
@@ -221,6 +259,9 @@ def measure(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
     fork_s, fork = _timed_s(
         lambda: engine.for_caller(actor=ACTOR).history.fork(store_id, name="bench fork")
     )
+    plan_ms, plan_whole_ms, fork_diff_ms, fork_diff_whole_ms, plan_steps = fork_compared(
+        engine, store_id, fork.id, live, args.runs
+    )
     snapshots.create(store_id, "before-1000")
     thousand_changes(engine, store_id, live)
     snapshots.create(store_id, "after-1000")
@@ -247,6 +288,11 @@ def measure(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
         "fork_s": round(fork_s, 2),
         "diff_1000_s": round(diff_s, 3),
         "restore_1000_s": round(restore_s, 2),
+        "merge_plan_steps": plan_steps,
+        "merge_plan_ms": round(plan_ms, 1),
+        "merge_plan_read_whole_ms": round(plan_whole_ms, 1),
+        "fork_diff_ms": round(fork_diff_ms, 1),
+        "fork_diff_read_whole_ms": round(fork_diff_whole_ms, 1),
     }
 
 
@@ -261,6 +307,12 @@ def table(figures: dict[str, Any], dialect: str) -> str:
          f"{figures['list_now_ms']:.0f} ms)", figures["ratio_asof_vs_now"] / 1.5),
         (f"fork ({figures['fork_memories']:,} memories)", "< 5 s", f"{figures['fork_s']} s",
          figures["fork_s"] / 5),
+        (f"merge plan, 10 changes a side ({figures['merge_plan_steps']} steps)", "< 100 ms",
+         f"{figures['merge_plan_ms']} ms (whole: {figures['merge_plan_read_whole_ms']:.0f})",
+         figures["merge_plan_ms"] / 100),
+        ("fork vs origin diff, 10 changes a side", "< 100 ms",
+         f"{figures['fork_diff_ms']} ms (whole: {figures['fork_diff_read_whole_ms']:.0f})",
+         figures["fork_diff_ms"] / 100),
         (f"diff, 1,000 changes apart ({figures['diff_entries']} entries)", "< 1 s",
          f"{figures['diff_1000_s']} s", figures["diff_1000_s"] / 1),
         (f"restore of 1,000 changes ({figures['restore_steps']} steps)", "< 5 s",

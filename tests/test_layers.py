@@ -282,6 +282,7 @@ STORE_INSIDES = (
     "memfs.store.retention",
     "memfs.store.folds",
     "memfs.store.forks",
+    "memfs.store.forkdiff",
     "memfs.store.history",
     "memfs.store.snapshots",
     "memfs.store.restores",

@@ -56,7 +56,7 @@ __all__ = [
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0018_dream_viewer"
+SCHEMA_HEAD = "0019_fork_created_seq"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"

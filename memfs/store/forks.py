@@ -61,7 +61,7 @@ from memfs.core.naming import conflict_name
 from memfs.core.points import NOW, Point
 from memfs.core.records import parse_record
 from memfs.core.visibility import Viewer
-from memfs.store import feed, search
+from memfs.store import feed, forkdiff, search
 from memfs.store import records as record_index
 from memfs.store._common import insert_many, lock_store, now, require_writable, store_row
 from memfs.store.blobs import blob_data
@@ -198,6 +198,9 @@ def fork_store(
         .values(
             entry_count=len(entries),
             total_size_bytes=sum(entry.size_bytes or 0 for entry in entries),
+            # Only an unrestricted caller's fork holds all of its base: what a diff or
+            # merge may skip as unchanged since (memfs.store.forkdiff).
+            fork_created_seq=store_seq(conn, fork.id) if viewer is None else None,
         )
     )
     facts = {
@@ -284,12 +287,18 @@ def _base_point(conn: Connection, fork_id: str, into: str | None) -> ResolvedPoi
 
 
 def _merge_base(
-    conn: Connection, fork_id: str, into: str | None, viewer: Viewer | None
+    conn: Connection,
+    fork_id: str,
+    into: str | None,
+    viewer: Viewer | None,
+    among: Any = None,
+    keys: Any = None,
 ) -> tuple[ResolvedPoint, dict[str, StateEntry]]:
     """The base a merge compares both sides with, and its state keyed by the origin's
     memory ids: the fork's base in its origin until the fork is first merged; after
     that, the fork's own state when it was last merged (``fork_merged_seq``): what the
-    origin took in then is what the two agree on.
+    origin took in then is what the two agree on. ``among`` (SELECTs of the fork's
+    memory ids) and ``keys`` (of their keys): only those.
 
     Raises:
         as :func:`_base_point`.
@@ -297,10 +306,10 @@ def _merge_base(
     origin_at = _base_point(conn, fork_id, into)
     merged = store_row(conn, fork_id).fork_merged_seq
     if merged is None:
-        return origin_at, state_at(conn, origin_at, viewer)
+        return origin_at, state_at(conn, origin_at, viewer, among=keys)
     version_id = conn.execute(select(versions.c.id).where(versions.c.seq == merged)).scalar()
     at = ResolvedPoint(store_id=fork_id, text=version_id or "empty", seq=int(merged))
-    return at, keyed_state(conn, at, origin_at.store_id, viewer)
+    return at, keyed_state(conn, at, origin_at.store_id, viewer, among=among)
 
 
 def _record_merged(
@@ -426,20 +435,30 @@ def plan_merge(
     """The three-way merge of the fork into its origin (:meth:`ForkingHistory.merge`):
     the base, the steps by path, and the fork's state by matching key (whose content
     the steps write)."""
-    base_at, base = _merge_base(conn, fork_id, into, viewer)
     origin_id = _base_point(conn, fork_id, into).store_id
-    ours = state_at(conn, _now(conn, origin_id), viewer)
-    theirs = keyed_state(conn, _now(conn, fork_id), origin_id, viewer)
+    fork_now = _now(conn, fork_id)
+    # A memory the fork has not changed since its base (no version after it) is the
+    # base's: it makes no step, whatever the origin did. So only the fork's changed
+    # memories are read, on every side, when that can be told (memfs.store.forkdiff).
+    among = _changed_on_fork(conn, fork_id, fork_now, viewer)
+    keys = (
+        None
+        if among is None
+        else sorted(conn.execute(select(_key).where(memories.c.id.in_(among))).scalars())
+    )
+    base_at, base = _merge_base(conn, fork_id, into, viewer, among, keys)
+    ours = state_at(conn, _now(conn, origin_id), viewer, among=keys)
+    theirs = keyed_state(conn, fork_now, origin_id, viewer, among=among)
     # A conflict copy whose content the origin holds already (a merge made it before)
     # loses nothing by being left out: merging twice is merging once.
-    held = {entry.content_sha256 for entry in ours.values() if not entry.redacted}
+    held = _held(conn, origin_id, viewer, ours, theirs, among is not None)
     # Gone from the fork means deleted on it only if the fork ever had it: a first merge
     # (its base is the origin's) leaves alone what was never forked (hidden from the
     # forking caller, SPEC §6, or redacted at the point).
     forked = (
         None
         if base_at.store_id == fork_id
-        else set((origin_keys(conn, fork_id, origin_id) or {}).values())
+        else set((origin_keys(conn, fork_id, origin_id, among) or {}).values())
     )
     steps: list[MergeStep] = []
     for key in set(base) | set(theirs):
@@ -463,8 +482,69 @@ def plan_merge(
     return base_at, steps, theirs
 
 
-def _step_order(step: MergeStep) -> tuple[str, str]:
-    return (step.path or step.path_before or "", step.action.value)
+_key = func.coalesce(memories.c.origin_memory_id, memories.c.id)
+
+
+def _changed_on_fork(
+    conn: Connection, fork_id: str, fork_now: ResolvedPoint, viewer: Viewer | None
+) -> list[str] | None:
+    """The ids of the fork's memories that may differ from the merge base: those with a
+    version after it (the fork's ``fork_merged_seq``, or its ``fork_created_seq``
+    before a first merge, when its base is its copy of the origin's, plus those that may
+    be no copy of it); None when every memory must be read (a restricted caller, a fork
+    that does not hold all of its base, too many changes: :mod:`memfs.store.forkdiff`)."""
+    row = store_row(conn, fork_id)
+    if viewer is not None or row.fork_created_seq is None:
+        return None
+    if row.fork_merged_seq is not None:
+        found = forkdiff.fork_side_changed(
+            conn, row.forked_from, fork_id, int(row.fork_merged_seq), fork_now.seq, None
+        )
+    else:
+        found = forkdiff.fork_side_changed(
+            conn,
+            row.forked_from,
+            fork_id,
+            int(row.fork_created_seq),
+            fork_now.seq,
+            int(row.fork_base_seq),
+        )
+    return None if found is None else sorted(found)
+
+
+def _held(
+    conn: Connection,
+    origin_id: str,
+    viewer: Viewer | None,
+    ours: dict[str, StateEntry],
+    theirs: dict[str, StateEntry],
+    partial: bool,
+) -> set[str | None]:
+    """The digests of the origin's unredacted memories now; when ``ours`` is only part
+    of them, those of the fork's contents (the digests a conflict copy may have), found
+    by blob key (content-addressed: the same content, the same key; ``ix_memories_blob``)."""
+    if partial:
+        wanted = sorted({e.blob_key for e in theirs.values() if e.blob_key})
+        ours = state_at(
+            conn,
+            _now(conn, origin_id),
+            viewer,
+            among=select(memories.c.id).where(
+                memories.c.store_id == origin_id, memories.c.blob_key.in_(wanted)
+            ),
+        )
+    return {entry.content_sha256 for entry in ours.values() if not entry.redacted}
+
+
+def _step_order(step: MergeStep) -> tuple[str, ...]:
+    """By path, then action; then by the memories, so that two steps at one path (two
+    memories renamed to it) come in one order however the states were read."""
+    return (
+        step.path or step.path_before or "",
+        step.action.value,
+        step.fork_memory_id or "",
+        step.origin_memory_id or "",
+    )
 
 
 def merge_fork(

@@ -418,7 +418,7 @@ def check_forks(conn: Connection) -> Iterator[str]:
     version at or before it (retention keeps them, :mod:`memfs.store.snapshots`), also
     when the base version itself is gone ("dangling"); and, once merged, every memory of
     the fork created before its last merge still has a version at or before it (the
-    next merge's base). ``fork_merged_seq`` is a fork's only."""
+    next merge's base). ``fork_merged_seq`` and ``fork_created_seq`` are a fork's only."""
     origin = stores.alias("origin")
     version = versions.alias("base_version")
     rows = conn.execute(
@@ -428,6 +428,7 @@ def check_forks(conn: Connection) -> Iterator[str]:
             stores.c.fork_base_seq,
             stores.c.fork_base_version_id,
             stores.c.fork_merged_seq,
+            stores.c.fork_created_seq,
             origin.c.id.label("origin_id"),
             version.c.seq.label("version_seq"),
             version.c.store_id.label("version_store_id"),
@@ -442,6 +443,7 @@ def check_forks(conn: Connection) -> Iterator[str]:
             stores.c.forked_from.is_not(None)
             | stores.c.fork_base_seq.is_not(None)
             | stores.c.fork_merged_seq.is_not(None)
+            | stores.c.fork_created_seq.is_not(None)
         )
         .order_by(stores.c.id)
     ).all()
@@ -451,6 +453,10 @@ def check_forks(conn: Connection) -> Iterator[str]:
             continue
         if row.forked_from is None and row.fork_merged_seq is not None:
             yield f"store {row.id}: fork_merged_seq is set but the store is no fork"
+            continue
+        if row.forked_from is None and row.fork_created_seq is not None:
+            # A diff with another store would skip what it takes as forked unchanged.
+            yield f"store {row.id}: fork_created_seq is set but the store is no fork"
             continue
         if (row.fork_base_version_id is None) != (row.fork_base_seq == 0):
             yield (

@@ -65,7 +65,7 @@ from memfs.core.model import (
 )
 from memfs.core.points import NOW, Point, PointKind, is_snapshot_id, parse_point
 from memfs.core.visibility import Viewer
-from memfs.store import visibility
+from memfs.store import forkdiff, visibility
 from memfs.store._common import Cursor, check_limit, descendant_upper_bound, store_row, ts
 from memfs.store._facade import Facade
 from memfs.store.blobs import blob_data, read_blobs
@@ -390,13 +390,16 @@ def state_at(
     at: ResolvedPoint,
     viewer: Viewer | None,
     changed_in: tuple[int, int] | None = None,
+    among: Any = None,
 ) -> dict[str, StateEntry]:
     """Every memory of the store at the point, by id, without content (redacted ones
     with path None): one index probe per memory row of the store.
 
     ``changed_in`` ``(low, high)``: only the memories with a version of seq in
     ``(low, high]`` (what can differ between two points of one store: one probe per
-    version in the range, not per memory)."""
+    version in the range, not per memory). ``among``: only the memories of these ids (a
+    list, or a SELECT of one column): what can differ from a fork's origin
+    (:mod:`memfs.store.forkdiff`)."""
     newest = (
         select(func.max(versions.c.seq))
         .where(versions.c.memory_id == memories.c.id, versions.c.seq <= at.seq)
@@ -416,6 +419,8 @@ def state_at(
                 )
             )
         )
+    if among is not None:
+        seqs = seqs.where(memories.c.id.in_(among))
     rows = conn.execute(
         select(*_AS_OF_COLUMNS)
         .select_from(_AS_OF_FROM)
@@ -453,25 +458,28 @@ def _texts(conn: Connection, keys: list[str]) -> dict[str, str]:
     return found
 
 
-def origin_keys(conn: Connection, store_id: str, other_store_id: str) -> dict[str, str] | None:
+def origin_keys(
+    conn: Connection, store_id: str, other_store_id: str, among: Any = None
+) -> dict[str, str] | None:
     """How to match ``store_id``'s memories with ``other_store_id``'s (SPEC §10 diff
     across a fork): memory id → the key it is matched by (its ``origin_memory_id``),
     when ``store_id`` is a fork of ``other_store_id`` or both are forks of one origin;
     None when its memories match by their own ids (the same store, the origin side, or
-    unrelated stores). A memory made in the fork keeps its own id as its key."""
+    unrelated stores). A memory made in the fork keeps its own id as its key.
+    ``among``: only the memories of these ids (a list, or a SELECT of one column)."""
     if store_id == other_store_id:
         return None
     row = store_row(conn, store_id)
     other = store_row(conn, other_store_id)
     if row.forked_from is None or row.forked_from not in (other_store_id, other.forked_from):
         return None
+    query = select(memories.c.id, memories.c.origin_memory_id).where(
+        memories.c.store_id == store_id
+    )
+    if among is not None:
+        query = query.where(memories.c.id.in_(among))
     return {
-        memory_id: origin or memory_id
-        for memory_id, origin in conn.execute(
-            select(memories.c.id, memories.c.origin_memory_id).where(
-                memories.c.store_id == store_id
-            )
-        ).tuples()
+        memory_id: origin or memory_id for memory_id, origin in conn.execute(query).tuples()
     }
 
 
@@ -481,13 +489,18 @@ def keyed_state(
     other_store_id: str,
     viewer: Viewer | None,
     changed_in: tuple[int, int] | None = None,
+    among: Any = None,
 ) -> dict[str, StateEntry]:
     """:func:`state_at`, keyed as :func:`origin_keys` matches it with the other side."""
-    state = state_at(conn, at, viewer, changed_in)
-    keys = origin_keys(conn, at.store_id, other_store_id)
+    state = state_at(conn, at, viewer, changed_in, among)
+    keys = origin_keys(conn, at.store_id, other_store_id, among)
     if keys is None:
         return state
     return {keys.get(memory_id, memory_id): entry for memory_id, entry in state.items()}
+
+
+def _side(among: dict[str, Any] | None, store_id: str) -> Any:
+    return None if among is None else among[store_id]
 
 
 def diff_states(
@@ -500,14 +513,19 @@ def diff_states(
 ) -> StoreDiff:
     """See :meth:`History.diff`. Two points of one store differ only in the memories
     with a version between them, so only those are read (a diff of 1,000 changes costs
-    about 1,000 probes, whatever the store holds); all contents in a few queries."""
+    about 1,000 probes, whatever the store holds); a fork and its origin only in the
+    memories changed on either side since the fork (:func:`memfs.store.forkdiff.changed`);
+    all contents in a few queries."""
     entries: list[DiffEntry] = []
     changed_in = (
         (min(old.seq, new.seq), max(old.seq, new.seq)) if old.store_id == new.store_id else None
     )
+    # A fork and its origin differ only in what changed on either side since the fork
+    # (memfs.store.forkdiff); None when that can't be told, and both are read whole.
+    among = None if changed_in is not None else forkdiff.changed(conn, old, new, viewer)
     found = classify(
-        keyed_state(conn, old, new.store_id, viewer, changed_in),
-        keyed_state(conn, new, old.store_id, viewer, changed_in),
+        keyed_state(conn, old, new.store_id, viewer, changed_in, _side(among, old.store_id)),
+        keyed_state(conn, new, old.store_id, viewer, changed_in, _side(among, new.store_id)),
     )
     if forked_only and store_row(conn, new.store_id).forked_from == old.store_id:
         # Absent from the fork because it never had it: not something the fork did.

@@ -164,6 +164,20 @@ stores = Table(
             "keeps every version of the fork this needs"
         ),
     ),
+    Column(
+        "fork_created_seq",
+        BigInteger,
+        nullable=True,
+        comment=(
+            "the fork's own seq when its making committed (its last copied version; 0 = "
+            "it copied none), set only when the fork copied every unredacted memory of "
+            "the origin's state at fork_base_seq (an unrestricted caller's fork): until "
+            "one of them has a version after it, a forked memory equals its origin "
+            "memory then, which lets a diff or merge of the two read only what changed "
+            "(memfs.store.forkdiff). NULL = not a fork, a restricted caller's, or made "
+            "before this column: both sides are read whole"
+        ),
+    ),
 )
 Index("ix_stores_forked_from", stores.c.forked_from)
 
@@ -259,6 +273,11 @@ Index(
     postgresql_where=text("deleted_at IS NULL"),
 )
 Index("ix_memories_blob", memories.c.blob_key)
+# A fork's memories by the origin memory they copy (SPEC §10 diff and merge across a
+# fork: the origin's changed memories find their fork counterparts by it). The origin
+# first: led by store_id, SQLite would take it for every "memories of a store whose id
+# is one of these" and read the whole store.
+Index("ix_memories_origin", memories.c.origin_memory_id, memories.c.store_id)
 
 versions = Table(
     "versions",

@@ -697,6 +697,11 @@ def test_fsck_finds_a_pruned_merge_base(
         "merge, the next merge's base (retention pruned what it needs)",
     ]
     raw(f"UPDATE stores SET fork_merged_seq = NULL WHERE id = '{store.id}'")
+    raw(f"UPDATE stores SET fork_created_seq = 1 WHERE id = '{store.id}'")
+    assert f"store {store.id}: fork_created_seq is set but the store is no fork" in findings(
+        engine
+    )
+    raw(f"UPDATE stores SET fork_created_seq = NULL WHERE id = '{store.id}'")
     engine.stores.delete(fork.id, force=True)
 
 
