@@ -158,22 +158,43 @@ class ChangeFollower:
 
     async def _apply_erasures(self, attachment: Attachment, changes: list[Change]) -> int:
         """The feed of an as-of attachment (SPEC §10: its state is fixed at the point;
-        SPEC §2: erased content never shows, in any view of the past): only purged
-        content and the store's deletion change it. A file whose content was purged
-        (its version redacted, or hard-deleted) leaves the tree and the cache, so it is
-        no longer listed, as an as-of listing no longer lists it; every other entry is
-        passed over without a read."""
+        SPEC §2: erased content never shows, in any view of the past): only erasures
+        and the store's deletion change it. A file whose content was purged (its
+        version redacted, or hard-deleted) leaves the tree and the cache, so it is no
+        longer listed, as an as-of listing no longer lists it. Blobs are shared (another
+        store, a fork), so an erasure of a memory this view shows (a ``version_redacted``
+        entry, or a ``memory_deleted`` one without a path: redacted or hard-deleted) may
+        purge nothing: the view is then resolved again (one as-of listing) and each
+        such file whose version that listing no longer has leaves the tree, its bytes
+        held for open descriptors dropped. Every other entry is passed over without a
+        read.
+
+        Raises:
+            The backend's errors (BackendUnavailable, NotFound, …): nothing is applied,
+            and the next round reads the batch again.
+        """
         purged = {c.blob_key for c in changes if c.kind is ChangeKind.BLOB_PURGED and c.blob_key}
+        kept = await self._versions_kept(attachment, changes)
         applied = 0
         async with self._lock:
             for blob_key in purged:
                 self._reader.purge(blob_key)
-            if purged:
-                for node in self._table.store_nodes(attachment):
-                    if node.memory is not None and node.memory.blob_key in purged:
-                        parent = node.parent
-                        self._table.remove(node)
-                        self._table.prune(parent)
+            for node in self._table.store_nodes(attachment):
+                memory = node.memory
+                if memory is None:
+                    continue
+                if memory.blob_key in purged or (
+                    kept is not None
+                    and memory.id in kept
+                    and kept[memory.id] != memory.memory_version_id
+                ):
+                    parent = node.parent
+                    self._table.remove(node)
+                    self._table.prune(parent)
+                    # An open descriptor reads nothing more: the bytes may live on in
+                    # the store under another memory, but not in this view.
+                    node.memory = None
+                    node.working.purge(None)
             for change in changes:
                 if change.seq <= attachment.seq:
                     continue
@@ -183,6 +204,34 @@ class ChangeFollower:
                 applied += 1
         self._send_notices()
         return applied
+
+    async def _versions_kept(
+        self, attachment: Attachment, changes: list[Change]
+    ) -> dict[str, str | None] | None:
+        """For an as-of attachment: the memories this view shows that ``changes`` (not
+        yet applied) erase something of, each mapped to the version the view at its
+        point has for it now (None: none, the memory is gone from the view). None when
+        the batch erases nothing of what the view shows (no listing is read)."""
+        erased = {
+            c.memory_id
+            for c in changes
+            if c.seq > attachment.seq
+            and c.memory_id is not None
+            and (
+                c.kind is ChangeKind.VERSION_REDACTED
+                or (c.kind is ChangeKind.MEMORY_DELETED and c.path is None)
+            )
+            and self._table.node_for_memory(attachment.store_id, c.memory_id) is not None
+        }
+        if not erased:
+            return None
+        assert attachment.as_of is not None
+        now_at_point = {
+            memory.id: memory.memory_version_id
+            for memory in await self._backend.list_memories_at(attachment.as_of)
+            if memory.id in erased
+        }
+        return {memory_id: now_at_point.get(memory_id) for memory_id in erased}
 
     def _erased_paths(self, attachment: Attachment, changes: list[Change]) -> dict[str, str]:
         """The paths this mount shows for memories whose path ``changes`` erase (not yet

@@ -166,7 +166,7 @@ class Database:
         :data:`ERASE_WAIT_S` for readers) and stops the change watch."""
         self.watch.close()
         if self.dialect == "sqlite" and not self.read_only:
-            self.checkpoint()
+            self.checkpoint(erasing=False)
         self.sa.dispose()
 
     def erasure_pending(self) -> datetime | None:
@@ -288,15 +288,20 @@ class Database:
         ):
             conn.exec_driver_sql(f"VACUUM FULL {quoted}")
 
-    def checkpoint(self, wait_s: float = ERASE_WAIT_S) -> bool:
+    def checkpoint(self, wait_s: float = ERASE_WAIT_S, *, erasing: bool = True) -> bool:
         """Moves the WAL into the main file and truncates it, so bytes erased by a
         redaction leave the WAL and the file's old pages too (SPEC §2 redaction;
         ``secure_delete`` zeroes freed space). Waits at most ``wait_s`` for readers of
         older snapshots — while it waits, writers wait too, so never the busy timeout
         (a redaction under a long reader once took 60 s and stalled every writer).
 
+        Args:
+            erasing: the caller just committed an erasure. False for a checkpoint that
+                erases nothing itself (a close, ``memfs vacuum``): its failure (a
+                reader, a full disk) leaves a pending erasure pending and records none.
+
         Returns True when the WAL is empty; otherwise records the erasure as pending
-        (see :meth:`erasure_pending`) and returns False.
+        (see :meth:`erasure_pending`; only when ``erasing``) and returns False.
         """
         if self.dialect != "sqlite" or self.read_only or self._erase_marker is None:
             return True
@@ -315,7 +320,7 @@ class Database:
                 raise
             busy = 1
         if busy:
-            if not self._erase_marker.exists():
+            if erasing and not self._erase_marker.exists():
                 try:
                     # Private like the database beside it (SPEC §3: 0600 whatever the umask).
                     descriptor = os.open(self._erase_marker, os.O_WRONLY | os.O_CREAT, 0o600)

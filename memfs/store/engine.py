@@ -393,7 +393,7 @@ class Engine(Caller):
         if self.read_only:
             raise DatabaseReadOnly("vacuum needs a database opened for writing")
         if self.dialect != "postgresql":
-            if not self._db.checkpoint():
+            if not self._db.checkpoint(erasing=False):
                 raise StoreBusy(
                     "a reader of an older snapshot held the database: the erasure is still "
                     "pending (memfs status, memfs fsck say since when); try again"

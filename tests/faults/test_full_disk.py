@@ -30,6 +30,9 @@ from memfs.store import Engine
 
 # Room for the database (schema, WAL), the status files and a few memories.
 HOME_SIZE = "6m"
+# The home of the first trial that met the full disk (tests named ``…small_home…``):
+# the database's first WAL barely fits.
+SMALL_HOME_SIZE = "600k"
 OUTBOX_SIZE = "256k"
 # Distinct contents of ~60 KB: each commit needs new WAL pages (a full WAL frame per
 # page), so one of a few of them meets the full disk whatever space the WAL had left.
@@ -86,7 +89,11 @@ def memfs_home(memfs_home: Path, request: pytest.FixtureRequest) -> Iterator[Pat
     """``$MEMFS_HOME`` on its own small tmpfs (embedded tests), or with ``outbox/`` on
     one (remote tests, marked by their name)."""
     target = memfs_home / "outbox" if "outbox" in request.node.name else memfs_home
-    _mount_tmpfs(target, OUTBOX_SIZE if target != memfs_home else HOME_SIZE)
+    if target != memfs_home:
+        size = OUTBOX_SIZE
+    else:
+        size = SMALL_HOME_SIZE if "small_home" in request.node.name else HOME_SIZE
+    _mount_tmpfs(target, size)
     try:
         yield memfs_home
     finally:
@@ -161,6 +168,40 @@ def test_an_embedded_mount_on_a_full_disk_answers_enospc_and_writes_again_once_f
     wait_until(lambda: any(rejected.glob("*")), "the refused bytes under rejected/")
     assert [p.read_text() for p in rejected.iterdir()] == [_content(failed_at)]
     assert _alive(mount)
+
+
+def _fsck_clean() -> None:
+    checked = run(MEMFS, "fsck", check=False)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert checked.stdout.startswith("fsck: clean"), checked.stdout
+
+
+def test_writes_refused_on_a_full_small_home_leave_no_erasure_pending(memfs_home: Path) -> None:
+    """A full disk erases nothing: ``memfs fsck`` is clean while the disk is full and
+    after space is freed, with no ``-erase-pending`` marker (it said an erasure was
+    pending because a close's checkpoint could not grow the file)."""
+    assert run(MEMFS, "store", "create", "Red7").returncode == 0
+    filler = _fill(memfs_home)  # what the store left free: freed afterwards
+    refused = None
+    for index in range(ATTEMPTS):
+        put = subprocess.run(
+            [MEMFS, "memory", "put", "Red7", f"/m{index}.md"], input=_content(index),
+            capture_output=True, text=True, check=False,
+        )
+        if put.returncode != 0:
+            refused = put
+            break
+    assert refused is not None, "every write fitted: the disk was never full"
+    assert "disk full" in refused.stderr, refused.stderr
+    assert not (memfs_home / "memfs.db-erase-pending").exists()
+    _fsck_clean()
+    filler.unlink()
+    _fsck_clean()
+    # The WAL, which a checkpoint could not move into the file, needs more than that.
+    subprocess.run(["mount", "-o", f"remount,size={HOME_SIZE}", str(memfs_home)], check=True)
+    assert run(MEMFS, "memory", "put", "Red7", "/small.md", "-c", "fits\n").returncode == 0
+    _fsck_clean()
+    assert not (memfs_home / "memfs.db-erase-pending").exists()
 
 
 def test_a_remote_mount_whose_outbox_disk_is_full_answers_enospc_and_keeps_no_torn_record(

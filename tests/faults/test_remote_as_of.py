@@ -13,7 +13,7 @@ from pathlib import Path
 from _support.mount import Mounter, errno_of, run, wait_until
 from faults_helpers import Server, mount_remote
 
-from memfs.core.model import Actor, MemoryStore
+from memfs.core.model import Actor, DeleteMode, MemoryStore
 from memfs.store import Engine
 
 FILES = {
@@ -107,3 +107,32 @@ def test_a_bad_point_fails_a_remote_mount_with_exit_2(
         mount.unmounted = True
         assert says in mount.log_file.read_text()
         mount.expect_log("mount of", says)
+
+
+def test_an_erasure_leaves_a_remote_as_of_mount_though_its_bytes_stay_stored(
+    mounter: Mounter,
+    server: Server,
+    store_engine: Engine,
+    make_store: Callable[..., MemoryStore],
+    make_session: Callable[..., str],
+) -> None:
+    """A redaction (the bytes also in another store) and a hard delete (the bytes also
+    in a fork) purge no blob, and the remote view drops both files all the same
+    (SPEC §2, §10)."""
+    actor = Actor.api_key("apikey_test")
+    store = make_store("Red7", {"/s.md": "SAME-CONTENT-E\n", "/h.md": "SAME-CONTENT-H\n"})
+    make_store("Red7Other", {"/o.md": "SAME-CONTENT-E\n"})
+    store_engine.for_caller(actor=actor).history.fork(store.id, name="Red7Fork")
+    store_engine.for_caller(actor=actor).snapshots.create(store.id, "s1")
+    secret = store_engine.memories.get_by_path(store.id, "/s.md")
+    store_engine.memories.update(store.id, secret.id, content="fine\n")
+    past = mount_remote(mounter, server, make_session(store), extra=("--store", "Red7@s1"))
+    view = past / "red7@s1"
+    assert (view / "s.md").read_text() == "SAME-CONTENT-E\n"
+    assert (view / "h.md").read_text() == "SAME-CONTENT-H\n"
+    store_engine.versions.redact(store.id, str(secret.memory_version_id))
+    wait_until(lambda: "s.md" not in os.listdir(view), "the redacted file to leave")
+    hard = store_engine.memories.get_by_path(store.id, "/h.md")
+    store_engine.memories.delete(store.id, hard.id, mode=DeleteMode.HARD_DELETE)
+    wait_until(lambda: os.listdir(view) == [], "the hard-deleted file to leave")
+    assert run("grep", "-r", "SAME-CONTENT", past.path, check=False).stdout == ""

@@ -12,6 +12,7 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
 from _support.mount import MEMFS, Mounter, errno_of, run, wait_until
 
 from memfs.core.model import Actor, DeleteMode
@@ -213,6 +214,42 @@ def test_redacted_content_never_shows_in_an_as_of_mount(
     b = store_engine.memories.get_by_path(store.id, "/b.md")
     store_engine.memories.delete(store.id, b.id, mode=DeleteMode.HARD_DELETE)
     wait_until(lambda: "b.md" not in os.listdir(view), "the hard-deleted file to leave")
+
+
+@pytest.mark.parametrize("sharer", ["another store", "a fork"])
+def test_an_erasure_leaves_an_as_of_mount_though_its_bytes_stay_stored(
+    mounter: Mounter, make_store, store_engine: Engine, sharer: str
+) -> None:
+    """Blobs are shared by content: a redaction or hard delete in this store purges no
+    bytes another store or a fork still holds, and the view drops the file all the
+    same (SPEC §2, §10), open descriptors included."""
+    files = {"/s.md": "SAME-CONTENT-E\n", "/h.md": "SAME-CONTENT-H\n", "/k.md": "kept\n"}
+    store = make_store("Red7", files)
+    if sharer == "another store":
+        keeper = make_store("Red7Other", {"/o.md": files["/s.md"], "/p.md": files["/h.md"]})
+    else:
+        keeper = store_engine.for_caller(actor=ACTOR).history.fork(store.id, name="Red7Fork")
+    store_engine.for_caller(actor=ACTOR).snapshots.create(store.id, "s1")
+    secret = store_engine.memories.get_by_path(store.id, "/s.md")
+    store_engine.memories.update(store.id, secret.id, content="fine\n")
+    mount = mounter.mount("Red7@s1")
+    view = mount / "red7@s1"
+    assert (view / "s.md").read_text() == files["/s.md"]
+    with open(view / "s.md", "rb") as held:
+        assert held.read() == b"SAME-CONTENT-E\n"  # in the kernel's pages and the cache
+        store_engine.versions.redact(store.id, str(secret.memory_version_id))
+        wait_until(lambda: "s.md" not in os.listdir(view), "the redacted file to leave")
+        assert os.pread(held.fileno(), 100, 0) == b""
+    assert not (view / "s.md").exists()
+    hard = store_engine.memories.get_by_path(store.id, "/h.md")
+    store_engine.memories.delete(store.id, hard.id, mode=DeleteMode.HARD_DELETE)
+    wait_until(lambda: "h.md" not in os.listdir(view), "the hard-deleted file to leave")
+    assert sorted(os.listdir(view)) == ["k.md"]
+    assert run("grep", "-r", "SAME-CONTENT", mount.path, check=False).stdout == ""
+    # The bytes were not erased: the other store (or the fork) still reads them.
+    kept = [store_engine.memories.get(keeper.id, m.id).content
+            for m in store_engine.memories.all(keeper.id)]
+    assert sorted(c for c in kept if c and "SAME" in c) == [files["/s.md"], files["/h.md"]]
 
 
 def test_a_live_mount_sees_a_store_restore_within_a_second(
