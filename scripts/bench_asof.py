@@ -35,37 +35,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchlib.timing import every_page, median_ms  # noqa: E402
+
 from memfs.core.model import Actor  # noqa: E402
 from memfs.store import Engine  # noqa: E402
 
 ACTOR = Actor.api_key("apikey_bench")
 PAGE = 100
-
-
-def _every_page(fetch: Callable[[str | None], Any]) -> int:
-    count, cursor = 0, None
-    while True:
-        page = fetch(cursor)
-        count += len(page.items)
-        cursor = page.next_cursor
-        if cursor is None:
-            return count
-
-
-def _median_ms(action: Callable[[], Any], runs: int) -> tuple[float, Any]:
-    samples, result = [], None
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = action()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples), result
 
 
 def build(engine: Engine, memories: int, versions: int) -> str:
@@ -191,31 +173,31 @@ def main() -> None:
             print(f"building {args.memories} memories, ~{args.versions} versions", file=sys.stderr)
             store_id = build(engine, args.memories, args.versions)
             history = engine.history
-            now_ms, now_count = _median_ms(
-                lambda: _every_page(
+            now_ms, now_count = median_ms(
+                lambda: every_page(
                     lambda c: engine.memories.list(store_id, limit=PAGE, cursor=c)
                 ),
                 args.runs,
             )
-            snap_ms, snap_count = _median_ms(
-                lambda: _every_page(
+            snap_ms, snap_count = median_ms(
+                lambda: every_page(
                     lambda c: history.list(store_id, "half-way", limit=PAGE, cursor=c)
                 ),
                 args.runs,
             )
-            asof_now_ms, asof_now_count = _median_ms(
-                lambda: _every_page(lambda c: history.list(store_id, "now", limit=PAGE, cursor=c)),
+            asof_now_ms, asof_now_count = median_ms(
+                lambda: every_page(lambda c: history.list(store_id, "now", limit=PAGE, cursor=c)),
                 args.runs,
             )
             assert asof_now_count == now_count, (asof_now_count, now_count)
-            depth_now_ms, _ = _median_ms(
+            depth_now_ms, _ = median_ms(
                 lambda: engine.memories.list(store_id, depth=1, limit=PAGE), args.runs
             )
-            depth_snap_ms, _ = _median_ms(
+            depth_snap_ms, _ = median_ms(
                 lambda: history.list(store_id, "half-way", depth=1, limit=PAGE), args.runs
             )
             names = iter(range(10**6))
-            create_ms, _ = _median_ms(
+            create_ms, _ = median_ms(
                 lambda: engine.for_caller(actor=ACTOR).snapshots.create(
                     store_id, f"bench-{next(names)}"
                 ),

@@ -44,6 +44,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchlib.timing import every_page, median_ms  # noqa: E402
+
 from memfs.core.config import database_url  # noqa: E402
 from memfs.core.model import Actor, DeleteMode  # noqa: E402
 from memfs.store import Engine, forkdiff, forks  # noqa: E402
@@ -53,25 +55,6 @@ from memfs.store.tombstones import delete_memory  # noqa: E402
 ACTOR = Actor.api_key("apikey_bench")
 PAGE = 100
 BATCH = 500
-
-
-def _every_page(fetch: Callable[[str | None], Any]) -> int:
-    count, cursor = 0, None
-    while True:
-        page = fetch(cursor)
-        count += len(page.items)
-        cursor = page.next_cursor
-        if cursor is None:
-            return count
-
-
-def _median_ms(action: Callable[[], Any], runs: int) -> tuple[float, Any]:
-    samples, result = [], None
-    for _ in range(runs):
-        start = time.perf_counter()
-        result = action()
-        samples.append((time.perf_counter() - start) * 1000)
-    return statistics.median(samples), result
 
 
 def _timed_s(action: Callable[[], Any]) -> tuple[float, Any]:
@@ -213,14 +196,14 @@ def fork_compared(
         fork_side.update(memory.id, content=f"fork edit {index}\n", path=None)
     fork_side.flush()
     history = engine.for_caller(actor=ACTOR).history
-    plan_ms, plan = _median_ms(lambda: history.plan_merge(fork_id), runs)
-    diff_ms, diff = _median_ms(lambda: history.diff(store_id, "now", fork_id, "now"), runs)
+    plan_ms, plan = median_ms(lambda: history.plan_merge(fork_id), runs)
+    diff_ms, diff = median_ms(lambda: history.diff(store_id, "now", fork_id, "now"), runs)
     changed, on_fork = forkdiff.changed, forks._changed_on_fork
     forkdiff.changed = lambda *args: None  # type: ignore[assignment]
     forks._changed_on_fork = lambda *args: None  # type: ignore[assignment]
     try:
-        plan_whole_ms, whole_plan = _median_ms(lambda: history.plan_merge(fork_id), runs)
-        diff_whole_ms, whole_diff = _median_ms(
+        plan_whole_ms, whole_plan = median_ms(lambda: history.plan_merge(fork_id), runs)
+        diff_whole_ms, whole_diff = median_ms(
             lambda: history.diff(store_id, "now", fork_id, "now"), runs
         )
     finally:
@@ -246,12 +229,12 @@ def measure(engine: Engine, args: argparse.Namespace) -> dict[str, Any]:
             snapshots.create(target, f"bench-{next(names)}")
             samples.append((time.perf_counter() - start) * 1000)
     snap_small_ms, snap_big_ms = statistics.median(small_samples), statistics.median(big_samples)
-    now_ms, now_count = _median_ms(
-        lambda: _every_page(lambda c: engine.memories.list(store_id, limit=PAGE, cursor=c)),
+    now_ms, now_count = median_ms(
+        lambda: every_page(lambda c: engine.memories.list(store_id, limit=PAGE, cursor=c)),
         args.runs,
     )
-    asof_ms, asof_count = _median_ms(
-        lambda: _every_page(
+    asof_ms, asof_count = median_ms(
+        lambda: every_page(
             lambda c: engine.history.list(store_id, "half-way", limit=PAGE, cursor=c)
         ),
         args.runs,

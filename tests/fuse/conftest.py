@@ -12,7 +12,7 @@ Every test in this directory gets the ``fuse`` marker.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import fuse_fixtures
@@ -20,7 +20,6 @@ import pytest
 from _support.mount import Mount, Mounter
 
 from memfs.core.model import MemoryStore
-from memfs.store import Engine
 
 _HERE = Path(__file__).parent
 
@@ -29,23 +28,12 @@ _HERE = Path(__file__).parent
 fuse_available = fuse_fixtures.fuse_available
 store_engine = fuse_fixtures.store_engine
 make_store = fuse_fixtures.make_store
+mounter = fuse_fixtures.mounter
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     fuse_fixtures.mark_fuse_tests(items, _HERE)
 
-
-@pytest.fixture
-def mounter(
-    fuse_available: None, memfs_home: Path, tmp_path: Path, store_engine: Engine
-) -> Iterator[Mounter]:
-    mounter = Mounter(tmp_path, store_engine)
-    try:
-        yield mounter
-    finally:
-        mounter.close()
-    findings = list(store_engine.iter_fsck_findings())
-    assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)
 
 
 @pytest.fixture

@@ -6,11 +6,11 @@
   daemons, the CLI and ``memfs serve`` of these tests use. Not the top-level ``engine``
   fixture (a fresh database of each dialect, unseen by any subprocess).
 - ``make_store``: creates a store with optional ``{path: content}`` memories.
+- ``mounter``: :class:`_support.mount.Mounter`; at teardown every mount is unmounted
+  with its checks, then fsck (in-process, on ``store_engine``) must find nothing. Used
+  by the FUSE, memory-tool and operations tests; the fault tests keep their own, which
+  runs ``memfs fsck`` on the server's database while the server still runs.
 - :func:`mark_fuse_tests`: what each conftest's ``pytest_collection_modifyitems`` does.
-
-Each conftest keeps its own ``mounter`` fixture: the two check different things at
-teardown (the FUSE tests fsck in-process; the fault tests run ``memfs fsck`` on the
-server's database while the server still runs).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from _support.mount import FUSE_UNAVAILABLE_REASON
+from _support.mount import FUSE_UNAVAILABLE_REASON, Mounter
 
 from memfs.core.model import MemoryStore
 from memfs.store import Engine, open_engine
@@ -57,3 +57,16 @@ def make_store(store_engine: Engine) -> Callable[..., MemoryStore]:
         return store
 
     return make
+
+
+@pytest.fixture
+def mounter(
+    fuse_available: None, memfs_home: Path, tmp_path: Path, store_engine: Engine
+) -> Iterator[Mounter]:
+    mounter = Mounter(tmp_path, store_engine)
+    try:
+        yield mounter
+    finally:
+        mounter.close()
+    findings = list(store_engine.iter_fsck_findings())
+    assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)

@@ -13,7 +13,6 @@ Every test here that mounts (uses ``mounter``) gets the ``fuse`` marker.
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,13 +21,11 @@ _HERE = Path(__file__).parent
 sys.path.insert(0, str(_HERE.parent / "fuse"))
 
 import fuse_fixtures  # noqa: E402
-from _support.mount import Mounter  # noqa: E402
-
-from memfs.store import Engine  # noqa: E402
 
 fuse_available = fuse_fixtures.fuse_available
 store_engine = fuse_fixtures.store_engine
 make_store = fuse_fixtures.make_store
+mounter = fuse_fixtures.mounter
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -39,15 +36,3 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         ):
             item.add_marker(pytest.mark.fuse)
 
-
-@pytest.fixture
-def mounter(
-    fuse_available: None, memfs_home: Path, tmp_path: Path, store_engine: Engine
-) -> Iterator[Mounter]:
-    mounter = Mounter(tmp_path, store_engine)
-    try:
-        yield mounter
-    finally:
-        mounter.close()
-    findings = list(store_engine.iter_fsck_findings())
-    assert findings == [], "fsck found problems after the test:\n" + "\n".join(findings)
