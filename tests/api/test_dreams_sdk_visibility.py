@@ -25,6 +25,7 @@ from _support.cli import memfs_env, run_memfs
 from _support.polling import wait_until
 from _support.scripted_model import ScriptedModel, text, tool, turn
 from _support.serve import ServeProcess
+from _support.team_store import ALICE_TEA, BOB_SECRET, BOBS, FILES, SHARED
 
 from memfs.core.model import Scope, UserPrincipal
 
@@ -32,27 +33,6 @@ if TYPE_CHECKING:
     from tests.api.conftest import Server
 
 DREAM_TIMEOUT_S = 30.0
-BOB_SECRET = "bob-secret-espresso"
-
-
-def record(user: str, body: str, scope: str | None = None) -> str:
-    header = ["---", "type: preference", f"user_id: {user}"]
-    if scope is not None:
-        header.append(f"scope: {scope}")
-    return "\n".join([*header, "---", body])
-
-
-ALICE_TEA = record("alice", "Alice likes green tea.\n")
-BOB_COFFEE = record("bob", f"Bob likes {BOB_SECRET}.\n")
-SHARED = record("bob", "The office opens at nine.\n", scope="share")
-FILES = {
-    "/alice/tea.md": ALICE_TEA,
-    "/alice/tea-copy.md": ALICE_TEA,  # alice's planted duplicate
-    "/bob/coffee.md": BOB_COFFEE,
-    "/bob/coffee-copy.md": BOB_COFFEE,  # bob's planted duplicate
-    "/shared/hours.md": SHARED,
-}
-BOBS = ("/bob/coffee-copy.md", "/bob/coffee.md")
 
 
 def seeded(admin: anthropic.Anthropic) -> str:

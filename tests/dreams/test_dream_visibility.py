@@ -13,6 +13,7 @@ import json
 
 import pytest
 from _support.scripted_model import ScriptedModel, text, tool, turn
+from _support.team_store import ALICE_TEA, BOB_SECRET, BOBS, FILES, SHARED, record
 
 from memfs.core import config
 from memfs.core.dreams import Dream, DreamStatus, OutputBehavior
@@ -28,28 +29,6 @@ ALICE = Viewer(user_id="alice")
 ACTOR = Actor.api_key("apikey_tests")
 MODEL = "claude-opus-4-7"
 KEY = "sk-ant-test-scripted"
-# Words only bob's records hold: none may reach alice's dream.
-BOB_SECRET = "bob-secret-espresso"
-
-
-def record(user: str, body: str, scope: str | None = None) -> str:
-    header = ["---", "type: preference", f"user_id: {user}"]
-    if scope is not None:
-        header.append(f"scope: {scope}")
-    return "\n".join([*header, "---", body])
-
-
-ALICE_TEA = record("alice", "Alice likes green tea.\n")
-BOB_COFFEE = record("bob", f"Bob likes {BOB_SECRET}.\n")
-SHARED = record("bob", "The office opens at nine.\n", scope="share")
-FILES = {
-    "/alice/tea.md": ALICE_TEA,
-    "/alice/tea-copy.md": ALICE_TEA,  # alice's planted duplicate
-    "/bob/coffee.md": BOB_COFFEE,
-    "/bob/coffee-copy.md": BOB_COFFEE,  # bob's planted duplicate
-    "/shared/hours.md": SHARED,
-}
-BOBS = {"/bob/coffee.md", "/bob/coffee-copy.md"}
 
 
 def seeded(engine: Engine) -> str:
