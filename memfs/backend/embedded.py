@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import re
 import threading
 from collections.abc import Callable, Sequence
@@ -42,7 +43,11 @@ if TYPE_CHECKING:
     from memfs.backend.protocol import AttachmentSpec
     from memfs.store import Engine
 
-__all__ = ["EmbeddedBackend"]
+__all__ = ["INLINE_ENV", "EmbeddedBackend"]
+
+# Set to 0, a mount's writes of one memory always go to a worker thread (as before the
+# inline writes; for comparisons: scripts/bench).
+INLINE_ENV = "MEMFS_INLINE_WRITES"
 
 T = TypeVar("T")
 M = TypeVar("M", Memory, "Memory | None")
@@ -123,6 +128,8 @@ class EmbeddedBackend:
         self._probe = engine.feed_probe()
         self._own: dict[str, dict[int, Change]] = {}
         self._own_lock = threading.Lock()  # kept by worker threads, read on the loop
+        # Writes of one memory run on the loop when they need not wait (_run_write).
+        self._inline = engine.inline_capable and os.environ.get(INLINE_ENV, "1") != "0"
 
     async def _run(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
@@ -133,8 +140,16 @@ class EmbeddedBackend:
         """Runs a write of one memory and keeps the change-feed entries it appended (the
         engine's receipt) when they are all ``memory_written`` entries of that memory:
         the feed hands them back without a read (see :meth:`changes_since`). They are
-        kept by the worker thread as soon as the write returns, so the feed task woken
-        by the commit's notification almost always finds them (else it reads)."""
+        kept as soon as the write returns, so the feed task woken by the commit's
+        notification almost always finds them (else it reads).
+
+        On a SQLite file the write runs on the loop itself when it can start without
+        waiting (:meth:`memfs.store.Engine.inline`: this process's turn free, SQLite's
+        write lock free, its commit checkpoint-free): a write of one memory is a few
+        small rows, so it is bounded, and the two thread hand-offs it saves were most
+        of a small file's save (README "Performance", writes). Otherwise, or while
+        another write of this backend is on a worker thread, it runs on a worker
+        thread and waits there as any write does."""
         engine = self._engine
 
         def write() -> M:
@@ -144,6 +159,14 @@ class EmbeddedBackend:
                 self._keep_own(memory.id, engine.feed_receipt())
             return memory
 
+        if self._inline:
+            from memfs.store import WouldWait
+
+            try:
+                with engine.inline():
+                    return write()
+            except WouldWait:
+                pass
         return await trio.to_thread.run_sync(write)
 
     def _keep_own(self, memory_id: str, receipt: list[Change]) -> None:

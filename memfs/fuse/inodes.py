@@ -421,9 +421,13 @@ class InodeTable:
         return node
 
     def new_file(self, parent: Node, name: str, attachment: Attachment) -> Node:
-        """Makes and links a file that exists only in the mount until committed."""
+        """Makes and links a file that exists only in the mount until committed: the
+        kernel's own create (or link) made the entry, so nothing of the parent is
+        invalidated — the kernel drops the parent's attributes and cached listing
+        itself when it creates (``fuse_dir_changed``), and a notice per created file
+        was a thread wake-up and a kernel call for every file ``cp`` writes."""
         node = self._new(Kind.FILE, attachment)
-        self._link(parent, name, node)
+        self._link(parent, name, node, tell_kernel=False)
         return node
 
     def add_memory(self, attachment: Attachment, memory: Memory) -> Node:
@@ -475,7 +479,7 @@ class InodeTable:
                 return attachment
         raise NoSuchEntry(f"store {store_id} is not attached")
 
-    def _link(self, parent: Node, name: str, node: Node) -> None:
+    def _link(self, parent: Node, name: str, node: Node, *, tell_kernel: bool = True) -> None:
         previous = parent.children.get(name)
         if previous is not None and previous is not node and previous.is_dir:
             parent.subdirectories -= 1
@@ -485,7 +489,8 @@ class InodeTable:
         node.parent = parent
         node.name = name
         parent.mtime_ns = time.time_ns()
-        self._notices.append(Notice(parent.inode))  # all of it: a cached listing too
+        if tell_kernel:
+            self._notices.append(Notice(parent.inode))  # all of it: a cached listing too
 
     def unlink(self, node: Node) -> None:
         """Takes ``node``'s entry out of its directory (the node itself may live on)."""

@@ -10,6 +10,7 @@ imports the modules behind them (tests/test_layers.py checks it).
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memfs.store._connections import WouldWait
 from memfs.store.caller import Caller
 from memfs.store.engine import Engine
 
@@ -42,6 +43,7 @@ __all__ = [
     "Engine",
     "PruneResult",
     "ResourceSpec",
+    "WouldWait",
     "fsck_database",
     "open_engine",
     "restore_database",

@@ -40,7 +40,7 @@ from memfs.store._db import (
     sqlite_path,
 )
 
-__all__ = ["ERASE_WAIT_S", "Database"]
+__all__ = ["ERASE_WAIT_S", "Database", "WouldWait"]
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,18 @@ _NO_SPACE = frozenset({errno.ENOSPC, errno.EDQUOT})
 # readers of older snapshots before it leaves the erasure pending (erasure_pending)
 # rather than stall every writer behind them.
 ERASE_WAIT_S = 1.0
+
+# Inline writes (Database.inline) leave SQLite's automatic checkpoint off on their
+# connection: after this many of them, a checkpoint runs on a thread of its own.
+INLINE_CHECKPOINT_EVERY = 64
+
+
+class WouldWait(Exception):
+    """An inline write (:meth:`Database.inline`) could not go on without waiting: another
+    writer of this process has its turn, or another connection holds SQLite's write
+    lock. Nothing was written; the caller runs the call on a worker thread instead,
+    where it waits as every write does. Never leaves the store's caller (the embedded
+    backend), so it is no :class:`memfs.core.errors.MemfsError`."""
 
 
 def _where(url: str) -> str:
@@ -109,6 +121,14 @@ class Database:
         # Told of every write transaction (see Engine.observe_writes); None: nobody.
         self.write_observer: Callable[[bool, float], None] | None = None
         self._receipt = threading.local()  # see receipt()
+        # Inline writes (see inline): per thread, whether it is in an inline block and
+        # its own connection; every such connection (closed at close); commits since
+        # the last checkpoint; the checkpoint thread running, if any.
+        self._inline = threading.local()
+        self._inline_connections: list[Connection] = []
+        self._inline_lock = threading.Lock()
+        self._inline_commits = 0
+        self._checkpointer: threading.Thread | None = None
         try:
             self._open(url, synchronous_full, create=create, read_only=read_only)
         except DatabaseUnreachable as exc:  # at open, said as every failure to open
@@ -165,6 +185,14 @@ class Database:
         """Releases every pooled connection (checkpointing the SQLite WAL, waiting at most
         :data:`ERASE_WAIT_S` for readers) and stops the change watch."""
         self.watch.close()
+        with self._inline_lock:
+            checkpointer, self._checkpointer = self._checkpointer, None
+            connections, self._inline_connections = self._inline_connections, []
+        if checkpointer is not None:
+            checkpointer.join()
+        for conn in connections:  # closed, not pooled: their settings are inline's own
+            conn.invalidate()
+            conn.close()
         if self.dialect == "sqlite" and not self.read_only:
             self.checkpoint(erasing=False)
         self.sa.dispose()
@@ -191,13 +219,139 @@ class Database:
         except ValueError:  # a marker we did not write whole: pending since we don't know
             return datetime.fromtimestamp(marker.stat().st_mtime, tz=utcnow().tzinfo)
 
+    @property
+    def inline_capable(self) -> bool:
+        """Whether :meth:`inline` can run writes here: a writable SQLite file."""
+        return self.dialect == "sqlite" and self.sqlite_file is not None and not self.read_only
+
+    @contextmanager
+    def inline(self) -> Iterator[None]:
+        """Within the block, the calling thread's transactions never wait (house rule:
+        a trio loop may run a bounded write itself; SPEC §4 commits at close). A
+        write takes this process's turn only if it is free and begins with SQLite's
+        busy timeout at 0 on a connection of the thread's own, so it either starts at
+        once or raises :class:`WouldWait` having written nothing (another writer of
+        this process or another process has the database). Its commit never runs
+        SQLite's automatic checkpoint (which copies the WAL into the file and syncs
+        it): every :data:`INLINE_CHECKPOINT_EVERY` inline commits a passive checkpoint
+        runs on a thread of its own. Reads use the same connection and never wait
+        either (WAL readers take no lock).
+
+        Raises:
+            WouldWait: at once, when the database is no writable SQLite file.
+        """
+        if not self.inline_capable:
+            raise WouldWait("inline writes need a writable SQLite file")
+        state = self._inline
+        if getattr(state, "on", False):
+            yield
+            return
+        state.on = True
+        try:
+            yield
+        finally:
+            state.on = False
+
+    def _inline_connection(self) -> Connection:
+        """The calling thread's connection for inline transactions: checked out of the
+        pool once and kept (busy timeout 0, no automatic checkpoint)."""
+        conn: Connection | None = getattr(self._inline, "conn", None)
+        if conn is None or conn.closed or conn.invalidated:
+            conn = self.sa.connect()
+            with self._inline_lock:
+                self._inline_connections.append(conn)
+            self._inline.conn = conn
+            self._inline.dbapi = None
+        dbapi = conn.connection.dbapi_connection
+        if dbapi is not self._inline.dbapi:  # new, or reconnected by the pool
+            cursor = dbapi.cursor()  # type: ignore[union-attr]
+            cursor.execute("PRAGMA busy_timeout=0")
+            cursor.execute("PRAGMA wal_autocheckpoint=0")
+            cursor.close()
+            self._inline.dbapi = dbapi
+        return conn
+
+    def _inline_committed(self) -> None:
+        """Counts an inline commit; every :data:`INLINE_CHECKPOINT_EVERY`, or when an
+        erasure is pending, starts the checkpoint thread (unless it runs already)."""
+        with self._inline_lock:
+            self._inline_commits += 1
+            erasing = self._erase_marker is not None and self._erase_marker.exists()
+            if self._inline_commits < INLINE_CHECKPOINT_EVERY and not erasing:
+                return
+            if self._checkpointer is not None and self._checkpointer.is_alive():
+                return
+            self._inline_commits = 0
+            self._checkpointer = threading.Thread(
+                target=self._checkpoint_quietly, args=(erasing,),
+                name="memfs-checkpoint", daemon=True,
+            )
+            self._checkpointer.start()
+
+    def _checkpoint_quietly(self, erasing: bool) -> None:
+        """The checkpoint thread's work: a pending erasure's checkpoint (never waiting,
+        as after any write), else a passive one (SQLite's automatic checkpoint). A
+        failure is logged: the WAL only stays longer."""
+        try:
+            if erasing:
+                self.checkpoint(wait_s=0)
+                return
+            with self._driver_errors_are_typed(), self.sa.connect() as conn:
+                conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").all()
+        except (MemfsError, DBAPIError, OSError) as exc:
+            log.info("a background WAL checkpoint did not run: %s", _reason(exc))
+
     @contextmanager
     def read(self) -> Iterator[Connection]:
+        if getattr(self._inline, "on", False):
+            with self._driver_errors_are_typed():
+                conn = self._inline_connection()
+                if not conn.in_transaction():  # else: a read inside a write, pooled
+                    conn.execution_options(**{WRITE: False})
+                    with conn.begin():
+                        yield conn
+                    return
         with self._driver_errors_are_typed(), self.sa.connect() as conn, conn.begin():
             yield conn
 
     @contextmanager
+    def _write_inline(self) -> Iterator[Connection]:
+        """:meth:`write` inside :meth:`inline` (see there)."""
+        assert self._write_lock is not None  # SQLite
+        if not self._write_lock.acquire(blocking=False):
+            raise WouldWait("another writer of this process has its turn")
+        self._receipt.changes = []
+        started = time.perf_counter()
+        committed = False
+        try:
+            try:
+                with self._driver_errors_are_typed():
+                    conn = self._inline_connection()
+                    conn.execution_options(**{WRITE: True})
+                    try:
+                        with conn.begin():
+                            yield conn
+                    finally:
+                        feed_grew = notify.take_feed_changed(conn)
+                        emitted = notify.take_emitted(conn)
+            except StoreBusy as exc:  # BEGIN IMMEDIATE met another connection's lock
+                raise WouldWait(str(exc)) from exc
+            committed = True
+        finally:
+            self._write_lock.release()
+            if self.write_observer is not None:
+                self.write_observer(committed, time.perf_counter() - started)
+        self._receipt.changes = emitted  # committed
+        if feed_grew:
+            self.watch.committed()  # visible now: followers may read it
+        self._inline_committed()
+
+    @contextmanager
     def write(self) -> Iterator[Connection]:
+        if getattr(self._inline, "on", False):
+            with self._write_inline() as conn:
+                yield conn
+            return
         if self.read_only:
             raise DatabaseReadOnly(
                 f"the store database {_where(self.url)} is open read-only; nothing was changed"

@@ -244,6 +244,26 @@ class Engine(Caller):
         """
         return self._db.erasure_pending()
 
+    @property
+    def inline_capable(self) -> bool:
+        """Whether :meth:`inline` can run writes: the database is a writable SQLite file
+        (PostgreSQL writes are network round trips, always on a worker thread)."""
+        return self._db.inline_capable
+
+    def inline(self) -> contextlib.AbstractContextManager[None]:
+        """A block in which the calling thread's engine calls never wait: a write that
+        would wait for another writer (of this process or another) raises
+        :class:`memfs.store.WouldWait` at once having changed nothing, and its commit
+        leaves SQLite's checkpoint to a thread of the engine's. For a trio loop that runs a bounded
+        write itself rather than hand it to a worker thread (the embedded backend's
+        writes of one memory, SPEC §4); see
+        :meth:`memfs.store._connections.Database.inline`.
+
+        Raises:
+            WouldWait: as said; at once when not :attr:`inline_capable`.
+        """
+        return self._db.inline()
+
     def feed_probe(self) -> feed.FeedProbe | None:
         """A :class:`memfs.store.feed.FeedProbe` of this database: the newest change seq
         of a store read on the calling thread without waiting (a mount's open checks it

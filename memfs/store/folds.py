@@ -33,7 +33,7 @@ from datetime import timedelta
 from types import SimpleNamespace
 from typing import Any
 
-from sqlalchemy import Connection, delete, select
+from sqlalchemy import Connection, bindparam, delete, select
 
 from memfs.core import rules
 from memfs.core.config import FOLD_WINDOW_S
@@ -49,7 +49,7 @@ from memfs.core.model import (
     utcnow,
 )
 from memfs.core.records import parse_record
-from memfs.store import feed, search
+from memfs.store import _hot, feed, search
 from memfs.store import records as record_index
 from memfs.store._common import (
     actor_columns,
@@ -74,11 +74,31 @@ from memfs.store.versions import insert_version
 __all__ = ["Folds"]
 
 
+# Prebuilt for the hot path (memfs.store._hot): a claim's fill runs at every new file's
+# first close (SPEC §4), so its reads skip building and caching statements per call.
+_HISTORY = (
+    select(versions).where(versions.c.memory_id == bindparam("memory_id")).order_by(versions.c.seq)
+)
+_SNAPSHOT_SINCE = (
+    select(snapshots.c.id)
+    .where(snapshots.c.store_id == bindparam("store_id"), snapshots.c.seq >= bindparam("seq"))
+    .limit(1)
+)
+_FORK_POINT_SINCE = (
+    select(stores.c.id)
+    .where(
+        ((stores.c.forked_from == bindparam("store_id"))
+         & (stores.c.fork_base_seq >= bindparam("seq")))
+        | ((stores.c.id == bindparam("store_id")) & (stores.c.fork_merged_seq >= bindparam("seq")))
+    )
+    .limit(1)
+)
+_DELETE_VERSION = delete(versions).where(versions.c.seq == bindparam("seq"))
+
+
 def _history(conn: Connection, memory_id: str) -> list[Any]:
     """Every version row of ``memory_id``, oldest first."""
-    return list(conn.execute(
-        select(versions).where(versions.c.memory_id == memory_id).order_by(versions.c.seq)
-    ).all())
+    return _hot.rows(conn, _HISTORY, {"memory_id": memory_id})
 
 
 def _own(row: Any, actor: Actor) -> bool:
@@ -95,20 +115,10 @@ def _pinned(conn: Connection, store_id: str, seq: int) -> bool:
     """Whether a point of the store's history was taken at or after version ``seq``: a
     snapshot, a fork's base, or (the store a fork) its last merge (SPEC §10). Versions it
     may need are history now and are never folded away."""
-    snapshot = conn.execute(
-        select(snapshots.c.id).where(snapshots.c.store_id == store_id, snapshots.c.seq >= seq)
-        .limit(1)
-    ).first()
-    if snapshot is not None:
+    params = {"store_id": store_id, "seq": seq}
+    if _hot.first(conn, _SNAPSHOT_SINCE, params) is not None:
         return True
-    fork = conn.execute(
-        select(stores.c.id).where(
-            ((stores.c.forked_from == store_id) & (stores.c.fork_base_seq >= seq))
-            | ((stores.c.id == store_id) & (stores.c.fork_merged_seq >= seq))
-        )
-        .limit(1)
-    ).first()
-    return fork is not None
+    return _hot.first(conn, _FORK_POINT_SINCE, params) is not None
 
 
 def own_recent(conn: Connection, memory_id: str, actor: Actor, window_s: float) -> list[Any] | None:
@@ -162,7 +172,7 @@ def fill_claim(
     ):
         return None
     written_at = now()
-    conn.execute(delete(versions).where(versions.c.seq == history[0].seq))
+    _hot.run(conn, _DELETE_VERSION, {"seq": history[0].seq})
     key, digest = put_blob(conn, checked.data, checked.sha256)
     version_id = insert_version(
         conn,
