@@ -325,6 +325,7 @@ def test_the_store_exports_exactly_its_face() -> None:
         "Engine",
         "PruneResult",
         "ResourceSpec",
+        "WouldWait",
         "fsck_database",
         "open_engine",
         "restore_database",
