@@ -129,6 +129,8 @@ class Database:
         self._inline_lock = threading.Lock()
         self._inline_commits = 0
         self._checkpointer: threading.Thread | None = None
+        self._checkpoint_wanted = threading.Event()
+        self._closing = False
         try:
             self._open(url, synchronous_full, create=create, read_only=read_only)
         except DatabaseUnreachable as exc:  # at open, said as every failure to open
@@ -165,6 +167,7 @@ class Database:
         self.read_only = bool(read_only)
         self.sqlite_file = path  # None: PostgreSQL, or SQLite in memory
         self._erase_marker = None if path is None else path.with_name(path.name + "-erase-pending")
+        self._erase_marker_name = None if self._erase_marker is None else str(self._erase_marker)
         self.sa = make_sa_engine(
             url,
             synchronous_full=synchronous_full,
@@ -186,8 +189,10 @@ class Database:
         :data:`ERASE_WAIT_S` for readers) and stops the change watch."""
         self.watch.close()
         with self._inline_lock:
+            self._closing = True
             checkpointer, self._checkpointer = self._checkpointer, None
             connections, self._inline_connections = self._inline_connections, []
+        self._checkpoint_wanted.set()
         if checkpointer is not None:
             checkpointer.join()
         for conn in connections:  # closed, not pooled: their settings are inline's own
@@ -262,6 +267,7 @@ class Database:
                 self._inline_connections.append(conn)
             self._inline.conn = conn
             self._inline.dbapi = None
+            self._inline.write = None
         dbapi = conn.connection.dbapi_connection
         if dbapi is not self._inline.dbapi:  # new, or reconnected by the pool
             cursor = dbapi.cursor()  # type: ignore[union-attr]
@@ -271,35 +277,54 @@ class Database:
             self._inline.dbapi = dbapi
         return conn
 
+    def _inline_mode(self, conn: Connection, *, write: bool) -> None:
+        """Sets whether the inline connection's next transaction begins as a write
+        (``BEGIN IMMEDIATE``), only when that changes."""
+        if getattr(self._inline, "write", None) is not write:
+            conn.execution_options(**{WRITE: write})
+            self._inline.write = write
+
     def _inline_committed(self) -> None:
         """Counts an inline commit; every :data:`INLINE_CHECKPOINT_EVERY`, or when an
-        erasure is pending, starts the checkpoint thread (unless it runs already)."""
-        with self._inline_lock:
-            self._inline_commits += 1
-            erasing = self._erase_marker is not None and self._erase_marker.exists()
-            if self._inline_commits < INLINE_CHECKPOINT_EVERY and not erasing:
-                return
-            if self._checkpointer is not None and self._checkpointer.is_alive():
-                return
-            self._inline_commits = 0
-            self._checkpointer = threading.Thread(
-                target=self._checkpoint_quietly, args=(erasing,),
-                name="memfs-checkpoint", daemon=True,
-            )
-            self._checkpointer.start()
+        erasure is pending, wakes the checkpoint thread (started at the first)."""
+        self._inline_commits += 1  # a count of loop threads' commits: races only blur it
+        if self._inline_commits < INLINE_CHECKPOINT_EVERY and not (
+            self._erase_marker_name is not None and os.path.exists(self._erase_marker_name)
+        ):
+            return
+        self._inline_commits = 0
+        if self._checkpointer is None:
+            with self._inline_lock:
+                if self._closing:
+                    return
+                if self._checkpointer is None:
+                    self._checkpointer = threading.Thread(
+                        target=self._checkpoint_when_wanted, name="memfs-checkpoint",
+                        daemon=True,
+                    )
+                    self._checkpointer.start()
+        self._checkpoint_wanted.set()
 
-    def _checkpoint_quietly(self, erasing: bool) -> None:
-        """The checkpoint thread's work: a pending erasure's checkpoint (never waiting,
-        as after any write), else a passive one (SQLite's automatic checkpoint). A
-        failure is logged: the WAL only stays longer."""
-        try:
-            if erasing:
-                self.checkpoint(wait_s=0)
+    def _checkpoint_when_wanted(self) -> None:
+        """The checkpoint thread: each time it is woken, a pending erasure's checkpoint
+        (never waiting, as after any write) or else a passive one (SQLite's automatic
+        checkpoint), until the database closes. A failure is logged: the WAL only
+        stays longer."""
+        while True:
+            self._checkpoint_wanted.wait()
+            self._checkpoint_wanted.clear()
+            if self._closing:
                 return
-            with self._driver_errors_are_typed(), self.sa.connect() as conn:
-                conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").all()
-        except (MemfsError, DBAPIError, OSError) as exc:
-            log.info("a background WAL checkpoint did not run: %s", _reason(exc))
+            try:
+                if self._erase_marker_name is not None and os.path.exists(
+                    self._erase_marker_name
+                ):
+                    self.checkpoint(wait_s=0)
+                    continue
+                with self._driver_errors_are_typed(), self.sa.connect() as conn:
+                    conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").all()
+            except (MemfsError, DBAPIError, OSError) as exc:
+                log.info("a background WAL checkpoint did not run: %s", _reason(exc))
 
     @contextmanager
     def read(self) -> Iterator[Connection]:
@@ -307,7 +332,7 @@ class Database:
             with self._driver_errors_are_typed():
                 conn = self._inline_connection()
                 if not conn.in_transaction():  # else: a read inside a write, pooled
-                    conn.execution_options(**{WRITE: False})
+                    self._inline_mode(conn, write=False)
                     with conn.begin():
                         yield conn
                     return
@@ -327,7 +352,7 @@ class Database:
             try:
                 with self._driver_errors_are_typed():
                     conn = self._inline_connection()
-                    conn.execution_options(**{WRITE: True})
+                    self._inline_mode(conn, write=True)
                     try:
                         with conn.begin():
                             yield conn
@@ -382,7 +407,7 @@ class Database:
         self._receipt.changes = emitted  # committed
         if feed_grew:
             self.watch.committed()  # visible now: followers may read it
-        if self._erase_marker is not None and self._erase_marker.exists():
+        if self._erase_marker_name is not None and os.path.exists(self._erase_marker_name):
             self.checkpoint(wait_s=0)  # a pending erasure: try again, never wait
 
     def receipt(self) -> list[Change]:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Connection, create_engine, event, inspect, text
 from sqlalchemy import Engine as SAEngine
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, OperationalError
 
 if TYPE_CHECKING:
     from alembic.config import Config
@@ -275,10 +275,14 @@ def make_sa_engine(
 
         @event.listens_for(sa_engine, "begin")
         def _on_begin(connection: Connection) -> None:
-            if connection.get_execution_options().get(WRITE):
-                connection.exec_driver_sql("BEGIN IMMEDIATE")
-            else:
-                connection.exec_driver_sql("BEGIN")
+            # On the DB-API connection itself: SQLAlchemy's execution of a statement
+            # (cache key, context, result) cost more than SQLite's BEGIN on every
+            # transaction. Errors come out as SQLAlchemy's, as from exec_driver_sql.
+            sql = "BEGIN IMMEDIATE" if connection.get_execution_options().get(WRITE) else "BEGIN"
+            try:
+                connection.connection.dbapi_connection.execute(sql)  # type: ignore[union-attr]
+            except sqlite3.Error as exc:
+                raise DBAPIError.instance(sql, None, exc, sqlite3.Error) from exc
 
         _refuse_nul_parameters(sa_engine)
         return sa_engine
