@@ -321,7 +321,15 @@ class Database:
                 ):
                     self.checkpoint(wait_s=0)
                     continue
-                with self._driver_errors_are_typed(), self.sa.connect() as conn:
+                # This process's writers wait meanwhile (an inline one goes to a worker
+                # thread): with no commit in between, the WAL is copied whole and the
+                # next writer starts it again from the top, as after SQLite's own
+                # checkpoint; a checkpoint racing the writes would leave it growing.
+                with (
+                    self._driver_errors_are_typed(),
+                    self._turn_to_write(),
+                    self.sa.connect() as conn,
+                ):
                     conn.exec_driver_sql("PRAGMA wal_checkpoint(PASSIVE)").all()
             except (MemfsError, DBAPIError, OSError) as exc:
                 log.info("a background WAL checkpoint did not run: %s", _reason(exc))
