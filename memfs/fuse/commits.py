@@ -143,7 +143,7 @@ class Committer:
         self._table.set_memory(node, memory)
         self._wrote(memory)
         node.working.committed(memory.content_sha256, data)
-        self._reader.remember(memory.blob_key, data)
+        self._reader.remember(memory.blob_key, data, memory.content_sha256)
         self._follow_move(node, memory)
         self._table.filled_below(node)
         log.info("committed %s (%d bytes, version %s)", self._table.display_path(node),
@@ -258,7 +258,7 @@ class Committer:
         self._table.set_memory(node, memory)
         self._wrote(memory)
         node.working.claim(memory.content_sha256)
-        self._reader.remember(memory.blob_key, b"")
+        self._reader.remember(memory.blob_key, b"", memory.content_sha256)
         self._table.filled_below(node)
 
     def linked(self, node: Node, memory: Memory, data: bytes, *, created: bool) -> None:

@@ -513,7 +513,11 @@ class InodeTable:
 
     def remove(self, node: Node) -> None:
         """Removes ``node`` from the tree and the memory index; the inode lives on while
-        the kernel knows it or it is open."""
+        the kernel knows it or it is open. The node's own notice (its pages and
+        attributes) is queued before its directory's, so once a listing no longer shows
+        it, a descriptor still open on it reads nothing cached (notices are delivered in
+        order)."""
+        self._notices.append(Notice(node.inode))
         self.unlink(node)
         if node in self._shadowed:
             self._shadowed.remove(node)
@@ -522,7 +526,6 @@ class InodeTable:
             if self._by_memory.get(key) is node:
                 del self._by_memory[key]
         node.placement.unpark()
-        self._notices.append(Notice(node.inode))
         self.release_if_unused(node)
 
     def place(self, node: Node) -> bool:

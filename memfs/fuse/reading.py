@@ -64,10 +64,11 @@ class ContentReader:
         """The in-memory content cache of this mount (``memfs status``)."""
         return self.cache.statistics()
 
-    def remember(self, blob_key: str, data: bytes) -> None:
-        """Caches content this mount just wrote (a commit, a conflict copy)."""
+    def remember(self, blob_key: str, data: bytes, sha256: str | None = None) -> None:
+        """Caches content this mount just wrote (a commit, a conflict copy);
+        ``sha256``: its digest when the caller has it (else computed here)."""
         self.cache.put(blob_key, data)
-        self._know(hashlib.sha256(data).hexdigest(), blob_key, None)
+        self._know(sha256 or hashlib.sha256(data).hexdigest(), blob_key, None)
 
     def _know(self, sha256: str, blob_key: str, memory: Memory | None) -> None:
         known = self._known.pop(sha256, None)

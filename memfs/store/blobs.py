@@ -96,9 +96,15 @@ def put_blob(conn: Connection, data: bytes, sha256: str | None = None) -> tuple[
 def gc_blobs(conn: Connection, store_id: str | None, keys: Iterable[str | None]) -> int:
     """Deletes the given blobs that nothing references any more, and announces each in
     the change feed of ``store_id`` (``blob_purged``) so mounts drop them from caches.
-    Returns how many were deleted."""
+    Returns how many were deleted.
+
+    Never the empty blob (:data:`EMPTY_BLOB_KEY`): it holds nothing to erase, and every
+    ``O_EXCL`` claim refers to it, so its ``blob_purged`` told every mount that a claim
+    of its, written but not yet closed, had its content redacted elsewhere — and the
+    mount discarded what the writer had written (a failed save's claim taken back just
+    before ``tar -x`` created the next file). SPEC §4: nothing written is lost."""
     purged = 0
-    for key in sorted({k for k in keys if k is not None}):
+    for key in sorted({k for k in keys if k is not None and k != EMPTY_BLOB_KEY}):
         # Lock the blob first (PostgreSQL), so a writer of another store taking a new
         # reference to it either finished before we look or waits for our decision.
         digest = conn.execute(

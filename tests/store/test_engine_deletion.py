@@ -273,3 +273,25 @@ def test_hard_delete(engine: Engine, store: MemoryStore, actor: Actor) -> None:
     }
     counted = engine.stores.get(store.id)
     assert (counted.entry_count, counted.total_size_bytes) == (1, len("doomed one"))
+
+
+def test_erasing_an_empty_memory_never_purges_the_empty_blob(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """The empty blob holds nothing to erase, and every O_EXCL claim refers to it: a
+    ``blob_purged`` of it would tell each mount that its claims' content was redacted
+    (SPEC §4: a mount then discarded a file written but not yet closed)."""
+    caller = engine.for_caller(actor=actor)
+    before = engine.feed.last_seq(store.id)
+    # Each the only memory holding the empty blob when it is erased.
+    taken_back = caller.memories.create(store.id, "/claims/refused.md", "")
+    assert caller.memories.retract_create(store.id, taken_back.id)
+    hard = caller.memories.create(store.id, "/claims/hard.md", "")
+    engine.for_caller(actor=ADMIN).memories.delete(
+        store.id, hard.id, mode=DeleteMode.HARD_DELETE, reason="tidy up"
+    )
+    pending = caller.memories.create(store.id, "/claims/pending.md", "")
+    kinds = [change.kind.value for change in engine.feed.changes_since(store.id, before)]
+    assert "blob_purged" not in kinds, kinds
+    assert engine.memories.get(store.id, pending.id).content == ""
+    assert engine.blobs.read(blob_key_of(b"")) == b""
