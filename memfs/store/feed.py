@@ -10,6 +10,8 @@ restores and store events, SPEC §2 "audited"). Both outlive the store they desc
 from __future__ import annotations
 
 import json
+import mmap
+import os
 import sqlite3
 from datetime import datetime
 from pathlib import Path
@@ -324,19 +326,39 @@ class FeedProbe:
     caller reads the counter the usual way. Bounded, hence safe on an event loop's
     thread; use it from one thread only.
 
+    Most calls run no query at all: every commit to a WAL database rewrites the
+    WAL-index header at the start of the ``-shm`` file (both copies, 96 bytes: the
+    frame count, the salts and the checksums of the WAL, sqlite's ``wal.c``) before
+    the commit returns, so when those bytes are what they were just before the last
+    query for a store, nothing has been committed since and that query's answer still
+    holds (0.3 µs against 4–11 µs for the query with its locks). The header is mapped
+    only while the connection is open: that connection's hold on the ``-shm`` keeps
+    another process from re-initialising (truncating) the file under the mapping.
+
     Args:
         path: the SQLite file.
     """
 
     _QUERY = "SELECT last_change_seq FROM stores WHERE id = ?"
+    # Both copies of the WAL-index header (2 × 48 bytes) at the start of the -shm file.
+    _HEADER_BYTES = 96
 
     def __init__(self, path: Path) -> None:
         self._uri = f"{path.absolute().as_uri()}?mode=ro"
+        self._shm_path = path.with_name(path.name + "-shm")
         self._conn: sqlite3.Connection | None = None
+        self._shm: mmap.mmap | None = None
+        # store id → (WAL-index header read just before the query, the seq it answered)
+        self._answered: dict[str, tuple[bytes, int]] = {}
 
     def last_seq(self, store_id: str) -> int | None:
         """The store's newest change seq as committed now (0 when none); None when the
         store does not exist (deleted) or the file could not be read without waiting."""
+        header = self._shm[: self._HEADER_BYTES] if self._shm is not None else None
+        if header is not None:
+            answered = self._answered.get(store_id)
+            if answered is not None and answered[0] == header:
+                return answered[1]
         try:
             if self._conn is None:
                 self._conn = sqlite3.connect(
@@ -347,10 +369,34 @@ class FeedProbe:
         except sqlite3.Error:
             self.close()
             return None
-        return int(rows[0][0]) if rows else None
+        if not rows:
+            return None
+        seq = int(rows[0][0])
+        if header is not None:
+            self._answered[store_id] = (header, seq)
+        elif self._shm is None:
+            self._map_header()  # the next call compares with it
+        return seq
+
+    def _map_header(self) -> None:
+        """Maps the WAL-index header, now that the connection holds the ``-shm`` open
+        (it has read through it); stays unmapped when the file is not there or too
+        small (then every call queries)."""
+        try:
+            with open(self._shm_path, "rb") as shm:
+                if os.fstat(shm.fileno()).st_size >= self._HEADER_BYTES:
+                    self._shm = mmap.mmap(
+                        shm.fileno(), self._HEADER_BYTES, access=mmap.ACCESS_READ
+                    )
+        except (OSError, ValueError):
+            self._shm = None
 
     def close(self) -> None:
-        """Closes the connection (the next call opens it again)."""
+        """Closes the connection and unmaps the header (the next call opens it again)."""
+        self._answered.clear()
+        if self._shm is not None:
+            self._shm.close()
+            self._shm = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None

@@ -101,3 +101,36 @@ def test_the_probe_reads_the_newest_seq_of_every_connection_s_commits(
     finally:
         probe.close()
 
+
+
+def test_the_probe_queries_only_after_a_commit(
+    engine: Engine, second_engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """Between commits the WAL-index header does not change, and the probe answers
+    from it without a query; any commit, of any connection, makes it query again."""
+    probe = engine.feed_probe()
+    if engine.dialect != "sqlite":
+        pytest.skip("PostgreSQL has no probe")
+    assert probe is not None
+    queries: list[str] = []
+    try:
+        writers = [engine.for_caller(actor=actor), second_engine.for_caller(actor=actor)]
+        assert probe.last_seq(store.id) == 0  # opens the connection, maps the header
+        assert probe._conn is not None
+        probe._conn.set_trace_callback(queries.append)
+        assert probe.last_seq(store.id) == 0
+        assert len(queries) == 1  # the first answer to keep with the header
+        for round_ in range(1, 7):
+            writers[round_ % 2].memories.create(store.id, f"/m{round_}.md", "x\n")
+            asked = len(queries)
+            for _ in range(3):
+                assert probe.last_seq(store.id) == round_
+            assert len(queries) - asked == 1, "one query after a commit, then none"
+        assert probe.last_seq("memstore_unknown") is None
+        # A checkpoint that restarts the WAL changes the header, not the answer.
+        assert engine._db.checkpoint(wait_s=0)
+        assert probe.last_seq(store.id) == 6
+        writers[1].memories.create(store.id, "/after.md", "x\n")
+        assert probe.last_seq(store.id) == 7 == engine.feed.last_seq(store.id)
+    finally:
+        probe.close()
