@@ -381,25 +381,45 @@ class FeedProbe:
     def _map_header(self) -> None:
         """Maps the WAL-index header, now that the connection holds the ``-shm`` open
         (it has read through it); stays unmapped when the file is not there or too
-        small (then every call queries)."""
+        small (then every call queries). See :data:`_SHM_HEADERS`: never closed."""
         try:
-            with open(self._shm_path, "rb") as shm:
-                if os.fstat(shm.fileno()).st_size >= self._HEADER_BYTES:
-                    self._shm = mmap.mmap(
-                        shm.fileno(), self._HEADER_BYTES, access=mmap.ACCESS_READ
-                    )
+            info = os.stat(self._shm_path)
+            if info.st_size < self._HEADER_BYTES:
+                return
+            mapping = _SHM_HEADERS.get((info.st_dev, info.st_ino))
+            if mapping is None:
+                fd = os.open(self._shm_path, os.O_RDONLY)  # kept open: see _SHM_HEADERS
+                opened = os.fstat(fd)
+                mapping = mmap.mmap(fd, self._HEADER_BYTES, access=mmap.ACCESS_READ)
+                _SHM_HEADERS[(opened.st_dev, opened.st_ino)] = mapping
+                _SHM_DESCRIPTORS.append(fd)
+                if (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+                    return  # replaced meanwhile: map it at the next call
+            self._shm = mapping
         except (OSError, ValueError):
             self._shm = None
 
     def close(self) -> None:
-        """Closes the connection and unmaps the header (the next call opens it again)."""
+        """Closes the connection and forgets the header (the next call opens it again;
+        the mapping itself stays: :data:`_SHM_HEADERS`)."""
         self._answered.clear()
-        if self._shm is not None:
-            self._shm.close()
-            self._shm = None
+        self._shm = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
+
+
+# The WAL-index headers FeedProbe maps, by the -shm file's (device, inode), and the
+# descriptors they were mapped from: never closed, for the life of the process. Closing
+# any descriptor of a file drops every POSIX lock the process holds on it (fcntl(2)),
+# and SQLite's connections hold theirs on the -shm (the read marks, the writer's lock,
+# the one that tells a newcomer the file is in use) for as long as they are open: a
+# close would let another process recover or reset the WAL under them (a corrupt
+# database). A mapping (which holds a descriptor of its own) is only read while its
+# probe's connection is open, which keeps the file from being truncated or replaced.
+# Two descriptors per -shm file the process ever probes: a mount has one database.
+_SHM_HEADERS: dict[tuple[int, int], mmap.mmap] = {}
+_SHM_DESCRIPTORS: list[int] = []
 
 
 class Feed(Facade):
