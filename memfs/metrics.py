@@ -32,14 +32,18 @@ family                                             counted by
 =================================================  =====================================
 
 On a hot path a family costs one dict lookup of the labelled child
-(:func:`fuse_request`, :func:`http_request` cache them) and the client's own counter
-increment or histogram observation (a ``threading.Lock`` each): no I/O, no await.
+(:func:`http_request` caches them) and the client's own counter increment or histogram
+observation (a ``threading.Lock`` each): no I/O, no await. The FUSE families, counted
+at every request of a mount, are plain tallies turned into families when scraped
+(:class:`FuseRequests`, a quarter of that cost).
 Label values are bounded: route templates (never a raw path), operation names, errno
 names, store ids; never a memory path, content or credential.
 """
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -54,18 +58,25 @@ from prometheus_client import (
     generate_latest,
     start_http_server,
 )
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
 from prometheus_client.registry import Collector
+from prometheus_client.utils import floatToGoString
 
 __all__ = [
     "CONTENT_TYPE",
     "FUSE_INVALIDATIONS",
+    "FUSE_REQUESTS",
     "MOUNT_COMMITS",
     "MOUNT_STATE",
     "SERVER_STATE",
     "WRITE_TRANSACTIONS",
     "WRITE_TRANSACTION_DURATION",
     "write_transaction",
+    "FuseRequests",
     "MountState",
     "ServerSnapshot",
     "ServerState",
@@ -87,6 +98,11 @@ _FAST_BUCKETS_S = (
     0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1,
     0.25, 0.5, 1.0, 2.5, 5.0,
 )
+# The ``le`` label of each of them, as the client writes it, and the +Inf bucket's.
+_FAST_BUCKET_LABELS = (
+    *(floatToGoString(b) for b in _FAST_BUCKETS_S),  # type: ignore[no-untyped-call]
+    "+Inf",
+)
 _HTTP_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0,
                    10.0, 30.0)
 
@@ -107,14 +123,6 @@ WRITE_TRANSACTION_DURATION = Histogram(
     "this process's turn to write, waiting for the database lock included.",
     buckets=_FAST_BUCKETS_S,
 )
-FUSE_REQUESTS = Counter(
-    "memfs_fuse_requests", "FUSE requests answered by this mount, by operation and errno "
-    "(OK: no error).", ["operation", "errno"],
-)
-FUSE_REQUEST_DURATION = Histogram(
-    "memfs_fuse_request_duration_seconds", "Time a FUSE request handler took, by "
-    "operation.", ["operation"], buckets=_FAST_BUCKETS_S,
-)
 MOUNT_COMMITS = Counter(
     "memfs_mount_commits", "Writes this mount made to its store (embedded: committed; "
     "remote: sent or queued in the outbox), by operation.", ["operation"],
@@ -124,21 +132,13 @@ FUSE_INVALIDATIONS = Counter(
     "inode).", ["kind"],
 )
 
-_fuse_children: dict[tuple[str, str], tuple[Any, Any]] = {}
 _http_children: dict[tuple[str, str, str], tuple[Any, Any]] = {}
 
 
 def fuse_request(operation: str, errno_name: str, duration_s: float) -> None:
     """Counts one FUSE request of ``operation`` answered with ``errno_name`` (``OK``
-    when none) after ``duration_s`` seconds."""
-    key = (operation, errno_name)
-    children = _fuse_children.get(key)
-    if children is None:
-        children = (FUSE_REQUESTS.labels(operation, errno_name),
-                    FUSE_REQUEST_DURATION.labels(operation))
-        _fuse_children[key] = children
-    children[0].inc()
-    children[1].observe(duration_s)
+    when none) after ``duration_s`` seconds (:data:`FUSE_REQUESTS`)."""
+    FUSE_REQUESTS.count(operation, errno_name, duration_s)
 
 
 def write_transaction(committed: bool, duration_s: float) -> None:
@@ -274,8 +274,60 @@ class ServerState(Collector):
         yield dreams
 
 
+class FuseRequests(Collector):
+    """``memfs_fuse_requests_total{operation,errno}`` and
+    ``memfs_fuse_request_duration_seconds{operation}`` (buckets ``_FAST_BUCKETS_S``),
+    tallied in plain dicts and lists and turned into families when scraped.
+
+    A mount answers every FUSE request through :meth:`count` (`find` over 10,000 files
+    sends 224): two dict lookups, a bisection and three additions, about 0.3 µs where
+    the client's labelled counter and histogram took 1.2 µs with their locks. Counted
+    from one thread only (the daemon's event loop, where handlers run); a scrape from
+    another thread copies the tallies first and may miss the request being counted.
+    """
+
+    def __init__(self) -> None:
+        self._answers: dict[tuple[str, str], int] = {}
+        # operation → requests per bucket (the last one +Inf), then the sum of seconds
+        self._durations: dict[str, list[float]] = {}
+
+    def count(self, operation: str, errno_name: str, duration_s: float) -> None:
+        """One request of ``operation`` answered with ``errno_name`` in ``duration_s``."""
+        key = (operation, errno_name)
+        answers = self._answers
+        answers[key] = answers.get(key, 0) + 1
+        tally = self._durations.get(operation)
+        if tally is None:
+            tally = self._durations[operation] = [0.0] * (len(_FAST_BUCKETS_S) + 2)
+        tally[bisect.bisect_left(_FAST_BUCKETS_S, duration_s)] += 1
+        tally[-1] += duration_s
+
+    def collect(self) -> Iterator[Any]:
+        answers = CounterMetricFamily(
+            "memfs_fuse_requests", "FUSE requests answered by this mount, by operation "
+            "and errno (OK: no error).", labels=["operation", "errno"],
+        )
+        for (operation, errno_name), count in sorted(list(self._answers.items())):
+            answers.add_metric([operation, errno_name], count)
+        yield answers
+        durations = HistogramMetricFamily(
+            "memfs_fuse_request_duration_seconds", "Time a FUSE request handler took, by "
+            "operation.", labels=["operation"],
+        )
+        for operation, tally in sorted(list(self._durations.items())):
+            counts = list(tally)
+            cumulative = list(itertools.accumulate(counts[:-1]))
+            durations.add_metric(
+                [operation], list(zip(_FAST_BUCKET_LABELS, cumulative, strict=True)),
+                sum_value=counts[-1],
+            )
+        yield durations
+
+
+FUSE_REQUESTS = FuseRequests()
 MOUNT_STATE = MountState()
 SERVER_STATE = ServerState()
+REGISTRY.register(FUSE_REQUESTS)
 REGISTRY.register(MOUNT_STATE)
 REGISTRY.register(SERVER_STATE)
 

@@ -393,6 +393,10 @@ class EmbeddedBackend:
     async def last_change_seq(self, store_id: str) -> int:
         return await self._run(self._engine.feed.last_seq, store_id)
 
+    def known_change_counter(self, store_id: str) -> int | None:
+        """See the Protocol: the feed probe's answer on a SQLite file, else None."""
+        return None if self._probe is None else self._probe.last_seq(store_id)
+
     async def change_counter(self, store_id: str, *, local_only: bool = False) -> int | None:
         """See the Protocol: the store's newest seq.
 

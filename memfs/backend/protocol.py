@@ -361,6 +361,13 @@ class Backend(Protocol):
         is gone)."""
         ...
 
+    def known_change_counter(self, store_id: str) -> int | None:
+        """The store's newest change-feed seq when it is read on the calling thread
+        without waiting (embedded on a SQLite file: the feed probe, microseconds), else
+        None (read it with :meth:`change_counter`). Lets a request that finds the
+        store unchanged skip the catch-up's awaits. Never raises."""
+        ...
+
     async def changes_since(
         self, store_id: str, after_seq: int, *, timeout_s: float = 0.0
     ) -> list[Change]:

@@ -66,6 +66,10 @@ class RemoteFeed(RemoteWrites):
         """See the Protocol: None; a remote mount learns of changes from the feed."""
         return None
 
+    def known_change_counter(self, store_id: str) -> int | None:
+        """See the Protocol: None, as :meth:`change_counter`."""
+        return None
+
     async def last_change_seq(self, store_id: str) -> int:
         """The store's newest seq. First, the purges this ``$MEMFS_HOME`` missed while no
         mount of the store ran are applied to the disk cache: the feed is read from the

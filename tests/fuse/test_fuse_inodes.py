@@ -154,3 +154,25 @@ def test_subdirectory_counts_follow_every_tree_change() -> None:
     table.unlink(table.child(root, "d4"))
     check()
     assert table.subdirectory_count(table.root) == 1  # the store directory
+
+
+def test_statfs_counts_the_stored_memories_at_most_once_a_second(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from memfs.fuse import attributes
+    from memfs.fuse.sandbox import MountAccess
+
+    clock = [1000.0]
+    monkeypatch.setattr(attributes.time, "monotonic", lambda: clock[0])
+    store = _store("Notes")
+    table = InodeTable(Layout.PER_STORE, [store])
+    table.add_memory(store, _memory(store, "/a.md", "x" * 5000))
+    shown = attributes.Attributes(table, MountAccess(), memory_limit=10)
+    assert shown.statfs().f_ffree == 9
+    table.add_memory(store, _memory(store, "/b.md"))
+    clock[0] += attributes.STATFS_MAX_AGE_S / 2
+    assert shown.statfs().f_ffree == 9  # counted half a second ago
+    clock[0] += attributes.STATFS_MAX_AGE_S / 2
+    data = shown.statfs()
+    assert data.f_ffree == data.f_favail == 8
+    assert data.f_blocks - data.f_bfree == 5001 // attributes.BLOCK_SIZE_BYTES

@@ -157,3 +157,39 @@ def test_a_mount_exposes_its_families(
         for name in names:
             family = re.sub(r"_(total|bucket|sum|count)$", "", name)
             assert family in known, f"{name} in {expression!r} is no family memfs exposes"
+
+
+def test_the_fuse_tallies_expose_what_the_client_s_counter_and_histogram_would() -> None:
+    """FuseRequests keeps plain tallies (a mount counts every request); scraped, they
+    are the samples prometheus-client's own labelled Counter and Histogram give."""
+    from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
+
+    from memfs import metrics
+
+    ours = metrics.FuseRequests()
+    registry = CollectorRegistry()
+    theirs_count = Counter(
+        "memfs_fuse_requests", "FUSE requests answered by this mount, by operation and "
+        "errno (OK: no error).", ["operation", "errno"], registry=registry,
+    )
+    theirs_time = Histogram(
+        "memfs_fuse_request_duration_seconds", "Time a FUSE request handler took, by "
+        "operation.", ["operation"], buckets=metrics._FAST_BUCKETS_S, registry=registry,
+    )
+    requests = [("opendir", "OK", 0.00001), ("opendir", "OK", 0.00025),
+                ("lookup", "ENOENT", 0.0003), ("lookup", "OK", 7.0),
+                ("lookup", "ENOENT", 0.05)]
+    for operation, answered, seconds in requests:
+        ours.count(operation, answered, seconds)
+        theirs_count.labels(operation, answered).inc()
+        theirs_time.labels(operation).observe(seconds)
+    mine = CollectorRegistry()
+    mine.register(ours)
+
+    def samples(exposition: bytes) -> list[str]:
+        return sorted(line for line in exposition.decode().splitlines()
+                      if line and not line.startswith("#") and "_created" not in line)
+
+    assert samples(generate_latest(mine)) == samples(generate_latest(registry))
+    assert sample(generate_latest(mine).decode(), "memfs_fuse_requests_total",
+                  operation="lookup", errno="ENOENT") == 2

@@ -5,6 +5,8 @@ thread by the feed probe."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import threading
 
 import pytest
@@ -101,3 +103,70 @@ def test_the_probe_reads_the_newest_seq_of_every_connection_s_commits(
     finally:
         probe.close()
 
+
+
+def test_the_probe_queries_only_after_a_commit(
+    engine: Engine, second_engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """Between commits the WAL-index header does not change, and the probe answers
+    from it without a query; any commit, of any connection, makes it query again."""
+    probe = engine.feed_probe()
+    if engine.dialect != "sqlite":
+        pytest.skip("PostgreSQL has no probe")
+    assert probe is not None
+    queries: list[str] = []
+    try:
+        writers = [engine.for_caller(actor=actor), second_engine.for_caller(actor=actor)]
+        assert probe.last_seq(store.id) == 0  # opens the connection, maps the header
+        assert probe._conn is not None
+        probe._conn.set_trace_callback(queries.append)
+        assert probe.last_seq(store.id) == 0
+        assert len(queries) == 1  # the first answer to keep with the header
+        for round_ in range(1, 7):
+            writers[round_ % 2].memories.create(store.id, f"/m{round_}.md", "x\n")
+            asked = len(queries)
+            for _ in range(3):
+                assert probe.last_seq(store.id) == round_
+            assert len(queries) - asked == 1, "one query after a commit, then none"
+        assert probe.last_seq("memstore_unknown") is None
+        # A checkpoint that restarts the WAL changes the header, not the answer.
+        assert engine._db.checkpoint(wait_s=0)
+        assert probe.last_seq(store.id) == 6
+        writers[1].memories.create(store.id, "/after.md", "x\n")
+        assert probe.last_seq(store.id) == 7 == engine.feed.last_seq(store.id)
+    finally:
+        probe.close()
+
+
+_SHM_IN_USE_BYTE = 128  # sqlite's os_unix.c UNIX_SHM_DMS: held shared while connected
+_ASK_LOCK = """
+import fcntl, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+asked = struct.pack("hhqqi4x", fcntl.F_WRLCK, os.SEEK_SET, int(sys.argv[2]), 1, 0)
+print(struct.unpack("hhqqi4x", fcntl.fcntl(fd, fcntl.F_GETLK, asked))[0] == fcntl.F_UNLCK)
+"""
+
+
+def test_mapping_the_header_leaves_sqlite_s_locks_held(
+    engine: Engine, store: MemoryStore, actor: Actor
+) -> None:
+    """Closing any descriptor of a file drops every POSIX lock the process holds on it:
+    the probe must never close one of the -shm, or another process could take the
+    file for unused and reset it under this process's connections."""
+    probe = engine.feed_probe()
+    if engine.dialect != "sqlite":
+        pytest.skip("PostgreSQL has no probe")
+    assert probe is not None
+    try:
+        engine.for_caller(actor=actor).memories.create(store.id, "/a.md", "a\n")
+        assert probe.last_seq(store.id) == probe.last_seq(store.id) == 1
+        assert probe._shm is not None  # mapped
+        probe.close()
+        assert probe.last_seq(store.id) == probe.last_seq(store.id) == 1  # again
+        free = subprocess.run(
+            [sys.executable, "-c", _ASK_LOCK, str(probe._shm_path), str(_SHM_IN_USE_BYTE)],
+            capture_output=True, text=True, check=True,
+        ).stdout.strip()
+        assert free == "False", "this process's connections still hold the -shm"
+    finally:
+        probe.close()
