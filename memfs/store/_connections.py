@@ -239,8 +239,9 @@ class Database:
         this process or another process has the database). Its commit never runs
         SQLite's automatic checkpoint (which copies the WAL into the file and syncs
         it): every :data:`INLINE_CHECKPOINT_EVERY` inline commits a passive checkpoint
-        runs on a thread of its own. Reads use the same connection and never wait
-        either (WAL readers take no lock).
+        runs on a thread of its own, holding this process's turn meanwhile (inline
+        writes then go to their worker thread). Reads use the same connection and never
+        wait either (WAL readers take no lock).
 
         Raises:
             WouldWait: at once, when the database is no writable SQLite file.
