@@ -7,7 +7,9 @@ heads in write transactions of its own (:func:`memfs.store.search.catch_up`). On
 daemon, ``memfs serve``). It sleeps until the engine's change watch says a change feed
 grew — a commit of this process or of any other on the database — and then waits for
 the writes to pause (:data:`QUIET_S`, at most :data:`MAX_DELAY_S` after the first), so
-a burst of closes is indexed in a few batches after it, not between its commits. An
+a burst of closes is indexed in a few batches after it, not between its commits; when
+the writes resume while it indexes, it stops after its batch and waits for the next
+pause, until :data:`MAX_DELAY_S` after the first wake, when it drains the queue whole. An
 idle database costs it nothing.
 
 The queue is durable and a search indexes what it finds queued before it reads
@@ -21,6 +23,7 @@ anything else logged as an error.
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -80,26 +83,45 @@ class Indexer:
         self._last_wake = time.monotonic()
         self._woken.set()
 
-    def _settle(self) -> bool:
-        """Waits until no wake came for :data:`QUIET_S` (at most :data:`MAX_DELAY_S`);
-        False when stopped meanwhile."""
-        give_up = time.monotonic() + MAX_DELAY_S
+    def _settle(self, give_up: float) -> bool | None:
+        """Waits until no wake came for :data:`QUIET_S`, at most until ``give_up``
+        (monotonic s). True: the writes paused; False: they did not by ``give_up``;
+        None: stopped meanwhile."""
         while True:
             now = time.monotonic()
             quiet_at = self._last_wake + QUIET_S
             if now >= quiet_at or now >= give_up:
                 self._woken.clear()  # a wake after this is seen by the next round
-                return not self._stop.is_set()
+                return None if self._stop.is_set() else now >= quiet_at
             if self._stop.wait(min(quiet_at, give_up) - now):
-                return False
+                return None
+
+    def _woken_since(self, started: float) -> bool:
+        """Whether a wake (a commit) came after ``started`` (monotonic s)."""
+        return self._last_wake > started
 
     def _run(self) -> None:
+        give_up: float | None = None  # when the deferral of the queued rows ends
         while True:
             self._woken.wait()
-            if self._stop.is_set() or not self._settle():
+            if give_up is None:
+                give_up = time.monotonic() + MAX_DELAY_S
+            paused = self._settle(give_up)
+            if paused is None:
                 return
+            started = time.monotonic()
+            # After a pause, a write that comes during the indexing wins: the thread
+            # stops after its batch and waits for the next pause (the deferral's end
+            # stays where it was). Past that end it drains the queue whole.
+            resumed = functools.partial(self._woken_since, started) if paused else None
             try:
-                self.indexed += catch_up(self._read, self._write, batch=BATCH, wait=False)
+                self.indexed += catch_up(
+                    self._read, self._write, batch=BATCH, wait=False, yield_to=resumed
+                )
+                if resumed is not None and resumed():
+                    self._woken.set()  # rows are left: wait for the next pause
+                else:
+                    give_up = None
                 continue
             except (StoreBusy, StorageFull, DatabaseUnreachable) as exc:
                 # Conditions of the database that its writers report (a full disk is the
@@ -109,6 +131,7 @@ class Indexer:
                 log.info("indexing queued memories waits: %s", exc)
             except Exception:  # logged and retried: the queue still holds the rows
                 log.exception("indexing queued memories failed; retrying")
+            give_up = None
             if self._stop.wait(RETRY_S):
                 return
             self._woken.set()

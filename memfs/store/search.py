@@ -509,6 +509,7 @@ def catch_up(
     batch: int = CATCH_UP_BATCH,
     budget_s: float = CATCH_UP_BUDGET_S,
     wait: bool = True,
+    yield_to: Callable[[], bool] | None = None,
 ) -> int:
     """Brings the index up to every head committed before the call (SPEC §7: a search
     never misses what was committed before it began): indexes what the queue holds, in
@@ -519,6 +520,8 @@ def catch_up(
         wait: PostgreSQL: when the rows left are held by other transactions (an
             indexer, a writer), wait for them one at a time (a search); False leaves
             them to their holders (the indexer thread).
+        yield_to: asked after each batch; True stops there, the rest left queued (the
+            indexer thread gives way to writes that resumed).
 
     Raises:
         StoreBusy: the database stayed locked past the busy timeout.
@@ -547,6 +550,8 @@ def catch_up(
                 # other lock while waiting, so no cycle), then take the rest again.
                 with write() as conn:
                     done += index_pending(conn, 1, skip_locked=False)
+        if yield_to is not None and yield_to():
+            return done
         if time.monotonic() > deadline:
             log.warning(
                 "the search index is still catching up after %.1f s (%d memories indexed); "
