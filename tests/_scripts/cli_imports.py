@@ -1,6 +1,6 @@
 """Runs ``memfs ARGS`` in this interpreter (its output swallowed), then prints one JSON
-line: its exit status, its output, the top-level packages it imported and memfs's own
-modules it imported.
+line: its exit status, its output, the top-level packages it imported, memfs's own
+modules it imported and every module it imported.
 
 Run it by its file path (not ``-m``), so nothing but the command is imported.
 
@@ -20,16 +20,19 @@ def main() -> None:
     from memfs.cli import main as memfs_main
 
     status: object
-    with contextlib.redirect_stdout(io.StringIO()) as out:
+    raw = io.BytesIO()  # commands that write bytes use sys.stdout.buffer
+    with contextlib.redirect_stdout(io.TextIOWrapper(raw, encoding="utf-8")) as out:
         try:
             memfs_main()
         except SystemExit as exc:
             status = exc.code
         else:
             status = 0
-    print(json.dumps({"status": status, "out": out.getvalue(),
+        out.flush()
+    print(json.dumps({"status": status, "out": raw.getvalue().decode("utf-8"),
                       "modules": sorted({name.split(".")[0] for name in sys.modules}),
-                      "memfs_modules": sorted(n for n in sys.modules if n.startswith("memfs."))}))
+                      "memfs_modules": sorted(n for n in sys.modules if n.startswith("memfs.")),
+                      "all_modules": sorted(sys.modules)}))
 
 
 if __name__ == "__main__":

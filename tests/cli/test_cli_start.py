@@ -67,6 +67,32 @@ def test_store_list_imports_only_the_aggregates_it_runs(
     assert loaded == set(), f"memfs store list imported {sorted(loaded)}"
 
 
+# Modules that reading a store in the embedded SQLite home does not run, and what each
+# cost every start before it was left out (README "Performance", CLI start).
+_NOT_FOR_READING = {
+    # SQLAlchemy's PostgreSQL dialect with every driver's module: postgresql_where on the
+    # schema's partial indexes loaded it (schema._partial_index).
+    "sqlalchemy.dialects.postgresql",
+}
+
+
+@pytest.mark.parametrize(
+    ("args", "printed"),
+    [
+        (("store", "list"), "Project Notes"),
+        (("memory", "cat", "Project Notes", "/notes.md"), "hello"),
+    ],
+)
+def test_reading_a_sqlite_home_imports_only_what_it_runs(
+    cli: Cli, store: dict[str, object], args: tuple[str, ...], printed: str
+) -> None:
+    cli.put("Project Notes", "/notes.md", "hello")
+    probe = _probe(cli.home, *args)
+    assert printed in str(probe["out"])
+    loaded = set(probe["all_modules"]) & _NOT_FOR_READING  # type: ignore[call-overload]
+    assert loaded == set(), f"memfs {' '.join(args)} imported {sorted(loaded)}"
+
+
 def test_help_lists_every_command_and_imports_no_heavy_library(memfs_home: Path) -> None:
     from memfs.cli import COMMANDS
 
