@@ -73,6 +73,8 @@ _NOT_FOR_READING = {
     # SQLAlchemy's PostgreSQL dialect with every driver's module: postgresql_where on the
     # schema's partial indexes loaded it (schema._partial_index).
     "sqlalchemy.dialects.postgresql",
+    # YAML, for record headers only (core.records imports it on first use).
+    "yaml",
 }
 
 
