@@ -55,6 +55,10 @@ _NOT_FOR_STORE_LIST = {
     "memfs.store.fsck",
     "memfs.store.embedder",
     "memfs.store.indexer",
+    # History's objects and the search query language: only the commands that print a
+    # diff, a restore or merge plan, or a search hit import them (cli.stores, wire).
+    "memfs.core.history",
+    "memfs.core.query",
 }
 
 
