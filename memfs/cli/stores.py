@@ -7,7 +7,7 @@ prints the API's objects (:mod:`memfs.wire`); otherwise a table or ``key  value`
 from __future__ import annotations
 
 import sys
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
@@ -30,7 +30,6 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
-from memfs.core.history import MergeAction, RestoreAction, RestoreStep
 from memfs.core.model import (
     MemoryStore,
 )
@@ -39,6 +38,9 @@ from memfs.wire import (
     store_deleted_to_wire,
     store_to_wire,
 )
+
+if TYPE_CHECKING:  # history's objects are imported by the commands that print them
+    from memfs.core.history import RestoreStep
 
 __all__ = ["register"]
 
@@ -263,6 +265,8 @@ _ACTION_WORDS = {
 
 
 def _step_line(step: RestoreStep) -> str:
+    from memfs.core.history import RestoreAction
+
     if step.action is RestoreAction.CHANGE:
         where = (
             f"{step.path_now} -> {step.path_then}"
@@ -300,6 +304,7 @@ def store_restore(
 ) -> None:
     """Make the store what it was at a point: new versions only, all or nothing, after
     an automatic snapshot (restore to that snapshot to undo)."""
+    from memfs.core.history import RestoreAction
     from memfs.core.points import parse_point
     from memfs.wire import restore_plan_to_wire
 
@@ -395,6 +400,7 @@ def store_merge(
     """Merge a fork back into its origin (SPEC §10): three-way against the fork's base;
     a memory changed on both sides keeps the origin's content and gets the fork's beside
     it as a conflict copy. All or nothing, after an automatic snapshot of the origin."""
+    from memfs.core.history import MergeAction
     from memfs.wire import merge_plan_to_wire
 
     with command_engine(database) as engine:

@@ -45,7 +45,8 @@ __all__ = [
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # Validators are built on first validation, not at import (memfs.core.model).
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class Snapshot(_Frozen):

@@ -55,7 +55,9 @@ def format_timestamp(value: datetime) -> str:
 
 
 class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    # A model's validator is built when it first validates, not at import: a process
+    # pays only for the models it validates (README "Performance", CLI start).
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
 
 class ActorType(enum.StrEnum):
@@ -328,7 +330,7 @@ class UserPrincipal(BaseModel):
         InvalidInput: a value breaking these rules (the validators raise it as is).
     """
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     user_id: str
     roles: tuple[str, ...] = ()

@@ -22,6 +22,7 @@ excerpt of a hit the same way on both dialects.
 from __future__ import annotations
 
 import enum
+import functools
 import re
 from dataclasses import dataclass
 
@@ -68,10 +69,19 @@ SNIPPET_CONTEXT_CHARS = 60
 
 # Scripts written without spaces between words: Han, Hiragana, Katakana (and their
 # halfwidth forms), Thai, Lao, Khmer, Myanmar. A term holding one matches as a substring.
-_NO_SPACE_SCRIPTS = re.compile(
+_NO_SPACE_SCRIPTS = (
     "[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
     "\u0e00-\u0eff\u1780-\u17ff\u1000-\u109f\U00020000-\U0002fa1f]"
 )
+
+
+@functools.cache
+def _no_space_scripts() -> re.Pattern[str]:
+    """:data:`_NO_SPACE_SCRIPTS` compiled on first use: compiling its wide ranges takes
+    ~2 ms, which every process importing this module paid, searching or not."""
+    return re.compile(_NO_SPACE_SCRIPTS)
+
+
 _PREFIX_WORD = re.compile(r"\w+")
 _TOKEN = re.compile(r'\s*(-?)(?:"([^"]*)("?)|(\S+))')
 
@@ -192,7 +202,7 @@ def holds_unspaced_script(text: str) -> bool:
     ASCII text is answered without a scan (``str.isascii`` reads a flag of CPython's
     string): the regex costs about 15 us per KiB, and every write asks it of the old
     and the new document (what a write costs the index, SPEC §7)."""
-    return not text.isascii() and _NO_SPACE_SCRIPTS.search(text) is not None
+    return not text.isascii() and _no_space_scripts().search(text) is not None
 
 
 def _term(text: str, kind: TermKind, negated: bool) -> Term:

@@ -40,19 +40,21 @@ hear of it, not see the record silently leave the index).
 from __future__ import annotations
 
 import enum
+import functools
 import json
 import re
 import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import date, datetime
-from typing import Any, TypeVar
-
-import yaml
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from memfs.core import rules
 from memfs.core.errors import InvalidInput, InvalidRecord
 from memfs.core.model import format_timestamp
+
+if TYPE_CHECKING:
+    import yaml
 
 __all__ = [
     "DEFAULT_HALF_LIFE_DAYS",
@@ -93,9 +95,6 @@ DEFAULT_HALF_LIFE_DAYS = 30.0
 HALF_LIFE_METADATA_KEY = "record_half_life_days"
 
 _FENCE = "---"
-# YAML's safe loader (plain data only: no tags that build objects), in its C version
-# when libyaml is there (about 10× faster), else the Python one.
-_SAFE_LOADER: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _E = TypeVar("_E", bound=enum.StrEnum)
 _SECONDS_PER_DAY = 86_400.0
 
@@ -184,6 +183,16 @@ class RecordHeader:
     body_offset: int = 0
 
 
+@functools.cache
+def _safe_loader() -> type[yaml.SafeLoader]:
+    """YAML's safe loader (plain data only: no tags that build objects), in its C
+    version when libyaml is there (about 10× faster), else the Python one."""
+    import yaml
+
+    loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return loader
+
+
 def split_front_matter(content: str) -> tuple[str, int] | None:
     """The YAML text of ``content``'s front matter and the offset of the body after it.
 
@@ -232,8 +241,12 @@ def parse_record(content: str) -> RecordHeader | None:
     if split is None:
         return None
     text, body_offset = split
+    # yaml is imported by the first header read, not with this module: importing it is
+    # ~5 % of what `memfs store list` costs to start, and most commands read no header.
+    import yaml
+
     try:
-        loaded = yaml.load(text, Loader=_SAFE_LOADER)
+        loaded = yaml.load(text, Loader=_safe_loader())
     except yaml.YAMLError as exc:
         if _TYPE_LINE.search(text) is None:
             return None

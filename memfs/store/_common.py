@@ -190,8 +190,15 @@ def require_writable(row: Row[Any]) -> None:
         )
 
 
+# The models below are built from the store's own rows, whose columns already hold what
+# the fields are (the schema's types and CHECKs, fsck): model_construct skips pydantic's
+# validation, and with it building the models' validators in every process that only
+# reads (README "Performance", CLI start).
+
+
 def store_model(row: Row[Any]) -> MemoryStore:
-    return MemoryStore(
+    """A MemoryStore from a stores row (not validated: see above)."""
+    return MemoryStore.model_construct(
         id=row.id,
         name=row.name,
         description=row.description,
@@ -211,8 +218,9 @@ def store_model(row: Row[Any]) -> MemoryStore:
 
 
 def memory_model(row: Row[Any] | SimpleNamespace, content: bytes | None = None) -> Memory:
-    """A Memory from a memories row, or from a namespace of its columns as just written."""
-    return Memory(
+    """A Memory from a memories row, or from a namespace of its columns as just written
+    (not validated: see above)."""
+    return Memory.model_construct(
         id=row.id,
         memory_store_id=row.store_id,
         path=row.path,
@@ -229,7 +237,8 @@ def memory_model(row: Row[Any] | SimpleNamespace, content: bytes | None = None) 
 
 
 def version_model(row: Row[Any], content: bytes | None = None) -> MemoryVersion:
-    return MemoryVersion(
+    """A MemoryVersion from a versions row (not validated: see above)."""
+    return MemoryVersion.model_construct(
         id=row.id,
         memory_id=row.memory_id,
         memory_store_id=row.store_id,

@@ -9,9 +9,8 @@ after them.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from memfs.core.history import MergePlan, RestorePlan, Snapshot, StoreDiff
 from memfs.core.model import (
     ApiKey,
     Change,
@@ -23,7 +22,10 @@ from memfs.core.model import (
     Session,
     format_timestamp,
 )
-from memfs.core.query import SearchHit
+
+if TYPE_CHECKING:  # not imported at run time: a command printing a store needs neither
+    from memfs.core.history import MergePlan, RestorePlan, Snapshot, StoreDiff
+    from memfs.core.query import SearchHit
 
 __all__ = [
     "api_key_to_wire",

@@ -55,6 +55,10 @@ _NOT_FOR_STORE_LIST = {
     "memfs.store.fsck",
     "memfs.store.embedder",
     "memfs.store.indexer",
+    # History's objects and the search query language: only the commands that print a
+    # diff, a restore or merge plan, or a search hit import them (cli.stores, wire).
+    "memfs.core.history",
+    "memfs.core.query",
 }
 
 
@@ -65,6 +69,37 @@ def test_store_list_imports_only_the_aggregates_it_runs(
     assert "Project Notes" in str(probe["out"])
     loaded = set(probe["memfs_modules"]) & _NOT_FOR_STORE_LIST  # type: ignore[call-overload]
     assert loaded == set(), f"memfs store list imported {sorted(loaded)}"
+
+
+# Modules that reading a store in the embedded SQLite home does not run, and what each
+# cost every start before it was left out (README "Performance", CLI start).
+_NOT_FOR_READING = {
+    # SQLAlchemy's PostgreSQL dialect with every driver's module: postgresql_where on the
+    # schema's partial indexes loaded it (schema._partial_index).
+    "sqlalchemy.dialects.postgresql",
+    # YAML, for record headers only (core.records imports it on first use).
+    "yaml",
+}
+
+
+@pytest.mark.parametrize(
+    ("args", "printed"),
+    [
+        (("store", "list"), "Project Notes"),
+        (("memory", "cat", "Project Notes", "/notes.md"), "hello"),
+    ],
+)
+def test_reading_a_sqlite_home_imports_only_what_it_runs(
+    cli: Cli, store: dict[str, object], args: tuple[str, ...], printed: str
+) -> None:
+    cli.put("Project Notes", "/notes.md", "hello")
+    probe = _probe(cli.home, *args)
+    assert printed in str(probe["out"])
+    loaded = set(probe["all_modules"]) & _NOT_FOR_READING  # type: ignore[call-overload]
+    assert loaded == set(), f"memfs {' '.join(args)} imported {sorted(loaded)}"
+    # The store builds its models from its own rows without validating them, so no
+    # model's validator is built (core.model's defer_build; store._common).
+    assert probe["built_models"] == [], f"memfs {' '.join(args)} built validators"
 
 
 def test_help_lists_every_command_and_imports_no_heavy_library(memfs_home: Path) -> None:

@@ -22,7 +22,7 @@ from memfs.core.errors import StoreBusy
 from memfs.core.model import Actor, DeleteMode, utcnow
 from memfs.store import Engine, ResourceSpec, _db
 from memfs.store._db import alembic_config
-from memfs.store.schema import metadata
+from memfs.store.schema import PARTIAL_WHERE, metadata
 from memfs.store.search import PG_INDEXES, SQLITE_FTS_PREFIX
 
 ACTOR = Actor.api_key("apikey_tests")
@@ -64,6 +64,40 @@ def test_fresh_database_is_at_the_head_and_matches_the_metadata(
             ) | {"alembic_version"}
             indexes = {i["name"] for i in inspect(conn).get_indexes("memories")}
             assert {"ix_memories_live_path", "ix_memories_blob"} <= indexes
+    finally:
+        raw.dispose()
+
+
+@pytest.mark.empty_database
+def test_fresh_database_has_the_partial_indexes_of_the_metadata(
+    engine: Engine, database: str
+) -> None:
+    """The metadata's partial indexes (unique live path, one default store per pair, one
+    active dream per store) are partial on both dialects: PostgreSQL's predicates are
+    attached only when the metadata creates the tables (schema._partial_index)."""
+    partial = {
+        index.name
+        for table in metadata.tables.values()
+        for index in table.indexes
+        if PARTIAL_WHERE in index.info
+    }
+    assert partial == {
+        "ix_memories_live_path", "ix_identity_mounts_default", "ix_dreams_active_input"
+    }
+    raw = create_engine(database)
+    try:
+        with raw.connect() as conn:
+            if conn.dialect.name == "postgresql":
+                live = conn.execute(text(
+                    "SELECT c.relname FROM pg_index i JOIN pg_class c ON c.oid = i.indexrelid"
+                    " WHERE i.indpred IS NOT NULL"
+                )).scalars()
+            else:
+                live = conn.execute(text(
+                    "SELECT il.name FROM sqlite_master t,"
+                    " pragma_index_list(t.name) il WHERE t.type = 'table' AND il.partial"
+                )).scalars()
+            assert set(live) == partial
     finally:
         raw.dispose()
 
