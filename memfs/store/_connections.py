@@ -131,6 +131,7 @@ class Database:
         self._checkpointer: threading.Thread | None = None
         self._checkpoint_wanted = threading.Event()
         self._closing = False
+        self._wrote = False  # whether a write of this process committed (see close)
         try:
             self._open(url, synchronous_full, create=create, read_only=read_only)
         except DatabaseUnreachable as exc:  # at open, said as every failure to open
@@ -186,7 +187,9 @@ class Database:
 
     def close(self) -> None:
         """Releases every pooled connection (checkpointing the SQLite WAL, waiting at most
-        :data:`ERASE_WAIT_S` for readers) and stops the change watch."""
+        :data:`ERASE_WAIT_S` for readers, when this process wrote or an erasure is
+        pending: a command that only read leaves the WAL to its writers, rather than make
+        them wait behind its checkpoint) and stops the change watch."""
         self.watch.close()
         with self._inline_lock:
             self._closing = True
@@ -198,7 +201,9 @@ class Database:
         for conn in connections:  # closed, not pooled: their settings are inline's own
             conn.invalidate()
             conn.close()
-        if self.dialect == "sqlite" and not self.read_only:
+        if self.dialect == "sqlite" and not self.read_only and (
+            self._wrote or self.erasure_pending() is not None
+        ):
             self.checkpoint(erasing=False)
         self.sa.dispose()
 
@@ -376,6 +381,7 @@ class Database:
             if self.write_observer is not None:
                 self.write_observer(committed, time.perf_counter() - started)
         self._receipt.changes = emitted  # committed
+        self._wrote = True
         if feed_grew:
             self.watch.committed()  # visible now: followers may read it
         self._inline_committed()
@@ -414,6 +420,7 @@ class Database:
             if self.write_observer is not None:
                 self.write_observer(committed, time.perf_counter() - started)
         self._receipt.changes = emitted  # committed
+        self._wrote = True
         if feed_grew:
             self.watch.committed()  # visible now: followers may read it
         if self._erase_marker_name is not None and os.path.exists(self._erase_marker_name):

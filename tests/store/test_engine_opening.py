@@ -158,3 +158,38 @@ def test_a_database_that_cannot_be_opened_names_why(tmp_path: Path) -> None:
         match="^cannot open the store database: Can't load plugin: sqlalchemy.dialects:nosuch ",
     ):
         Engine("nosuch://x")
+
+
+def test_closing_an_engine_that_only_read_does_not_wait_behind_a_reader(
+    tmp_path: Path,
+) -> None:
+    """A command that only read (``memfs store list``, ``memfs memory cat``) leaves the
+    WAL to its writers: its close runs no checkpoint, which would wait up to
+    ERASE_WAIT_S for another reader and hold every writer meanwhile. An engine that
+    wrote still checkpoints at close."""
+    import time
+
+    from memfs.store._connections import ERASE_WAIT_S
+
+    path = tmp_path / "memfs.db"
+    with Engine(f"sqlite:///{path}") as writer:
+        store = writer.stores.create("Notes")
+        writer.for_caller(actor=ACTOR).memories.create(store.id, "/a.md", "a\n")
+    reader = sqlite3.connect(path)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM memories").fetchone()  # holds a snapshot
+    try:
+        with Engine(f"sqlite:///{path}") as writer:  # commits after the reader's snapshot
+            writer.for_caller(actor=ACTOR).memories.create(store.id, "/b.md", "b\n")
+            started = time.monotonic()
+        wrote_close_s = time.monotonic() - started
+        engine = Engine(f"sqlite:///{path}")
+        assert [m.path for m in engine.memories.all(store.id)] == ["/a.md", "/b.md"]
+        started = time.monotonic()
+        engine.close()
+        read_close_s = time.monotonic() - started
+    finally:
+        reader.rollback()
+        reader.close()
+    assert wrote_close_s >= ERASE_WAIT_S * 0.9, "the writer's close waited for the reader"
+    assert read_close_s < ERASE_WAIT_S / 2, f"a reading engine's close took {read_close_s:.2f} s"
