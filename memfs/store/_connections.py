@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
+from typing import Any
 
 from sqlalchemy import Connection
 from sqlalchemy.engine import make_url
@@ -362,17 +363,14 @@ class Database:
         self._receipt.changes = []
         started = time.perf_counter()
         committed = False
+        outcome: dict[str, Any] = {}
         try:
             try:
                 with self._driver_errors_are_typed():
                     conn = self._inline_connection()
                     self._inline_mode(conn, write=True)
-                    try:
-                        with conn.begin():
-                            yield conn
-                    finally:
-                        feed_grew = notify.take_feed_changed(conn)
-                        emitted = notify.take_emitted(conn)
+                    with self._transaction(conn, outcome):
+                        yield conn
             except StoreBusy as exc:  # BEGIN IMMEDIATE met another connection's lock
                 raise WouldWait(str(exc)) from exc
             committed = True
@@ -380,11 +378,28 @@ class Database:
             self._write_lock.release()
             if self.write_observer is not None:
                 self.write_observer(committed, time.perf_counter() - started)
-        self._receipt.changes = emitted  # committed
-        self._wrote = True
-        if feed_grew:
-            self.watch.committed()  # visible now: followers may read it
+        self._committed(outcome)
         self._inline_committed()
+
+    @staticmethod
+    @contextmanager
+    def _transaction(conn: Connection, outcome: dict[str, Any]) -> Iterator[Connection]:
+        """One write transaction on ``conn`` (committed when the block ends, rolled back
+        on an error); ``outcome`` gets what it appended to the change feed, either way."""
+        try:
+            with conn.begin():
+                yield conn
+        finally:
+            outcome["feed_grew"] = notify.take_feed_changed(conn)
+            outcome["emitted"] = notify.take_emitted(conn)
+
+    def _committed(self, outcome: dict[str, Any]) -> None:
+        """After a write's commit: its receipt kept for the thread, and the change watch
+        told when the feed grew (visible now: followers may read it)."""
+        self._receipt.changes = outcome["emitted"]
+        self._wrote = True
+        if outcome["feed_grew"]:
+            self.watch.committed()
 
     @contextmanager
     def write(self) -> Iterator[Connection]:
@@ -402,6 +417,7 @@ class Database:
         self._receipt.changes = []
         started = time.perf_counter()
         committed = False
+        outcome: dict[str, Any] = {}
         try:
             with (
                 self._driver_errors_are_typed(),
@@ -409,20 +425,13 @@ class Database:
                 self.sa.connect() as conn,
             ):
                 conn.execution_options(**{WRITE: True})
-                try:
-                    with conn.begin():
-                        yield conn
-                finally:
-                    feed_grew = notify.take_feed_changed(conn)
-                    emitted = notify.take_emitted(conn)
+                with self._transaction(conn, outcome):
+                    yield conn
             committed = True
         finally:
             if self.write_observer is not None:
                 self.write_observer(committed, time.perf_counter() - started)
-        self._receipt.changes = emitted  # committed
-        self._wrote = True
-        if feed_grew:
-            self.watch.committed()  # visible now: followers may read it
+        self._committed(outcome)
         if self._erase_marker_name is not None and os.path.exists(self._erase_marker_name):
             self.checkpoint(wait_s=0)  # a pending erasure: try again, never wait
 
