@@ -134,6 +134,23 @@ class EmbeddedBackend:
     async def _run(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
         return await trio.to_thread.run_sync(functools.partial(fn, *args, **kwargs))
 
+    async def _run_read(self, fn: Callable[..., T], *args: object, **kwargs: object) -> T:
+        """A read of one memory (its row, or one blob of at most 100 KiB): on the loop
+        when it can run without waiting (:meth:`memfs.store.Engine.inline`; WAL readers
+        take no lock), else on a worker thread. A merge at close reads the head and
+        commits in turns with the other writer's commits: read on a worker thread, a
+        writer committing every millisecond on another mount won every turn
+        (SPEC §4 concurrent writers)."""
+        if self._inline:
+            from memfs.store import WouldWait
+
+            try:
+                with self._engine.inline():
+                    return fn(*args, **kwargs)
+            except WouldWait:
+                pass
+        return await self._run(fn, *args, **kwargs)
+
     async def _run_write(
         self, fn: Callable[..., M], *args: object, **kwargs: object
     ) -> M:
@@ -261,12 +278,12 @@ class EmbeddedBackend:
         return max(0, self._engine.memory_limit - store.entry_count)
 
     async def get_memory(self, store_id: str, memory_id: str) -> Memory:
-        return await self._run(
+        return await self._run_read(
             self._caller.memories.get, store_id, memory_id, with_content=False
         )
 
     async def read_content(self, memory: Memory) -> bytes:
-        return await self._run(self._engine.blobs.read, memory.blob_key)
+        return await self._run_read(self._engine.blobs.read, memory.blob_key)
 
     def note_access(self, store_id: str, memory_ids: Sequence[str]) -> None:
         """See the Protocol: a dict update under a lock, so no worker thread."""

@@ -344,13 +344,16 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         if getattr(self._inline, "on", False):
-            with self._driver_errors_are_typed():
-                conn = self._inline_connection()
-                if not conn.in_transaction():  # else: a read inside a write, pooled
-                    self._inline_mode(conn, write=False)
-                    with conn.begin():
-                        yield conn
-                    return
+            try:
+                with self._driver_errors_are_typed():
+                    conn = self._inline_connection()
+                    if not conn.in_transaction():  # else: a read inside a write, pooled
+                        self._inline_mode(conn, write=False)
+                        with conn.begin():
+                            yield conn
+                        return
+            except StoreBusy as exc:  # a WAL being recovered: never wait here
+                raise WouldWait(str(exc)) from exc
         with self._driver_errors_are_typed(), self.sa.connect() as conn, conn.begin():
             yield conn
 
