@@ -17,7 +17,7 @@ from _support.mount import Mount, live, run, versions, wait_until
 from memfs.core.model import Operation
 from memfs.store import Engine
 
-HELD_S = 1.5  # how long the other process holds SQLite's write lock
+ANSWER_S = 1.5  # the mount answers within this while the other process holds the lock
 
 
 def _database(memfs_home: Path) -> Path:
@@ -52,10 +52,9 @@ def test_a_close_behind_another_process_s_write_lock_waits_without_blocking_the_
         assert "hello.md" in listed
         assert run("cat", notes / "projects" / "plan.md").stdout == "# Plan\n"
         answered_s = time.monotonic() - held_at
-        assert answered_s < HELD_S, f"the mount answered only after {answered_s:.2f} s"
+        assert answered_s < ANSWER_S, f"the mount answered only after {answered_s:.2f} s"
         assert writer.poll() is None, "the close returned before its commit could happen"
         assert _waits_for_fuse(writer.pid)
-        time.sleep(max(0.0, HELD_S - (time.monotonic() - held_at)))
     finally:
         holder.execute("ROLLBACK")
         holder.close()
