@@ -61,6 +61,9 @@ class WorkingCopy:
         opened_sha256: the content this mount last handed out for this file (an open,
             or its own commit). An editor's save (a temporary file renamed over this
             one) is committed with it as the precondition.
+        cut_from_sha256: the digest of the buffer while :attr:`opened_sha256` names
+            only its first bytes (a read the kernel cut at the size it held; see
+            :meth:`handed_out_cut`), else None.
         refused: a write or truncate was refused since the content was loaded (or the
             file created); nothing of it is in ``buffer``.
         refusal: the first refusal of the pending save (a write or ``ftruncate`` through
@@ -86,6 +89,7 @@ class WorkingCopy:
     claimed: bool = False
     lost: Exception | None = None
     fresh: bool = False
+    cut_from_sha256: str | None = None
     pending_metadata: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -118,6 +122,7 @@ class WorkingCopy:
         handed out (:attr:`opened_sha256`; a change made elsewhere after an open
         reaches its reads, and an editor's save is made on what it read)."""
         self.buffer = bytearray(data)
+        self.cut_from_sha256 = None
         if sha256 is not None:
             self.opened_sha256 = sha256
         self.refused = False
@@ -277,6 +282,7 @@ class WorkingCopy:
         self.lost = None
         self.fresh = False
         self.kernel_sha256 = None
+        self.cut_from_sha256 = None
         if head_sha256 is not None:
             self.base_sha256 = head_sha256
 
@@ -310,6 +316,21 @@ class WorkingCopy:
         if not self.dirty and not is_open:
             self.base_sha256 = head_sha256
 
+    def handed_out_cut(self, seen_sha256: str, whole_sha256: str) -> None:
+        """A read handed out only the first bytes of the buffer (of digest
+        ``whole_sha256``): the kernel cut it at the size it held. Those bytes, of digest
+        ``seen_sha256``, are what this open saw (:attr:`opened_sha256`) until a later
+        read hands out the rest (:meth:`handed_out_whole`)."""
+        self.opened_sha256 = seen_sha256
+        self.cut_from_sha256 = whole_sha256
+
+    def handed_out_whole(self) -> None:
+        """After a cut read, a read handed out the rest of the buffer (the kernel
+        learnt its size): the open has seen all of it."""
+        if self.cut_from_sha256 is not None:
+            self.opened_sha256 = self.cut_from_sha256
+            self.cut_from_sha256 = None
+
     def closed(self) -> None:
         """The last handle closed: a loss concerned that open only."""
         self.lost = None
@@ -328,4 +349,5 @@ class WorkingCopy:
         self.kernel_sha256 = served
         if served is not None:
             self.opened_sha256 = served
+            self.cut_from_sha256 = None
         return keep_cache, kernel_stale

@@ -33,6 +33,8 @@ class Handle:
     kernel's page cache is per inode, so a per-handle snapshot would leak into the pages
     other opens read.
     ``pid``: the process that opened it (see :meth:`Handles.of_process`).
+    ``direct_io``: opened with ``direct_io`` (reads bypass the page cache, so the kernel
+    never cuts them at the size it holds).
     ``refusal``: the first write or ``ftruncate`` refused through this handle: nothing
     written through it is committed, and every close of it reports the refusal (SPEC §4
     "a save is all or nothing")."""
@@ -43,6 +45,7 @@ class Handle:
     append: bool = False
     pid: int = 0
     refusal: Exception | None = None
+    direct_io: bool = False
 
 
 @dataclass

@@ -92,7 +92,9 @@ class Merger:
                 return None
             merged = merge_bytes(base, ours, theirs)
             if merged is None:
-                return None  # the edits overlap
+                log.info("%s changed elsewhere and the edits overlap (base %s, head %s): "
+                         "both are kept", path, base_sha256[:12], head.content_sha256[:12])
+                return None
             if merged == theirs:
                 memory = head  # the head already holds this save's changes
             else:

@@ -499,6 +499,7 @@ class Operations(pyfuse3.Operations):
             # SPEC §10: an as-of file's content never changes; pages the kernel holds
             # of it stay good (an erasure removes the file and invalidates it).
             keep_cache, direct = True, False
+        self._handles.file(fh).direct_io = direct
         # A read-only open has nothing to commit at close: its FLUSH is skipped
         # (noflush: memfs.fuse.capabilities).
         return file_reply(
@@ -507,7 +508,21 @@ class Operations(pyfuse3.Operations):
 
     @handler
     async def read(self, fh: int, off: int, size: int) -> bytes:
-        buffer = await self.reader.ensure_loaded(self._handles.file(fh).node)
+        handle = self._handles.file(fh)
+        node = handle.node
+        buffer = await self.reader.ensure_loaded(node)
+        known = node.kernel_attributes
+        if known is not None and not handle.direct_io and not node.working.dirty:
+            if known[0] < len(buffer) and off + size > known[0]:
+                # The kernel cuts this read at the size it holds: a change made
+                # elsewhere reached the file after this open, and its invalidation is
+                # still on its way. The reader gets the new content's first bytes only:
+                # that, not the head, is what a save made from it was made on.
+                self.reader.handed_out_prefix(node, known[0])
+            elif known[0] >= len(buffer) and off + size >= len(buffer):
+                # The kernel learnt the size since (its next read past the cut asked):
+                # this read hands out the rest, the open has seen all of it.
+                node.working.handed_out_whole()
         return bytes(buffer[off : off + size])
 
     @handler

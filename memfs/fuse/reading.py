@@ -56,9 +56,11 @@ class ContentReader:
         self._purge_seq = 0
         self.purged: dict[str, int] = {}
         self._fetches = 0  # content fetches in flight
-        # content digest -> (blob key, a memory state that held it, if seen): where the
-        # content an open saw can be found again at its close (the base of a merge).
-        self._known: OrderedDict[str, tuple[str, Memory | None]] = OrderedDict()
+        # content digest -> (blob key, a memory state that held it if seen, length): where
+        # the content an open saw can be found again at its close (the base of a merge);
+        # ``length``: the first so many bytes of it only (a read the kernel cut, see
+        # handed_out_prefix), None for all of it.
+        self._known: OrderedDict[str, tuple[str, Memory | None, int | None]] = OrderedDict()
 
     def statistics(self) -> BlobCacheStatistics:
         """The in-memory content cache of this mount (``memfs status``)."""
@@ -70,13 +72,42 @@ class ContentReader:
         self.cache.put(blob_key, data)
         self._know(sha256 or hashlib.sha256(data).hexdigest(), blob_key, None)
 
-    def _know(self, sha256: str, blob_key: str, memory: Memory | None) -> None:
+    def _know(
+        self, sha256: str, blob_key: str, memory: Memory | None, length: int | None = None
+    ) -> None:
         known = self._known.pop(sha256, None)
         if memory is None and known is not None and known[0] == blob_key:
             memory = known[1]
-        self._known[sha256] = (blob_key, memory)
+        self._known[sha256] = (blob_key, memory, length)
         if len(self._known) > KNOWN_DIGESTS_KEPT:
             self._known.popitem(last=False)
+
+    def handed_out_prefix(self, node: Node, size_bytes: int) -> None:
+        """The kernel cut a read of clean file ``node`` at ``size_bytes``, the size it
+        holds for it (smaller than the content: a change made elsewhere whose
+        invalidation has not reached the kernel yet, so its reader saw the new content's
+        first ``size_bytes`` only). Those bytes are what this open handed out: they
+        become :attr:`WorkingCopy.opened_sha256`, the precondition and merge base of a
+        save made from them (an editor's temporary file renamed over this one, SPEC §4
+        concurrent writers), and are remembered by digest as a prefix of the content's
+        blob (a redaction of it forgets them too).
+
+        Without this, the save's precondition was the new head, which the save does not
+        hold: a line appended elsewhere between the open and the read was dropped
+        silently (or, when the head had moved on again, the merge saw an overlap).
+        """
+        buffer = node.working.buffer
+        assert buffer is not None
+        assert 0 <= size_bytes < len(buffer)
+        whole = hashlib.sha256(buffer).hexdigest()
+        seen = hashlib.sha256(buffer[:size_bytes]).hexdigest()
+        known = self._known.get(whole)
+        if known is not None and known[2] is None:
+            self._know(seen, known[0], known[1], size_bytes)
+        # Unknown content (not expected: a clean buffer was loaded through here) keeps
+        # the digest anyway: the save then fails its precondition and, with no base to
+        # merge from, keeps both; nothing is lost.
+        node.working.handed_out_cut(seen, whole)
 
     async def content_by_digest(self, sha256: str) -> bytes | None:
         """Content of digest ``sha256`` that this mount opened or wrote (one of the last
@@ -91,13 +122,15 @@ class ContentReader:
         known = self._known.get(sha256)
         if known is None:
             return None
-        blob_key, memory = known
+        blob_key, memory, length = known
         data = self.cache.get(blob_key)
         if data is None and memory is not None:
             try:
                 data = await self.read_memory(memory)
             except MemfsError:
                 return None
+        if data is not None and length is not None:
+            data = data[:length]
         if data is None or hashlib.sha256(data).hexdigest() != sha256:
             return None
         return data
@@ -229,7 +262,7 @@ class ContentReader:
         """Drops purged content from the cache, and marks it so that a fetch already in
         flight (read-ahead, a read) does not put it back (SPEC §2 redaction)."""
         self.cache.discard(blob_key)
-        for sha256 in [d for d, (key, _) in self._known.items() if key == blob_key]:
+        for sha256 in [d for d, (key, _, _) in self._known.items() if key == blob_key]:
             del self._known[sha256]
         self._purge_seq += 1
         self.purged[blob_key] = self._purge_seq

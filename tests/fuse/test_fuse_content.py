@@ -379,3 +379,66 @@ async def test_a_lookup_miss_catches_up_with_the_store(harness: Harness) -> None
     with pytest.raises(pyfuse3.FUSEError) as missing:
         await harness.ops.lookup(harness.directory, b"nowhere.md", CTX)  # type: ignore[arg-type]
     assert missing.value.errno == errno.ENOENT
+
+
+# ---------------------------------------------- a read the kernel cut (SPEC §4 merges)
+
+
+async def _edit_and_rename_over(harness: Harness, seen: bytes) -> None:
+    """What ``sed -i`` does with what it read: writes the edit to a temporary file in
+    the same directory and renames it over ``log.md``."""
+    fh, _ = await harness.create("sedXYZ")
+    await harness.ops.write(fh, 0, seen.replace(b"counter 0", b"counter 1"))
+    await harness.close(fh)
+    await harness.ops.rename(harness.directory, b"sedXYZ", harness.directory, b"log.md", 0,
+                             CTX)  # type: ignore[arg-type]
+
+
+async def _log_with_a_reader(harness: Harness) -> tuple[int, int, str]:
+    """``log.md`` committed, its size handed to the kernel, and open for reading."""
+    fh, inode = await harness.create("log.md")
+    await harness.ops.write(fh, 0, b"# Log\ncounter 0\n---\na-1\n")
+    await harness.close(fh)
+    await harness.ops.getattr(inode, CTX)  # type: ignore[arg-type]
+    memory = harness.engine.memories.get_by_path(harness.store_id, "/log.md", with_content=False)
+    return await harness.open(inode, os.O_RDONLY), inode, memory.id
+
+
+async def test_a_read_the_kernel_cut_is_the_base_of_the_save_made_from_it(
+    harness: Harness,
+) -> None:
+    # An append made elsewhere lands between the kernel learning the size and its read:
+    # the reply holds the new content, the kernel hands out only the size it held.
+    fh, inode, memory_id = await _log_with_a_reader(harness)
+    kernel_size = harness.table.get(inode).kernel_attributes[0]  # type: ignore[index]
+    harness.engine.memories.update(harness.store_id, memory_id,
+                                   content="# Log\ncounter 0\n---\na-1\na-2\n")
+    await harness.ops.apply_changes(harness.table.attachments[0])
+    seen = (await harness.ops.read(fh, 0, 4096))[:kernel_size]
+    assert seen == b"# Log\ncounter 0\n---\na-1\n"
+    await harness.close(fh)
+    await _edit_and_rename_over(harness, seen)
+    # Made on the cut content, the save is merged with the append (the head, a-2), which
+    # it does not hold: committed with the head as its precondition, a-2 was lost.
+    assert harness.content("/log.md") == "# Log\ncounter 1\n---\na-1\na-2\n"
+    versions = harness.engine.versions.list(harness.store_id, memory_id=memory_id).items
+    assert len(versions) == 3  # created, a-2 elsewhere, the merge: one save, one version
+
+
+async def test_a_read_past_the_cut_hands_out_the_whole_content(harness: Harness) -> None:
+    # The kernel learnt the new size and read again: the reader saw all of it, so a later
+    # append elsewhere merges without the first one twice.
+    fh, inode, memory_id = await _log_with_a_reader(harness)
+    harness.engine.memories.update(harness.store_id, memory_id,
+                                   content="# Log\ncounter 0\n---\na-1\na-2\n")
+    await harness.ops.apply_changes(harness.table.attachments[0])
+    await harness.ops.read(fh, 0, 4096)  # cut by the kernel
+    await harness.ops.getattr(inode, CTX)  # type: ignore[arg-type]
+    seen = await harness.ops.read(fh, 0, 4096)
+    assert seen == b"# Log\ncounter 0\n---\na-1\na-2\n"
+    await harness.close(fh)
+    harness.engine.memories.update(harness.store_id, memory_id,
+                                   content="# Log\ncounter 0\n---\na-1\na-2\na-3\n")
+    await harness.ops.apply_changes(harness.table.attachments[0])
+    await _edit_and_rename_over(harness, seen)
+    assert harness.content("/log.md") == "# Log\ncounter 1\n---\na-1\na-2\na-3\n"
