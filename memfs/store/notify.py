@@ -31,8 +31,6 @@ instances reached, ``fs.inotify.max_user_instances``) the SQLite check runs ever
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import ctypes.util
 import errno
 import itertools
 import logging
@@ -51,6 +49,8 @@ from sqlalchemy.engine import make_url
 from memfs.store import _hot
 
 if TYPE_CHECKING:
+    import ctypes
+
     import psycopg
 
     from memfs.core.model import Change
@@ -446,10 +446,20 @@ _libc: ctypes.CDLL | None = None
 
 
 def _c_library() -> ctypes.CDLL:
+    """The C library, for ``inotify_init1``/``inotify_add_watch`` (loaded at the first
+    watch: ``ctypes`` is imported only then, as a CLI command never watches)."""
     global _libc
     if _libc is None:
+        import ctypes.util
+
         _libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
     return _libc
+
+
+def _errno() -> int:
+    import ctypes
+
+    return ctypes.get_errno()
 
 
 class _Inotify:
@@ -463,11 +473,11 @@ class _Inotify:
             raise OSError(errno.ENOSYS, "inotify is not available") from exc
         fd = libc.inotify_init1(_IN_NONBLOCK | _IN_CLOEXEC)
         if fd < 0:
-            code = ctypes.get_errno()
+            code = _errno()
             raise OSError(code, os.strerror(code))
         mask = _IN_ATTRIB | _IN_MOVED_TO | _IN_CREATE
         if libc.inotify_add_watch(fd, os.fsencode(directory), mask) < 0:
-            code = ctypes.get_errno()
+            code = _errno()
             os.close(fd)
             raise OSError(code, os.strerror(code))
         self.fd = fd
