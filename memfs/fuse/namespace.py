@@ -99,10 +99,13 @@ class Placement:
         is the second half of a no-clobber rename (``link`` then ``unlink``)."""
         self.linked_away = True
 
-    def saved_over(self) -> None:
+    def saved_over(self, *, target_created_here: bool) -> None:
         """The file was renamed over a target (an atomic save): from now on it shows
-        the target's memory, which this mount did not create."""
-        self.created_here = False
+        the target's memory, created here when the target's was
+        (``target_created_here``: ``cp f g; sed -i … g; mv g f`` — after the ``sed -i``,
+        ``g`` is still the copy this mount made, so its rename over ``f`` is an atomic
+        save of ``f`` too, not a replacement of it)."""
+        self.created_here = target_created_here
 
     def park(self) -> None:
         """stored → parked: renamed to a scratch name; its memory stays at its path."""

@@ -216,7 +216,10 @@ class Renamer:
         data = bytes(await self._reader.ensure_loaded(node))
         text = content_from_bytes(data)
         holder = self._table.parked_holder(target, new_path)
-        node.placement.saved_over()  # it shows the target's memory from now on
+        # It shows the target's memory from now on (created here if the target's was).
+        node.placement.saved_over(
+            target_created_here=existing is not None and existing.placement.created_here
+        )
         if existing is not None and existing.stored and existing.attachment is target:
             assert existing.memory is not None
             try:

@@ -103,6 +103,35 @@ def test_overlapping_edits_keep_both(
     assert first.status["conflict_count"] == 1
 
 
+def test_a_copy_edited_and_moved_back_merges_with_an_append_elsewhere(
+    mounter: Mounter, make_store: Callable[..., MemoryStore], store_engine: Engine
+) -> None:
+    """``cp r g; sed -i … g; mv g r`` on one mount while another appends to ``r``: the
+    move back is an atomic save of ``r`` made on what ``cp`` read, so it merges with the
+    append. (Once the ``sed -i`` had saved over ``g``, ``g`` no longer counted as a file
+    this mount created: the move replaced ``r``, soft-deleting it with the append.)"""
+    store = make_store("Notes", {"/r.md": "# Log\ncounter 0\n---\n"})
+    first, second = mounter.mount("Notes"), mounter.mount("Notes")
+    memory_id = store_engine.memories.get_by_path(store.id, "/r.md", with_content=False).id
+    here = second / "notes"
+    run("cp", here / "r.md", here / "g.md")
+    with open(first / "notes" / "r.md", "a") as elsewhere:
+        elsewhere.write("a-1\n")
+    run("sed", "-i", "s/^counter .*/counter 1/", here / "g.md")
+    run("mv", here / "g.md", here / "r.md")
+    assert (here / "r.md").read_text() == "# Log\ncounter 1\n---\na-1\n"
+    memories = live(store_engine, store.id)
+    assert list(memories) == ["/r.md"]  # no conflict copy, and g.md is gone
+    assert memories["/r.md"].id == memory_id
+    assert history(store_engine, store.id, memory_id) == [
+        (Operation.CREATED, "# Log\ncounter 0\n---\n"),
+        (Operation.MODIFIED, "# Log\ncounter 0\n---\na-1\n"),
+        (Operation.MODIFIED, "# Log\ncounter 1\n---\na-1\n"),  # the merge: one version
+    ]
+    assert merge_count(second) == 1
+    assert second.status["conflict_count"] == 0
+
+
 def appenders(*targets: tuple[str, Mount]) -> list[subprocess.Popen[bytes]]:
     """One ``append_lines`` process of :data:`LINES` lines per ``(tag, mount)``, all
     started before any is waited for."""

@@ -252,6 +252,25 @@ def test_jq_into_a_temporary_then_mv_is_one_version(
         assert notes.listing() == ["f.json"]
 
 
+def test_a_copy_edited_in_place_and_moved_back_is_one_version(
+    open_notes: Callable[[dict[str, str]], Notes],
+) -> None:
+    """``cp f g; sed -i … g; mv g f``: the copy is a file this mount created, and stays
+    one after the ``sed -i`` saved over it, so moving it back is an atomic save of ``f``:
+    one ``modified`` version, ``f``'s id kept (it was a delete of ``f`` and ``g``'s memory
+    taking its path)."""
+    notes = open_notes({f"/{FILE}": ORIGINAL})
+    memory_id = notes.ids()[f"/{FILE}"]
+    run("bash", "-c", f"cp {FILE} g.md && sed -i s/beta/BETA/ g.md && mv g.md {FILE}",
+        cwd=notes.directory)
+    assert (notes.directory / FILE).read_text() == EDITED
+    assert notes.history(f"/{FILE}") == [
+        (Operation.CREATED, ORIGINAL), (Operation.MODIFIED, EDITED)
+    ]
+    assert notes.ids() == {f"/{FILE}": memory_id}
+    assert notes.listing() == [FILE]
+
+
 def test_gawk_s_backup_link_is_a_copy_of_the_file_before_the_edit(
     open_notes: Callable[[dict[str, str]], Notes],
 ) -> None:
