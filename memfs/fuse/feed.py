@@ -16,7 +16,7 @@ mount's status and log files (:mod:`memfs.fuse.status`), in a worker thread.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 import trio
 
@@ -53,6 +53,8 @@ class ChangeFollower:
         has_writer: whether a node has a writable handle open.
         send_notices: hands the kernel invalidations recorded so far to the notice task.
         wrote_version: whether this mount wrote a version (its change needs no fetch).
+        notices_delivered: waits until the notices sent so far reached the kernel
+            (:meth:`memfs.fuse.notices.KernelNotices.delivered`); None: not waited for.
     """
 
     def __init__(
@@ -65,6 +67,7 @@ class ChangeFollower:
         has_writer: Callable[[Node], bool],
         send_notices: Callable[[], None],
         wrote_version: Callable[[str], bool] = lambda _version_id: False,
+        notices_delivered: Callable[[], Awaitable[None]] | None = None,
     ) -> None:
         self._backend = backend
         self._table = table
@@ -73,6 +76,7 @@ class ChangeFollower:
         self._lock = lock
         self._has_writer = has_writer
         self._send_notices = send_notices
+        self._notices_delivered = notices_delivered
         self._wrote_version = wrote_version
         self.fetches = 0  # memories fetched to apply a change (memfs status)
 
@@ -176,6 +180,7 @@ class ChangeFollower:
         purged = {c.blob_key for c in changes if c.kind is ChangeKind.BLOB_PURGED and c.blob_key}
         kept = await self._versions_kept(attachment, changes)
         applied = 0
+        erased: list[Node] = []
         async with self._lock:
             for blob_key in purged:
                 self._reader.purge(blob_key)
@@ -188,13 +193,24 @@ class ChangeFollower:
                     and memory.id in kept
                     and kept[memory.id] != memory.memory_version_id
                 ):
-                    parent = node.parent
-                    self._table.remove(node)
-                    self._table.prune(parent)
                     # An open descriptor reads nothing more: the bytes may live on in
                     # the store under another memory, but not in this view.
-                    node.memory = None
+                    self._table.set_memory(node, None)
                     node.working.purge(None)
+                    self._table.notice(Notice(node.inode))
+                    erased.append(node)
+        self._send_notices()
+        if erased and self._notices_delivered is not None:
+            # The kernel drops the files' pages before their names leave the listing
+            # (an as-of file's pages are kept across opens): once a listing no longer
+            # shows one, a descriptor still open on it reads nothing cached.
+            await self._notices_delivered()
+        async with self._lock:
+            for node in erased:
+                parent = node.parent
+                if parent is not None:
+                    self._table.remove(node)
+                    self._table.prune(parent)
             for change in changes:
                 if change.seq <= attachment.seq:
                     continue

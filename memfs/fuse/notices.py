@@ -45,6 +45,14 @@ log = logging.getLogger(__name__)
 _STOP = object()  # the end of delivery, as a queue item
 
 
+class _Mark:
+    """A queue item that delivers nothing: when the thread reaches it, every notice
+    queued before it was delivered, and ``reached`` is called (from the thread)."""
+
+    def __init__(self, reached: Callable[[], None]) -> None:
+        self.reached = reached
+
+
 def invalidate(notice: Notice) -> None:
     """Drops one cache entry of the kernel (``pyfuse3.invalidate_entry`` or
     ``invalidate_inode``); may wait in the kernel (see the module docstring).
@@ -86,6 +94,19 @@ class KernelNotices:
         """Queues the notices the table recorded since the last call (never blocks)."""
         for notice in self._table.take_notices():
             self._queue.put(notice)
+
+    async def delivered(self) -> None:
+        """Returns once every notice queued before this call (:meth:`send`) has been
+        delivered to the kernel. Only for a task that holds no kernel lock and not the
+        mutation lock (an invalidation may wait for a request to be answered: the
+        module docstring); never from a request handler."""
+        with self._guard:
+            if self._thread is None or self._stopped:
+                return  # nothing delivers (not started, or shutting down)
+        reached = trio.Event()
+        token = trio.lowlevel.current_trio_token()
+        self._queue.put(_Mark(lambda: token.run_sync_soon(reached.set)))
+        await reached.wait()
 
     def start(self) -> None:
         """Starts the delivering thread (once)."""
@@ -134,6 +155,10 @@ class KernelNotices:
             for notice in dict.fromkeys(batch):  # in order, each once
                 if notice is _STOP:
                     return
+                if isinstance(notice, _Mark):
+                    with contextlib.suppress(trio.RunFinishedError):
+                        notice.reached()
+                    continue
                 assert isinstance(notice, Notice)
                 with self._guard:
                     if self._stopped:

@@ -134,6 +134,7 @@ class Operations(pyfuse3.Operations):
         self.follower = ChangeFollower(
             backend, table, self.reader, status, self._lock, self._has_writer,
             self._send_notices, wrote_version=self.committer.wrote_version,
+            notices_delivered=self._notices.delivered,
         )
         self._flushes = {"read_only": 0, "writable": 0}  # FLUSH requests (memfs status)
         # Owner and modes every inode shows (SPEC §4 Sandboxes: --uid/--gid/--umask).
