@@ -110,6 +110,10 @@ class Committer:
                 are kept under ``rejected/`` and the errno is the refusal's (EILSEQ,
                 EFBIG, ENOSPC, EROFS, …).
         """
+        live = self._replaced_by(node)
+        if live is not None:
+            await self._commit_replaced(node, live)
+            return
         data = self._to_commit(node)
         if data is None:
             return
@@ -148,6 +152,73 @@ class Committer:
         self._table.filled_below(node)
         log.info("committed %s (%d bytes, version %s)", self._table.display_path(node),
                  len(data), memory.memory_version_id)
+
+    def _replaced_by(self, node: Node) -> Node | None:
+        """The file that took over ``node``'s memory when an atomic save on this mount
+        replaced ``node`` (a temporary renamed over it: the memory keeps its id, shown by
+        the temporary's node now), while ``node``, still open, has pending writes; else
+        None (a file unlinked while open, or replaced by a rename that deleted its
+        memory, keeps the local-filesystem rule: what it holds goes with its name)."""
+        memory, attachment = node.memory, node.attachment
+        if node.parent is not None or not node.working.dirty or memory is None:
+            return None
+        if attachment is None or node.working.refusal is not None:
+            return None
+        live = self._table.node_for_memory(attachment.store_id, memory.id)
+        if live is None or live is node or live.parent is None or live.memory is None:
+            return None
+        return live
+
+    async def _commit_replaced(self, node: Node, live: Node) -> None:
+        """Writes made through a descriptor still open on ``node`` after an atomic save
+        on this mount replaced it (``echo … >> log`` while ``sed -i`` runs on ``log``):
+        they are merged with the save, as with a save made elsewhere (SPEC §4 concurrent
+        writers, :mod:`memfs.fuse.merging`), and ``live``, the file now at the name,
+        shows the merge; where they overlap they are kept as a conflict copy. Nothing
+        written is dropped (on a local filesystem these writes go to a file without a
+        name).
+
+        Raises:
+            RefusedWrite: the store refused the content (kept under ``rejected/``).
+        """
+        data = node.working.pending()
+        memory, target = node.memory, node.attachment
+        assert data is not None
+        assert memory is not None
+        assert target is not None
+        path = self._table.memory_path(live)
+        try:
+            text = content_from_bytes(data)
+        except MemfsError as exc:
+            self.reject(node, data, exc)
+        merged = await self.merger.merge(
+            target.store_id, memory.id, node.working.base_sha256, data, path=path
+        )
+        if merged is None:
+            directory, _, name = path.rpartition("/")
+            copy_path = join_path(
+                directory or "/", conflict_name(name, utcnow(), self._session_id)
+            )
+            try:
+                copy = await self._backend.create_memory(target.store_id, copy_path, text)
+            except MemfsError as exc:
+                self.reject(node, data, exc)
+            self._table.add_memory(target, copy)
+            self._reader.remember(copy.blob_key, data)
+            log.warning("conflict: %s was replaced on this mount while open for writing; "
+                        "what was written to it since is saved as %s", path, copy_path)
+            self._status.record_conflict(path, copy_path)
+            node.working.unchanged()
+            return
+        self._wrote(merged.memory)
+        node.working.merged(merged.memory.content_sha256, merged.data)
+        if live.memory is not None and live.memory.id == memory.id:
+            self._table.set_memory(live, merged.memory)
+            if not live.working.dirty:
+                live.working.reset_to_head(merged.memory.content_sha256)
+            self._table.notice(Notice(live.inode))
+        log.info("merged what was written to %s while it was replaced on this mount "
+                 "(version %s)", path, merged.memory.memory_version_id)
 
     def _follow_move(self, node: Node, memory: Memory) -> None:
         """After a commit by id: a memory moved elsewhere while ``node`` was open was

@@ -4,6 +4,7 @@ the edits do not overlap; where they overlap, both are kept (a conflict copy).""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 from collections.abc import Callable
@@ -130,6 +131,59 @@ def test_a_copy_edited_and_moved_back_merges_with_an_append_elsewhere(
     ]
     assert merge_count(second) == 1
     assert second.status["conflict_count"] == 0
+
+
+def test_an_append_through_a_descriptor_open_across_a_sed_on_the_same_mount_is_kept(
+    mounter: Mounter, make_store: Callable[..., MemoryStore], store_engine: Engine
+) -> None:
+    """A descriptor opened for appending before ``sed -i`` on the same mount replaced
+    the file writes to the replaced file (as on a local filesystem, where that write goes
+    to a file without a name): its close merges it with the save instead of dropping it."""
+    head = "# Log\ncounter 0\n---\n"
+    store = make_store("Notes", {"/log.md": head})
+    mount = mounter.mount("Notes")
+    memory_id = store_engine.memories.get_by_path(store.id, "/log.md", with_content=False).id
+    path = mount / "notes" / "log.md"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    try:
+        run("sed", "-i", "s/^counter .*/counter 1/", path)
+        os.write(fd, b"a-1\n")
+    finally:
+        os.close(fd)
+    assert path.read_text() == "# Log\ncounter 1\n---\na-1\n"
+    memories = live(store_engine, store.id)
+    assert list(memories) == ["/log.md"]  # no conflict copy
+    assert memories["/log.md"].id == memory_id
+    assert history(store_engine, store.id, memory_id) == [
+        (Operation.CREATED, head),
+        (Operation.MODIFIED, "# Log\ncounter 1\n---\n"),  # sed -i: one version
+        (Operation.MODIFIED, "# Log\ncounter 1\n---\na-1\n"),  # the append, merged
+    ]
+    assert mount.status["conflict_count"] == 0
+
+
+def test_an_overlapping_write_through_a_descriptor_open_across_a_sed_is_kept_beside_it(
+    mounter: Mounter, make_store: Callable[..., MemoryStore], store_engine: Engine
+) -> None:
+    """The same, when that write overlaps the save: it is kept as a conflict copy."""
+    store = make_store("Notes", {"/log.md": "# Log\ncounter 0\n---\n"})
+    mount = mounter.mount("Notes")
+    mount.expect_log("conflict: /log.md was replaced on this mount while open for writing")
+    path = mount / "notes" / "log.md"
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        run("sed", "-i", "s/^counter .*/counter 1/", path)
+        os.write(fd, b"# LOG")  # line 1, next to sed's line 2: they overlap
+    finally:
+        os.close(fd)
+    assert path.read_text() == "# Log\ncounter 1\n---\n"
+    memories = live(store_engine, store.id)
+    [copy] = [p for p in memories if p != "/log.md"]
+    assert re.fullmatch(
+        rf"/log\.conflict-\d{{8}}T\d{{6}}\.\d{{6}}Z-{mount.session_id}\.md", copy
+    ), copy
+    assert memories[copy].content == "# LOG\ncounter 0\n---\n"  # nothing lost
+    assert mount.status["conflict_count"] == 1
 
 
 def appenders(*targets: tuple[str, Mount]) -> list[subprocess.Popen[bytes]]:
