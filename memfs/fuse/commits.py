@@ -195,19 +195,11 @@ class Committer:
             target.store_id, memory.id, node.working.base_sha256, data, path=path
         )
         if merged is None:
-            directory, _, name = path.rpartition("/")
-            copy_path = join_path(
-                directory or "/", conflict_name(name, utcnow(), self._session_id)
+            await self._conflict_copy(
+                node, target, path, text, data,
+                why="was replaced on this mount while open for writing; what was written "
+                    "to it since",
             )
-            try:
-                copy = await self._backend.create_memory(target.store_id, copy_path, text)
-            except MemfsError as exc:
-                self.reject(node, data, exc)
-            self._table.add_memory(target, copy)
-            self._reader.remember(copy.blob_key, data)
-            log.warning("conflict: %s was replaced on this mount while open for writing; "
-                        "what was written to it since is saved as %s", path, copy_path)
-            self._status.record_conflict(path, copy_path)
             node.working.unchanged()
             return
         self._wrote(merged.memory)
@@ -507,18 +499,11 @@ class Committer:
                 the store) go into the conflict copy too before the node is reset, so
                 they are not lost with the buffer.
         """
-        directory, _, name = path.rpartition("/")
-        copy_path = join_path(directory or "/", conflict_name(name, utcnow(), self._session_id))
-        try:
-            copy = await self._backend.create_memory(target.store_id, copy_path, text)
-        except MemfsError as exc:
-            self.reject(node, data, exc)
-        copy_node = self._table.add_memory(target, copy)
-        self._reader.remember(copy.blob_key, data)
-        log.warning("conflict: %s was changed by another writer since it was opened; "
-                    "the head keeps their content, this writer's is saved as %s",
-                    path, copy_path)
-        self._status.record_conflict(path, copy_path)
+        copy, copy_node = await self._conflict_copy(
+            node, target, path, text, data,
+            why="was changed by another writer since it was opened; the head keeps their "
+                "content, this writer's",
+        )
         head: Memory | None = None
         if node.memory is not None:
             try:
@@ -540,6 +525,34 @@ class Committer:
             sent = latest
             buffer = node.working.buffer
         self.reset_to_head(node, head)
+
+    async def _conflict_copy(
+        self, node: Node, target: Attachment, path: str, text: str | Content, data: bytes,
+        *, why: str,
+    ) -> tuple[Memory, Node]:
+        """Creates ``<name>.conflict-<UTC timestamp>-<session>.<ext>`` beside ``path``
+        holding ``text`` (``data``, the same as bytes), logged as ``conflict: <path>
+        <why> is saved as <copy>`` and counted by ``memfs status`` (SPEC §4 concurrent
+        writers).
+
+        Returns:
+            The copy's memory and node.
+
+        Raises:
+            RefusedWrite: the store refused the copy (``data`` is kept under
+                ``rejected/``).
+        """
+        directory, _, name = path.rpartition("/")
+        copy_path = join_path(directory or "/", conflict_name(name, utcnow(), self._session_id))
+        try:
+            copy = await self._backend.create_memory(target.store_id, copy_path, text)
+        except MemfsError as exc:
+            self.reject(node, data, exc)
+        copy_node = self._table.add_memory(target, copy)
+        self._reader.remember(copy.blob_key, data)
+        log.warning("conflict: %s %s is saved as %s", path, why, copy_path)
+        self._status.record_conflict(path, copy_path)
+        return copy, copy_node
 
     def reset_to_head(self, node: Node, head: Memory | None = None) -> None:
         """Forgets pending content: ``node`` shows its head (``head`` if given) again, or

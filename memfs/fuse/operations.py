@@ -520,7 +520,7 @@ class Operations(pyfuse3.Operations):
                 # still on its way. The reader gets the new content's first bytes only:
                 # that, not the head, is what a save made from it was made on.
                 self.reader.handed_out_prefix(node, known[0])
-            elif known[0] >= len(buffer) and off + size >= len(buffer):
+            elif node.working.cut_from_sha256 is not None and off + size >= len(buffer):
                 # The kernel learnt the size since (its next read past the cut asked):
                 # this read hands out the rest, the open has seen all of it.
                 node.working.handed_out_whole()
