@@ -289,6 +289,8 @@ STORE_INSIDES = (
     "memfs.store.backup",
     "memfs.store.transcripts",
     "memfs.store.dreams",
+    "memfs.store.peek",
+    "memfs.store._light",
     "memfs.store.migrations",
 )
 
@@ -323,11 +325,13 @@ def test_the_store_exports_exactly_its_face() -> None:
         "Caller",
         "SESSION_TOKEN_PREFIX",
         "Engine",
+        "Peek",
         "PruneResult",
         "ResourceSpec",
         "WouldWait",
         "fsck_database",
         "open_engine",
+        "open_peek",
         "restore_database",
     }
     namespace: dict[str, object] = {}

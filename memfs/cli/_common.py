@@ -3,7 +3,8 @@
 - Options: :data:`DatabaseOption` (the one ``--database``), :data:`JsonOption`,
   :data:`StoreArgument`, :data:`MetadataOption`, :data:`AtOption` (a point of history).
 - :func:`command_engine`: open the store engine for one command, or say in one line why
-  it can't be opened.
+  it can't be opened; :func:`command_peek`: the SQLAlchemy-free read-only peek a command
+  that only reads tries first.
 - Output: :func:`fail` (the one error line, ``memfs: error: <message>``, exit status
   1), :func:`print_json`, :func:`page_json` (api-contract §3 list envelope),
   :func:`print_table` (rich on a terminal, aligned text on a pipe), :func:`print_fields`,
@@ -36,7 +37,7 @@ from memfs.core.rules import validate_path, validate_path_prefix
 
 if TYPE_CHECKING:
     from memfs.core.model import Actor, Memory
-    from memfs.store import Engine
+    from memfs.store import Engine, Peek
 
 __all__ = [
     "PAGE_LIMIT",
@@ -50,6 +51,7 @@ __all__ = [
     "LogFormatOption",
     "check_log_format",
     "command_engine",
+    "command_peek",
     "fail",
     "find_memory",
     "format_size",
@@ -159,6 +161,24 @@ def command_engine(database: str | None, *, create: bool = False) -> Iterator[En
         yield engine
     finally:
         engine.close()
+
+
+@contextlib.contextmanager
+def command_peek(database: str | None) -> Iterator[Peek | None]:
+    """A read-only peek at the database for a command that only reads (no SQLAlchemy:
+    README "Performance", CLI start), closed afterwards; None when only the engine can
+    answer (see :func:`memfs.store.open_peek`): the command then opens it with
+    :func:`command_engine`, whose answers and errors are the same.
+    """
+    from memfs.store import open_peek
+
+    secure_home()
+    peek = open_peek(database)
+    try:
+        yield peek
+    finally:
+        if peek is not None:
+            peek.close()
 
 
 def secure_home() -> None:

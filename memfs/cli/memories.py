@@ -25,6 +25,7 @@ from memfs.cli._common import (
     all_pages,
     command_actor,
     command_engine,
+    command_peek,
     fail,
     find_memory,
     format_size,
@@ -164,14 +165,20 @@ def memory_cat(
 ) -> None:
     """Print a memory's content, byte for byte (as it was, with --at)."""
     point = None if at is None else parse_point(at)
-    with command_engine(database) as engine:
-        found = engine.stores.find(store)
-        if point is None:
-            memory = find_memory(engine, found.id, path)
-        elif path.startswith("mem_"):
-            memory = engine.history.get(found.id, path, point)
-        else:
-            memory = engine.history.get_by_path(found.id, validate_path(path), point)
+    peek = None
+    if point is None:
+        with command_peek(database) as peek:
+            if peek is not None:
+                memory = peek.get_memory(peek.find_store(store).id, path)
+    if peek is None:
+        with command_engine(database) as engine:
+            found = engine.stores.find(store)
+            if point is None:
+                memory = find_memory(engine, found.id, path)
+            elif path.startswith("mem_"):
+                memory = engine.history.get(found.id, path, point)
+            else:
+                memory = engine.history.get_by_path(found.id, validate_path(path), point)
     assert memory.content is not None
     sys.stdout.buffer.write(memory.content.encode("utf-8"))
     sys.stdout.buffer.flush()

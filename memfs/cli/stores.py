@@ -21,6 +21,7 @@ from memfs.cli._common import (
     all_pages,
     command_actor,
     command_engine,
+    command_peek,
     fail,
     format_size,
     format_time,
@@ -133,14 +134,18 @@ def store_list(
     database: DatabaseOption = None,
 ) -> None:
     """List stores, newest first."""
-    with command_engine(database) as engine:
-        stores = list(
-            all_pages(
-                lambda cursor: engine.stores.list(
-                    include_archived=include_archived, limit=PAGE_LIMIT, cursor=cursor
+    with command_peek(database) as peek:
+        if peek is not None:
+            stores = peek.list_stores(include_archived=include_archived)
+    if peek is None:
+        with command_engine(database) as engine:
+            stores = list(
+                all_pages(
+                    lambda cursor: engine.stores.list(
+                        include_archived=include_archived, limit=PAGE_LIMIT, cursor=cursor
+                    )
                 )
             )
-        )
     if as_json:
         print_json(page_json([store_to_wire(s) for s in stores]))
         return
@@ -165,8 +170,12 @@ def store_show(
     store: StoreArgument, as_json: JsonOption = False, database: DatabaseOption = None
 ) -> None:
     """Show one store with its counters."""
-    with command_engine(database) as engine:
-        found = engine.stores.find(store)
+    with command_peek(database) as peek:
+        if peek is not None:
+            found = peek.find_store(store)
+    if peek is None:
+        with command_engine(database) as engine:
+            found = engine.stores.find(store)
     _print_store(found, as_json)
 
 

@@ -7,20 +7,26 @@ transaction per call), the unrestricted caller's on the engine itself
 imports the modules behind them (tests/test_layers.py checks it).
 """
 
+from __future__ import annotations
+
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memfs.store._connections import WouldWait
-from memfs.store.caller import Caller
-from memfs.store.engine import Engine
-
 if TYPE_CHECKING:
+    from memfs.store._connections import WouldWait
+    from memfs.store.caller import Caller
     from memfs.store.credentials import API_KEY_SECRET_PREFIX, SESSION_TOKEN_PREFIX, ResourceSpec
+    from memfs.store.engine import Engine
+    from memfs.store.peek import Peek
     from memfs.store.retention import PruneResult
 
-# The rest of the face, imported at first use (a command loads only what it runs:
-# README "Performance").
+# The face, imported at first use (a command loads only what it runs, and one that
+# only peeks never loads SQLAlchemy: README "Performance").
 _LATER = {
+    "Caller": "memfs.store.caller",
+    "Engine": "memfs.store.engine",
+    "WouldWait": "memfs.store._connections",
+    "Peek": "memfs.store.peek",
     "API_KEY_SECRET_PREFIX": "memfs.store.credentials",
     "SESSION_TOKEN_PREFIX": "memfs.store.credentials",
     "ResourceSpec": "memfs.store.credentials",
@@ -36,16 +42,19 @@ def __getattr__(name: str) -> Any:
 
     return getattr(importlib.import_module(module), name)
 
+
 __all__ = [
     "API_KEY_SECRET_PREFIX",
     "Caller",
     "SESSION_TOKEN_PREFIX",
     "Engine",
+    "Peek",
     "PruneResult",
     "ResourceSpec",
     "WouldWait",
     "fsck_database",
     "open_engine",
+    "open_peek",
     "restore_database",
 ]
 
@@ -63,10 +72,24 @@ def open_engine(
     pass ``create=False`` (a missing database is then DatabaseNotFound, not a new file).
     """
     from memfs.core.config import database_url
+    from memfs.store.engine import Engine
 
     return Engine(
         database_url(database), memory_limit=memory_limit, create=create, read_only=read_only
     )
+
+
+def open_peek(database: str | None = None) -> Peek | None:
+    """A read-only :class:`~memfs.store.peek.Peek` at the configured database through
+    the standard library's ``sqlite3`` (no SQLAlchemy: README "Performance", CLI start),
+    or None when only the engine can answer (not a SQLite file at the schema head, an
+    erasure pending, …; see :mod:`memfs.store.peek`): then :func:`open_engine`, whose
+    answers are the same. ``database`` is as for :func:`open_engine`.
+    """
+    from memfs.core.config import database_url
+    from memfs.store.peek import open_peek as open_sqlite_peek
+
+    return open_sqlite_peek(database_url(database))
 
 
 def fsck_database(

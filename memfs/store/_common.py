@@ -12,7 +12,6 @@ import hashlib
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from types import SimpleNamespace
 from typing import Any
 
 from sqlalchemy import Connection, Row, bindparam, select
@@ -22,14 +21,13 @@ from memfs.core.errors import InvalidCursor, InvalidInput, NotFound, StoreArchiv
 from memfs.core.model import (
     Actor,
     ActorType,
-    Memory,
-    MemoryStore,
     MemoryVersion,
     Operation,
     format_timestamp,
     utcnow,
 )
 from memfs.store import _hot
+from memfs.store._light import memory_model, parse_ts, store_model
 from memfs.store.schema import stores
 
 __all__ = [
@@ -88,10 +86,6 @@ def insert_many(
 def ts(value: datetime) -> str:
     """``value`` as stored: ISO-8601 UTC text with microseconds (see schema.py)."""
     return format_timestamp(value)
-
-
-def parse_ts(value: str | None) -> datetime | None:
-    return None if value is None else datetime.fromisoformat(value)
 
 
 def now() -> str:
@@ -194,46 +188,6 @@ def require_writable(row: Row[Any]) -> None:
 # the fields are (the schema's types and CHECKs, fsck): model_construct skips pydantic's
 # validation, and with it building the models' validators in every process that only
 # reads (README "Performance", CLI start).
-
-
-def store_model(row: Row[Any]) -> MemoryStore:
-    """A MemoryStore from a stores row (not validated: see above)."""
-    return MemoryStore.model_construct(
-        id=row.id,
-        name=row.name,
-        description=row.description,
-        metadata=json.loads(row.metadata_json),
-        created_at=datetime.fromisoformat(row.created_at),
-        updated_at=datetime.fromisoformat(row.updated_at),
-        archived_at=parse_ts(row.archived_at),
-        entry_count=row.entry_count,
-        total_size_bytes=row.total_size_bytes,
-        identity_id=row.identity_id,
-        template_id=row.template_id,
-        identity_template_count=row.identity_template_count,
-        version_retention_s=row.version_retention_s,
-        forked_from=row.forked_from,
-        fork_base=row.fork_base_version_id,
-    )
-
-
-def memory_model(row: Row[Any] | SimpleNamespace, content: bytes | None = None) -> Memory:
-    """A Memory from a memories row, or from a namespace of its columns as just written
-    (not validated: see above)."""
-    return Memory.model_construct(
-        id=row.id,
-        memory_store_id=row.store_id,
-        path=row.path,
-        content=None if content is None else content.decode("utf-8"),
-        content_sha256=row.content_sha256,
-        content_size_bytes=row.size_bytes,
-        memory_version_id=row.head_version_id,
-        metadata=json.loads(row.metadata_json),
-        created_at=datetime.fromisoformat(row.created_at),
-        updated_at=datetime.fromisoformat(row.updated_at),
-        blob_key=row.blob_key or "",
-        deleted_at=parse_ts(row.deleted_at),
-    )
 
 
 def version_model(row: Row[Any], content: bytes | None = None) -> MemoryVersion:

@@ -39,6 +39,7 @@ from memfs.core.errors import (
 )
 from memfs.home import create_private_file
 from memfs.store._hot import refuse_nul
+from memfs.store._light import SCHEMA_HEAD, SQLITE_BUSY_TIMEOUT_MS
 from memfs.store.schema import metadata
 
 __all__ = [
@@ -54,16 +55,10 @@ __all__ = [
     "sqlite_path",
 ]
 
-# The newest migration's revision id; a test checks it against the migration scripts.
-# Opening an up-to-date database compares against it without loading Alembic.
-SCHEMA_HEAD = "0019_fork_created_seq"
 
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
 
-# How long a statement waits for another connection's lock before StoreBusy: SQLite's
-# busy timeout, PostgreSQL's lock_timeout, and the in-process write lock's wait.
-SQLITE_BUSY_TIMEOUT_MS = 30_000
 # SQLite result codes (https://www.sqlite.org/rescode.html): the primary code is the
 # low byte of an extended one (SQLITE_BUSY_SNAPSHOT = 517 is a SQLITE_BUSY).
 _SQLITE_BUSY = 5

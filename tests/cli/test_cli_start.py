@@ -74,6 +74,9 @@ def test_store_list_imports_only_the_aggregates_it_runs(
 # Modules that reading a store in the embedded SQLite home does not run, and what each
 # cost every start before it was left out (README "Performance", CLI start).
 _NOT_FOR_READING = {
+    # SQLAlchemy itself, half of such a command's start: these commands peek at the
+    # SQLite file through the standard library's sqlite3 (memfs/store/peek.py).
+    "sqlalchemy",
     # SQLAlchemy's PostgreSQL dialect with every driver's module: postgresql_where on the
     # schema's partial indexes loaded it (schema._partial_index).
     "sqlalchemy.dialects.postgresql",
@@ -86,6 +89,8 @@ _NOT_FOR_READING = {
     ("args", "printed"),
     [
         (("store", "list"), "Project Notes"),
+        (("store", "list", "--archived", "--json"), "Project Notes"),
+        (("store", "show", "project-notes"), "Project Notes"),
         (("memory", "cat", "Project Notes", "/notes.md"), "hello"),
     ],
 )
@@ -135,3 +140,18 @@ def test_version_prints_the_package_version_and_imports_no_heavy_library(
     assert out == f"memfs {__version__}\n"
     heavy = modules & {"sqlalchemy", "pydantic", "rich", *_SERVING}
     assert heavy == set(), f"memfs --version imported {sorted(heavy)}"
+
+
+def test_a_home_only_the_engine_can_read_is_read_by_the_engine(
+    cli: Cli, store: dict[str, object]
+) -> None:
+    """While an erasure is pending (SPEC §2) the peek stands aside: the engine answers
+    (and its close completes the erasure), with the same output."""
+    cli.put("Project Notes", "/notes.md", "hello")
+    peeked = _probe(cli.home, "memory", "cat", "Project Notes", "/notes.md")
+    marker = cli.home / "memfs.db-erase-pending"
+    marker.write_text("2026-12-06T00:00:00+00:00\n")
+    read = _probe(cli.home, "memory", "cat", "Project Notes", "/notes.md")
+    assert read["out"] == peeked["out"] == "hello"
+    assert "sqlalchemy" in read["modules"]  # type: ignore[operator]
+    assert "sqlalchemy" not in peeked["modules"]  # type: ignore[operator]

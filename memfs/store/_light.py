@@ -1,0 +1,74 @@
+"""What the store shares without importing SQLAlchemy, so that the SQLite peek of
+:mod:`memfs.store.peek` uses it too and a command that only peeks never loads SQLAlchemy
+(README "Performance", CLI start): the schema head, the busy timeout, and the models
+built from the store's own rows.
+
+The rows' columns already hold what the fields are (the schema's types and CHECKs,
+fsck): ``model_construct`` skips pydantic's validation, and with it building the models'
+validators in every process that only reads.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from memfs.core.model import Memory, MemoryStore
+
+__all__ = ["SCHEMA_HEAD", "SQLITE_BUSY_TIMEOUT_MS", "memory_model", "parse_ts", "store_model"]
+
+# The newest migration's revision id; a test checks it against the migration scripts.
+# Opening an up-to-date database compares against it without loading Alembic.
+SCHEMA_HEAD = "0019_fork_created_seq"
+
+# How long a statement waits for another connection's lock before StoreBusy: SQLite's
+# busy timeout, PostgreSQL's lock_timeout, and the in-process write lock's wait.
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def parse_ts(value: str | None) -> datetime | None:
+    """A stored timestamp (ISO 8601 text) as a datetime; None stays None."""
+    return None if value is None else datetime.fromisoformat(value)
+
+
+def store_model(row: Any) -> MemoryStore:
+    """A MemoryStore from a ``stores`` row: a SQLAlchemy ``Row`` or any object with its
+    columns as attributes (not validated: see the module docstring)."""
+    return MemoryStore.model_construct(
+        id=row.id,
+        name=row.name,
+        description=row.description,
+        metadata=json.loads(row.metadata_json),
+        created_at=datetime.fromisoformat(row.created_at),
+        updated_at=datetime.fromisoformat(row.updated_at),
+        archived_at=parse_ts(row.archived_at),
+        entry_count=row.entry_count,
+        total_size_bytes=row.total_size_bytes,
+        identity_id=row.identity_id,
+        template_id=row.template_id,
+        identity_template_count=row.identity_template_count,
+        version_retention_s=row.version_retention_s,
+        forked_from=row.forked_from,
+        fork_base=row.fork_base_version_id,
+    )
+
+
+def memory_model(row: Any, content: bytes | None = None) -> Memory:
+    """A Memory from a ``memories`` row (a SQLAlchemy ``Row``, or a namespace of its
+    columns: as just written, or as :mod:`memfs.store.peek` read them), with ``content``
+    the blob's bytes (None: without content). Not validated: see the module docstring."""
+    return Memory.model_construct(
+        id=row.id,
+        memory_store_id=row.store_id,
+        path=row.path,
+        content=None if content is None else content.decode("utf-8"),
+        content_sha256=row.content_sha256,
+        content_size_bytes=row.size_bytes,
+        memory_version_id=row.head_version_id,
+        metadata=json.loads(row.metadata_json),
+        created_at=datetime.fromisoformat(row.created_at),
+        updated_at=datetime.fromisoformat(row.updated_at),
+        blob_key=row.blob_key or "",
+        deleted_at=parse_ts(row.deleted_at),
+    )
