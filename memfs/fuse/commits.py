@@ -501,8 +501,8 @@ class Committer:
         """
         copy, copy_node = await self._conflict_copy(
             node, target, path, text, data,
-            why="was changed by another writer since it was opened; the head keeps their "
-                "content, this writer's",
+            why="was changed by another writer after this writer read it (an open, or the "
+                "source of an atomic save); the head keeps their content, this writer's",
         )
         head: Memory | None = None
         if node.memory is not None:

@@ -113,8 +113,8 @@ class Merger:
                     log.info("the merge of %s was refused (%s); both are kept", path, exc)
                     return None
                 self._reader.remember(memory.blob_key, merged)
-            log.info("merged %s with a change made elsewhere since it was opened "
-                     "(%d bytes, version %s)", path, len(merged), memory.memory_version_id)
+            log.info("merged %s with a change made elsewhere after this save's base was "
+                     "read (%d bytes, version %s)", path, len(merged), memory.memory_version_id)
             self._status.record_merge(path, memory.memory_version_id)
             return Merged(memory, merged)
         log.info("%s kept changing elsewhere while it was merged; both are kept", path)
