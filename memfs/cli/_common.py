@@ -131,7 +131,9 @@ def fail(message: str, status: int = 1) -> NoReturn:
 
 
 @contextlib.contextmanager
-def command_engine(database: str | None, *, create: bool = False) -> Iterator[Engine]:
+def command_engine(
+    database: str | None, *, create: bool = False, home_secured: bool = False
+) -> Iterator[Engine]:
     """Opens the engine for one command and closes it afterwards.
 
     Args:
@@ -141,6 +143,8 @@ def command_engine(database: str | None, *, create: bool = False) -> Iterator[En
             missing file by name (DatabaseNotFound) and leaves nothing behind; a file
             this user may not write is opened read-only (commands that only read never
             need write access).
+        home_secured: :func:`secure_home` ran already in this command (its peek,
+            :func:`command_peek`, stood aside), so its warning is not printed twice.
 
     Failures to open (unwritable ``$MEMFS_HOME``, a missing parent directory, an
     unreachable PostgreSQL server, a URL of an unknown kind) become one error line,
@@ -149,7 +153,8 @@ def command_engine(database: str | None, *, create: bool = False) -> Iterator[En
     """
     from memfs.store import open_engine
 
-    secure_home()
+    if not home_secured:
+        secure_home()
     try:
         # read_only=None: read-only exactly when this user may not write the file.
         engine = open_engine(database, create=create)
@@ -173,7 +178,12 @@ def command_peek(database: str | None) -> Iterator[Peek | None]:
     from memfs.store import open_peek
 
     secure_home()
-    peek = open_peek(database)
+    try:
+        peek = open_peek(database)
+    except MemfsError:
+        raise
+    except Exception as exc:  # a bad setting, as command_engine reports it
+        fail(f"cannot open the store database: {one_line(exc)}")
     try:
         yield peek
     finally:

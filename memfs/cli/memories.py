@@ -171,7 +171,7 @@ def memory_cat(
             if peek is not None:
                 memory = peek.get_memory(peek.find_store(store).id, path)
     if peek is None:
-        with command_engine(database) as engine:
+        with command_engine(database, home_secured=point is None) as engine:
             found = engine.stores.find(store)
             if point is None:
                 memory = find_memory(engine, found.id, path)

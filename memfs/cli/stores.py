@@ -138,7 +138,7 @@ def store_list(
         if peek is not None:
             stores = peek.list_stores(include_archived=include_archived)
     if peek is None:
-        with command_engine(database) as engine:
+        with command_engine(database, home_secured=True) as engine:
             stores = list(
                 all_pages(
                     lambda cursor: engine.stores.list(
@@ -174,7 +174,7 @@ def store_show(
         if peek is not None:
             found = peek.find_store(store)
     if peek is None:
-        with command_engine(database) as engine:
+        with command_engine(database, home_secured=True) as engine:
             found = engine.stores.find(store)
     _print_store(found, as_json)
 

@@ -85,11 +85,21 @@ def open_peek(database: str | None = None) -> Peek | None:
     or None when only the engine can answer (not a SQLite file at the schema head, an
     erasure pending, …; see :mod:`memfs.store.peek`): then :func:`open_engine`, whose
     answers are the same. ``database`` is as for :func:`open_engine`.
+
+    The engine's settings are read first, as :func:`open_engine` reads them, so that a
+    bad one fails a command the same way whichever answers it.
+
+    Raises:
+        ValueError: ``$MEMFS_MEMORY_LIMIT`` is not an integer.
+        InvalidInput: ``$MEMFS_SQLITE_SYNC`` is neither ``full`` nor ``normal``.
+        DatabaseUnavailable: the file stayed locked (:func:`memfs.store.peek.open_peek`).
     """
-    from memfs.core.config import database_url
+    from memfs.core import config
     from memfs.store.peek import open_peek as open_sqlite_peek
 
-    return open_sqlite_peek(database_url(database))
+    config.memory_limit()
+    config.sqlite_synchronous_full()
+    return open_sqlite_peek(config.database_url(database))
 
 
 def fsck_database(

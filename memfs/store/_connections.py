@@ -40,6 +40,7 @@ from memfs.store._db import (
     prepare_schema,
     sqlite_path,
 )
+from memfs.store._light import erase_marker
 
 __all__ = ["ERASE_WAIT_S", "Database", "WouldWait"]
 
@@ -168,7 +169,7 @@ class Database:
                 read_only = path.exists() and not os.access(path, os.W_OK)
         self.read_only = bool(read_only)
         self.sqlite_file = path  # None: PostgreSQL, or SQLite in memory
-        self._erase_marker = None if path is None else path.with_name(path.name + "-erase-pending")
+        self._erase_marker = None if path is None else erase_marker(path)
         self._erase_marker_name = None if self._erase_marker is None else str(self._erase_marker)
         self.sa = make_sa_engine(
             url,

@@ -10,13 +10,23 @@ validators in every process that only reads.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import os
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from memfs.core.model import Memory, MemoryStore
 
-__all__ = ["SCHEMA_HEAD", "SQLITE_BUSY_TIMEOUT_MS", "memory_model", "parse_ts", "store_model"]
+__all__ = [
+    "SCHEMA_HEAD",
+    "SQLITE_BUSY_TIMEOUT_MS",
+    "erase_marker",
+    "memory_model",
+    "parse_ts",
+    "store_model",
+]
 
 # The newest migration's revision id; a test checks it against the migration scripts.
 # Opening an up-to-date database compares against it without loading Alembic.
@@ -25,6 +35,27 @@ SCHEMA_HEAD = "0019_fork_created_seq"
 # How long a statement waits for another connection's lock before StoreBusy: SQLite's
 # busy timeout, PostgreSQL's lock_timeout, and the in-process write lock's wait.
 SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+# A file name's limit on Linux filesystems (NAME_MAX), in bytes.
+_NAME_MAX = 255
+_ERASE_SUFFIX = "-erase-pending"
+
+
+def erase_marker(database: Path) -> Path:
+    """The file that records a pending erasure of the SQLite file ``database``
+    (:meth:`memfs.store.Engine.erasure_pending`): ``<database>-erase-pending`` beside
+    it; for a file name too long to take the suffix within NAME_MAX (255 bytes), its
+    first bytes, ``~``, 16 hex digits of the SHA-256 of the whole name, then the suffix
+    (so that it can still be made, and is still one name per database).
+    """
+    name = os.fsencode(database.name)
+    suffix = _ERASE_SUFFIX.encode()
+    if len(name) + len(suffix) <= _NAME_MAX:
+        return database.with_name(database.name + _ERASE_SUFFIX)
+    digest = hashlib.sha256(name).hexdigest()[:16].encode()
+    head = name[: _NAME_MAX - len(suffix) - len(digest) - 1]
+    return database.with_name(os.fsdecode(head + b"~" + digest + suffix))
 
 
 def parse_ts(value: str | None) -> datetime | None:

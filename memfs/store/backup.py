@@ -39,9 +39,11 @@ from pathlib import Path
 
 from memfs.core.errors import StoreBusy
 from memfs.home import fsync_directory, open_private
+from memfs.store._light import erase_marker
 
 __all__ = [
     "SIDE_FILE_SUFFIXES",
+    "side_files",
     "database_in_use",
     "exclusively_unused",
     "refuse_in_use",
@@ -49,10 +51,20 @@ __all__ = [
     "vacuum_into",
 ]
 
-# The files SQLite and memfs keep beside a database file (its WAL, the WAL's shared
-# index, the rollback journal, memfs's pending-erasure marker): stale beside a restored
-# file, and harmful (a stale WAL would be replayed into it).
-SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal", "-erase-pending")
+# The files SQLite keeps beside a database file (its WAL, the WAL's shared index, the
+# rollback journal): stale beside a restored file, and harmful (a stale WAL would be
+# replayed into it). memfs's pending-erasure marker is the fourth (side_files).
+SIDE_FILE_SUFFIXES = ("-wal", "-shm", "-journal")
+
+
+def side_files(database: Path) -> list[Path]:
+    """The files SQLite and memfs keep beside the SQLite file ``database``: its WAL,
+    the WAL's shared index, the rollback journal (:data:`SIDE_FILE_SUFFIXES`) and the
+    pending-erasure marker (:func:`memfs.store._light.erase_marker`)."""
+    return [
+        *(database.with_name(database.name + suffix) for suffix in SIDE_FILE_SUFFIXES),
+        erase_marker(database),
+    ]
 
 # sqlite3 os_unix.c: the byte range every connection of a database read-locks.
 _PENDING_BYTE = 0x40000000
@@ -154,7 +166,7 @@ def replace_database(prepared: Path, target: Path) -> None:
         OSError: ``target``'s directory can't be written.
     """
     with exclusively_unused(target):
-        for suffix in SIDE_FILE_SUFFIXES:
-            target.with_name(target.name + suffix).unlink(missing_ok=True)
+        for side_file in side_files(target):
+            side_file.unlink(missing_ok=True)
         os.replace(prepared, target)
     fsync_directory(target.parent)

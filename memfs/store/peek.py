@@ -37,18 +37,32 @@ from typing import Any
 from memfs.core import rules
 from memfs.core.errors import CorruptedStore, DatabaseUnavailable, InvalidInput, NotFound
 from memfs.core.model import Memory, MemoryStore
-from memfs.store._light import SCHEMA_HEAD, SQLITE_BUSY_TIMEOUT_MS, memory_model, store_model
+from memfs.store._light import (
+    SCHEMA_HEAD,
+    SQLITE_BUSY_TIMEOUT_MS,
+    erase_marker,
+    memory_model,
+    store_model,
+)
 
-__all__ = ["Peek", "open_peek", "peek_file"]
+__all__ = ["OPEN_TIMEOUT_S", "Peek", "open_peek", "peek_file"]
 
 _SQLITE_URL = "sqlite:///"
+# How long the first read waits for a lock: the engine's first look at a file waits as
+# long (Python's sqlite3 default, memfs/store/_db.py check_sqlite_file), and then says
+# the file is locked; statements after it wait the busy timeout, as the engine's do.
+OPEN_TIMEOUT_S = 5.0
+# SQLite primary result codes (https://www.sqlite.org/rescode.html).
+_SQLITE_BUSY = 5
+_SQLITE_LOCKED = 6
 
 
 def peek_file(url: str) -> Path | None:
     """The SQLite file a peek may read for the SQLAlchemy URL ``url``, or None when the
     engine must answer: another dialect or driver, an in-memory database, a URL with a
     query or an escape, a missing, empty or non-regular file, or a pending erasure (its
-    marker file ``<database>-erase-pending``, :meth:`memfs.store.Engine.erasure_pending`).
+    marker file, :func:`memfs.store._light.erase_marker`), or one that can't be looked
+    for (the engine reports what is wrong).
     """
     if not url.startswith(_SQLITE_URL):
         return None
@@ -59,18 +73,23 @@ def peek_file(url: str) -> Path | None:
     try:
         if not path.is_file() or path.stat().st_size == 0:
             return None
+        os.stat(erase_marker(path))
+    except FileNotFoundError:
+        return path  # no marker: no erasure pending
     except OSError:
         return None
-    if path.with_name(path.name + "-erase-pending").exists():
-        return None
-    return path
+    return None  # the marker exists: an erasure is pending
 
 
 def open_peek(url: str) -> Peek | None:
     """A peek at the database of ``url`` (see the module docstring for when there is
     one), or None: then open the engine, which answers the same.
 
-    Never raises for a database it can't read: that is the engine's to report.
+    Raises:
+        DatabaseUnavailable: the file stayed locked for :data:`OPEN_TIMEOUT_S`, with the
+            engine's message (``memfs/store/_db.py`` ``check_sqlite_file`` waits as
+            long for its first read). Any other failure to read the file is left to the
+            engine to report (None).
     """
     path = peek_file(url)
     if path is None:
@@ -84,7 +103,7 @@ def open_peek(url: str) -> Peek | None:
         conn = sqlite3.connect(
             f"{path.resolve().as_uri()}?mode={mode}",
             uri=True,
-            timeout=SQLITE_BUSY_TIMEOUT_MS / 1000,
+            timeout=OPEN_TIMEOUT_S,
             isolation_level=None,  # autocommit: each method opens its own read transaction
         )
     except sqlite3.Error:
@@ -92,8 +111,11 @@ def open_peek(url: str) -> Peek | None:
     try:
         conn.execute("PRAGMA query_only=ON")
         revision = conn.execute("SELECT version_num FROM alembic_version").fetchone()
-    except sqlite3.Error:
+        conn.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_TIMEOUT_MS}")
+    except sqlite3.Error as exc:
         conn.close()
+        if exc.sqlite_errorcode & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED):
+            raise DatabaseUnavailable(f"cannot read the store database {path}: {exc}") from exc
         return None
     if revision is None or revision[0] != SCHEMA_HEAD:
         conn.close()

@@ -155,3 +155,36 @@ def test_a_home_only_the_engine_can_read_is_read_by_the_engine(
     assert read["out"] == peeked["out"] == "hello"
     assert "sqlalchemy" in read["modules"]  # type: ignore[operator]
     assert "sqlalchemy" not in peeked["modules"]  # type: ignore[operator]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "message"),
+    [
+        ("MEMFS_MEMORY_LIMIT", "abc", "memfs: error: cannot open the store database: invalid"),
+        ("MEMFS_SQLITE_SYNC", "bogus", "memfs: error: MEMFS_SQLITE_SYNC must be"),
+    ],
+)
+def test_a_bad_setting_fails_a_read_whichever_path_answers_it(
+    cli: Cli, store: dict[str, object], variable: str, value: str, message: str
+) -> None:
+    """The peek reads the engine's settings as the engine does (a trial found it
+    answering where the engine refused): the same line and status with and without it."""
+    cli.put("Project Notes", "/notes.md", "hello")
+    env = memfs_env(cli.home, **{variable: value})
+    args = ("memory", "cat", "Project Notes", "/notes.md")
+    peeked = subprocess.run(
+        [sys.executable, "-m", "memfs.cli", *args],
+        env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )
+    marker = cli.home / "memfs.db-erase-pending"
+    marker.write_text("2026-12-06T00:00:00+00:00\n")
+    marker.chmod(0o600)  # private, as memfs makes it (else the command reports it)
+    engine = subprocess.run(
+        [sys.executable, "-m", "memfs.cli", *args],
+        env=env, capture_output=True, text=True, timeout=RUN_TIMEOUT_S,
+    )
+    assert (peeked.returncode, peeked.stdout, peeked.stderr) == (
+        engine.returncode, engine.stdout, engine.stderr
+    )
+    assert peeked.returncode == 1
+    assert peeked.stderr.startswith(message), peeked.stderr

@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from _support.cli import Cli, memfs_env, run_memfs
+from _support.cli import RUN_TIMEOUT_S, Cli, memfs_env, run_memfs
 from _support.mount import FUSE_UNAVAILABLE_REASON, Mounter, run, wait_until
 from _support.serve import ServeProcess
 
@@ -121,3 +123,38 @@ def test_a_new_database_and_its_wal_are_private(umask_022: None, tmp_path: Path)
 def test_the_systemd_units_set_a_private_umask(unit: str) -> None:
     lines = (REPO / "systemd" / unit).read_text().splitlines()
     assert "UMask=0077" in [line.strip() for line in lines]
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ("store", "list"),  # no database yet: the peek stands aside for the engine
+        ("memory", "cat", "x", "/a.md"),
+        ("memory", "cat", "x", "/a.md", "--at", "now"),  # the engine alone
+    ],
+)
+def test_a_home_that_can_not_be_made_private_is_reported_once(
+    tmp_path: Path, args: tuple[str, ...]
+) -> None:
+    """A command that asks the peek and then the engine secures the home once (a trial
+    saw the warning twice). The failure is simulated in-process: root ignores modes, and
+    `chattr +i` needs a filesystem that has it."""
+    script = (
+        "import sys, memfs.home as home\n"
+        "def refuse(path):\n"
+        "    raise PermissionError(1, 'Operation not permitted')\n"
+        "home.secure_home = refuse\n"
+        "from memfs.cli import main\n"
+        "sys.argv = ['memfs', *sys.argv[1:]]\n"
+        "main()\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        env=memfs_env(tmp_path / "home"),
+        capture_output=True,
+        text=True,
+        timeout=RUN_TIMEOUT_S,
+    )
+    assert done.returncode == 1, done.stderr
+    assert done.stderr.count("could not make") == 1, done.stderr
+    assert "no memfs database" in done.stderr

@@ -9,6 +9,7 @@ file), ``open_peek`` must say so (None) rather than answer differently.
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,9 +18,9 @@ import pytest
 from store_helpers import ACTOR
 
 from memfs.core.config import database_url
-from memfs.core.errors import MemfsError
+from memfs.core.errors import DatabaseUnavailable, InvalidInput, MemfsError
 from memfs.core.model import DeleteMode
-from memfs.store import Engine, Peek, open_peek
+from memfs.store import Engine, Peek, open_engine, open_peek
 
 
 @pytest.fixture
@@ -240,3 +241,86 @@ def test_only_the_engine_answers_a_missing_empty_or_foreign_file(tmp_path: Path)
     foreign.close()
     assert open_peek(str(tmp_path / "foreign.db")) is None
     assert open_peek(str(tmp_path)) is None  # a directory
+
+
+def test_a_locked_file_fails_as_the_engine_fails_it(
+    writer: Engine, db_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file another connection holds locked: the engine's first look waits 5 s, then
+    says so (DatabaseUnavailable); the peek waits as long and says the same, rather than
+    standing aside for the engine to wait again (35 s in all, a trial found)."""
+    writer.stores.create("s")
+    writer.close()
+    holder = sqlite3.connect(db_file, isolation_level=None)
+    holder.execute("PRAGMA locking_mode=EXCLUSIVE")
+    holder.execute("BEGIN EXCLUSIVE")
+    holder.execute("SELECT count(*) FROM stores").fetchone()
+    try:
+        with pytest.raises(DatabaseUnavailable) as by_engine:
+            open_engine(str(db_file), create=False)
+        import memfs.store.peek as peek_module
+
+        monkeypatch.setattr(peek_module, "OPEN_TIMEOUT_S", 0.2)
+        started = time.monotonic()
+        with pytest.raises(DatabaseUnavailable) as by_peek:
+            open_peek(str(db_file))
+        assert time.monotonic() - started < 2
+    finally:
+        holder.close()
+    assert str(by_peek.value) == str(by_engine.value)
+    assert "database is locked" in str(by_peek.value)
+    assert peek_module.OPEN_TIMEOUT_S == 0.2  # the engine's own wait is 5 s (sqlite3's)
+
+
+def test_a_bad_setting_fails_the_peek_as_it_fails_the_engine(
+    writer: Engine, db_file: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whichever answers a command, a bad setting fails it the same way (a trial found
+    the peek answering where the engine had refused)."""
+    writer.stores.create("s")
+    for variable, value, error in (
+        ("MEMFS_MEMORY_LIMIT", "abc", ValueError),
+        ("MEMFS_SQLITE_SYNC", "bogus", InvalidInput),
+    ):
+        with monkeypatch.context() as patched:
+            patched.setenv(variable, value)
+            with pytest.raises(error) as by_engine:
+                open_engine(str(db_file), create=False)
+            with pytest.raises(error) as by_peek:
+                open_peek(str(db_file))
+        assert type(by_peek.value) is type(by_engine.value)
+        assert str(by_peek.value) == str(by_engine.value)
+
+
+def test_a_database_whose_name_leaves_no_room_for_the_marker_s_suffix(tmp_path: Path) -> None:
+    """A file name of 242–247 bytes takes SQLite's ``-journal`` and ``-wal`` but not
+    ``-erase-pending`` (NAME_MAX 255): the marker gets a shortened name of its own, so
+    the engine records and clears pending erasures there and the peek looks there
+    (both had raised ENAMETOOLONG, a trial found)."""
+    from memfs.store._light import erase_marker
+
+    long_a = tmp_path / ("d" * 240 + "a.db")  # 244 bytes
+    long_b = tmp_path / ("d" * 240 + "b.db")
+    marker_a, marker_b = erase_marker(long_a), erase_marker(long_b)
+    assert len(marker_a.name.encode()) <= 255
+    assert marker_a != marker_b
+    assert marker_a.name.endswith("-erase-pending")
+    assert erase_marker(tmp_path / "memfs.db").name == "memfs.db-erase-pending"
+    unicode_name = tmp_path / ("é" * 122 + ".db")  # 248 bytes: cut inside no character
+    assert len(erase_marker(unicode_name).name.encode()) <= 255
+
+    with Engine(database_url(str(long_a))) as engine:
+        store = engine.stores.create("s")
+        engine.for_caller(actor=ACTOR).memories.create(store.id, "/a.md", "1")
+        assert engine.erasure_pending() is None
+    peek = open_peek(str(long_a))
+    assert peek is not None
+    with peek:
+        assert peek.get_memory(store.id, "/a.md").content == "1"
+    marker_a.write_text("2026-12-06T00:00:00+00:00\n")
+    assert open_peek(str(long_a)) is None
+    with Engine(database_url(str(long_a))) as engine:
+        assert engine.erasure_pending() is not None
+        engine.for_caller(actor=ACTOR).memories.create(store.id, "/b.md", "2")
+        assert engine.erasure_pending() is None  # a write completed the checkpoint
+    assert not marker_a.exists()
