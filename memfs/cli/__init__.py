@@ -33,6 +33,7 @@ status is the row of :data:`EXIT_STATUS` of the nearest class (1 without one).
 
 from __future__ import annotations
 
+import errno
 import functools
 import importlib
 import sys
@@ -173,12 +174,67 @@ app.callback()(_root)
 
 
 def main() -> None:
-    """Entry point of the ``memfs`` console script."""
+    """Entry point of the ``memfs`` console script.
+
+    What a command lets through becomes one line on stderr, never a traceback:
+
+    - a MemfsError: its message, with the status of :data:`EXIT_STATUS`;
+    - output that can't be written (``memfs memory cat … > /dev/full``: ENOSPC, EIO):
+      ``cannot write the output``, status 1; a reader that went away (``| head -1``,
+      EPIPE): nothing more, status 1;
+    - an argument that is not valid UTF-8 reaching a store name, path or content (the
+      shell passes bytes; memfs's names are UTF-8): status 2, a usage error.
+    """
     try:
         app()
     except MemfsError as exc:
         print(f"memfs: error: {exc.message}", file=sys.stderr)
         sys.exit(exit_status(exc))
+    except BrokenPipeError:
+        _drop_output()
+        sys.exit(1)
+    except OSError as exc:
+        if exc.filename is not None or exc.errno not in _OUTPUT_ERRNOS:
+            raise  # not the output (a file the command was asked to use, a socket, …)
+        _drop_output()
+        print(f"memfs: error: cannot write the output: {exc.strerror}", file=sys.stderr)
+        sys.exit(1)
+    except UnicodeEncodeError:
+        undecodable = [arg for arg in sys.argv[1:] if _not_utf8(arg)]
+        if not undecodable:
+            raise
+        shown = undecodable[0].encode("utf-8", "surrogateescape")
+        print(f"memfs: error: the argument {shown!r} is not valid UTF-8: "
+              "memfs's store names, paths and content are UTF-8", file=sys.stderr)
+        sys.exit(2)
+
+
+# What a write to standard output fails with when it can't take the bytes (a full disk
+# or quota, a file too large, a terminal gone): with no file name, as the store types
+# its own I/O errors (StorageFull, DatabaseUnavailable) and file errors carry theirs.
+_OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def _not_utf8(arg: str) -> bool:
+    """Whether a command-line argument holds bytes that are not UTF-8 (Python keeps
+    them as lone surrogates: PEP 383)."""
+    try:
+        arg.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def _drop_output() -> None:
+    """Points standard output at /dev/null, so that the interpreter's last flush at exit
+    does not fail again (and print "Exception ignored") on what could not be written."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 def exit_status(exc: MemfsError) -> int:

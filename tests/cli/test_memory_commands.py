@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import getpass
 import hashlib
+import os
+import subprocess
 from typing import Any
 
-from _support.cli import Cli
+import pytest
+from _support.cli import RUN_TIMEOUT_S, Cli, memfs_command
 
 STORE = "Project Notes"
 
@@ -156,3 +159,43 @@ def test_writes_are_attributed_to_the_os_user(cli: Cli, store: dict[str, Any]) -
     cli.run("memory", "put", STORE, "/a.md", "--content", "x")
     (version,) = cli.versions(STORE)
     assert version["created_by"] == {"type": "user_actor", "user_id": getpass.getuser()}
+
+
+def test_an_argument_that_is_not_utf8_is_one_usage_error(
+    cli: Cli, store: dict[str, Any]
+) -> None:
+    """The shell passes bytes; a store name or path that is not UTF-8 is what was typed
+    (status 2, one line), not a traceback from the database driver."""
+    cli.put("Project Notes", "/a.md", "hello")
+    not_utf8 = os.fsdecode(b"\xffnotes")  # as Python decodes argv (PEP 383)
+    for args in (
+        ("store", "show", not_utf8),
+        ("memory", "cat", not_utf8, "/a.md"),
+        ("memory", "ls", not_utf8),
+    ):
+        result = cli.run(*args, expect=2)
+        assert result.stderr == (
+            "memfs: error: the argument b'\\xffnotes' is not valid UTF-8: memfs's store "
+            "names, paths and content are UTF-8\n"
+        ), result.stderr
+
+
+@pytest.mark.parametrize(
+    "args",
+    [("memory", "cat", "Project Notes", "/a.md"), ("memory", "ls", "Project Notes")],
+)
+def test_output_that_can_not_be_written_is_one_error_line(
+    cli: Cli, store: dict[str, Any], args: tuple[str, ...]
+) -> None:
+    """``> /dev/full``: the command says it could not write its output (status 1), with
+    no traceback and no "Exception ignored" from the interpreter's last flush."""
+    cli.put("Project Notes", "/a.md", "hello\n" * 2000)
+    with open("/dev/full", "wb") as full:
+        done = subprocess.run(
+            memfs_command(*args), stdout=full, stderr=subprocess.PIPE, env=cli.env,
+            timeout=RUN_TIMEOUT_S,
+        )
+    assert done.returncode == 1
+    assert done.stderr.decode() == (
+        "memfs: error: cannot write the output: No space left on device\n"
+    )
