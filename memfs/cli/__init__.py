@@ -180,8 +180,8 @@ def main() -> None:
 
     - a MemfsError: its message, with the status of :data:`EXIT_STATUS`;
     - output that can't be written (``memfs memory cat … > /dev/full``: ENOSPC, EIO):
-      ``cannot write the output``, status 1; a reader that went away (``| head -1``,
-      EPIPE): nothing more, status 1;
+      ``cannot write the output``, status 1 (a reader that went away, EPIPE, typer
+      ends quietly itself);
     - an argument that is not valid UTF-8 reaching a store name, path or content (the
       shell passes bytes; memfs's names are UTF-8): status 2, a usage error.
     """
@@ -190,9 +190,6 @@ def main() -> None:
     except MemfsError as exc:
         print(f"memfs: error: {exc.message}", file=sys.stderr)
         sys.exit(exit_status(exc))
-    except BrokenPipeError:
-        _drop_output()
-        sys.exit(1)
     except OSError as exc:
         if exc.filename is not None or exc.errno not in _OUTPUT_ERRNOS:
             raise  # not the output (a file the command was asked to use, a socket, …)
