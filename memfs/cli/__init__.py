@@ -45,7 +45,15 @@ import typer.main
 
 from memfs.core.errors import InvalidPoint, MemfsError
 
-__all__ = ["COMMANDS", "EXIT_STATUS", "app", "exit_status", "main", "short_help"]
+__all__ = [
+    "COMMANDS",
+    "EXIT_STATUS",
+    "app",
+    "exit_status",
+    "main",
+    "output_failed",
+    "short_help",
+]
 
 # The exit status of an error a command lets through: the row of the nearest class of
 # its method resolution order; 1 for every class without one. 2 is a usage error, as
@@ -191,10 +199,8 @@ def main() -> None:
         print(f"memfs: error: {exc.message}", file=sys.stderr)
         sys.exit(exit_status(exc))
     except OSError as exc:
-        if exc.filename is not None or exc.errno not in _OUTPUT_ERRNOS:
+        if not output_failed(exc):
             raise  # not the output (a file the command was asked to use, a socket, …)
-        _drop_output()
-        print(f"memfs: error: cannot write the output: {exc.strerror}", file=sys.stderr)
         sys.exit(1)
     except UnicodeEncodeError:
         undecodable = [arg for arg in sys.argv[1:] if _not_utf8(arg)]
@@ -210,6 +216,19 @@ def main() -> None:
 # or quota, a file too large, a terminal gone): with no file name, as the store types
 # its own I/O errors (StorageFull, DatabaseUnavailable) and file errors carry theirs.
 _OUTPUT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EIO})
+
+
+def output_failed(exc: OSError) -> bool:
+    """Whether ``exc`` is standard output failing to take what a command wrote (ENOSPC,
+    EDQUOT, EFBIG, EIO, with no file name); if so, says ``memfs: error: cannot write the
+    output: <reason>`` on stderr and points the output at /dev/null (the interpreter's
+    last flush at exit would fail again). The caller exits with its error status: 1,
+    or 2 for the commands that exit as diff(1)."""
+    if exc.filename is not None or exc.errno not in _OUTPUT_ERRNOS:
+        return False
+    _drop_output()
+    print(f"memfs: error: cannot write the output: {exc.strerror}", file=sys.stderr)
+    return True
 
 
 def _not_utf8(arg: str) -> bool:

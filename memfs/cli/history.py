@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from memfs.cli import exit_status, short_help
+from memfs.cli import exit_status, output_failed, short_help
 from memfs.cli._common import (
     DatabaseOption,
     JsonOption,
@@ -230,13 +230,18 @@ def run_diff(
     except MemfsError as exc:  # diff(1): trouble is 2, whatever it was
         typer.echo(f"memfs: error: {exc.message}", err=True)
         raise typer.Exit(max(2, exit_status(exc))) from None
-    if as_json:
-        print_json(store_diff_to_wire(diff))
-    elif name_only:
-        for entry in diff.entries:
-            typer.echo(entry.path)
-    elif stat:
-        _print_stat(diff)
-    else:
-        _print_patch(diff)
+    try:
+        if as_json:
+            print_json(store_diff_to_wire(diff))
+        elif name_only:
+            for entry in diff.entries:
+                typer.echo(entry.path)
+        elif stat:
+            _print_stat(diff)
+        else:
+            _print_patch(diff)
+    except OSError as exc:  # diff(1): output that can't be written is trouble too
+        if not output_failed(exc):
+            raise
+        raise typer.Exit(2) from None
     raise typer.Exit(1 if diff.entries else 0)

@@ -28,7 +28,10 @@ def umount(
         bool, typer.Option("--lazy", "-z", help="Detach even if busy (fusermount3 -z).")
     ] = False,
     timeout_s: Annotated[
-        float, typer.Option("--timeout", help="Seconds to wait for the daemon to finish.")
+        float,
+        typer.Option(
+            "--timeout", min=1.0, help="Seconds to wait for the daemon to finish (at least 1)."
+        ),
     ] = DEFAULT_UMOUNT_TIMEOUT_S,
     force: Annotated[
         bool,
@@ -57,7 +60,11 @@ def umount(
 
     target = mounts.mount_path(mountpoint)
     record = read_status(target)
-    if target not in mounts.mount_points():
+    mounted = mounts.mount_points()
+    if target in mounted and mounted[target] != mounts.FS_TYPE:
+        # root may unmount anything: never what memfs did not mount (a tmpfs, a bind).
+        fail(f"{target} is not a memfs mount (it is {mounted[target]}); nothing was unmounted")
+    if target not in mounted:
         if record is not None and not mounts.process_alive(int(record["pid"])):
             status_path(target).unlink(missing_ok=True)
         elsewhere = _other_namespace(record)

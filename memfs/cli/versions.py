@@ -306,7 +306,7 @@ def version_diff(
 ) -> None:
     """Show the unified diff of two versions' contents (SPEC §10), as diff(1): exit 0
     equal, 1 different, 2 on an error. A redacted side shows no content."""
-    from memfs.cli import exit_status
+    from memfs.cli import exit_status, output_failed
     from memfs.core.errors import MemfsError
     from memfs.core.history import unified_diff
 
@@ -331,5 +331,10 @@ def version_diff(
         f"a{_version_path(old)} ({old.id})",
         f"b{_version_path(new)} ({new.id})",
     )
-    typer.echo(text, nl=False)
+    try:
+        typer.echo(text, nl=False)
+    except OSError as exc:  # diff(1): output that can't be written is trouble too
+        if not output_failed(exc):
+            raise
+        raise typer.Exit(2) from None
     raise typer.Exit(1 if text else 0)

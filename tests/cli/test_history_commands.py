@@ -3,9 +3,10 @@ you can use from the command line (SPEC §10), in subprocesses."""
 
 from __future__ import annotations
 
+import subprocess
 from typing import Any
 
-from _support.cli import Cli
+from _support.cli import RUN_TIMEOUT_S, Cli, memfs_command
 
 STORE = "Project Notes"
 
@@ -283,3 +284,24 @@ def test_memory_revert_and_version_diff(cli: Cli, store: dict[str, Any]) -> None
     refused = cli.run("memory", "revert", STORE, "/new.md", "--to", "before", expect=1)
     assert f"memory {made['new']['id']!r} of memory store" in refused.stderr
     assert refused.stderr.endswith("was not live at before\n")
+
+
+def test_diff_output_that_can_not_be_written_is_trouble_as_diff_says(
+    cli: Cli, store: dict[str, Any]
+) -> None:
+    """``memfs diff``/``version diff`` exit as diff(1): 1 means "different", so output
+    that can't be written (``> /dev/full``) is 2, with one line (a trial found 1)."""
+    made = _scene(cli)
+    for args in (
+        ("diff", f"{STORE}@before", STORE),
+        ("version", "diff", STORE, made["a"]["memory_version_id"]),
+    ):
+        with open("/dev/full", "wb") as full:
+            done = subprocess.run(
+                memfs_command(*args), stdout=full, stderr=subprocess.PIPE, env=cli.env,
+                timeout=RUN_TIMEOUT_S,
+            )
+        assert done.returncode == 2, done.stderr
+        assert done.stderr.decode() == (
+            "memfs: error: cannot write the output: No space left on device\n"
+        )

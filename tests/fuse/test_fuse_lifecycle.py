@@ -235,3 +235,30 @@ def test_mount_on_a_non_empty_directory_is_refused_unless_nonempty(
     assert (mount / "notes" / "hello.md").read_text() == "hello\n"
     mounter.unmount(mount)
     assert (target / "mine.txt").read_text() == "not memfs\n"
+
+
+def test_umount_refuses_a_mount_that_is_not_memfs(tmp_path, memfs_home) -> None:
+    """root may unmount anything; `memfs umount` unmounts only memfs mounts (a trial
+    unmounted a tmpfs with it)."""
+    target = tmp_path / "tmpfs"
+    target.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "none", str(target)], check=True)
+    try:
+        (target / "file").write_text("kept\n")
+        completed = run(MEMFS, "umount", target, check=False)
+        assert completed.returncode == 1
+        assert completed.stderr == (
+            f"memfs: error: {target} is not a memfs mount (it is tmpfs); nothing was "
+            "unmounted\n"
+        )
+        assert (target / "file").read_text() == "kept\n"
+        assert mounts.mount_points()[str(target)] == "tmpfs"
+    finally:
+        subprocess.run(["umount", str(target)], check=False)
+
+
+def test_umount_refuses_a_timeout_under_a_second(mount) -> None:
+    completed = run(MEMFS, "umount", mount.path, "--timeout", "0.001", check=False)
+    assert completed.returncode == 2
+    assert "--timeout" in completed.stderr
+    assert mounts.is_mounted(str(mount.path))
