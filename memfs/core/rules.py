@@ -219,15 +219,17 @@ def validate_content_bytes(data: bytes) -> str:
         The decoded text.
 
     Raises:
-        ContentTooLarge: more than 102,400 bytes.
         InvalidContent: not valid UTF-8, or a forbidden control character.
+        ContentTooLarge: more than 102,400 bytes of text. Checked last: SPEC §4's order
+            of refusals puts not-text (EILSEQ) before too large (EFBIG), so a big binary
+            renamed into a store says it is not text, as a ``cp`` of it does.
     """
-    check_content_size(len(data))
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise InvalidContent(f"content is not valid UTF-8 text (byte offset {exc.start})") from exc
     _check_controls(text)
+    check_content_size(len(data))
     return text
 
 
@@ -236,8 +238,9 @@ def content_from_bytes(data: bytes) -> Content:
     keeps them with their text and SHA-256: the one conversion and hash of a commit.
 
     Raises:
-        ContentTooLarge: more than 102,400 bytes.
         InvalidContent: not valid UTF-8, or a forbidden control character.
+        ContentTooLarge: more than 102,400 bytes (checked last: SPEC §4 order of
+            refusals).
     """
     text = validate_content_bytes(data)
     return Content(text, data, hashlib.sha256(data).hexdigest())

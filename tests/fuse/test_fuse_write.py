@@ -129,6 +129,23 @@ def test_cp_of_a_binary_file_is_refused_with_eilseq_and_nothing_is_stored(
     assert "/image.png" not in live(store_engine, _store_id(mount))
 
 
+def test_a_big_binary_renamed_from_a_scratch_name_is_refused_as_not_text(
+    mount, store_engine: Engine, tmp_path: Path
+) -> None:
+    """SPEC §4 order of refusals: not-text (EILSEQ) before too large (EFBIG), for a
+    binary over the size limit made under a scratch name and renamed into the store (as
+    rsync does; a trial got EFBIG), as for a ``cp`` of it."""
+    binary = tmp_path / "big.bin"
+    binary.write_bytes(os.urandom(MAX_CONTENT_BYTES + 50_000))
+    scratch = mount / "notes" / "big.bin.tmp"
+    run("cp", binary, scratch)
+    completed = run("mv", scratch, mount / "notes" / "big.bin", check=False)
+    assert completed.returncode != 0
+    assert "Invalid or incomplete multibyte or wide character" in completed.stderr
+    assert "/big.bin" not in live(store_engine, _store_id(mount))
+    run("rm", "-f", scratch)
+
+
 def test_a_forbidden_control_byte_is_refused_at_write(mount, store_engine: Engine) -> None:
     path = mount / "notes" / "hello.md"
     out = run_script("fuse_write", "control_byte", path)
