@@ -31,10 +31,11 @@ from memfs.cli._common import (
     print_json,
     print_table,
 )
+from memfs.core.errors import MemfsError
 from memfs.core.model import (
     MemoryStore,
 )
-from memfs.core.rules import format_duration_s, parse_retention
+from memfs.core.rules import format_duration_s, parse_retention, slugify
 from memfs.wire import (
     store_deleted_to_wire,
     store_to_wire,
@@ -42,6 +43,7 @@ from memfs.wire import (
 
 if TYPE_CHECKING:  # history's objects are imported by the commands that print them
     from memfs.core.history import RestoreStep
+    from memfs.store import Engine
 
 __all__ = ["register"]
 
@@ -122,7 +124,32 @@ def store_create(
         store = engine.stores.create(
             name, description, parse_metadata(metadata), version_retention_s=retention_s
         )
+        _note_shared_name(engine, store)
     _print_store(store, as_json)
+
+
+def _note_shared_name(engine: Engine, store: MemoryStore) -> None:
+    """Says on stderr when ``store``'s name (or its slug) is another store's too: names
+    need not be unique (api-contract §5.1), but the CLI finds stores by name, and a
+    shared one then needs an id (``memfs store show NAME`` says which)."""
+    from memfs.core.errors import InvalidInput
+
+    slug = slugify(store.name)
+    for reference, shared in (
+        (store.name, f"another memory store is named {store.name!r} too"),
+        (slug, f"another memory store's name has the same slug, {slug!r}"),
+    ):
+        try:
+            engine.stores.find(reference)
+        except InvalidInput:
+            typer.echo(
+                f"memfs: note: {shared}; commands that name this store need its id "
+                f"({store.id})",
+                err=True,
+            )
+            return
+        except MemfsError:
+            continue
 
 
 @store_app.command("list")
@@ -210,6 +237,8 @@ def store_update(
             metadata_patch=patch or None,
             version_retention_s=retention_s,
         )
+        if name is not None and name != found.name:
+            _note_shared_name(engine, updated)
     _print_store(updated, as_json)
 
 

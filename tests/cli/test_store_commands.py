@@ -153,3 +153,25 @@ def test_ambiguous_name_lists_the_ids(cli: Cli) -> None:
 def test_metadata_option_must_be_key_value(cli: Cli) -> None:
     result = cli.run("store", "create", "x", "-m", "novalue", expect=2)
     assert "KEY=VALUE" in result.stderr
+
+
+def test_a_name_another_store_has_is_accepted_with_a_note(cli: Cli) -> None:
+    """Names need not be unique (api-contract §5.1), but the CLI finds stores by name:
+    a create or rename that makes one ambiguous says so, with the id to use (a trial
+    found an existing `--store Docs` failing after another `store create Docs`)."""
+    first = cli.run("store", "create", "Docs", "--json")
+    assert first.stderr == ""
+    second = cli.run("store", "create", "Docs", "--json")
+    second_id = second.json()["id"]
+    assert second.stderr == (
+        "memfs: note: another memory store is named 'Docs' too; commands that name this "
+        f"store need its id ({second_id})\n"
+    )
+    third = cli.run("store", "create", "other", "--json")
+    assert third.stderr == ""
+    renamed = cli.run("store", "update", third.json()["id"], "--name", "docs!", "--json")
+    assert renamed.stderr == (
+        "memfs: note: another memory store's name has the same slug, 'docs'; commands "
+        f"that name this store need its id ({third.json()['id']})\n"
+    )
+    assert "several memory stores are named 'Docs'" in cli.error("store", "show", "Docs")
