@@ -13,10 +13,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memfs.core.errors import InvalidInput, NotFound
 from memfs.core.model import Memory, MemoryStore
 
 __all__ = [
@@ -24,6 +26,7 @@ __all__ = [
     "SQLITE_BUSY_TIMEOUT_MS",
     "erase_marker",
     "memory_model",
+    "only_store",
     "parse_ts",
     "store_model",
 ]
@@ -56,6 +59,24 @@ def erase_marker(database: Path) -> Path:
     digest = hashlib.sha256(name).hexdigest()[:16].encode()
     head = name[: _NAME_MAX - len(suffix) - len(digest) - 1]
     return database.with_name(os.fsdecode(head + b"~" + digest + suffix))
+
+
+def only_store(rows: Sequence[Any], name_or_id: str) -> Any:
+    """The one store row of ``rows`` (the stores named ``name_or_id``, else those whose
+    slug it is, by id): the last step of finding a store by name (the engine's
+    ``memfs/store/stores.py`` ``find_store`` and the peek's, whose errors must be the
+    same).
+
+    Raises:
+        NotFound: no row.
+        InvalidInput: several rows (the message lists their ids).
+    """
+    if not rows:
+        raise NotFound(f"no memory store is named or has the id {name_or_id!r}")
+    if len(rows) > 1:
+        ids = ", ".join(r.id for r in rows)
+        raise InvalidInput(f"several memory stores are named {name_or_id!r} ({ids}); use an id")
+    return rows[0]
 
 
 def parse_ts(value: str | None) -> datetime | None:

@@ -35,13 +35,14 @@ from types import SimpleNamespace
 from typing import Any
 
 from memfs.core import rules
-from memfs.core.errors import CorruptedStore, DatabaseUnavailable, InvalidInput, NotFound
+from memfs.core.errors import CorruptedStore, DatabaseUnavailable, NotFound
 from memfs.core.model import Memory, MemoryStore
 from memfs.store._light import (
     SCHEMA_HEAD,
     SQLITE_BUSY_TIMEOUT_MS,
     erase_marker,
     memory_model,
+    only_store,
     store_model,
 )
 
@@ -231,9 +232,4 @@ def _find_store_row(conn: sqlite3.Connection, name_or_id: str) -> SimpleNamespac
             for r in conn.execute("SELECT * FROM stores ORDER BY id").fetchall()
             if rules.slugify(r.name) == name_or_id
         ]
-    if not rows:
-        raise NotFound(f"no memory store is named or has the id {name_or_id!r}")
-    if len(rows) > 1:
-        ids = ", ".join(r.id for r in rows)
-        raise InvalidInput(f"several memory stores are named {name_or_id!r} ({ids}); use an id")
-    return rows[0]  # type: ignore[no-any-return]
+    return only_store(rows, name_or_id)  # type: ignore[no-any-return]

@@ -17,13 +17,14 @@ from typing import Any
 from sqlalchemy import Connection, delete, func, insert, select, update
 
 from memfs.core import rules
-from memfs.core.errors import InvalidInput, NotFound, StoreArchived
+from memfs.core.errors import StoreArchived
 from memfs.core.ids import new_id
 from memfs.core.model import Actor, ChangeKind, MemoryStore, Page
 from memfs.core.visibility import Viewer
 from memfs.store import feed, visibility
 from memfs.store._common import Cursor, check_limit, lock_store, now, store_model, store_row, ts
 from memfs.store._facade import Facade
+from memfs.store._light import only_store
 from memfs.store.bindings import check_unbound
 from memfs.store.blobs import gc_blobs
 from memfs.store.schema import blobs, identity_mounts, memories, snapshots, stores, versions
@@ -85,12 +86,7 @@ def find_store(conn: Connection, name_or_id: str) -> MemoryStore:
             for r in conn.execute(select(stores).order_by(stores.c.id)).all()
             if rules.slugify(r.name) == name_or_id
         ]
-    if not rows:
-        raise NotFound(f"no memory store is named or has the id {name_or_id!r}")
-    if len(rows) > 1:
-        ids = ", ".join(r.id for r in rows)
-        raise InvalidInput(f"several memory stores are named {name_or_id!r} ({ids}); use an id")
-    return store_model(rows[0])
+    return store_model(only_store(rows, name_or_id))
 
 
 def _patched_metadata(current: dict[str, str], patch: dict[str, str | None]) -> dict[str, str]:
