@@ -328,10 +328,23 @@ def parse_metadata(
 
 
 def listing_prefix(value: str | None) -> str:
-    """A listing prefix from user input: ``None`` → ``/``; a missing final ``/`` is added."""
+    """A listing prefix from user input: ``None`` → ``/``; a missing final ``/`` is added.
+
+    Raises:
+        InvalidPath: a prefix without its leading ``/`` (the message shows the one meant,
+            where the rule's own message would name the ``/`` added at the end), or one
+            that breaks another SPEC §1 path rule.
+    """
     if not value:
         return "/"
     prefix = value if value.endswith("/") else value + "/"
+    if not prefix.startswith("/"):
+        from memfs.core.errors import InvalidPath
+
+        raise InvalidPath(
+            f"a path prefix starts with '/': {value!r} is not one (did you mean "
+            f"'/{prefix}'?)"
+        )
     return validate_path_prefix(prefix)
 
 

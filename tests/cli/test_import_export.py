@@ -167,8 +167,8 @@ def test_import_fatal_errors(cli: Cli, store: dict[str, Any], tmp_path: Path) ->
     source = tmp_path / "src"
     source.mkdir()
     assert "no memory store named" in cli.error("import", str(source), "--store", "Nope")
-    assert "must start and end with '/'" in cli.error(
-        "import", str(source), "--store", STORE, "--prefix", "relative"
+    assert cli.error("import", str(source), "--store", STORE, "--prefix", "relative") == (
+        "a path prefix starts with '/': 'relative' is not one (did you mean '/relative/'?)"
     )
     created = cli.run("import", str(source), "--store", "Fresh", "--create")
     assert 'into "Fresh": 0 created' in created.stdout

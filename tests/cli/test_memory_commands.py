@@ -199,3 +199,13 @@ def test_output_that_can_not_be_written_is_one_error_line(
     assert done.stderr.decode() == (
         "memfs: error: cannot write the output: No space left on device\n"
     )
+
+
+def test_a_prefix_without_its_leading_slash_is_refused_with_the_one_meant(
+    cli: Cli, store: dict[str, Any]
+) -> None:
+    """`memfs memory ls STORE notes` named the '/' the CLI adds at the end in its error
+    (a trial read "path_prefix 'notes/' must start and end with '/'")."""
+    assert cli.error("memory", "ls", STORE, "notes") == (
+        "a path prefix starts with '/': 'notes' is not one (did you mean '/notes/'?)"
+    )
