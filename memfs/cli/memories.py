@@ -171,6 +171,7 @@ def memory_cat(
             if peek is not None:
                 memory = peek.get_memory(peek.find_store(store).id, path)
     if peek is None:
+        # Without --at the peek was asked first, and secured the home already.
         with command_engine(database, home_secured=point is None) as engine:
             found = engine.stores.find(store)
             if point is None:

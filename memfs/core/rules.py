@@ -7,6 +7,7 @@ errors of :mod:`memfs.core.errors` and never touch I/O.
 
 from __future__ import annotations
 
+import codecs
 import enum
 import fnmatch
 import hashlib
@@ -220,16 +221,33 @@ def validate_content_bytes(data: bytes) -> str:
 
     Raises:
         InvalidContent: not valid UTF-8, or a forbidden control character.
-        ContentTooLarge: more than 102,400 bytes of text. Checked last: SPEC §4's order
-            of refusals puts not-text (EILSEQ) before too large (EFBIG), so a big binary
-            renamed into a store says it is not text, as a ``cp`` of it does.
+        ContentTooLarge: more than 102,400 bytes whose first 102,400 are text. SPEC §4's
+            order of refusals puts not-text (EILSEQ) before too large (EFBIG), so a big
+            binary renamed into a store says it is not text, as a ``cp`` of it does;
+            judged on that bounded prefix, where a character cut at its end (a file read
+            up to the limit, as import does) is no fault, and nothing more is decoded.
+    """
+    if len(data) > MAX_CONTENT_BYTES:
+        _check_text(data[: MAX_CONTENT_BYTES + 1], final=False)
+        check_content_size(len(data))
+    return _check_text(data, final=True)
+
+
+def _check_text(data: bytes, *, final: bool) -> str:
+    """``data`` decoded as UTF-8 and checked for forbidden controls; with ``final``
+    False an incomplete character at its end is left out, not refused.
+
+    Raises:
+        InvalidContent: naming the first fault.
     """
     try:
-        text = data.decode("utf-8")
+        if final:
+            text = data.decode("utf-8")
+        else:
+            text = codecs.getincrementaldecoder("utf-8")().decode(data, final=False)
     except UnicodeDecodeError as exc:
         raise InvalidContent(f"content is not valid UTF-8 text (byte offset {exc.start})") from exc
     _check_controls(text)
-    check_content_size(len(data))
     return text
 
 

@@ -55,7 +55,6 @@ __all__ = [
     "sqlite_path",
 ]
 
-
 # Execution option that marks a connection's next transaction as a write transaction.
 WRITE = "memfs_write"
 

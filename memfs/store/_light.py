@@ -1,7 +1,8 @@
 """What the store shares without importing SQLAlchemy, so that the SQLite peek of
 :mod:`memfs.store.peek` uses it too and a command that only peeks never loads SQLAlchemy
-(README "Performance", CLI start): the schema head, the busy timeout, and the models
-built from the store's own rows.
+(README "Performance", CLI start): the schema head, the busy timeout, the models built
+from the store's own rows, the last step of finding a store by name, and the name of the
+pending-erasure marker beside a SQLite file.
 
 The rows' columns already hold what the fields are (the schema's types and CHECKs,
 fsck): ``model_construct`` skips pydantic's validation, and with it building the models'

@@ -66,6 +66,7 @@ def side_files(database: Path) -> list[Path]:
         erase_marker(database),
     ]
 
+
 # sqlite3 os_unix.c: the byte range every connection of a database read-locks.
 _PENDING_BYTE = 0x40000000
 _SHARED_FIRST = _PENDING_BYTE + 2

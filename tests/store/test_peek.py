@@ -264,7 +264,7 @@ def test_a_locked_file_fails_as_the_engine_fails_it(
         started = time.monotonic()
         with pytest.raises(DatabaseUnavailable) as by_peek:
             open_peek(str(db_file))
-        assert time.monotonic() - started < 2
+        assert time.monotonic() - started < 10  # not the busy timeout's 30 s
     finally:
         holder.close()
     assert str(by_peek.value) == str(by_engine.value)

@@ -182,6 +182,21 @@ def test_content_over_the_limit_is_too_large() -> None:
         rules.validate_content("\u00e9" * 51_201)
 
 
+def test_bytes_over_the_limit_are_refused_as_not_text_first() -> None:
+    """SPEC §4 order of refusals: not-text (EILSEQ) before too large (EFBIG), judged on
+    the first 102,400 bytes only (nothing more is decoded), where a character cut at
+    the end is no fault: import reads a file up to the limit and one byte more."""
+    with pytest.raises(InvalidContent, match=r"byte offset 3\)$"):
+        rules.validate_content_bytes(b"abc\xff" + b"x" * 102_400)
+    with pytest.raises(InvalidContent, match="U\\+0001"):
+        rules.validate_content_bytes(b"a\x01" + b"x" * 102_400)
+    cut = ("\u00e9" * 60_000).encode()[:102_401]  # ends inside a two-byte character
+    with pytest.raises(ContentTooLarge, match="^content is 102401 bytes;"):
+        rules.validate_content_bytes(cut)
+    with pytest.raises(ContentTooLarge):  # a fault past the prefix is not looked for
+        rules.validate_content_bytes(b"x" * 102_401 + b"\xff")
+
+
 @pytest.mark.parametrize("text", ["", "a\tb\nc\r\nd", "caf\u00e9 \U0001f600", "\x85\u200b"])
 def test_allowed_content(text: str) -> None:
     assert rules.validate_content(text) == text
